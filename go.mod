@@ -1,0 +1,3 @@
+module beamconnect
+
+go 1.26
