@@ -1,0 +1,174 @@
+package beamng
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCatalogueShape(t *testing.T) {
+	for _, d := range []Direction{FromBeamNG, ToBeamNG} {
+		sigs := Signals(d)
+		if len(sigs) != d.Len() {
+			t.Fatalf("%v: %d slots, want %d", d, len(sigs), d.Len())
+		}
+		names := map[string]int{}
+		refs := map[string]bool{}
+		for i, s := range sigs {
+			if s.Index != i || s.Dir != d {
+				t.Errorf("%v slot %d: Index %d Dir %v", d, i, s.Index, s.Dir)
+			}
+			if s.Name == "" || s.Desc == "" {
+				t.Errorf("%v slot %d (%s): missing name or description", d, i, s.Ref)
+			}
+			// Names must stay unique even when letter case is ignored, or the
+			// case-insensitive fallback of Lookup would be ambiguous.
+			l := strings.ToLower(s.Name)
+			if j, dup := names[l]; dup {
+				t.Errorf("%v: %q at %d and %d", d, s.Name, j, i)
+			}
+			names[l] = i
+			if i == 0 {
+				if s.Ref != "" || s.Name != "id" {
+					t.Errorf("%v: element 0 is %+v, want the message id", d, s)
+				}
+				continue
+			}
+			if refs[s.Ref] {
+				t.Errorf("%v: bank reference %s twice", d, s.Ref)
+			}
+			refs[s.Ref] = true
+			if got, ok := At(d, i); !ok || got != s {
+				t.Errorf("At(%v, %d) = %+v", d, i, got)
+			}
+		}
+	}
+	if _, ok := At(FromBeamNG, StateLen); ok {
+		t.Error("At past the end succeeded")
+	}
+}
+
+func TestCatalogueSlots(t *testing.T) {
+	// Positions from BeamNG's controller code (spec §2.2, §2.3), including the
+	// slips of seed 000's tables: bank G is wheel RR (the seed repeats the RL
+	// names) and every downForce is a force in N (the seed says Nm for F6/G6).
+	for _, tt := range []struct {
+		d               Direction
+		index           int
+		ref, name, unit string
+	}{
+		{FromBeamNG, 1, "A1", "throttle", ""},
+		{FromBeamNG, 10, "A10", "steering_input", ""},
+		{FromBeamNG, 11, "B1", "posX", "m"},
+		{FromBeamNG, 17, "B7", "groundspeed", "m/s"},
+		{FromBeamNG, 24, "B14", "altitude", "m"},
+		{FromBeamNG, 26, "C2", "gear", ""},
+		{FromBeamNG, 33, "C9", "rpm", "1/min"},
+		{FromBeamNG, 36, "C12", "wheelspeed", "m/s"},
+		{FromBeamNG, 37, "D1", "wheelFL_angularVelocity", "rad/s"},
+		{FromBeamNG, 40, "D4", "wheelFL_propulsionTorque", "N·m"},
+		{FromBeamNG, 43, "E1", "wheelFR_angularVelocity", "rad/s"},
+		{FromBeamNG, 54, "F6", "wheelRL_downForce", "N"},
+		{FromBeamNG, 55, "G1", "wheelRR_angularVelocity", "rad/s"},
+		{FromBeamNG, 60, "G6", "wheelRR_downForce", "N"},
+		{FromBeamNG, 61, "H1", "custom1", ""},
+		{FromBeamNG, 110, "H50", "custom50", ""},
+		{ToBeamNG, 1, "A1", "throttle", ""},
+		{ToBeamNG, 3, "A3", "steering", ""},
+		{ToBeamNG, 4, "A4", "gear", ""},
+		{ToBeamNG, 5, "A5", "wheelFL_brakingTorque", "N·m"},
+		{ToBeamNG, 8, "A8", "wheelRR_brakingTorque", "N·m"},
+		{ToBeamNG, 9, "A9", "wheelFL_propulsionTorque", "N·m"},
+		{ToBeamNG, 12, "A12", "wheelRR_propulsionTorque", "N·m"},
+		{ToBeamNG, 13, "A13", "driveMode", ""},
+		{ToBeamNG, 14, "B1", "custom1", ""},
+		{ToBeamNG, 63, "B50", "custom50", ""},
+	} {
+		s, ok := At(tt.d, tt.index)
+		if !ok || s.Ref != tt.ref || s.Name != tt.name || s.Unit != tt.unit {
+			t.Errorf("%v[%d] = %s %q %q, want %s %q %q", tt.d, tt.index, s.Ref, s.Name, s.Unit, tt.ref, tt.name, tt.unit)
+		}
+		if got, m := Lookup(tt.d, tt.name); m != Exact || got.Index != tt.index {
+			t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.name, got.Index, m)
+		}
+		if got, m := Lookup(tt.d, tt.ref); m != Reference || got.Index != tt.index {
+			t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.ref, got.Index, m)
+		}
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for _, tt := range []struct {
+		d     Direction
+		name  string
+		index int
+		match Match
+	}{
+		{FromBeamNG, "rpm", 33, Exact},
+		{FromBeamNG, "RPM", 33, Folded},
+		// The seed's spelling: accepted, with a warning from the caller.
+		{FromBeamNG, "wheelFL_propulsiontorque", 40, Folded},
+		{FromBeamNG, "H50", 110, Reference},
+		{FromBeamNG, "H51", 0, NoMatch},
+		{FromBeamNG, "H0", 0, NoMatch},
+		{FromBeamNG, "H01", 0, NoMatch},
+		{FromBeamNG, "I1", 0, NoMatch},
+		{FromBeamNG, "b7", 17, Folded},
+		{FromBeamNG, "id", 0, Exact},
+		{FromBeamNG, "driveMode", 0, NoMatch}, // only BeamNG reads it
+		{ToBeamNG, "rpm", 0, NoMatch},         // only BeamNG sends it
+		{ToBeamNG, "A13", 13, Reference},
+		{ToBeamNG, "A14", 0, NoMatch},
+		{ToBeamNG, "B7", 20, Reference},
+		{ToBeamNG, "drivemode", 13, Folded},
+		{ToBeamNG, "", 0, NoMatch},
+	} {
+		s, m := Lookup(tt.d, tt.name)
+		if m != tt.match || (m != NoMatch && s.Index != tt.index) {
+			t.Errorf("Lookup(%v, %q) = %d, %v; want %d, %v", tt.d, tt.name, s.Index, m, tt.index, tt.match)
+		}
+	}
+}
+
+func TestBankEnd(t *testing.T) {
+	for _, tt := range []struct {
+		d         Direction
+		index, to int
+	}{
+		{FromBeamNG, 0, 0},
+		{FromBeamNG, 1, 10},
+		{FromBeamNG, 10, 10},
+		{FromBeamNG, 11, 24},
+		{FromBeamNG, 37, 42},
+		{FromBeamNG, 60, 60},
+		{FromBeamNG, 61, 110},
+		{ToBeamNG, 5, 13},
+		{ToBeamNG, 14, 63},
+	} {
+		if got := BankEnd(tt.d, tt.index); got != tt.to {
+			t.Errorf("BankEnd(%v, %d) = %d, want %d", tt.d, tt.index, got, tt.to)
+		}
+	}
+	total := 0
+	for _, b := range Banks(FromBeamNG) {
+		total += b.Size
+	}
+	if total != StateLen-1 {
+		t.Errorf("banks of the state message hold %d slots, want %d", total, StateLen-1)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	for _, tt := range []struct {
+		d          Direction
+		name, want string
+	}{
+		{FromBeamNG, "grondspeed", "groundspeed"},
+		{FromBeamNG, "wheelFL_propulsionTorq", "wheelFL_propulsionTorque"},
+		{ToBeamNG, "drivemod", "driveMode"},
+		{ToBeamNG, "engineTemperature", ""},
+	} {
+		if got := Suggest(tt.d, tt.name); got != tt.want {
+			t.Errorf("Suggest(%v, %q) = %q, want %q", tt.d, tt.name, got, tt.want)
+		}
+	}
+}
