@@ -63,10 +63,10 @@ type Signal struct {
 type Match uint8
 
 const (
-	NoMatch Match = iota
-	Exact         // the canonical name, spelled exactly
-	Folded        // the canonical name in another letter case: accepted, but warn
-	Reference     // a bank reference such as "B7" or "H12"
+	NoMatch   Match = iota
+	Exact           // the canonical name, spelled exactly
+	Folded          // the canonical name in another letter case: accepted, but warn
+	Reference       // a bank reference such as "B7" or "H12"
 )
 
 // bank is one row of the bank tables: a letter, its first element and its size.
