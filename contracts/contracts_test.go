@@ -1,0 +1,65 @@
+package contracts
+
+import "testing"
+
+func TestParseMeta(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		want     Meta
+		commData bool
+	}{
+		{"time", Time, false},
+		{"receive_time_offset", ReceiveTimeOffset, false},
+		{"serial_number", SerialNumber, false},
+		{"ping_results", PingResults, true},
+		{"pingResults", PingResults, true},
+	} {
+		m, ok := ParseMeta(tt.name)
+		if !ok || m != tt.want || m.CommData() != tt.commData {
+			t.Errorf("ParseMeta(%q) = %v %v", tt.name, m, ok)
+		}
+	}
+	for _, bad := range []string{"", "Time", "serialNumber", "rpm"} {
+		if m, ok := ParseMeta(bad); ok {
+			t.Errorf("ParseMeta(%q) = %v", bad, m)
+		}
+	}
+	if PingResults.String() != "ping_results" || NotMeta.String() != "not meta" {
+		t.Error("String")
+	}
+	if len(MetaNames()) != 4 {
+		t.Errorf("MetaNames = %v", MetaNames())
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	for _, tt := range []struct {
+		period, coupling float64
+		every            int
+		real             float64
+	}{
+		{0.005, 0.005, 1, 0.005},
+		{0.001, 0.005, 1, 0.005}, // faster than BeamNG sends: every message
+		{0.05, 0.005, 10, 0.05},
+		{0.012, 0.005, 3, 0.015}, // not a multiple: rounded up
+		{0.0015, 0.0005, 3, 0.0015},
+	} {
+		s := NewSchedule(tt.period, tt.coupling)
+		if s.Every != tt.every || s.Period-tt.real > 1e-12 || tt.real-s.Period > 1e-12 {
+			t.Errorf("NewSchedule(%g, %g) = %+v, want every %d (%g s)", tt.period, tt.coupling, s, tt.every, tt.real)
+		}
+	}
+	s := Schedule{Every: 3}
+	var due []uint64
+	for id := uint64(0); id < 10; id++ {
+		if s.Due(id) {
+			due = append(due, id)
+		}
+	}
+	if len(due) != 4 || due[0] != 0 || due[3] != 9 {
+		t.Errorf("due ids %v, want 0 3 6 9", due)
+	}
+	if !(Schedule{Every: 1}).Due(7) || !(Schedule{}).Due(7) {
+		t.Error("a schedule of every message skipped one")
+	}
+}

@@ -1,0 +1,80 @@
+package schemas
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestConfigCompiles(t *testing.T) {
+	if Config() == nil {
+		t.Fatal("no schema")
+	}
+}
+
+// Editors show a property's description as help, so every property of every
+// object in the schema must carry one.
+func TestEveryPropertyDescribed(t *testing.T) {
+	var root map[string]any
+	if err := json.Unmarshal(ConfigJSON, &root); err != nil {
+		t.Fatal(err)
+	}
+	if root["$id"] != ConfigURL {
+		t.Errorf("$id %v, want %s", root["$id"], ConfigURL)
+	}
+	var walk func(path string, node any)
+	count := 0
+	walk = func(path string, node any) {
+		switch n := node.(type) {
+		case map[string]any:
+			if props, ok := n["properties"].(map[string]any); ok {
+				for name, p := range props {
+					count++
+					pm, _ := p.(map[string]any)
+					d, _ := pm["description"].(string)
+					_, isRef := pm["$ref"]
+					if strings.TrimSpace(d) == "" && !isRef {
+						t.Errorf("%s/properties/%s has no description", path, name)
+					}
+				}
+			}
+			for k, v := range n {
+				walk(path+"/"+k, v)
+			}
+		case []any:
+			for _, v := range n {
+				walk(path, v)
+			}
+		}
+	}
+	walk("#", root)
+	if count < 40 {
+		t.Errorf("only %d properties found; the walk is broken", count)
+	}
+	// A $ref'd property is described at its definition.
+	defs := root["$defs"].(map[string]any)
+	for name, d := range defs {
+		if s, _ := d.(map[string]any)["description"].(string); s == "" {
+			t.Errorf("$defs/%s has no description", name)
+		}
+	}
+}
+
+func TestProperties(t *testing.T) {
+	for _, tt := range []struct {
+		at   string
+		want []string
+	}{
+		{"#", []string{"$schema", "beamng", "inputs", "outputs", "remoteIP", "remoteObject", "remotePort", "timeDilation", "version"}},
+		{"#/$defs/field", []string{"arraySize", "dataSize", "dataType", "initialValue", "invalidValue", "params", "propertyName", "propertyType", "remoteObject"}},
+		{"#/$defs/vehicle", []string{"localIP", "localPort", "remoteIP", "remotePort"}},
+		{"#/$defs/nothing", []string{}},
+	} {
+		got := Properties(tt.at)
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Properties(%q) = %v, want %v", tt.at, got, tt.want)
+		}
+	}
+}
