@@ -1,0 +1,551 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"beamconnect/beamng"
+	"beamconnect/contracts"
+	"beamconnect/suggest"
+)
+
+// resolve applies defaults and aliases to a schema-valid file and runs the
+// semantic checks, reporting through p.
+func (p *parser) resolve(raw *rawConfig) *Config {
+	cfg := &Config{
+		File:         p.file,
+		TimeDilation: orDefault(raw.TimeDilation, DefaultTimeDilation),
+		Protocol:     "fixed",
+		ReplyID:      ReplyNext,
+		PhysicsDt:    beamng.PhysicsDt,
+		PingTime:     DefaultPingTime,
+	}
+	if raw.RemoteObject != nil {
+		cfg.RemoteObject = *raw.RemoteObject
+	}
+	bn := raw.BeamNG
+	if bn == nil {
+		bn = &rawBeamNG{}
+	}
+	if bn.Protocol != nil {
+		cfg.Protocol = *bn.Protocol
+	}
+	if bn.ReplyID != nil {
+		cfg.ReplyID = ReplyID(*bn.ReplyID)
+	}
+	cfg.PhysicsDt = orDefault(bn.PhysicsDt, beamng.PhysicsDt)
+	cfg.PingTime = orDefault(bn.PingTime, DefaultPingTime)
+	cfg.DebugFile = bn.DebugFile != nil && *bn.DebugFile
+
+	if raw.RemotePort != nil && *raw.RemotePort == 4367 {
+		p.at(Warning, "/remotePort", "4367 is VS Connect's default server port; BeamNG's coupling receives on 64891 unless its udpReceivePort says otherwise")
+	}
+	cfg.Vehicles = p.vehicles(raw, bn)
+
+	in := p.groups(cfg, raw.Inputs, "/inputs", beamng.ToBeamNG, raw.RemoteObject)
+	out := p.groups(cfg, raw.Outputs, "/outputs", beamng.FromBeamNG, raw.RemoteObject)
+	p.schedule(cfg, raw, in, out)
+	cfg.Inputs, cfg.Outputs = in, out
+	p.timeSync(raw)
+	p.inputOverlap(cfg)
+	return cfg
+}
+
+func orDefault(v *float64, def float64) float64 {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+// vehicles resolves the socket pairs: one from the top-level and beamng keys,
+// or one per entry of beamng.vehicles, in file order.
+func (p *parser) vehicles(raw *rawConfig, bn *rawBeamNG) []Vehicle {
+	remoteIP := p.ipv4(raw.RemoteIP, "/remoteIP", DefaultRemoteIP, false)
+	localIP := p.ipv4(bn.LocalIP, "/beamng/localIP", DefaultLocalIP, true)
+	if len(bn.Vehicles) == 0 {
+		v := Vehicle{
+			Name:   "",
+			Local:  netip.AddrPortFrom(localIP, uint16(orDefault(bn.LocalPort, DefaultLocalPort))),
+			Remote: netip.AddrPortFrom(remoteIP, uint16(orDefault(raw.RemotePort, DefaultRemotePort))),
+		}
+		if v.Local == v.Remote {
+			p.at(Error, "/beamng/localPort", "beamconnect would bind %v, the address BeamNG binds; expected another port (BeamNG's default pair is 64890 and 64891)", v.Local)
+		}
+		return []Vehicle{v}
+	}
+	for _, k := range []struct {
+		set bool
+		ptr string
+	}{{raw.RemotePort != nil, "/remotePort"}, {bn.LocalPort != nil, "/beamng/localPort"}} {
+		if k.set {
+			p.atKey(Warning, k.ptr, "ignored: with beamng.vehicles each vehicle names its own ports")
+		}
+	}
+	names := make([]string, 0, len(bn.Vehicles))
+	for name := range bn.Vehicles {
+		names = append(names, name)
+	}
+	// Map order is random; the file's order is what the user reads.
+	slices.SortFunc(names, func(a, b string) int {
+		return p.ix.nodes["/beamng/vehicles/"+escapePointer(a)].off - p.ix.nodes["/beamng/vehicles/"+escapePointer(b)].off
+	})
+	var out []Vehicle
+	seen := map[netip.AddrPort]string{}
+	for _, name := range names {
+		rv := bn.Vehicles[name]
+		ptr := "/beamng/vehicles/" + escapePointer(name)
+		if name == "" {
+			p.atKey(Error, ptr, "a vehicle needs a name: expected the remoteObject its fields use")
+		}
+		v := Vehicle{
+			Name:   name,
+			Local:  netip.AddrPortFrom(p.ipv4(rv.LocalIP, ptr+"/localIP", localIP.String(), true), uint16(rv.LocalPort)),
+			Remote: netip.AddrPortFrom(p.ipv4(rv.RemoteIP, ptr+"/remoteIP", remoteIP.String(), false), uint16(rv.RemotePort)),
+		}
+		for _, a := range []struct {
+			ap  netip.AddrPort
+			ptr string
+		}{{v.Local, ptr + "/localPort"}, {v.Remote, ptr + "/remotePort"}} {
+			if other, dup := seen[a.ap]; dup {
+				p.at(Error, a.ptr, "%v is already used by %s; every vehicle needs its own pair of ports", a.ap, other)
+			} else {
+				seen[a.ap] = fmt.Sprintf("vehicle %q", name)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// ipv4 reads an address the coupling binds or sends to. BeamNG binds its
+// address literally (LuaSocket setsockname), so only IPv4 literals and
+// "localhost" make sense.
+func (p *parser) ipv4(v *string, ptr, def string, local bool) netip.Addr {
+	s := def
+	if v != nil {
+		s = *v
+	}
+	if s == "localhost" {
+		s = "127.0.0.1"
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		p.at(Error, ptr, "%q is not an IPv4 address: expected one such as 127.0.0.1 (BeamNG binds the address as given)", s)
+		return netip.MustParseAddr(def)
+	}
+	if a.IsUnspecified() {
+		p.at(Error, ptr, "%s binds every interface, but BeamNG needs one address to send to: expected this machine's address on the network BeamNG is on", s)
+		return a
+	}
+	if local && !a.IsLoopback() {
+		p.at(Warning, ptr, "%s is not a loopback address: the coupling will accept datagrams from that network (only from the configured BeamNG host)", s)
+	}
+	return a
+}
+
+// groups resolves the port groups of one direction.
+func (p *parser) groups(cfg *Config, raws []rawGroup, base string, dir beamng.Direction, topObject *string) []Group {
+	out := make([]Group, 0, len(raws))
+	for gi, rg := range raws {
+		gptr := base + "/" + strconv.Itoa(gi)
+		pos, path := p.ix.value(gptr)
+		g := Group{Path: path, Pos: pos, Dir: dir, Overdue: -1}
+		g.CommData = rg.GroupType != nil && *rg.GroupType == "commData"
+		g.TimeSync = rg.TimeSyncMode != nil && *rg.TimeSyncMode == "absolute"
+		p.overdue(&g, &rg, gptr)
+		if g.CommData {
+			for _, k := range []struct {
+				set bool
+				key string
+			}{
+				{rg.UpdatePeriod != nil, "updatePeriod"}, {rg.UpdatePeriodMs != nil, "updatePeriodMs"},
+				{g.Overdue >= 0, overdueKey(&rg)},
+			} {
+				if k.set {
+					p.atKey(Warning, gptr+"/"+k.key, "has no effect: a commData group is not a contract and has no schedule")
+				}
+			}
+			if g.TimeSync {
+				p.at(Error, gptr+"/timeSyncMode", "a commData group cannot be time-synced: expected \"none\", or move timeSyncMode to a contract group")
+			}
+		}
+		for pi, rp := range rg.Ports {
+			pptr := gptr + "/ports/" + strconv.Itoa(pi)
+			ppos, ppath := p.ix.value(pptr)
+			port := Port{Path: ppath, Pos: ppos}
+			for fi := range rp {
+				fptr := pptr + "/" + strconv.Itoa(fi)
+				if f, ok := p.field(cfg, &rp[fi], fptr, &g, rg.RemoteObject, topObject, gptr); ok {
+					port.Fields = append(port.Fields, f)
+				}
+			}
+			g.Ports = append(g.Ports, port)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func overdueKey(rg *rawGroup) string {
+	switch {
+	case rg.OverdueDataTimeout != nil:
+		return "overdueDataTimeout"
+	case rg.OverdueDataTimeoutMs != nil:
+		return "overdueDataTimeoutMs"
+	case rg.BlockTimeThreshold != nil:
+		return "blockTimeThreshold"
+	}
+	return "blockTimeThresholdMs"
+}
+
+// overdue resolves the four spellings of the overdue timeout: seconds or
+// milliseconds, current or deprecated name. Only one may be given.
+func (p *parser) overdue(g *Group, rg *rawGroup, gptr string) {
+	first := ""
+	for _, k := range []struct {
+		v          *float64
+		key, alias string
+		scale      float64
+	}{
+		{rg.OverdueDataTimeout, "overdueDataTimeout", "", 1},
+		{rg.OverdueDataTimeoutMs, "overdueDataTimeoutMs", "", 1e-3},
+		{rg.BlockTimeThreshold, "blockTimeThreshold", "overdueDataTimeout", 1},
+		{rg.BlockTimeThresholdMs, "blockTimeThresholdMs", "overdueDataTimeoutMs", 1e-3},
+	} {
+		if k.v == nil {
+			continue
+		}
+		ptr := gptr + "/" + k.key
+		if k.alias != "" {
+			p.atKey(Warning, ptr, "deprecated: write %q (same meaning)", k.alias)
+		}
+		if first != "" {
+			p.atKey(Error, ptr, "both %s and %s are set: expected one", first, k.key)
+			continue
+		}
+		first = k.key
+		switch v := *k.v; {
+		case v == -1:
+			g.Overdue = -1
+		case v < 0:
+			p.at(Error, ptr, "%v is not allowed: expected -1 (overdue detection off) or a time ≥ 0", v)
+		default:
+			g.Overdue = v * k.scale
+		}
+	}
+}
+
+// field resolves and checks one field.
+func (p *parser) field(cfg *Config, rf *rawField, fptr string, g *Group, groupObject, topObject *string, gptr string) (Field, bool) {
+	pos, path := p.ix.value(fptr)
+	f := Field{Path: path, Pos: pos, PropertyName: rf.PropertyName, ArraySize: 1}
+	if rf.ArraySize != nil {
+		f.ArraySize = int(*rf.ArraySize)
+	}
+	if rf.InitialValue != nil {
+		f.InitialValue = *rf.InitialValue
+	}
+	if rf.InvalidValue != nil {
+		f.InvalidValue = *rf.InvalidValue
+	}
+	if rf.Params != nil {
+		f.Params = *rf.Params
+	}
+	ok := true
+	if rf.DataType != nil && *rf.DataType != "float" {
+		p.at(Error, fptr+"/dataType", "%q is not supported: expected \"float\" (BeamNG's messages carry only doubles)", *rf.DataType)
+		ok = false
+	}
+	if rf.DataSize != nil && *rf.DataSize != 64 {
+		p.at(Error, fptr+"/dataSize", "%v is not supported: expected 64 (BeamNG's messages carry only doubles)", *rf.DataSize)
+		ok = false
+	}
+	ok = p.remoteObject(cfg, &f, rf.RemoteObject, groupObject, topObject, fptr, gptr) && ok
+
+	meta := g.CommData
+	if rf.PropertyType != nil {
+		meta = *rf.PropertyType == "meta"
+	}
+	nameptr := fptr + "/propertyName"
+	if meta {
+		return f, p.metaField(&f, g, nameptr, fptr) && ok
+	}
+	if g.CommData {
+		p.at(Error, fptr+"/propertyType", "a commData group carries only meta fields (ping_results): expected \"meta\", or move the field to a contract group")
+		return f, false
+	}
+	if m, isMeta := contracts.ParseMeta(f.PropertyName); isMeta && m != contracts.NotMeta {
+		if _, sig := beamng.Lookup(g.Dir, f.PropertyName); sig == beamng.NoMatch {
+			p.at(Error, nameptr, "%q is a meta value, not a BeamNG signal: add \"propertyType\": \"meta\"", f.PropertyName)
+			return f, false
+		}
+	}
+	sig, match := beamng.Lookup(g.Dir, f.PropertyName)
+	switch match {
+	case beamng.NoMatch:
+		p.unknownSignal(g.Dir, f.PropertyName, nameptr)
+		return f, false
+	case beamng.Folded:
+		p.at(Warning, nameptr, "%q matches BeamNG's %q only when letter case is ignored: write %q", f.PropertyName, spelling(sig, f.PropertyName), spelling(sig, f.PropertyName))
+	}
+	f.Signal = sig
+	if sig.Index == 0 {
+		if g.Dir == beamng.ToBeamNG {
+			p.at(Error, nameptr, "the message id of a reply is written by the reply policy (beamng.replyId), not by a port")
+			return f, false
+		}
+		if f.ArraySize > 1 {
+			p.at(Error, fptr+"/arraySize", "%d is too many: the message id is a single value (expected 1)", f.ArraySize)
+			return f, false
+		}
+	}
+	if g.Dir == beamng.ToBeamNG && sig.Name == "gear" {
+		p.at(Warning, nameptr, "BeamNG reads gear (A4, reserved) and ignores it: nothing this field sends will shift a gear")
+	}
+	if end := beamng.BankEnd(g.Dir, sig.Index); f.ArraySize > 1 && sig.Index+f.ArraySize-1 > end {
+		last, _ := beamng.At(g.Dir, end)
+		p.at(Error, fptr+"/arraySize", "%d slots from %s (%s) run past %s, the end of bank %s: expected at most %d",
+			f.ArraySize, sig.Ref, sig.Name, last.Ref, sig.Bank, end-sig.Index+1)
+		return f, false
+	}
+	return f, ok
+}
+
+// spelling is how the user should write a signal matched case-insensitively:
+// the canonical name, or the upper-case reference if they wrote a reference.
+func spelling(sig beamng.Signal, written string) string {
+	if strings.EqualFold(written, sig.Ref) {
+		return sig.Ref
+	}
+	return sig.Name
+}
+
+func (p *parser) unknownSignal(dir beamng.Direction, name, ptr string) {
+	if _, m := beamng.Lookup(dir.Other(), name); m == beamng.Exact || m == beamng.Folded {
+		if dir == beamng.ToBeamNG {
+			p.at(Error, ptr, "%q is sent by BeamNG, not accepted by it: expected it in outputs, not inputs", name)
+		} else {
+			p.at(Error, ptr, "%q is accepted by BeamNG, not sent by it: expected it in inputs, not outputs", name)
+		}
+		return
+	}
+	if s := beamng.Suggest(dir, name); s != "" {
+		p.at(Error, ptr, "%q is not a BeamNG signal (did you mean %q?)", name, s)
+		return
+	}
+	example := "groundspeed, rpm or B7"
+	if dir == beamng.ToBeamNG {
+		example = "throttle, driveMode or A1"
+	}
+	p.at(Error, ptr, "%q is not a BeamNG signal %s: expected a name or bank reference such as %s (see `beamconnect banks`)", name, dir, example)
+}
+
+// metaField checks a meta field against VS Connect's table of meta values.
+func (p *parser) metaField(f *Field, g *Group, nameptr, fptr string) bool {
+	m, ok := contracts.ParseMeta(f.PropertyName)
+	if !ok {
+		msg := fmt.Sprintf("%q is not a meta value", f.PropertyName)
+		if s := suggest.Closest(f.PropertyName, contracts.MetaNames()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		} else {
+			msg += ": expected time, receive_time_offset, serial_number or ping_results"
+		}
+		if _, sig := beamng.Lookup(g.Dir, f.PropertyName); sig != beamng.NoMatch && !g.CommData {
+			msg += "; to read the BeamNG signal, remove \"propertyType\": \"meta\""
+		}
+		p.at(Error, nameptr, "%s", msg)
+		return false
+	}
+	f.Meta = m
+	switch {
+	case g.Dir == beamng.ToBeamNG:
+		p.at(Error, nameptr, "meta values describe received data: %s belongs in an outputs group", m)
+		return false
+	case m.CommData() && !g.CommData:
+		p.at(Error, nameptr, "%s describes the link, not a contract: expected it in a group with \"groupType\": \"commData\"", m)
+		return false
+	case !m.CommData() && g.CommData:
+		p.at(Error, nameptr, "%s describes a contract's data: expected it in a contract group, not a commData group", m)
+		return false
+	case !m.CommData() && f.ArraySize != 1:
+		p.at(Error, fptr+"/arraySize", "%d is too many: %s is a single value (expected 1)", f.ArraySize, m)
+		return false
+	}
+	return true
+}
+
+// remoteObject resolves which vehicle a field belongs to: its own
+// remoteObject, else its group's, else the top-level one. With a single
+// vehicle the name is only a label.
+func (p *parser) remoteObject(cfg *Config, f *Field, own, group, top *string, fptr, gptr string) bool {
+	name, ptr := "", fptr
+	switch {
+	case own != nil:
+		name, ptr = *own, fptr+"/remoteObject"
+	case group != nil:
+		name, ptr = *group, gptr+"/remoteObject"
+	case top != nil:
+		name, ptr = *top, "/remoteObject"
+	}
+	f.RemoteObject = name
+	if len(cfg.Vehicles) == 1 && cfg.Vehicles[0].Name == "" {
+		return true
+	}
+	names := make([]string, len(cfg.Vehicles))
+	for i, v := range cfg.Vehicles {
+		if v.Name == name {
+			f.Vehicle = i
+			return true
+		}
+		names[i] = strconv.Quote(v.Name)
+	}
+	if name == "" && ptr == fptr {
+		p.at(Error, fptr, "no remoteObject: with beamng.vehicles every field needs one (its own, its group's or the top-level one); expected one of %s", strings.Join(names, ", "))
+		return false
+	}
+	msg := fmt.Sprintf("%q is not a vehicle of beamng.vehicles", name)
+	if s := suggest.Closest(name, vehicleNames(cfg)); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	} else {
+		msg += ": expected one of " + strings.Join(names, ", ")
+	}
+	p.at(Error, ptr, "%s", msg)
+	return false
+}
+
+func vehicleNames(cfg *Config) []string {
+	out := make([]string, len(cfg.Vehicles))
+	for i, v := range cfg.Vehicles {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// schedule resolves the update periods. BeamNG sends at one period, a whole
+// number of physics steps: the fastest contract's. Slower contracts take
+// part in every n-th message.
+func (p *parser) schedule(cfg *Config, raw *rawConfig, in, out []Group) {
+	type period struct {
+		g   *Group
+		ptr string
+		s   float64 // as BeamNG will run it
+	}
+	var set []period
+	for _, side := range []struct {
+		groups []Group
+		raws   []rawGroup
+		base   string
+	}{{in, raw.Inputs, "/inputs/"}, {out, raw.Outputs, "/outputs/"}} {
+		for i := range side.groups {
+			g, rg := &side.groups[i], &side.raws[i]
+			if g.CommData {
+				continue
+			}
+			gptr := side.base + strconv.Itoa(i)
+			var want float64
+			var ptr string
+			switch {
+			case rg.UpdatePeriod != nil && rg.UpdatePeriodMs != nil:
+				p.atKey(Error, gptr+"/updatePeriodMs", "both updatePeriod and updatePeriodMs are set: expected one")
+				continue
+			case rg.UpdatePeriod != nil:
+				want, ptr = *rg.UpdatePeriod, gptr+"/updatePeriod"
+			case rg.UpdatePeriodMs != nil:
+				want, ptr = *rg.UpdatePeriodMs/1000, gptr+"/updatePeriodMs"
+			default:
+				continue
+			}
+			real := beamng.SendPeriod(want, cfg.PhysicsDt)
+			if real-want > 1e-12 {
+				p.at(Warning, ptr, "%s is not a whole number of %s physics steps: BeamNG will really use %s (%d steps)",
+					ms(want), ms(cfg.PhysicsDt), ms(real), int(math.Round(real/cfg.PhysicsDt)))
+			}
+			set = append(set, period{g, ptr, real})
+		}
+	}
+	cfg.Period = beamng.SendPeriod(DefaultPeriod, cfg.PhysicsDt)
+	if len(set) > 0 {
+		cfg.Period = set[0].s
+		for _, s := range set[1:] {
+			cfg.Period = min(cfg.Period, s.s)
+		}
+	}
+	for _, groups := range [][]Group{in, out} {
+		for i := range groups {
+			if !groups[i].CommData {
+				groups[i].Schedule = contracts.NewSchedule(cfg.Period, cfg.Period)
+			}
+		}
+	}
+	for _, s := range set {
+		s.g.Schedule = contracts.NewSchedule(s.s, cfg.Period)
+		if s.g.Schedule.Period-s.s > 1e-12 {
+			p.at(Warning, s.ptr, "%s is not a multiple of the coupling period %s (the fastest contract's): this contract will update every %d messages, every %s",
+				ms(s.s), ms(cfg.Period), s.g.Schedule.Every, ms(s.g.Schedule.Period))
+		}
+	}
+}
+
+// ms formats seconds as milliseconds, without float noise.
+func ms(s float64) string {
+	return strconv.FormatFloat(math.Round(s*1e9)/1e6, 'f', -1, 64) + " ms"
+}
+
+// timeSync enforces VS Connect's rule that only one contract may be
+// time-synced, and warns about overdue detection on the synced contract.
+func (p *parser) timeSync(raw *rawConfig) {
+	first := ""
+	for _, side := range []struct {
+		raws []rawGroup
+		base string
+	}{{raw.Inputs, "/inputs/"}, {raw.Outputs, "/outputs/"}} {
+		for i, rg := range side.raws {
+			if rg.TimeSyncMode == nil || *rg.TimeSyncMode != "absolute" || rg.GroupType != nil && *rg.GroupType == "commData" {
+				continue
+			}
+			ptr := side.base + strconv.Itoa(i) + "/timeSyncMode"
+			if first != "" {
+				p.at(Error, ptr, "a second time-synced contract: only one contract may set \"absolute\" (the first is %s); expected \"none\"", first)
+				continue
+			}
+			pos, path := p.ix.value(ptr)
+			first = fmt.Sprintf("%s at %v", strings.TrimSuffix(path, ".timeSyncMode"), pos)
+			if rg.OverdueDataTimeout != nil || rg.OverdueDataTimeoutMs != nil || rg.BlockTimeThreshold != nil || rg.BlockTimeThresholdMs != nil {
+				p.at(Warning, ptr, "time sync together with an overdue timeout can lead to unexpected results (VS Connect advises against it)")
+			}
+		}
+	}
+}
+
+// inputOverlap refuses two input fields that write the same slot of the same
+// vehicle's reply: one of them would silently lose.
+func (p *parser) inputOverlap(cfg *Config) {
+	type writer struct {
+		path string
+		pos  Pos
+	}
+	slots := make([][beamng.ControlLen]*writer, len(cfg.Vehicles))
+	for _, g := range cfg.Inputs {
+		for _, port := range g.Ports {
+			for _, f := range port.Fields {
+				if f.Meta != contracts.NotMeta {
+					continue
+				}
+				w := &writer{f.Path, f.Pos}
+				for i := f.Signal.Index; i < f.Signal.Index+f.ArraySize && i < beamng.ControlLen; i++ {
+					if prev := slots[f.Vehicle][i]; prev != nil {
+						s, _ := beamng.At(beamng.ToBeamNG, i)
+						p.add(Error, f.Pos, f.Path, fmt.Sprintf("writes %s (%s), which %s (%v) already writes: expected each slot written by one field", s.Ref, s.Name, prev.path, prev.pos))
+						break
+					}
+					slots[f.Vehicle][i] = w
+				}
+			}
+		}
+	}
+}

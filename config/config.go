@@ -1,0 +1,243 @@
+// Package config reads a rig's VS Connect-style JSON config: JSON syntax,
+// the embedded JSON Schema, defaults and aliases (seconds or milliseconds,
+// deprecated names), and the semantic checks that need BeamNG's catalogue.
+// Every finding names file:line:col and the JSON path, and all of them come
+// at once, in file order.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+
+	"beamconnect/beamng"
+	"beamconnect/contracts"
+)
+
+// Defaults that apply when a config does not say otherwise (design.md).
+const (
+	DefaultRemoteIP     = "127.0.0.1"
+	DefaultRemotePort   = 64891 // BeamNG's udpReceivePort
+	DefaultLocalIP      = "127.0.0.1"
+	DefaultLocalPort    = 64890 // BeamNG's udpSendPort
+	DefaultPeriod       = 0.005 // BeamNG's simulinkTime
+	DefaultPingTime     = 1e-5  // BeamNG's pingTime
+	DefaultTimeDilation = 1.0
+)
+
+// ReplyID is the policy for the id written into each reply (spec §4).
+type ReplyID string
+
+const (
+	ReplyNext    ReplyID = "next"    // received id + 1: no start-up stall
+	ReplyEcho    ReplyID = "echo"    // received id, as BeamNG's S-function does
+	ReplyCounter ReplyID = "counter" // 1, 2, 3, … as BeamNG's FMU does
+)
+
+// Config is a checked config with every default and alias applied. It is
+// what ports.Compile reads; nothing in it refers back to the JSON.
+type Config struct {
+	File         string
+	TimeDilation float64 // ≤ 0: unthrottled
+	RemoteObject string  // top-level default, "" when unset
+	Protocol     string  // "fixed": Gen 1
+	ReplyID      ReplyID
+	PhysicsDt    float64 // seconds
+	PingTime     float64 // seconds
+	DebugFile    bool
+	Vehicles     []Vehicle // at least one
+	// Period is the coupling period: how often BeamNG sends, in seconds, a
+	// whole number of physics steps. It is the fastest contract's period.
+	Period   float64
+	Inputs   []Group // data to BeamNG
+	Outputs  []Group // data from BeamNG
+	Warnings Diagnostics
+}
+
+// Vehicle is one coupled vehicle and its socket pair.
+type Vehicle struct {
+	Name   string         // its remoteObject; "" for the single vehicle of a config without beamng.vehicles
+	Local  netip.AddrPort // beamconnect binds this; BeamNG sends here
+	Remote netip.AddrPort // BeamNG's coupling binds this; beamconnect replies here
+}
+
+// Group is one port group: a contract, or a commData group.
+type Group struct {
+	Path     string // e.g. "outputs[0]"
+	Pos      Pos
+	Dir      beamng.Direction
+	CommData bool
+	Schedule contracts.Schedule // zero for commData groups
+	TimeSync bool               // timeSyncMode "absolute"
+	Overdue  float64            // seconds past the expected arrival; < 0: detection off
+	Ports    []Port
+}
+
+// Port is one vector port of the model: its fields side by side.
+type Port struct {
+	Path   string
+	Pos    Pos
+	Fields []Field
+}
+
+// Field is one field of a port.
+type Field struct {
+	Path         string
+	Pos          Pos
+	PropertyName string         // as written
+	Meta         contracts.Meta // NotMeta for a signal of BeamNG's message
+	Signal       beamng.Signal  // the first slot, for signal fields
+	ArraySize    int
+	Vehicle      int    // index into Config.Vehicles
+	RemoteObject string // resolved: the field's, its group's or the top-level one
+	InitialValue float64
+	InvalidValue float64
+	Params       string
+}
+
+// Width is how many port elements the field takes.
+func (f Field) Width() int { return f.ArraySize }
+
+// Load reads and checks the config file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse checks data, the contents of the config named file. On success the
+// Config carries the warnings; otherwise the error is a Diagnostics holding
+// every error and warning in file order.
+func Parse(file string, data []byte) (*Config, error) {
+	p := &parser{file: file}
+	// Windows editors may start a UTF-8 file with a byte order mark, which
+	// JSON does not allow; it is not worth an error.
+	body := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	base := len(data) - len(body)
+	ix, err := newIndex(data, base)
+	p.ix = ix
+	if err != nil {
+		se := err.(*syntaxError)
+		p.add(Error, ix.pos(se.off), "", se.msg)
+		return nil, p.diags
+	}
+	for _, d := range ix.dups {
+		pos, path := ix.pos(d.off), ix.nodes[d.ptr].path
+		p.add(Error, pos, path, fmt.Sprintf("key given twice; the first is at %v and JSON readers silently keep only the last", ix.pos(d.first)))
+	}
+
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		p.add(Error, Pos{1, 1}, "", "invalid JSON: "+err.Error()) // the index walk already accepted it; not expected
+		return nil, p.diags
+	}
+	p.validateSchema(doc)
+	schemaErrs := len(p.diags)
+	// Decode what the schema let through. Even when it found errors the
+	// semantic checks still run, so a user sees every problem in one pass,
+	// as long as the values have the types the checks rely on.
+	var raw rawConfig
+	if err := json.Unmarshal(body, &raw); err != nil {
+		if schemaErrs == 0 {
+			// The schema and rawConfig disagree: a defect in beamconnect.
+			p.add(Error, Pos{1, 1}, "", "internal error: the schema accepted what the decoder refuses: "+err.Error())
+		}
+		p.diags.sortByPosition()
+		return nil, p.diags
+	}
+	cfg := p.resolve(&raw)
+	p.diags = p.diags.without(schemaErrs)
+	p.diags.sortByPosition()
+	if p.diags.Errors() > 0 {
+		return nil, p.diags
+	}
+	cfg.Warnings = p.diags
+	return cfg, nil
+}
+
+type parser struct {
+	file  string
+	ix    *index
+	diags Diagnostics
+}
+
+func (p *parser) add(sev Severity, pos Pos, path, msg string) {
+	p.diags = append(p.diags, Diagnostic{File: p.file, Pos: pos, Path: path, Severity: sev, Msg: msg})
+}
+
+// at reports a finding about the value at the JSON Pointer ptr.
+func (p *parser) at(sev Severity, ptr string, format string, args ...any) {
+	pos, path := p.ix.value(ptr)
+	p.add(sev, pos, path, fmt.Sprintf(format, args...))
+}
+
+// atKey reports a finding about the member name at ptr, for findings about a
+// key being there at all (deprecated, given twice, conflicting).
+func (p *parser) atKey(sev Severity, ptr string, format string, args ...any) {
+	pos, path := p.ix.key(ptr)
+	p.add(sev, pos, path, fmt.Sprintf(format, args...))
+}
+
+// The file as written. Optional values are pointers so that "absent" and
+// "zero" stay apart; numbers are float64 because JSON Schema's integer also
+// admits 64890.0.
+type rawConfig struct {
+	Schema       string     `json:"$schema"`
+	Version      float64    `json:"version"`
+	TimeDilation *float64   `json:"timeDilation"`
+	RemoteIP     *string    `json:"remoteIP"`
+	RemotePort   *float64   `json:"remotePort"`
+	RemoteObject *string    `json:"remoteObject"`
+	Inputs       []rawGroup `json:"inputs"`
+	Outputs      []rawGroup `json:"outputs"`
+	BeamNG       *rawBeamNG `json:"beamng"`
+}
+
+type rawGroup struct {
+	GroupType            *string      `json:"groupType"`
+	RemoteObject         *string      `json:"remoteObject"`
+	UpdatePeriod         *float64     `json:"updatePeriod"`
+	UpdatePeriodMs       *float64     `json:"updatePeriodMs"`
+	TimeSyncMode         *string      `json:"timeSyncMode"`
+	OverdueDataTimeout   *float64     `json:"overdueDataTimeout"`
+	OverdueDataTimeoutMs *float64     `json:"overdueDataTimeoutMs"`
+	BlockTimeThreshold   *float64     `json:"blockTimeThreshold"`
+	BlockTimeThresholdMs *float64     `json:"blockTimeThresholdMs"`
+	Ports                [][]rawField `json:"ports"`
+}
+
+type rawField struct {
+	RemoteObject *string  `json:"remoteObject"`
+	PropertyName string   `json:"propertyName"`
+	PropertyType *string  `json:"propertyType"`
+	DataType     *string  `json:"dataType"`
+	DataSize     *float64 `json:"dataSize"`
+	ArraySize    *float64 `json:"arraySize"`
+	InitialValue *float64 `json:"initialValue"`
+	InvalidValue *float64 `json:"invalidValue"`
+	Params       *string  `json:"params"`
+}
+
+type rawBeamNG struct {
+	Protocol  *string                `json:"protocol"`
+	LocalIP   *string                `json:"localIP"`
+	LocalPort *float64               `json:"localPort"`
+	ReplyID   *string                `json:"replyId"`
+	PhysicsDt *float64               `json:"physicsDt"`
+	PingTime  *float64               `json:"pingTime"`
+	DebugFile *bool                  `json:"debugFile"`
+	Vehicles  map[string]*rawVehicle `json:"vehicles"`
+}
+
+type rawVehicle struct {
+	LocalIP    *string `json:"localIP"`
+	LocalPort  float64 `json:"localPort"`
+	RemoteIP   *string `json:"remoteIP"`
+	RemotePort float64 `json:"remotePort"`
+}

@@ -1,0 +1,253 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Pos is a place in a config file: 1-based line and column, the column
+// counted in characters as editors count them.
+type Pos struct {
+	Line, Col int
+}
+
+func (p Pos) String() string { return strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Col) }
+
+// node is where one JSON value sits in the source.
+type node struct {
+	off    int    // first byte of the value
+	keyOff int    // first byte of its member name, -1 for array elements and the root
+	path   string // display path, e.g. outputs[0].ports[2][0].propertyName
+}
+
+// index maps JSON Pointers to source positions. The schema validator and
+// encoding/json know nothing of lines (santhosh-tekuri/jsonschema#203), so the
+// document is walked once, token by token, recording where each value starts.
+type index struct {
+	src        []byte
+	base       int // bytes before the JSON text (a byte order mark)
+	lineStarts []int
+	nodes      map[string]node
+	dups       []dupKey
+}
+
+// dupKey is a member name that appears twice in one object: encoding/json
+// would silently keep the last, hiding an edit the user thinks is live.
+type dupKey struct {
+	ptr        string // pointer of the repeated member
+	first, off int    // offsets of the first and the repeated name
+}
+
+// syntaxError is malformed JSON at a byte offset.
+type syntaxError struct {
+	off int
+	msg string
+}
+
+func (e *syntaxError) Error() string { return e.msg }
+
+// newIndex walks src, whose JSON text starts at byte base.
+func newIndex(src []byte, base int) (*index, error) {
+	ix := &index{src: src, base: base, nodes: map[string]node{}, lineStarts: []int{0}}
+	for i, c := range src {
+		if c == '\n' {
+			ix.lineStarts = append(ix.lineStarts, i+1)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(src[base:]))
+	dec.UseNumber()
+	if err := ix.walk(dec, "", "", -1); err != nil {
+		return ix, ix.syntax(err)
+	}
+	if tok, err := dec.Token(); err != io.EOF {
+		off := ix.skip(ix.offset(dec))
+		if err == nil {
+			return ix, &syntaxError{off, fmt.Sprintf("unexpected %s after the end of the top-level object", describeToken(tok))}
+		}
+		return ix, ix.syntax(err)
+	}
+	return ix, nil
+}
+
+func (ix *index) walk(dec *json.Decoder, ptr, path string, keyOff int) error {
+	start := ix.skip(ix.offset(dec))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	ix.nodes[ptr] = node{off: start, keyOff: keyOff, path: path}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]int{}
+		for dec.More() {
+			koff := ix.skip(ix.offset(dec))
+			ktok, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, ok := ktok.(string)
+			if !ok {
+				return &syntaxError{koff, "expected a member name in double quotes"}
+			}
+			child := ptr + "/" + escapePointer(key)
+			if first, dup := seen[key]; dup {
+				ix.dups = append(ix.dups, dupKey{ptr: child, first: first, off: koff})
+			} else {
+				seen[key] = koff
+			}
+			if err := ix.walk(dec, child, memberPath(path, key), koff); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			is := strconv.Itoa(i)
+			if err := ix.walk(dec, ptr+"/"+is, path+"["+is+"]", -1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	}
+	return nil
+}
+
+// syntax turns a decoder error into a positioned, readable one.
+func (ix *index) syntax(err error) error {
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		// Offset counts the bytes read, the offending one included.
+		off := ix.base + max(0, int(se.Offset)-1)
+		msg := se.Error()
+		if off < len(ix.src) && (ix.src[off] == '}' || ix.src[off] == ']') && ix.prevByte(off) == ',' {
+			msg += " (a comma before a closing bracket is not allowed in JSON)"
+		}
+		return &syntaxError{off, "invalid JSON: " + msg}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		end := len(bytes.TrimRight(ix.src, " \t\r\n"))
+		if end <= ix.base {
+			return &syntaxError{0, "the file is empty: expected a JSON object"}
+		}
+		return &syntaxError{end, "invalid JSON: the file ends before the document does (a missing } or ]?)"}
+	}
+	return &syntaxError{0, "invalid JSON: " + err.Error()}
+}
+
+// prevByte is the last byte before off that is not white space.
+func (ix *index) prevByte(off int) byte {
+	for i := off - 1; i >= 0; i-- {
+		switch c := ix.src[i]; c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// offset is the decoder's position in src.
+func (ix *index) offset(dec *json.Decoder) int { return ix.base + int(dec.InputOffset()) }
+
+// skip moves past white space and the separators ',' and ':', to where the
+// next token really starts.
+func (ix *index) skip(off int) int {
+	for off < len(ix.src) {
+		switch ix.src[off] {
+		case ' ', '\t', '\r', '\n', ',', ':':
+			off++
+		default:
+			return off
+		}
+	}
+	return off
+}
+
+// pos converts a byte offset to a line and column.
+func (ix *index) pos(off int) Pos {
+	off = min(max(off, 0), len(ix.src))
+	line := sort.Search(len(ix.lineStarts), func(i int) bool { return ix.lineStarts[i] > off }) - 1
+	start := ix.lineStarts[line]
+	if line == 0 {
+		start = min(ix.base, off) // editors do not count a byte order mark
+	}
+	return Pos{Line: line + 1, Col: utf8.RuneCount(ix.src[start:off]) + 1}
+}
+
+// value is the position of the value at ptr, and its display path.
+func (ix *index) value(ptr string) (Pos, string) {
+	n, ok := ix.nodes[ptr]
+	if !ok {
+		return ix.parent(ptr)
+	}
+	return ix.pos(n.off), n.path
+}
+
+// key is the position of the member name of the value at ptr (the value's
+// own position for array elements), and its display path.
+func (ix *index) key(ptr string) (Pos, string) {
+	n, ok := ix.nodes[ptr]
+	if !ok {
+		return ix.parent(ptr)
+	}
+	if n.keyOff >= 0 {
+		return ix.pos(n.keyOff), n.path
+	}
+	return ix.pos(n.off), n.path
+}
+
+// parent answers for a pointer that is not in the document (a missing member)
+// with the nearest ancestor that is.
+func (ix *index) parent(ptr string) (Pos, string) {
+	for ptr != "" {
+		ptr = ptr[:strings.LastIndexByte(ptr, '/')]
+		if n, ok := ix.nodes[ptr]; ok {
+			return ix.pos(n.off), n.path
+		}
+	}
+	return Pos{1, 1}, ""
+}
+
+func escapePointer(key string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+}
+
+// memberPath appends a member to a display path: .name for plain names,
+// ["any name"] for the rest (vehicle names such as "VS Vehicle 0").
+func memberPath(path, key string) string {
+	plain := key != ""
+	for i, r := range key {
+		if !(r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	switch {
+	case !plain:
+		return path + "[" + strconv.Quote(key) + "]"
+	case path == "":
+		return key
+	}
+	return path + "." + key
+}
+
+func describeToken(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		return "'" + v.String() + "'"
+	case string:
+		return strconv.Quote(v)
+	case nil:
+		return "null"
+	}
+	return fmt.Sprint(tok)
+}
