@@ -20,6 +20,13 @@ func Unanswered(pingTime, simulinkTime float64) int {
 
 // SendPeriod is the period BeamNG really sends at when asked for
 // simulinkTime: a whole number of physics steps, rounded up.
+//
+// The product steps × physicsDt carries float noise (37 × 0.0005 is
+// 0.018500000000000003), and handed back to BeamNG as a simulinkTime that
+// noise would cost a whole extra step. The result is therefore rounded to
+// the double nearest its decimal value (to the picosecond), which BeamNG's
+// ceil maps back to the same number of steps.
 func SendPeriod(simulinkTime, physicsDt float64) float64 {
-	return float64(SendSkips(simulinkTime, physicsDt)+1) * physicsDt
+	steps := float64(SendSkips(simulinkTime, physicsDt) + 1)
+	return math.Round(steps*physicsDt*1e12) / 1e12
 }

@@ -50,3 +50,20 @@ func TestSendSkipsWholeSteps(t *testing.T) {
 		}
 	}
 }
+
+// SendPeriod's result goes back to BeamNG as simulinkTime (the start command
+// beamconnect prints), so it must survive BeamNG's arithmetic unchanged.
+func TestSendPeriodIsAFixedPoint(t *testing.T) {
+	for n := int64(1); n <= 4000; n++ {
+		asked, _ := new(big.Rat).SetFrac64(5*n, 10000).Float64()
+		p := SendPeriod(asked, PhysicsDt)
+		if p != asked {
+			t.Fatalf("%d steps: SendPeriod(%v) = %v", n, asked, p)
+		}
+		// Noise in what is asked for is gone from the answer.
+		noisy := float64(n) * PhysicsDt
+		if q := SendPeriod(SendPeriod(noisy, PhysicsDt), PhysicsDt); q != SendPeriod(noisy, PhysicsDt) {
+			t.Fatalf("SendPeriod is not idempotent at %v: %v", noisy, q)
+		}
+	}
+}

@@ -338,11 +338,11 @@ func (p *parser) unknownSignal(dir beamng.Direction, name, ptr string) {
 		p.at(Error, ptr, "%q is not a BeamNG signal (did you mean %q?)", name, s)
 		return
 	}
-	example := "groundspeed, rpm or B7"
 	if dir == beamng.ToBeamNG {
-		example = "throttle, driveMode or A1"
+		p.at(Error, ptr, "%q is not a signal BeamNG accepts: expected a name or bank reference such as throttle, driveMode or A1 (see `beamconnect banks --to`)", name)
+	} else {
+		p.at(Error, ptr, "%q is not a signal BeamNG sends: expected a name or bank reference such as groundspeed, rpm or B7 (see `beamconnect banks --from`)", name)
 	}
-	p.at(Error, ptr, "%q is not a BeamNG signal %s: expected a name or bank reference such as %s (see `beamconnect banks`)", name, dir, example)
 }
 
 // metaField checks a meta field against VS Connect's table of meta values.
@@ -497,9 +497,15 @@ func ms(s float64) string {
 }
 
 // timeSync enforces VS Connect's rule that only one contract may be
-// time-synced, and warns about overdue detection on the synced contract.
+// time-synced, keeping the first in the file, and warns about overdue
+// detection on the synced contract.
 func (p *parser) timeSync(raw *rawConfig) {
-	first := ""
+	type synced struct {
+		ptr     string
+		off     int
+		overdue bool
+	}
+	var all []synced
 	for _, side := range []struct {
 		raws []rawGroup
 		base string
@@ -509,16 +515,21 @@ func (p *parser) timeSync(raw *rawConfig) {
 				continue
 			}
 			ptr := side.base + strconv.Itoa(i) + "/timeSyncMode"
-			if first != "" {
-				p.at(Error, ptr, "a second time-synced contract: only one contract may set \"absolute\" (the first is %s); expected \"none\"", first)
-				continue
-			}
-			pos, path := p.ix.value(ptr)
-			first = fmt.Sprintf("%s at %v", strings.TrimSuffix(path, ".timeSyncMode"), pos)
-			if rg.OverdueDataTimeout != nil || rg.OverdueDataTimeoutMs != nil || rg.BlockTimeThreshold != nil || rg.BlockTimeThresholdMs != nil {
-				p.at(Warning, ptr, "time sync together with an overdue timeout can lead to unexpected results (VS Connect advises against it)")
-			}
+			overdue := rg.OverdueDataTimeout != nil || rg.OverdueDataTimeoutMs != nil || rg.BlockTimeThreshold != nil || rg.BlockTimeThresholdMs != nil
+			all = append(all, synced{ptr, p.ix.nodes[ptr].off, overdue})
 		}
+	}
+	slices.SortFunc(all, func(a, b synced) int { return a.off - b.off })
+	for i, s := range all {
+		if i == 0 {
+			if s.overdue {
+				p.at(Warning, s.ptr, "time sync together with an overdue timeout can lead to unexpected results (VS Connect advises against it)")
+			}
+			continue
+		}
+		pos, path := p.ix.value(all[0].ptr)
+		p.at(Error, s.ptr, "a second time-synced contract: only one contract may set \"absolute\" (the first is %s at %v); expected \"none\"",
+			strings.TrimSuffix(path, ".timeSyncMode"), pos)
 	}
 }
 

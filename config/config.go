@@ -116,7 +116,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	p := &parser{file: file}
 	// Windows editors may start a UTF-8 file with a byte order mark, which
 	// JSON does not allow; it is not worth an error.
-	body := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	body := trimBOM(data)
 	base := len(data) - len(body)
 	ix, err := newIndex(data, base)
 	p.ix = ix
@@ -131,9 +131,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 
 	var doc any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	if err := jsonUnmarshalNumber(body, &doc); err != nil {
 		p.add(Error, Pos{1, 1}, "", "invalid JSON: "+err.Error()) // the index walk already accepted it; not expected
 		return nil, p.diags
 	}
@@ -159,6 +157,16 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	cfg.Warnings = p.diags
 	return cfg, nil
+}
+
+func trimBOM(b []byte) []byte { return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) }
+
+// jsonUnmarshalNumber decodes keeping numbers as json.Number, the form the
+// schema validator wants (go-notes §1.1).
+func jsonUnmarshalNumber(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 type parser struct {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,17 +59,17 @@ func newIndex(src []byte, base int) (*index, error) {
 			ix.lineStarts = append(ix.lineStarts, i+1)
 		}
 	}
+	// Check validity first: json.Unmarshal scans byte by byte, so its
+	// SyntaxError.Offset reliably points just past the offending byte, which
+	// the streaming decoder's does not.
+	var raw json.RawMessage
+	if err := json.Unmarshal(src[base:], &raw); err != nil {
+		return ix, ix.syntax(err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(src[base:]))
 	dec.UseNumber()
 	if err := ix.walk(dec, "", "", -1); err != nil {
-		return ix, ix.syntax(err)
-	}
-	if tok, err := dec.Token(); err != io.EOF {
-		off := ix.skip(ix.offset(dec))
-		if err == nil {
-			return ix, &syntaxError{off, fmt.Sprintf("unexpected %s after the end of the top-level object", describeToken(tok))}
-		}
-		return ix, ix.syntax(err)
+		return ix, ix.syntax(err) // not expected once Unmarshal accepted the text
 	}
 	return ix, nil
 }
@@ -124,23 +122,28 @@ func (ix *index) walk(dec *json.Decoder, ptr, path string, keyOff int) error {
 // syntax turns a decoder error into a positioned, readable one.
 func (ix *index) syntax(err error) error {
 	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se):
-		// Offset counts the bytes read, the offending one included.
-		off := ix.base + max(0, int(se.Offset)-1)
-		msg := se.Error()
-		if off < len(ix.src) && (ix.src[off] == '}' || ix.src[off] == ']') && ix.prevByte(off) == ',' {
-			msg += " (a comma before a closing bracket is not allowed in JSON)"
-		}
-		return &syntaxError{off, "invalid JSON: " + msg}
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	if !errors.As(err, &se) {
+		return &syntaxError{ix.base, "invalid JSON: " + err.Error()}
+	}
+	msg := se.Error()
+	if msg == "unexpected end of JSON input" {
 		end := len(bytes.TrimRight(ix.src, " \t\r\n"))
 		if end <= ix.base {
-			return &syntaxError{0, "the file is empty: expected a JSON object"}
+			return &syntaxError{ix.base, "the file is empty: expected a JSON object"}
 		}
 		return &syntaxError{end, "invalid JSON: the file ends before the document does (a missing } or ]?)"}
 	}
-	return &syntaxError{0, "invalid JSON: " + err.Error()}
+	// Offset counts the bytes read, the offending one included.
+	off := ix.base + max(0, int(se.Offset)-1)
+	switch {
+	case strings.HasSuffix(msg, "after top-level value"):
+		msg = "unexpected content after the end of the top-level object: expected one JSON document per file"
+	case off < len(ix.src) && (ix.src[off] == '}' || ix.src[off] == ']') && ix.prevByte(off) == ',':
+		msg = "invalid JSON: " + msg + " (a comma before a closing bracket is not allowed in JSON)"
+	default:
+		msg = "invalid JSON: " + msg
+	}
+	return &syntaxError{off, msg}
 }
 
 // prevByte is the last byte before off that is not white space.
@@ -238,16 +241,4 @@ func memberPath(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func describeToken(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Delim:
-		return "'" + v.String() + "'"
-	case string:
-		return strconv.Quote(v)
-	case nil:
-		return "null"
-	}
-	return fmt.Sprint(tok)
 }

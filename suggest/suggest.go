@@ -5,8 +5,8 @@ package suggest
 import "strings"
 
 // Closest returns the candidate nearest to word (ignoring letter case), or ""
-// when none is near enough to be a plausible typo: at most two edits, or a
-// third of the word's length for longer words.
+// when none is near enough to be a plausible typo: one edit per three
+// letters, and at least one.
 func Closest(word string, candidates []string) string {
 	best, bestDist := "", -1
 	lw := strings.ToLower(word)
@@ -16,14 +16,18 @@ func Closest(word string, candidates []string) string {
 			best, bestDist = c, d
 		}
 	}
-	if bestDist < 0 || bestDist > max(2, len(word)/3) {
+	if bestDist < 0 || bestDist > max(1, len(word)/3) {
 		return ""
 	}
 	return best
 }
 
-// Distance is the Levenshtein edit distance between a and b, counted in bytes.
+// Distance is the optimal string alignment distance between a and b, counted
+// in bytes: insertions, deletions, substitutions and swaps of two adjacent
+// letters ("rmp" for "rpm") each cost one.
 func Distance(a, b string) int {
+	// d[i][j] is the distance between a[:i] and b[:j]; three rows suffice.
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -37,8 +41,11 @@ func Distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

@@ -13,6 +13,8 @@ func TestDistance(t *testing.T) {
 		{"groundspeed", "grondspeed", 1},
 		{"kitten", "sitting", 3},
 		{"flaw", "lawn", 2},
+		{"rmp", "rpm", 1},
+		{"ca", "abc", 3},
 	} {
 		if got := Distance(tt.a, tt.b); got != tt.want {
 			t.Errorf("Distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
@@ -29,7 +31,8 @@ func TestClosest(t *testing.T) {
 		{"updatePeriodMS", "updatePeriodMs"},
 		{"updatePeriod_", "updatePeriod"},
 		{"temperature", ""},
-		{"x", ""}, // three edits from "rpm", the nearest
+		{"x", ""},  // three edits from "rpm", the nearest
+		{"Xo", ""}, // two edits from "rpm" is too many for two letters
 	} {
 		got := Closest(tt.word, names)
 		if got != tt.want {
