@@ -1,0 +1,237 @@
+// Package ports compiles a checked config into the Plan the coupling runtime
+// reads: every port's fields resolved to message slots or meta sources, the
+// model's port vectors, each contract's schedule, and the reply template.
+package ports
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"beamconnect/beamng"
+	"beamconnect/config"
+	"beamconnect/contracts"
+	"beamconnect/timesync"
+)
+
+// Source says where a port element's value comes from or goes to.
+type Source uint8
+
+const (
+	Slot      Source = iota // a slot of BeamNG's message
+	Meta                    // a value computed about a contract or the link
+	Directive               // port 0 in: connect (non-zero) or disconnect (0)
+	Status                  // port 0 out: connection status 0–5
+)
+
+func (s Source) String() string {
+	switch s {
+	case Slot:
+		return "slot"
+	case Meta:
+		return "meta"
+	case Directive:
+		return "directive"
+	case Status:
+		return "status"
+	}
+	return "Source(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Field is one field of a port, resolved.
+type Field struct {
+	Name    string // propertyName as the config wrote it
+	Path    string // where the config defines it, e.g. outputs[0].ports[1][0]
+	Source  Source
+	Meta    contracts.Meta // for Source Meta
+	Vehicle int            // index into Plan.Vehicles
+	Slot    int            // first element of the message, for Source Slot
+	Width   int            // elements, ≥ 1
+	Offset  int            // first element within the port vector
+	Initial float64        // value before any data
+	Invalid float64        // value reported for a non-finite received value
+}
+
+// Signal is the catalogue entry of slot i of the field (0 ≤ i < Width).
+func (f *Field) Signal(dir beamng.Direction, i int) beamng.Signal {
+	s, _ := beamng.At(dir, f.Slot+i)
+	return s
+}
+
+// Port is one vector port of the model. Inputs carry data to BeamNG,
+// outputs data from it; port 0 of each is the connection directive and the
+// connection status.
+type Port struct {
+	Number   int
+	Dir      beamng.Direction
+	Contract int // index into Plan.Contracts; -1 for port 0
+	Width    int
+	Fields   []Field
+}
+
+// Contract is one port group at run time.
+type Contract struct {
+	Name     string // the group's config path, e.g. "outputs[0]"
+	Dir      beamng.Direction
+	CommData bool
+	Schedule contracts.Schedule // zero for commData groups
+	TimeSync bool
+	Overdue  float64 // seconds; < 0: overdue detection off
+	Ports    []int   // port numbers, in Inputs or Outputs as Dir says
+}
+
+// Vehicle is one coupled vehicle: its socket pair and reply template.
+type Vehicle struct {
+	Name   string
+	Local  netip.AddrPort // beamconnect binds; BeamNG sends here
+	Remote netip.AddrPort // BeamNG binds; beamconnect replies here
+	// Template is the reply before the model writes anything: the id slot 0,
+	// mapped slots at their fields' initial values and NaN in every slot no
+	// field maps, which BeamNG's controller skips, keeping its previous value.
+	Template []float64
+}
+
+// Plan is a compiled config: everything the runtime reads, and nothing it
+// has to look up. A Plan is never modified after Compile, so goroutines may
+// share it and a reload swaps in a whole new one.
+type Plan struct {
+	Source       string // the config file
+	Protocol     string // "fixed" (Gen 1)
+	ReplyID      config.ReplyID
+	TimeSync     timesync.Mode
+	TimeDilation float64
+	PhysicsDt    float64 // seconds
+	Period       float64 // BeamNG's send period (simulinkTime), seconds
+	PingTime     float64 // seconds
+	SendSkips    int     // physics steps BeamNG skips between sends
+	Unanswered   int     // messages BeamNG lets be in flight before it blocks
+	DebugFile    bool
+	Vehicles     []Vehicle
+	Inputs       []Port // Inputs[0] is the connection directive
+	Outputs      []Port // Outputs[0] is the connection status
+	Contracts    []Contract
+}
+
+// Compile lays a checked config out for the runtime. It fails only on a
+// config that did not come from config.Parse.
+func Compile(cfg *config.Config) (*Plan, error) {
+	if cfg == nil || len(cfg.Vehicles) == 0 || cfg.Period <= 0 || cfg.PhysicsDt <= 0 {
+		return nil, errors.New("ports: config is not a checked config (use config.Load)")
+	}
+	p := &Plan{
+		Source:       cfg.File,
+		Protocol:     cfg.Protocol,
+		ReplyID:      cfg.ReplyID,
+		TimeDilation: cfg.TimeDilation,
+		PhysicsDt:    cfg.PhysicsDt,
+		Period:       cfg.Period,
+		PingTime:     cfg.PingTime,
+		SendSkips:    beamng.SendSkips(cfg.Period, cfg.PhysicsDt),
+		Unanswered:   beamng.Unanswered(cfg.PingTime, cfg.Period),
+		DebugFile:    cfg.DebugFile,
+		Inputs: []Port{{Number: 0, Dir: beamng.ToBeamNG, Contract: -1, Width: 1, Fields: []Field{
+			{Name: "directive", Source: Directive, Width: 1, Initial: 1},
+		}}},
+		Outputs: []Port{{Number: 0, Dir: beamng.FromBeamNG, Contract: -1, Width: 1, Fields: []Field{
+			{Name: "status", Source: Status, Width: 1},
+		}}},
+	}
+	for _, v := range cfg.Vehicles {
+		t := make([]float64, beamng.ControlLen)
+		for i := 1; i < len(t); i++ {
+			t[i] = math.NaN()
+		}
+		p.Vehicles = append(p.Vehicles, Vehicle{Name: v.Name, Local: v.Local, Remote: v.Remote, Template: t})
+	}
+	for _, side := range []struct {
+		groups []config.Group
+		ports  *[]Port
+	}{{cfg.Inputs, &p.Inputs}, {cfg.Outputs, &p.Outputs}} {
+		for _, g := range side.groups {
+			if err := p.addGroup(g, side.ports); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i, c := range p.Contracts {
+		if c.TimeSync {
+			p.TimeSync = timesync.ModeFor(p.Contracts[i].Dir)
+		}
+	}
+	return p, nil
+}
+
+func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
+	ci := len(p.Contracts)
+	c := Contract{Name: g.Path, Dir: g.Dir, CommData: g.CommData, Schedule: g.Schedule, TimeSync: g.TimeSync, Overdue: g.Overdue}
+	for _, cp := range g.Ports {
+		port := Port{Number: len(*ports), Dir: g.Dir, Contract: ci}
+		for _, cf := range cp.Fields {
+			f := Field{
+				Name: cf.PropertyName, Path: cf.Path, Vehicle: cf.Vehicle,
+				Width: cf.ArraySize, Offset: port.Width,
+				Initial: cf.InitialValue, Invalid: cf.InvalidValue,
+			}
+			if f.Width < 1 || cf.Vehicle < 0 || cf.Vehicle >= len(p.Vehicles) {
+				return fmt.Errorf("ports: %s: field not checked (width %d, vehicle %d)", cf.Path, f.Width, cf.Vehicle)
+			}
+			if cf.Meta != contracts.NotMeta {
+				f.Source, f.Meta = Meta, cf.Meta
+			} else {
+				f.Source, f.Slot = Slot, cf.Signal.Index
+				if f.Slot+f.Width > g.Dir.Len() {
+					return fmt.Errorf("ports: %s: slots %d–%d lie outside the %d-double message", cf.Path, f.Slot, f.Slot+f.Width-1, g.Dir.Len())
+				}
+				if g.Dir == beamng.ToBeamNG {
+					t := p.Vehicles[f.Vehicle].Template
+					for i := range f.Width {
+						t[f.Slot+i] = f.Initial
+					}
+				}
+			}
+			port.Width += f.Width
+			port.Fields = append(port.Fields, f)
+		}
+		c.Ports = append(c.Ports, port.Number)
+		*ports = append(*ports, port)
+	}
+	p.Contracts = append(p.Contracts, c)
+	return nil
+}
+
+// StartCommand is the line to type into BeamNG's Lua console (with vehicle v
+// selected) that starts a Gen 1 coupling matching the plan: BeamNG sends to
+// the vehicle's Local address and listens on its Remote one.
+func (p *Plan) StartCommand(v int) string {
+	veh := p.Vehicles[v]
+	var b strings.Builder
+	b.WriteString("extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({")
+	fmt.Fprintf(&b, "simulinkTime=%s, pingTime=%s, udpSendPort=%d, udpReceivePort=%d, udpSendIP='%s', udpReceiveIP='%s'",
+		luaNumber(p.Period), luaNumber(p.PingTime), veh.Local.Port(), veh.Remote.Port(), veh.Local.Addr(), veh.Remote.Addr())
+	if p.DebugFile {
+		b.WriteString(", debugFile=true")
+	}
+	b.WriteString("})")
+	return b.String()
+}
+
+// luaNumber writes a number the way Lua's tostring does for these values
+// (shortest form that reads back as the same double: 0.005, 1e-05).
+func luaNumber(v float64) string {
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// Port returns input or output port n of the plan.
+func (p *Plan) Port(dir beamng.Direction, n int) (*Port, bool) {
+	ports := p.Outputs
+	if dir == beamng.ToBeamNG {
+		ports = p.Inputs
+	}
+	if n < 0 || n >= len(ports) {
+		return nil, false
+	}
+	return &ports[n], true
+}

@@ -1,0 +1,273 @@
+package ports
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"beamconnect/beamng"
+	"beamconnect/config"
+	"beamconnect/contracts"
+	"beamconnect/timesync"
+)
+
+func compile(t *testing.T, src string) *Plan {
+	t.Helper()
+	cfg, err := config.Parse("rig.json", []byte(src))
+	if err != nil {
+		t.Fatalf("config:\n%v", err)
+	}
+	p, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const rig = `{
+  "version": 2,
+  "outputs": [
+    { "updatePeriodMs": 5, "timeSyncMode": "absolute", "ports": [
+      [ { "propertyName": "groundspeed" }, { "propertyName": "posX", "arraySize": 3 } ],
+      [ { "propertyName": "time", "propertyType": "meta" }, { "propertyName": "G6", "invalidValue": -1 } ]
+    ] },
+    { "updatePeriodMs": 50, "ports": [ [ { "propertyName": "custom1", "arraySize": 50 } ] ] },
+    { "groupType": "commData", "ports": [ [ { "propertyName": "ping_results", "arraySize": 6 } ] ] }
+  ],
+  "inputs": [
+    { "ports": [
+      [ { "propertyName": "throttle", "initialValue": 0.2 }, { "propertyName": "brake" } ],
+      [ { "propertyName": "wheelFL_propulsionTorque", "arraySize": 4, "initialValue": 5 }, { "propertyName": "driveMode", "initialValue": 1 } ]
+    ] }
+  ]
+}`
+
+func TestCompileLayout(t *testing.T) {
+	p := compile(t, rig)
+	if p.Period != 0.005 || p.SendSkips != 9 || p.Unanswered != 1 || p.TimeSync != timesync.Slave || p.ReplyID != config.ReplyNext {
+		t.Errorf("plan header: period %v skips %d window %d sync %v reply %v", p.Period, p.SendSkips, p.Unanswered, p.TimeSync, p.ReplyID)
+	}
+	// Port 0 of each side: the directive (default 1: connect) and the status.
+	if in0 := p.Inputs[0]; in0.Width != 1 || in0.Fields[0].Source != Directive || in0.Fields[0].Initial != 1 || in0.Contract != -1 {
+		t.Errorf("input port 0: %+v", in0)
+	}
+	if out0 := p.Outputs[0]; out0.Width != 1 || out0.Fields[0].Source != Status || out0.Contract != -1 {
+		t.Errorf("output port 0: %+v", out0)
+	}
+	type want struct {
+		dir          beamng.Direction
+		port, field  int
+		src          Source
+		slot, width  int
+		offset       int
+		meta         contracts.Meta
+		initial, bad float64
+	}
+	for _, w := range []want{
+		{beamng.FromBeamNG, 1, 0, Slot, 17, 1, 0, 0, 0, 0},
+		{beamng.FromBeamNG, 1, 1, Slot, 11, 3, 1, 0, 0, 0},
+		{beamng.FromBeamNG, 2, 0, Meta, 0, 1, 0, contracts.Time, 0, 0},
+		{beamng.FromBeamNG, 2, 1, Slot, 60, 1, 1, 0, 0, -1},
+		{beamng.FromBeamNG, 3, 0, Slot, 61, 50, 0, 0, 0, 0},
+		{beamng.FromBeamNG, 4, 0, Meta, 0, 6, 0, contracts.PingResults, 0, 0},
+		{beamng.ToBeamNG, 1, 0, Slot, 1, 1, 0, 0, 0.2, 0},
+		{beamng.ToBeamNG, 1, 1, Slot, 2, 1, 1, 0, 0, 0},
+		{beamng.ToBeamNG, 2, 0, Slot, 9, 4, 0, 0, 5, 0},
+		{beamng.ToBeamNG, 2, 1, Slot, 13, 1, 4, 0, 1, 0},
+	} {
+		port, ok := p.Port(w.dir, w.port)
+		if !ok {
+			t.Fatalf("no %v port %d", w.dir, w.port)
+		}
+		f := port.Fields[w.field]
+		if f.Source != w.src || f.Width != w.width || f.Offset != w.offset || f.Initial != w.initial || f.Invalid != w.bad ||
+			(w.src == Slot && f.Slot != w.slot) || (w.src == Meta && f.Meta != w.meta) {
+			t.Errorf("%v port %d field %d = %+v, want %+v", w.dir, w.port, w.field, f, w)
+		}
+	}
+	for n, width := range []int{1, 4, 2, 50, 6} {
+		if p.Outputs[n].Width != width || p.Outputs[n].Number != n {
+			t.Errorf("output port %d: width %d number %d, want width %d", n, p.Outputs[n].Width, p.Outputs[n].Number, width)
+		}
+	}
+	if _, ok := p.Port(beamng.ToBeamNG, 3); ok {
+		t.Error("a third input port exists")
+	}
+	if s := p.Outputs[1].Fields[1].Signal(beamng.FromBeamNG, 2); s.Name != "posZ" {
+		t.Errorf("third slot of posX×3 is %s", s.Name)
+	}
+}
+
+func TestCompileContracts(t *testing.T) {
+	p := compile(t, rig)
+	if len(p.Contracts) != 4 {
+		t.Fatalf("%d contracts", len(p.Contracts))
+	}
+	for i, w := range []struct {
+		name       string
+		every      int
+		sync, comm bool
+		dir        beamng.Direction
+		ports      []int
+	}{
+		{"inputs[0]", 1, false, false, beamng.ToBeamNG, []int{1, 2}},
+		{"outputs[0]", 1, true, false, beamng.FromBeamNG, []int{1, 2}},
+		{"outputs[1]", 10, false, false, beamng.FromBeamNG, []int{3}},
+		{"outputs[2]", 0, false, true, beamng.FromBeamNG, []int{4}},
+	} {
+		c := p.Contracts[i]
+		if c.Name != w.name || c.Schedule.Every != w.every || c.TimeSync != w.sync || c.CommData != w.comm || c.Dir != w.dir || len(c.Ports) != len(w.ports) {
+			t.Errorf("contract %d = %+v, want %+v", i, c, w)
+			continue
+		}
+		for j := range c.Ports {
+			if c.Ports[j] != w.ports[j] {
+				t.Errorf("contract %d ports %v, want %v", i, c.Ports, w.ports)
+			}
+			port, _ := p.Port(c.Dir, c.Ports[j])
+			if port.Contract != i {
+				t.Errorf("port %d points at contract %d, want %d", c.Ports[j], port.Contract, i)
+			}
+		}
+	}
+}
+
+// The reply template holds NaN wherever no field maps a slot, so BeamNG
+// keeps its previous value there, and each mapped slot's initial value.
+func TestReplyTemplate(t *testing.T) {
+	p := compile(t, rig)
+	tpl := p.Vehicles[0].Template
+	if len(tpl) != beamng.ControlLen || tpl[0] != 0 {
+		t.Fatalf("template length %d id %v", len(tpl), tpl[0])
+	}
+	mapped := map[int]float64{1: 0.2, 2: 0, 9: 5, 10: 5, 11: 5, 12: 5, 13: 1}
+	for i := 1; i < len(tpl); i++ {
+		want, ok := mapped[i]
+		switch {
+		case ok && tpl[i] != want:
+			t.Errorf("slot %d = %v, want %v", i, tpl[i], want)
+		case !ok && !math.IsNaN(tpl[i]):
+			t.Errorf("unmapped slot %d = %v, want NaN", i, tpl[i])
+		}
+	}
+	logging := compile(t, `{"version": 2, "outputs": [{"ports": [[{"propertyName": "rpm"}]]}]}`)
+	for i, v := range logging.Vehicles[0].Template[1:] {
+		if !math.IsNaN(v) {
+			t.Fatalf("a config without inputs sends %v in slot %d", v, i+1)
+		}
+	}
+}
+
+func TestStartCommand(t *testing.T) {
+	p := compile(t, rig)
+	want := "extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({simulinkTime=0.005, pingTime=1e-05, udpSendPort=64890, udpReceivePort=64891, udpSendIP='127.0.0.1', udpReceiveIP='127.0.0.1'})"
+	if got := p.StartCommand(0); got != want {
+		t.Errorf("StartCommand:\n got %s\nwant %s", got, want)
+	}
+	p = compile(t, `{"version": 2, "remoteIP": "10.0.0.2", "remotePort": 7001,
+		"outputs": [{"updatePeriodMs": 18.5, "ports": [[{"propertyName": "rpm"}]]}],
+		"beamng": {"localIP": "10.0.0.1", "localPort": 7000, "pingTime": 0.002, "debugFile": true}}`)
+	want = "extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({simulinkTime=0.0185, pingTime=0.002, udpSendPort=7000, udpReceivePort=7001, udpSendIP='10.0.0.1', udpReceiveIP='10.0.0.2', debugFile=true})"
+	if got := p.StartCommand(0); got != want {
+		t.Errorf("StartCommand:\n got %s\nwant %s", got, want)
+	}
+	if p.SendSkips != 36 || p.Unanswered != 1 {
+		t.Errorf("18.5 ms: skips %d window %d, want 36 and 1", p.SendSkips, p.Unanswered)
+	}
+}
+
+// Whatever period a config asks for, the simulinkTime printed in the start
+// command makes BeamNG run exactly the plan's number of steps.
+func TestStartCommandPeriodSurvivesBeamNG(t *testing.T) {
+	for n := 1; n <= 400; n++ {
+		ms := strconv.FormatFloat(float64(n)*0.5, 'f', -1, 64)
+		p := compile(t, `{"version": 2, "outputs": [{"updatePeriodMs": `+ms+`, "ports": [[{"propertyName": "rpm"}]]}]}`)
+		printed, err := strconv.ParseFloat(luaNumber(p.Period), 64)
+		if err != nil || beamng.SendSkips(printed, beamng.PhysicsDt) != n-1 || p.SendSkips != n-1 {
+			t.Fatalf("%s ms: printed %s, BeamNG would skip %d steps, plan says %d; want %d",
+				ms, luaNumber(p.Period), beamng.SendSkips(printed, beamng.PhysicsDt), p.SendSkips, n-1)
+		}
+	}
+}
+
+func TestSeveralVehicles(t *testing.T) {
+	p := compile(t, `{"version": 2, "remoteObject": "ego",
+		"outputs": [{"ports": [[{"propertyName": "groundspeed"}], [{"propertyName": "groundspeed", "remoteObject": "lead"}]]}],
+		"inputs": [{"ports": [[{"propertyName": "throttle", "initialValue": 0.5}]]},
+		           {"remoteObject": "lead", "ports": [[{"propertyName": "throttle", "initialValue": 0.25}]]}],
+		"beamng": {"vehicles": {"ego": {"localPort": 64890, "remotePort": 64891}, "lead": {"localPort": 64892, "remotePort": 64893}}}}`)
+	if len(p.Vehicles) != 2 || p.Vehicles[1].Name != "lead" || p.Vehicles[1].Local.Port() != 64892 {
+		t.Fatalf("vehicles %+v", p.Vehicles)
+	}
+	if p.Outputs[2].Fields[0].Vehicle != 1 || p.Inputs[2].Fields[0].Vehicle != 1 || p.Inputs[1].Fields[0].Vehicle != 0 {
+		t.Error("fields not bound to their vehicles")
+	}
+	if p.Vehicles[0].Template[1] != 0.5 || p.Vehicles[1].Template[1] != 0.25 {
+		t.Errorf("templates: ego throttle %v, lead throttle %v", p.Vehicles[0].Template[1], p.Vehicles[1].Template[1])
+	}
+	if got := p.StartCommand(1); got != "extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({simulinkTime=0.005, pingTime=1e-05, udpSendPort=64892, udpReceivePort=64893, udpSendIP='127.0.0.1', udpReceiveIP='127.0.0.1'})" {
+		t.Errorf("StartCommand(1) = %s", got)
+	}
+}
+
+func TestCompileRejectsUncheckedConfig(t *testing.T) {
+	if _, err := Compile(nil); err == nil {
+		t.Error("Compile(nil) succeeded")
+	}
+	if _, err := Compile(&config.Config{}); err == nil {
+		t.Error("Compile of an empty Config succeeded")
+	}
+}
+
+// Every example compiles.
+func TestExamplesCompile(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.json")
+	for _, f := range files {
+		cfg, err := config.Load(f)
+		if err != nil {
+			t.Errorf("%s:\n%v", f, err)
+			continue
+		}
+		if _, err := Compile(cfg); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// Any config the checks accept compiles: the fuzzer hunts for one that
+// slips through config.Parse but breaks the layout.
+func FuzzCompile(f *testing.F) {
+	f.Add([]byte(rig))
+	files, _ := filepath.Glob("../config/testdata/*.good.json")
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := config.Parse("fuzz.json", data)
+		if err != nil {
+			return
+		}
+		p, err := Compile(cfg)
+		if err != nil {
+			t.Fatalf("checked config does not compile: %v", err)
+		}
+		for _, ports := range [][]Port{p.Inputs, p.Outputs} {
+			for _, port := range ports {
+				w := 0
+				for _, fl := range port.Fields {
+					if fl.Offset != w {
+						t.Fatalf("port %d field offsets not contiguous", port.Number)
+					}
+					w += fl.Width
+				}
+				if w != port.Width {
+					t.Fatalf("port %d width %d, fields add to %d", port.Number, port.Width, w)
+				}
+			}
+		}
+	})
+}
