@@ -1,0 +1,127 @@
+// Package examples holds the example rig configs; its test checks that each
+// one is valid, points editors at the schema, and maps what its name says.
+package examples
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"beamconnect/beamng"
+	"beamconnect/config"
+	"beamconnect/ports"
+)
+
+func load(t *testing.T, name string) *ports.Plan {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head struct {
+		Schema string `json:"$schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		t.Fatal(err)
+	}
+	if head.Schema != "../schemas/config.schema.json" {
+		t.Errorf("%s: $schema is %q", name, head.Schema)
+	} else if _, err := os.Stat(filepath.Join(filepath.Dir(name), head.Schema)); err != nil {
+		t.Errorf("%s: $schema does not point at the schema: %v", name, err)
+	}
+	cfg, err := config.Parse(name, data)
+	if err != nil {
+		t.Fatalf("%s:\n%v", name, err)
+	}
+	if len(cfg.Warnings) > 0 {
+		t.Errorf("%s has warnings:\n%v", name, cfg.Warnings.Error())
+	}
+	p, err := ports.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// slots lists the message slots the plan maps in a direction.
+func slots(p *ports.Plan, dir beamng.Direction) map[string]bool {
+	out := map[string]bool{}
+	list := p.Outputs
+	if dir == beamng.ToBeamNG {
+		list = p.Inputs
+	}
+	for _, port := range list {
+		for i := range port.Fields {
+			f := &port.Fields[i]
+			if f.Source != ports.Slot {
+				continue
+			}
+			for k := range f.Width {
+				out[f.Signal(dir, k).Name] = true
+			}
+		}
+	}
+	return out
+}
+
+func TestEveryExampleIsChecked(t *testing.T) {
+	files, _ := filepath.Glob("*.json")
+	if len(files) < 4 {
+		t.Fatalf("%d examples", len(files))
+	}
+	for _, f := range files {
+		load(t, f)
+	}
+}
+
+func TestCruisePedals(t *testing.T) {
+	p := load(t, "cruise-pedals.json")
+	in := slots(p, beamng.ToBeamNG)
+	if !in["throttle"] || !in["brake"] || !in["driveMode"] || len(in) != 3 {
+		t.Errorf("inputs %v", in)
+	}
+	if !slots(p, beamng.FromBeamNG)["groundspeed"] {
+		t.Error("the speed is not read")
+	}
+	if p.Vehicles[0].Template[13] != 0 {
+		t.Error("drive mode does not start in pedal mode")
+	}
+}
+
+func TestCruiseTorque(t *testing.T) {
+	p := load(t, "cruise-torque.json")
+	in := slots(p, beamng.ToBeamNG)
+	for _, w := range beamng.Wheels {
+		if !in["wheel"+w+"_propulsionTorque"] || !in["wheel"+w+"_brakingTorque"] {
+			t.Errorf("wheel %s torques not sent", w)
+		}
+	}
+	if in["throttle"] || in["brake"] {
+		t.Error("pedals sent in a torque rig")
+	}
+	// BeamNG applies wheel torques only with drive mode ≥ 0.5, from the first reply.
+	if p.Vehicles[0].Template[13] != 1 {
+		t.Errorf("drive mode starts at %v, want 1 (torques)", p.Vehicles[0].Template[13])
+	}
+}
+
+func TestHeadingHold(t *testing.T) {
+	p := load(t, "heading-hold.json")
+	if !slots(p, beamng.ToBeamNG)["steering"] || !slots(p, beamng.FromBeamNG)["yaw"] {
+		t.Error("heading hold must read yaw and write steering")
+	}
+}
+
+func TestLoggingReadsEverythingSendsNothing(t *testing.T) {
+	p := load(t, "logging.json")
+	got := slots(p, beamng.FromBeamNG)
+	for _, s := range beamng.Signals(beamng.FromBeamNG)[1:] {
+		if !got[s.Name] {
+			t.Errorf("%s (%s) is not logged", s.Ref, s.Name)
+		}
+	}
+	if n := len(slots(p, beamng.ToBeamNG)); n != 0 {
+		t.Errorf("a logging rig sends %d values", n)
+	}
+}
