@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"beamconnect/beamng"
+)
+
+func init() {
+	register(&command{
+		name:    "banks",
+		args:    "[NAME...]",
+		summary: "list the slots of BeamNG's Gen 1 messages: bank reference, name, unit, meaning",
+		help: `Lists every slot of the message BeamNG sends (111 doubles, banks A–H) and of
+the reply it reads (64 doubles, banks A–B). A config's propertyName may be the
+name or the bank reference. NAME arguments keep the slots whose name or
+reference contains any of them, ignoring letter case.`,
+		flags: func(fs *pflag.FlagSet) func(*call) int {
+			fs.Bool("json", false, "print the slots as a JSON array")
+			fs.StringSlice("bank", nil, "only these banks, e.g. --bank D,E")
+			fs.Bool("from", false, "only the message BeamNG sends (for outputs)")
+			fs.Bool("to", false, "only the reply BeamNG reads (for inputs)")
+			return func(c *call) int {
+				banks, _ := fs.GetStringSlice("bank")
+				from, _ := fs.GetBool("from")
+				to, _ := fs.GetBool("to")
+				return banksCmd(c, banks, from, to)
+			}
+		},
+	})
+}
+
+type bankSlot struct {
+	Direction string `json:"direction"` // "from" (BeamNG sends) or "to" (BeamNG reads)
+	Bank      string `json:"bank"`
+	Ref       string `json:"ref"`
+	Index     int    `json:"index"`
+	Name      string `json:"name"`
+	Unit      string `json:"unit"`
+	Desc      string `json:"description"`
+}
+
+func banksCmd(c *call, banks []string, from, to bool) int {
+	if !from && !to {
+		from, to = true, true
+	}
+	for _, b := range banks {
+		if len(b) != 1 || !strings.Contains("ABCDEFGH", strings.ToUpper(b)) {
+			fmt.Fprintf(c.stderr, "%s banks: --bank %q: expected a bank letter A–H\n", programName, b)
+			return exitUsage
+		}
+	}
+	keep := func(s beamng.Signal) bool {
+		if len(banks) > 0 {
+			ok := false
+			for _, b := range banks {
+				ok = ok || strings.EqualFold(b, s.Bank)
+			}
+			if !ok {
+				return false
+			}
+		}
+		if len(c.args) == 0 {
+			return true
+		}
+		for _, a := range c.args {
+			a = strings.ToLower(a)
+			if strings.Contains(strings.ToLower(s.Name), a) || strings.EqualFold(s.Ref, a) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []bankSlot
+	for _, d := range []struct {
+		on   bool
+		dir  beamng.Direction
+		name string
+	}{{from, beamng.FromBeamNG, "from"}, {to, beamng.ToBeamNG, "to"}} {
+		if !d.on {
+			continue
+		}
+		for _, s := range beamng.Signals(d.dir) {
+			if keep(s) {
+				out = append(out, bankSlot{d.name, s.Bank, s.Ref, s.Index, s.Name, s.Unit, s.Desc})
+			}
+		}
+	}
+	if c.json {
+		if out == nil {
+			out = []bankSlot{}
+		}
+		writeJSON(c.stdout, out)
+		return exitOK
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(c.stderr, "no slot matches")
+		return exitFailed
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	last := ""
+	for _, s := range out {
+		if s.Direction != last {
+			if last != "" {
+				fmt.Fprintln(tw)
+			}
+			if s.Direction == "from" {
+				fmt.Fprintf(tw, "BeamNG → client: %d doubles (config outputs)\n", beamng.StateLen)
+			} else {
+				fmt.Fprintf(tw, "client → BeamNG: %d doubles (config inputs)\n", beamng.ControlLen)
+			}
+			fmt.Fprintln(tw, "REF\tINDEX\tNAME\tUNIT\tMEANING")
+			last = s.Direction
+		}
+		ref, unit := s.Ref, s.Unit
+		if ref == "" {
+			ref = "-"
+		}
+		if unit == "" {
+			unit = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ref, strconv.Itoa(s.Index), s.Name, unit, s.Desc)
+	}
+	tw.Flush()
+	return exitOK
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/lmittmann/tint"
+	"github.com/spf13/pflag"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the command ran and the answer is no (an invalid config)
+	exitUsage   = 2 // the command line itself is wrong
+	envPrefix   = "BEAMCONNECT_"
+	programName = "beamconnect"
+)
+
+// env is the process environment, injected so tests control it.
+type env struct {
+	stdout, stderr io.Writer
+	lookupEnv      func(string) (string, bool)
+	// stderrIsTTY decides whether log output may be coloured.
+	stderrIsTTY bool
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // synopsis of the positional arguments
+	summary string
+	help    string // paragraphs after the synopsis
+	flags   func(fs *pflag.FlagSet) func(c *call) int
+}
+
+// call is one invocation of a command: parsed flags, arguments, output.
+type call struct {
+	env
+	args []string
+	log  *slog.Logger
+	json bool
+}
+
+var commands []*command
+
+func register(c *command) { commands = append(commands, c) }
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// run is the whole program: main only wires it to the process.
+func run(args []string, e env) int {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		if len(args) > 1 {
+			if c := lookup(args[1]); c != nil {
+				return runCommand(c, []string{"--help"}, e)
+			}
+			fmt.Fprintf(e.stderr, "%s: no command %q\n", programName, args[1])
+			return exitUsage
+		}
+		usage(e.stdout)
+		return exitOK
+	case "-v", "--version":
+		args = append([]string{"version"}, args[1:]...)
+	}
+	c := lookup(args[0])
+	if c == nil {
+		fmt.Fprintf(e.stderr, "%s: unknown command %q\n\n", programName, args[0])
+		usage(e.stderr)
+		return exitUsage
+	}
+	return runCommand(c, args[1:], e)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "%s couples a controller or model to BeamNG.tech's tight-coupling UDP interface,\n", programName)
+	fmt.Fprintf(w, "configured with VS Connect S-function JSON.\n\nUsage:\n  %s COMMAND [flags] [arguments]\n\nCommands:\n", programName)
+	names := make([]*command, len(commands))
+	copy(names, commands)
+	sort.Slice(names, func(i, j int) bool { return names[i].name < names[j].name })
+	for _, c := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun '%s COMMAND --help' for a command's flags. Every flag can also be set with\n", programName)
+	fmt.Fprintf(w, "an environment variable %s<FLAG>, e.g. %sJSON=1; the command line wins.\n", envPrefix, envPrefix)
+}
+
+func runCommand(c *command, args []string, e env) int {
+	fs := pflag.NewFlagSet(programName+" "+c.name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard) // errors are printed below, once
+	body := c.flags(fs)
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	noColor := fs.Bool("no-color", false, "never colour log output (also off when stderr is not a terminal or NO_COLOR is set)")
+	fs.Usage = func() {} // printed below, once, for --help only
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		commandUsage(e.stdout, c, fs)
+		return exitOK
+	}
+	if err == nil {
+		err = applyEnv(fs, e.lookupEnv)
+	}
+	var level slog.Level
+	if err == nil {
+		if lerr := level.UnmarshalText([]byte(*logLevel)); lerr != nil {
+			err = fmt.Errorf("--log-level %q: expected debug, info, warn or error", *logLevel)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "%s %s: %v\nRun '%s %s --help' for usage.\n", programName, c.name, err, programName, c.name)
+		return exitUsage
+	}
+	log := slog.New(tint.NewTextHandler(e.stderr, &tint.Options{
+		Level:   level,
+		NoColor: !colour(*noColor, e),
+	}))
+	cl := &call{env: e, args: fs.Args(), log: log}
+	if f := fs.Lookup("json"); f != nil {
+		cl.json = f.Value.String() == "true"
+	}
+	return body(cl)
+}
+
+func commandUsage(w io.Writer, c *command, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "Usage: %s %s [flags] %s\n\n%s\n", programName, c.name, c.args, c.summary)
+	if c.help != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.help))
+	}
+	fmt.Fprintf(w, "\nFlags (each also read from %s<FLAG> when not given):\n%s", envPrefix, fs.FlagUsages())
+}
+
+// applyEnv fills every flag not given on the command line from the
+// environment: --log-level from BEAMCONNECT_LOG_LEVEL, and so on. pflag has
+// no such fallback itself (go-notes §1.3).
+func applyEnv(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" {
+			return
+		}
+		key := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := lookupEnv(key); ok {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("%s=%q: %v", key, v, serr)
+			}
+		}
+	})
+	return err
+}
+
+// colour decides whether log output is coloured: only on a terminal, and
+// not when --no-color is given or NO_COLOR is set to anything non-empty
+// (no-color.org).
+func colour(noColorFlag bool, e env) bool {
+	v, _ := e.lookupEnv("NO_COLOR")
+	return e.stderrIsTTY && !noColorFlag && v == ""
+}
+
+// isTerminal reports whether f is a character device, without a dependency
+// beyond the four the project allows.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

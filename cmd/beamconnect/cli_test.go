@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// exec runs the CLI in-process with the given environment variables.
+func exec(t *testing.T, vars map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, env{
+		stdout: &out, stderr: &errb,
+		lookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+	})
+	return out.String(), errb.String(), code
+}
+
+const (
+	pedals = "../../examples/cruise-pedals.json"
+	bad    = "../../config/testdata/unknown-signal.bad.json"
+)
+
+func TestValidate(t *testing.T) {
+	examples, _ := filepath.Glob("../../examples/*.json")
+	out, errOut, code := exec(t, nil, append([]string{"validate"}, examples...)...)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("validate examples: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, f := range examples {
+		if !strings.Contains(out, f+": valid\n") {
+			t.Errorf("no verdict for %s in\n%s", f, out)
+		}
+	}
+
+	// One bad file among good ones fails the run and names file:line:col.
+	out, _, code = exec(t, nil, "validate", pedals, bad)
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d", code, exitFailed)
+	}
+	for _, want := range []string{
+		pedals + ": valid\n",
+		bad + `:13:29: outputs[0].ports[2][1].propertyName: "grondspeed" is not a BeamNG signal (did you mean "groundspeed"?)`,
+		bad + ": invalid: 5 errors, 0 warnings\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+
+	// Warnings alone do not fail.
+	out, _, code = exec(t, nil, "validate", "../../config/testdata/deprecated.good.json")
+	if code != exitOK || !strings.Contains(out, "valid, 3 warnings") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	// A missing file is a failed check, not a crash.
+	out, _, code = exec(t, nil, "validate", "no-such.json")
+	if code != exitFailed || !strings.Contains(out, "no-such.json: cannot read") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if _, errOut, code := exec(t, nil, "validate"); code != exitUsage || !strings.Contains(errOut, "expected at least one config file") {
+		t.Errorf("validate without files: exit %d %q", code, errOut)
+	}
+}
+
+// Every bad fixture fails validate with its file:line:col messages.
+func TestValidateEveryBadFixture(t *testing.T) {
+	files, _ := filepath.Glob("../../config/testdata/*.bad.json")
+	for _, f := range files {
+		out, _, code := exec(t, nil, "validate", f)
+		want, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".err")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fixture's messages name the file as the config tests load it.
+		want = bytes.ReplaceAll(want, []byte("testdata/"), []byte("../../config/testdata/"))
+		if code != exitFailed || !strings.HasPrefix(out, string(want)) {
+			t.Errorf("%s: exit %d\n%s\nwant the lines\n%s", f, code, out, want)
+		}
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	out, _, code := exec(t, nil, "validate", "--json", pedals, bad)
+	if code != exitFailed {
+		t.Fatalf("exit %d", code)
+	}
+	var res struct {
+		Valid bool
+		Files []struct {
+			File             string
+			Valid            bool
+			Errors, Warnings int
+			Diagnostics      []jsonDiag
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if res.Valid || len(res.Files) != 2 || !res.Files[0].Valid || res.Files[1].Valid || res.Files[1].Errors != 5 {
+		t.Fatalf("%+v", res)
+	}
+	d := res.Files[1].Diagnostics[0]
+	if d.Line != 13 || d.Column != 29 || d.Path != "outputs[0].ports[2][1].propertyName" || d.Severity != "error" || !strings.Contains(d.Message, "groundspeed") {
+		t.Errorf("first diagnostic %+v", d)
+	}
+}
+
+func TestCompile(t *testing.T) {
+	out, errOut, code := exec(t, nil, "compile", pedals)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		"BeamNG sends every 5 ms (10 physics steps of 0.5 ms; sendSkips 9), at most 1 in flight",
+		"  extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({simulinkTime=0.005, pingTime=1e-05, udpSendPort=64890, udpReceivePort=64891, udpSendIP='127.0.0.1', udpReceiveIP='127.0.0.1'})\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	for _, row := range []string{
+		"PORT ELEM FIELD DIRECTION SLOT BANK UNIT CONTRACT",
+		"in 0 0 directive link - - - -",
+		"out 1 0 groundspeed from BeamNG 17 B7 m/s outputs[0]",
+		"in 2 0 driveMode to BeamNG 13 A13 - inputs[0]",
+		"out 4 0 time meta - - s outputs[0]",
+	} {
+		if !hasRow(out, row) {
+			t.Errorf("no row %q in\n%s", row, out)
+		}
+	}
+	// A config with warnings compiles; the warnings go to stderr, not into the table.
+	out, errOut, code = exec(t, nil, "compile", "../../config/testdata/period-rounding.good.json")
+	if code != exitOK || !strings.Contains(errOut, "BeamNG will really use 1.5 ms") || strings.Contains(out, "warning") ||
+		!strings.Contains(out, "simulinkTime=0.0015,") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	// An invalid config prints its errors and fails.
+	_, errOut, code = exec(t, nil, "compile", bad)
+	if code != exitFailed || !strings.Contains(errOut, bad+":13:29:") {
+		t.Errorf("exit %d\n%s", code, errOut)
+	}
+	if _, _, code := exec(t, nil, "compile", pedals, pedals); code != exitUsage {
+		t.Errorf("two files: exit %d", code)
+	}
+}
+
+func TestCompileJSON(t *testing.T) {
+	out, _, code := exec(t, nil, "compile", "--json", "../../examples/cruise-torque.json")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var plan struct {
+		PeriodS   float64 `json:"period_s"`
+		SendSkips int     `json:"send_skips"`
+		Vehicles  []struct {
+			StartCommand string `json:"start_command"`
+			Mapped       []int  `json:"mapped_reply_slots"`
+		}
+		Inputs []struct {
+			Port   int
+			Width  int
+			Fields []struct {
+				Name   string
+				Slot   *int
+				Ref    string `json:"bank_ref"`
+				Source string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if plan.PeriodS != 0.005 || plan.SendSkips != 9 || len(plan.Vehicles) != 1 || !strings.Contains(plan.Vehicles[0].StartCommand, "simulinkTime=0.005") {
+		t.Errorf("%+v", plan)
+	}
+	if got := plan.Vehicles[0].Mapped; len(got) != 9 || got[0] != 5 || got[8] != 13 {
+		t.Errorf("mapped reply slots %v, want 5…13", got)
+	}
+	if f := plan.Inputs[2].Fields[0]; plan.Inputs[2].Width != 4 || f.Slot == nil || *f.Slot != 9 || f.Ref != "A9" {
+		t.Errorf("propulsion torque port %+v", plan.Inputs[2])
+	}
+}
+
+func TestBanks(t *testing.T) {
+	out, _, code := exec(t, nil, "banks")
+	if code != exitOK || strings.Count(out, "\n") != 111+64+5 {
+		t.Errorf("banks: exit %d, %d lines", code, strings.Count(out, "\n"))
+	}
+	out, _, _ = exec(t, nil, "banks", "--bank", "g", "--from")
+	// Bank G is wheel RR (seed 000 repeats the RL names there) and downForce is a force.
+	if !hasRow(out, "G6 60 wheelRR_downForce N RR wheel load") ||
+		strings.Contains(out, "wheelRL") || strings.Contains(out, "client → BeamNG") {
+		t.Errorf("bank G:\n%s", out)
+	}
+	out, _, _ = exec(t, nil, "banks", "--json", "drivemode")
+	var slots []bankSlot
+	if err := json.Unmarshal([]byte(out), &slots); err != nil || len(slots) != 1 || slots[0].Ref != "A13" || slots[0].Direction != "to" {
+		t.Errorf("drivemode: %v %+v", err, slots)
+	}
+	if _, _, code := exec(t, nil, "banks", "nothing-like-this"); code != exitFailed {
+		t.Errorf("no match: exit %d", code)
+	}
+	if _, errOut, code := exec(t, nil, "banks", "--bank", "Z"); code != exitUsage || !strings.Contains(errOut, "A–H") {
+		t.Errorf("--bank Z: exit %d %q", code, errOut)
+	}
+}
+
+func TestEnvironmentFallback(t *testing.T) {
+	out, _, code := exec(t, map[string]string{"BEAMCONNECT_JSON": "true"}, "banks", "rpm")
+	if code != exitOK || !strings.HasPrefix(out, "[") {
+		t.Errorf("BEAMCONNECT_JSON=true did not select JSON: %q", out)
+	}
+	// The command line wins over the environment.
+	out, _, _ = exec(t, map[string]string{"BEAMCONNECT_BANK": "H"}, "banks", "--bank", "C", "rpm")
+	if !strings.Contains(out, "C9") {
+		t.Errorf("flag did not win over BEAMCONNECT_BANK:\n%s", out)
+	}
+	out, _, _ = exec(t, map[string]string{"BEAMCONNECT_BANK": "H"}, "banks", "rpm")
+	if strings.Contains(out, "C9") {
+		t.Errorf("BEAMCONNECT_BANK=H ignored:\n%s", out)
+	}
+	_, errOut, code := exec(t, map[string]string{"BEAMCONNECT_JSON": "maybe"}, "banks")
+	if code != exitUsage || !strings.Contains(errOut, `BEAMCONNECT_JSON="maybe"`) {
+		t.Errorf("bad env value: exit %d %q", code, errOut)
+	}
+	_, errOut, code = exec(t, map[string]string{"BEAMCONNECT_LOG_LEVEL": "loud"}, "version")
+	if code != exitUsage || !strings.Contains(errOut, "--log-level") {
+		t.Errorf("bad log level: exit %d %q", code, errOut)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	out, _, code := exec(t, nil, "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, c := range []string{"validate", "compile", "banks", "version"} {
+		if !strings.Contains(out, "  "+c) {
+			t.Errorf("--help does not list %s", c)
+		}
+		hout, _, code := exec(t, nil, c, "--help")
+		if code != exitOK || strings.Count(hout, "Usage: beamconnect "+c) != 1 || !strings.Contains(hout, "BEAMCONNECT_<FLAG>") {
+			t.Errorf("%s --help: exit %d\n%s", c, code, hout)
+		}
+		if hout2, _, _ := exec(t, nil, "help", c); hout2 != hout {
+			t.Errorf("help %s differs from %s --help", c, c)
+		}
+	}
+	if _, errOut, code := exec(t, nil, "frobnicate"); code != exitUsage || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: exit %d %q", code, errOut)
+	}
+	if _, _, code := exec(t, nil); code != exitUsage {
+		t.Errorf("no command: exit %d", code)
+	}
+	if _, errOut, code := exec(t, nil, "validate", "--jsn"); code != exitUsage || !strings.Contains(errOut, "unknown flag: --jsn") {
+		t.Errorf("unknown flag: exit %d %q", code, errOut)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := exec(t, nil, "version")
+	if code != exitOK || !strings.HasPrefix(out, "beamconnect ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	out, _, _ = exec(t, nil, "--version", "--json")
+	var v map[string]string
+	if json.Unmarshal([]byte(out), &v) != nil || v["go"] == "" {
+		t.Errorf("version --json: %q", out)
+	}
+}
+
+// hasRow reports whether a table row has these fields, however aligned.
+func hasRow(table, fields string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		if strings.Join(strings.Fields(line), " ") == fields {
+			return true
+		}
+	}
+	return false
+}
+
+func TestColour(t *testing.T) {
+	for _, tt := range []struct {
+		tty, flag bool
+		noColor   string
+		want      bool
+	}{
+		{true, false, "", true},
+		{false, false, "", false}, // piped or redirected: plain text
+		{true, true, "", false},
+		{true, false, "1", false},
+		{true, false, "\x00unset", true}, // NO_COLOR absent
+	} {
+		e := env{stderrIsTTY: tt.tty, lookupEnv: func(k string) (string, bool) {
+			if k != "NO_COLOR" || tt.noColor == "\x00unset" {
+				return "", false
+			}
+			return tt.noColor, true
+		}}
+		if got := colour(tt.flag, e); got != tt.want {
+			t.Errorf("tty %v --no-color %v NO_COLOR %q: colour %v", tt.tty, tt.flag, tt.noColor, got)
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"beamconnect/beamng"
+	"beamconnect/ports"
+)
+
+func init() {
+	register(&command{
+		name:    "compile",
+		args:    "FILE",
+		summary: "show how a config maps onto BeamNG's messages, and the command that starts BeamNG's side",
+		help: `Prints the compiled plan as a table, one row per port element: which slot of
+BeamNG's message (and which bank reference) it reads or writes, its unit and its
+contract. Then prints the line to type into BeamNG's Lua console, with the
+vehicle selected, to start a coupling that matches the config. Warnings go to
+stderr; an invalid config prints its errors and exits 1.`,
+		flags: func(fs *pflag.FlagSet) func(*call) int {
+			fs.Bool("json", false, "print the plan as one JSON object")
+			return compileCmd
+		},
+	})
+}
+
+func compileCmd(c *call) int {
+	if len(c.args) != 1 {
+		fmt.Fprintf(c.stderr, "%s compile: expected exactly one config file, got %d\nRun '%s compile --help' for usage.\n", programName, len(c.args), programName)
+		return exitUsage
+	}
+	cfg, r := check(c.args[0])
+	if !r.Valid {
+		printResult(c.stderr, r)
+		return exitFailed
+	}
+	for _, d := range r.Diagnostics {
+		printDiag(c.stderr, d)
+	}
+	plan, err := ports.Compile(cfg)
+	if err != nil {
+		c.log.Error("compile failed", "file", c.args[0], "err", err)
+		return exitFailed
+	}
+	if c.json {
+		writeJSON(c.stdout, planJSON(plan, r.Diagnostics))
+		return exitOK
+	}
+	printPlan(c.stdout, plan)
+	return exitOK
+}
+
+func printPlan(w io.Writer, p *ports.Plan) {
+	fmt.Fprintf(w, "%s: BeamNG Gen 1 (%s) coupling\n", p.Source, p.Protocol)
+	fmt.Fprintf(w, "  BeamNG sends every %s (%d physics steps of %s; sendSkips %d), at most %d in flight\n",
+		ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
+	fmt.Fprintf(w, "  reply id: %s, time sync: %s, time dilation: %v\n\n", p.ReplyID, p.TimeSync, p.TimeDilation)
+
+	several := len(p.Vehicles) > 1
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "PORT\tELEM\tFIELD\tDIRECTION\tSLOT\tBANK\tUNIT\tCONTRACT")
+	if several {
+		fmt.Fprint(tw, "\tVEHICLE")
+	}
+	fmt.Fprintln(tw)
+	for _, side := range []struct {
+		label string
+		ports []ports.Port
+		dir   beamng.Direction
+	}{{"in", p.Inputs, beamng.ToBeamNG}, {"out", p.Outputs, beamng.FromBeamNG}} {
+		for _, port := range side.ports {
+			contract := "-"
+			if port.Contract >= 0 {
+				ct := p.Contracts[port.Contract]
+				contract = ct.Name
+				if !ct.CommData && ct.Schedule.Every > 1 {
+					contract += " every " + ms(ct.Schedule.Period)
+				}
+			}
+			for fi := range port.Fields {
+				f := &port.Fields[fi]
+				vehicle := p.Vehicles[f.Vehicle].Name
+				if f.Source == ports.Directive || f.Source == ports.Status {
+					vehicle = "all" // one link state for the whole coupling
+				}
+				for k := range f.Width {
+					name, dirText, slot, ref, unit := f.Name, "", "-", "-", ""
+					switch f.Source {
+					case ports.Slot:
+						s := f.Signal(side.dir, k)
+						name, slot, ref, unit = s.Name, strconv.Itoa(s.Index), s.Ref, s.Unit
+						dirText = side.dir.String()
+						if ref == "" {
+							ref = "id"
+						}
+					case ports.Meta:
+						name = f.Meta.String()
+						if f.Width > 1 {
+							name += "[" + strconv.Itoa(k) + "]"
+						}
+						dirText, unit = "meta", metaUnit(f)
+					case ports.Directive, ports.Status:
+						dirText = "link"
+					}
+					if unit == "" {
+						unit = "-"
+					}
+					fmt.Fprintf(tw, "%s %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s",
+						side.label, port.Number, f.Offset+k, name, dirText, slot, ref, unit, contract)
+					if several {
+						fmt.Fprintf(tw, "\t%s", vehicle)
+					}
+					fmt.Fprintln(tw)
+				}
+			}
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nin 0 is the connection directive: 0 disconnects, anything else (the default, 1) connects.")
+	fmt.Fprintln(w, "out 0 is the connection status: 0 unknown, 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting.")
+	fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")
+
+	fmt.Fprintln(w, "\nStart BeamNG's side: in BeamNG's Lua console (~), select the vehicle, then run:")
+	for i, v := range p.Vehicles {
+		if v.Name != "" {
+			fmt.Fprintf(w, "  -- vehicle %q (beamconnect binds %v, BeamNG binds %v)\n", v.Name, v.Local, v.Remote)
+		}
+		fmt.Fprintf(w, "  %s\n", p.StartCommand(i))
+	}
+}
+
+func metaUnit(f *ports.Field) string {
+	switch f.Meta.String() {
+	case "time", "receive_time_offset":
+		return "s"
+	}
+	return ""
+}
+
+// ms formats seconds as milliseconds without float noise.
+func ms(s float64) string {
+	return strconv.FormatFloat(float64(int64(s*1e9+0.5))/1e6, 'f', -1, 64) + " ms"
+}
+
+type planField struct {
+	Name    string  `json:"name"`
+	Source  string  `json:"source"`
+	Slot    *int    `json:"slot,omitempty"`
+	Ref     string  `json:"bank_ref,omitempty"`
+	Unit    string  `json:"unit,omitempty"`
+	Meta    string  `json:"meta,omitempty"`
+	Width   int     `json:"width"`
+	Offset  int     `json:"offset"`
+	Initial float64 `json:"initial_value"`
+	Invalid float64 `json:"invalid_value"`
+	Vehicle string  `json:"vehicle,omitempty"`
+	Config  string  `json:"config_path,omitempty"`
+}
+
+type planPort struct {
+	Port     int         `json:"port"`
+	Width    int         `json:"width"`
+	Contract string      `json:"contract,omitempty"`
+	Fields   []planField `json:"fields"`
+}
+
+func planJSON(p *ports.Plan, warnings []jsonDiag) any {
+	type vehicle struct {
+		Name         string `json:"name"`
+		Local        string `json:"local"`
+		Remote       string `json:"remote"`
+		StartCommand string `json:"start_command"`
+		MappedSlots  []int  `json:"mapped_reply_slots"`
+	}
+	type contract struct {
+		Name     string  `json:"name"`
+		Dir      string  `json:"direction"`
+		CommData bool    `json:"comm_data"`
+		PeriodS  float64 `json:"period_s,omitempty"`
+		Every    int     `json:"every_messages,omitempty"`
+		TimeSync bool    `json:"time_sync"`
+		OverdueS float64 `json:"overdue_s"`
+		Ports    []int   `json:"ports"`
+	}
+	var vs []vehicle
+	for i, v := range p.Vehicles {
+		var mapped []int
+		for s, x := range v.Template[1:] {
+			if x == x { // not NaN: a field maps the slot
+				mapped = append(mapped, s+1)
+			}
+		}
+		vs = append(vs, vehicle{v.Name, v.Local.String(), v.Remote.String(), p.StartCommand(i), mapped})
+	}
+	var cs []contract
+	for _, c := range p.Contracts {
+		dir := "out"
+		if c.Dir == beamng.ToBeamNG {
+			dir = "in"
+		}
+		cs = append(cs, contract{c.Name, dir, c.CommData, c.Schedule.Period, c.Schedule.Every, c.TimeSync, c.Overdue, c.Ports})
+	}
+	conv := func(list []ports.Port, dir beamng.Direction) []planPort {
+		var out []planPort
+		for _, port := range list {
+			pp := planPort{Port: port.Number, Width: port.Width, Fields: []planField{}}
+			if port.Contract >= 0 {
+				pp.Contract = p.Contracts[port.Contract].Name
+			}
+			for i := range port.Fields {
+				f := &port.Fields[i]
+				pf := planField{Name: f.Name, Source: f.Source.String(), Width: f.Width, Offset: f.Offset,
+					Initial: f.Initial, Invalid: f.Invalid, Config: f.Path}
+				switch f.Source {
+				case ports.Slot:
+					s := f.Signal(dir, 0)
+					slot := s.Index
+					pf.Slot, pf.Ref, pf.Unit = &slot, s.Ref, s.Unit
+					pf.Vehicle = p.Vehicles[f.Vehicle].Name
+				case ports.Meta:
+					pf.Meta = f.Meta.String()
+				}
+				pp.Fields = append(pp.Fields, pf)
+			}
+			out = append(out, pp)
+		}
+		return out
+	}
+	return struct {
+		File         string     `json:"file"`
+		Protocol     string     `json:"protocol"`
+		PeriodS      float64    `json:"period_s"`
+		PhysicsDtS   float64    `json:"physics_dt_s"`
+		SendSkips    int        `json:"send_skips"`
+		Unanswered   int        `json:"unanswered"`
+		PingTimeS    float64    `json:"ping_time_s"`
+		ReplyID      string     `json:"reply_id"`
+		TimeSync     string     `json:"time_sync"`
+		TimeDilation float64    `json:"time_dilation"`
+		Vehicles     []vehicle  `json:"vehicles"`
+		Inputs       []planPort `json:"inputs"`
+		Outputs      []planPort `json:"outputs"`
+		Contracts    []contract `json:"contracts"`
+		Warnings     []jsonDiag `json:"warnings"`
+	}{p.Source, p.Protocol, p.Period, p.PhysicsDt, p.SendSkips, p.Unanswered, p.PingTime, string(p.ReplyID),
+		p.TimeSync.String(), p.TimeDilation, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs, warnings}
+}
