@@ -3,7 +3,7 @@ module beamconnect
 go 1.26
 
 require (
-	github.com/lmittmann/tint v1.2.1 // indirect
-	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1 // indirect
-	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/lmittmann/tint v1.2.1
+	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
+	github.com/spf13/pflag v1.0.10
 )

@@ -282,3 +282,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParse measures a whole load of the largest example (every slot
+// BeamNG sends): what a hot reload pays before the new plan can go live.
+func BenchmarkParse(b *testing.B) {
+	data, err := os.ReadFile("../examples/logging.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse("logging.json", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
