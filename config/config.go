@@ -97,9 +97,6 @@ type Field struct {
 	Params       string
 }
 
-// Width is how many port elements the field takes.
-func (f Field) Width() int { return f.ArraySize }
-
 // Load reads and checks the config file at path.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
