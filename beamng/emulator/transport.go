@@ -1,0 +1,173 @@
+package emulator
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"beamconnect/beamng"
+)
+
+// Transport is BeamNG's side of the coupling's two UDP flows, reduced to
+// what the controller does with them: send one datagram, and receive one,
+// either polling (LuaSocket settimeout(0)) or waiting (settimeout(2.0)).
+type Transport interface {
+	// Send transmits one message to the client. BeamNG's controller ignores
+	// send errors; the emulator counts them.
+	Send(b []byte) error
+	// Recv copies the next datagram from the client into buf and returns its
+	// length. wait 0 polls; otherwise it waits up to wait. ok is false when
+	// no datagram came.
+	Recv(buf []byte, wait time.Duration) (n int, ok bool)
+	Close() error
+}
+
+// queue is a bounded FIFO of datagrams over buffers allocated once, like a
+// socket's receive buffer: when it is full, new datagrams are dropped.
+type queue struct {
+	full    chan []byte
+	free    chan []byte
+	timer   *time.Timer
+	dropped atomic.Int64
+}
+
+func newQueue(depth int) *queue {
+	q := &queue{full: make(chan []byte, depth), free: make(chan []byte, depth)}
+	for range depth {
+		// BeamNG's receive() reads at most 8192 bytes; longer datagrams are
+		// truncated to that (spec §1).
+		q.free <- make([]byte, beamng.MaxDatagram)
+	}
+	q.timer = time.NewTimer(time.Hour)
+	q.timer.Stop()
+	return q
+}
+
+// put copies b in; it reports false when the queue was full.
+func (q *queue) put(b []byte) bool {
+	select {
+	case buf := <-q.free:
+		n := copy(buf[:cap(buf)], b)
+		q.full <- buf[:n]
+		return true
+	default:
+		q.dropped.Add(1)
+		return false
+	}
+}
+
+// get copies the oldest datagram into dst, waiting up to wait for one.
+func (q *queue) get(dst []byte, wait time.Duration) (int, bool) {
+	var b []byte
+	select {
+	case b = <-q.full:
+	default:
+		if wait <= 0 {
+			return 0, false
+		}
+		q.timer.Reset(wait)
+		select {
+		case b = <-q.full:
+			q.timer.Stop()
+		case <-q.timer.C:
+			return 0, false
+		}
+	}
+	n := copy(dst, b)
+	q.free <- b[:cap(b)]
+	return n, true
+}
+
+// PipeEnd is one end of an in-memory datagram link (see Pipe).
+type PipeEnd struct {
+	in  *queue
+	out *queue
+}
+
+// Pipe links BeamNG's side to a client in memory, with depth datagrams of
+// buffering each way. Tests drive the emulator through it inside
+// testing/synctest, where its waits run on the fake clock.
+func Pipe(depth int) (beamngSide, clientSide *PipeEnd) {
+	a, b := newQueue(depth), newQueue(depth)
+	return &PipeEnd{in: a, out: b}, &PipeEnd{in: b, out: a}
+}
+
+func (p *PipeEnd) Send(b []byte) error {
+	p.out.put(b) // a full queue drops, as a full socket buffer does
+	return nil
+}
+
+func (p *PipeEnd) Recv(buf []byte, wait time.Duration) (int, bool) { return p.in.get(buf, wait) }
+
+func (p *PipeEnd) Close() error { return nil }
+
+// UDP is the emulator's real socket pair, laid out as BeamNG's controller
+// lays out its own: a receive socket bound to BeamNG's address
+// (udpReceiveIP:udpReceivePort) and a send socket connected to the client
+// (udpSendIP:udpSendPort) from an ephemeral port.
+type UDP struct {
+	recv, send *net.UDPConn
+	q          *queue
+	done       chan struct{}
+	sendErrs   atomic.Int64
+}
+
+// ListenUDP binds listen and connects to client.
+func ListenUDP(listen, client netip.AddrPort) (*UDP, error) {
+	rc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(listen))
+	if err != nil {
+		return nil, fmt.Errorf("emulator: binding BeamNG's receive address %v: %w", listen, err)
+	}
+	sc, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(client))
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("emulator: opening the send socket to %v: %w", client, err)
+	}
+	u := &UDP{recv: rc, send: sc, q: newQueue(512), done: make(chan struct{})}
+	go u.read()
+	return u, nil
+}
+
+// read moves datagrams from the socket into the queue until the socket is
+// closed. A separate goroutine is the only way to poll a Go socket without
+// a syscall per step: a read deadline in the past fails before reading.
+func (u *UDP) read() {
+	defer close(u.done)
+	buf := make([]byte, beamng.MaxDatagram)
+	for {
+		n, _, err := u.recv.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // e.g. ECONNREFUSED reported on the socket: not fatal
+		}
+		u.q.put(buf[:n])
+	}
+}
+
+// LocalAddr is the address BeamNG's side receives on.
+func (u *UDP) LocalAddr() netip.AddrPort { return u.recv.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+func (u *UDP) Send(b []byte) error {
+	_, err := u.send.Write(b)
+	if err != nil {
+		// Connection refused: the client is not up yet. BeamNG keeps sending.
+		u.sendErrs.Add(1)
+	}
+	return err
+}
+
+func (u *UDP) Recv(buf []byte, wait time.Duration) (int, bool) { return u.q.get(buf, wait) }
+
+// Dropped counts datagrams lost because the receive queue was full.
+func (u *UDP) Dropped() int64 { return u.q.dropped.Load() }
+
+func (u *UDP) Close() error {
+	err := errors.Join(u.recv.Close(), u.send.Close())
+	<-u.done
+	return err
+}
