@@ -70,7 +70,7 @@ func DefaultVehicle() VehicleParams {
 		DragArea: 0.7, RollingCoeff: 0.012, MaxSteer: 0.5,
 		IdleRPM: 800, MaxRPM: 6500, PeakTorque: 300, PeakTorqueRPM: 4000,
 		GearRatios: []float64{3.6, 2.2, 1.5, 1.1, 0.85}, FinalDrive: 3.7,
-		MaxBrake: 1500, BearingDrag: 4, Altitude: 100, FuelPerJoule: 1.0 / 1.5e9,
+		MaxBrake: 1100, BearingDrag: 4, Altitude: 100, FuelPerJoule: 1.0 / 1.5e9,
 	}
 }
 

@@ -1,0 +1,135 @@
+package emulator
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"beamconnect/beamng"
+)
+
+// The emulator over real loopback sockets, laid out as BeamNG's: it sends
+// from an ephemeral port to the client and receives on its own bound port.
+func TestUDPLockstep(t *testing.T) {
+	client, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	link, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), client.LocalAddr().(*net.UDPAddr).AddrPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	beamngAddr := link.LocalAddr()
+	go func() {
+		// A +1 client: it replies to BeamNG's bound address, not to the
+		// ephemeral port the message came from (spec §1).
+		buf := make([]byte, 2048)
+		msg := make([]float64, beamng.StateLen)
+		reply := make([]float64, beamng.ControlLen)
+		out := make([]byte, 8*beamng.ControlLen)
+		for {
+			n, _, err := client.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			if beamng.Decode(msg, buf[:n]) != nil {
+				continue
+			}
+			for i := range reply {
+				reply[i] = math.NaN()
+			}
+			reply[0], reply[1] = msg[0]+1, 0.5
+			b, _ := beamng.Encode(out, reply)
+			client.WriteToUDPAddrPort(b, beamngAddr)
+		}
+	}()
+	e, err := New(Config{SimulinkTime: 0.0005, FreeRunning: true, Steps: 4000}, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(context.Background())
+	link.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Stalls != 0 || sum.Sent != 4000 || sum.Accepted < 3990 || e.Vehicle().Throttle != 0.5 {
+		t.Errorf("%v", sum)
+	}
+	if link.Dropped() != 0 {
+		t.Errorf("%d datagrams dropped by the receive queue", link.Dropped())
+	}
+}
+
+// BeamNG keeps going when nobody listens: sends to a closed port are
+// counted, not fatal.
+func TestUDPNoClient(t *testing.T) {
+	// A port that was just free: nothing listens there.
+	tmp, _ := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	dead := tmp.LocalAddr().(*net.UDPAddr).AddrPort()
+	tmp.Close()
+	link, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	e, _ := New(Config{SimulinkTime: 0.0005, PingTime: 0.01, FreeRunning: true, Steps: 10}, link)
+	sum, err := e.Run(context.Background())
+	if err != nil || sum.Sent != 10 {
+		t.Errorf("%v %v", sum, err)
+	}
+}
+
+func TestUDPBindError(t *testing.T) {
+	a, _ := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	defer a.Close()
+	taken := a.LocalAddr().(*net.UDPAddr).AddrPort()
+	if _, err := ListenUDP(taken, netip.MustParseAddrPort("127.0.0.1:9")); err == nil {
+		t.Error("binding a taken port succeeded")
+	}
+}
+
+// A physics step in steady state allocates nothing: skip steps, send steps,
+// replies applied, debug logs off.
+func TestStepAllocs(t *testing.T) {
+	e, err := New(Config{SimulinkTime: 0.001, FreeRunning: true}, newScripted(func(id float64, r []float64) { r[1] = 0.3 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start = time.Now()
+	for range 100 {
+		e.step()
+	}
+	if a := testing.AllocsPerRun(2000, e.step); a != 0 {
+		t.Errorf("%v allocations per physics step", a)
+	}
+	if e.sum.Accepted < 1000 {
+		t.Errorf("steps did not couple: %v", e.sum)
+	}
+}
+
+// BenchmarkStep is one physics step with the coupling: vehicle, receive,
+// decode, apply, and every 10th step a state message encoded and sent, to
+// the fastest possible client.
+func BenchmarkStep(b *testing.B) {
+	for _, bm := range []struct {
+		name         string
+		simulinkTime float64
+	}{{"send-every-step", 0.0005}, {"send-every-10th", 0.005}} {
+		b.Run(bm.name, func(b *testing.B) {
+			e, err := New(Config{SimulinkTime: bm.simulinkTime, FreeRunning: true}, newScripted(func(id float64, r []float64) { r[1] = 0.3 }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.start = time.Now()
+			b.ReportAllocs()
+			for b.Loop() {
+				e.step()
+			}
+			b.ReportMetric(float64(e.sum.Sent)/float64(b.N), "sends/step")
+		})
+	}
+}
