@@ -255,7 +255,9 @@ func TestDatagramFaults(t *testing.T) {
 		{"reorder-messages=0.3", func(s Summary, c clientView) bool { return c.outOfOrder > 0 }},
 		{"truncate-replies=0.3", func(s Summary, _ clientView) bool { return s.Accepted < s.Sent && s.Received >= s.Sent-5 }},
 		{"truncate-messages=0.3", func(s Summary, c clientView) bool { return c.wrongSize > 5 }},
-		{"delay-replies=3ms", func(s Summary, _ clientView) bool { return s.BlockingWaits > 100 && s.Stalls == 0 && s.Accepted > s.Sent-3 }},
+		{"delay-replies=3ms", func(s Summary, _ clientView) bool {
+			return s.BlockingWaits > 100 && s.Stalls == 0 && s.Accepted > s.Sent-3
+		}},
 		{"delay-messages=3ms:0.5", func(s Summary, c clientView) bool { return s.BlockingWaits > 50 && c.messages == int(s.Sent) }},
 		{"garbage=0.3", func(s Summary, c clientView) bool { return c.wrongSize > 5 && c.messages == int(s.Sent) }},
 	} {
