@@ -154,6 +154,7 @@ type Emulator struct {
 	rxBuf []byte
 	rec   StepRecord
 	sum   Summary
+	stop  <-chan struct{} // the run's context: ends a blocking receive early
 	logs  *debugLogs
 	start time.Time
 
@@ -201,6 +202,7 @@ func (e *Emulator) Run(ctx context.Context) (Summary, error) {
 		e.logs = l
 	}
 	e.start = time.Now()
+	e.stop = ctx.Done()
 	var runErr error
 	if e.cfg.FreeRunning {
 		for !e.finished(ctx) {
@@ -298,7 +300,7 @@ func (e *Emulator) couple() {
 	c, r := &e.ctl, &e.rec
 	if c.stepsSinceLastSend < c.sendSkips {
 		// 2. A skip step: one non-blocking receive.
-		if n, ok := e.link.Recv(e.rxBuf, 0); ok {
+		if n, ok := e.link.Recv(e.rxBuf, 0, nil); ok {
 			e.handle(n)
 		}
 		c.stepsSinceLastSend++
@@ -307,7 +309,7 @@ func (e *Emulator) couple() {
 	r.SendStep = true
 	if c.sendCtr-c.maxRecvID < float64(c.unanswered) {
 		// 1a. Room in the window: try one non-blocking receive, then send.
-		if n, ok := e.link.Recv(e.rxBuf, 0); ok {
+		if n, ok := e.link.Recv(e.rxBuf, 0, nil); ok {
 			e.handle(n)
 		}
 		e.send()
@@ -317,9 +319,14 @@ func (e *Emulator) couple() {
 	r.Blocking = true
 	e.sum.BlockingWaits++
 	t0 := time.Now()
-	n, ok := e.link.Recv(e.rxBuf, BlockingTimeout)
+	n, ok := e.link.Recv(e.rxBuf, BlockingTimeout, e.stop)
 	r.Waited = time.Since(t0)
 	if !ok {
+		select {
+		case <-e.stop:
+			return // the run was stopped during the wait: not a BeamNG timeout
+		default:
+		}
 		// Timed out: the window counters reset, the id and the step counter
 		// do not, so the next step is a send step again (branch 1a).
 		r.TimedOut = true

@@ -36,7 +36,7 @@ func (r *responder) run(end *PipeEnd, stop <-chan struct{}) {
 	out := make([]byte, 8*beamng.ControlLen)
 	counter := 0.0
 	for {
-		n, ok := end.Recv(buf, 50*time.Millisecond)
+		n, ok := end.Recv(buf, 50*time.Millisecond, nil)
 		if !ok {
 			select {
 			case <-stop:
@@ -363,4 +363,23 @@ func TestSeed001Cases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Stopping a run ends a blocking receive at once: an interrupted emulator
+// does not sit out BeamNG's 2 s, and the wait is not counted as a stall.
+func TestStopDuringBlockingReceive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bside, _ := Pipe(16)
+		e, err := New(Config{SimulinkTime: 0.005, FreeRunning: true}, bside)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		start := time.Now()
+		sum, _ := e.Run(ctx)
+		if time.Since(start) != 500*time.Millisecond || sum.Stalls != 0 || sum.Sent != 1 {
+			t.Errorf("stopped after %v: %v", time.Since(start), sum)
+		}
+	})
 }

@@ -265,7 +265,7 @@ func (t *faulty) Send(b []byte) error {
 	return err
 }
 
-func (t *faulty) Recv(buf []byte, wait time.Duration) (int, bool) {
+func (t *faulty) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
 	start := time.Now()
 	for {
 		now := time.Now()
@@ -288,8 +288,13 @@ func (t *faulty) Recv(buf []byte, wait time.Duration) (int, bool) {
 				w = min(w, max(list[0].due.Sub(now), time.Microsecond))
 			}
 		}
-		n, ok := t.inner.Recv(buf, w)
+		n, ok := t.inner.Recv(buf, w, stop)
 		if !ok {
+			select {
+			case <-stop:
+				return 0, false
+			default:
+			}
 			if wait <= 0 {
 				return 0, false
 			}

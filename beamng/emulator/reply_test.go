@@ -51,7 +51,7 @@ func (s *scripted) Send(b []byte) error {
 	return nil
 }
 
-func (s *scripted) Recv(buf []byte, wait time.Duration) (int, bool) {
+func (s *scripted) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
 	if s.pending == 0 {
 		return 0, false
 	}
@@ -298,7 +298,7 @@ func faultRun(t *testing.T, f Faults) (Summary, clientView) {
 			out := make([]byte, 8*beamng.ControlLen)
 			last := -1.0
 			for {
-				n, ok := cside.Recv(buf, 10*time.Millisecond)
+				n, ok := cside.Recv(buf, 10*time.Millisecond, nil)
 				if !ok {
 					select {
 					case <-stop:

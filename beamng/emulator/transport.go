@@ -19,9 +19,9 @@ type Transport interface {
 	// send errors; the emulator counts them.
 	Send(b []byte) error
 	// Recv copies the next datagram from the client into buf and returns its
-	// length. wait 0 polls; otherwise it waits up to wait. ok is false when
-	// no datagram came.
-	Recv(buf []byte, wait time.Duration) (n int, ok bool)
+	// length. wait 0 polls; otherwise it waits up to wait, or until stop is
+	// closed. ok is false when no datagram came.
+	Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (n int, ok bool)
 	Close() error
 }
 
@@ -59,8 +59,9 @@ func (q *queue) put(b []byte) bool {
 	}
 }
 
-// get copies the oldest datagram into dst, waiting up to wait for one.
-func (q *queue) get(dst []byte, wait time.Duration) (int, bool) {
+// get copies the oldest datagram into dst, waiting up to wait for one, or
+// until stop is closed.
+func (q *queue) get(dst []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
 	var b []byte
 	select {
 	case b = <-q.full:
@@ -73,6 +74,9 @@ func (q *queue) get(dst []byte, wait time.Duration) (int, bool) {
 		case b = <-q.full:
 			q.timer.Stop()
 		case <-q.timer.C:
+			return 0, false
+		case <-stop:
+			q.timer.Stop()
 			return 0, false
 		}
 	}
@@ -100,7 +104,9 @@ func (p *PipeEnd) Send(b []byte) error {
 	return nil
 }
 
-func (p *PipeEnd) Recv(buf []byte, wait time.Duration) (int, bool) { return p.in.get(buf, wait) }
+func (p *PipeEnd) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
+	return p.in.get(buf, wait, stop)
+}
 
 func (p *PipeEnd) Close() error { return nil }
 
@@ -161,7 +167,9 @@ func (u *UDP) Send(b []byte) error {
 	return err
 }
 
-func (u *UDP) Recv(buf []byte, wait time.Duration) (int, bool) { return u.q.get(buf, wait) }
+func (u *UDP) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
+	return u.q.get(buf, wait, stop)
+}
 
 // Dropped counts datagrams lost because the receive queue was full.
 func (u *UDP) Dropped() int64 { return u.q.dropped.Load() }
