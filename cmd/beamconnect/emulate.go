@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"beamconnect/beamng"
+	"beamconnect/beamng/emulator"
+	"beamconnect/ports"
+)
+
+func init() {
+	register(&command{
+		name:    "emulate",
+		summary: "stand in for BeamNG.tech: its coupling controller, step for step, with a vehicle",
+		help: `Runs BeamNG's side of a Gen 1 tight coupling (vehicleSystemsCoupling): it binds
+--listen (BeamNG's udpReceiveIP:udpReceivePort) and sends its 111-double state
+message to --client (udpSendIP:udpSendPort), following BeamNG's per-physics-step
+algorithm exactly, 2 s blocking receives and window resets included. Replies
+drive an emulated car. Use it to test a controller, a Simulink model or
+beamconnect itself without a BeamNG licence.
+
+--config FILE takes simulinkTime, pingTime and both addresses from a rig config,
+as the start command 'beamconnect compile' prints would; flags given on the
+command line override it.
+
+It prints a summary when the run ends, on Ctrl-C or SIGTERM too.
+
+Faults (--fault, repeatable):
+` + indent(emulator.FaultHelp),
+		flags: func(fs *pflag.FlagSet) func(*call) int {
+			o := &emulateOpts{}
+			fs.StringVar(&o.config, "config", "", "take simulinkTime, pingTime and addresses from this rig config")
+			fs.Float64Var(&o.simulinkTime, "simulink-time", 0.005, "BeamNG's simulinkTime: seconds between messages, rounded up to whole physics steps")
+			fs.Float64Var(&o.pingTime, "ping-time", 1e-5, "BeamNG's pingTime: ceil(pingTime/simulinkTime) messages may be in flight")
+			fs.Int64Var(&o.steps, "steps", 0, "stop after this many physics steps (0: run until interrupted)")
+			fs.DurationVar(&o.duration, "duration", 0, "stop after this much simulated time, e.g. 20s (0: run until interrupted)")
+			fs.BoolVar(&o.freeRunning, "free-running", false, "step as fast as the coupling allows instead of pacing with the wall clock")
+			fs.Float64Var(&o.fps, "fps", 60, "graphics frames per second when paced: steps run in one batch per frame")
+			fs.Float64Var(&o.rtf, "realtime-factor", 1, "simulated seconds per wall-clock second when paced")
+			fs.StringVar(&o.debugLogs, "debug-logs", "", "write BeamNG's debug CSVs (simulinkSendLog.csv, …) into this directory")
+			fs.StringVar(&o.listen, "listen", "127.0.0.1:64891", "address BeamNG's side binds and receives replies on")
+			fs.StringVar(&o.client, "client", "127.0.0.1:64890", "address BeamNG's side sends its messages to")
+			fs.StringArrayVar(&o.faults, "fault", nil, "inject a fault, e.g. drop-replies=0.01 or pause=2.5s@10s (repeatable; see above)")
+			fs.Bool("json", false, "print the summary as one JSON object")
+			return func(c *call) int {
+				for _, name := range []string{"simulink-time", "ping-time", "listen", "client"} {
+					if fs.Changed(name) {
+						o.changed = append(o.changed, name)
+					}
+				}
+				return emulateCmd(c, o)
+			}
+		},
+	})
+}
+
+type emulateOpts struct {
+	config                    string
+	simulinkTime, pingTime    float64
+	steps                     int64
+	duration                  time.Duration
+	freeRunning               bool
+	fps, rtf                  float64
+	debugLogs, listen, client string
+	faults                    []string
+	changed                   []string
+}
+
+func (o *emulateOpts) set(name string) bool {
+	for _, n := range o.changed {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func indent(s string) string {
+	out := "  "
+	for _, r := range s {
+		out += string(r)
+		if r == '\n' {
+			out += "  "
+		}
+	}
+	return out
+}
+
+func emulateCmd(c *call, o *emulateOpts) int {
+	usage := func(format string, args ...any) int {
+		fmt.Fprintf(c.stderr, "%s emulate: %s\nRun '%s emulate --help' for usage.\n", programName, fmt.Sprintf(format, args...), programName)
+		return exitUsage
+	}
+	if len(c.args) > 0 {
+		return usage("unexpected argument %q", c.args[0])
+	}
+	cfg := emulator.Config{
+		SimulinkTime: o.simulinkTime, PingTime: o.pingTime, PhysicsDt: beamng.PhysicsDt,
+		Steps: o.steps, FreeRunning: o.freeRunning, FPS: o.fps, RealTimeFactor: o.rtf, DebugLogs: o.debugLogs,
+	}
+	listen, client := o.listen, o.client
+	if o.config != "" {
+		rig, r := check(o.config)
+		if !r.Valid {
+			printResult(c.stderr, r)
+			return exitFailed
+		}
+		plan, err := ports.Compile(rig)
+		if err != nil {
+			c.log.Error("compile failed", "file", o.config, "err", err)
+			return exitFailed
+		}
+		if len(plan.Vehicles) > 1 {
+			c.log.Warn("the config couples several vehicles; emulating the first", "vehicle", plan.Vehicles[0].Name)
+		}
+		if !o.set("simulink-time") {
+			cfg.SimulinkTime = plan.Period
+		}
+		if !o.set("ping-time") {
+			cfg.PingTime = plan.PingTime
+		}
+		cfg.PhysicsDt = plan.PhysicsDt
+		if !o.set("listen") {
+			listen = plan.Vehicles[0].Remote.String()
+		}
+		if !o.set("client") {
+			client = plan.Vehicles[0].Local.String()
+		}
+	}
+	if o.duration < 0 || o.steps < 0 {
+		return usage("--steps and --duration cannot be negative")
+	}
+	if o.duration > 0 {
+		n := int64(o.duration.Seconds()/cfg.PhysicsDt + 0.5)
+		if cfg.Steps == 0 || n < cfg.Steps {
+			cfg.Steps = n
+		}
+	}
+	if !(cfg.SimulinkTime > 0) || !(cfg.PingTime > 0) || !(o.fps > 0) || !(o.rtf > 0) {
+		return usage("--simulink-time, --ping-time, --fps and --realtime-factor must be positive")
+	}
+	for _, spec := range o.faults {
+		if err := emulator.ParseFault(spec, &cfg.Faults); err != nil {
+			return usage("--fault: %v", err)
+		}
+	}
+	la, err := netip.ParseAddrPort(listen)
+	if err != nil {
+		return usage("--listen %q: expected IP:port, e.g. 127.0.0.1:64891", listen)
+	}
+	ca, err := netip.ParseAddrPort(client)
+	if err != nil {
+		return usage("--client %q: expected IP:port, e.g. 127.0.0.1:64890", client)
+	}
+
+	link, err := emulator.ListenUDP(la, ca)
+	if err != nil {
+		c.log.Error("cannot start", "err", err)
+		return exitFailed
+	}
+	defer link.Close()
+	em, err := emulator.New(cfg, link)
+	if err != nil {
+		return usage("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	pacing := "paced"
+	if cfg.FreeRunning {
+		pacing = "free-running"
+	}
+	c.log.Info("emulating BeamNG's vehicleSystemsCoupling",
+		"listen", link.LocalAddr(), "client", ca,
+		"simulinkTime", cfg.SimulinkTime, "sendSkips", beamng.SendSkips(cfg.SimulinkTime, cfg.PhysicsDt),
+		"unanswered", beamng.Unanswered(cfg.PingTime, cfg.SimulinkTime), "pacing", pacing)
+	sum, err := em.Run(ctx)
+	if err != nil {
+		c.log.Error("run failed", "err", err)
+	}
+	if c.json {
+		writeJSON(c.stdout, struct {
+			emulator.Summary
+			Dropped int64 `json:"receive_queue_dropped"`
+		}{sum, link.Dropped()})
+	} else {
+		fmt.Fprintf(c.stdout, "emulated BeamNG: %v\n", sum)
+	}
+	if err != nil {
+		return exitFailed
+	}
+	return exitOK
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"beamconnect/beamng"
+)
+
+// client is a +1 responder on a free loopback port; it replies to the
+// address BeamNG's side binds, which it learns from the first message's
+// configuration (the test passes it in).
+func startClient(t *testing.T) (*net.UDPConn, func(beamngAddr netip.AddrPort)) {
+	t.Helper()
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, func(beamngAddr netip.AddrPort) {
+		buf := make([]byte, 2048)
+		msg := make([]float64, beamng.StateLen)
+		reply := make([]float64, beamng.ControlLen)
+		out := make([]byte, 8*beamng.ControlLen)
+		for {
+			n, _, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			if beamng.Decode(msg, buf[:n]) != nil {
+				continue
+			}
+			for i := range reply {
+				reply[i] = math.NaN()
+			}
+			reply[0] = msg[0] + 1
+			b, _ := beamng.Encode(out, reply)
+			c.WriteToUDPAddrPort(b, beamngAddr)
+		}
+	}
+}
+
+// freePort finds a loopback UDP port nobody uses right now.
+func freePort(t *testing.T) netip.AddrPort {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func TestEmulate(t *testing.T) {
+	client, serve := startClient(t)
+	listen := freePort(t)
+	go serve(listen)
+	logs := t.TempDir()
+	out, errOut, code := exec(t, nil, "emulate", "--json", "--free-running", "--duration", "2s",
+		"--simulink-time", "0.001", "--listen", listen.String(), "--client", client.LocalAddr().String(), "--debug-logs", logs)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var sum map[string]float64
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, k := range []string{"steps", "sent", "accepted", "stalls", "longest_step_s", "sim_s", "wall_s"} {
+		if _, ok := sum[k]; !ok {
+			t.Errorf("summary lacks %q: %s", k, out)
+		}
+	}
+	if sum["steps"] != 4000 || sum["sent"] != 2000 || sum["accepted"] < 1990 || sum["stalls"] != 0 || sum["sim_s"] != 2 || sum["send_skips"] != 1 {
+		t.Errorf("summary %s", out)
+	}
+	if !strings.Contains(errOut, "emulating BeamNG") || !strings.Contains(errOut, "sendSkips=1") {
+		t.Errorf("no start-up log line: %q", errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(logs, "simulinkSendLog.csv"))
+	if err != nil || strings.Count(string(b), "\n") != 2001 {
+		t.Errorf("send log: %v, %d lines", err, strings.Count(string(b), "\n"))
+	}
+}
+
+// --config takes the period and both addresses from a rig config.
+func TestEmulateFromConfig(t *testing.T) {
+	client, serve := startClient(t)
+	listen := freePort(t)
+	go serve(listen)
+	cp := client.LocalAddr().(*net.UDPAddr).AddrPort()
+	rig := filepath.Join(t.TempDir(), "rig.json")
+	os.WriteFile(rig, []byte(`{"version": 2, "remotePort": `+strconv.Itoa(int(listen.Port()))+`,
+		"outputs": [{"updatePeriodMs": 2, "ports": [[{"propertyName": "rpm"}]]}],
+		"beamng": {"localPort": `+strconv.Itoa(int(cp.Port()))+`}}`), 0o644)
+	out, errOut, code := exec(t, nil, "emulate", "--json", "--free-running", "--steps", "400", "--config", rig)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var sum map[string]float64
+	json.Unmarshal([]byte(out), &sum)
+	if sum["send_skips"] != 3 || sum["sent"] != 100 || sum["accepted"] < 99 {
+		t.Errorf("summary %s", out)
+	}
+}
+
+func TestEmulateUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fault", "drop-replies=2"}, `expected a probability from 0 to 1, got "2"`},
+		{[]string{"--fault", "melt"}, "expected NAME=VALUE"},
+		{[]string{"--listen", "nowhere"}, `--listen "nowhere": expected IP:port`},
+		{[]string{"--simulink-time", "-1"}, "must be positive"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		_, errOut, code := exec(t, nil, append([]string{"emulate"}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d %q, want %q", tt.args, code, errOut, tt.want)
+		}
+	}
+	_, errOut, code := exec(t, nil, "emulate", "--config", "../../config/testdata/unknown-signal.bad.json")
+	if code != exitFailed || !strings.Contains(errOut, ":13:29:") {
+		t.Errorf("bad config: exit %d %q", code, errOut)
+	}
+	// A taken port is a clear failure, not a crash.
+	taken, _ := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	defer taken.Close()
+	_, errOut, code = exec(t, nil, "emulate", "--listen", taken.LocalAddr().String(), "--steps", "1")
+	if code != exitFailed || !strings.Contains(errOut, "binding BeamNG's receive address") {
+		t.Errorf("taken port: exit %d %q", code, errOut)
+	}
+}

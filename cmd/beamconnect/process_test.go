@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	osexec "os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The real binary, interrupted while BeamNG's side waits in a 2 s blocking
+// receive for a client that never comes, exits at once with its summary.
+func TestEmulateInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "beamconnect")
+	if out, err := osexec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := osexec.Command(bin, "emulate", "--json", "--listen", freePort(t).String(), "--client", freePort(t).String())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // started, sent id 0, blocked waiting for a reply
+	sent := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if took := time.Since(sent); err != nil || took > time.Second {
+		t.Fatalf("exit %v after %v\n%s", err, took, stderr.String())
+	}
+	var sum map[string]float64
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("no JSON summary: %v\n%s", err, stdout.String())
+	}
+	if sum["sent"] != 1 || sum["stalls"] != 0 || sum["steps"] < 10 {
+		t.Errorf("summary %s", stdout.String())
+	}
+}
