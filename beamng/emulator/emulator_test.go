@@ -383,3 +383,68 @@ func TestStopDuringBlockingReceive(t *testing.T) {
 		}
 	})
 }
+
+// Paced stepping: one batch of steps per graphics frame, run ahead of the
+// wall clock up to the next frame, at the real-time factor asked for.
+func TestPacing(t *testing.T) {
+	for _, tt := range []struct {
+		fps, rtf float64
+	}{{60, 1}, {30, 1}, {60, 2}, {60, 0.5}} {
+		cfg := Config{SimulinkTime: 0.005, Steps: 4000, FPS: tt.fps, RealTimeFactor: tt.rtf}
+		sum, trace := couple(t, cfg, &responder{policy: "next"})
+		if math.Abs(sum.RealtimeFactor-tt.rtf) > 0.02*tt.rtf {
+			t.Errorf("fps %v rtf %v: ran at %.3f× real time", tt.fps, tt.rtf, sum.RealtimeFactor)
+		}
+		// Steps cost no time here, so each frame's batch shares one instant.
+		frames := map[time.Time]int{}
+		for _, s := range trace {
+			frames[s.Start]++
+		}
+		perFrame := 1 / tt.fps * tt.rtf / beamng.PhysicsDt
+		// (The first and last batches are partial, hence the slack.)
+		if got := float64(len(trace)) / float64(len(frames)); math.Abs(got-perFrame) > 2 {
+			t.Errorf("fps %v rtf %v: %.1f steps a frame, want %.1f", tt.fps, tt.rtf, got, perFrame)
+		}
+		// Ahead of the clock: when a frame's batch ends, simulated time has
+		// reached the next frame's wall time (to within the one step that
+		// whole steps round off).
+		start := trace[0].Start
+		frame := time.Duration(float64(time.Second) / tt.fps)
+		for i, s := range trace[:len(trace)-1] {
+			if trace[i+1].Start == s.Start {
+				continue // not the last step of its batch
+			}
+			sim := time.Duration(float64(s.Step+1) * beamng.PhysicsDt / tt.rtf * float64(time.Second))
+			step := time.Duration(beamng.PhysicsDt / tt.rtf * float64(time.Second))
+			if sim < s.Start.Sub(start)+frame-step {
+				t.Fatalf("fps %v rtf %v: batch ending at step %d reached %v simulated, want %v", tt.fps, tt.rtf, s.Step, sim, s.Start.Sub(start)+frame)
+			}
+		}
+	}
+}
+
+// Past 100 steps a frame (BeamNG's 20 FPS floor) the physics does not catch
+// up: after a 1 s hitch it carries on in step with the clock, one second
+// late, instead of racing through 2000 steps.
+func TestSlowMotion(t *testing.T) {
+	var f Faults
+	if err := ParseFault("pause=1s@500ms", &f); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{SimulinkTime: 0.005, Steps: 4000, FPS: 60, Faults: f}
+	sum, trace := couple(t, cfg, &responder{policy: "next"})
+	if sum.Pauses != 1 || math.Abs(sum.WallS-3) > 0.05 {
+		t.Errorf("2 s of simulation with a 1 s hitch took %.3f s of wall time, want 3: %v", sum.WallS, sum)
+	}
+	// Right after the hitch: the rest of the interrupted batch, then one
+	// capped batch, and no more.
+	batch := map[time.Time]int{}
+	for _, s := range trace {
+		batch[s.Start]++
+	}
+	for at, n := range batch {
+		if n > maxStepsPerFrame+34 {
+			t.Errorf("%d steps at once at %v: BeamNG caught up instead of slowing down", n, at.Sub(trace[0].Start))
+		}
+	}
+}
