@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/beamngtest"
 )
 
 // responder stands where Simulink stands: it answers each message from
@@ -31,10 +32,22 @@ type responder struct {
 
 func (r *responder) run(end *PipeEnd, stop <-chan struct{}) {
 	buf := make([]byte, beamng.MaxDatagram)
-	msg := make([]float64, beamng.StateLen)
-	reply := make([]float64, beamng.ControlLen)
-	out := make([]byte, 8*beamng.ControlLen)
+	rep := beamngtest.NewReplier()
 	counter := 0.0
+	policy := func(id float64) float64 {
+		switch r.policy {
+		case "echo":
+			return id
+		case "next":
+			return id + 1
+		}
+		return counter
+	}
+	set := func(reply []float64) {
+		for i, v := range r.values {
+			reply[i] = v
+		}
+	}
 	for {
 		n, ok := end.Recv(buf, 50*time.Millisecond, nil)
 		if !ok {
@@ -45,9 +58,6 @@ func (r *responder) run(end *PipeEnd, stop <-chan struct{}) {
 				continue
 			}
 		}
-		if beamng.Decode(msg, buf[:n]) != nil {
-			continue
-		}
 		if r.pauseFor > 0 && r.answered == r.pauseAfter {
 			time.Sleep(r.pauseFor)
 			if r.rebase {
@@ -56,23 +66,10 @@ func (r *responder) run(end *PipeEnd, stop <-chan struct{}) {
 		}
 		time.Sleep(r.compute)
 		counter++
-		for i := range reply {
-			reply[i] = math.NaN()
+		if b, ok := rep.Reply(buf[:n], policy, set); ok {
+			end.Send(b)
+			r.answered++
 		}
-		for i, v := range r.values {
-			reply[i] = v
-		}
-		switch r.policy {
-		case "echo":
-			reply[0] = msg[0]
-		case "next":
-			reply[0] = msg[0] + 1
-		default:
-			reply[0] = counter
-		}
-		b, _ := beamng.Encode(out, reply)
-		end.Send(b)
-		r.answered++
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/beamngtest"
 )
 
 // scripted is a transport with no goroutines: it answers every message at
@@ -293,9 +294,7 @@ func faultRun(t *testing.T, f Faults) (Summary, clientView) {
 		go func() {
 			defer close(done)
 			buf := make([]byte, beamng.MaxDatagram)
-			msg := make([]float64, beamng.StateLen)
-			reply := make([]float64, beamng.ControlLen)
-			out := make([]byte, 8*beamng.ControlLen)
+			r := beamngtest.NewReplier()
 			last := -1.0
 			for {
 				n, ok := cside.Recv(buf, 10*time.Millisecond, nil)
@@ -307,21 +306,17 @@ func faultRun(t *testing.T, f Faults) (Summary, clientView) {
 						continue
 					}
 				}
-				if beamng.Decode(msg, buf[:n]) != nil {
+				b, ok := r.Reply(buf[:n], beamngtest.Next, nil)
+				if !ok {
 					view.wrongSize++
 					continue
 				}
 				view.messages++
-				if msg[0] < last {
+				if r.Msg[0] < last {
 					view.outOfOrder++
 				}
-				last = msg[0]
+				last = r.Msg[0]
 				time.Sleep(100 * time.Microsecond)
-				for i := range reply {
-					reply[i] = math.NaN()
-				}
-				reply[0] = msg[0] + 1
-				b, _ := beamng.Encode(out, reply)
 				cside.Send(b)
 			}
 		}()

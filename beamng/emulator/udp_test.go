@@ -2,13 +2,12 @@ package emulator
 
 import (
 	"context"
-	"math"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
 
-	"beamconnect/beamng"
+	"beamconnect/beamng/beamngtest"
 )
 
 // The emulator over real loopback sockets, laid out as BeamNG's: it sends
@@ -24,29 +23,9 @@ func TestUDPLockstep(t *testing.T) {
 		t.Fatal(err)
 	}
 	beamngAddr := link.LocalAddr()
-	go func() {
-		// A +1 client: it replies to BeamNG's bound address, not to the
-		// ephemeral port the message came from (spec §1).
-		buf := make([]byte, 2048)
-		msg := make([]float64, beamng.StateLen)
-		reply := make([]float64, beamng.ControlLen)
-		out := make([]byte, 8*beamng.ControlLen)
-		for {
-			n, _, err := client.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if beamng.Decode(msg, buf[:n]) != nil {
-				continue
-			}
-			for i := range reply {
-				reply[i] = math.NaN()
-			}
-			reply[0], reply[1] = msg[0]+1, 0.5
-			b, _ := beamng.Encode(out, reply)
-			client.WriteToUDPAddrPort(b, beamngAddr)
-		}
-	}()
+	// A +1 client: it replies to BeamNG's bound address, not to the
+	// ephemeral port the message came from (spec §1).
+	go beamngtest.ServeUDP(client, beamngAddr, func(r []float64) { r[1] = 0.5 })
 	e, err := New(Config{SimulinkTime: 0.0005, FreeRunning: true, Steps: 4000}, link)
 	if err != nil {
 		t.Fatal(err)

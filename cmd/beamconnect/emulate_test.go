@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -11,12 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"beamconnect/beamng"
+	"beamconnect/beamng/beamngtest"
 )
 
-// client is a +1 responder on a free loopback port; it replies to the
-// address BeamNG's side binds, which it learns from the first message's
-// configuration (the test passes it in).
+// startClient opens a +1 client on a free loopback port; serve answers
+// BeamNG's messages, replying to BeamNG's bound address.
 func startClient(t *testing.T) (*net.UDPConn, func(beamngAddr netip.AddrPort)) {
 	t.Helper()
 	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
@@ -24,27 +22,7 @@ func startClient(t *testing.T) (*net.UDPConn, func(beamngAddr netip.AddrPort)) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, func(beamngAddr netip.AddrPort) {
-		buf := make([]byte, 2048)
-		msg := make([]float64, beamng.StateLen)
-		reply := make([]float64, beamng.ControlLen)
-		out := make([]byte, 8*beamng.ControlLen)
-		for {
-			n, _, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if beamng.Decode(msg, buf[:n]) != nil {
-				continue
-			}
-			for i := range reply {
-				reply[i] = math.NaN()
-			}
-			reply[0] = msg[0] + 1
-			b, _ := beamng.Encode(out, reply)
-			c.WriteToUDPAddrPort(b, beamngAddr)
-		}
-	}
+	return c, func(beamngAddr netip.AddrPort) { beamngtest.ServeUDP(c, beamngAddr, nil) }
 }
 
 // freePort finds a loopback UDP port nobody uses right now.

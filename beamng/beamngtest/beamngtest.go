@@ -1,0 +1,66 @@
+// Package beamngtest has the client side of a Gen 1 coupling in its
+// simplest form, for tests: build the reply to a state message, or answer
+// every message on a socket.
+package beamngtest
+
+import (
+	"math"
+	"net"
+	"net/netip"
+
+	"beamconnect/beamng"
+)
+
+// Replier builds replies to BeamNG's state messages without allocating.
+type Replier struct {
+	Msg   []float64 // the last state message decoded
+	reply []float64
+	out   []byte
+}
+
+func NewReplier() *Replier {
+	return &Replier{
+		Msg:   make([]float64, beamng.StateLen),
+		reply: make([]float64, beamng.ControlLen),
+		out:   make([]byte, 8*beamng.ControlLen),
+	}
+}
+
+// Reply decodes a state message and returns the reply datagram: id(received
+// id) at element 0, NaN everywhere else but what set writes. It reports false
+// for a datagram that is not a state message. The datagram is valid until
+// the next call.
+func (r *Replier) Reply(datagram []byte, id func(received float64) float64, set func(reply []float64)) ([]byte, bool) {
+	if beamng.Decode(r.Msg, datagram) != nil {
+		return nil, false
+	}
+	for i := range r.reply {
+		r.reply[i] = math.NaN()
+	}
+	r.reply[0] = id(r.Msg[0])
+	if set != nil {
+		set(r.reply)
+	}
+	b, _ := beamng.Encode(r.out, r.reply)
+	return b, true
+}
+
+// Next is the reply-id policy that keeps BeamNG in lockstep: received + 1.
+func Next(id float64) float64 { return id + 1 }
+
+// ServeUDP answers every state message arriving on c with an id+1 reply to
+// beamngAddr (BeamNG's bound receive address, not the message's source
+// port), until c is closed.
+func ServeUDP(c *net.UDPConn, beamngAddr netip.AddrPort, set func(reply []float64)) {
+	r := NewReplier()
+	buf := make([]byte, beamng.MaxDatagram)
+	for {
+		n, _, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		if b, ok := r.Reply(buf[:n], Next, set); ok {
+			c.WriteToUDPAddrPort(b, beamngAddr)
+		}
+	}
+}
