@@ -40,6 +40,23 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	cfg.PhysicsDt = orDefault(bn.PhysicsDt, beamng.PhysicsDt)
 	cfg.PingTime = orDefault(bn.PingTime, DefaultPingTime)
 	cfg.DebugFile = bn.DebugFile != nil && *bn.DebugFile
+	cfg.Model = "hold"
+	if bn.Model != nil {
+		cfg.Model = *bn.Model
+	}
+	cfg.ModelParams = map[string]any{}
+	for k, v := range bn.ModelParams {
+		switch x := v.(type) {
+		case []any:
+			strs := make([]string, len(x))
+			for i, e := range x {
+				strs[i], _ = e.(string)
+			}
+			cfg.ModelParams[k] = strs
+		default:
+			cfg.ModelParams[k] = x
+		}
+	}
 
 	if raw.RemotePort != nil && *raw.RemotePort == 4367 {
 		p.at(Warning, "/remotePort", "4367 is VS Connect's default server port; BeamNG's coupling receives on 64891 unless its udpReceivePort says otherwise")

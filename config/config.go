@@ -47,7 +47,9 @@ type Config struct {
 	PhysicsDt    float64 // seconds
 	PingTime     float64 // seconds
 	DebugFile    bool
-	Vehicles     []Vehicle // at least one
+	Model        string         // "hold" unless the config names one
+	ModelParams  map[string]any // float64, string or []string values
+	Vehicles     []Vehicle      // at least one
 	// Period is the coupling period: how often BeamNG sends, in seconds, a
 	// whole number of physics steps. It is the fastest contract's period.
 	Period   float64
@@ -230,14 +232,16 @@ type rawField struct {
 }
 
 type rawBeamNG struct {
-	Protocol  *string                `json:"protocol"`
-	LocalIP   *string                `json:"localIP"`
-	LocalPort *float64               `json:"localPort"`
-	ReplyID   *string                `json:"replyId"`
-	PhysicsDt *float64               `json:"physicsDt"`
-	PingTime  *float64               `json:"pingTime"`
-	DebugFile *bool                  `json:"debugFile"`
-	Vehicles  map[string]*rawVehicle `json:"vehicles"`
+	Protocol    *string                `json:"protocol"`
+	LocalIP     *string                `json:"localIP"`
+	LocalPort   *float64               `json:"localPort"`
+	ReplyID     *string                `json:"replyId"`
+	PhysicsDt   *float64               `json:"physicsDt"`
+	PingTime    *float64               `json:"pingTime"`
+	DebugFile   *bool                  `json:"debugFile"`
+	Model       *string                `json:"model"`
+	ModelParams map[string]any         `json:"modelParams"`
+	Vehicles    map[string]*rawVehicle `json:"vehicles"`
 }
 
 type rawVehicle struct {

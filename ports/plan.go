@@ -109,6 +109,8 @@ type Plan struct {
 	SendSkips    int     // physics steps BeamNG skips between sends
 	Unanswered   int     // messages BeamNG lets be in flight before it blocks
 	DebugFile    bool
+	Model        string         // the model the config names
+	ModelParams  map[string]any // its parameters: float64, string or []string
 	Vehicles     []Vehicle
 	Inputs       []Port // Inputs[0] is the connection directive
 	Outputs      []Port // Outputs[0] is the connection status
@@ -132,6 +134,8 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		SendSkips:    beamng.SendSkips(cfg.Period, cfg.PhysicsDt),
 		Unanswered:   beamng.Unanswered(cfg.PingTime, cfg.Period),
 		DebugFile:    cfg.DebugFile,
+		Model:        cfg.Model,
+		ModelParams:  cfg.ModelParams,
 		Inputs: []Port{{Number: 0, Dir: beamng.ToBeamNG, Contract: -1, Width: 1, Fields: []Field{
 			{Name: "directive", Source: Directive, Width: 1, Initial: 1},
 		}}},
@@ -234,4 +238,28 @@ func (p *Plan) Port(dir beamng.Direction, n int) (*Port, bool) {
 		return nil, false
 	}
 	return &ports[n], true
+}
+
+// Find locates the first field that carries a BeamNG signal (by canonical
+// name) in the ports of one direction: the port number and the element of
+// the port vector. Models use it to bind to the ports they need.
+func (p *Plan) Find(dir beamng.Direction, name string) (port, elem int, ok bool) {
+	list := p.Outputs
+	if dir == beamng.ToBeamNG {
+		list = p.Inputs
+	}
+	for _, pt := range list {
+		for i := range pt.Fields {
+			f := &pt.Fields[i]
+			if f.Source != Slot {
+				continue
+			}
+			for k := range f.Width {
+				if f.Signal(dir, k).Name == name {
+					return pt.Number, f.Offset + k, true
+				}
+			}
+		}
+	}
+	return 0, 0, false
 }
