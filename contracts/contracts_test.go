@@ -1,6 +1,9 @@
 package contracts
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestParseMeta(t *testing.T) {
 	for _, tt := range []struct {
@@ -61,5 +64,28 @@ func TestSchedule(t *testing.T) {
 	}
 	if !(Schedule{Every: 1}).Due(7) || !(Schedule{}).Due(7) {
 		t.Error("a schedule of every message skipped one")
+	}
+}
+
+// The memo's example: an update at t=10.0 with period 0.1 and overdue
+// timeout 0.5 is expected by 10.1; without one the contract blocks after 10.6.
+func TestOverdue(t *testing.T) {
+	c := Incoming{Schedule: Schedule{Period: 0.1, Every: 20}, Overdue: 0.5}
+	c.Start(0)
+	if c.Check(0.59) || !c.Check(0.61) {
+		t.Error("before the first update: blocked from one period plus the timeout after the start")
+	}
+	c.Update(2000, 10.0, 10.0)
+	if c.Blocked || c.Check(10.59) || !c.Check(10.61) || !c.Blocked {
+		t.Error("the memo's example: blocked from 10.6, not before")
+	}
+	c.Update(2020, 10.1, 10.65)
+	if c.Blocked || math.Abs(c.ReceiveTimeOffset()-0.55) > 1e-12 || c.Serial != 2020 {
+		t.Errorf("an update unblocks and records: %+v", c)
+	}
+	off := Incoming{Schedule: Schedule{Period: 0.1}, Overdue: -1}
+	off.Start(0)
+	if off.Check(1e9) {
+		t.Error("overdue detection off still blocked")
 	}
 }

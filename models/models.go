@@ -1,0 +1,307 @@
+// Package models holds what stands where the Simulink model stood: the Model
+// interface a program implements, the built-in controllers of seed 000's
+// examples, "hold" for pure logging rigs, and "exec" for an external
+// process.
+package models
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"beamconnect/beamng"
+	"beamconnect/ports"
+)
+
+// Model is stepped once per BeamNG message, and every 50 ms while the
+// coupling is not connected (so it can set the directive).
+//
+// outputs holds the plan's output port vectors (data from BeamNG):
+// outputs[0][0] is the connection status 0–5. inputs holds the input port
+// vectors (data to BeamNG), which the model writes: inputs[0][0] is the
+// connection directive (0 disconnects). Between steps the inputs keep what
+// the model last wrote; they start at the fields' initial values. t is the
+// local simulation time in seconds.
+//
+// Step must not keep the slices, and should not allocate: it runs on the
+// coupling's hot path.
+type Model interface {
+	Step(t float64, outputs [][]float64, inputs [][]float64)
+}
+
+// Closer is a Model holding resources (a process) to release at the end.
+type Closer interface {
+	Close() error
+}
+
+// Params are a model's parameters from the config (beamng.modelParams).
+type Params map[string]any
+
+// Float returns a numeric parameter, or def when absent.
+func (p Params) Float(name string, def float64) (float64, error) {
+	v, ok := p[name]
+	if !ok {
+		return def, nil
+	}
+	f, ok := v.(float64)
+	if !ok {
+		return 0, fmt.Errorf("modelParams.%s: expected a number, got %v", name, v)
+	}
+	return f, nil
+}
+
+// Names of the built-in models.
+func Names() []string {
+	return []string{"cruise-pedals", "cruise-torque", "exec", "heading-hold", "hold"}
+}
+
+// New builds the model called name for plan, binding it to the ports that
+// carry the signals it needs.
+func New(name string, params Params, plan *ports.Plan) (Model, error) {
+	known := map[string][]string{
+		"hold":          nil,
+		"cruise-pedals": {"setSpeed", "kp", "ki"},
+		"cruise-torque": {"setSpeed", "kp", "ki", "maxTorque"},
+		"heading-hold":  {"headingDeg", "setSpeed", "kp"},
+		"exec":          {"command", "deadlineMs"},
+	}
+	allowed, ok := known[name]
+	if !ok {
+		return nil, fmt.Errorf("model %q: expected one of %s", name, strings.Join(Names(), ", "))
+	}
+	for k := range params {
+		if !slices.Contains(allowed, k) {
+			return nil, fmt.Errorf("model %s: unknown parameter %q (expected one of %s)", name, k, strings.Join(allowed, ", "))
+		}
+	}
+	b := &binder{plan: plan, model: name}
+	var m Model
+	var err error
+	switch name {
+	case "hold":
+		m = Hold{}
+	case "cruise-pedals":
+		m, err = newCruisePedals(b, params)
+	case "cruise-torque":
+		m, err = newCruiseTorque(b, params)
+	case "heading-hold":
+		m, err = newHeadingHold(b, params)
+	case "exec":
+		m, err = NewExec(params, plan)
+	}
+	if err == nil {
+		err = b.err()
+	}
+	if err != nil {
+		if c, ok := m.(Closer); ok {
+			c.Close()
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// Hold writes nothing: inputs stay at their initial values. For logging
+// rigs, and for driving BeamNG from its own UI while recording.
+type Hold struct{}
+
+func (Hold) Step(float64, [][]float64, [][]float64) {}
+
+// ref is a bound port element.
+type ref struct{ port, elem int }
+
+func (r ref) get(v [][]float64) float64    { return v[r.port][r.elem] }
+func (r ref) set(v [][]float64, x float64) { v[r.port][r.elem] = x }
+
+// binder finds the ports a built-in model needs, collecting what is missing
+// into one error.
+type binder struct {
+	plan    *ports.Plan
+	model   string
+	missing []string
+}
+
+func (b *binder) need(dir beamng.Direction, name string) ref {
+	p, e, ok := b.plan.Find(dir, name)
+	if !ok {
+		side := "outputs"
+		if dir == beamng.ToBeamNG {
+			side = "inputs"
+		}
+		b.missing = append(b.missing, side+" "+name)
+	}
+	return ref{p, e}
+}
+
+// optional binds a signal if the config maps it.
+func (b *binder) optional(dir beamng.Direction, name string) (ref, bool) {
+	p, e, ok := b.plan.Find(dir, name)
+	return ref{p, e}, ok
+}
+
+func (b *binder) err() error {
+	if len(b.missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("model %s needs the config to map %s", b.model, strings.Join(b.missing, ", "))
+}
+
+// pi is a PI controller with anti-windup by clamping the integral.
+type pi struct {
+	kp, ki, integral, lo, hi float64
+}
+
+func (c *pi) step(err, dt float64) float64 {
+	u := c.kp*err + c.ki*c.integral
+	// Integrate only while the output is not saturated in the same direction.
+	if !(u >= c.hi && err > 0) && !(u <= c.lo && err < 0) {
+		c.integral += err * dt
+	}
+	return math.Min(c.hi, math.Max(c.lo, c.kp*err+c.ki*c.integral))
+}
+
+func floats(params Params, names []string, defs []float64) ([]float64, error) {
+	out := make([]float64, len(names))
+	for i, n := range names {
+		v, err := params.Float(n, defs[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// CruisePedals holds a set speed with throttle and brake (seed 000,
+// example 1): one PI controller whose positive output is throttle and
+// negative output brake.
+type CruisePedals struct {
+	SetSpeed        float64 // m/s
+	speed           ref
+	throttle, brake ref
+	driveMode       ref
+	hasMode         bool
+	ctl             pi
+	lastT           float64
+}
+
+func newCruisePedals(b *binder, params Params) (Model, error) {
+	v, err := floats(params, []string{"setSpeed", "kp", "ki"}, []float64{20, 0.3, 0.05})
+	if err != nil {
+		return nil, err
+	}
+	m := &CruisePedals{SetSpeed: v[0], ctl: pi{kp: v[1], ki: v[2], lo: -1, hi: 1}, lastT: math.NaN()}
+	m.speed = b.need(beamng.FromBeamNG, "groundspeed")
+	m.throttle = b.need(beamng.ToBeamNG, "throttle")
+	m.brake = b.need(beamng.ToBeamNG, "brake")
+	m.driveMode, m.hasMode = b.optional(beamng.ToBeamNG, "driveMode")
+	return m, nil
+}
+
+func (m *CruisePedals) Step(t float64, out, in [][]float64) {
+	dt := stepDt(&m.lastT, t)
+	if out[0][0] != 3 || dt == 0 {
+		return // not connected: no fresh speed to act on
+	}
+	u := m.ctl.step(m.SetSpeed-m.speed.get(out), dt)
+	m.throttle.set(in, math.Max(0, u))
+	m.brake.set(in, math.Max(0, -u))
+	if m.hasMode {
+		m.driveMode.set(in, 0)
+	}
+}
+
+// stepDt is the time since the last step, 0 for the first.
+func stepDt(last *float64, t float64) float64 {
+	dt := t - *last
+	*last = t
+	if math.IsNaN(dt) || dt <= 0 || dt > 1 {
+		return 0
+	}
+	return dt
+}
+
+// CruiseTorque holds a set speed with wheel torques in torque mode (seed 000,
+// example 2): a PI controller's output is a wheel torque, propulsion on the
+// driven (all four) wheels when positive, braking when negative. BeamNG
+// applies braking torques negated, so braking is sent as a negative number.
+type CruiseTorque struct {
+	SetSpeed    float64
+	speed       ref
+	prop, brake [4]ref
+	driveMode   ref
+	ctl         pi
+	lastT       float64
+}
+
+func newCruiseTorque(b *binder, params Params) (Model, error) {
+	v, err := floats(params, []string{"setSpeed", "kp", "ki", "maxTorque"}, []float64{20, 300, 60, 1200})
+	if err != nil {
+		return nil, err
+	}
+	m := &CruiseTorque{SetSpeed: v[0], ctl: pi{kp: v[1], ki: v[2], lo: -v[3], hi: v[3]}, lastT: math.NaN()}
+	m.speed = b.need(beamng.FromBeamNG, "groundspeed")
+	for i, w := range beamng.Wheels {
+		m.prop[i] = b.need(beamng.ToBeamNG, "wheel"+w+"_propulsionTorque")
+		m.brake[i] = b.need(beamng.ToBeamNG, "wheel"+w+"_brakingTorque")
+	}
+	m.driveMode = b.need(beamng.ToBeamNG, "driveMode")
+	return m, nil
+}
+
+func (m *CruiseTorque) Step(t float64, out, in [][]float64) {
+	dt := stepDt(&m.lastT, t)
+	m.driveMode.set(in, 1)
+	if out[0][0] != 3 || dt == 0 {
+		return
+	}
+	u := m.ctl.step(m.SetSpeed-m.speed.get(out), dt)
+	for i := range 4 {
+		m.prop[i].set(in, math.Max(0, u))
+		m.brake[i].set(in, math.Min(0, u)) // negative: BeamNG negates it into a braking torque
+	}
+}
+
+// HeadingHold steers to hold a heading (seed 000, example 3), with a speed
+// kept by throttle so the steering has something to act on.
+type HeadingHold struct {
+	Heading, SetSpeed float64 // rad, m/s
+	kp                float64
+	yaw               ref
+	speed             ref
+	steering          ref
+	throttle          ref
+	brake             ref
+	hasBrake          bool
+	speedCtl          pi
+	lastT             float64
+}
+
+func newHeadingHold(b *binder, params Params) (Model, error) {
+	v, err := floats(params, []string{"headingDeg", "setSpeed", "kp"}, []float64{30, 10, 2})
+	if err != nil {
+		return nil, err
+	}
+	m := &HeadingHold{Heading: v[0] * math.Pi / 180, SetSpeed: v[1], kp: v[2], speedCtl: pi{kp: 0.3, ki: 0.05, lo: -1, hi: 1}, lastT: math.NaN()}
+	m.yaw = b.need(beamng.FromBeamNG, "yaw")
+	m.speed = b.need(beamng.FromBeamNG, "groundspeed")
+	m.steering = b.need(beamng.ToBeamNG, "steering")
+	m.throttle = b.need(beamng.ToBeamNG, "throttle")
+	m.brake, m.hasBrake = b.optional(beamng.ToBeamNG, "brake")
+	return m, nil
+}
+
+func (m *HeadingHold) Step(t float64, out, in [][]float64) {
+	dt := stepDt(&m.lastT, t)
+	if out[0][0] != 3 || dt == 0 {
+		return
+	}
+	e := math.Remainder(m.Heading-m.yaw.get(out), 2*math.Pi)
+	m.steering.set(in, math.Max(-1, math.Min(1, m.kp*e)))
+	u := m.speedCtl.step(m.SetSpeed-m.speed.get(out), dt)
+	m.throttle.set(in, math.Max(0, u))
+	if m.hasBrake {
+		m.brake.set(in, math.Max(0, -u))
+	}
+}
