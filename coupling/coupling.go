@@ -1,0 +1,589 @@
+// Package coupling runs one tight coupling with BeamNG: it owns the socket,
+// decodes each BeamNG message, updates the contracts and port vectors,
+// steps the model, and replies, with the connection status machine and
+// reply-id policy of design.md around it.
+package coupling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"beamconnect/beamng"
+	"beamconnect/config"
+	"beamconnect/contracts"
+	"beamconnect/models"
+	"beamconnect/ports"
+)
+
+// Status is VS Connect's connection status, port 0 of the outputs.
+type Status int32
+
+const (
+	Unknown       Status = 0
+	Unconnected   Status = 1 // directive 0: not trying
+	Connecting    Status = 2 // bound, waiting for BeamNG, or BeamNG went silent
+	Connected     Status = 3
+	Error         Status = 4 // bind or socket failure: not trying until the directive toggles
+	Disconnecting Status = 5 // directive went 0: neutral controls sent, port being released
+)
+
+func (s Status) String() string {
+	switch s {
+	case Unconnected:
+		return "unconnected"
+	case Connecting:
+		return "connecting"
+	case Connected:
+		return "connected"
+	case Error:
+		return "error"
+	case Disconnecting:
+		return "disconnecting"
+	}
+	return "unknown"
+}
+
+// RebaseGap is how long BeamNG may be silent before beamconnect assumes its
+// controller timed out (2.0 s) and reset its window: reply ids then restart
+// so BeamNG goes back to lockstep instead of keeping a standing backlog
+// (spec §4). A reply later than this is not sent: BeamNG gave up on it.
+const RebaseGap = 1900 * time.Millisecond
+
+// idleStep is how often the model is stepped while no messages come, so it
+// sees the status and can change the directive.
+const idleStep = 50 * time.Millisecond
+
+// Options set up a coupling.
+type Options struct {
+	Plan  *ports.Plan
+	Model models.Model
+	Log   *slog.Logger
+	// Local and Remote override the plan's first vehicle's addresses (the
+	// in-process emulator uses free ports).
+	Local, Remote netip.AddrPort
+	// Silence is how long BeamNG may send nothing before the status drops
+	// from connected to connecting. Default 1 s.
+	Silence time.Duration
+	// Record, when set, receives a CSV row per message.
+	Record *Recorder
+	// OnStatus, when set, is called on every status change.
+	OnStatus func(Status)
+	// OnMessage, when set, is called after each reply with the BeamNG
+	// message id and the reply id (for tests).
+	OnMessage func(id, replyID float64)
+}
+
+// Coupling is one running coupling. Create it with New, then Run it.
+type Coupling struct {
+	opt     Options
+	plan    *ports.Plan
+	model   models.Model
+	log     *slog.Logger
+	local   netip.AddrPort
+	remote  netip.AddrPort
+	conn    *net.UDPConn
+	status  atomic.Int32
+	outs    [][]float64 // output port vectors; outs[0][0] is the status
+	ins     [][]float64 // input port vectors; ins[0][0] is the directive
+	msg     []float64
+	reply   []float64
+	rx, tx  []byte
+	in      []contracts.Incoming // by plan contract index (incoming ones used)
+	start   time.Time
+	sawZero bool // the directive was 0 since the last error
+
+	// Reply ids.
+	base        float64 // BeamNG id that reply ids count from (after a reset)
+	counter     float64
+	lastID      float64
+	lastReplyID float64
+	lastArrival time.Time
+	fresh       bool // the next message is the first since (re)connecting
+
+	stats Stats
+}
+
+// Stats are the coupling's counters, safe to read while it runs.
+type Stats struct {
+	Messages        atomic.Int64 // BeamNG messages handled
+	Replies         atomic.Int64
+	Foreign         atomic.Int64 // datagrams from another host: dropped
+	WrongSize       atomic.Int64 // datagrams of the wrong length: dropped
+	Malformed       atomic.Int64 // right length, but the id is not a whole number ≥ 0
+	Duplicates      atomic.Int64 // an id already answered
+	Drained         atomic.Int64 // stale messages skipped after a (re)connect or a pause
+	StallsRecovered atomic.Int64 // BeamNG 2 s timeouts after which reply ids were re-based
+	Late            atomic.Int64 // replies not sent because BeamNG had given up on them
+	Restarts        atomic.Int64 // BeamNG controller reloads seen (ids from 0 again)
+	Overdue         atomic.Int64 // incoming contracts blocked right now
+	Turnaround      Histogram    // message read → reply written
+}
+
+// New prepares a coupling; it binds nothing yet.
+func New(opt Options) (*Coupling, error) {
+	p := opt.Plan
+	if p == nil || opt.Model == nil {
+		return nil, errors.New("coupling: a plan and a model are needed")
+	}
+	if len(p.Vehicles) != 1 {
+		return nil, fmt.Errorf("coupling: the config couples %d vehicles; one vehicle per run is supported so far", len(p.Vehicles))
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Silence <= 0 {
+		opt.Silence = time.Second
+	}
+	c := &Coupling{
+		opt: opt, plan: p, model: opt.Model, log: opt.Log,
+		local: p.Vehicles[0].Local, remote: p.Vehicles[0].Remote,
+		msg: make([]float64, beamng.StateLen), reply: make([]float64, beamng.ControlLen),
+		rx: make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*beamng.ControlLen),
+		in: make([]contracts.Incoming, len(p.Contracts)),
+	}
+	if opt.Local.IsValid() {
+		c.local = opt.Local
+	}
+	if opt.Remote.IsValid() {
+		c.remote = opt.Remote
+	}
+	for _, pt := range p.Outputs {
+		c.outs = append(c.outs, initial(pt))
+	}
+	for _, pt := range p.Inputs {
+		c.ins = append(c.ins, initial(pt))
+	}
+	for i, ct := range p.Contracts {
+		c.in[i] = contracts.Incoming{Schedule: ct.Schedule, Overdue: ct.Overdue}
+	}
+	c.status.Store(int32(Unknown))
+	return c, nil
+}
+
+// initial is a port vector holding its fields' initial values.
+func initial(pt ports.Port) []float64 {
+	v := make([]float64, pt.Width)
+	for _, f := range pt.Fields {
+		for k := range f.Width {
+			v[f.Offset+k] = f.Initial
+		}
+	}
+	return v
+}
+
+// Status is the current connection status.
+func (c *Coupling) Status() Status { return Status(c.status.Load()) }
+
+// Stats are the coupling's live counters.
+func (c *Coupling) Stats() *Stats { return &c.stats }
+
+// LocalAddr is the address bound (valid while connecting or connected).
+func (c *Coupling) LocalAddr() netip.AddrPort { return c.local }
+
+func (c *Coupling) setStatus(s Status) {
+	old := Status(c.status.Swap(int32(s)))
+	if old == s {
+		return
+	}
+	c.outs[0][0] = float64(s)
+	c.log.Info("connection status", "status", int(s), "is", s.String(), "was", old.String())
+	if c.opt.OnStatus != nil {
+		c.opt.OnStatus(s)
+	}
+}
+
+// now is the local simulation time: wall time since the run started.
+// (Time sync and timeDilation pacing are the timesync package's to add.)
+func (c *Coupling) now(t time.Time) float64 { return t.Sub(c.start).Seconds() }
+
+// Bind binds the local address now rather than when Run starts, so a
+// caller can learn the port (Options.Local may name port 0) before BeamNG's
+// side is started. Later reconnects bind the same port again.
+func (c *Coupling) Bind() error {
+	c.connect()
+	if c.Status() != Connecting {
+		return fmt.Errorf("coupling: cannot bind %v", c.local)
+	}
+	return nil
+}
+
+// SetRemote sets BeamNG's address before Run (the in-process emulator's
+// port is known only once it is bound).
+func (c *Coupling) SetRemote(a netip.AddrPort) { c.remote = a }
+
+// Run drives the coupling until ctx ends. The model is stepped once per
+// BeamNG message, and every 50 ms while none come.
+func (c *Coupling) Run(ctx context.Context) error {
+	c.start = time.Now()
+	defer c.closeConn()
+	for i := range c.in {
+		c.in[i].Start(0)
+	}
+	if c.conn == nil {
+		c.setStatus(Unconnected)
+	}
+	for ctx.Err() == nil {
+		directive := c.ins[0][0] != 0
+		switch c.Status() {
+		case Unconnected:
+			if directive {
+				c.connect()
+				continue
+			}
+			c.idle(ctx)
+		case Error:
+			// Not trying again until the directive goes to 0 and back.
+			if !directive {
+				c.sawZero = true
+			} else if c.sawZero {
+				c.sawZero = false
+				c.setStatus(Unconnected)
+				continue
+			}
+			c.idle(ctx)
+		case Connecting, Connected:
+			if !directive {
+				c.disconnect()
+				continue
+			}
+			c.receive()
+		}
+	}
+	if s := c.Status(); s == Connected || s == Connecting {
+		c.disconnect() // leave BeamNG with neutral controls, not the last ones
+	}
+	return nil
+}
+
+// idle steps the model with no new data, then waits a little.
+func (c *Coupling) idle(ctx context.Context) {
+	c.model.Step(c.now(time.Now()), c.outs, c.ins)
+	select {
+	case <-ctx.Done():
+	case <-time.After(idleStep):
+	}
+}
+
+func (c *Coupling) connect() {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(c.local))
+	if err != nil {
+		c.log.Error("cannot bind", "addr", c.local, "err", err)
+		c.sawZero = false
+		c.setStatus(Error)
+		return
+	}
+	conn.SetReadBuffer(1 << 20)
+	c.conn = conn
+	c.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.fresh = true
+	c.setStatus(Connecting)
+	c.log.Info("waiting for BeamNG", "bound", c.local, "beamng", c.remote)
+}
+
+func (c *Coupling) closeConn() {
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// disconnect sends neutral controls (pedals released, wheel torques 0,
+// drive mode back to pedals), releases the port and goes unconnected.
+func (c *Coupling) disconnect() {
+	c.setStatus(Disconnecting)
+	if c.conn != nil && c.Status() != Error && c.stats.Messages.Load() > 0 {
+		for i := 1; i < beamng.ControlLen; i++ {
+			c.reply[i] = math.NaN()
+		}
+		for i := 1; i <= 13; i++ {
+			if i != 3 && i != 4 { // steering stays; gear is ignored anyway
+				c.reply[i] = 0
+			}
+		}
+		c.reply[0] = c.lastReplyID + 1
+		if b, err := beamng.Encode(c.tx, c.reply); err == nil {
+			c.conn.WriteToUDPAddrPort(b, c.remote)
+		}
+	}
+	c.closeConn()
+	c.setStatus(Unconnected)
+}
+
+// receive waits for one datagram (or a short timeout) and handles it.
+func (c *Coupling) receive() {
+	c.conn.SetReadDeadline(time.Now().Add(idleStep))
+	n, from, err := c.conn.ReadFromUDPAddrPort(c.rx)
+	now := time.Now()
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			if c.Status() == Connected && now.Sub(c.lastArrival) > c.opt.Silence {
+				c.log.Warn("BeamNG went silent", "for", now.Sub(c.lastArrival).Round(time.Millisecond))
+				c.setStatus(Connecting)
+			}
+			c.checkOverdue(c.now(now))
+			if c.Status() == Connecting {
+				c.model.Step(c.now(now), c.outs, c.ins)
+			}
+			return
+		}
+		c.log.Error("socket failed", "err", err)
+		c.closeConn()
+		c.sawZero = false
+		c.setStatus(Error)
+		return
+	}
+	if c.fresh || now.Sub(c.lastArrival) >= RebaseGap && c.stats.Messages.Load() > 0 {
+		n, from = c.drain(n, from)
+		now = time.Now()
+	}
+	b, ok := c.Handle(c.rx[:n], from, now)
+	if !ok {
+		return
+	}
+	if time.Since(now) >= RebaseGap {
+		// The model took so long that BeamNG has timed out and moved on.
+		c.stats.Late.Add(1)
+		return
+	}
+	if _, err := c.conn.WriteToUDPAddrPort(b, c.remote); err != nil {
+		c.log.Warn("reply failed", "err", err)
+		return
+	}
+	c.stats.Replies.Add(1)
+	c.stats.Turnaround.Observe(time.Since(now))
+	if c.opt.Record != nil {
+		c.opt.Record.Row(c.now(now), c.Status(), c.msg[0], c.reply[0], c.outs, c.ins)
+		c.opt.Record.FlushEvery(now, time.Second)
+	}
+	if c.opt.OnMessage != nil {
+		c.opt.OnMessage(c.msg[0], c.reply[0])
+	}
+}
+
+// drain reads whatever else is already queued and keeps the newest
+// datagram from BeamNG: after a (re)connect or a pause of our own, older
+// messages are stale, and answering only the newest is what puts BeamNG
+// back in lockstep.
+func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
+	keep := make([]byte, 0, beamng.MaxDatagram) // rare path: may allocate
+	keep = append(keep, c.rx[:n]...)
+	for {
+		c.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+		m, f, err := c.conn.ReadFromUDPAddrPort(c.rx)
+		if err != nil {
+			break
+		}
+		if f.Addr().Unmap() == c.remote.Addr() && m == 8*beamng.StateLen {
+			c.stats.Drained.Add(1)
+			keep, from = append(keep[:0], c.rx[:m]...), f
+		}
+	}
+	copy(c.rx, keep)
+	return len(keep), from
+}
+
+// Handle is the per-message path: check the datagram, decode it, update
+// contracts and output ports, step the model, and build the reply. It
+// returns the reply datagram (valid until the next call), or false when the
+// datagram is dropped. It allocates nothing.
+func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Time) ([]byte, bool) {
+	// BeamNG sends from an ephemeral port: only the host is checked.
+	if from.Addr().Unmap() != c.remote.Addr().Unmap() {
+		c.stats.Foreign.Add(1)
+		return nil, false
+	}
+	if beamng.Decode(c.msg, datagram) != nil {
+		c.stats.WrongSize.Add(1)
+		return nil, false
+	}
+	id := c.msg[0]
+	if !(id >= 0 && id <= 1<<53 && id == math.Trunc(id)) {
+		c.stats.Malformed.Add(1)
+		return nil, false
+	}
+	switch {
+	case c.fresh:
+		// The first message since connecting: BeamNG may have been cycling
+		// through 2 s timeouts with nobody answering; count from here.
+		c.rebase(id)
+		c.fresh = false
+		c.setStatus(Connected)
+	case arrival.Sub(c.lastArrival) >= RebaseGap:
+		c.stats.StallsRecovered.Add(1)
+		c.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
+			"gap", arrival.Sub(c.lastArrival).Round(time.Millisecond), "id", id)
+		c.rebase(id)
+	case id == 0 && c.lastID > 0:
+		c.stats.Restarts.Add(1)
+		c.log.Warn("BeamNG's controller restarted (ids from 0 again)")
+		c.rebase(id)
+	case id <= c.lastID:
+		c.stats.Duplicates.Add(1)
+		return nil, false
+	}
+	if c.Status() != Connected {
+		c.setStatus(Connected)
+	}
+	c.lastID, c.lastArrival = id, arrival
+	c.stats.Messages.Add(1)
+	t := c.now(arrival)
+
+	// Incoming contracts: fill the output ports that are due.
+	remote := id * c.plan.Period
+	for ci := range c.plan.Contracts {
+		ct := &c.plan.Contracts[ci]
+		if ct.Dir != beamng.FromBeamNG {
+			continue
+		}
+		if !ct.CommData && ct.Schedule.Due(uint64(id)) {
+			c.in[ci].Update(id, remote, t)
+		}
+		if !ct.CommData && !ct.Schedule.Due(uint64(id)) {
+			continue
+		}
+		for _, pn := range ct.Ports {
+			c.fill(&c.plan.Outputs[pn], c.outs[pn], &c.in[ci], arrival)
+		}
+	}
+	c.checkOverdue(t)
+	c.outs[0][0] = float64(c.Status())
+
+	c.model.Step(t, c.outs, c.ins)
+
+	// Outgoing contracts: the fields of those due; NaN elsewhere, which
+	// BeamNG reads as "keep the previous value".
+	copy(c.reply, c.plan.Vehicles[0].Template)
+	for ci := range c.plan.Contracts {
+		ct := &c.plan.Contracts[ci]
+		if ct.Dir != beamng.ToBeamNG {
+			continue
+		}
+		due := ct.Schedule.Due(uint64(id - c.base))
+		for _, pn := range ct.Ports {
+			port := &c.plan.Inputs[pn]
+			for fi := range port.Fields {
+				f := &port.Fields[fi]
+				for k := range f.Width {
+					if due {
+						c.reply[f.Slot+k] = c.ins[pn][f.Offset+k]
+					} else {
+						c.reply[f.Slot+k] = math.NaN()
+					}
+				}
+			}
+		}
+	}
+	c.reply[0] = c.replyID(id)
+	c.lastReplyID = c.reply[0]
+	b, _ := beamng.Encode(c.tx, c.reply) // tx is sized for the reply
+	return b, true
+}
+
+// fill writes one output port from the message and the contract's meta
+// values.
+func (c *Coupling) fill(port *ports.Port, v []float64, ct *contracts.Incoming, arrival time.Time) {
+	for fi := range port.Fields {
+		f := &port.Fields[fi]
+		switch f.Source {
+		case ports.Slot:
+			for k := range f.Width {
+				x := c.msg[f.Slot+k]
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					x = f.Invalid
+				}
+				v[f.Offset+k] = x
+			}
+		case ports.Meta:
+			switch f.Meta {
+			case contracts.Time:
+				v[f.Offset] = ct.RemoteTime
+			case contracts.ReceiveTimeOffset:
+				v[f.Offset] = ct.ReceiveTimeOffset()
+			case contracts.SerialNumber:
+				v[f.Offset] = ct.Serial
+			case contracts.PingResults:
+				c.pingResults(v[f.Offset:f.Offset+f.Width], arrival)
+			}
+		}
+	}
+}
+
+// PingResultsLayout documents the ping_results commData port.
+const PingResultsLayout = `ping_results (a commData meta field; arraySize up to 8, in this order):
+  [0] turnaround of the previous message: read to reply written, s
+  [1] time between the last two BeamNG messages, s
+  [2] BeamNG messages handled
+  [3] replies sent
+  [4] datagrams dropped (foreign host, wrong size, malformed, duplicate)
+  [5] BeamNG 2 s stalls recovered (reply ids re-based)
+  [6] turnaround median so far, s
+  [7] turnaround 99th percentile so far, s
+Elements past 8 stay NaN.`
+
+func (c *Coupling) pingResults(v []float64, arrival time.Time) {
+	s := &c.stats
+	vals := [8]float64{
+		s.Turnaround.Last().Seconds(),
+		arrival.Sub(c.lastArrival).Seconds(),
+		float64(s.Messages.Load()),
+		float64(s.Replies.Load()),
+		float64(s.Foreign.Load() + s.WrongSize.Load() + s.Malformed.Load() + s.Duplicates.Load()),
+		float64(s.StallsRecovered.Load()),
+		s.Turnaround.Quantile(0.5).Seconds(),
+		s.Turnaround.Quantile(0.99).Seconds(),
+	}
+	for i := range v {
+		if i < len(vals) {
+			v[i] = vals[i]
+		} else {
+			v[i] = math.NaN()
+		}
+	}
+}
+
+// checkOverdue rolls the incoming contracts' blocked states up.
+func (c *Coupling) checkOverdue(t float64) {
+	var n int64
+	for ci := range c.plan.Contracts {
+		ct := &c.plan.Contracts[ci]
+		if ct.Dir == beamng.FromBeamNG && !ct.CommData && c.in[ci].Check(t) {
+			n++
+		}
+	}
+	c.stats.Overdue.Store(n)
+}
+
+// Blocked is VS Connect's roll-up: the node (and its one link) is blocked
+// when any incoming contract is.
+func (c *Coupling) Blocked() bool { return c.stats.Overdue.Load() > 0 }
+
+// rebase restarts the reply ids at BeamNG message id, so they track the
+// window counter BeamNG just restarted.
+func (c *Coupling) rebase(id float64) {
+	c.base, c.counter = id, 0
+}
+
+// replyID is the id of the reply to message id, by policy: "next" is the
+// messages answered since the base, counting from 1 (id + 1 from a fresh
+// start); "counter" counts replies from 1; "echo" is the received id, as
+// the S-function sends it. Echo is for compatibility and never re-based:
+// an echoed id one below BeamNG's restarted window counter would be
+// rejected, stalling BeamNG again every 2 s.
+func (c *Coupling) replyID(id float64) float64 {
+	switch c.plan.ReplyID {
+	case config.ReplyEcho:
+		return id
+	case config.ReplyCounter:
+		c.counter++
+		return c.counter
+	}
+	return id - c.base + 1
+}

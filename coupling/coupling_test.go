@@ -1,0 +1,306 @@
+package coupling
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"beamconnect/beamng/emulator"
+	"beamconnect/config"
+	"beamconnect/models"
+	"beamconnect/ports"
+)
+
+var loopback = netip.MustParseAddrPort("127.0.0.1:0")
+
+type harness struct {
+	plan     *ports.Plan
+	c        *Coupling
+	em       *emulator.Emulator
+	link     *emulator.UDP
+	emSum    emulator.Summary
+	statuses []Status
+	mu       sync.Mutex
+	samples  []emulator.Vehicle // the emulated car every simulated second
+}
+
+// newHarness couples a config (and a model) to an in-process emulator over
+// real loopback sockets, both on free ports.
+func newHarness(t *testing.T, file string, model func(*ports.Plan) models.Model, emCfg emulator.Config) *harness {
+	t.Helper()
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newHarnessPlan(t, cfg, model, emCfg)
+}
+
+func newHarnessPlan(t *testing.T, cfg *config.Config, model func(*ports.Plan) models.Model, emCfg emulator.Config) *harness {
+	t.Helper()
+	plan, err := ports.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{plan: plan}
+	var m models.Model
+	if model != nil {
+		m = model(plan)
+	} else if m, err = models.New(plan.Model, plan.ModelParams, plan); err != nil {
+		t.Fatal(err)
+	}
+	h.c, err = New(Options{Plan: plan, Model: m, Local: loopback, OnStatus: func(s Status) {
+		h.mu.Lock()
+		h.statuses = append(h.statuses, s)
+		h.mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Bind(); err != nil {
+		t.Fatal(err)
+	}
+	h.link, err = emulator.ListenUDP(loopback, h.c.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.link.Close() })
+	h.c.SetRemote(h.link.LocalAddr())
+	emCfg.SimulinkTime = plan.Period
+	emCfg.PingTime = plan.PingTime
+	emCfg.FreeRunning = true
+	trace := emCfg.Trace
+	emCfg.Trace = func(r *emulator.StepRecord) {
+		if r.Step%2000 == 0 {
+			h.samples = append(h.samples, *h.em.Vehicle())
+		}
+		if trace != nil {
+			trace(r)
+		}
+	}
+	h.em, err = emulator.New(emCfg, h.link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// run runs both sides until the emulator has done its steps.
+func (h *harness) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		h.c.Run(ctx)
+		close(done)
+	}()
+	h.emSum, _ = h.em.Run(ctx)
+	cancel()
+	<-done
+	if ctx.Err() == context.DeadlineExceeded {
+		t.Fatal("timed out")
+	}
+}
+
+func TestCruisePedals(t *testing.T) {
+	h := newHarness(t, "../examples/cruise-pedals.json", nil, emulator.Config{Steps: 60000})
+	h.run(t)
+	set := h.plan.ModelParams["setSpeed"].(float64)
+	checkHeld(t, h, set, func(v emulator.Vehicle) float64 { return v.V }, 0.05*set, "speed")
+	if h.emSum.Stalls != 0 || h.emSum.Accepted < h.emSum.Sent-1 {
+		t.Errorf("emulator: %v", h.emSum)
+	}
+}
+
+func TestCruiseTorque(t *testing.T) {
+	h := newHarness(t, "../examples/cruise-torque.json", nil, emulator.Config{Steps: 60000})
+	h.run(t)
+	set := h.plan.ModelParams["setSpeed"].(float64)
+	checkHeld(t, h, set, func(v emulator.Vehicle) float64 { return v.V }, 0.05*set, "speed")
+	if v := h.em.Vehicle(); !v.TorqueMode {
+		t.Error("the torque rig left BeamNG in pedal mode")
+	}
+}
+
+func TestHeadingHold(t *testing.T) {
+	h := newHarness(t, "../examples/heading-hold.json", nil, emulator.Config{Steps: 60000})
+	h.run(t)
+	want := h.plan.ModelParams["headingDeg"].(float64) * math.Pi / 180
+	checkHeld(t, h, want, func(v emulator.Vehicle) float64 { return v.Yaw }, 2*math.Pi/180, "heading")
+}
+
+// checkHeld: over the last third of the run the value stays within tol.
+func checkHeld(t *testing.T, h *harness, want float64, get func(emulator.Vehicle) float64, tol float64, what string) {
+	t.Helper()
+	if len(h.samples) < 10 {
+		t.Fatalf("only %d samples", len(h.samples))
+	}
+	for i, s := range h.samples[len(h.samples)*2/3:] {
+		if got := get(s); math.Abs(got-want) > tol {
+			t.Errorf("%s %.3f at sample %d of the last third, want %.3f ± %.3f", what, got, i, want, tol)
+		}
+	}
+}
+
+// The default reply policy never stalls BeamNG at start-up; the
+// S-function's echo policy costs one 2 s stall.
+func TestReplyPolicyStartup(t *testing.T) {
+	for _, tt := range []struct {
+		policy config.ReplyID
+		stalls int64
+	}{{config.ReplyNext, 0}, {config.ReplyCounter, 0}, {config.ReplyEcho, 1}} {
+		cfg, err := config.Load("../examples/cruise-pedals.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ReplyID = tt.policy
+		h := newHarnessPlan(t, cfg, nil, emulator.Config{Steps: 10000})
+		h.run(t)
+		if h.emSum.Stalls != tt.stalls {
+			t.Errorf("%s: %d stalls, want %d: %v", tt.policy, h.emSum.Stalls, tt.stalls, h.emSum)
+		}
+	}
+}
+
+// pauser wraps a model and sleeps once, as a client stopped in a debugger.
+type pauser struct {
+	models.Model
+	at    int
+	pause time.Duration
+	n     int
+}
+
+func (p *pauser) Step(t float64, out, in [][]float64) {
+	if out[0][0] == float64(Connected) {
+		p.n++
+		if p.n == p.at {
+			time.Sleep(p.pause)
+		}
+	}
+	p.Model.Step(t, out, in)
+}
+
+// After a 2.5 s pause of the client, BeamNG times out once; beamconnect
+// re-bases its reply ids and BeamNG is back in lockstep within 20 messages,
+// with no standing backlog.
+func TestPauseRecovery(t *testing.T) {
+	var sends []emulator.StepRecord
+	h := newHarness(t, "../examples/cruise-pedals.json", func(p *ports.Plan) models.Model {
+		m, _ := models.New("cruise-pedals", p.ModelParams, p)
+		return &pauser{Model: m, at: 50, pause: 2500 * time.Millisecond}
+	}, emulator.Config{Steps: 6000, Trace: func(r *emulator.StepRecord) {
+		if r.Sent || r.TimedOut {
+			sends = append(sends, *r)
+		}
+	}})
+	h.run(t)
+	if h.emSum.Stalls != 1 || h.c.Stats().StallsRecovered.Load() != 1 {
+		t.Fatalf("emulator stalls %d, recovered %d: %v", h.emSum.Stalls, h.c.Stats().StallsRecovered.Load(), h.emSum)
+	}
+	// From the stall on: the first send after which BeamNG never again has
+	// more than one message in flight.
+	stall := -1
+	for i, s := range sends {
+		if s.TimedOut {
+			stall = i
+		}
+	}
+	settled := -1
+	for i := len(sends) - 1; i > stall; i-- {
+		if sends[i].SendCtr-sends[i].MaxRecvID > 1 {
+			settled = i
+			break
+		}
+	}
+	if settled < 0 {
+		settled = stall
+	}
+	if n := settled - stall; n > 20 {
+		t.Errorf("lockstep came back %d messages after the stall, want within 20", n)
+	}
+	if d := h.emSum.SendCtr - h.emSum.MaxRecvID; d < 0 || d > 1 {
+		t.Errorf("at the end sendCtr %v, maxRecvId %v: a standing backlog", h.emSum.SendCtr, h.emSum.MaxRecvID)
+	}
+}
+
+// toggler drops the directive at message 100 and raises it again three
+// idle steps later.
+type toggler struct {
+	models.Model
+	n, idle int
+}
+
+func (m *toggler) Step(t float64, out, in [][]float64) {
+	switch Status(out[0][0]) {
+	case Connected:
+		m.n++
+		if m.n == 100 {
+			in[0][0] = 0
+		}
+	case Unconnected:
+		m.idle++
+		if m.idle == 3 {
+			in[0][0] = 1
+		}
+	}
+	m.Model.Step(t, out, in)
+}
+
+// The directive walks the status through 3 → 5 → 1 → 2 → 3.
+func TestDirective(t *testing.T) {
+	var h *harness
+	h = newHarness(t, "../examples/cruise-pedals.json", func(p *ports.Plan) models.Model {
+		m, _ := models.New("hold", nil, p)
+		return &toggler{Model: m}
+	}, emulator.Config{Steps: 20000})
+	h.run(t)
+	want := []Status{Connecting, Connected, Disconnecting, Unconnected, Connecting, Connected}
+	h.mu.Lock()
+	got := h.statuses
+	h.mu.Unlock()
+	if len(got) < len(want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("statuses %v, want %v", got, want)
+		}
+	}
+	// Disconnecting sent neutral controls: BeamNG holds throttle 0, brake 0, pedal mode.
+	if v := h.samples[len(h.samples)-1]; v.TorqueMode {
+		t.Error("drive mode left in torque mode")
+	}
+}
+
+// Garbage, short and foreign datagrams are counted and change nothing else.
+func TestJunkDatagrams(t *testing.T) {
+	h := newHarness(t, "../examples/cruise-pedals.json", nil, emulator.Config{Steps: 400000})
+	foreign, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.2:0")))
+	if err != nil {
+		t.Skipf("no second loopback address: %v", err)
+	}
+	defer foreign.Close()
+	local, _ := net.ListenUDP("udp", net.UDPAddrFromAddrPort(loopback))
+	defer local.Close()
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		for i := range 30 {
+			full := make([]byte, 888)
+			foreign.WriteToUDPAddrPort(full, h.c.LocalAddr())                  // right size, wrong host
+			local.WriteToUDPAddrPort([]byte{1, 2, 3, byte(i)}, h.c.LocalAddr()) // short garbage
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	h.run(t)
+	st := h.c.Stats()
+	if st.Foreign.Load() != 30 || st.WrongSize.Load() != 30 {
+		t.Errorf("foreign %d, wrong size %d, want 30 each", st.Foreign.Load(), st.WrongSize.Load())
+	}
+	if h.emSum.Stalls != 0 || h.emSum.Accepted < h.emSum.Sent-1 || st.Replies.Load() != st.Messages.Load() {
+		t.Errorf("the junk disturbed the coupling: %v, messages %d replies %d", h.emSum, st.Messages.Load(), st.Replies.Load())
+	}
+}
