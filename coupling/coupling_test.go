@@ -290,7 +290,7 @@ func TestJunkDatagrams(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		for i := range 30 {
 			full := make([]byte, 888)
-			foreign.WriteToUDPAddrPort(full, h.c.LocalAddr())                  // right size, wrong host
+			foreign.WriteToUDPAddrPort(full, h.c.LocalAddr())                   // right size, wrong host
 			local.WriteToUDPAddrPort([]byte{1, 2, 3, byte(i)}, h.c.LocalAddr()) // short garbage
 			time.Sleep(2 * time.Millisecond)
 		}
