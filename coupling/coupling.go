@@ -228,13 +228,17 @@ func (c *Coupling) Run(ctx context.Context) error {
 	}
 	if c.conn == nil {
 		c.setStatus(Unconnected)
+	} else {
+		c.log.Info("waiting for BeamNG", "bound", c.local, "beamng", c.remote)
 	}
 	for ctx.Err() == nil {
 		directive := c.ins[0][0] != 0
 		switch c.Status() {
 		case Unconnected:
 			if directive {
-				c.connect()
+				if c.connect(); c.Status() == Connecting {
+					c.log.Info("waiting for BeamNG", "bound", c.local, "beamng", c.remote)
+				}
 				continue
 			}
 			c.idle(ctx)
@@ -284,7 +288,7 @@ func (c *Coupling) connect() {
 	c.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	c.fresh = true
 	c.setStatus(Connecting)
-	c.log.Info("waiting for BeamNG", "bound", c.local, "beamng", c.remote)
+	c.log.Debug("bound", "addr", c.local)
 }
 
 func (c *Coupling) closeConn() {

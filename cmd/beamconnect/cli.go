@@ -49,6 +49,14 @@ type call struct {
 
 var commands []*command
 
+// fail reports an error that stops the command as one plain line on
+// stderr (the log is for events, and quotes its values) and returns
+// exitFailed.
+func (c *call) fail(cmd string, err error) int {
+	fmt.Fprintf(c.stderr, "%s %s: %v\n", programName, cmd, err)
+	return exitFailed
+}
+
 func register(c *command) { commands = append(commands, c) }
 
 func lookup(name string) *command {

@@ -44,8 +44,7 @@ func compileCmd(c *call) int {
 	}
 	plan, err := ports.Compile(cfg)
 	if err != nil {
-		c.log.Error("compile failed", "file", c.args[0], "err", err)
-		return exitFailed
+		return c.fail("compile", err)
 	}
 	if c.json {
 		writeJSON(c.stdout, planJSON(plan, r.Diagnostics))

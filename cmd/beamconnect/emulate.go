@@ -115,8 +115,7 @@ func emulateCmd(c *call, o *emulateOpts) int {
 		}
 		plan, err := ports.Compile(rig)
 		if err != nil {
-			c.log.Error("compile failed", "file", o.config, "err", err)
-			return exitFailed
+			return c.fail("emulate", err)
 		}
 		if len(plan.Vehicles) > 1 {
 			c.log.Warn("the config couples several vehicles; emulating the first", "vehicle", plan.Vehicles[0].Name)
@@ -163,8 +162,7 @@ func emulateCmd(c *call, o *emulateOpts) int {
 
 	link, err := emulator.ListenUDP(la, ca)
 	if err != nil {
-		c.log.Error("cannot start", "err", err)
-		return exitFailed
+		return c.fail("emulate", err)
 	}
 	defer link.Close()
 	em, err := emulator.New(cfg, link)

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+type runResult struct {
+	Messages, Replies, Dropped, StallsRecovered int64
+	FinalStatus                                 int     `json:"final_status"`
+	P50                                         float64 `json:"turnaround_p50_us"`
+	P99                                         float64 `json:"turnaround_p99_us"`
+	Model                                       string
+	Emulator                                    *struct{ Stalls, Sent, Accepted int64 }
+}
+
+func runJSON(t *testing.T, args ...string) (runResult, string) {
+	t.Helper()
+	out, errOut, code := exec(t, nil, append([]string{"run", "--json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var r runResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return r, errOut
+}
+
+// lastValue reads a column's last value from a recording.
+func lastValue(t *testing.T, file, column string) float64 {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("recording: %v, %d rows", err, len(rows))
+	}
+	for i, name := range rows[0] {
+		if name == column {
+			v, _ := strconv.ParseFloat(rows[len(rows)-1][i], 64)
+			return v
+		}
+	}
+	t.Fatalf("no column %q in %v", column, rows[0])
+	return 0
+}
+
+func TestRunEmulated(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "run.csv")
+	r, errOut := runJSON(t, "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--duration", "2s", "--record", rec)
+	if r.Messages < 1000 || r.Replies != r.Messages || r.Dropped != 0 || r.Model != "cruise-pedals" ||
+		r.Emulator == nil || r.Emulator.Stalls != 0 || r.FinalStatus != 1 || r.P50 <= 0 || r.P99 < r.P50 {
+		t.Errorf("summary %+v\n%s", r, errOut)
+	}
+	for _, want := range []string{"is=connected", "is=disconnecting", "is=unconnected"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("status change %q not logged", want)
+		}
+	}
+	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+		t.Errorf("recorded speed at the end %v, want the set speed 20", v)
+	}
+	b, _ := os.ReadFile(rec)
+	if rows := strings.Count(string(b), "\n"); int64(rows) != r.Messages+1 {
+		t.Errorf("%d recorded rows for %d messages", rows-1, r.Messages)
+	}
+}
+
+// --model hold runs any config as a pure logger: nothing is sent but NaN.
+func TestRunModelOverride(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "run.csv")
+	r, _ := runJSON(t, "../../examples/cruise-pedals.json", "--model", "hold", "--emulate", "--free-running", "--duration", "1s", "--record", rec)
+	if r.Model != "hold" || r.Messages < 100 {
+		t.Errorf("%+v", r)
+	}
+	if v := lastValue(t, rec, "out1.groundspeed"); v != 0 {
+		t.Errorf("a logger moved the car to %v m/s", v)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"../../config/testdata/unknown-signal.bad.json"}, exitFailed, ":13:29:"},
+		{[]string{"../../examples/cruise-pedals.json", "--free-running"}, exitUsage, "--free-running applies to --emulate only"},
+		{[]string{"../../examples/cruise-pedals.json", "--model", "cruise-torque", "--emulate"}, exitFailed,
+			"model cruise-torque needs the config to map inputs wheelFL_propulsionTorque"},
+		{[]string{"../../examples/cruise-pedals.json", "--model", "autopilot"}, exitFailed, `model "autopilot": expected one of`},
+		{[]string{}, exitUsage, "expected exactly one config file"},
+	} {
+		_, errOut, code := exec(t, nil, append([]string{"run"}, tt.args...)...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, want %d and %q in\n%s", tt.args, code, tt.code, tt.want, errOut)
+		}
+	}
+}
+
+// The Python example of the exec model holds the set speed too.
+func TestRunExecPython(t *testing.T) {
+	if _, err := osexec.LookPath("python3"); err != nil {
+		t.Skip("no python3 on this machine")
+	}
+	rec := filepath.Join(t.TempDir(), "run.csv")
+	r, errOut := runJSON(t, "../../examples/exec-cruise.json", "--emulate", "--free-running", "--duration", "3s", "--record", rec)
+	if r.Model != "exec" || r.Messages < 1000 || r.Emulator.Stalls != 0 {
+		t.Errorf("%+v\n%s", r, errOut)
+	}
+	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+		t.Errorf("speed at the end %v, want 20", v)
+	}
+}

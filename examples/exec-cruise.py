@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""A model in another process: beamconnect's "exec" model protocol.
+
+beamconnect writes one line per BeamNG message: "t status o1 o2 ...", the
+local time, the connection status and every output port element; it first
+sends a "# columns: ..." line naming them. This program answers one line:
+"directive i1 i2 ...", the connection directive (1: stay connected) and
+every input port element. Here: a PI speed controller on the pedals, the
+same as the built-in cruise-pedals model.
+"""
+import sys
+
+SET_SPEED = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0  # m/s
+KP, KI = 0.3, 0.05
+
+outputs, inputs = [], []
+integral, last_t = 0.0, None
+throttle = brake = 0.0
+
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("# columns:"):
+        left, right = line[len("# columns:"):].split("|")
+        outputs = left.split()  # "t", "status", then the output elements
+        inputs = right.split()  # "directive", then the input elements
+        continue
+    if not line or line.startswith("#"):
+        continue
+    values = dict(zip(outputs, map(float, line.split())))
+    t, status = values["t"], values["status"]
+    if status == 3 and last_t is not None and 0 < t - last_t < 1:
+        error = SET_SPEED - values["groundspeed"]
+        u = KP * error + KI * integral
+        if not (u >= 1 and error > 0) and not (u <= -1 and error < 0):
+            integral += error * (t - last_t)
+        u = max(-1.0, min(1.0, KP * error + KI * integral))
+        throttle, brake = max(0.0, u), max(0.0, -u)
+    last_t = t
+    answer = {"directive": 1.0, "throttle": throttle, "brake": brake, "driveMode": 0.0}
+    print(" ".join(repr(answer.get(name, float("nan"))) for name in inputs), flush=True)
