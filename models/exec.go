@@ -85,6 +85,7 @@ func NewExec(params Params, plan *ports.Plan) (*Exec, error) {
 		return nil, fmt.Errorf("model exec: %w", err)
 	}
 	cmd.Stderr = os.Stderr
+	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("model exec: starting %q: %w", strings.Join(argv, " "), err)
 	}
@@ -242,15 +243,15 @@ func (m *Exec) Step(t float64, out, in [][]float64) {
 func (m *Exec) Missed() int64 { return m.missed.Load() }
 func (m *Exec) Bad() int64    { return m.bad.Load() }
 
-// Close ends the program: its stdin closes, it gets 2 s to exit, then it is
-// killed.
+// Close ends the program: its stdin closes, it gets 2 s to exit, then it
+// is killed with everything it started.
 func (m *Exec) Close() error {
 	close(m.requests)
 	m.stdin.Close()
 	select {
 	case <-m.done:
 	case <-time.After(2 * time.Second):
-		m.cmd.Process.Kill()
+		killGroup(m.cmd)
 		<-m.done
 	}
 	if err, _ := m.exitErr.Load().(error); err != nil {

@@ -88,13 +88,18 @@ func New(name string, params Params, plan *ports.Plan) (Model, error) {
 	case "heading-hold":
 		m, err = newHeadingHold(b, params)
 	case "exec":
-		m, err = NewExec(params, plan)
+		// Assign only a working *Exec: a nil one in the interface would not
+		// compare equal to nil below.
+		var ex *Exec
+		if ex, err = NewExec(params, plan); err == nil {
+			m = ex
+		}
 	}
 	if err == nil {
 		err = b.err()
 	}
 	if err != nil {
-		if c, ok := m.(Closer); ok {
+		if c, ok := m.(Closer); ok && m != nil {
 			c.Close()
 		}
 		return nil, err

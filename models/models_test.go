@@ -1,0 +1,174 @@
+package models
+
+import (
+	"math"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"beamconnect/config"
+	"beamconnect/ports"
+)
+
+func plan(t *testing.T, file string) *ports.Plan {
+	t.Helper()
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ports.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// vectors are port vectors at their initial values, status connected.
+func vectors(p *ports.Plan) (outs, ins [][]float64) {
+	for _, pt := range p.Outputs {
+		outs = append(outs, make([]float64, pt.Width))
+	}
+	for _, pt := range p.Inputs {
+		v := make([]float64, pt.Width)
+		for _, f := range pt.Fields {
+			for k := range f.Width {
+				v[f.Offset+k] = f.Initial
+			}
+		}
+		ins = append(ins, v)
+	}
+	outs[0][0] = 3
+	return outs, ins
+}
+
+func TestNewErrors(t *testing.T) {
+	p := plan(t, "../examples/cruise-pedals.json")
+	for _, tt := range []struct {
+		name   string
+		params Params
+		want   string
+	}{
+		{"autopilot", nil, `model "autopilot": expected one of cruise-pedals, cruise-torque, exec, heading-hold, hold`},
+		{"cruise-pedals", Params{"setspeed": 3.0}, `model cruise-pedals: unknown parameter "setspeed" (expected one of setSpeed, kp, ki)`},
+		{"cruise-pedals", Params{"setSpeed": "fast"}, "modelParams.setSpeed: expected a number, got fast"},
+		{"cruise-torque", nil, "model cruise-torque needs the config to map inputs wheelFL_propulsionTorque, inputs wheelFL_brakingTorque"},
+		{"heading-hold", nil, "model heading-hold needs the config to map outputs yaw, inputs steering"},
+		{"exec", nil, "modelParams.command must name the program"},
+		{"exec", Params{"command": "/no/such/program"}, "starting \"/no/such/program\""},
+	} {
+		_, err := New(tt.name, tt.params, p)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New(%s, %v) = %v, want %q", tt.name, tt.params, err, tt.want)
+		}
+	}
+}
+
+func TestCruisePedalsStep(t *testing.T) {
+	p := plan(t, "../examples/cruise-pedals.json")
+	m, err := New("cruise-pedals", Params{"setSpeed": 20.0}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, ins := vectors(p)
+	speed, _, _ := p.Find(0, "groundspeed")
+	th, thE, _ := p.Find(1, "throttle")
+	br, brE, _ := p.Find(1, "brake")
+	outs[speed][0] = 10
+	m.Step(0, outs, ins)
+	m.Step(0.005, outs, ins)
+	if ins[th][thE] <= 0 || ins[br][brE] != 0 {
+		t.Errorf("below the set speed: throttle %v brake %v", ins[th][thE], ins[br][brE])
+	}
+	outs[speed][0] = 40
+	m.Step(0.010, outs, ins)
+	if ins[th][thE] != 0 || ins[br][brE] <= 0 {
+		t.Errorf("above the set speed: throttle %v brake %v", ins[th][thE], ins[br][brE])
+	}
+	// Not connected: no action on stale data.
+	outs[0][0], outs[speed][0] = 2, 10
+	m.Step(0.015, outs, ins)
+	if ins[th][thE] != 0 {
+		t.Error("acted while not connected")
+	}
+	if a := testing.AllocsPerRun(100, func() { m.Step(0.02, outs, ins) }); a != 0 {
+		t.Errorf("%v allocs per step", a)
+	}
+}
+
+func TestCruiseTorqueSendsNegativeBraking(t *testing.T) {
+	p := plan(t, "../examples/cruise-torque.json")
+	m, err := New("cruise-torque", Params{"setSpeed": 10.0}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, ins := vectors(p)
+	speed, _, _ := p.Find(0, "groundspeed")
+	bp, be, _ := p.Find(1, "wheelRR_brakingTorque")
+	pp, pe, _ := p.Find(1, "wheelRR_propulsionTorque")
+	dp, de, _ := p.Find(1, "driveMode")
+	outs[speed][0] = 30
+	m.Step(0, outs, ins)
+	m.Step(0.005, outs, ins)
+	if ins[bp][be] >= 0 || ins[pp][pe] != 0 || ins[dp][de] != 1 {
+		t.Errorf("too fast: braking %v (want negative: BeamNG negates it), propulsion %v, drive mode %v", ins[bp][be], ins[pp][pe], ins[dp][de])
+	}
+}
+
+func TestHeadingHoldSteersTheShortWay(t *testing.T) {
+	p := plan(t, "../examples/heading-hold.json")
+	m, err := New("heading-hold", Params{"headingDeg": 170.0}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, ins := vectors(p)
+	yaw, _, _ := p.Find(0, "yaw")
+	st, se, _ := p.Find(1, "steering")
+	outs[yaw][0] = -170 * math.Pi / 180 // 20° away across ±180°
+	m.Step(0, outs, ins)
+	m.Step(0.005, outs, ins)
+	if ins[st][se] >= 0 {
+		t.Errorf("steering %v: from -170° to 170° the short way is a right turn (negative)", ins[st][se])
+	}
+}
+
+// The exec protocol with a shell program: the header, one answer per step,
+// and a program that stops answering costs a counted miss, not a hang.
+func TestExec(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	p := plan(t, "../examples/cruise-pedals.json")
+	// Answers directive 1, throttle 0.5, brake 0, driveMode 0 to the first
+	// two steps, then sleeps.
+	script := `read header; case "$header" in "# columns: t status groundspeed"*"| directive throttle brake driveMode") ;; *) echo bad >&2; exit 1;; esac
+read a; echo 1 0.5 0 0; read b; echo "1 nan 0.25 0"; read c; sleep 5`
+	m, err := New("exec", Params{"command": []string{"sh", "-c", script}, "deadlineMs": 500.0}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := m.(*Exec)
+	outs, ins := vectors(p)
+	th, thE, _ := p.Find(1, "throttle")
+	br, brE, _ := p.Find(1, "brake")
+	m.Step(0, outs, ins)
+	if ins[th][thE] != 0.5 || ins[0][0] != 1 {
+		t.Fatalf("first answer not applied: %v", ins)
+	}
+	m.Step(0.005, outs, ins)
+	if !math.IsNaN(ins[th][thE]) || ins[br][brE] != 0.25 {
+		t.Fatalf("second answer not applied: %v", ins)
+	}
+	start := time.Now()
+	m.Step(0.010, outs, ins)
+	if took := time.Since(start); took > 2*time.Second || ex.Missed() != 1 || ins[br][brE] != 0.25 {
+		t.Errorf("a silent program: step took %v, missed %d, brake %v (want the last value kept)", took, ex.Missed(), ins[br][brE])
+	}
+	done := make(chan error)
+	go func() { done <- m.(Closer).Close() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hung on a program that does not exit")
+	}
+}
