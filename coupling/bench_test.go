@@ -118,3 +118,9 @@ func BenchmarkLoopback(b *testing.B) {
 	b.ReportMetric(float64(tu.Quantile(0.5).Nanoseconds())/1e3, "turnaround-p50-µs")
 	b.ReportMetric(float64(tu.Quantile(0.99).Nanoseconds())/1e3, "turnaround-p99-µs")
 }
+
+func beamngEncode(msg []float64) ([]byte, error) {
+	return beamng.Encode(make([]byte, 8*len(msg)), msg)
+}
+
+func beamngDecode(dst []float64, b []byte) error { return beamng.Decode(dst, b) }

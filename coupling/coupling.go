@@ -105,7 +105,10 @@ type Coupling struct {
 	lastID      float64
 	lastReplyID float64
 	lastArrival time.Time
-	fresh       bool // the next message is the first since (re)connecting
+	// interArrival is the time between the last two BeamNG messages
+	// (ping_results[1]).
+	interArrival time.Duration
+	fresh        bool // the next message is the first since (re)connecting
 
 	stats Stats
 }
@@ -436,6 +439,7 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 	if c.Status() != Connected {
 		c.setStatus(Connected)
 	}
+	c.interArrival = arrival.Sub(c.lastArrival)
 	c.lastID, c.lastArrival = id, arrival
 	c.stats.Messages.Add(1)
 	t := c.now(arrival)
@@ -454,7 +458,7 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 			continue
 		}
 		for _, pn := range ct.Ports {
-			c.fill(&c.plan.Outputs[pn], c.outs[pn], &c.in[ci], arrival)
+			c.fill(&c.plan.Outputs[pn], c.outs[pn], &c.in[ci])
 		}
 	}
 	c.checkOverdue(t)
@@ -493,7 +497,7 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 
 // fill writes one output port from the message and the contract's meta
 // values.
-func (c *Coupling) fill(port *ports.Port, v []float64, ct *contracts.Incoming, arrival time.Time) {
+func (c *Coupling) fill(port *ports.Port, v []float64, ct *contracts.Incoming) {
 	for fi := range port.Fields {
 		f := &port.Fields[fi]
 		switch f.Source {
@@ -514,7 +518,7 @@ func (c *Coupling) fill(port *ports.Port, v []float64, ct *contracts.Incoming, a
 			case contracts.SerialNumber:
 				v[f.Offset] = ct.Serial
 			case contracts.PingResults:
-				c.pingResults(v[f.Offset:f.Offset+f.Width], arrival)
+				c.pingResults(v[f.Offset : f.Offset+f.Width])
 			}
 		}
 	}
@@ -532,11 +536,11 @@ const PingResultsLayout = `ping_results (a commData meta field; arraySize up to 
   [7] turnaround 99th percentile so far, s
 Elements past 8 stay NaN.`
 
-func (c *Coupling) pingResults(v []float64, arrival time.Time) {
+func (c *Coupling) pingResults(v []float64) {
 	s := &c.stats
 	vals := [8]float64{
 		s.Turnaround.Last().Seconds(),
-		arrival.Sub(c.lastArrival).Seconds(),
+		c.interArrival.Seconds(),
 		float64(s.Messages.Load()),
 		float64(s.Replies.Load()),
 		float64(s.Foreign.Load() + s.WrongSize.Load() + s.Malformed.Load() + s.Duplicates.Load()),

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,5 +303,169 @@ func TestJunkDatagrams(t *testing.T) {
 	}
 	if h.emSum.Stalls != 0 || h.emSum.Accepted < h.emSum.Sent-1 || st.Replies.Load() != st.Messages.Load() {
 		t.Errorf("the junk disturbed the coupling: %v, messages %d replies %d", h.emSum, st.Messages.Load(), st.Replies.Load())
+	}
+}
+
+// A bind failure is status 4; the coupling tries again only when the
+// directive goes to 0 and back.
+func TestBindErrorAndRetry(t *testing.T) {
+	busy, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(loopback))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := config.Load("../examples/logging.json")
+	plan, _ := ports.Compile(cfg)
+	var mu sync.Mutex
+	var seen []Status
+	m := &retrier{free: func() { busy.Close() }}
+	c, err := New(Options{Plan: plan, Model: m, Local: busy.LocalAddr().(*net.UDPAddr).AddrPort(), OnStatus: func(s Status) {
+		mu.Lock()
+		seen = append(seen, s)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	go func() {
+		for c.Status() != Connecting && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	c.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	want := []Status{Unconnected, Error, Unconnected, Connecting}
+	if len(seen) < len(want) {
+		t.Fatalf("statuses %v, want %v…", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("statuses %v, want %v…", seen, want)
+		}
+	}
+	if m.idleInError < 3 {
+		t.Errorf("retried after %d idle steps in error; it must wait for the directive", m.idleInError)
+	}
+}
+
+// retrier sees the error, waits three idle steps, frees the port and
+// toggles the directive.
+type retrier struct {
+	free        func()
+	idleInError int
+}
+
+func (m *retrier) Step(t float64, out, in [][]float64) {
+	if Status(out[0][0]) != Error {
+		return
+	}
+	m.idleInError++
+	switch m.idleInError {
+	case 3:
+		m.free()
+		in[0][0] = 0
+	case 4:
+		in[0][0] = 1
+	}
+}
+
+// While BeamNG's physics thread hangs, an incoming contract with an overdue
+// timeout counts as blocked; when data comes again it is not.
+func TestOverdueWhileBeamNGHangs(t *testing.T) {
+	cfg, err := config.Parse("rig.json", []byte(`{"version": 2,
+		"outputs": [{"overdueDataTimeoutMs": 50, "ports": [[{"propertyName": "groundspeed"}]]}],
+		"inputs": [{"ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
+		"beamng": {"model": "cruise-pedals"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f emulator.Faults
+	emulator.ParseFault("pause=500ms@1s", &f)
+	h := newHarnessPlan(t, cfg, nil, emulator.Config{Steps: 4000, Faults: f})
+	var maxOverdue atomic.Int64
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				if n := h.c.Stats().Overdue.Load(); n > maxOverdue.Load() {
+					maxOverdue.Store(n)
+				}
+			}
+		}
+	}()
+	h.run(t)
+	close(stop)
+	if maxOverdue.Load() != 1 {
+		t.Errorf("overdue contracts during a 0.5 s hang: %d, want 1", maxOverdue.Load())
+	}
+	if h.c.Blocked() {
+		t.Error("still blocked after data came back")
+	}
+}
+
+// Meta values, initial and invalid values, and ping_results at the level
+// of one message.
+func TestHandleValues(t *testing.T) {
+	cfg, err := config.Parse("rig.json", []byte(`{"version": 2,
+		"outputs": [
+			{"updatePeriodMs": 5, "ports": [[{"propertyName": "groundspeed", "initialValue": -1, "invalidValue": -2},
+			            {"propertyName": "time", "propertyType": "meta"},
+			            {"propertyName": "serial_number", "propertyType": "meta"},
+			            {"propertyName": "receive_time_offset", "propertyType": "meta"}]]},
+			{"updatePeriodMs": 20, "ports": [[{"propertyName": "rpm"}]]},
+			{"groupType": "commData", "ports": [[{"propertyName": "ping_results", "arraySize": 9}]]}],
+		"inputs": [{"ports": [[{"propertyName": "throttle", "initialValue": 0.25}]]},
+		           {"updatePeriodMs": 10, "ports": [[{"propertyName": "steering", "initialValue": 0.5}]]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := ports.Compile(cfg)
+	c, _ := New(Options{Plan: plan, Model: models.Hold{}})
+	c.start = time.Now()
+	c.fresh = true
+	if c.outs[1][0] != -1 || c.ins[1][0] != 0.25 {
+		t.Fatalf("initial values: %v %v", c.outs[1], c.ins[1])
+	}
+	from := netip.AddrPortFrom(c.remote.Addr(), 40000)
+	msg := make([]float64, 111)
+	reply := make([]float64, 64)
+	send := func(id, speed, rpm float64, at time.Time) {
+		msg[0], msg[17], msg[33] = id, speed, rpm
+		b, _ := beamngEncode(msg)
+		out, ok := c.Handle(b, from, at)
+		if !ok {
+			t.Fatalf("message %v dropped", id)
+		}
+		beamngDecode(reply, out)
+	}
+	t0 := c.start.Add(time.Second)
+	send(0, 5, 1000, t0)
+	if c.outs[1][0] != 5 || c.outs[1][1] != 0 || c.outs[1][2] != 0 || c.outs[2][0] != 1000 {
+		t.Errorf("first message: %v %v", c.outs[1], c.outs[2])
+	}
+	if reply[0] != 1 || reply[1] != 0.25 || reply[3] != 0.5 || !math.IsNaN(reply[2]) {
+		t.Errorf("first reply %v", reply[:4])
+	}
+	send(1, math.NaN(), 2000, t0.Add(5*time.Millisecond))
+	if c.outs[1][0] != -2 || c.outs[1][1] != 0.005 || c.outs[1][2] != 1 {
+		t.Errorf("NaN speed must read invalidValue; time 0.005, serial 1: %v", c.outs[1])
+	}
+	if off := c.outs[1][3]; math.Abs(off-(1.005-0.005)) > 1e-9 {
+		t.Errorf("receive_time_offset %v, want 1.0 (received at 1.005 s local for remote 0.005 s)", off)
+	}
+	// rpm's contract is every 4th message: unchanged at id 1; steering's
+	// every 2nd: NaN in the reply to id 1.
+	if c.outs[2][0] != 1000 || !math.IsNaN(reply[3]) || reply[1] != 0.25 {
+		t.Errorf("slower contracts: rpm %v, reply steering %v throttle %v", c.outs[2][0], reply[3], reply[1])
+	}
+	ping := c.outs[3]
+	if ping[2] != 2 || ping[4] != 0 || math.Abs(ping[1]-0.005) > 1e-9 || !math.IsNaN(ping[8]) {
+		t.Errorf("ping_results %v", ping)
 	}
 }
