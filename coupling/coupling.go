@@ -20,6 +20,7 @@ import (
 	"beamconnect/contracts"
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/timesync"
 )
 
 // Status is VS Connect's connection status, port 0 of the outputs.
@@ -78,6 +79,8 @@ type Options struct {
 	// OnMessage, when set, is called after each reply with the BeamNG
 	// message id and the reply id (for tests).
 	OnMessage func(id, replyID float64)
+	// Clock paces master time sync; nil is the real clock.
+	Clock timesync.Clock
 }
 
 // Coupling is one running coupling. Create it with New, then Run it.
@@ -96,6 +99,7 @@ type Coupling struct {
 	reply   []float64
 	rx, tx  []byte
 	in      []contracts.Incoming // by plan contract index (incoming ones used)
+	sync    *timesync.Engine
 	start   time.Time
 	sawZero bool // the directive was 0 since the last error
 
@@ -105,6 +109,7 @@ type Coupling struct {
 	lastID      float64
 	lastReplyID float64
 	lastArrival time.Time
+	firstID     float64
 	// interArrival is the time between the last two BeamNG messages
 	// (ping_results[1]).
 	interArrival time.Duration
@@ -117,16 +122,18 @@ type Coupling struct {
 type Stats struct {
 	Messages        atomic.Int64 // BeamNG messages handled
 	Replies         atomic.Int64
-	Foreign         atomic.Int64 // datagrams from another host: dropped
-	WrongSize       atomic.Int64 // datagrams of the wrong length: dropped
-	Malformed       atomic.Int64 // right length, but the id is not a whole number ≥ 0
-	Duplicates      atomic.Int64 // an id already answered
-	Drained         atomic.Int64 // stale messages skipped after a (re)connect or a pause
-	StallsRecovered atomic.Int64 // BeamNG 2 s timeouts after which reply ids were re-based
-	Late            atomic.Int64 // replies not sent because BeamNG had given up on them
-	Restarts        atomic.Int64 // BeamNG controller reloads seen (ids from 0 again)
-	Overdue         atomic.Int64 // incoming contracts blocked right now
-	Turnaround      Histogram    // message read → reply written
+	Foreign         atomic.Int64  // datagrams from another host: dropped
+	WrongSize       atomic.Int64  // datagrams of the wrong length: dropped
+	Malformed       atomic.Int64  // right length, but the id is not a whole number ≥ 0
+	Duplicates      atomic.Int64  // an id already answered
+	Drained         atomic.Int64  // stale messages skipped after a (re)connect or a pause
+	StallsRecovered atomic.Int64  // BeamNG 2 s timeouts after which reply ids were re-based
+	Late            atomic.Int64  // replies not sent because BeamNG had given up on them
+	Restarts        atomic.Int64  // BeamNG controller reloads seen (ids from 0 again)
+	Overdue         atomic.Int64  // incoming contracts blocked right now
+	Turnaround      Histogram     // message read → reply written, less any master-sync hold
+	LocalTime       atomic.Uint64 // float64 bits: local simulation time of the latest message
+	LastArrival     atomic.Int64  // unix nanoseconds of the latest BeamNG message
 }
 
 // New prepares a coupling; it binds nothing yet.
@@ -167,8 +174,13 @@ func New(opt Options) (*Coupling, error) {
 		c.in[i] = contracts.Incoming{Schedule: ct.Schedule, Overdue: ct.Overdue}
 	}
 	c.status.Store(int32(Unknown))
+	c.sync = timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, opt.Clock)
+	c.start = time.Now()
 	return c, nil
 }
+
+// Sync is the simulation clock. Read it from the model or after Run.
+func (c *Coupling) Sync() *timesync.Engine { return c.sync }
 
 // initial is a port vector holding its fields' initial values.
 func initial(pt ports.Port) []float64 {
@@ -202,10 +214,6 @@ func (c *Coupling) setStatus(s Status) {
 	}
 }
 
-// now is the local simulation time: wall time since the run started.
-// (Time sync and timeDilation pacing are the timesync package's to add.)
-func (c *Coupling) now(t time.Time) float64 { return t.Sub(c.start).Seconds() }
-
 // Bind binds the local address now rather than when Run starts, so a
 // caller can learn the port (Options.Local may name port 0) before BeamNG's
 // side is started. Later reconnects bind the same port again.
@@ -225,6 +233,7 @@ func (c *Coupling) SetRemote(a netip.AddrPort) { c.remote = a }
 // BeamNG message, and every 50 ms while none come.
 func (c *Coupling) Run(ctx context.Context) error {
 	c.start = time.Now()
+	c.sync = timesync.NewEngine(c.plan.TimeSync, c.plan.TimeDilation, c.plan.Period, c.opt.Clock)
 	defer c.closeConn()
 	for i := range c.in {
 		c.in[i].Start(0)
@@ -271,7 +280,7 @@ func (c *Coupling) Run(ctx context.Context) error {
 
 // idle steps the model with no new data, then waits a little.
 func (c *Coupling) idle(ctx context.Context) {
-	c.model.Step(c.now(time.Now()), c.outs, c.ins)
+	c.model.Step(c.sync.IdleTime(), c.outs, c.ins)
 	select {
 	case <-ctx.Done():
 	case <-time.After(idleStep):
@@ -335,9 +344,9 @@ func (c *Coupling) receive() {
 				c.log.Warn("BeamNG went silent", "for", now.Sub(c.lastArrival).Round(time.Millisecond))
 				c.setStatus(Connecting)
 			}
-			c.checkOverdue(c.now(now))
+			c.checkOverdue(c.sync.IdleTime())
 			if c.Status() == Connecting {
-				c.model.Step(c.now(now), c.outs, c.ins)
+				c.model.Step(c.sync.IdleTime(), c.outs, c.ins)
 			}
 			return
 		}
@@ -360,14 +369,17 @@ func (c *Coupling) receive() {
 		c.stats.Late.Add(1)
 		return
 	}
+	// Master time sync: the reply waits for its time, so BeamNG, which
+	// blocks when its window is full, cannot run ahead of the local clock.
+	held := c.sync.Hold(c.msg[0])
 	if _, err := c.conn.WriteToUDPAddrPort(b, c.remote); err != nil {
 		c.log.Warn("reply failed", "err", err)
 		return
 	}
 	c.stats.Replies.Add(1)
-	c.stats.Turnaround.Observe(time.Since(now))
+	c.stats.Turnaround.Observe(time.Since(now) - held)
 	if c.opt.Record != nil {
-		c.opt.Record.Row(c.now(now), c.Status(), c.msg[0], c.reply[0], c.outs, c.ins)
+		c.opt.Record.Row(c.sync.Local(), c.Status(), c.msg[0], c.reply[0], c.outs, c.ins)
 		c.opt.Record.FlushEvery(now, time.Second)
 	}
 	if c.opt.OnMessage != nil {
@@ -441,8 +453,12 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 	}
 	c.interArrival = arrival.Sub(c.lastArrival)
 	c.lastID, c.lastArrival = id, arrival
-	c.stats.Messages.Add(1)
-	t := c.now(arrival)
+	if c.stats.Messages.Add(1) == 1 {
+		c.firstID = id
+	}
+	t := c.sync.Message(id, arrival)
+	c.stats.LocalTime.Store(math.Float64bits(t))
+	c.stats.LastArrival.Store(arrival.UnixNano())
 
 	// Incoming contracts: fill the output ports that are due.
 	remote := id * c.plan.Period
@@ -574,9 +590,20 @@ func (c *Coupling) checkOverdue(t float64) {
 func (c *Coupling) Blocked() bool { return c.stats.Overdue.Load() > 0 }
 
 // rebase restarts the reply ids at BeamNG message id, so they track the
-// window counter BeamNG just restarted.
+// window counter BeamNG just restarted, and restarts the master schedule
+// there, so the stall is not followed by a burst.
 func (c *Coupling) rebase(id float64) {
 	c.base, c.counter = id, 0
+	c.sync.Anchor(id, time.Now())
+}
+
+// SimTime is the remote simulation time the run covered: from BeamNG's
+// first message to its latest.
+func (c *Coupling) SimTime() float64 {
+	if c.stats.Messages.Load() == 0 {
+		return 0
+	}
+	return c.sync.Remote(c.lastID) - c.sync.Remote(c.firstID)
 }
 
 // replyID is the id of the reply to message id, by policy: "next" is the

@@ -456,8 +456,10 @@ func TestHandleValues(t *testing.T) {
 	if c.outs[1][0] != -2 || c.outs[1][1] != 0.005 || c.outs[1][2] != 1 {
 		t.Errorf("NaN speed must read invalidValue; time 0.005, serial 1: %v", c.outs[1])
 	}
-	if off := c.outs[1][3]; math.Abs(off-(1.005-0.005)) > 1e-9 {
-		t.Errorf("receive_time_offset %v, want 1.0 (received at 1.005 s local for remote 0.005 s)", off)
+	// time + receive_time_offset is the engine's local time at the message:
+	// about 1.005 s here (received 1.005 s after the start, real time).
+	if off := c.outs[1][3]; math.Abs(c.outs[1][1]+off-c.Sync().Local()) > 1e-12 || math.Abs(off-1.0) > 0.01 {
+		t.Errorf("receive_time_offset %v with time %v, engine local %v", off, c.outs[1][1], c.Sync().Local())
 	}
 	// rpm's contract is every 4th message: unchanged at id 1; steering's
 	// every 2nd: NaN in the reply to id 1.

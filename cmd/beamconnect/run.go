@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -18,6 +19,7 @@ import (
 	"beamconnect/coupling"
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/timesync"
 )
 
 func init() {
@@ -84,6 +86,12 @@ type runSummary struct {
 	Model           string            `json:"model"`
 	ModelMissed     int64             `json:"model_missed,omitempty"`
 	WallS           float64           `json:"wall_s"`
+	SimS            float64           `json:"sim_s"`
+	TimeSync        string            `json:"time_sync"`
+	TimeDilation    float64           `json:"time_dilation"`
+	PacingP50       float64           `json:"pacing_error_p50_us"`
+	PacingP99       float64           `json:"pacing_error_p99_us"`
+	Overruns        int64             `json:"pacing_overruns"`
 	Emulator        *emulator.Summary `json:"emulator,omitempty"`
 }
 
@@ -193,6 +201,9 @@ func runCmd(c *call, o *runOpts) int {
 		TurnaroundMax: us(st.Turnaround.Max()),
 		FinalStatus:   int(cp.Status()), ReplyID: string(plan.ReplyID), Model: name,
 		WallS: time.Since(start).Seconds(), Emulator: emSum,
+		SimS: cp.SimTime(), TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
+		PacingP50: us(cp.Sync().PacingError(0.5)), PacingP99: us(cp.Sync().PacingError(0.99)),
+		Overruns: cp.Sync().Overruns,
 	}
 	sum.Dropped = sum.Foreign + sum.WrongSize + sum.Malformed + sum.Duplicates
 	if ex, ok := model.(*models.Exec); ok {
@@ -220,6 +231,11 @@ func printRunSummary(c *call, s runSummary) {
 	fmt.Fprintf(c.stdout, "beamconnect run: %d BeamNG messages, %d replies in %.1f s (model %s, reply ids %s)\n",
 		s.Messages, s.Replies, s.WallS, s.Model, s.ReplyID)
 	fmt.Fprintf(c.stdout, "  turnaround p50 %.0f µs, p99 %.0f µs, max %.0f µs\n", s.TurnaroundP50, s.TurnaroundP99, s.TurnaroundMax)
+	fmt.Fprintf(c.stdout, "  time sync %s (timeDilation %g): %.3f s simulated in %.3f s", s.TimeSync, s.TimeDilation, s.SimS, s.WallS)
+	if s.TimeSync == "master" {
+		fmt.Fprintf(c.stdout, ", pacing error p50 %.1f µs, p99 %.1f µs, overruns %d", s.PacingP50, s.PacingP99, s.Overruns)
+	}
+	fmt.Fprintln(c.stdout)
 	fmt.Fprintf(c.stdout, "  dropped %d (foreign host %d, wrong size %d, malformed %d, duplicate %d); stale drained %d\n",
 		s.Dropped, s.Foreign, s.WrongSize, s.Malformed, s.Duplicates, s.Drained)
 	fmt.Fprintf(c.stdout, "  BeamNG stalls recovered %d, late replies withheld %d, controller restarts %d\n",
@@ -259,8 +275,13 @@ func statusLine(c *call, cp *coupling.Coupling, plan *ports.Plan) func() {
 				rate := float64(n-last) / now.Sub(lastT).Seconds()
 				last, lastT = n, now
 				var b strings.Builder
-				fmt.Fprintf(&b, "\r\033[K%s | %.0f msg/s | turnaround p50 %.0f µs p99 %.0f µs | overdue %d | reply ids %s | stalls recovered %d",
-					cp.Status(), rate, us(st.Turnaround.Quantile(0.5)), us(st.Turnaround.Quantile(0.99)),
+				sync := plan.TimeSync.String()
+				if plan.TimeSync == timesync.Slave && now.Sub(time.Unix(0, st.LastArrival.Load())) > 2*time.Duration(plan.Period*float64(time.Second)) {
+					sync += ", blocked: waiting for BeamNG's time"
+				}
+				fmt.Fprintf(&b, "\r\033[K%s | t %.3f s (%s) | %.0f msg/s | turnaround p50 %.0f µs p99 %.0f µs | overdue %d | reply ids %s | stalls recovered %d",
+					cp.Status(), math.Float64frombits(st.LocalTime.Load()), sync, rate,
+					us(st.Turnaround.Quantile(0.5)), us(st.Turnaround.Quantile(0.99)),
 					st.Overdue.Load(), plan.ReplyID, st.StallsRecovered.Load())
 				fmt.Fprint(c.stderr, b.String())
 			}
