@@ -72,7 +72,8 @@ func newHarnessPlan(t *testing.T, cfg *config.Config, model func(*ports.Plan) mo
 	h.c.SetRemote(h.link.LocalAddr())
 	emCfg.SimulinkTime = plan.Period
 	emCfg.PingTime = plan.PingTime
-	emCfg.FreeRunning = true
+	// Free-running unless the test asks for BeamNG's pacing by giving an FPS.
+	emCfg.FreeRunning = emCfg.FPS == 0
 	trace := emCfg.Trace
 	emCfg.Trace = func(r *emulator.StepRecord) {
 		if r.Step%2000 == 0 {

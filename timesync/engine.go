@@ -124,8 +124,8 @@ func (e *Engine) Anchor(id float64, t time.Time) {
 // due, and records how late the wait ended. In other modes it returns at
 // once. It returns how long it waited.
 func (e *Engine) Hold(id float64) time.Duration {
-	if e.Mode != Master || e.Dilation <= 0 || !e.anchored {
-		return 0
+	if e.Mode != Master || e.Dilation <= 0 || !e.anchored || id == e.id0 {
+		return 0 // the anchor message is due when it arrives
 	}
 	due := e.origin.Add(time.Duration((id - e.id0) * e.Period / e.Dilation * float64(time.Second)))
 	now := e.clock.Now()

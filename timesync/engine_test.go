@@ -76,7 +76,7 @@ func TestMaster(t *testing.T) {
 		if want := 1000 * 0.005 / dilation; !near(wall, want) {
 			t.Errorf("dilation %v: 1000 messages took %v s, want %v", dilation, wall, want)
 		}
-		if e.Overruns != 0 || e.PacingError(0.99) != 0 || e.Held != 1001 {
+		if e.Overruns != 0 || e.PacingError(0.99) != 0 || e.Held != 1000 {
 			t.Errorf("dilation %v: overruns %d, p99 %v, held %d", dilation, e.Overruns, e.PacingError(0.99), e.Held)
 		}
 	}
