@@ -122,3 +122,29 @@ func TestRunExecPython(t *testing.T) {
 		t.Errorf("speed at the end %v, want 20", v)
 	}
 }
+
+// run --json reports simulated and wall time and, as master, the pacing.
+func TestRunMasterSummary(t *testing.T) {
+	rig := filepath.Join(t.TempDir(), "master.json")
+	os.WriteFile(rig, []byte(`{"version": 2, "timeDilation": 1,
+		"outputs": [{"ports": [[{"propertyName": "groundspeed"}]]}],
+		"inputs": [{"timeSyncMode": "absolute", "ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
+		"beamng": {"model": "cruise-pedals"}}`), 0o644)
+	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	sim, wall := s["sim_s"].(float64), s["wall_s"].(float64)
+	if s["time_sync"] != "master" || sim < 1.9 || sim > wall || wall-sim > 0.05 {
+		t.Errorf("master against a free-running BeamNG: sim %v s in wall %v s\n%s", sim, wall, out)
+	}
+	for _, k := range []string{"pacing_error_p50_us", "pacing_error_p99_us", "pacing_overruns"} {
+		if _, ok := s[k]; !ok {
+			t.Errorf("summary lacks %s", k)
+		}
+	}
+}
