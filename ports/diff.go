@@ -1,0 +1,144 @@
+package ports
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"beamconnect/beamng"
+)
+
+// Changes is what a new plan changes relative to the running one.
+type Changes struct {
+	// RestartOnly names the changes a running coupling cannot take; a
+	// reload that has any is refused whole.
+	RestartOnly []string
+	// Live describes the changes a reload applies: ports and fields added,
+	// removed or re-mapped, contracts whose schedule or time sync changed.
+	Live []string
+}
+
+// None reports whether the plans are the same as far as a run can tell.
+func (c Changes) None() bool { return len(c.RestartOnly) == 0 && len(c.Live) == 0 }
+
+// Diff compares a running plan with a new one. Restart-only are what BeamNG
+// or the socket were started with (addresses, protocol, vehicles, physics
+// step, BeamNG's send period) and the model itself.
+func Diff(old, new *Plan) Changes {
+	var c Changes
+	restart := func(what string, a, b any) {
+		if !reflect.DeepEqual(a, b) {
+			c.RestartOnly = append(c.RestartOnly, fmt.Sprintf("%s (%v → %v)", what, a, b))
+		}
+	}
+	restart("beamng.protocol", old.Protocol, new.Protocol)
+	restart("beamng.physicsDt", old.PhysicsDt, new.PhysicsDt)
+	restart("the update period BeamNG sends at (BeamNG was started with simulinkTime "+luaNumber(old.Period)+")", old.Period, new.Period)
+	restart("beamng.model", old.Model, new.Model)
+	restart("beamng.modelParams", old.ModelParams, new.ModelParams)
+	if len(old.Vehicles) != len(new.Vehicles) {
+		restart("the number of vehicles", len(old.Vehicles), len(new.Vehicles))
+	} else {
+		for i := range old.Vehicles {
+			o, n := old.Vehicles[i], new.Vehicles[i]
+			restart("vehicle name", o.Name, n.Name)
+			restart("the local address (beamng.localIP/localPort)", o.Local, n.Local)
+			restart("BeamNG's address (remoteIP/remotePort)", o.Remote, n.Remote)
+		}
+	}
+
+	live := func(format string, args ...any) { c.Live = append(c.Live, fmt.Sprintf(format, args...)) }
+	if old.ReplyID != new.ReplyID {
+		live("reply ids: %s → %s", old.ReplyID, new.ReplyID)
+	}
+	if old.TimeSync != new.TimeSync || old.TimeDilation != new.TimeDilation {
+		live("time sync: %s at timeDilation %g → %s at %g", old.TimeSync, old.TimeDilation, new.TimeSync, new.TimeDilation)
+	}
+	if old.PingTime != new.PingTime {
+		live("pingTime %g → %g (BeamNG keeps the window it was started with)", old.PingTime, new.PingTime)
+	}
+	diffPorts(&c, "in", beamng.ToBeamNG, old.Inputs, new.Inputs)
+	diffPorts(&c, "out", beamng.FromBeamNG, old.Outputs, new.Outputs)
+	oc, nc := contractsByName(old), contractsByName(new)
+	for name, n := range nc {
+		o, ok := oc[name]
+		switch {
+		case !ok:
+			live("contract %s added (every %d messages)", name, n.Schedule.Every)
+		case o.Schedule.Every != n.Schedule.Every && !n.CommData:
+			live("contract %s: every %d → %d messages (%g → %g ms)", name, o.Schedule.Every, n.Schedule.Every,
+				o.Schedule.Period*1000, n.Schedule.Period*1000)
+		}
+		if ok && (o.TimeSync != n.TimeSync || o.Overdue != n.Overdue) {
+			live("contract %s: time sync %v → %v, overdue timeout %g → %g s", name, o.TimeSync, n.TimeSync, o.Overdue, n.Overdue)
+		}
+	}
+	for name := range oc {
+		if _, ok := nc[name]; !ok {
+			live("contract %s removed", name)
+		}
+	}
+	return c
+}
+
+func contractsByName(p *Plan) map[string]Contract {
+	m := map[string]Contract{}
+	for _, c := range p.Contracts {
+		m[c.Name] = c
+	}
+	return m
+}
+
+// FieldKey names a field by what it carries, so a field keeps its identity
+// (and its port value) when a reload moves it: the signal's slot, or the
+// meta value and the contract it describes.
+func FieldKey(dir beamng.Direction, f *Field, contract string) string {
+	switch f.Source {
+	case Slot:
+		return strconv.Itoa(f.Vehicle) + "/" + f.Signal(dir, 0).Name + "×" + strconv.Itoa(f.Width)
+	case Meta:
+		return contract + "/" + f.Meta.String()
+	}
+	return f.Source.String()
+}
+
+// describe lists a port's fields for a diff line.
+func describe(dir beamng.Direction, p *Port) string {
+	var names []string
+	for i := range p.Fields {
+		f := &p.Fields[i]
+		switch f.Source {
+		case Slot:
+			s := f.Signal(dir, 0)
+			n := s.Name + "@" + s.Ref
+			if f.Width > 1 {
+				n += "×" + strconv.Itoa(f.Width)
+			}
+			names = append(names, n)
+		case Meta:
+			names = append(names, f.Meta.String())
+		default:
+			names = append(names, f.Source.String())
+		}
+		if f.Initial != 0 {
+			names[len(names)-1] += fmt.Sprintf(" (initial %g)", f.Initial)
+		}
+	}
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
+func diffPorts(c *Changes, side string, dir beamng.Direction, old, new []Port) {
+	for i := 1; i < max(len(old), len(new)); i++ {
+		switch {
+		case i >= len(old):
+			c.Live = append(c.Live, fmt.Sprintf("%s %d added: %s", side, i, describe(dir, &new[i])))
+		case i >= len(new):
+			c.Live = append(c.Live, fmt.Sprintf("%s %d removed: %s", side, i, describe(dir, &old[i])))
+		default:
+			if a, b := describe(dir, &old[i]), describe(dir, &new[i]); a != b {
+				c.Live = append(c.Live, fmt.Sprintf("%s %d re-mapped: %s → %s", side, i, a, b))
+			}
+		}
+	}
+}
