@@ -32,7 +32,9 @@ func TestDiff(t *testing.T) {
 		{name: "period", edit: func(s string) string {
 			return strings.Replace(s, `"outputs": [{`, `"outputs": [{"updatePeriodMs": 10, `, 1)
 		}, restart: []string{"the update period BeamNG sends at (BeamNG was started with simulinkTime 0.005) (0.005 → 0.01)"}},
-		{name: "time sync", edit: func(s string) string { return strings.Replace(s, `"inputs": [{`, `"inputs": [{"timeSyncMode": "absolute", `, 1) },
+		{name: "time sync", edit: func(s string) string {
+			return strings.Replace(s, `"inputs": [{`, `"inputs": [{"timeSyncMode": "absolute", `, 1)
+		},
 			live: []string{"time sync: none at timeDilation 1 → master at 1", "contract inputs[0]: time sync false → true, overdue timeout -1 → -1 s"}},
 		{name: "model", edit: func(s string) string { return strings.Replace(s, `%s`, `, "beamng": {"model": "cruise-pedals"}`, 1) },
 			restart: []string{"beamng.model (hold → cruise-pedals)"}},
