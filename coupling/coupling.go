@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,6 +117,14 @@ type Coupling struct {
 	fresh        bool // the next message is the first since (re)connecting
 
 	stats Stats
+
+	// Reloads: Reload parks a checked plan in pending; the loop swaps it in
+	// between two messages. latest is the newest accepted plan (what the
+	// next reload is compared with), active the one replies use.
+	reloadMu sync.Mutex
+	pending  atomic.Pointer[ports.Plan]
+	latest   atomic.Pointer[ports.Plan]
+	active   atomic.Pointer[ports.Plan]
 }
 
 // Stats are the coupling's counters, safe to read while it runs.
@@ -131,6 +140,8 @@ type Stats struct {
 	Late            atomic.Int64  // replies not sent because BeamNG had given up on them
 	Restarts        atomic.Int64  // BeamNG controller reloads seen (ids from 0 again)
 	Overdue         atomic.Int64  // incoming contracts blocked right now
+	Reloads         atomic.Int64  // config reloads applied
+	ReloadErrors    atomic.Int64  // config reloads refused (invalid, or restart-only changes)
 	Turnaround      Histogram     // message read → reply written, less any master-sync hold
 	LocalTime       atomic.Uint64 // float64 bits: local simulation time of the latest message
 	LastArrival     atomic.Int64  // unix nanoseconds of the latest BeamNG message
@@ -176,6 +187,8 @@ func New(opt Options) (*Coupling, error) {
 	c.status.Store(int32(Unknown))
 	c.sync = timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, opt.Clock)
 	c.start = time.Now()
+	c.latest.Store(p)
+	c.active.Store(p)
 	return c, nil
 }
 
@@ -244,6 +257,7 @@ func (c *Coupling) Run(ctx context.Context) error {
 		c.log.Info("waiting for BeamNG", "bound", c.local, "beamng", c.remote)
 	}
 	for ctx.Err() == nil {
+		c.applyPending()
 		directive := c.ins[0][0] != 0
 		switch c.Status() {
 		case Unconnected:
@@ -379,7 +393,7 @@ func (c *Coupling) receive() {
 	c.stats.Replies.Add(1)
 	c.stats.Turnaround.Observe(time.Since(now) - held)
 	if c.opt.Record != nil {
-		c.opt.Record.Row(c.sync.Local(), c.Status(), c.msg[0], c.reply[0], c.outs, c.ins)
+		c.opt.Record.Row(c.sync.Local(), c.Status(), c.msg[0], c.reply[0], c.stats.Reloads.Load(), c.outs, c.ins)
 		c.opt.Record.FlushEvery(now, time.Second)
 	}
 	if c.opt.OnMessage != nil {

@@ -24,7 +24,15 @@ type Recorder struct {
 // NewRecorder writes the header for plan's ports to w.
 func NewRecorder(w io.Writer, plan *ports.Plan) *Recorder {
 	r := &Recorder{w: bufio.NewWriterSize(w, 256<<10), line: make([]byte, 0, 8192)}
-	h := []byte("time,status,id,reply_id")
+	r.Header(plan)
+	return r
+}
+
+// Header writes a header row for plan's ports. A config reload that
+// changes the ports writes a new one, so a reader splits the file at rows
+// starting with "time,".
+func (r *Recorder) Header(plan *ports.Plan) {
+	h := []byte("time,status,id,reply_id,reloads")
 	name := func(prefix string, dir beamng.Direction, list []ports.Port) {
 		for _, p := range list[1:] {
 			for i := range p.Fields {
@@ -51,12 +59,13 @@ func NewRecorder(w io.Writer, plan *ports.Plan) *Recorder {
 	h = append(h, ",directive"...)
 	name("in", beamng.ToBeamNG, plan.Inputs)
 	h = append(h, '\n')
-	_, r.err = r.w.Write(h)
-	return r
+	if _, err := r.w.Write(h); err != nil && r.err == nil {
+		r.err = err
+	}
 }
 
 // Row records one message.
-func (r *Recorder) Row(t float64, s Status, id, replyID float64, outs, ins [][]float64) {
+func (r *Recorder) Row(t float64, s Status, id, replyID float64, reloads int64, outs, ins [][]float64) {
 	b := strconv.AppendFloat(r.line[:0], t, 'f', 6, 64)
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(s), 10)
@@ -64,6 +73,7 @@ func (r *Recorder) Row(t float64, s Status, id, replyID float64, outs, ins [][]f
 	b = strconv.AppendFloat(b, id, 'f', -1, 64)
 	b = append(b, ',')
 	b = strconv.AppendFloat(b, replyID, 'f', -1, 64)
+	b = strconv.AppendInt(append(b, ','), reloads, 10)
 	for _, p := range outs[1:] {
 		for _, v := range p {
 			b = strconv.AppendFloat(append(b, ','), v, 'g', -1, 64)

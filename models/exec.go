@@ -45,7 +45,8 @@ type Exec struct {
 	answers  chan []float64
 	deadline time.Duration
 	timer    *time.Timer
-	width    int // numbers expected in an answer
+	width    atomic.Int64           // numbers expected in an answer
+	header   atomic.Pointer[string] // a new "# columns:" line to send first, after a reload
 	last     []float64
 	missed   atomic.Int64
 	bad      atomic.Int64
@@ -98,8 +99,9 @@ func NewExec(params Params, plan *ports.Plan) (*Exec, error) {
 		requests: make(chan []byte, 1), answers: make(chan []float64, 1),
 		deadline: time.Duration(deadline * float64(time.Millisecond)),
 		timer:    time.NewTimer(time.Hour),
-		width:    width, done: make(chan struct{}),
+		done:     make(chan struct{}),
 	}
+	m.width.Store(int64(width))
 	m.timer.Stop()
 	go m.write(columns(plan))
 	go m.read(stdout)
@@ -168,7 +170,7 @@ func (m *Exec) read(r io.Reader) {
 			continue
 		}
 		fields := strings.Fields(line)
-		if len(fields) != m.width {
+		if len(fields) != int(m.width.Load()) {
 			m.bad.Add(1)
 			continue
 		}
@@ -196,7 +198,11 @@ func (m *Exec) read(r io.Reader) {
 
 // Step sends the outputs and waits up to the deadline for the inputs.
 func (m *Exec) Step(t float64, out, in [][]float64) {
-	req := strconv.AppendFloat(nil, t, 'g', -1, 64)
+	var req []byte
+	if h := m.header.Swap(nil); h != nil {
+		req = append(req, *h...)
+	}
+	req = strconv.AppendFloat(req, t, 'g', -1, 64)
 	for _, p := range out {
 		for _, v := range p {
 			req = append(req, ' ')
@@ -236,6 +242,20 @@ func (m *Exec) Step(t float64, out, in [][]float64) {
 			i++
 		}
 	}
+}
+
+// Rebind tells the program about a reloaded plan: the next request starts
+// with a new "# columns:" line, and answers must have the new width. The
+// program keeps running.
+func (m *Exec) Rebind(plan *ports.Plan) error {
+	width := 0
+	for _, p := range plan.Inputs {
+		width += p.Width
+	}
+	h := columns(plan)
+	m.header.Store(&h)
+	m.width.Store(int64(width))
+	return nil
 }
 
 // Missed counts steps that got no answer in time; Bad counts answers that

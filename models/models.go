@@ -35,6 +35,29 @@ type Closer interface {
 	Close() error
 }
 
+// Rebinder is a Model that can move to a new plan (a config reload) and
+// keep its state: a controller keeps its integrator, a process keeps
+// running. Rebind is called between two messages.
+type Rebinder interface {
+	Rebind(plan *ports.Plan) error
+}
+
+// Check reports whether the model called name could bind to plan, without
+// starting anything: a reload is refused before it is applied when the new
+// config lacks a port the model needs.
+func Check(name string, plan *ports.Plan) error {
+	b := &binder{plan: plan, model: name}
+	switch name {
+	case "cruise-pedals":
+		(&CruisePedals{}).bind(b)
+	case "cruise-torque":
+		(&CruiseTorque{}).bind(b)
+	case "heading-hold":
+		(&HeadingHold{}).bind(b)
+	}
+	return b.err()
+}
+
 // Params are a model's parameters from the config (beamng.modelParams).
 type Params map[string]any
 
@@ -197,12 +220,19 @@ func newCruisePedals(b *binder, params Params) (Model, error) {
 		return nil, err
 	}
 	m := &CruisePedals{SetSpeed: v[0], ctl: pi{kp: v[1], ki: v[2], lo: -1, hi: 1}, lastT: math.NaN()}
+	m.bind(b)
+	return m, nil
+}
+
+func (m *CruisePedals) bind(b *binder) {
 	m.speed = b.need(beamng.FromBeamNG, "groundspeed")
 	m.throttle = b.need(beamng.ToBeamNG, "throttle")
 	m.brake = b.need(beamng.ToBeamNG, "brake")
 	m.driveMode, m.hasMode = b.optional(beamng.ToBeamNG, "driveMode")
-	return m, nil
 }
+
+// Rebind moves the controller to a reloaded plan; its integrator stays.
+func (m *CruisePedals) Rebind(p *ports.Plan) error { return rebind(p, "cruise-pedals", m.bind) }
 
 func (m *CruisePedals) Step(t float64, out, in [][]float64) {
 	dt := stepDt(&m.lastT, t)
@@ -246,14 +276,21 @@ func newCruiseTorque(b *binder, params Params) (Model, error) {
 		return nil, err
 	}
 	m := &CruiseTorque{SetSpeed: v[0], ctl: pi{kp: v[1], ki: v[2], lo: -v[3], hi: v[3]}, lastT: math.NaN()}
+	m.bind(b)
+	return m, nil
+}
+
+func (m *CruiseTorque) bind(b *binder) {
 	m.speed = b.need(beamng.FromBeamNG, "groundspeed")
 	for i, w := range beamng.Wheels {
 		m.prop[i] = b.need(beamng.ToBeamNG, "wheel"+w+"_propulsionTorque")
 		m.brake[i] = b.need(beamng.ToBeamNG, "wheel"+w+"_brakingTorque")
 	}
 	m.driveMode = b.need(beamng.ToBeamNG, "driveMode")
-	return m, nil
 }
+
+// Rebind moves the controller to a reloaded plan; its integrator stays.
+func (m *CruiseTorque) Rebind(p *ports.Plan) error { return rebind(p, "cruise-torque", m.bind) }
 
 func (m *CruiseTorque) Step(t float64, out, in [][]float64) {
 	dt := stepDt(&m.lastT, t)
@@ -289,12 +326,29 @@ func newHeadingHold(b *binder, params Params) (Model, error) {
 		return nil, err
 	}
 	m := &HeadingHold{Heading: v[0] * math.Pi / 180, SetSpeed: v[1], kp: v[2], speedCtl: pi{kp: 0.3, ki: 0.05, lo: -1, hi: 1}, lastT: math.NaN()}
+	m.bind(b)
+	return m, nil
+}
+
+func (m *HeadingHold) bind(b *binder) {
 	m.yaw = b.need(beamng.FromBeamNG, "yaw")
 	m.speed = b.need(beamng.FromBeamNG, "groundspeed")
 	m.steering = b.need(beamng.ToBeamNG, "steering")
 	m.throttle = b.need(beamng.ToBeamNG, "throttle")
 	m.brake, m.hasBrake = b.optional(beamng.ToBeamNG, "brake")
-	return m, nil
+}
+
+// Rebind moves the controller to a reloaded plan; its integrators stay.
+func (m *HeadingHold) Rebind(p *ports.Plan) error { return rebind(p, "heading-hold", m.bind) }
+
+// rebind binds into a scratch binder first, so a failed rebind changes
+// nothing.
+func rebind(p *ports.Plan, name string, bind func(*binder)) error {
+	if err := Check(name, p); err != nil {
+		return err
+	}
+	bind(&binder{plan: p, model: name})
+	return nil
 }
 
 func (m *HeadingHold) Step(t float64, out, in [][]float64) {

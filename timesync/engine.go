@@ -170,3 +170,16 @@ func (e *Engine) IdleTime() float64 {
 	}
 	return e.wallLocal(e.clock.Now())
 }
+
+// Retune changes the mode and dilation of a running clock (a config
+// reload). Local time carries on from where it is; a master schedule
+// restarts at the next message.
+func (e *Engine) Retune(mode Mode, dilation float64) {
+	now := e.clock.Now()
+	if e.Mode != Slave && mode != Slave && dilation > 0 && e.Dilation > 0 {
+		// Keep wall-derived local time continuous across the change.
+		local := e.wallLocal(now)
+		e.start = now.Add(-time.Duration(local / dilation * float64(time.Second)))
+	}
+	e.Mode, e.Dilation, e.anchored = mode, dilation, false
+}
