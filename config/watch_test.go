@@ -1,0 +1,80 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// watch runs a watcher on a fresh file and returns a channel of what it
+// reports.
+func watch(t *testing.T) (string, *Watcher, <-chan string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rig.json")
+	if err := os.WriteFile(path, []byte("v0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWatcher(path, 20*time.Millisecond, nil)
+	got := make(chan string, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go w.Run(ctx, func(b []byte) { got <- string(b) })
+	time.Sleep(50 * time.Millisecond) // the watch is in place
+	return path, w, got
+}
+
+func expect(t *testing.T, got <-chan string, want string) {
+	t.Helper()
+	select {
+	case s := <-got:
+		if s != want {
+			t.Fatalf("reported %q, want %q", s, want)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatalf("%q not reported", want)
+	}
+}
+
+func quiet(t *testing.T, got <-chan string) {
+	t.Helper()
+	select {
+	case s := <-got:
+		t.Fatalf("reported %q, want nothing", s)
+	case <-time.After(150 * time.Millisecond):
+	}
+}
+
+func TestWatchInPlaceAndRename(t *testing.T) {
+	path, _, got := watch(t)
+	os.WriteFile(path, []byte("v1"), 0o644) // in place: truncate, write
+	expect(t, got, "v1")
+	// An editor's atomic save: write a temporary file, rename it over.
+	tmp := filepath.Join(filepath.Dir(path), ".rig.json.swp")
+	os.WriteFile(tmp, []byte("v2"), 0o644)
+	os.Rename(tmp, path)
+	expect(t, got, "v2")
+	// A second rename still works: the directory, not the inode, is watched.
+	os.WriteFile(tmp, []byte("v3"), 0o644)
+	os.Rename(tmp, path)
+	expect(t, got, "v3")
+}
+
+func TestWatchIgnoresNoise(t *testing.T) {
+	path, w, got := watch(t)
+	os.WriteFile(path, []byte("v0"), 0o644) // same bytes
+	os.Chmod(path, 0o600)
+	os.WriteFile(filepath.Join(filepath.Dir(path), "other.json"), []byte("x"), 0o644)
+	quiet(t, got)
+	// A burst of writes is one report, of the last content.
+	for i := range 5 {
+		os.WriteFile(path, []byte{'b', byte('0' + i)}, 0o644)
+	}
+	expect(t, got, "b4")
+	quiet(t, got)
+	// SIGHUP's Force reports even unchanged content.
+	w.Force()
+	expect(t, got, "b4")
+}
