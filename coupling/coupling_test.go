@@ -42,6 +42,17 @@ func newHarness(t *testing.T, file string, model func(*ports.Plan) models.Model,
 
 func newHarnessPlan(t *testing.T, cfg *config.Config, model func(*ports.Plan) models.Model, emCfg emulator.Config) *harness {
 	t.Helper()
+	return newHarnessAll(t, cfg, model, emCfg, nil)
+}
+
+// newHarnessPlanWrap lets a test stand between BeamNG's side and its socket.
+func newHarnessPlanWrap(t testing.TB, cfg *config.Config, emCfg emulator.Config, wrap func(emulator.Transport) emulator.Transport) *harness {
+	t.Helper()
+	return newHarnessAll(t, cfg, nil, emCfg, wrap)
+}
+
+func newHarnessAll(t testing.TB, cfg *config.Config, model func(*ports.Plan) models.Model, emCfg emulator.Config, wrap func(emulator.Transport) emulator.Transport) *harness {
+	t.Helper()
 	plan, err := ports.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +94,11 @@ func newHarnessPlan(t *testing.T, cfg *config.Config, model func(*ports.Plan) mo
 			trace(r)
 		}
 	}
-	h.em, err = emulator.New(emCfg, h.link)
+	var link emulator.Transport = h.link
+	if wrap != nil {
+		link = wrap(link)
+	}
+	h.em, err = emulator.New(emCfg, link)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,3 +172,33 @@ read a; echo 1 0.5 0 0; read b; echo "1 nan 0.25 0"; read c; sleep 5`
 		t.Fatal("Close hung on a program that does not exit")
 	}
 }
+
+// A reload moves a controller to the new ports without resetting it.
+func TestRebindKeepsState(t *testing.T) {
+	p := plan(t, "../examples/cruise-pedals.json")
+	m, _ := New("cruise-pedals", nil, p)
+	cp := m.(*CruisePedals)
+	outs, ins := vectors(p)
+	sp, _, _ := p.Find(0, "groundspeed")
+	outs[sp][0] = 19.5 // near the set speed: unsaturated, so the integrator moves
+	for i := range 10 {
+		m.Step(float64(i)*0.005, outs, ins)
+	}
+	integral := cp.ctl.integral
+	// The same signals on other ports: groundspeed moves behind yaw.
+	q := plan(t, "../examples/heading-hold.json")
+	if err := m.(Rebinder).Rebind(q); err != nil {
+		t.Fatal(err)
+	}
+	if cp.ctl.integral != integral || integral == 0 {
+		t.Errorf("integral %v → %v", integral, cp.ctl.integral)
+	}
+	if qs, _, _ := q.Find(0, "groundspeed"); cp.speed.port != qs {
+		t.Errorf("speed bound to port %d, want %d", cp.speed.port, qs)
+	}
+	if err := m.(Rebinder).Rebind(plan(t, "../examples/logging.json")); err == nil {
+		t.Error("rebinding to a plan without throttle succeeded")
+	} else if qs, _, _ := q.Find(0, "groundspeed"); cp.speed.port != qs {
+		t.Error("a failed rebind changed the bindings")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/beamng/emulator"
+	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/models"
 	"beamconnect/ports"
@@ -53,6 +54,7 @@ back in lockstep at once; "echo" is the S-function's; "counter" the FMU's.
 			fs.BoolVar(&o.freeRunning, "free-running", false, "with --emulate: step as fast as the coupling allows instead of in real time")
 			fs.DurationVar(&o.duration, "duration", 0, "stop after this long (wall clock); 0 runs until interrupted")
 			fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this CSV file")
+			fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
 			fs.Bool("json", false, "print the final summary as one JSON object")
 			return func(c *call) int { return runCmd(c, o) }
 		},
@@ -62,6 +64,7 @@ back in lockstep at once; "echo" is the S-function's; "counter" the FMU's.
 type runOpts struct {
 	model, record        string
 	emulate, freeRunning bool
+	noWatch              bool
 	duration             time.Duration
 }
 
@@ -92,6 +95,8 @@ type runSummary struct {
 	PacingP50       float64           `json:"pacing_error_p50_us"`
 	PacingP99       float64           `json:"pacing_error_p99_us"`
 	Overruns        int64             `json:"pacing_overruns"`
+	Reloads         int64             `json:"reloads"`
+	ReloadErrors    int64             `json:"reload_errors"`
 	Emulator        *emulator.Summary `json:"emulator,omitempty"`
 }
 
@@ -185,10 +190,12 @@ func runCmd(c *call, o *runOpts) int {
 		}()
 	}
 
+	stopWatch := watchConfig(ctx, c, cp, c.args[0], o.noWatch)
 	stopLine := statusLine(c, cp, plan)
 	start := time.Now()
 	runErr := cp.Run(ctx)
 	stopLine()
+	stopWatch()
 	emWait.Wait()
 
 	st := cp.Stats()
@@ -204,6 +211,7 @@ func runCmd(c *call, o *runOpts) int {
 		SimS: cp.SimTime(), TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
 		PacingP50: us(cp.Sync().PacingError(0.5)), PacingP99: us(cp.Sync().PacingError(0.99)),
 		Overruns: cp.Sync().Overruns,
+		Reloads:  st.Reloads.Load(), ReloadErrors: st.ReloadErrors.Load(),
 	}
 	sum.Dropped = sum.Foreign + sum.WrongSize + sum.Malformed + sum.Duplicates
 	if ex, ok := model.(*models.Exec); ok {
@@ -243,6 +251,7 @@ func printRunSummary(c *call, s runSummary) {
 	if s.ModelMissed > 0 {
 		fmt.Fprintf(c.stdout, "  model answers missed: %d (inputs kept their last values)\n", s.ModelMissed)
 	}
+	fmt.Fprintf(c.stdout, "  config reloads %d, refused %d\n", s.Reloads, s.ReloadErrors)
 	fmt.Fprintf(c.stdout, "  final status %d (%s)\n", s.FinalStatus, coupling.Status(s.FinalStatus))
 	if s.Emulator != nil {
 		fmt.Fprintf(c.stdout, "  emulated BeamNG: %v\n", *s.Emulator)
@@ -279,13 +288,77 @@ func statusLine(c *call, cp *coupling.Coupling, plan *ports.Plan) func() {
 				if plan.TimeSync == timesync.Slave && now.Sub(time.Unix(0, st.LastArrival.Load())) > 2*time.Duration(plan.Period*float64(time.Second)) {
 					sync += ", blocked: waiting for BeamNG's time"
 				}
-				fmt.Fprintf(&b, "\r\033[K%s | t %.3f s (%s) | %.0f msg/s | turnaround p50 %.0f µs p99 %.0f µs | overdue %d | reply ids %s | stalls recovered %d",
+				fmt.Fprintf(&b, "\r\033[K%s | t %.3f s (%s) | %.0f msg/s | turnaround p50 %.0f µs p99 %.0f µs | overdue %d | reply ids %s | stalls recovered %d | reloads %d",
 					cp.Status(), math.Float64frombits(st.LocalTime.Load()), sync, rate,
 					us(st.Turnaround.Quantile(0.5)), us(st.Turnaround.Quantile(0.99)),
-					st.Overdue.Load(), plan.ReplyID, st.StallsRecovered.Load())
+					st.Overdue.Load(), cp.Plan().ReplyID, st.StallsRecovered.Load(), st.Reloads.Load())
 				fmt.Fprint(c.stderr, b.String())
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// watchConfig reloads the config when its file changes (unless noWatch)
+// and on SIGHUP. Every outcome is logged: the diff of an applied reload,
+// or each reason a reload was refused, with file:line:col.
+func watchConfig(ctx context.Context, c *call, cp *coupling.Coupling, path string, noWatch bool) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	w := config.NewWatcher(path, 0, c.log)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	var wg sync.WaitGroup
+	reload := func(data []byte) {
+		ch, err := cp.ReloadConfig(path, data)
+		var ds config.Diagnostics
+		switch {
+		case errors.As(err, &ds):
+			c.log.Warn("config reload refused; the running config stays", "file", path, "errors", ds.Errors())
+			for _, d := range ds {
+				c.log.Warn(d.String())
+			}
+		case err != nil:
+			c.log.Warn("config reload refused; the running config stays", "file", path, "why", err.Error())
+		case ch.None():
+			c.log.Info("config rewritten with nothing a run can see changed", "file", path)
+		default:
+			c.log.Info("config reloaded", "file", path, "changes", len(ch.Live))
+			for _, l := range ch.Live {
+				c.log.Info("  " + l)
+			}
+		}
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				c.log.Info("SIGHUP: reloading the config", "file", path)
+				w.Force()
+				if noWatch {
+					if data, err := os.ReadFile(path); err == nil {
+						reload(data)
+					} else {
+						c.log.Warn("config unreadable", "err", err)
+					}
+				}
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if noWatch {
+			<-ctx.Done()
+			return
+		}
+		w.Run(ctx, reload)
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		wg.Wait()
+	}
 }
