@@ -35,7 +35,9 @@ coupling period). A late or missing answer does not hold the coupling up:
 the inputs keep their last values and a counter says so; a late answer is
 used at the next step. "nan" in an answer sends NaN, which BeamNG reads as
 "keep the previous value". Lines starting with '#' are ignored both ways.
-What the program writes to stderr goes to beamconnect's log.`
+What the program writes to stderr goes to beamconnect's log. After a config
+reload a new "# columns:" line comes before the next step's line, and the
+answers must follow the new columns from then on.`
 
 // Exec is a model in an external process (see ExecProtocol).
 type Exec struct {
