@@ -348,7 +348,9 @@ func (e *Emulator) handle(n int) bool {
 	// Lua reads missing elements as nil, which the NaN test passes over.
 	count := min(n/8, beamng.ControlLen)
 	if e.logs != nil {
-		e.logs.received(e.since(r.Start), e.rxBuf[:8*(n/8)])
+		// Stamped when the datagram arrived, as BeamNG stamps its log: in a
+		// blocking receive that is well after the step started.
+		e.logs.received(e.since(time.Now()), e.rxBuf[:8*(n/8)])
 	}
 	if count == 0 {
 		e.sum.Malformed++
@@ -418,7 +420,7 @@ func (e *Emulator) send() {
 		e.sum.SendErrors++
 	}
 	if e.logs != nil {
-		e.logs.sent(e.since(r.Start), e.out)
+		e.logs.sent(e.since(time.Now()), e.out)
 	}
 	r.Sent, r.SentID = true, c.id
 	c.id++
