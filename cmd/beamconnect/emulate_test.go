@@ -115,3 +115,37 @@ func TestEmulateUsage(t *testing.T) {
 		t.Errorf("taken port: exit %d %q", code, errOut)
 	}
 }
+
+// emulate's debug logs go straight into timing.
+func TestTimingOnEmulatorLogs(t *testing.T) {
+	client, serve := startClient(t)
+	listen := freePort(t)
+	go serve(listen)
+	logs := t.TempDir()
+	if _, errOut, code := exec(t, nil, "emulate", "--duration", "1s", "--listen", listen.String(),
+		"--client", client.LocalAddr().String(), "--debug-logs", logs); code != exitOK {
+		t.Fatalf("emulate: %s", errOut)
+	}
+	svg := filepath.Join(t.TempDir(), "timing.svg")
+	out, errOut, code := exec(t, nil, "timing", "--json", "--svg", svg, logs)
+	if code != exitOK {
+		t.Fatalf("timing: exit %d %s", code, errOut)
+	}
+	var r map[string]float64
+	json.Unmarshal([]byte(out), &r)
+	for _, k := range []string{"sends", "skips_between_sends", "replies_same_step", "replies_later_step", "replies_blocking", "stalls", "realtime_factor"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("no %s in %s", k, out)
+		}
+	}
+	if r["sends"] != 200 || r["skips_between_sends"] != 9 || r["stalls"] != 0 || r["realtime_factor"] < 0.95 ||
+		r["replies_same_step"]+r["replies_later_step"]+r["replies_blocking"] < 199 {
+		t.Errorf("%s", out)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !strings.HasPrefix(string(b), "<svg") {
+		t.Errorf("figure: %v", err)
+	}
+	if _, errOut, code := exec(t, nil, "timing", t.TempDir()); code != exitFailed || !strings.Contains(errOut, "simulinkPhysicsStepsLog.csv") {
+		t.Errorf("empty dir: exit %d %q", code, errOut)
+	}
+}
