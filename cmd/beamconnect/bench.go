@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	osexec "os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"beamconnect/beamng"
+	"beamconnect/beamng/emulator"
+	"beamconnect/config"
+	"beamconnect/coupling"
+	"beamconnect/models"
+	"beamconnect/ports"
+)
+
+func init() {
+	register(&command{
+		name:    "bench",
+		summary: "measure round trips against BeamNG's side (emulated), beamconnect and other responders side by side",
+		help: `Runs BeamNG's side (the emulator, free-running, in lockstep with no skip steps:
+a message every physics step, the next one only once the reply is in) over
+loopback against each responder in turn, and reports round trips a second,
+turnaround as BeamNG sees it (how long its blocking receive waited) at p50,
+p99 and p99.9, allocations per round trip (beamconnect only) and peak RSS.
+
+beamconnect itself is always measured, in process. --responder NAME=COMMAND adds
+another program; {listen} in COMMAND is the address it must bind (BeamNG sends
+there), {beamng} the address it replies to, and {config} a rig config with both.
+"beamconnect" is the binary itself running a coupling in its own process, the
+fair comparison with other programs; "beamconnect in process" shares a process
+with BeamNG's side and shows the floor. examples/bench has a C and a
+Python responder:
+  cc -O2 -o /tmp/responder examples/bench/responder.c
+  beamconnect bench --responder "c=/tmp/responder {listen} {beamng}" \
+                    --responder "python=python3 examples/bench/responder.py {listen} {beamng}"`,
+		flags: func(fs *pflag.FlagSet) func(*call) int {
+			d := fs.Duration("duration", 3*time.Second, "how long to measure each responder")
+			rs := fs.StringArray("responder", nil, "NAME=COMMAND of another responder to measure (repeatable)")
+			fs.Bool("json", false, "print the results as a JSON array")
+			return func(c *call) int { return benchCmd(c, *d, *rs) }
+		},
+	})
+}
+
+type benchResult struct {
+	Name           string  `json:"name"`
+	RoundTrips     int64   `json:"round_trips"`
+	PerSecond      float64 `json:"round_trips_per_s"`
+	P50, P99, P999 float64 `json:"-"`
+	P50us          float64 `json:"turnaround_p50_us"`
+	P99us          float64 `json:"turnaround_p99_us"`
+	P999us         float64 `json:"turnaround_p999_us"`
+	AllocsPerRT    float64 `json:"allocs_per_round_trip"` // -1: not measured
+	PeakRSSKiB     int64   `json:"peak_rss_kib"`
+	Stalls         int64   `json:"stalls"`
+	Error          string  `json:"error,omitempty"`
+}
+
+func benchCmd(c *call, d time.Duration, responders []string) int {
+	if d <= 0 {
+		fmt.Fprintf(c.stderr, "%s bench: --duration must be positive\n", programName)
+		return exitUsage
+	}
+	type resp struct{ name, cmd string }
+	list := []resp{{"beamconnect in process", ""}}
+	// The fair comparison with other programs: beamconnect's own binary
+	// running a coupling in a process of its own.
+	if exe, err := os.Executable(); err == nil && !strings.HasSuffix(exe, ".test") {
+		list = append(list, resp{"beamconnect", exe + " run {config} --no-watch --model hold --log-level error"})
+	}
+	for _, r := range responders {
+		name, cmd, ok := strings.Cut(r, "=")
+		if !ok || name == "" || strings.TrimSpace(cmd) == "" {
+			fmt.Fprintf(c.stderr, "%s bench: --responder %q: expected NAME=COMMAND\n", programName, r)
+			return exitUsage
+		}
+		list = append(list, resp{name, cmd})
+	}
+	var results []benchResult
+	for _, r := range list {
+		c.log.Info("measuring", "responder", r.name, "for", d)
+		res := measure(c, r.name, r.cmd, d)
+		results = append(results, res)
+	}
+	if c.json {
+		writeJSON(c.stdout, results)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "responder\tround trips/s\tturnaround p50 µs\tp99 µs\tp99.9 µs\tallocs/round trip\tpeak RSS MiB\tstalls\t")
+	for _, r := range results {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\t\t\n", r.Name, r.Error)
+			continue
+		}
+		allocs := "-"
+		if r.AllocsPerRT >= 0 {
+			allocs = fmt.Sprintf("%.2f", r.AllocsPerRT)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%d\t\n", r.Name, r.PerSecond, r.P50us, r.P99us, r.P999us, allocs, float64(r.PeakRSSKiB)/1024, r.Stalls)
+	}
+	tw.Flush()
+	fmt.Fprintf(c.stdout, "(BeamNG's side: the emulator, free-running, simulinkTime 0.5 ms, one message in flight; %s each; %s/%s, %d CPUs)\n",
+		d, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	return exitOK
+}
+
+// measure runs the emulator against one responder for d.
+func measure(c *call, name, command string, d time.Duration) benchResult {
+	res := benchResult{Name: name, AllocsPerRT: -1}
+	lo := netip.MustParseAddrPort("127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var clientAddr netip.AddrPort
+	var stopClient func() (int64, error)
+	var cp *coupling.Coupling
+	if command == "" {
+		cfg, err := config.Parse("bench.json", []byte(`{"version": 2, "outputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "groundspeed"}]]}]}`))
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		plan, _ := ports.Compile(cfg)
+		cp, err = coupling.New(coupling.Options{Plan: plan, Model: models.Hold{}, Local: lo})
+		if err == nil {
+			err = cp.Bind()
+		}
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		clientAddr = cp.LocalAddr()
+	} else {
+		clientAddr = freeUDPPort()
+	}
+	link, err := emulator.ListenUDP(lo, clientAddr)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer link.Close()
+
+	var wg sync.WaitGroup
+	if cp != nil {
+		cp.SetRemote(link.LocalAddr())
+		wg.Add(1)
+		go func() { defer wg.Done(); cp.Run(ctx) }()
+	} else {
+		cfgPath, err := benchConfig(clientAddr, link.LocalAddr())
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		defer os.Remove(cfgPath)
+		argv := strings.Fields(strings.NewReplacer("{listen}", clientAddr.String(), "{beamng}", link.LocalAddr().String(),
+			"{config}", cfgPath).Replace(command))
+		cmd := osexec.Command(argv[0], argv[1:]...)
+		cmd.Stderr = c.stderr
+		if err := cmd.Start(); err != nil {
+			res.Error = "cannot start: " + err.Error()
+			return res
+		}
+		stopClient = func() (int64, error) {
+			rss := livePeakRSS(cmd.Process.Pid)
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+			if rss == 0 {
+				rss = childPeakRSS(cmd.ProcessState)
+			}
+			return rss, nil
+		}
+		time.Sleep(300 * time.Millisecond) // let it bind before BeamNG's side sends
+	}
+
+	// Lockstep with no skips: every step sends, and blocks for the reply.
+	var waits []time.Duration
+	var measuring bool
+	var started time.Time
+	var first, last int64
+	em, _ := emulator.New(emulator.Config{SimulinkTime: beamng.PhysicsDt, FreeRunning: true, Trace: func(r *emulator.StepRecord) {
+		if !measuring && r.Accepted {
+			measuring, started = true, time.Now()
+			first = r.Step
+		}
+		if measuring && r.Blocking && r.Got && r.Accepted {
+			waits = append(waits, r.Waited)
+			last = r.Step
+		}
+	}}, link)
+	waits = make([]time.Duration, 0, 1<<20)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	runCtx, stopRun := context.WithTimeout(ctx, d+500*time.Millisecond)
+	sum, _ := em.Run(runCtx)
+	stopRun()
+	runtime.ReadMemStats(&ms1)
+	elapsed := time.Since(started)
+	cancel()
+	wg.Wait()
+	res.Stalls = sum.Stalls
+	res.PeakRSSKiB = selfPeakRSS()
+	if stopClient != nil {
+		res.PeakRSSKiB, _ = stopClient()
+	}
+	if len(waits) == 0 {
+		res.Error = "no replies"
+		return res
+	}
+	res.RoundTrips = int64(len(waits))
+	res.PerSecond = float64(len(waits)) / elapsed.Seconds()
+	slices.Sort(waits)
+	q := func(p float64) float64 { return float64(waits[int(p*float64(len(waits)-1))].Nanoseconds()) / 1e3 }
+	res.P50us, res.P99us, res.P999us = q(0.5), q(0.99), q(0.999)
+	if cp != nil && last > first {
+		res.AllocsPerRT = float64(ms1.Mallocs-ms0.Mallocs) / float64(len(waits))
+	}
+	return res
+}
+
+// benchConfig writes a rig config for a coupling bound at listen and
+// replying to beamngAddr, at BeamNG's fastest rate, for {config}.
+func benchConfig(listen, beamngAddr netip.AddrPort) (string, error) {
+	f, err := os.CreateTemp("", "beamconnect-bench-*.json")
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(f, `{"version": 2, "remoteIP": %q, "remotePort": %d,
+  "outputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "groundspeed"}]]}],
+  "beamng": {"localIP": %q, "localPort": %d}}`, beamngAddr.Addr(), beamngAddr.Port(), listen.Addr(), listen.Port())
+	return f.Name(), f.Close()
+}
+
+// freeUDPPort finds a loopback port for an external responder to bind.
+// (It binds itself, so the port is only known free a moment before.)
+func freeUDPPort() netip.AddrPort {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}

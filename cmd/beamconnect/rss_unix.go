@@ -1,0 +1,44 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// selfPeakRSS is this process's peak resident set, in KiB.
+func selfPeakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return int64(ru.Maxrss)
+}
+
+// livePeakRSS reads a running process's peak resident set (VmHWM) from
+// /proc, in KiB; 0 where there is no /proc. Unlike the rusage of an ended
+// child, it does not count the forked parent's memory before exec.
+func livePeakRSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// childPeakRSS is an ended child's peak resident set, in KiB.
+func childPeakRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return int64(ru.Maxrss)
+	}
+	return 0
+}

@@ -1,0 +1,40 @@
+/* The simplest Gen 1 client in C, as the S-function does it: a blocking
+ * socket, answer every BeamNG message with id + 1 and NaN everywhere else.
+ * For `beamconnect bench --responder`:
+ *     cc -O2 -o responder examples/bench/responder.c
+ *     ./responder LISTEN BEAMNG        (both IP:port)
+ */
+#include <arpa/inet.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static struct sockaddr_in parse(const char *s) {
+	struct sockaddr_in a = {0};
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : 0;
+	if (!colon || n >= sizeof host) { fprintf(stderr, "expected IP:port, got %s\n", s); exit(2); }
+	memcpy(host, s, n); host[n] = 0;
+	a.sin_family = AF_INET;
+	a.sin_port = htons((unsigned short)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { fprintf(stderr, "bad IP %s\n", host); exit(2); }
+	return a;
+}
+
+int main(int argc, char **argv) {
+	if (argc != 3) { fprintf(stderr, "usage: %s LISTEN BEAMNG\n", argv[0]); return 2; }
+	struct sockaddr_in listen = parse(argv[1]), beamng = parse(argv[2]);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&listen, sizeof listen) < 0) { perror("bind"); return 1; }
+	double msg[111], reply[64];
+	for (int i = 0; i < 64; i++) reply[i] = NAN;
+	for (;;) {
+		ssize_t n = recv(fd, msg, sizeof msg, 0);
+		if (n != (ssize_t)sizeof msg) continue;
+		reply[0] = msg[0] + 1; /* little-endian host, as BeamNG's */
+		sendto(fd, reply, sizeof reply, 0, (struct sockaddr *)&beamng, sizeof beamng);
+	}
+}
