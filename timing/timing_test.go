@@ -35,23 +35,7 @@ func seedCase(t *testing.T, simulinkTime float64, compute time.Duration, policy 
 		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			r := beamngtest.NewReplier()
-			buf := make([]byte, beamng.MaxDatagram)
-			for {
-				n, ok := cside.Recv(buf, 10*time.Millisecond, nil)
-				if !ok {
-					select {
-					case <-stop:
-						return
-					default:
-						continue
-					}
-				}
-				time.Sleep(compute)
-				if b, ok := r.Reply(buf[:n], policy, nil); ok {
-					cside.Send(b)
-				}
-			}
+			beamngtest.ServeLink(cside, stop, compute, policy)
 		}()
 		if _, err := e.Run(context.Background()); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"time"
 
 	"beamconnect/beamng"
 )
@@ -61,6 +62,36 @@ func ServeUDP(c *net.UDPConn, beamngAddr netip.AddrPort, set func(reply []float6
 		}
 		if b, ok := r.Reply(buf[:n], Next, set); ok {
 			c.WriteToUDPAddrPort(b, beamngAddr)
+		}
+	}
+}
+
+// Link is one end of an in-memory datagram link, such as the emulator's
+// PipeEnd.
+type Link interface {
+	Send(b []byte) error
+	Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool)
+}
+
+// ServeLink answers every state message on link with a reply whose id is
+// id(received), after compute time, until stop is closed. On a fake clock
+// (testing/synctest) compute costs no wall time.
+func ServeLink(link Link, stop <-chan struct{}, compute time.Duration, id func(float64) float64) {
+	r := NewReplier()
+	buf := make([]byte, beamng.MaxDatagram)
+	for {
+		n, ok := link.Recv(buf, 10*time.Millisecond, nil)
+		if !ok {
+			select {
+			case <-stop:
+				return
+			default:
+				continue
+			}
+		}
+		time.Sleep(compute)
+		if b, ok := r.Reply(buf[:n], id, nil); ok {
+			link.Send(b)
 		}
 	}
 }

@@ -34,17 +34,9 @@ func compileCmd(c *call) int {
 		fmt.Fprintf(c.stderr, "%s compile: expected exactly one config file, got %d\nRun '%s compile --help' for usage.\n", programName, len(c.args), programName)
 		return exitUsage
 	}
-	cfg, r := check(c.args[0])
-	if !r.Valid {
-		printResult(c.stderr, r)
-		return exitFailed
-	}
-	for _, d := range r.Diagnostics {
-		printDiag(c.stderr, d)
-	}
-	plan, err := ports.Compile(cfg)
-	if err != nil {
-		return c.fail("compile", err)
+	plan, r, code := loadPlan(c, "compile", c.args[0])
+	if plan == nil {
+		return code
 	}
 	if c.json {
 		writeJSON(c.stdout, planJSON(plan, r.Diagnostics))
@@ -248,4 +240,22 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		Warnings     []jsonDiag `json:"warnings"`
 	}{p.Source, p.Protocol, p.Period, p.PhysicsDt, p.SendSkips, p.Unanswered, p.PingTime, string(p.ReplyID),
 		p.TimeSync.String(), p.TimeDilation, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs, warnings}
+}
+
+// loadPlan loads, checks and compiles a config for a command: errors print
+// with file:line:col and give the exit code; warnings print to stderr.
+func loadPlan(c *call, cmd, path string) (*ports.Plan, fileResult, int) {
+	cfg, r := check(path)
+	if !r.Valid {
+		printResult(c.stderr, r)
+		return nil, r, exitFailed
+	}
+	for _, d := range r.Diagnostics {
+		printDiag(c.stderr, d)
+	}
+	plan, err := ports.Compile(cfg)
+	if err != nil {
+		return nil, r, c.fail(cmd, err)
+	}
+	return plan, r, exitOK
 }

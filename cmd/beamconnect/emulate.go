@@ -13,7 +13,6 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
-	"beamconnect/ports"
 )
 
 func init() {
@@ -108,14 +107,9 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	}
 	listen, client := o.listen, o.client
 	if o.config != "" {
-		rig, r := check(o.config)
-		if !r.Valid {
-			printResult(c.stderr, r)
-			return exitFailed
-		}
-		plan, err := ports.Compile(rig)
-		if err != nil {
-			return c.fail("emulate", err)
+		plan, _, code := loadPlan(c, "emulate", o.config)
+		if plan == nil {
+			return code
 		}
 		if len(plan.Vehicles) > 1 {
 			c.log.Warn("the config couples several vehicles; emulating the first", "vehicle", plan.Vehicles[0].Name)

@@ -109,17 +109,9 @@ func runCmd(c *call, o *runOpts) int {
 		fmt.Fprintf(c.stderr, "%s run: --free-running applies to --emulate only\n", programName)
 		return exitUsage
 	}
-	cfg, r := check(c.args[0])
-	if !r.Valid {
-		printResult(c.stderr, r)
-		return exitFailed
-	}
-	for _, d := range r.Diagnostics {
-		printDiag(c.stderr, d)
-	}
-	plan, err := ports.Compile(cfg)
-	if err != nil {
-		return c.fail("run", err)
+	plan, _, code := loadPlan(c, "run", c.args[0])
+	if plan == nil {
+		return code
 	}
 	name := plan.Model
 	params := plan.ModelParams
