@@ -73,25 +73,33 @@ type Link interface {
 	Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool)
 }
 
+// Each calls each with every datagram arriving on link until stop is
+// closed. The datagram is valid until each returns.
+func Each(link Link, stop <-chan struct{}, each func(datagram []byte)) {
+	buf := make([]byte, beamng.MaxDatagram)
+	for {
+		n, ok := link.Recv(buf, 10*time.Millisecond, nil)
+		if ok {
+			each(buf[:n])
+			continue
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
+	}
+}
+
 // ServeLink answers every state message on link with a reply whose id is
 // id(received), after compute time, until stop is closed. On a fake clock
 // (testing/synctest) compute costs no wall time.
 func ServeLink(link Link, stop <-chan struct{}, compute time.Duration, id func(float64) float64) {
 	r := NewReplier()
-	buf := make([]byte, beamng.MaxDatagram)
-	for {
-		n, ok := link.Recv(buf, 10*time.Millisecond, nil)
-		if !ok {
-			select {
-			case <-stop:
-				return
-			default:
-				continue
-			}
-		}
+	Each(link, stop, func(d []byte) {
 		time.Sleep(compute)
-		if b, ok := r.Reply(buf[:n], id, nil); ok {
+		if b, ok := r.Reply(d, id, nil); ok {
 			link.Send(b)
 		}
-	}
+	})
 }

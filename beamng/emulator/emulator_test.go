@@ -31,7 +31,6 @@ type responder struct {
 }
 
 func (r *responder) run(end *PipeEnd, stop <-chan struct{}) {
-	buf := make([]byte, beamng.MaxDatagram)
 	rep := beamngtest.NewReplier()
 	counter := 0.0
 	policy := func(id float64) float64 {
@@ -48,16 +47,7 @@ func (r *responder) run(end *PipeEnd, stop <-chan struct{}) {
 			reply[i] = v
 		}
 	}
-	for {
-		n, ok := end.Recv(buf, 50*time.Millisecond, nil)
-		if !ok {
-			select {
-			case <-stop:
-				return
-			default:
-				continue
-			}
-		}
+	beamngtest.Each(end, stop, func(d []byte) {
 		if r.pauseFor > 0 && r.answered == r.pauseAfter {
 			time.Sleep(r.pauseFor)
 			if r.rebase {
@@ -66,11 +56,11 @@ func (r *responder) run(end *PipeEnd, stop <-chan struct{}) {
 		}
 		time.Sleep(r.compute)
 		counter++
-		if b, ok := rep.Reply(buf[:n], policy, set); ok {
+		if b, ok := rep.Reply(d, policy, set); ok {
 			end.Send(b)
 			r.answered++
 		}
-	}
+	})
 }
 
 // couple runs an emulator against a responder on the fake clock and returns

@@ -293,23 +293,13 @@ func faultRun(t *testing.T, f Faults) (Summary, clientView) {
 		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			buf := make([]byte, beamng.MaxDatagram)
 			r := beamngtest.NewReplier()
 			last := -1.0
-			for {
-				n, ok := cside.Recv(buf, 10*time.Millisecond, nil)
-				if !ok {
-					select {
-					case <-stop:
-						return
-					default:
-						continue
-					}
-				}
-				b, ok := r.Reply(buf[:n], beamngtest.Next, nil)
+			beamngtest.Each(cside, stop, func(d []byte) {
+				b, ok := r.Reply(d, beamngtest.Next, nil)
 				if !ok {
 					view.wrongSize++
-					continue
+					return
 				}
 				view.messages++
 				if r.Msg[0] < last {
@@ -318,7 +308,7 @@ func faultRun(t *testing.T, f Faults) (Summary, clientView) {
 				last = r.Msg[0]
 				time.Sleep(100 * time.Microsecond)
 				cside.Send(b)
-			}
+			})
 		}()
 		sum, _ = e.Run(context.Background())
 		close(stop)
