@@ -32,7 +32,6 @@ func handleRig(tb testing.TB, file string) (*Coupling, []byte, netip.AddrPort) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c.start = time.Now()
 	c.fresh = true
 	msg := make([]float64, beamng.StateLen)
 	msg[17] = 12 // groundspeed

@@ -101,7 +101,6 @@ type Coupling struct {
 	rx, tx  []byte
 	in      []contracts.Incoming // by plan contract index (incoming ones used)
 	sync    *timesync.Engine
-	start   time.Time
 	sawZero bool // the directive was 0 since the last error
 
 	// Reply ids.
@@ -186,7 +185,6 @@ func New(opt Options) (*Coupling, error) {
 	}
 	c.status.Store(int32(Unknown))
 	c.sync = timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, opt.Clock)
-	c.start = time.Now()
 	c.latest.Store(p)
 	c.active.Store(p)
 	return c, nil
@@ -245,7 +243,6 @@ func (c *Coupling) SetRemote(a netip.AddrPort) { c.remote = a }
 // Run drives the coupling until ctx ends. The model is stepped once per
 // BeamNG message, and every 50 ms while none come.
 func (c *Coupling) Run(ctx context.Context) error {
-	c.start = time.Now()
 	c.sync = timesync.NewEngine(c.plan.TimeSync, c.plan.TimeDilation, c.plan.Period, c.opt.Clock)
 	defer c.closeConn()
 	for i := range c.in {

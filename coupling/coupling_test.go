@@ -443,7 +443,6 @@ func TestHandleValues(t *testing.T) {
 	}
 	plan, _ := ports.Compile(cfg)
 	c, _ := New(Options{Plan: plan, Model: models.Hold{}})
-	c.start = time.Now()
 	c.fresh = true
 	if c.outs[1][0] != -1 || c.ins[1][0] != 0.25 {
 		t.Fatalf("initial values: %v %v", c.outs[1], c.ins[1])
@@ -460,7 +459,7 @@ func TestHandleValues(t *testing.T) {
 		}
 		beamngDecode(reply, out)
 	}
-	t0 := c.start.Add(time.Second)
+	t0 := time.Now().Add(time.Second) // the engine started at New
 	send(0, 5, 1000, t0)
 	if c.outs[1][0] != 5 || c.outs[1][1] != 0 || c.outs[1][2] != 0 || c.outs[2][0] != 1000 {
 		t.Errorf("first message: %v %v", c.outs[1], c.outs[2])

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	osexec "os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,13 +10,7 @@ import (
 // bench measures beamconnect (in process and as its own binary) and any
 // other responder side by side.
 func TestBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and measures")
-	}
-	bin := filepath.Join(t.TempDir(), "beamconnect")
-	if out, err := osexec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	args := []string{"bench", "--json", "--duration", "500ms",
 		"--responder", "beamconnect=" + bin + " run {config} --no-watch --model hold --log-level error"}
 	if _, err := osexec.LookPath("python3"); err == nil {

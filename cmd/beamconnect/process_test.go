@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	osexec "os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -13,13 +12,7 @@ import (
 // The real binary, interrupted while BeamNG's side waits in a 2 s blocking
 // receive for a client that never comes, exits at once with its summary.
 func TestEmulateInterrupted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "beamconnect")
-	if out, err := osexec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	cmd := osexec.Command(bin, "emulate", "--json", "--listen", freePort(t).String(), "--client", freePort(t).String())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
