@@ -80,8 +80,11 @@ func TestSlaveFollowsBeamNG(t *testing.T) {
 		if sim := h.c.SimTime(); math.Abs(sim-h.emSum.SimS) > 2*h.plan.Period {
 			t.Errorf("realtime factor %v: local time covered %.3f s, BeamNG simulated %.3f s", rtf, sim, h.emSum.SimS)
 		}
-		if got := h.emSum.SimS / h.emSum.WallS; math.Abs(got-rtf) > 0.05*rtf {
-			t.Errorf("BeamNG's pace %.2f×, want %v×", got, rtf)
+		// A slave never holds BeamNG back: BeamNG keeps (nearly) the pace
+		// it was given. (On a loaded machine the emulator itself may fall a
+		// little short of it.)
+		if got := h.emSum.SimS / h.emSum.WallS; got < 0.8*rtf {
+			t.Errorf("BeamNG's pace %.2f× with a slave client, want about %v×", got, rtf)
 		}
 		if !h.c.Sync().Blocked() {
 			t.Error("a slave between messages must count as blocked (waiting for BeamNG's time)")
