@@ -189,7 +189,15 @@ func measure(c *call, name, command string, d time.Duration) benchResult {
 			}
 			return rss, nil
 		}
-		time.Sleep(300 * time.Millisecond) // let it bind before BeamNG's side sends
+		// BeamNG's side must not send before the responder has bound its
+		// port: the first message would be lost and cost a 2 s stall.
+		// Python alone takes ~0.4 s to start here, so wait for the bind
+		// itself rather than a fixed time.
+		if err := waitBound(clientAddr, 10*time.Second); err != nil {
+			stopClient()
+			res.Error = err.Error()
+			return res
+		}
 	}
 
 	// Lockstep with no skips: every step sends, and blocks for the reply.
@@ -248,6 +256,35 @@ func benchConfig(listen, beamngAddr netip.AddrPort) (string, error) {
   "outputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "groundspeed"}]]}],
   "beamng": {"localIP": %q, "localPort": %d}}`, beamngAddr.Addr(), beamngAddr.Port(), listen.Addr(), listen.Port())
 	return f.Name(), f.Close()
+}
+
+// waitBound waits until the responder has bound addr. Binding the port
+// ourselves to test it could make the responder's own bind fail, so on
+// Linux the kernel's socket table is read instead; elsewhere a second
+// is allowed for the start.
+func waitBound(addr netip.AddrPort, limit time.Duration) error {
+	if _, err := os.Stat("/proc/net/udp"); err != nil {
+		time.Sleep(time.Second)
+		return nil
+	}
+	// /proc/net/udp writes 127.0.0.1:64890 as 0100007F:FD7A.
+	a := addr.Addr().As4()
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", a[3], a[2], a[1], a[0], addr.Port())
+	deadline := time.Now().Add(limit)
+	for {
+		b, _ := os.ReadFile("/proc/net/udp")
+		for _, line := range strings.Split(string(b), "\n") {
+			// The second column is the local address; the third, the
+			// remote one, also names this port for BeamNG's send socket.
+			if f := strings.Fields(line); len(f) > 2 && f[1] == want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the responder did not bind %v within %v", addr, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // freeUDPPort finds a loopback port for an external responder to bind.
