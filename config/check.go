@@ -39,6 +39,20 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	}
 	cfg.PhysicsDt = orDefault(bn.PhysicsDt, beamng.PhysicsDt)
 	cfg.PingTime = orDefault(bn.PingTime, DefaultPingTime)
+	// Out-of-range values were reported by the schema; the checks below
+	// go on with the defaults rather than compute with them.
+	if !(cfg.PhysicsDt >= 1e-5 && cfg.PhysicsDt <= 0.1) {
+		cfg.PhysicsDt = beamng.PhysicsDt
+	}
+	if !(cfg.PingTime > 0 && cfg.PingTime <= 1) {
+		cfg.PingTime = DefaultPingTime
+	}
+	if bn.ModelTimeoutMs != nil {
+		cfg.ModelTimeout = *bn.ModelTimeoutMs / 1000
+	}
+	if td := cfg.TimeDilation; td > 0 && td < MinTimeDilation {
+		p.at(Error, "/timeDilation", "%v is too slow to pace: expected at least %v (1000× slower than real time), or 0 or less to run as fast as both sides can", td, MinTimeDilation)
+	}
 	cfg.DebugFile = bn.DebugFile != nil && *bn.DebugFile
 	cfg.Model = "hold"
 	if bn.Model != nil {
@@ -66,6 +80,12 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	in := p.groups(cfg, raw.Inputs, "/inputs", beamng.ToBeamNG, raw.RemoteObject)
 	out := p.groups(cfg, raw.Outputs, "/outputs", beamng.FromBeamNG, raw.RemoteObject)
 	p.schedule(cfg, raw, in, out)
+	if bn.PingTime != nil && cfg.Period > 0 {
+		if n := beamng.Unanswered(cfg.PingTime, cfg.Period); n > 1 {
+			p.at(Warning, "/beamng/pingTime", "BeamNG will let %d messages be in flight (ceil(pingTime / %s)) before it waits for a reply: it runs up to %s ahead of the model, not in lockstep",
+				n, ms(cfg.Period), ms(float64(n)*cfg.Period))
+		}
+	}
 	cfg.Inputs, cfg.Outputs = in, out
 	p.timeSync(raw)
 	p.inputOverlap(cfg)
@@ -477,6 +497,9 @@ func (p *parser) schedule(cfg *Config, raw *rawConfig, in, out []Group) {
 			default:
 				continue
 			}
+			if !(want > 0 && want <= 3600) {
+				continue // the schema reported it
+			}
 			real := beamng.SendPeriod(want, cfg.PhysicsDt)
 			if real-want > 1e-12 {
 				p.at(Warning, ptr, "%s is not a whole number of %s physics steps: BeamNG will really use %s (%d steps)",
@@ -490,6 +513,14 @@ func (p *parser) schedule(cfg *Config, raw *rawConfig, in, out []Group) {
 		cfg.Period = set[0].s
 		for _, s := range set[1:] {
 			cfg.Period = min(cfg.Period, s.s)
+		}
+	}
+	if cfg.Period > MaxCouplingPeriod {
+		for _, s := range set {
+			if s.s == cfg.Period {
+				p.at(Error, s.ptr, "%s is too slow for the coupling period (the fastest contract's): expected at most %s, since beamconnect takes 1.9 s without a message for BeamNG's 2 s blocking timeout; give a faster contract, or let a slower one update every n-th message",
+					ms(cfg.Period), ms(MaxCouplingPeriod))
+			}
 		}
 	}
 	for _, groups := range [][]Group{in, out} {

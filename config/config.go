@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 
 	"beamconnect/beamng"
 	"beamconnect/contracts"
@@ -49,13 +50,40 @@ type Config struct {
 	DebugFile    bool
 	Model        string         // "hold" unless the config names one
 	ModelParams  map[string]any // float64, string or []string values
-	Vehicles     []Vehicle      // at least one
+	// ModelTimeout is how long an exec model may go without a valid answer
+	// before it is a fault, in seconds; 0 means the default (5 periods, at
+	// least 25 ms).
+	ModelTimeout float64
+	Vehicles     []Vehicle // at least one
 	// Period is the coupling period: how often BeamNG sends, in seconds, a
 	// whole number of physics steps. It is the fastest contract's period.
 	Period   float64
 	Inputs   []Group // data to BeamNG
 	Outputs  []Group // data from BeamNG
 	Warnings Diagnostics
+
+	ix *index // where each value sits in the file, for Locate
+}
+
+// Limits beyond which a config is refused: past them the coupling cannot
+// work as BeamNG's protocol expects.
+const (
+	// MaxCouplingPeriod bounds BeamNG's send period: beamconnect takes
+	// 1.9 s without a message for BeamNG's 2 s blocking timeout, so BeamNG
+	// must send several times a second.
+	MaxCouplingPeriod = 0.5
+	// MinTimeDilation is the slowest master pacing: 1000× slower than real time.
+	MinTimeDilation = 0.001
+)
+
+// Locate is the position and display path of the value at JSON Pointer
+// ptr in the config file (the nearest enclosing value when ptr is absent),
+// for findings made after Parse, such as a model's parameters.
+func (c *Config) Locate(ptr string) (Pos, string) {
+	if c.ix == nil {
+		return Pos{1, 1}, ""
+	}
+	return c.ix.value(ptr)
 }
 
 // Vehicle is one coupled vehicle and its socket pair.
@@ -129,17 +157,35 @@ func Parse(file string, data []byte) (*Config, error) {
 		p.add(Error, pos, path, fmt.Sprintf("key given twice; the first is at %v and JSON readers silently keep only the last", ix.pos(d.first)))
 	}
 
+	for _, o := range ix.overflows {
+		p.add(Error, ix.pos(o.off), o.path, fmt.Sprintf("%s is out of range: expected a number a double can hold (magnitude below 1.8e308)", o.text))
+	}
 	var doc any
 	if err := jsonUnmarshalNumber(body, &doc); err != nil {
 		p.add(Error, Pos{1, 1}, "", "invalid JSON: "+err.Error()) // the index walk already accepted it; not expected
 		return nil, p.diags
 	}
+	before := len(p.diags)
 	p.validateSchema(doc)
+	if len(ix.overflows) > 0 {
+		// A schema bound broken by 1e400 only repeats the overflow.
+		kept := p.diags[:before]
+		for _, d := range p.diags[before:] {
+			if !slices.ContainsFunc(ix.overflows, func(o overflow) bool { return o.path == d.Path }) {
+				kept = append(kept, d)
+			}
+		}
+		p.diags = kept
+	}
 	schemaErrs := len(p.diags)
 	// Decode what the schema let through. Even when it found errors the
 	// semantic checks still run, so a user sees every problem in one pass,
 	// as long as the values have the types the checks rely on.
 	var raw rawConfig
+	if len(ix.overflows) > 0 {
+		p.diags.sortByPosition()
+		return nil, p.diags
+	}
 	if err := json.Unmarshal(body, &raw); err != nil {
 		if schemaErrs == 0 {
 			// The schema and rawConfig disagree: a defect in beamconnect.
@@ -149,6 +195,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		return nil, p.diags
 	}
 	cfg := p.resolve(&raw)
+	cfg.ix = ix
 	p.diags = p.diags.without(schemaErrs)
 	p.diags.sortByPosition()
 	if p.diags.Errors() > 0 {
@@ -232,16 +279,17 @@ type rawField struct {
 }
 
 type rawBeamNG struct {
-	Protocol    *string                `json:"protocol"`
-	LocalIP     *string                `json:"localIP"`
-	LocalPort   *float64               `json:"localPort"`
-	ReplyID     *string                `json:"replyId"`
-	PhysicsDt   *float64               `json:"physicsDt"`
-	PingTime    *float64               `json:"pingTime"`
-	DebugFile   *bool                  `json:"debugFile"`
-	Model       *string                `json:"model"`
-	ModelParams map[string]any         `json:"modelParams"`
-	Vehicles    map[string]*rawVehicle `json:"vehicles"`
+	Protocol       *string                `json:"protocol"`
+	LocalIP        *string                `json:"localIP"`
+	LocalPort      *float64               `json:"localPort"`
+	ReplyID        *string                `json:"replyId"`
+	PhysicsDt      *float64               `json:"physicsDt"`
+	PingTime       *float64               `json:"pingTime"`
+	DebugFile      *bool                  `json:"debugFile"`
+	Model          *string                `json:"model"`
+	ModelTimeoutMs *float64               `json:"modelTimeoutMs"`
+	ModelParams    map[string]any         `json:"modelParams"`
+	Vehicles       map[string]*rawVehicle `json:"vehicles"`
 }
 
 type rawVehicle struct {

@@ -72,6 +72,9 @@ func (ds Diagnostics) Errors() int {
 	return n
 }
 
+// Sort orders diagnostics as a reader meets them in the file.
+func (ds Diagnostics) Sort() { ds.sortByPosition() }
+
 // sortByPosition orders diagnostics as a reader meets them in the file.
 func (ds Diagnostics) sortByPosition() {
 	sort.SliceStable(ds, func(i, j int) bool {

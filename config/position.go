@@ -34,6 +34,15 @@ type index struct {
 	lineStarts []int
 	nodes      map[string]node
 	dups       []dupKey
+	overflows  []overflow
+}
+
+// overflow is a number too large for a double (1e400): valid JSON, but
+// encoding/json refuses it, so it must be reported with its position
+// before anything decodes the file.
+type overflow struct {
+	off        int
+	text, path string
 }
 
 // dupKey is a member name that appears twice in one object: encoding/json
@@ -81,6 +90,11 @@ func (ix *index) walk(dec *json.Decoder, ptr, path string, keyOff int) error {
 		return err
 	}
 	ix.nodes[ptr] = node{off: start, keyOff: keyOff, path: path}
+	if n, ok := tok.(json.Number); ok {
+		if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+			ix.overflows = append(ix.overflows, overflow{start, string(n), path})
+		}
+	}
 	switch tok {
 	case json.Delim('{'):
 		seen := map[string]int{}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -110,7 +111,7 @@ var boundRe = regexp.MustCompile(`^must be (.+) but found (.+)$`)
 // readable rephrases the validator's bound messages as expected/got.
 func readable(msg string) string {
 	if m := boundRe.FindStringSubmatch(msg); m != nil {
-		return "expected a value " + m[1] + ", got " + m[2]
+		return "expected a value " + plainNumbers(m[1]) + ", got " + m[2]
 	}
 	switch {
 	case strings.HasPrefix(msg, "length must be >= 1"):
@@ -119,6 +120,17 @@ func readable(msg string) string {
 		return "expected at least one element, got an empty array"
 	}
 	return msg
+}
+
+// plainNumbers writes the validator's "<= 3.6e+06" as "<= 3600000", as
+// the schema and a user write it.
+func plainNumbers(bound string) string {
+	op, num, ok := strings.Cut(bound, " ")
+	f, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || math.Abs(f) >= 1e15 {
+		return bound
+	}
+	return op + " " + strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // instanceValue finds the value at a JSON Pointer in a decoded document.

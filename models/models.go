@@ -7,7 +7,6 @@ package models
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"beamconnect/beamng"
@@ -82,21 +81,17 @@ func Names() []string {
 // New builds the model called name for plan, binding it to the ports that
 // carry the signals it needs.
 func New(name string, params Params, plan *ports.Plan) (Model, error) {
-	known := map[string][]string{
-		"hold":          nil,
-		"cruise-pedals": {"setSpeed", "kp", "ki"},
-		"cruise-torque": {"setSpeed", "kp", "ki", "maxTorque"},
-		"heading-hold":  {"headingDeg", "setSpeed", "kp"},
-		"exec":          {"command", "deadlineMs"},
+	if _, ok := paramSpecs[name]; !ok {
+		return nil, Validate(name, params, plan)[0] // names the models there are
 	}
-	allowed, ok := known[name]
-	if !ok {
-		return nil, fmt.Errorf("model %q: expected one of %s", name, strings.Join(Names(), ", "))
-	}
-	for k := range params {
-		if !slices.Contains(allowed, k) {
-			return nil, fmt.Errorf("model %s: unknown parameter %q (expected one of %s)", name, k, strings.Join(allowed, ", "))
+	var errs []string
+	for _, f := range Validate(name, params, plan) {
+		if !f.Warning {
+			errs = append(errs, f.Error())
 		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("model %s: %s", name, strings.Join(errs, "; "))
 	}
 	b := &binder{plan: plan, model: name}
 	var m Model

@@ -50,11 +50,17 @@ func TestNewErrors(t *testing.T) {
 		want   string
 	}{
 		{"autopilot", nil, `model "autopilot": expected one of cruise-pedals, cruise-torque, exec, heading-hold, hold`},
-		{"cruise-pedals", Params{"setspeed": 3.0}, `model cruise-pedals: unknown parameter "setspeed" (expected one of setSpeed, kp, ki)`},
-		{"cruise-pedals", Params{"setSpeed": "fast"}, "modelParams.setSpeed: expected a number, got fast"},
+		{"cruise-pedals", Params{"setspeed": 3.0}, `model cruise-pedals: modelParams.setspeed: model cruise-pedals has no parameter "setspeed" (did you mean "setSpeed"?)`},
+		{"cruise-pedals", Params{"speed": 3.0}, `model cruise-pedals has no parameter "speed": expected one of setSpeed, kp, ki`},
+		{"cruise-pedals", Params{"setSpeed": "fast"}, `modelParams.setSpeed: expected a number, got the string "fast"`},
+		{"cruise-torque", Params{"maxTorque": -5.0}, "modelParams.maxTorque: expected a number above 0, got -5"},
+		{"hold", Params{"x": 1.0}, "model hold takes no parameters"},
+		{"exec", Params{"command": "true", "restart": "yes"}, `modelParams.restart: expected true or false, got the string "yes"`},
+		{"exec", Params{"command": "true", "deadlineMs": 100.0}, "modelParams.deadlineMs: 100 ms is longer than the model timeout (25 ms, beamng.modelTimeoutMs)"},
 		{"cruise-torque", nil, "model cruise-torque needs the config to map inputs wheelFL_propulsionTorque, inputs wheelFL_brakingTorque"},
 		{"heading-hold", nil, "model heading-hold needs the config to map outputs yaw, inputs steering"},
-		{"exec", nil, "modelParams.command must name the program"},
+		{"exec", nil, "modelParams.command: missing: exec needs the program to run"},
+		{"exec", Params{"command": []string{}}, "modelParams.command: expected the program to run"},
 		{"exec", Params{"command": "/no/such/program"}, "starting \"/no/such/program\""},
 	} {
 		_, err := New(tt.name, tt.params, p)
@@ -139,6 +145,7 @@ func TestExec(t *testing.T) {
 		t.Skip("no sh")
 	}
 	p := plan(t, "../examples/cruise-pedals.json")
+	p.ModelTimeout = 5
 	// Answers directive 1, throttle 0.5, brake 0, driveMode 0 to the first
 	// two steps, then sleeps.
 	script := `read header; case "$header" in "# columns: t status groundspeed"*"| directive throttle brake driveMode") ;; *) echo bad >&2; exit 1;; esac

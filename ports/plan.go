@@ -110,12 +110,21 @@ type Plan struct {
 	Unanswered   int     // messages BeamNG lets be in flight before it blocks
 	DebugFile    bool
 	Model        string         // the model the config names
-	ModelParams  map[string]any // its parameters: float64, string or []string
+	ModelParams  map[string]any // its parameters: float64, bool, string or []string
+	// ModelTimeout is how long an exec model may go without a valid answer
+	// before it is a fault (seconds): the config's, or 5 periods, at least
+	// 25 ms.
+	ModelTimeout float64
 	Vehicles     []Vehicle
 	Inputs       []Port // Inputs[0] is the connection directive
 	Outputs      []Port // Outputs[0] is the connection status
 	Contracts    []Contract
 }
+
+// DefaultModelTimeout is the shortest default model timeout: a few
+// periods, but never so short that a scheduler hiccup counts as a hung
+// model.
+const DefaultModelTimeout = 0.025
 
 // Compile lays a checked config out for the runtime. It fails only on a
 // config that did not come from config.Parse.
@@ -136,12 +145,16 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		DebugFile:    cfg.DebugFile,
 		Model:        cfg.Model,
 		ModelParams:  cfg.ModelParams,
+		ModelTimeout: cfg.ModelTimeout,
 		Inputs: []Port{{Number: 0, Dir: beamng.ToBeamNG, Contract: -1, Width: 1, Fields: []Field{
 			{Name: "directive", Source: Directive, Width: 1, Initial: 1},
 		}}},
 		Outputs: []Port{{Number: 0, Dir: beamng.FromBeamNG, Contract: -1, Width: 1, Fields: []Field{
 			{Name: "status", Source: Status, Width: 1},
 		}}},
+	}
+	if p.ModelTimeout <= 0 {
+		p.ModelTimeout = max(5*p.Period, DefaultModelTimeout)
 	}
 	for _, v := range cfg.Vehicles {
 		t := make([]float64, beamng.ControlLen)

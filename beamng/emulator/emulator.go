@@ -19,6 +19,10 @@ import (
 // its window is full (blockingTimeoutLength = 2.0 s).
 const BlockingTimeout = 2 * time.Second
 
+// maxSteps bounds simulinkTime and pingTime in physics steps (a day of
+// steps): past it BeamNG's step arithmetic would overflow.
+const maxSteps = 2e8
+
 // maxStepsPerFrame is one frame at BeamNG's 20 FPS floor: a frame never
 // catches up more than that; beyond it BeamNG runs in slow motion.
 const maxStepsPerFrame = 100
@@ -83,6 +87,11 @@ func (c *Config) defaults() error {
 		return errors.New("emulator: FPS and real-time factor must be positive")
 	case c.StepCost < 0 || c.Steps < 0:
 		return errors.New("emulator: step cost and step count cannot be negative")
+	case c.SimulinkTime/c.PhysicsDt > maxSteps || c.PingTime/c.SimulinkTime > maxSteps:
+		// BeamNG's ceil would not fit an integer; no coupling runs so slowly.
+		return fmt.Errorf("emulator: simulinkTime %v s and pingTime %v s must stay within %.0g physics steps", c.SimulinkTime, c.PingTime, float64(maxSteps))
+	case c.FPS > 10000 || c.RealTimeFactor > 10000:
+		return errors.New("emulator: FPS and real-time factor must be at most 10000")
 	}
 	return nil
 }

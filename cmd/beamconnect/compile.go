@@ -34,7 +34,7 @@ func compileCmd(c *call) int {
 		fmt.Fprintf(c.stderr, "%s compile: expected exactly one config file, got %d\nRun '%s compile --help' for usage.\n", programName, len(c.args), programName)
 		return exitUsage
 	}
-	plan, r, code := loadPlan(c, "compile", c.args[0])
+	plan, r, code := loadPlan(c, c.args[0])
 	if plan == nil {
 		return code
 	}
@@ -244,18 +244,14 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 
 // loadPlan loads, checks and compiles a config for a command: errors print
 // with file:line:col and give the exit code; warnings print to stderr.
-func loadPlan(c *call, cmd, path string) (*ports.Plan, fileResult, int) {
-	cfg, r := check(path)
+func loadPlan(c *call, path string) (*ports.Plan, fileResult, int) {
+	plan, r := check(path)
 	if !r.Valid {
 		printResult(c.stderr, r)
 		return nil, r, exitFailed
 	}
 	for _, d := range r.Diagnostics {
 		printDiag(c.stderr, d)
-	}
-	plan, err := ports.Compile(cfg)
-	if err != nil {
-		return nil, r, c.fail(cmd, err)
 	}
 	return plan, r, exitOK
 }

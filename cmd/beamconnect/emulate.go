@@ -107,7 +107,7 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	}
 	listen, client := o.listen, o.client
 	if o.config != "" {
-		plan, _, code := loadPlan(c, "emulate", o.config)
+		plan, _, code := loadPlan(c, o.config)
 		if plan == nil {
 			return code
 		}

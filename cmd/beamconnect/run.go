@@ -105,11 +105,15 @@ func runCmd(c *call, o *runOpts) int {
 		fmt.Fprintf(c.stderr, "%s run: expected exactly one config file, got %d\nRun '%s run --help' for usage.\n", programName, len(c.args), programName)
 		return exitUsage
 	}
+	if o.duration < 0 {
+		fmt.Fprintf(c.stderr, "%s run: --duration %v: expected 0 (run until interrupted) or a positive duration\n", programName, o.duration)
+		return exitUsage
+	}
 	if o.freeRunning && !o.emulate {
 		fmt.Fprintf(c.stderr, "%s run: --free-running applies to --emulate only\n", programName)
 		return exitUsage
 	}
-	plan, _, code := loadPlan(c, "run", c.args[0])
+	plan, _, code := loadPlan(c, c.args[0])
 	if plan == nil {
 		return code
 	}

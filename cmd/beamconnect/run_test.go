@@ -100,6 +100,7 @@ func TestRunErrors(t *testing.T) {
 			"model cruise-torque needs the config to map inputs wheelFL_propulsionTorque"},
 		{[]string{"../../examples/cruise-pedals.json", "--model", "autopilot"}, exitFailed, `model "autopilot": expected one of`},
 		{[]string{}, exitUsage, "expected exactly one config file"},
+		{[]string{"../../examples/cruise-pedals.json", "--duration", "-1s"}, exitUsage, "--duration -1s: expected 0 (run until interrupted) or a positive duration"},
 	} {
 		_, errOut, code := exec(t, nil, append([]string{"run"}, tt.args...)...)
 		if code != tt.code || !strings.Contains(errOut, tt.want) {

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/config"
+	"beamconnect/models"
+	"beamconnect/ports"
 )
 
 func init() {
@@ -53,16 +55,19 @@ type fileResult struct {
 	Diagnostics []jsonDiag `json:"diagnostics"`
 }
 
-// check loads one file; a config that cannot be read or parsed comes back as
+// check loads one file and checks it whole: the config, its compiled plan
+// and its model, so that what validate accepts, compile, run and emulate
+// accept too. A config that cannot be read or parsed comes back as
 // diagnostics or a read error, never as a failure of the command itself.
-func check(path string) (*config.Config, fileResult) {
+func check(path string) (*ports.Plan, fileResult) {
 	r := fileResult{File: path}
 	cfg, err := config.Load(path)
 	var ds config.Diagnostics
+	var plan *ports.Plan
 	switch {
 	case err == nil:
 		ds = cfg.Warnings
-		r.Valid = true
+		plan, ds = checkPlan(cfg, ds)
 	case errors.As(err, &ds):
 	default:
 		r.ReadError = err.Error()
@@ -71,7 +76,36 @@ func check(path string) (*config.Config, fileResult) {
 	r.Diagnostics = toJSONDiags(ds)
 	r.Errors += ds.Errors()
 	r.Warnings = len(ds) - ds.Errors()
-	return cfg, r
+	r.Valid = plan != nil && r.Errors == 0
+	if !r.Valid {
+		plan = nil
+	}
+	return plan, r
+}
+
+// checkPlan compiles a checked config and checks its model, adding the
+// findings, placed in the file, to ds.
+func checkPlan(cfg *config.Config, ds config.Diagnostics) (*ports.Plan, config.Diagnostics) {
+	plan, err := ports.Compile(cfg)
+	if err != nil {
+		// The config checks passed but the compiler refuses: a defect.
+		return nil, append(ds, config.Diagnostic{File: cfg.File, Pos: config.Pos{Line: 1, Col: 1}, Severity: config.Error,
+			Msg: "internal error: the checks accepted what the compiler refuses: " + err.Error()})
+	}
+	for _, f := range models.Validate(plan.Model, plan.ModelParams, plan) {
+		ptr := "/beamng/model"
+		if f.Param != "" {
+			ptr = "/beamng/modelParams/" + f.Param
+		}
+		pos, path := cfg.Locate(ptr)
+		sev := config.Error
+		if f.Warning {
+			sev = config.Warning
+		}
+		ds = append(ds, config.Diagnostic{File: cfg.File, Pos: pos, Path: path, Severity: sev, Msg: f.Msg})
+	}
+	ds.Sort()
+	return plan, ds
 }
 
 func validateCmd(c *call) int {
