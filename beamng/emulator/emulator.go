@@ -454,19 +454,28 @@ func (e *Emulator) faultsAt() {
 	if f.Restart && !e.restartDone && sim >= f.RestartAt.Seconds() {
 		e.restartDone = true
 		e.sum.Restarts++
-		e.Restart()
+		if err := e.Restart(); err != nil {
+			e.sum.SendErrors++ // the controller cannot talk any more: every send fails
+		}
 	}
 }
 
 // Restart reloads the controller, as a vehicle reset does through the
 // extension API: fresh module state, so ids start at 0 again, the window is
-// empty and the inputs are back to pedals at rest. The vehicle keeps moving.
-func (e *Emulator) Restart() {
+// empty and the inputs are back to pedals at rest; and new sockets (spec
+// §2.1: stopCoupling closes both, the reloaded controller binds again), so
+// replies queued for the old controller are lost and messages come from a
+// new port. The vehicle keeps moving.
+func (e *Emulator) Restart() error {
 	skips, window := e.ctl.sendSkips, e.ctl.unanswered
 	e.ctl = controller{sendSkips: skips, unanswered: window}
 	v := e.veh
 	v.Throttle, v.Brake, v.Steering, v.TorqueMode = 0, 0, 0, false
 	v.Propulsion, v.DesiredBraking = [4]float64{}, [4]float64{}
+	if r, ok := e.link.(Reopener); ok {
+		return r.Reopen()
+	}
+	return nil
 }
 
 func (s Summary) String() string {

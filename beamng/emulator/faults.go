@@ -185,6 +185,16 @@ func newFaulty(inner Transport, f Faults) *faulty {
 
 func (t *faulty) Close() error { return t.inner.Close() }
 
+// Reopen reopens the sockets underneath. Datagrams the faults hold back
+// are in the network, not in a socket, so they stay held and may still
+// arrive at the new socket, as a late datagram would.
+func (t *faulty) Reopen() error {
+	if r, ok := t.inner.(Reopener); ok {
+		return r.Reopen()
+	}
+	return nil
+}
+
 func (t *faulty) hit(p float64) bool { return p > 0 && t.rng.Float64() < p }
 
 func (t *faulty) copyOf(b []byte) []byte {

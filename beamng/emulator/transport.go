@@ -25,6 +25,29 @@ type Transport interface {
 	Close() error
 }
 
+// Reopener is a Transport that can close its sockets and open new ones, as
+// BeamNG's controller does when it is reloaded (a vehicle reset through the
+// extension API): whatever was queued on the old receive socket is lost,
+// and the new send socket sends from a new ephemeral port.
+type Reopener interface {
+	Reopen() error
+}
+
+// len is how many datagrams wait in the queue.
+func (q *queue) len() int { return len(q.full) }
+
+// drain empties the queue: the datagrams a closed socket held are gone.
+func (q *queue) drain() {
+	for {
+		select {
+		case b := <-q.full:
+			q.free <- b[:cap(b)]
+		default:
+			return
+		}
+	}
+}
+
 // queue is a bounded FIFO of datagrams over buffers allocated once, like a
 // socket's receive buffer: when it is full, new datagrams are dropped.
 type queue struct {
@@ -110,12 +133,20 @@ func (p *PipeEnd) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (in
 
 func (p *PipeEnd) Close() error { return nil }
 
+// Reopen loses what was queued for BeamNG's side, as closing its socket does.
+func (p *PipeEnd) Reopen() error {
+	p.in.drain()
+	return nil
+}
+
 // UDP is the emulator's real socket pair, laid out as BeamNG's controller
 // lays out its own: a receive socket bound to BeamNG's address
 // (udpReceiveIP:udpReceivePort) and a send socket connected to the client
 // (udpSendIP:udpSendPort) from an ephemeral port.
 type UDP struct {
 	recv, send *net.UDPConn
+	listen     netip.AddrPort // the receive address as bound (port 0 resolved)
+	client     netip.AddrPort
 	q          *queue
 	done       chan struct{}
 	sendErrs   atomic.Int64
@@ -132,19 +163,54 @@ func ListenUDP(listen, client netip.AddrPort) (*UDP, error) {
 		rc.Close()
 		return nil, fmt.Errorf("emulator: opening the send socket to %v: %w", client, err)
 	}
-	u := &UDP{recv: rc, send: sc, q: newQueue(512), done: make(chan struct{})}
-	go u.read()
+	u := &UDP{recv: rc, send: sc, client: client, q: newQueue(512), done: make(chan struct{})}
+	u.listen = rc.LocalAddr().(*net.UDPAddr).AddrPort()
+	go u.read(rc, u.done)
 	return u, nil
 }
+
+// Reopen closes both sockets and opens them again, as BeamNG's controller
+// does on a reload: datagrams queued for it are lost, it binds the same
+// receive address, and it sends from a new ephemeral port. The new bind is
+// retried for up to a second in case the old socket is slow to let go.
+func (u *UDP) Reopen() error {
+	u.recv.Close()
+	<-u.done
+	u.send.Close()
+	u.q.drain()
+	var err error
+	for range 100 {
+		var rc *net.UDPConn
+		if rc, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(u.listen)); err == nil {
+			u.recv = rc
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("emulator: re-binding BeamNG's receive address %v: %w", u.listen, err)
+	}
+	sc, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(u.client))
+	if err != nil {
+		return fmt.Errorf("emulator: re-opening the send socket to %v: %w", u.client, err)
+	}
+	u.send = sc
+	u.done = make(chan struct{})
+	go u.read(u.recv, u.done)
+	return nil
+}
+
+// SendAddr is the address BeamNG's side sends from (its ephemeral port).
+func (u *UDP) SendAddr() netip.AddrPort { return u.send.LocalAddr().(*net.UDPAddr).AddrPort() }
 
 // read moves datagrams from the socket into the queue until the socket is
 // closed. A separate goroutine is the only way to poll a Go socket without
 // a syscall per step: a read deadline in the past fails before reading.
-func (u *UDP) read() {
-	defer close(u.done)
+func (u *UDP) read(rc *net.UDPConn, done chan struct{}) {
+	defer close(done)
 	buf := make([]byte, beamng.MaxDatagram)
 	for {
-		n, _, err := u.recv.ReadFromUDPAddrPort(buf)
+		n, _, err := rc.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -156,7 +222,7 @@ func (u *UDP) read() {
 }
 
 // LocalAddr is the address BeamNG's side receives on.
-func (u *UDP) LocalAddr() netip.AddrPort { return u.recv.LocalAddr().(*net.UDPAddr).AddrPort() }
+func (u *UDP) LocalAddr() netip.AddrPort { return u.listen }
 
 func (u *UDP) Send(b []byte) error {
 	_, err := u.send.Write(b)

@@ -2,11 +2,13 @@ package emulator
 
 import (
 	"context"
+	"math"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
 
+	"beamconnect/beamng"
 	"beamconnect/beamng/beamngtest"
 )
 
@@ -111,4 +113,72 @@ func BenchmarkStep(b *testing.B) {
 			b.ReportMetric(float64(e.sum.Sent)/float64(b.N), "sends/step")
 		})
 	}
+}
+
+// A controller restart closes and re-binds BeamNG's sockets, as a reload
+// does: a reply queued for the old controller is lost (it would otherwise
+// be accepted with a high id and leave the new controller free-running),
+// and the messages come from a new port, starting at id 0 again.
+func TestUDPRestartRebinds(t *testing.T) {
+	client, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	link, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), client.LocalAddr().(*net.UDPAddr).AddrPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	e, err := New(Config{SimulinkTime: 0.0005, PingTime: 0.01, FreeRunning: true}, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := link.SendAddr()
+	// A stale reply with a high id waits in BeamNG's receive queue.
+	stale := make([]byte, 8*64)
+	beamngtestEncodeID(stale, 5000)
+	client.WriteToUDPAddrPort(stale, link.LocalAddr())
+	deadline := time.Now().Add(time.Second)
+	for link.q.len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := e.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if link.SendAddr() == before {
+		t.Errorf("the restarted controller still sends from %v", before)
+	}
+	if n := link.q.len(); n != 0 {
+		t.Errorf("%d datagrams survived the restart in BeamNG's receive queue", n)
+	}
+	e.start = time.Now()
+	e.step() // a send step: id 0 from the new port
+	buf := make([]byte, 2048)
+	client.SetReadDeadline(time.Now().Add(time.Second))
+	n, from, err := client.ReadFromUDPAddrPort(buf)
+	if err != nil || n != 888 || from != link.SendAddr() {
+		t.Fatalf("after the restart: %d bytes from %v (%v), want 888 from %v", n, from, err, link.SendAddr())
+	}
+	if e.ctl.maxRecvID != 0 || buf[0] != 0 {
+		t.Errorf("maxRecvId %v after the restart: the stale reply reached the new controller", e.ctl.maxRecvID)
+	}
+	// The re-bound socket works: a reply now is received and applied.
+	beamngtestEncodeID(stale, 1)
+	client.WriteToUDPAddrPort(stale, link.LocalAddr())
+	for e.sum.Accepted == 0 && time.Now().Before(deadline.Add(time.Second)) {
+		e.step()
+	}
+	if e.sum.Accepted != 1 {
+		t.Errorf("no reply accepted on the re-bound socket: %v", e.sum)
+	}
+}
+
+func beamngtestEncodeID(b []byte, id float64) {
+	msg := make([]float64, len(b)/8)
+	for i := range msg {
+		msg[i] = math.NaN()
+	}
+	msg[0] = id
+	beamng.Encode(b, msg)
 }
