@@ -24,7 +24,7 @@ func handleRig(tb testing.TB, file string) (*Coupling, []byte, netip.AddrPort) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m, err := models.New(plan.Model, plan.ModelParams, plan)
+	m, err := models.New(plan.Model, plan.ModelParams, plan, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

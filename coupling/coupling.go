@@ -2,6 +2,14 @@
 // decodes each BeamNG message, updates the contracts and port vectors,
 // steps the model, and replies, with the connection status machine and
 // reply-id policy of design.md around it.
+//
+// It fails safe. Datagrams that are not BeamNG's (another host, another
+// port once BeamNG's is latched, an implausible id) are dropped and
+// reported; a model that dies, hangs or panics is answered for with
+// neutral controls; a bind that fails is retried with backoff; and a
+// watchdog reports, and where the protocol allows repairs, a BeamNG that
+// is no longer in lockstep. Every fault is logged when it happens and
+// listed by Faults at the end.
 package coupling
 
 import (
@@ -32,7 +40,7 @@ const (
 	Unconnected   Status = 1 // directive 0: not trying
 	Connecting    Status = 2 // bound, waiting for BeamNG, or BeamNG went silent
 	Connected     Status = 3
-	Error         Status = 4 // bind or socket failure: not trying until the directive toggles
+	Error         Status = 4 // bind or socket failure (retried with backoff), or a model fault
 	Disconnecting Status = 5 // directive went 0: neutral controls sent, port being released
 )
 
@@ -71,11 +79,11 @@ type Options struct {
 	// in-process emulator uses free ports).
 	Local, Remote netip.AddrPort
 	// Silence is how long BeamNG may send nothing before the status drops
-	// from connected to connecting. Default 1 s.
+	// from connected to connecting. Default 1 s, or 3 periods if longer.
 	Silence time.Duration
-	// Record, when set, receives a CSV row per message.
+	// Record, when set, receives a row per message.
 	Record *Recorder
-	// OnStatus, when set, is called on every status change.
+	// OnStatus, when set, is called on every change of the reported status.
 	OnStatus func(Status)
 	// OnMessage, when set, is called after each reply with the BeamNG
 	// message id and the reply id (for tests).
@@ -86,34 +94,51 @@ type Options struct {
 
 // Coupling is one running coupling. Create it with New, then Run it.
 type Coupling struct {
-	opt     Options
-	plan    *ports.Plan
-	model   models.Model
-	log     *slog.Logger
-	local   netip.AddrPort
-	remote  netip.AddrPort
-	conn    *net.UDPConn
-	status  atomic.Int32
+	opt    Options
+	plan   *ports.Plan
+	model  models.Model
+	log    *slog.Logger
+	local  netip.AddrPort
+	remote netip.AddrPort
+	conn   *net.UDPConn
+	// rxTimes says the socket reports when each datagram arrived (Linux:
+	// SO_TIMESTAMPNS), which the lockstep watchdog needs.
+	rxTimes bool
+	oob     []byte
+
+	// link is the connection state machine, owned by the loop. status is
+	// what is reported (port 0, the status line): the link's state, or
+	// Error while the model is faulted.
+	link   Status
+	status atomic.Int32
+
 	outs    [][]float64 // output port vectors; outs[0][0] is the status
 	ins     [][]float64 // input port vectors; ins[0][0] is the directive
 	msg     []float64
 	reply   []float64
+	neutral []float64 // the reply sent instead while the model is faulted
 	rx, tx  []byte
 	in      []contracts.Incoming // by plan contract index (incoming ones used)
 	sync    *timesync.Engine
-	sawZero bool // the directive was 0 since the last error
 
 	// Reply ids.
 	base        float64 // BeamNG id that reply ids count from (after a reset)
 	counter     float64
 	lastID      float64
 	lastReplyID float64
+	maxReplyID  float64 // the highest reply id ever sent
 	lastArrival time.Time
 	firstID     float64
 	// interArrival is the time between the last two BeamNG messages
 	// (ping_results[1]).
 	interArrival time.Duration
 	fresh        bool // the next message is the first since (re)connecting
+	neutralReply bool // the reply Handle built carries neutral controls
+
+	src   sourceState
+	bind  bindState
+	fault faultState
+	lock  lockstep
 
 	stats Stats
 
@@ -130,21 +155,54 @@ type Coupling struct {
 type Stats struct {
 	Messages        atomic.Int64 // BeamNG messages handled
 	Replies         atomic.Int64
-	Foreign         atomic.Int64  // datagrams from another host: dropped
-	WrongSize       atomic.Int64  // datagrams of the wrong length: dropped
-	Malformed       atomic.Int64  // right length, but the id is not a whole number ≥ 0
-	Duplicates      atomic.Int64  // an id already answered
-	Drained         atomic.Int64  // stale messages skipped after a (re)connect or a pause
-	StallsRecovered atomic.Int64  // BeamNG 2 s timeouts after which reply ids were re-based
-	Late            atomic.Int64  // replies not sent because BeamNG had given up on them
-	Restarts        atomic.Int64  // BeamNG controller reloads seen (ids from 0 again)
-	Overdue         atomic.Int64  // incoming contracts blocked right now
-	Reloads         atomic.Int64  // config reloads applied
-	ReloadErrors    atomic.Int64  // config reloads refused (invalid, or restart-only changes)
-	Turnaround      Histogram     // message read → reply written, less any master-sync hold
-	LocalTime       atomic.Uint64 // float64 bits: local simulation time of the latest message
-	LastArrival     atomic.Int64  // unix nanoseconds of the latest BeamNG message
+	Foreign         atomic.Int64 // datagrams from another host, or another port than BeamNG's: dropped
+	WrongSize       atomic.Int64 // datagrams of the wrong length: dropped
+	Malformed       atomic.Int64 // right length, but the id is not a whole number ≥ 0
+	Duplicates      atomic.Int64 // an id already answered
+	IDJumps         atomic.Int64 // ids that jumped further than BeamNG could have sent: dropped
+	Drained         atomic.Int64 // stale messages skipped after a (re)connect or a pause
+	StallsRecovered atomic.Int64 // BeamNG 2 s timeouts after which reply ids were re-based
+	Late            atomic.Int64 // replies not sent because BeamNG had given up on them
+	Restarts        atomic.Int64 // BeamNG controller reloads seen (ids from 0 again)
+	SourceChanges   atomic.Int64 // BeamNG's sending address latched anew (reload, or after silence)
+	Silences        atomic.Int64 // BeamNG went silent while connected (lost, or its coupling stopped)
+	BindFailures    atomic.Int64 // failed binds of the local address (each retried)
+	Connects        atomic.Int64 // times BeamNG's messages started coming (0: never connected)
+	Overdue         atomic.Int64 // incoming contracts blocked right now
+	Reloads         atomic.Int64 // config reloads applied
+	ReloadErrors    atomic.Int64 // config reloads refused (invalid, or restart-only changes)
+	ModelFaults     atomic.Int64 // times the model died, hung, panicked or stopped answering
+	NeutralReplies  atomic.Int64 // replies sent with neutral controls because of a model fault
+	LockstepLost    atomic.Int64 // times BeamNG was seen running ahead of the replies
+	OutOfLockstep   atomic.Int64 // nanoseconds BeamNG spent out of lockstep, closed episodes
+	Turnaround      Histogram    // message read → reply written, less any master-sync hold
+	LocalTime       atomic.Uint64
+	LastArrival     atomic.Int64 // unix nanoseconds of the latest BeamNG message
+
+	lockstepSince atomic.Int64 // unix ns the open episode began; 0 in lockstep
+	openAtEnd     atomic.Bool  // the run ended out of lockstep
+	endLink       atomic.Int32 // the link's state when the run was asked to stop
 }
+
+// LockstepLostNow reports whether BeamNG is out of lockstep right now, and
+// since when.
+func (s *Stats) LockstepLostNow() (bool, time.Time) {
+	ns := s.lockstepSince.Load()
+	return ns != 0, time.Unix(0, ns)
+}
+
+// OutOfLockstepTotal is the time BeamNG spent out of lockstep, the open
+// episode included.
+func (s *Stats) OutOfLockstepTotal() time.Duration {
+	d := time.Duration(s.OutOfLockstep.Load())
+	if lost, since := s.LockstepLostNow(); lost {
+		d += time.Since(since)
+	}
+	return d
+}
+
+// EndedOutOfLockstep reports whether the run ended with BeamNG out of lockstep.
+func (s *Stats) EndedOutOfLockstep() bool { return s.openAtEnd.Load() }
 
 // New prepares a coupling; it binds nothing yet.
 func New(opt Options) (*Coupling, error) {
@@ -159,14 +217,16 @@ func New(opt Options) (*Coupling, error) {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	if opt.Silence <= 0 {
-		opt.Silence = time.Second
+		opt.Silence = max(time.Second, 3*time.Duration(p.Period*float64(time.Second)))
 	}
 	c := &Coupling{
 		opt: opt, plan: p, model: opt.Model, log: opt.Log,
 		local: p.Vehicles[0].Local, remote: p.Vehicles[0].Remote,
 		msg: make([]float64, beamng.StateLen), reply: make([]float64, beamng.ControlLen),
-		rx: make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*beamng.ControlLen),
-		in: make([]contracts.Incoming, len(p.Contracts)),
+		neutral: neutralReply(),
+		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*beamng.ControlLen),
+		oob: make([]byte, 128),
+		in:  make([]contracts.Incoming, len(p.Contracts)),
 	}
 	if opt.Local.IsValid() {
 		c.local = opt.Local
@@ -185,6 +245,8 @@ func New(opt Options) (*Coupling, error) {
 	}
 	c.status.Store(int32(Unknown))
 	c.sync = timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, opt.Clock)
+	c.fault.init(c)
+	c.lock.init(p.Unanswered)
 	c.latest.Store(p)
 	c.active.Store(p)
 	return c, nil
@@ -204,7 +266,8 @@ func initial(pt ports.Port) []float64 {
 	return v
 }
 
-// Status is the current connection status.
+// Status is the reported connection status: the link's, or Error while the
+// model is faulted.
 func (c *Coupling) Status() Status { return Status(c.status.Load()) }
 
 // Stats are the coupling's live counters.
@@ -213,12 +276,23 @@ func (c *Coupling) Stats() *Stats { return &c.stats }
 // LocalAddr is the address bound (valid while connecting or connected).
 func (c *Coupling) LocalAddr() netip.AddrPort { return c.local }
 
-func (c *Coupling) setStatus(s Status) {
+// setLink moves the connection state machine.
+func (c *Coupling) setLink(s Status) {
+	c.link = s
+	c.report()
+}
+
+// report recomputes the reported status and logs a change.
+func (c *Coupling) report() {
+	s := c.link
+	if c.fault.active() && (s == Connecting || s == Connected) {
+		s = Error
+	}
 	old := Status(c.status.Swap(int32(s)))
+	c.outs[0][0] = float64(s)
 	if old == s {
 		return
 	}
-	c.outs[0][0] = float64(s)
 	c.log.Info("connection status", "status", int(s), "is", s.String(), "was", old.String())
 	if c.opt.OnStatus != nil {
 		c.opt.OnStatus(s)
@@ -229,9 +303,8 @@ func (c *Coupling) setStatus(s Status) {
 // caller can learn the port (Options.Local may name port 0) before BeamNG's
 // side is started. Later reconnects bind the same port again.
 func (c *Coupling) Bind() error {
-	c.connect()
-	if c.Status() != Connecting {
-		return fmt.Errorf("coupling: cannot bind %v", c.local)
+	if err := c.connect(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -248,30 +321,36 @@ func (c *Coupling) Run(ctx context.Context) error {
 	for i := range c.in {
 		c.in[i].Start(0)
 	}
+	stopWatchdog := c.fault.watch(ctx)
+	defer stopWatchdog()
 	if c.conn == nil {
-		c.setStatus(Unconnected)
+		c.setLink(Unconnected)
 	} else {
 		c.log.Info("waiting for BeamNG", "bound", c.local, "beamng", c.remote)
 	}
 	for ctx.Err() == nil {
 		c.applyPending()
 		directive := c.ins[0][0] != 0
-		switch c.Status() {
+		switch c.link {
 		case Unconnected:
 			if directive {
-				if c.connect(); c.Status() == Connecting {
+				if c.connect() == nil {
 					c.log.Info("waiting for BeamNG", "bound", c.local, "beamng", c.remote)
 				}
 				continue
 			}
 			c.idle(ctx)
 		case Error:
-			// Not trying again until the directive goes to 0 and back.
+			// VS Connect "perpetually attempts to reconnect": retry the bind
+			// with backoff while the directive asks for a connection.
 			if !directive {
-				c.sawZero = true
-			} else if c.sawZero {
-				c.sawZero = false
-				c.setStatus(Unconnected)
+				c.setLink(Unconnected)
+				continue
+			}
+			if !time.Now().Before(c.bind.retryAt) {
+				if c.connect() == nil {
+					c.log.Info("bound after retrying; waiting for BeamNG", "bound", c.local, "beamng", c.remote)
+				}
 				continue
 			}
 			c.idle(ctx)
@@ -282,36 +361,24 @@ func (c *Coupling) Run(ctx context.Context) error {
 			}
 			c.receive()
 		}
+		c.flushRecord(false)
 	}
-	if s := c.Status(); s == Connected || s == Connecting {
+	c.stats.endLink.Store(int32(c.link))
+	if c.link == Connected || c.link == Connecting {
 		c.disconnect() // leave BeamNG with neutral controls, not the last ones
 	}
+	c.lock.end(time.Now(), &c.stats)
+	c.flushRecord(true)
 	return nil
 }
 
 // idle steps the model with no new data, then waits a little.
 func (c *Coupling) idle(ctx context.Context) {
-	c.model.Step(c.sync.IdleTime(), c.outs, c.ins)
+	c.step(c.sync.IdleTime())
 	select {
 	case <-ctx.Done():
 	case <-time.After(idleStep):
 	}
-}
-
-func (c *Coupling) connect() {
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(c.local))
-	if err != nil {
-		c.log.Error("cannot bind", "addr", c.local, "err", err)
-		c.sawZero = false
-		c.setStatus(Error)
-		return
-	}
-	conn.SetReadBuffer(1 << 20)
-	c.conn = conn
-	c.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
-	c.fresh = true
-	c.setStatus(Connecting)
-	c.log.Debug("bound", "addr", c.local)
 }
 
 func (c *Coupling) closeConn() {
@@ -324,55 +391,53 @@ func (c *Coupling) closeConn() {
 // disconnect sends neutral controls (pedals released, wheel torques 0,
 // drive mode back to pedals), releases the port and goes unconnected.
 func (c *Coupling) disconnect() {
-	c.setStatus(Disconnecting)
-	if c.conn != nil && c.Status() != Error && c.stats.Messages.Load() > 0 {
-		for i := 1; i < beamng.ControlLen; i++ {
-			c.reply[i] = math.NaN()
-		}
-		for i := 1; i <= 13; i++ {
-			if i != 3 && i != 4 { // steering stays; gear is ignored anyway
-				c.reply[i] = 0
-			}
-		}
+	c.setLink(Disconnecting)
+	if c.conn != nil && c.stats.Messages.Load() > 0 {
+		copy(c.reply, c.neutral)
 		c.reply[0] = c.lastReplyID + 1
 		if b, err := beamng.Encode(c.tx, c.reply); err == nil {
 			c.conn.WriteToUDPAddrPort(b, c.remote)
 		}
 	}
 	c.closeConn()
-	c.setStatus(Unconnected)
+	c.setLink(Unconnected)
 }
 
 // receive waits for one datagram (or a short timeout) and handles it.
 func (c *Coupling) receive() {
 	c.conn.SetReadDeadline(time.Now().Add(idleStep))
-	n, from, err := c.conn.ReadFromUDPAddrPort(c.rx)
+	n, from, sent, err := c.read()
 	now := time.Now()
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			if c.Status() == Connected && now.Sub(c.lastArrival) > c.opt.Silence {
-				c.log.Warn("BeamNG went silent", "for", now.Sub(c.lastArrival).Round(time.Millisecond))
-				c.setStatus(Connecting)
+			if c.link == Connected && now.Sub(c.lastArrival) > c.opt.Silence {
+				c.stats.Silences.Add(1)
+				c.log.Warn("BeamNG went silent: its coupling stopped, it paused, or it is lost",
+					"for", now.Sub(c.lastArrival).Round(time.Millisecond), "last_id", c.lastID)
+				c.setLink(Connecting)
 			}
 			c.checkOverdue(c.sync.IdleTime())
-			if c.Status() == Connecting {
-				c.model.Step(c.sync.IdleTime(), c.outs, c.ins)
+			if c.link == Connecting {
+				c.step(c.sync.IdleTime())
 			}
 			return
 		}
-		c.log.Error("socket failed", "err", err)
-		c.closeConn()
-		c.sawZero = false
-		c.setStatus(Error)
+		c.socketFailed(err)
 		return
 	}
 	if c.fresh || now.Sub(c.lastArrival) >= RebaseGap && c.stats.Messages.Load() > 0 {
 		n, from = c.drain(n, from)
-		now = time.Now()
+		now, sent = time.Now(), 0
 	}
 	b, ok := c.Handle(c.rx[:n], from, now)
 	if !ok {
+		return
+	}
+	if c.fault.answeredByWatchdog() {
+		// The model's step ran past the model timeout and the watchdog has
+		// already answered this message with neutral controls.
+		c.stats.Late.Add(1)
 		return
 	}
 	if time.Since(now) >= RebaseGap {
@@ -380,22 +445,41 @@ func (c *Coupling) receive() {
 		c.stats.Late.Add(1)
 		return
 	}
+	c.lock.observe(c, sent, now)
 	// Master time sync: the reply waits for its time, so BeamNG, which
 	// blocks when its window is full, cannot run ahead of the local clock.
 	held := c.sync.Hold(c.msg[0])
+	writeAt := time.Now()
 	if _, err := c.conn.WriteToUDPAddrPort(b, c.remote); err != nil {
 		c.log.Warn("reply failed", "err", err)
 		return
 	}
+	c.lock.replied(c.msg[0], writeAt)
 	c.stats.Replies.Add(1)
+	if c.neutralReply {
+		c.stats.NeutralReplies.Add(1)
+	}
 	c.stats.Turnaround.Observe(time.Since(now) - held)
 	if c.opt.Record != nil {
 		c.opt.Record.Row(c.sync.Local(), c.Status(), c.msg[0], c.reply[0], c.stats.Reloads.Load(), c.outs, c.ins)
-		c.opt.Record.FlushEvery(now, time.Second)
 	}
 	if c.opt.OnMessage != nil {
 		c.opt.OnMessage(c.msg[0], c.reply[0])
 	}
+}
+
+// flushRecord hands the recorder's rows to its writer every 250 ms, on
+// the loop (it never blocks: a slow disk gets the rows late, or counts
+// them lost), so a crash or a BeamNG silence loses at most that much.
+func (c *Coupling) flushRecord(final bool) {
+	if c.opt.Record == nil {
+		return
+	}
+	if final {
+		c.opt.Record.Close()
+		return
+	}
+	c.opt.Record.FlushEvery(time.Now(), 250*time.Millisecond)
 }
 
 // drain reads whatever else is already queued and keeps the newest
@@ -411,9 +495,11 @@ func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
 		if err != nil {
 			break
 		}
-		if f.Addr().Unmap() == c.remote.Addr() && m == 8*beamng.StateLen {
+		if c.fromBeamNG(f) && m == 8*beamng.StateLen {
 			c.stats.Drained.Add(1)
 			keep, from = append(keep[:0], c.rx[:m]...), f
+		} else {
+			c.src.foreign(c, f, m)
 		}
 	}
 	copy(c.rx, keep)
@@ -425,27 +511,39 @@ func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
 // returns the reply datagram (valid until the next call), or false when the
 // datagram is dropped. It allocates nothing.
 func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Time) ([]byte, bool) {
-	// BeamNG sends from an ephemeral port: only the host is checked.
 	if from.Addr().Unmap() != c.remote.Addr().Unmap() {
-		c.stats.Foreign.Add(1)
+		c.src.foreign(c, from, len(datagram))
 		return nil, false
 	}
+	other := c.src.latched.IsValid() && from != c.src.latched
 	if beamng.Decode(c.msg, datagram) != nil {
-		c.stats.WrongSize.Add(1)
+		if other {
+			c.src.foreign(c, from, len(datagram))
+		} else {
+			c.stats.WrongSize.Add(1)
+		}
 		return nil, false
 	}
 	id := c.msg[0]
 	if !(id >= 0 && id <= 1<<53 && id == math.Trunc(id)) {
-		c.stats.Malformed.Add(1)
+		if other {
+			c.src.foreign(c, from, len(datagram))
+		} else {
+			c.stats.Malformed.Add(1)
+		}
+		return nil, false
+	}
+	if other && !c.src.accept(c, from, id, arrival) {
 		return nil, false
 	}
 	switch {
 	case c.fresh:
 		// The first message since connecting: BeamNG may have been cycling
 		// through 2 s timeouts with nobody answering; count from here.
+		c.src.latch(from)
 		c.rebase(id)
 		c.fresh = false
-		c.setStatus(Connected)
+		c.stats.Connects.Add(1)
 	case arrival.Sub(c.lastArrival) >= RebaseGap:
 		c.stats.StallsRecovered.Add(1)
 		c.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
@@ -453,14 +551,16 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 		c.rebase(id)
 	case id == 0 && c.lastID > 0:
 		c.stats.Restarts.Add(1)
-		c.log.Warn("BeamNG's controller restarted (ids from 0 again)")
+		c.log.Warn("BeamNG's controller restarted (ids from 0 again)", "from", from)
 		c.rebase(id)
 	case id <= c.lastID:
 		c.stats.Duplicates.Add(1)
 		return nil, false
+	case !c.src.plausible(c, id, arrival):
+		return nil, false
 	}
-	if c.Status() != Connected {
-		c.setStatus(Connected)
+	if c.link != Connected {
+		c.setLink(Connected)
 	}
 	c.interArrival = arrival.Sub(c.lastArrival)
 	c.lastID, c.lastArrival = id, arrival
@@ -491,10 +591,30 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 	c.checkOverdue(t)
 	c.outs[0][0] = float64(c.Status())
 
-	c.model.Step(t, c.outs, c.ins)
+	replyID := c.replyID(id)
+	c.fault.pending(replyID)
+	faulted := c.step(t)
+	c.fault.pending(math.NaN())
 
-	// Outgoing contracts: the fields of those due; NaN elsewhere, which
-	// BeamNG reads as "keep the previous value".
+	c.neutralReply = faulted
+	if faulted {
+		// The model is dead, hung or answering badly: BeamNG gets neutral
+		// controls, never the last ones the model wrote.
+		copy(c.reply, c.neutral)
+	} else {
+		c.fillReply(id)
+	}
+	c.reply[0] = replyID
+	c.lastReplyID = replyID
+	c.maxReplyID = max(c.maxReplyID, replyID)
+	b, _ := beamng.Encode(c.tx, c.reply) // tx is sized for the reply
+	return b, true
+}
+
+// fillReply writes the outgoing contracts that are due into the reply:
+// their fields' port values, and NaN elsewhere, which BeamNG reads as
+// "keep the previous value".
+func (c *Coupling) fillReply(id float64) {
 	copy(c.reply, c.plan.Vehicles[0].Template)
 	for ci := range c.plan.Contracts {
 		ct := &c.plan.Contracts[ci]
@@ -516,10 +636,6 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 			}
 		}
 	}
-	c.reply[0] = c.replyID(id)
-	c.lastReplyID = c.reply[0]
-	b, _ := beamng.Encode(c.tx, c.reply) // tx is sized for the reply
-	return b, true
 }
 
 // fill writes one output port from the message and the contract's meta
@@ -557,7 +673,7 @@ const PingResultsLayout = `ping_results (a commData meta field; arraySize up to 
   [1] time between the last two BeamNG messages, s
   [2] BeamNG messages handled
   [3] replies sent
-  [4] datagrams dropped (foreign host, wrong size, malformed, duplicate)
+  [4] datagrams dropped (foreign host or port, wrong size, malformed, duplicate, id jump)
   [5] BeamNG 2 s stalls recovered (reply ids re-based)
   [6] turnaround median so far, s
   [7] turnaround 99th percentile so far, s
@@ -570,7 +686,7 @@ func (c *Coupling) pingResults(v []float64) {
 		c.interArrival.Seconds(),
 		float64(s.Messages.Load()),
 		float64(s.Replies.Load()),
-		float64(s.Foreign.Load() + s.WrongSize.Load() + s.Malformed.Load() + s.Duplicates.Load()),
+		float64(s.Dropped()),
 		float64(s.StallsRecovered.Load()),
 		s.Turnaround.Quantile(0.5).Seconds(),
 		s.Turnaround.Quantile(0.99).Seconds(),
@@ -582,6 +698,11 @@ func (c *Coupling) pingResults(v []float64) {
 			v[i] = math.NaN()
 		}
 	}
+}
+
+// Dropped counts every datagram dropped as not BeamNG's or not usable.
+func (s *Stats) Dropped() int64 {
+	return s.Foreign.Load() + s.WrongSize.Load() + s.Malformed.Load() + s.Duplicates.Load() + s.IDJumps.Load()
 }
 
 // checkOverdue rolls the incoming contracts' blocked states up.
@@ -606,6 +727,7 @@ func (c *Coupling) Blocked() bool { return c.stats.Overdue.Load() > 0 }
 func (c *Coupling) rebase(id float64) {
 	c.base, c.counter = id, 0
 	c.sync.Anchor(id, time.Now())
+	c.lock.rebased(c, time.Now())
 }
 
 // SimTime is the remote simulation time the run covered: from BeamNG's
@@ -622,14 +744,18 @@ func (c *Coupling) SimTime() float64 {
 // start); "counter" counts replies from 1; "echo" is the received id, as
 // the S-function sends it. Echo is for compatibility and never re-based:
 // an echoed id one below BeamNG's restarted window counter would be
-// rejected, stalling BeamNG again every 2 s.
+// rejected, stalling BeamNG again every 2 s. While the lockstep watchdog
+// repairs BeamNG's window, it adjusts next and counter ids (lockstep.go).
 func (c *Coupling) replyID(id float64) float64 {
+	var r float64
 	switch c.plan.ReplyID {
 	case config.ReplyEcho:
 		return id
 	case config.ReplyCounter:
 		c.counter++
-		return c.counter
+		r = c.counter
+	default:
+		r = id - c.base + 1
 	}
-	return id - c.base + 1
+	return c.lock.adjust(r, c.lastReplyID)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,7 +62,7 @@ func newHarnessAll(t testing.TB, cfg *config.Config, model func(*ports.Plan) mod
 	var m models.Model
 	if model != nil {
 		m = model(plan)
-	} else if m, err = models.New(plan.Model, plan.ModelParams, plan); err != nil {
+	} else if m, err = models.New(plan.Model, plan.ModelParams, plan, nil); err != nil {
 		t.Fatal(err)
 	}
 	h.c, err = New(Options{Plan: plan, Model: m, Local: loopback, OnStatus: func(s Status) {
@@ -207,7 +208,7 @@ func (p *pauser) Step(t float64, out, in [][]float64) {
 func TestPauseRecovery(t *testing.T) {
 	var sends []emulator.StepRecord
 	h := newHarness(t, "../examples/cruise-pedals.json", func(p *ports.Plan) models.Model {
-		m, _ := models.New("cruise-pedals", p.ModelParams, p)
+		m, _ := models.New("cruise-pedals", p.ModelParams, p, nil)
 		return &pauser{Model: m, at: 50, pause: 2500 * time.Millisecond}
 	}, emulator.Config{Steps: 6000, Trace: func(r *emulator.StepRecord) {
 		if r.Sent || r.TimedOut {
@@ -271,7 +272,7 @@ func (m *toggler) Step(t float64, out, in [][]float64) {
 func TestDirective(t *testing.T) {
 	var h *harness
 	h = newHarness(t, "../examples/cruise-pedals.json", func(p *ports.Plan) models.Model {
-		m, _ := models.New("hold", nil, p)
+		m, _ := models.New("hold", nil, p, nil)
 		return &toggler{Model: m}
 	}, emulator.Config{Steps: 20000})
 	h.run(t)
@@ -293,7 +294,8 @@ func TestDirective(t *testing.T) {
 	}
 }
 
-// Garbage, short and foreign datagrams are counted and change nothing else.
+// Datagrams from another host, and from BeamNG's host but another port
+// than the one BeamNG sends from, are counted and change nothing else.
 func TestJunkDatagrams(t *testing.T) {
 	h := newHarness(t, "../examples/cruise-pedals.json", nil, emulator.Config{Steps: 400000})
 	foreign, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.2:0")))
@@ -308,23 +310,28 @@ func TestJunkDatagrams(t *testing.T) {
 		for i := range 30 {
 			full := make([]byte, 888)
 			foreign.WriteToUDPAddrPort(full, h.c.LocalAddr())                   // right size, wrong host
-			local.WriteToUDPAddrPort([]byte{1, 2, 3, byte(i)}, h.c.LocalAddr()) // short garbage
+			local.WriteToUDPAddrPort([]byte{1, 2, 3, byte(i)}, h.c.LocalAddr()) // short garbage, BeamNG's host, another port
 			time.Sleep(2 * time.Millisecond)
 		}
 	}()
 	h.run(t)
 	st := h.c.Stats()
-	if st.Foreign.Load() != 30 || st.WrongSize.Load() != 30 {
-		t.Errorf("foreign %d, wrong size %d, want 30 each", st.Foreign.Load(), st.WrongSize.Load())
+	if st.Foreign.Load() != 60 || st.WrongSize.Load() != 0 {
+		t.Errorf("foreign %d, wrong size %d, want 60 and 0", st.Foreign.Load(), st.WrongSize.Load())
 	}
 	if h.emSum.Stalls != 0 || h.emSum.Accepted < h.emSum.Sent-1 || st.Replies.Load() != st.Messages.Load() {
 		t.Errorf("the junk disturbed the coupling: %v, messages %d replies %d", h.emSum, st.Messages.Load(), st.Replies.Load())
 	}
+	if f := h.c.Faults(); len(f) != 1 || !strings.Contains(f[0], "60 datagrams that were not BeamNG's") {
+		t.Errorf("faults %q", f)
+	}
 }
 
-// A bind failure is status 4; the coupling tries again only when the
-// directive goes to 0 and back.
-func TestBindErrorAndRetry(t *testing.T) {
+// A bind that fails is status 4 and is retried with backoff while the
+// directive asks for a connection (VS Connect "perpetually attempts to
+// reconnect"), each failure logged with its cause and a hint; the port
+// coming free ends it.
+func TestBindRetry(t *testing.T) {
 	busy, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(loopback))
 	if err != nil {
 		t.Fatal(err)
@@ -333,8 +340,8 @@ func TestBindErrorAndRetry(t *testing.T) {
 	plan, _ := ports.Compile(cfg)
 	var mu sync.Mutex
 	var seen []Status
-	m := &retrier{free: func() { busy.Close() }}
-	c, err := New(Options{Plan: plan, Model: m, Local: busy.LocalAddr().(*net.UDPAddr).AddrPort(), OnStatus: func(s Status) {
+	log := &logBuffer{}
+	c, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.logger(), Local: busy.LocalAddr().(*net.UDPAddr).AddrPort(), OnStatus: func(s Status) {
 		mu.Lock()
 		seen = append(seen, s)
 		mu.Unlock()
@@ -342,9 +349,11 @@ func TestBindErrorAndRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	go func() {
+		time.Sleep(600 * time.Millisecond) // two or three failed tries
+		busy.Close()
 		for c.Status() != Connecting && ctx.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -353,7 +362,7 @@ func TestBindErrorAndRetry(t *testing.T) {
 	c.Run(ctx)
 	mu.Lock()
 	defer mu.Unlock()
-	want := []Status{Unconnected, Error, Unconnected, Connecting}
+	want := []Status{Unconnected, Error, Connecting}
 	if len(seen) < len(want) {
 		t.Fatalf("statuses %v, want %v…", seen, want)
 	}
@@ -362,29 +371,41 @@ func TestBindErrorAndRetry(t *testing.T) {
 			t.Fatalf("statuses %v, want %v…", seen, want)
 		}
 	}
-	if m.idleInError < 3 {
-		t.Errorf("retried after %d idle steps in error; it must wait for the directive", m.idleInError)
+	if n := c.Stats().BindFailures.Load(); n < 2 || n > 4 {
+		t.Errorf("%d bind failures in 0.6 s, want 2–4 (backoff from 250 ms)", n)
+	}
+	if !log.has("cannot bind the local address; retrying") || !log.has("another program has") {
+		t.Errorf("the log lacks the failure and its hint:\n%s", log)
+	}
+	// It connected to no BeamNG: a fault.
+	if f := c.Faults(); len(f) == 0 || !strings.Contains(f[0], "never connected") {
+		t.Errorf("faults %q", f)
 	}
 }
 
-// retrier sees the error, waits three idle steps, frees the port and
-// toggles the directive.
-type retrier struct {
-	free        func()
-	idleInError int
+// With the directive at 0, a failed bind is not retried: the status goes
+// to unconnected.
+func TestBindErrorDirectiveOff(t *testing.T) {
+	busy, _ := net.ListenUDP("udp", net.UDPAddrFromAddrPort(loopback))
+	defer busy.Close()
+	cfg, _ := config.Load("../examples/logging.json")
+	plan, _ := ports.Compile(cfg)
+	m := &directiveOff{}
+	c, _ := New(Options{Plan: plan, Model: m, Local: busy.LocalAddr().(*net.UDPAddr).AddrPort()})
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	c.Run(ctx)
+	if c.Stats().BindFailures.Load() != 1 || c.Status() != Unconnected {
+		t.Errorf("bind failures %d, status %v: want 1 and unconnected", c.Stats().BindFailures.Load(), c.Status())
+	}
 }
 
-func (m *retrier) Step(t float64, out, in [][]float64) {
-	if Status(out[0][0]) != Error {
-		return
-	}
-	m.idleInError++
-	switch m.idleInError {
-	case 3:
-		m.free()
+// directiveOff asks to disconnect as soon as it sees the error.
+type directiveOff struct{}
+
+func (directiveOff) Step(t float64, out, in [][]float64) {
+	if Status(out[0][0]) == Error {
 		in[0][0] = 0
-	case 4:
-		in[0][0] = 1
 	}
 }
 

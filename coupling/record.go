@@ -2,28 +2,85 @@ package coupling
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"beamconnect/beamng"
 	"beamconnect/ports"
 )
 
+// recordHeader starts every header row of a recording; a file that starts
+// with it is a recording, which --record may replace.
+const recordHeader = "time,status,id,reply_id,reloads"
+
+// Recording buffers: the loop fills one while a writer goroutine writes
+// another, so a slow or full disk never holds the loop up. Past
+// maxBuffered bytes waiting, rows are counted lost rather than kept.
+const (
+	recordBufSize = 256 << 10
+	maxBuffered   = 8 << 20
+)
+
 // Recorder writes one CSV row per BeamNG message: local time, status,
-// BeamNG's id, the reply id, then every output and input port element. Rows
-// go through a buffer without allocating; the coupling flushes it every
-// second, so a crash loses at most the last second.
+// BeamNG's id, the reply id, the reload count, then every output and input
+// port element.
+//
+// It loses nothing it could keep. Rows are formatted without allocating
+// into a buffer of whole rows; the coupling hands the buffer to a writer
+// goroutine every 250 ms, while BeamNG is silent too, so a crash loses at
+// most that; the file only ever receives whole rows (after a failed write
+// it is cut back to the last whole row); a write error (a full disk) is
+// logged at once, the rows are counted lost, the coupling goes on, and
+// later rows are written if the disk has room again.
 type Recorder struct {
-	w         *bufio.Writer
+	w    io.Writer
+	file *os.File // when w is a file: cut back to whole rows after a failed write
+	name string
+	log  *slog.Logger
+
+	cur       []byte // rows the loop is filling
 	line      []byte
 	lastFlush time.Time
-	err       error
+	full      chan []byte // to the writer
+	free      chan []byte // back from it
+	done      chan struct{}
+	closeOnce sync.Once
+
+	rows     atomic.Int64 // rows recorded (handed over)
+	written  atomic.Int64 // rows in the file
+	lost     atomic.Int64 // rows that could not be written
+	offset   int64        // bytes of whole rows in the file (writer goroutine)
+	failures int          // failed writes (writer goroutine)
+	errMu    sync.Mutex
+	err      error // the first write error
 }
 
-// NewRecorder writes the header for plan's ports to w.
-func NewRecorder(w io.Writer, plan *ports.Plan) *Recorder {
-	r := &Recorder{w: bufio.NewWriterSize(w, 256<<10), line: make([]byte, 0, 8192)}
+// NewRecorder writes the header for plan's ports to w. log (may be nil)
+// hears of write errors when they happen.
+func NewRecorder(w io.Writer, plan *ports.Plan, log *slog.Logger) *Recorder {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Recorder{
+		w: w, log: log, name: "the recording",
+		cur: make([]byte, 0, recordBufSize), line: make([]byte, 0, 8192),
+		full: make(chan []byte, 1), free: make(chan []byte, 3), done: make(chan struct{}),
+	}
+	if f, ok := w.(*os.File); ok {
+		r.file, r.name = f, f.Name()
+	}
+	r.free <- make([]byte, 0, recordBufSize)
+	r.free <- make([]byte, 0, recordBufSize)
+	go r.write()
 	r.Header(plan)
 	return r
 }
@@ -32,7 +89,7 @@ func NewRecorder(w io.Writer, plan *ports.Plan) *Recorder {
 // changes the ports writes a new one, so a reader splits the file at rows
 // starting with "time,".
 func (r *Recorder) Header(plan *ports.Plan) {
-	h := []byte("time,status,id,reply_id,reloads")
+	h := []byte(recordHeader)
 	name := func(prefix string, dir beamng.Direction, list []ports.Port) {
 		for _, p := range list[1:] {
 			for i := range p.Fields {
@@ -59,12 +116,10 @@ func (r *Recorder) Header(plan *ports.Plan) {
 	h = append(h, ",directive"...)
 	name("in", beamng.ToBeamNG, plan.Inputs)
 	h = append(h, '\n')
-	if _, err := r.w.Write(h); err != nil && r.err == nil {
-		r.err = err
-	}
+	r.add(h, false)
 }
 
-// Row records one message.
+// Row records one message. It allocates nothing.
 func (r *Recorder) Row(t float64, s Status, id, replyID float64, reloads int64, outs, ins [][]float64) {
 	b := strconv.AppendFloat(r.line[:0], t, 'f', 6, 64)
 	b = append(b, ',')
@@ -85,23 +140,159 @@ func (r *Recorder) Row(t float64, s Status, id, replyID float64, reloads int64, 
 		}
 	}
 	r.line = append(b, '\n')
-	if _, err := r.w.Write(r.line); err != nil && r.err == nil {
-		r.err = err
+	r.add(r.line, true)
+	if len(r.cur) >= recordBufSize*3/4 {
+		r.handOver(time.Now()) // before the buffer would have to grow
 	}
 }
 
-// FlushEvery flushes when the last flush is older than every.
+// add appends a whole row to the buffer being filled, or counts it lost
+// when the writer is so far behind that too much already waits.
+func (r *Recorder) add(row []byte, data bool) {
+	if len(r.cur)+len(row) > maxBuffered {
+		if data {
+			r.lost.Add(1)
+		}
+		return
+	}
+	r.cur = append(r.cur, row...)
+	if data {
+		r.rows.Add(1)
+	}
+}
+
+// FlushEvery hands the rows over to the writer when the last hand-over is
+// older than every. It never blocks: when the writer is still busy, the
+// rows wait for the next call.
 func (r *Recorder) FlushEvery(now time.Time, every time.Duration) {
-	if now.Sub(r.lastFlush) >= every {
+	if len(r.cur) == 0 || now.Sub(r.lastFlush) < every {
+		return
+	}
+	r.handOver(now)
+}
+
+func (r *Recorder) handOver(now time.Time) {
+	// Only this goroutine sends on full and receives from free, so the
+	// lengths can only move in its favour between check and use.
+	if len(r.full) == 0 && len(r.free) > 0 {
 		r.lastFlush = now
-		r.Flush()
+		r.full <- r.cur
+		r.cur = (<-r.free)[:0]
 	}
 }
 
-// Flush writes buffered rows out; it returns the first write error seen.
-func (r *Recorder) Flush() error {
-	if err := r.w.Flush(); err != nil && r.err == nil {
+// Close writes what is left and waits for the writer. It returns the
+// first write error.
+func (r *Recorder) Close() error {
+	r.closeOnce.Do(func() {
+		if len(r.cur) > 0 {
+			r.full <- r.cur // blocks until the writer takes it: the run is over
+			r.cur = nil
+		}
+		close(r.full)
+		<-r.done
+	})
+	return r.Err()
+}
+
+// Err is the first write error, nil when every row was written.
+func (r *Recorder) Err() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.err
+}
+
+// Rows, Written and Lost count rows recorded, rows in the file, and rows
+// that could not be written.
+func (r *Recorder) Rows() int64    { return r.rows.Load() }
+func (r *Recorder) Written() int64 { return r.written.Load() }
+func (r *Recorder) Lost() int64    { return r.lost.Load() }
+
+// write is the writer goroutine.
+func (r *Recorder) write() {
+	defer close(r.done)
+	for buf := range r.full {
+		n, err := r.w.Write(buf)
+		if err == nil && n < len(buf) {
+			err = io.ErrShortWrite
+		}
+		// Whole rows that made it count as written; a part of a row is cut
+		// off the file again, so it holds whole rows only.
+		whole := 0
+		if err == nil {
+			whole = n
+		} else if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			whole = i + 1
+		}
+		r.offset += int64(whole)
+		r.written.Add(dataRows(buf[:whole]))
+		if err != nil {
+			r.failed(err, n > whole, dataRows(buf[whole:]))
+		}
+		r.free <- buf[:0]
+	}
+}
+
+// dataRows counts the rows in b that are not header rows.
+func dataRows(b []byte) int64 {
+	n := int64(bytes.Count(b, []byte{'\n'}))
+	n -= int64(bytes.Count(b, []byte("\n"+recordHeader)))
+	if bytes.HasPrefix(b, []byte(recordHeader)) {
+		n--
+	}
+	return n
+}
+
+// failed handles a write that did not go through: the file is cut back to
+// its last whole row, the rows are counted lost, and the error is logged
+// at once (the first time, then once per 100 failed writes).
+func (r *Recorder) failed(err error, partial bool, rows int64) {
+	if r.file != nil && partial {
+		if r.file.Truncate(r.offset) == nil {
+			r.file.Seek(r.offset, io.SeekStart)
+		}
+	}
+	lost := r.lost.Add(rows)
+	r.errMu.Lock()
+	if r.err == nil {
 		r.err = err
 	}
-	return r.err
+	r.errMu.Unlock()
+	if r.failures++; r.failures%100 == 1 {
+		r.log.Error("recording: a write failed (disk full?); the coupling goes on, these rows are lost",
+			"file", r.name, "err", err, "rows_lost", lost)
+	}
+}
+
+// ErrNotRecording is returned by OpenRecording for a file that is not a
+// recording, which --record does not overwrite without --force.
+var ErrNotRecording = errors.New("not a recording")
+
+// OpenRecording creates the file for --record. It refuses the config file
+// being run, always, and any existing file that is not an earlier
+// recording (whose first row starts "time,status,id,reply_id") unless force
+// is set: a typo must not destroy a config or a log.
+func OpenRecording(path, configPath string, force bool) (*os.File, error) {
+	if fi, err := os.Stat(path); err == nil {
+		if cfi, err := os.Stat(configPath); err == nil && os.SameFile(fi, cfi) {
+			return nil, fmt.Errorf("--record %s is the config file being run: expected another file, such as %s",
+				path, filepath.Join(filepath.Dir(path), "run.csv"))
+		}
+		if !force && fi.Mode().IsRegular() && fi.Size() > 0 {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, err
+			}
+			first, _ := bufio.NewReader(f).Peek(len(recordHeader))
+			f.Close()
+			if string(first) != recordHeader {
+				return nil, fmt.Errorf("--record %s: the file exists and is %w (its first row does not start %q): expected a new file, an earlier recording, or --force to overwrite it",
+					path, ErrNotRecording, recordHeader)
+			}
+		}
+		if !force && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("--record %s: not a regular file: give --force to write to it anyway", path)
+		}
+	}
+	return os.Create(path)
 }

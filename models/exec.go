@@ -2,14 +2,18 @@ package models
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,41 +34,120 @@ per step over stdin and stdout, numbers separated by spaces:
                 the program answers "d i1 i2 …"          (the connection
                 directive, then every input port element in port order)
 
+One request at a time: the next request is written only once the program
+has answered the previous one, and it is the newest; requests never queue
+up in the pipe, so a slow program acts on data one request old at most,
+never on a backlog.
+
 An answer must come within modelParams.deadlineMs (default: 80 % of the
-coupling period). A late or missing answer does not hold the coupling up:
-the inputs keep their last values and a counter says so; a late answer is
-used at the next step. "nan" in an answer sends NaN, which BeamNG reads as
-"keep the previous value". Lines starting with '#' are ignored both ways.
-What the program writes to stderr goes to beamconnect's log. After a config
-reload a new "# columns:" line comes before the next step's line, and the
-answers must follow the new columns from then on.`
+coupling period) to be used at this step; a later one is used at the next.
+"nan" in an answer sends NaN, which BeamNG reads as "keep the previous
+value". An answer is discarded, counted and logged (at most once a second)
+when it has the wrong count of numbers, something that is not a number,
+±Inf, comes when no request is outstanding, or comes later than the model
+timeout after its request.
+
+Faults: when the program exits or crashes, or gives no valid answer for
+longer than beamng.modelTimeoutMs (default 5 periods, at least 25 ms; the
+first answer after a start may take 10 s), beamconnect logs an error at
+once, reports status 4, and sends BeamNG neutral controls (pedals
+released, wheel torques 0, drive mode pedals) instead of the last ones,
+still answering every message so BeamNG does not stall; run exits non-zero
+at the end. A program that answers again ends the fault. A program that
+exited is started again after 1 s, then 2, 4 … up to 30 s between tries
+(modelParams.restart: false turns that off); it gets the "# columns:" line
+first, like the first one.
+
+Lines starting with '#' are ignored both ways. What the program writes to
+stderr goes to beamconnect's stderr. After a config reload a new
+"# columns:" line comes before the next request, and the answers must
+follow the new columns from then on.`
+
+// Faulter is a Model that can fail on its own: a process that exits, hangs
+// or answers badly. Fault is nil while the model is healthy; the coupling
+// reads it after every step and sends neutral controls while it is not. It
+// must not allocate.
+type Faulter interface {
+	Fault() error
+}
+
+// Errors Exec.Fault reports while its program runs.
+var (
+	ErrModelHung        = errors.New("the model program gave no valid answer for longer than the model timeout")
+	ErrModelSilentStart = errors.New("the model program did not answer its first request within 10 s of starting")
+)
+
+// startGrace is how long a (re)started program may take to answer its
+// first request: interpreters take their time to start.
+const startGrace = 10 * time.Second
+
+// Restart backoff of a program that exited.
+const (
+	firstRestart = time.Second
+	maxRestart   = 30 * time.Second
+)
 
 // Exec is a model in an external process (see ExecProtocol).
 type Exec struct {
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	requests chan []byte
-	answers  chan []float64
+	argv     []string
+	dir      string
+	log      *slog.Logger
 	deadline time.Duration
+	timeout  time.Duration
+	restart  bool
+
+	width  atomic.Int64           // numbers expected in an answer
+	header atomic.Pointer[string] // the "# columns:" line for the current plan
+
+	// Requests: only the newest waits; the writer sends it once the program
+	// has answered the previous one. Buffers rotate between Step, pending
+	// and the writer, so steady state allocates nothing.
+	reqMu    sync.Mutex
+	pending  []byte
+	hasReq   bool
+	reqReady chan struct{}
+	stepBuf  []byte
+
+	// Answers: only the newest waits for Step.
+	ansMu    sync.Mutex
+	answer   []float64
+	hasAns   bool
+	ansReady chan struct{}
+	stepAns  []float64
 	timer    *time.Timer
-	width    atomic.Int64           // numbers expected in an answer
-	header   atomic.Pointer[string] // a new "# columns:" line to send first, after a reload
-	last     []float64
-	missed   atomic.Int64
-	bad      atomic.Int64
-	done     chan struct{}
-	exitErr  atomic.Value
+
+	// Health.
+	dead      atomic.Pointer[error] // why the program is not running; nil while it runs
+	hung      atomic.Pointer[error] // set by Step: ErrModelHung or ErrModelSilentStart
+	lastGood  atomic.Int64          // unix ns of the last valid answer
+	startedAt atomic.Int64          // unix ns the current program started
+	answered  atomic.Bool           // the current program has answered validly
+	maxAge    atomic.Int64          // ns: the oldest request a used answer was for
+
+	missed, bad, skipped, restarts atomic.Int64
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	done      chan struct{} // the supervisor ended
+	procMu    sync.Mutex
+	proc      *process
+	lastExit  error
+}
+
+// process is one run of the program.
+type process struct {
+	cmd           *exec.Cmd
+	stdin         io.WriteCloser
+	stdout        io.Reader
+	done          chan struct{} // closed when it has exited
+	exit          error
+	outstandingAt atomic.Int64  // unix ns the unanswered request was written; 0: none
+	answeredReq   chan struct{} // the outstanding request got an answer
 }
 
 // NewExec starts the program of params["command"].
-func NewExec(params Params, plan *ports.Plan) (*Exec, error) {
-	var argv []string
-	switch c := params["command"].(type) {
-	case string:
-		argv = strings.Fields(c)
-	case []string:
-		argv = c
-	}
+func NewExec(params Params, plan *ports.Plan, log *slog.Logger) (*Exec, error) {
+	argv := argv(params["command"])
 	if len(argv) == 0 {
 		return nil, errors.New("model exec: modelParams.command must name the program to run")
 	}
@@ -75,46 +158,50 @@ func NewExec(params Params, plan *ports.Plan) (*Exec, error) {
 	if deadline <= 0 {
 		return nil, errors.New("model exec: modelParams.deadlineMs must be positive")
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	restart := true
+	if r, ok := params["restart"].(bool); ok {
+		restart = r
+	}
+	m := &Exec{
+		argv: argv, log: log, restart: restart,
+		deadline: time.Duration(deadline * float64(time.Millisecond)),
+		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
+		reqReady: make(chan struct{}, 1), ansReady: make(chan struct{}, 1),
+		pending: make([]byte, 0, 4096), stepBuf: make([]byte, 0, 4096),
+		timer:   time.NewTimer(time.Hour),
+		closing: make(chan struct{}), done: make(chan struct{}),
+	}
+	if m.timeout <= 0 {
+		m.timeout = time.Duration(max(5*plan.Period, ports.DefaultModelTimeout) * float64(time.Second))
+	}
 	if plan.Source != "" {
-		cmd.Dir = filepath.Dir(plan.Source)
+		m.dir = filepath.Dir(plan.Source)
 	}
-	stdin, err := cmd.StdinPipe()
+	m.timer.Stop()
+	m.setPlan(plan)
+	p, err := m.start()
 	if err != nil {
-		return nil, fmt.Errorf("model exec: %w", err)
+		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("model exec: %w", err)
-	}
-	cmd.Stderr = os.Stderr
-	ownGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("model exec: starting %q: %w", strings.Join(argv, " "), err)
-	}
+	go m.supervise(p)
+	return m, nil
+}
+
+func (m *Exec) setPlan(plan *ports.Plan) {
 	width := 0
 	for _, p := range plan.Inputs {
 		width += p.Width
 	}
-	m := &Exec{
-		cmd: cmd, stdin: stdin,
-		requests: make(chan []byte, 1), answers: make(chan []float64, 1),
-		deadline: time.Duration(deadline * float64(time.Millisecond)),
-		timer:    time.NewTimer(time.Hour),
-		done:     make(chan struct{}),
-	}
+	h := columns(plan)
+	m.header.Store(&h)
 	m.width.Store(int64(width))
-	m.timer.Stop()
-	go m.write(columns(plan))
-	go m.read(stdout)
-	go func() {
-		err := cmd.Wait()
-		if err != nil {
-			m.exitErr.Store(err)
-		}
-		close(m.done)
-	}()
-	return m, nil
+	m.ansMu.Lock()
+	m.answer = make([]float64, 0, width)
+	m.stepAns = make([]float64, 0, width)
+	m.ansMu.Unlock()
 }
 
 // columns is the header line naming every number of the protocol.
@@ -146,137 +233,406 @@ func columns(plan *ports.Plan) string {
 	return b.String()
 }
 
-// write feeds requests to the program; only the newest waiting request is
-// kept, so a program that stops reading never blocks the coupling.
-func (m *Exec) write(header string) {
-	w := bufio.NewWriter(m.stdin)
-	w.WriteString(header)
-	w.Flush()
-	for req := range m.requests {
-		if _, err := w.Write(req); err != nil {
-			return
-		}
-		if err := w.Flush(); err != nil {
-			return
-		}
+// start runs the program once, with its writer and reader.
+func (m *Exec) start() (*process, error) {
+	cmd := exec.Command(m.argv[0], m.argv[1:]...)
+	cmd.Dir = m.dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("model exec: %w", err)
 	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("model exec: %w", err)
+	}
+	cmd.Stderr = os.Stderr
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("model exec: starting %q: %w", strings.Join(m.argv, " "), err)
+	}
+	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, done: make(chan struct{}), answeredReq: make(chan struct{}, 1)}
+	m.procMu.Lock()
+	m.proc = p
+	m.procMu.Unlock()
+	m.answered.Store(false)
+	m.startedAt.Store(time.Now().UnixNano())
+	m.hung.Store(nil)
+	go m.write(p)
+	go m.read(p)
+	go func() {
+		p.exit = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
 }
 
-// read parses answers; only the newest unread answer is kept.
-func (m *Exec) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		fields := strings.Fields(line)
-		if len(fields) != int(m.width.Load()) {
-			m.bad.Add(1)
-			continue
-		}
-		vals := make([]float64, len(fields))
-		ok := true
-		for i, f := range fields {
-			v, err := strconv.ParseFloat(f, 64)
-			if err != nil {
-				ok = false
-				break
-			}
-			vals[i] = v
-		}
-		if !ok {
-			m.bad.Add(1)
-			continue
-		}
+// supervise waits for the program to exit, reports it at once, and starts
+// it again with backoff unless restarts are off or the model is closing.
+func (m *Exec) supervise(p *process) {
+	defer close(m.done)
+	backoff := firstRestart
+	for {
+		started := time.Now()
 		select {
-		case <-m.answers: // drop an older unread answer
+		case <-p.done:
+		case <-m.closing:
+			<-p.done
+			m.lastExit = p.exit
+			return
+		}
+		m.lastExit = p.exit
+		select {
+		case <-m.closing:
+			return // closing stopped it
 		default:
 		}
-		m.answers <- vals
+		if m.answered.Load() && time.Since(started) > 10*time.Second {
+			backoff = firstRestart // it had been running well
+		}
+		status := "exited"
+		if p.exit != nil {
+			status = p.exit.Error()
+		}
+		why := fmt.Errorf("the model program %q ended (%s)", strings.Join(m.argv, " "), status)
+		m.dead.Store(&why)
+		m.wake()
+		if !m.restart {
+			m.log.Error("model program ended; not restarting it (modelParams.restart is false)", "command", strings.Join(m.argv, " "), "status", status)
+			return
+		}
+		m.log.Error("model program ended; starting it again", "command", strings.Join(m.argv, " "), "status", status, "in", backoff)
+		for {
+			select {
+			case <-time.After(backoff):
+			case <-m.closing:
+				return
+			}
+			backoff = min(2*backoff, maxRestart)
+			np, err := m.start()
+			if err == nil {
+				p = np
+				m.restarts.Add(1)
+				break
+			}
+			m.log.Error("cannot start the model program again", "err", err, "next_try_in", backoff)
+		}
 	}
 }
 
-// Step sends the outputs and waits up to the deadline for the inputs.
-func (m *Exec) Step(t float64, out, in [][]float64) {
-	var req []byte
-	if h := m.header.Swap(nil); h != nil {
-		req = append(req, *h...)
+// wake ends a Step's wait early (the program ended).
+func (m *Exec) wake() {
+	select {
+	case m.ansReady <- struct{}{}:
+	default:
 	}
-	req = strconv.AppendFloat(req, t, 'g', -1, 64)
+}
+
+// write feeds the program one request at a time: the newest, once the
+// previous one was answered. A program that never answers keeps its one
+// request and is reported hung; nothing queues behind it.
+func (m *Exec) write(p *process) {
+	w := bufio.NewWriter(p.stdin)
+	header := m.header.Load()
+	w.WriteString(*header)
+	if w.Flush() != nil {
+		return
+	}
+	buf := make([]byte, 0, 4096)
+	for {
+		select {
+		case <-m.reqReady:
+		case <-p.done:
+			return
+		case <-m.closing:
+			return
+		}
+		m.reqMu.Lock()
+		if !m.hasReq {
+			m.reqMu.Unlock()
+			continue
+		}
+		buf, m.pending = m.pending, buf[:0]
+		m.hasReq = false
+		m.reqMu.Unlock()
+		if h := m.header.Load(); h != header {
+			header = h
+			w.WriteString(*h)
+		}
+		p.outstandingAt.Store(time.Now().UnixNano())
+		w.Write(buf)
+		if w.Flush() != nil {
+			return // the program is gone; supervise reports it
+		}
+		select {
+		case <-p.answeredReq:
+		case <-p.done:
+			return
+		case <-m.closing:
+			return
+		}
+	}
+}
+
+// read parses the program's answers, checks each against the outstanding
+// request, and hands valid ones to Step.
+func (m *Exec) read(p *process) {
+	sc := bufio.NewScanner(p.stdout)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	vals := make([]float64, 0, 64)
+	lim := map[string]*limiter{} // by kind of reason: each is reported at once the first time
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		now := time.Now()
+		asked := p.outstandingAt.Swap(0)
+		if asked == 0 {
+			m.discard(lim, "unsolicited", "no request is outstanding: the program answered more lines than it was sent", line)
+			continue
+		}
+		select {
+		case p.answeredReq <- struct{}{}:
+		default:
+		}
+		var kind, reason string
+		vals, kind, reason = m.parse(line, vals[:0])
+		limit := m.timeout
+		if !m.answered.Load() {
+			limit = startGrace // the first answer: an interpreter may still be starting
+		}
+		if kind == "" && now.UnixNano()-asked > int64(limit) {
+			kind, reason = "late", fmt.Sprintf("late: it came %v after its request, more than the model timeout %v", time.Duration(now.UnixNano()-asked).Round(time.Millisecond), limit)
+		}
+		if kind != "" {
+			m.discard(lim, kind, reason, line)
+			continue
+		}
+		age := now.UnixNano() - asked
+		for m.answered.Load() { // a first answer's age is the program's start-up
+			old := m.maxAge.Load()
+			if age <= old || m.maxAge.CompareAndSwap(old, age) {
+				break
+			}
+		}
+		m.ansMu.Lock()
+		m.answer = append(m.answer[:0], vals...)
+		m.hasAns = true
+		m.ansMu.Unlock()
+		if !m.current(p) {
+			continue // the last words of a program that has ended
+		}
+		m.lastGood.Store(now.UnixNano())
+		if !m.answered.Swap(true) && m.dead.Load() != nil {
+			m.log.Info("model program answering again after its restart", "command", strings.Join(m.argv, " "))
+		}
+		m.dead.Store(nil)
+		select {
+		case m.ansReady <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// current reports whether p is the running program.
+func (m *Exec) current(p *process) bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+	}
+	m.procMu.Lock()
+	defer m.procMu.Unlock()
+	return m.proc == p
+}
+
+// parse reads one answer line into vals, or says why it is unusable: the
+// kind of reason, and the reason.
+func (m *Exec) parse(line []byte, vals []float64) ([]float64, string, string) {
+	want := int(m.width.Load())
+	for _, f := range bytes.Fields(line) {
+		v, err := strconv.ParseFloat(string(f), 64)
+		if err != nil {
+			return vals, "number", fmt.Sprintf("%q is not a number", f)
+		}
+		if math.IsInf(v, 0) {
+			return vals, "inf", fmt.Sprintf("%s is not a usable control value (nan keeps BeamNG's previous value)", f)
+		}
+		vals = append(vals, v)
+	}
+	if len(vals) != want {
+		return vals, "count", fmt.Sprintf("%d numbers, expected %d (the directive, then every input port element)", len(vals), want)
+	}
+	return vals, "", ""
+}
+
+// discard counts an unusable answer and logs it: each kind of reason at
+// once the first time, then at most once a second with how many more of
+// that kind there were.
+func (m *Exec) discard(lims map[string]*limiter, kind, reason string, line []byte) {
+	m.bad.Add(1)
+	l := lims[kind]
+	if l == nil {
+		l = &limiter{every: time.Second}
+		lims[kind] = l
+	}
+	if n, ok := l.allow(time.Now()); ok {
+		if len(line) > 120 {
+			line = append(line[:117:117], "..."...)
+		}
+		m.log.Warn("model answer discarded", "reason", reason, "answer", string(line), "discarded_since_last_report", n)
+	}
+}
+
+// limiter lets a message through at once, then at most once per every,
+// counting what it held back.
+type limiter struct {
+	every time.Duration
+	last  time.Time
+	held  int
+}
+
+func (l *limiter) allow(now time.Time) (int, bool) {
+	l.held++
+	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+		return 0, false
+	}
+	n := l.held
+	l.last, l.held = now, 0
+	return n, true
+}
+
+// Step sends the outputs as the newest request and waits up to the
+// deadline for an answer, which then sets the inputs. It allocates nothing.
+func (m *Exec) Step(t float64, out, in [][]float64) {
+	b := strconv.AppendFloat(m.stepBuf[:0], t, 'g', -1, 64)
 	for _, p := range out {
 		for _, v := range p {
-			req = append(req, ' ')
-			req = strconv.AppendFloat(req, v, 'g', -1, 64)
+			b = strconv.AppendFloat(append(b, ' '), v, 'g', -1, 64)
 		}
 	}
-	req = append(req, '\n')
+	b = append(b, '\n')
+	m.reqMu.Lock()
+	if m.hasReq {
+		m.skipped.Add(1) // the program was still busy: it only ever gets the newest
+	}
+	m.stepBuf, m.pending = m.pending[:0], b
+	m.hasReq = true
+	m.reqMu.Unlock()
 	select {
-	case <-m.requests: // the program has not taken the previous one: replace it
+	case m.reqReady <- struct{}{}:
 	default:
 	}
-	m.requests <- req
 
-	var vals []float64
-	select {
-	case vals = <-m.answers:
-	default:
+	got := m.take()
+	if !got && m.dead.Load() == nil {
 		m.timer.Reset(m.deadline)
-		select {
-		case vals = <-m.answers:
-			m.timer.Stop()
-		case <-m.timer.C:
-		case <-m.done:
-			m.timer.Stop()
+	wait:
+		for !got && m.dead.Load() == nil {
+			select {
+			case <-m.ansReady:
+				got = m.take()
+			case <-m.timer.C:
+				break wait
+			}
 		}
+		m.timer.Stop()
 	}
-	if vals == nil {
-		m.missed.Add(1)
-		return // inputs keep their last values
+	m.checkHung()
+	if !got {
+		if m.dead.Load() == nil {
+			m.missed.Add(1) // the inputs keep their last values
+		}
+		return
 	}
 	i := 0
 	for _, p := range in {
 		for k := range p {
-			if i < len(vals) {
-				p[k] = vals[i]
+			if i < len(m.stepAns) {
+				p[k] = m.stepAns[i]
 			}
 			i++
 		}
 	}
 }
 
+// take moves the newest answer to stepAns, if there is one.
+func (m *Exec) take() bool {
+	m.ansMu.Lock()
+	defer m.ansMu.Unlock()
+	if !m.hasAns {
+		return false
+	}
+	m.stepAns, m.answer = m.answer, m.stepAns[:0]
+	m.hasAns = false
+	return true
+}
+
+// checkHung sets the hung fault from the time since the last valid answer
+// (or since the start, before the first).
+func (m *Exec) checkHung() {
+	now := time.Now().UnixNano()
+	var err *error
+	switch {
+	case m.dead.Load() != nil:
+	case m.answered.Load():
+		if now-m.lastGood.Load() > int64(m.timeout) {
+			err = &ErrModelHung
+		}
+	case now-m.startedAt.Load() > int64(startGrace):
+		err = &ErrModelSilentStart
+	}
+	m.hung.Store(err)
+}
+
+// Fault reports why the model cannot be trusted right now: its program
+// ended, or gives no valid answers. nil while it is healthy.
+func (m *Exec) Fault() error {
+	if e := m.dead.Load(); e != nil {
+		return *e
+	}
+	if e := m.hung.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
 // Rebind tells the program about a reloaded plan: the next request starts
 // with a new "# columns:" line, and answers must have the new width. The
 // program keeps running.
 func (m *Exec) Rebind(plan *ports.Plan) error {
-	width := 0
-	for _, p := range plan.Inputs {
-		width += p.Width
-	}
-	h := columns(plan)
-	m.header.Store(&h)
-	m.width.Store(int64(width))
+	m.setPlan(plan)
 	return nil
 }
 
-// Missed counts steps that got no answer in time; Bad counts answers that
-// did not parse or had the wrong count of numbers.
-func (m *Exec) Missed() int64 { return m.missed.Load() }
-func (m *Exec) Bad() int64    { return m.bad.Load() }
+// Counters: steps that got no answer in time (Missed), answers discarded
+// (Bad), requests replaced by a newer one before the program took them
+// (Skipped), restarts of the program, and the oldest request a used answer
+// was for.
+func (m *Exec) Missed() int64               { return m.missed.Load() }
+func (m *Exec) Bad() int64                  { return m.bad.Load() }
+func (m *Exec) Skipped() int64              { return m.skipped.Load() }
+func (m *Exec) Restarts() int64             { return m.restarts.Load() }
+func (m *Exec) MaxAnswerAge() time.Duration { return time.Duration(m.maxAge.Load()) }
 
-// Close ends the program: its stdin closes, it gets 2 s to exit, then it
-// is killed with everything it started.
+// Close ends the program: no more restarts, its stdin closes, it gets 2 s
+// to exit, then it is killed with everything it started.
 func (m *Exec) Close() error {
-	close(m.requests)
-	m.stdin.Close()
-	select {
-	case <-m.done:
-	case <-time.After(2 * time.Second):
-		killGroup(m.cmd)
+	m.closeOnce.Do(func() {
+		close(m.closing)
+		m.procMu.Lock()
+		p := m.proc
+		m.procMu.Unlock()
+		p.stdin.Close()
+		select {
+		case <-p.done:
+		case <-time.After(2 * time.Second):
+			killGroup(p.cmd)
+			<-p.done
+		}
 		<-m.done
-	}
-	if err, _ := m.exitErr.Load().(error); err != nil {
+	})
+	if err := m.lastExit; err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == -1 {
 			return nil // killed by us

@@ -6,6 +6,7 @@ package models
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 
@@ -80,7 +81,10 @@ func Names() []string {
 
 // New builds the model called name for plan, binding it to the ports that
 // carry the signals it needs.
-func New(name string, params Params, plan *ports.Plan) (Model, error) {
+//
+// log (nil: discard) hears of what a model that runs on its own reports:
+// an exec program that ends, or answers badly.
+func New(name string, params Params, plan *ports.Plan, log *slog.Logger) (Model, error) {
 	if _, ok := paramSpecs[name]; !ok {
 		return nil, Validate(name, params, plan)[0] // names the models there are
 	}
@@ -109,7 +113,7 @@ func New(name string, params Params, plan *ports.Plan) (Model, error) {
 		// Assign only a working *Exec: a nil one in the interface would not
 		// compare equal to nil below.
 		var ex *Exec
-		if ex, err = NewExec(params, plan); err == nil {
+		if ex, err = NewExec(params, plan, log); err == nil {
 			m = ex
 		}
 	}

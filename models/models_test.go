@@ -63,7 +63,7 @@ func TestNewErrors(t *testing.T) {
 		{"exec", Params{"command": []string{}}, "modelParams.command: expected the program to run"},
 		{"exec", Params{"command": "/no/such/program"}, "starting \"/no/such/program\""},
 	} {
-		_, err := New(tt.name, tt.params, p)
+		_, err := New(tt.name, tt.params, p, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New(%s, %v) = %v, want %q", tt.name, tt.params, err, tt.want)
 		}
@@ -72,7 +72,7 @@ func TestNewErrors(t *testing.T) {
 
 func TestCruisePedalsStep(t *testing.T) {
 	p := plan(t, "../examples/cruise-pedals.json")
-	m, err := New("cruise-pedals", Params{"setSpeed": 20.0}, p)
+	m, err := New("cruise-pedals", Params{"setSpeed": 20.0}, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestCruisePedalsStep(t *testing.T) {
 
 func TestCruiseTorqueSendsNegativeBraking(t *testing.T) {
 	p := plan(t, "../examples/cruise-torque.json")
-	m, err := New("cruise-torque", Params{"setSpeed": 10.0}, p)
+	m, err := New("cruise-torque", Params{"setSpeed": 10.0}, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestCruiseTorqueSendsNegativeBraking(t *testing.T) {
 
 func TestHeadingHoldSteersTheShortWay(t *testing.T) {
 	p := plan(t, "../examples/heading-hold.json")
-	m, err := New("heading-hold", Params{"headingDeg": 170.0}, p)
+	m, err := New("heading-hold", Params{"headingDeg": 170.0}, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestExec(t *testing.T) {
 	// two steps, then sleeps.
 	script := `read header; case "$header" in "# columns: t status groundspeed"*"| directive throttle brake driveMode") ;; *) echo bad >&2; exit 1;; esac
 read a; echo 1 0.5 0 0; read b; echo "1 nan 0.25 0"; read c; sleep 5`
-	m, err := New("exec", Params{"command": []string{"sh", "-c", script}, "deadlineMs": 500.0}, p)
+	m, err := New("exec", Params{"command": []string{"sh", "-c", script}, "deadlineMs": 500.0}, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ read a; echo 1 0.5 0 0; read b; echo "1 nan 0.25 0"; read c; sleep 5`
 // A reload moves a controller to the new ports without resetting it.
 func TestRebindKeepsState(t *testing.T) {
 	p := plan(t, "../examples/cruise-pedals.json")
-	m, _ := New("cruise-pedals", nil, p)
+	m, _ := New("cruise-pedals", nil, p, nil)
 	cp := m.(*CruisePedals)
 	outs, ins := vectors(p)
 	sp, _, _ := p.Find(0, "groundspeed")

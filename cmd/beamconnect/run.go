@@ -44,6 +44,26 @@ Reply ids: "next" (default) answers id+1 and, after BeamNG's 2 s blocking
 timeout (a pause of the model, a lost reply), restarts its ids so BeamNG is
 back in lockstep at once; "echo" is the S-function's; "counter" the FMU's.
 
+Fail-safe: only BeamNG's datagrams count (its host, then the port it sends
+from, latched at its first message; a new port only with id 0, a reloaded
+controller, or after its silence), and ids that jump further than BeamNG can
+have sent are dropped; others are counted and warned about, naming the
+address seen and the one expected. A model that dies, hangs (longer than
+beamng.modelTimeoutMs) or panics is a fault: an error is logged at once,
+status 4 is reported, BeamNG gets neutral controls (pedals released, wheel
+torques 0) instead of the last ones and keeps being answered. A bind that
+fails (another program on the port) is retried with backoff. A watchdog
+sees BeamNG run ahead of the replies (out of lockstep) and repairs its
+window where the protocol allows. --record writes whole rows every 250 ms,
+even while BeamNG is silent; it refuses the config file, and any existing
+file that is not a recording unless --force; a write error (a full disk)
+is logged at once and the coupling goes on.
+
+Exit status: 0 for a healthy run, 1 when anything went wrong: never
+connected, datagrams that were not BeamNG's, BeamNG stalls, silences or lost
+lockstep, model faults, lost recording rows; the summary lists each.
+--fault (with --emulate) makes the emulated BeamNG misbehave, to see all this.
+
 ` + coupling.PingResultsLayout + `
 
 ` + models.ExecProtocol,
@@ -54,7 +74,9 @@ back in lockstep at once; "echo" is the S-function's; "counter" the FMU's.
 			fs.BoolVar(&o.freeRunning, "free-running", false, "with --emulate: step as fast as the coupling allows instead of in real time")
 			fs.DurationVar(&o.duration, "duration", 0, "stop after this long (wall clock); 0 runs until interrupted")
 			fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this CSV file")
+			fs.BoolVar(&o.force, "force", false, "let --record overwrite an existing file that is not a recording (never the config itself)")
 			fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
+			fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
 			fs.Bool("json", false, "print the final summary as one JSON object")
 			return func(c *call) int { return runCmd(c, o) }
 		},
@@ -64,54 +86,86 @@ back in lockstep at once; "echo" is the S-function's; "counter" the FMU's.
 type runOpts struct {
 	model, record        string
 	emulate, freeRunning bool
-	noWatch              bool
+	noWatch, force       bool
 	duration             time.Duration
+	faults               []string
 }
 
 // runSummary is what a run reports at the end.
 type runSummary struct {
-	Messages        int64             `json:"messages"`
-	Replies         int64             `json:"replies"`
-	Dropped         int64             `json:"dropped"`
-	Foreign         int64             `json:"foreign"`
-	WrongSize       int64             `json:"wrong_size"`
-	Malformed       int64             `json:"malformed"`
-	Duplicates      int64             `json:"duplicates"`
-	Drained         int64             `json:"drained"`
-	StallsRecovered int64             `json:"stalls_recovered"`
-	LateReplies     int64             `json:"late_replies"`
-	Restarts        int64             `json:"restarts"`
-	TurnaroundP50   float64           `json:"turnaround_p50_us"`
-	TurnaroundP99   float64           `json:"turnaround_p99_us"`
-	TurnaroundMax   float64           `json:"turnaround_max_us"`
-	FinalStatus     int               `json:"final_status"`
-	ReplyID         string            `json:"reply_id"`
-	Model           string            `json:"model"`
-	ModelMissed     int64             `json:"model_missed,omitempty"`
-	WallS           float64           `json:"wall_s"`
-	SimS            float64           `json:"sim_s"`
-	TimeSync        string            `json:"time_sync"`
-	TimeDilation    float64           `json:"time_dilation"`
-	PacingP50       float64           `json:"pacing_error_p50_us"`
-	PacingP99       float64           `json:"pacing_error_p99_us"`
-	Overruns        int64             `json:"pacing_overruns"`
-	Reloads         int64             `json:"reloads"`
-	ReloadErrors    int64             `json:"reload_errors"`
-	Emulator        *emulator.Summary `json:"emulator,omitempty"`
+	Messages        int64    `json:"messages"`
+	Replies         int64    `json:"replies"`
+	Dropped         int64    `json:"dropped"`
+	Foreign         int64    `json:"foreign"`
+	WrongSize       int64    `json:"wrong_size"`
+	Malformed       int64    `json:"malformed"`
+	Duplicates      int64    `json:"duplicates"`
+	IDJumps         int64    `json:"id_jumps"`
+	Drained         int64    `json:"drained"`
+	StallsRecovered int64    `json:"stalls_recovered"`
+	LateReplies     int64    `json:"late_replies"`
+	Restarts        int64    `json:"restarts"`
+	SourceChanges   int64    `json:"source_changes"`
+	Silences        int64    `json:"silences"`
+	BindFailures    int64    `json:"bind_failures"`
+	Connected       bool     `json:"connected"` // BeamNG's messages came at all
+	TurnaroundP50   float64  `json:"turnaround_p50_us"`
+	TurnaroundP99   float64  `json:"turnaround_p99_us"`
+	TurnaroundMax   float64  `json:"turnaround_max_us"`
+	StatusAtEnd     int      `json:"status_at_end"` // when the run was asked to stop
+	FinalStatus     int      `json:"final_status"`  // after it disconnected
+	ReplyID         string   `json:"reply_id"`
+	Model           string   `json:"model"`
+	ModelFaults     int64    `json:"model_faults"`
+	NeutralReplies  int64    `json:"neutral_replies"`
+	ModelMissed     int64    `json:"model_missed,omitempty"`
+	ModelDiscarded  int64    `json:"model_discarded,omitempty"`
+	ModelSkipped    int64    `json:"model_skipped,omitempty"`
+	ModelRestarts   int64    `json:"model_restarts,omitempty"`
+	ModelMaxAgeMs   float64  `json:"model_oldest_answer_ms,omitempty"`
+	LockstepLost    int64    `json:"lockstep_lost"`
+	OutOfLockstepS  float64  `json:"out_of_lockstep_s"`
+	RecordRows      int64    `json:"record_rows,omitempty"`
+	RecordWritten   int64    `json:"record_written,omitempty"`
+	RecordLost      int64    `json:"record_lost,omitempty"`
+	RecordError     string   `json:"record_error,omitempty"`
+	WallS           float64  `json:"wall_s"`
+	SimS            float64  `json:"sim_s"`
+	TimeSync        string   `json:"time_sync"`
+	TimeDilation    float64  `json:"time_dilation"`
+	PacingP50       float64  `json:"pacing_error_p50_us"`
+	PacingP99       float64  `json:"pacing_error_p99_us"`
+	Overruns        int64    `json:"pacing_overruns"`
+	Reloads         int64    `json:"reloads"`
+	ReloadErrors    int64    `json:"reload_errors"`
+	Faults          []string `json:"faults"`
+	Healthy         bool     `json:"healthy"`
+
+	Emulator *emulator.Summary `json:"emulator,omitempty"`
 }
 
 func runCmd(c *call, o *runOpts) int {
-	if len(c.args) != 1 {
-		fmt.Fprintf(c.stderr, "%s run: expected exactly one config file, got %d\nRun '%s run --help' for usage.\n", programName, len(c.args), programName)
+	usage := func(format string, args ...any) int {
+		fmt.Fprintf(c.stderr, "%s run: %s\nRun '%s run --help' for usage.\n", programName, fmt.Sprintf(format, args...), programName)
 		return exitUsage
+	}
+	if len(c.args) != 1 {
+		return usage("expected exactly one config file, got %d", len(c.args))
 	}
 	if o.duration < 0 {
-		fmt.Fprintf(c.stderr, "%s run: --duration %v: expected 0 (run until interrupted) or a positive duration\n", programName, o.duration)
-		return exitUsage
+		return usage("--duration %v: expected 0 (run until interrupted) or a positive duration", o.duration)
 	}
 	if o.freeRunning && !o.emulate {
-		fmt.Fprintf(c.stderr, "%s run: --free-running applies to --emulate only\n", programName)
-		return exitUsage
+		return usage("--free-running applies to --emulate only")
+	}
+	if len(o.faults) > 0 && !o.emulate {
+		return usage("--fault applies to --emulate only (it makes the emulated BeamNG misbehave)")
+	}
+	var faults emulator.Faults
+	for _, spec := range o.faults {
+		if err := emulator.ParseFault(spec, &faults); err != nil {
+			return usage("--fault: %v", err)
+		}
 	}
 	plan, _, code := loadPlan(c, c.args[0])
 	if plan == nil {
@@ -122,7 +176,7 @@ func runCmd(c *call, o *runOpts) int {
 	if o.model != "" && o.model != name {
 		name, params = o.model, nil // the config's parameters belong to its own model
 	}
-	model, err := models.New(name, params, plan)
+	model, err := models.New(name, params, plan, c.log)
 	if err != nil {
 		return c.fail("run", err)
 	}
@@ -135,13 +189,13 @@ func runCmd(c *call, o *runOpts) int {
 	}
 
 	opts := coupling.Options{Plan: plan, Model: model, Log: c.log}
-	var recFile *os.File
 	if o.record != "" {
-		if recFile, err = os.Create(o.record); err != nil {
+		f, err := coupling.OpenRecording(o.record, c.args[0], o.force)
+		if err != nil {
 			return c.fail("run", err)
 		}
-		defer recFile.Close()
-		opts.Record = coupling.NewRecorder(recFile, plan)
+		defer f.Close()
+		opts.Record = coupling.NewRecorder(f, plan, c.log)
 	}
 	if o.emulate {
 		opts.Local = netip.MustParseAddrPort("127.0.0.1:0")
@@ -173,6 +227,7 @@ func runCmd(c *call, o *runOpts) int {
 		cp.SetRemote(link.LocalAddr())
 		em, err := emulator.New(emulator.Config{
 			SimulinkTime: plan.Period, PingTime: plan.PingTime, PhysicsDt: plan.PhysicsDt, FreeRunning: o.freeRunning,
+			Faults: faults,
 		}, link)
 		if err != nil {
 			return c.fail("run", err)
@@ -194,30 +249,9 @@ func runCmd(c *call, o *runOpts) int {
 	stopWatch()
 	emWait.Wait()
 
-	st := cp.Stats()
-	sum := runSummary{
-		Messages: st.Messages.Load(), Replies: st.Replies.Load(),
-		Foreign: st.Foreign.Load(), WrongSize: st.WrongSize.Load(), Malformed: st.Malformed.Load(),
-		Duplicates: st.Duplicates.Load(), Drained: st.Drained.Load(),
-		StallsRecovered: st.StallsRecovered.Load(), LateReplies: st.Late.Load(), Restarts: st.Restarts.Load(),
-		TurnaroundP50: us(st.Turnaround.Quantile(0.5)), TurnaroundP99: us(st.Turnaround.Quantile(0.99)),
-		TurnaroundMax: us(st.Turnaround.Max()),
-		FinalStatus:   int(cp.Status()), ReplyID: string(plan.ReplyID), Model: name,
-		WallS: time.Since(start).Seconds(), Emulator: emSum,
-		SimS: cp.SimTime(), TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
-		PacingP50: us(cp.Sync().PacingError(0.5)), PacingP99: us(cp.Sync().PacingError(0.99)),
-		Overruns: cp.Sync().Overruns,
-		Reloads:  st.Reloads.Load(), ReloadErrors: st.ReloadErrors.Load(),
-	}
-	sum.Dropped = sum.Foreign + sum.WrongSize + sum.Malformed + sum.Duplicates
-	if ex, ok := model.(*models.Exec); ok {
-		sum.ModelMissed = ex.Missed()
-	}
-	if opts.Record != nil {
-		if err := opts.Record.Flush(); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("record: %w", err))
-		}
-	}
+	sum := summarize(cp, plan, name, model, opts.Record)
+	sum.WallS = time.Since(start).Seconds()
+	sum.Emulator = emSum
 	if c.json {
 		writeJSON(c.stdout, sum)
 	} else {
@@ -226,31 +260,95 @@ func runCmd(c *call, o *runOpts) int {
 	if runErr != nil {
 		return c.fail("run", runErr)
 	}
+	if !sum.Healthy {
+		return exitFailed
+	}
 	return exitOK
+}
+
+// summarize reads the coupling's, the model's and the recording's counters
+// at the end of a run, and lists the faults.
+func summarize(cp *coupling.Coupling, plan *ports.Plan, model string, m models.Model, rec *coupling.Recorder) runSummary {
+	st := cp.Stats()
+	sum := runSummary{
+		Messages: st.Messages.Load(), Replies: st.Replies.Load(), Dropped: st.Dropped(),
+		Foreign: st.Foreign.Load(), WrongSize: st.WrongSize.Load(), Malformed: st.Malformed.Load(),
+		Duplicates: st.Duplicates.Load(), IDJumps: st.IDJumps.Load(), Drained: st.Drained.Load(),
+		StallsRecovered: st.StallsRecovered.Load(), LateReplies: st.Late.Load(), Restarts: st.Restarts.Load(),
+		SourceChanges: st.SourceChanges.Load(), Silences: st.Silences.Load(), BindFailures: st.BindFailures.Load(),
+		Connected:     st.Connects.Load() > 0,
+		TurnaroundP50: us(st.Turnaround.Quantile(0.5)), TurnaroundP99: us(st.Turnaround.Quantile(0.99)),
+		TurnaroundMax: us(st.Turnaround.Max()),
+		StatusAtEnd:   int(st.StatusAtEnd()), FinalStatus: int(cp.Status()), ReplyID: string(plan.ReplyID), Model: model,
+		ModelFaults: st.ModelFaults.Load(), NeutralReplies: st.NeutralReplies.Load(),
+		LockstepLost: st.LockstepLost.Load(), OutOfLockstepS: st.OutOfLockstepTotal().Seconds(),
+		SimS: cp.SimTime(), TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
+		PacingP50: us(cp.Sync().PacingError(0.5)), PacingP99: us(cp.Sync().PacingError(0.99)),
+		Overruns: cp.Sync().Overruns,
+		Reloads:  st.Reloads.Load(), ReloadErrors: st.ReloadErrors.Load(),
+		Faults: cp.Faults(),
+	}
+	if ex, ok := m.(*models.Exec); ok {
+		sum.ModelMissed, sum.ModelDiscarded, sum.ModelSkipped = ex.Missed(), ex.Bad(), ex.Skipped()
+		sum.ModelRestarts, sum.ModelMaxAgeMs = ex.Restarts(), float64(ex.MaxAnswerAge().Microseconds())/1e3
+		if n := ex.Bad(); n > 0 {
+			sum.Faults = append(sum.Faults, fmt.Sprintf("the model's program gave %d answers that were discarded (see the log for why)", n))
+		}
+	}
+	if rec != nil {
+		err := rec.Close()
+		sum.RecordRows, sum.RecordWritten, sum.RecordLost = rec.Rows(), rec.Written(), rec.Lost()
+		if err != nil {
+			sum.RecordError = err.Error()
+			sum.Faults = append(sum.Faults, fmt.Sprintf("the recording lost %d of %d rows: %v", sum.RecordLost, sum.RecordRows, err))
+		}
+	}
+	if sum.Faults == nil {
+		sum.Faults = []string{}
+	}
+	sum.Healthy = len(sum.Faults) == 0
+	return sum
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 func printRunSummary(c *call, s runSummary) {
-	fmt.Fprintf(c.stdout, "beamconnect run: %d BeamNG messages, %d replies in %.1f s (model %s, reply ids %s)\n",
+	w := c.stdout
+	fmt.Fprintf(w, "beamconnect run: %d BeamNG messages, %d replies in %.1f s (model %s, reply ids %s)\n",
 		s.Messages, s.Replies, s.WallS, s.Model, s.ReplyID)
-	fmt.Fprintf(c.stdout, "  turnaround p50 %.0f µs, p99 %.0f µs, max %.0f µs\n", s.TurnaroundP50, s.TurnaroundP99, s.TurnaroundMax)
-	fmt.Fprintf(c.stdout, "  time sync %s (timeDilation %g): %.3f s simulated in %.3f s", s.TimeSync, s.TimeDilation, s.SimS, s.WallS)
+	fmt.Fprintf(w, "  turnaround p50 %.0f µs, p99 %.0f µs, max %.0f µs\n", s.TurnaroundP50, s.TurnaroundP99, s.TurnaroundMax)
+	fmt.Fprintf(w, "  time sync %s (timeDilation %g): %.3f s simulated in %.3f s", s.TimeSync, s.TimeDilation, s.SimS, s.WallS)
 	if s.TimeSync == "master" {
-		fmt.Fprintf(c.stdout, ", pacing error p50 %.1f µs, p99 %.1f µs, overruns %d", s.PacingP50, s.PacingP99, s.Overruns)
+		fmt.Fprintf(w, ", pacing error p50 %.1f µs, p99 %.1f µs, overruns %d", s.PacingP50, s.PacingP99, s.Overruns)
 	}
-	fmt.Fprintln(c.stdout)
-	fmt.Fprintf(c.stdout, "  dropped %d (foreign host %d, wrong size %d, malformed %d, duplicate %d); stale drained %d\n",
-		s.Dropped, s.Foreign, s.WrongSize, s.Malformed, s.Duplicates, s.Drained)
-	fmt.Fprintf(c.stdout, "  BeamNG stalls recovered %d, late replies withheld %d, controller restarts %d\n",
-		s.StallsRecovered, s.LateReplies, s.Restarts)
-	if s.ModelMissed > 0 {
-		fmt.Fprintf(c.stdout, "  model answers missed: %d (inputs kept their last values)\n", s.ModelMissed)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  dropped %d (not BeamNG's %d, wrong size %d, malformed %d, repeated id %d, id jump %d); stale drained %d\n",
+		s.Dropped, s.Foreign, s.WrongSize, s.Malformed, s.Duplicates, s.IDJumps, s.Drained)
+	fmt.Fprintf(w, "  BeamNG stalls recovered %d, silences %d, controller restarts %d, new source address %d, late replies withheld %d\n",
+		s.StallsRecovered, s.Silences, s.Restarts, s.SourceChanges, s.LateReplies)
+	fmt.Fprintf(w, "  lockstep lost %d times (%.3f s)\n", s.LockstepLost, s.OutOfLockstepS)
+	fmt.Fprintf(w, "  model faults %d (neutral replies %d)", s.ModelFaults, s.NeutralReplies)
+	if s.Model == "exec" {
+		fmt.Fprintf(w, "; exec: answers missed %d, discarded %d, requests skipped %d, restarts %d, oldest answer used %.1f ms",
+			s.ModelMissed, s.ModelDiscarded, s.ModelSkipped, s.ModelRestarts, s.ModelMaxAgeMs)
 	}
-	fmt.Fprintf(c.stdout, "  config reloads %d, refused %d\n", s.Reloads, s.ReloadErrors)
-	fmt.Fprintf(c.stdout, "  final status %d (%s)\n", s.FinalStatus, coupling.Status(s.FinalStatus))
+	fmt.Fprintln(w)
+	if s.RecordRows > 0 || s.RecordError != "" {
+		fmt.Fprintf(w, "  recording: %d rows, %d written, %d lost\n", s.RecordRows, s.RecordWritten, s.RecordLost)
+	}
+	fmt.Fprintf(w, "  config reloads %d, refused %d\n", s.Reloads, s.ReloadErrors)
+	fmt.Fprintf(w, "  status at the end %d (%s), after disconnecting %d (%s)\n",
+		s.StatusAtEnd, coupling.Status(s.StatusAtEnd), s.FinalStatus, coupling.Status(s.FinalStatus))
 	if s.Emulator != nil {
-		fmt.Fprintf(c.stdout, "  emulated BeamNG: %v\n", *s.Emulator)
+		fmt.Fprintf(w, "  emulated BeamNG: %v\n", *s.Emulator)
+	}
+	if s.Healthy {
+		fmt.Fprintln(w, "healthy: BeamNG coupled in lockstep, no faults")
+		return
+	}
+	fmt.Fprintf(w, "FAULTS (exit status %d):\n", exitFailed)
+	for _, f := range s.Faults {
+		fmt.Fprintf(w, "  - %s\n", f)
 	}
 }
 
@@ -288,6 +386,15 @@ func statusLine(c *call, cp *coupling.Coupling, plan *ports.Plan) func() {
 					cp.Status(), math.Float64frombits(st.LocalTime.Load()), sync, rate,
 					us(st.Turnaround.Quantile(0.5)), us(st.Turnaround.Quantile(0.99)),
 					st.Overdue.Load(), cp.Plan().ReplyID, st.StallsRecovered.Load(), st.Reloads.Load())
+				if lost, since := st.LockstepLostNow(); lost {
+					fmt.Fprintf(&b, " | LOCKSTEP LOST %.1f s", now.Sub(since).Seconds())
+				}
+				if n := st.ModelFaults.Load(); n > 0 {
+					fmt.Fprintf(&b, " | model faults %d", n)
+				}
+				if n := st.Dropped(); n > 0 {
+					fmt.Fprintf(&b, " | dropped %d", n)
+				}
 				fmt.Fprint(c.stderr, b.String())
 			}
 		}

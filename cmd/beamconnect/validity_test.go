@@ -49,7 +49,7 @@ func FuzzOneValidity(f *testing.F) {
 		if plan.Model == "exec" {
 			return // starting it would run a program: Validate covered its parameters
 		}
-		m, err := models.New(plan.Model, plan.ModelParams, plan)
+		m, err := models.New(plan.Model, plan.ModelParams, plan, nil)
 		if err != nil {
 			t.Fatalf("run refuses the model validate accepts: %v\n%s", err, data)
 		}

@@ -1,0 +1,191 @@
+package coupling
+
+import (
+	"math/bits"
+	"time"
+
+	"beamconnect/config"
+)
+
+// Lockstep watchdog.
+//
+// In lockstep BeamNG lets `unanswered` messages be in flight (one, by
+// default) and blocks for the reply before it sends more (spec §4), so it
+// can never send message m before the reply to message m-unanswered went
+// out. When it does (the kernel stamps every datagram's arrival), BeamNG is
+// no longer waiting for us: it is running free, usually because a late
+// reply of ours with a high id was accepted after its 2 s timeout had
+// reset its window (a reply reordered or delayed on the network), or
+// because another program answers it. Its window is then negative, it
+// never blocks, and it rejects our replies until its send counter catches
+// up with the stale id: for as long as the run had lasted.
+//
+// The repair the protocol allows: reply ids jump above every id ever sent,
+// so BeamNG accepts our replies again at once (the model's controls reach
+// the car), then every other reply repeats the previous id, which BeamNG
+// rejects, so each pair of messages closes BeamNG's window gap by one while
+// controls still apply at half rate, until the ids meet BeamNG's window
+// count again and it waits for every reply as before. A 2 s timeout of
+// BeamNG's resets its window too (the ids are re-based then).
+//
+// Seeing BeamNG run ahead needs it to be faster than the round trip: in
+// BeamNG's per-frame batches of physics steps it usually is; a BeamNG whose
+// steps are slower than our replies runs free unseen (and harmlessly, while
+// our replies are accepted). Non-Linux systems do not stamp arrivals: the
+// watchdog is off there.
+
+// lockstepWindow is how many recent messages the evidence is counted over,
+// and lockstepEvidence how many of them must show BeamNG running ahead.
+const (
+	lockstepWindow   = 32
+	lockstepEvidence = 3
+	// lockstepQuiet is how many messages with no sign of running ahead,
+	// after a repair, bring the episode to an end.
+	lockstepQuiet = 64
+	// repairEvery bounds how often a repair starts: if another program is
+	// answering BeamNG with higher ids, jumping again does not help.
+	repairEvery = 10 * time.Second
+)
+
+type lockstep struct {
+	window int         // BeamNG's unanswered
+	sent   []sentReply // ring, by message id: when its reply went out
+	// evidence has one bit per recent message, newest lowest: 1 when BeamNG
+	// sent it before the reply it should have waited for.
+	evidence   uint64
+	lost       bool
+	since      time.Time
+	quiet      int
+	boost      float64 // added to reply ids while BeamNG's window is repaired
+	repeat     bool    // the next reply repeats the previous id
+	lastNormal float64 // the last reply id the policy gave, before adjusting
+	lastRepair time.Time
+}
+
+type sentReply struct {
+	id float64 // BeamNG message id answered; -1: none
+	at int64   // unix ns the reply was handed to the socket
+}
+
+func (l *lockstep) init(window int) {
+	l.window = max(window, 1)
+	l.sent = make([]sentReply, min(l.window, 256))
+	l.reset()
+}
+
+// reset forgets the replies sent: BeamNG's window restarted (its 2 s
+// timeout, a reload, a new session), so what came before tells nothing.
+// A repair in progress ends too, since its ids were counted against the
+// old window.
+func (l *lockstep) reset() {
+	for i := range l.sent {
+		l.sent[i].id = -1
+	}
+	l.evidence, l.boost, l.repeat = 0, 0, false
+}
+
+func (l *lockstep) slot(id float64) *sentReply {
+	return &l.sent[uint64(id)%uint64(len(l.sent))]
+}
+
+// replied records when the reply to message id went out.
+func (l *lockstep) replied(id float64, at time.Time) {
+	if l.window > len(l.sent) {
+		return
+	}
+	*l.slot(id) = sentReply{id, at.UnixNano()}
+}
+
+// observe looks at the message just handled (before its reply goes out):
+// did it arrive before the reply BeamNG should have waited for?
+func (l *lockstep) observe(c *Coupling, rxAt int64, now time.Time) {
+	if rxAt == 0 || l.window > len(l.sent) {
+		return // no arrival times, or a window too wide to track
+	}
+	id := c.msg[0]
+	prev := id - float64(l.window)
+	ahead := false
+	if prev >= 0 {
+		r := l.slot(prev)
+		ahead = r.id == prev && rxAt < r.at
+	}
+	l.evidence <<= 1
+	if ahead {
+		l.evidence |= 1
+	}
+	recent := bits.OnesCount64(l.evidence & (1<<lockstepWindow - 1))
+	switch {
+	case !l.lost && ahead && recent >= lockstepEvidence:
+		l.lose(c, id, prev, recent, now)
+	case l.lost && ahead:
+		l.quiet = 0
+	case l.lost && l.boost == 0:
+		if l.quiet++; l.quiet >= lockstepQuiet {
+			l.regain(c, now, "BeamNG waits for every reply again")
+		}
+	}
+}
+
+func (l *lockstep) lose(c *Coupling, id, prev float64, recent int, now time.Time) {
+	l.lost, l.since, l.quiet = true, now, 0
+	c.stats.LockstepLost.Add(1)
+	c.stats.lockstepSince.Store(now.UnixNano())
+	args := []any{"message", id, "sent_before_the_reply_to", prev, "in_the_last", lockstepWindow, "times", recent,
+		"likely", "a late reply of ours was accepted after BeamNG's 2 s timeout reset its window (reordered or delayed on the network), or another program answers BeamNG"}
+	if c.plan.ReplyID == config.ReplyEcho || now.Sub(l.lastRepair) < repairEvery {
+		c.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting", args...)
+		return
+	}
+	l.lastRepair = now
+	// From the next message: the first reply above every id sent so far,
+	// then every other reply repeating the previous id.
+	l.boost = c.maxReplyID - l.lastNormal
+	l.repeat = false
+	c.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting; repairing its window: reply ids jump above every id sent so their controls apply, then every other reply closes the gap",
+		append(args, "gap_messages", l.boost)...)
+}
+
+func (l *lockstep) regain(c *Coupling, now time.Time, why string) {
+	d := now.Sub(l.since)
+	l.lost = false
+	c.stats.OutOfLockstep.Add(int64(d))
+	c.stats.lockstepSince.Store(0)
+	c.log.Info("BeamNG is back in lockstep", "why", why, "after", d.Round(time.Millisecond))
+}
+
+// rebased is told that the reply ids were re-based because BeamNG's window
+// restarted: a lost lockstep ends there.
+func (l *lockstep) rebased(c *Coupling, now time.Time) {
+	if l.lost {
+		l.regain(c, now, "BeamNG's window restarted")
+	}
+	l.reset()
+}
+
+// adjust turns the policy's reply id r into the one sent, while a repair
+// is in progress (last is the previous reply id sent).
+func (l *lockstep) adjust(r, last float64) float64 {
+	l.lastNormal = r
+	if l.boost <= 0 {
+		return r
+	}
+	if l.repeat {
+		// BeamNG rejects an id it has: its send counter gains one on its
+		// highest accepted id, closing the gap by one.
+		l.repeat = false
+		l.boost--
+		return last
+	}
+	l.repeat = true
+	return r + l.boost
+}
+
+// end closes an open episode when the run ends.
+func (l *lockstep) end(now time.Time, s *Stats) {
+	if l.lost {
+		s.OutOfLockstep.Add(int64(now.Sub(l.since)))
+		s.lockstepSince.Store(0)
+		s.openAtEnd.Store(true)
+		l.lost = false
+	}
+}

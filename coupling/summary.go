@@ -1,0 +1,64 @@
+package coupling
+
+import (
+	"fmt"
+
+	"beamconnect/config"
+)
+
+// Faults lists, one line each, what went wrong during the run: a run that
+// lists nothing was healthy. Read it after Run returns. A run is never
+// called healthy when BeamNG was not coupled in lockstep all along: when it
+// never connected, stalled, ran out of lockstep, went silent, or when the
+// model failed or datagrams that are not BeamNG's came in.
+func (c *Coupling) Faults() []string {
+	s := &c.stats
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if s.Connects.Load() == 0 {
+		if n := s.BindFailures.Load(); n > 0 {
+			add("never connected: %v could not be bound (%d tries; see the log for why)", c.local, n)
+		} else {
+			add("never connected: no message from BeamNG at %v (is BeamNG's coupling started and sending here, from %v?)", c.local, c.remote.Addr())
+		}
+	} else if n := s.BindFailures.Load(); n > 0 {
+		add("the local address could not be bound %d times (each retried)", n)
+	}
+	if n := s.Foreign.Load(); n > 0 {
+		add("%d datagrams that were not BeamNG's (another host, or another port than BeamNG's) were dropped", n)
+	}
+	if w, m, d, j := s.WrongSize.Load(), s.Malformed.Load(), s.Duplicates.Load(), s.IDJumps.Load(); w+m+d+j > 0 {
+		add("%d datagrams BeamNG's coupling did not send as they came were dropped: wrong size %d, malformed id %d, repeated id %d, implausible id jump %d", w+m+d+j, w, m, d, j)
+	}
+	stalls := s.StallsRecovered.Load()
+	if c.plan.ReplyID == config.ReplyEcho && stalls > 0 {
+		stalls-- // the S-function's start-up stall, which the echo policy keeps on purpose
+	}
+	if stalls > 0 {
+		add("BeamNG stalled %d times, waiting 2 s for a reply (reply ids re-based each time)", stalls)
+	}
+	if n := s.Late.Load(); n > 0 {
+		add("%d replies were withheld: the model's step took longer than BeamNG waits", n)
+	}
+	if n := s.ModelFaults.Load(); n > 0 {
+		add("the model faulted %d times (dead, hung, panicked or answering badly): %d replies carried neutral controls", n, s.NeutralReplies.Load())
+	}
+	if n := s.LockstepLost.Load(); n > 0 {
+		msg := fmt.Sprintf("BeamNG ran out of lockstep %d times, %.3f s in all", n, s.OutOfLockstepTotal().Seconds())
+		if s.EndedOutOfLockstep() {
+			msg += ", and was still out of lockstep at the end"
+		}
+		out = append(out, msg)
+	}
+	if n := s.Silences.Load(); n > 0 {
+		add("BeamNG went silent %d times while connected (its coupling stopped, it paused, or it was lost)", n)
+	}
+	if s.Connects.Load() > 0 && Status(s.endLink.Load()) != Connected {
+		add("BeamNG was not connected when the run ended (status %s)", Status(s.endLink.Load()))
+	}
+	return out
+}
+
+// StatusAtEnd is the connection state when the run was asked to stop,
+// before it disconnected.
+func (s *Stats) StatusAtEnd() Status { return Status(s.endLink.Load()) }

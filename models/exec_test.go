@@ -1,0 +1,206 @@
+package models
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"beamconnect/ports"
+)
+
+// syncBuffer is a log the test reads while the model writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// execRig starts an sh script as the exec model of the cruise-pedals rig
+// (inputs: directive, throttle, brake, driveMode).
+func execRig(t *testing.T, script string, timeout float64, extra Params) (*Exec, *ports.Plan, *syncBuffer) {
+	t.Helper()
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	p := plan(t, "../examples/cruise-pedals.json")
+	p.ModelTimeout = timeout
+	params := Params{"command": []string{"sh", "-c", script}, "deadlineMs": 4.0}
+	for k, v := range extra {
+		params[k] = v
+	}
+	log := &syncBuffer{}
+	m, err := New("exec", params, p, slog.New(slog.NewTextHandler(log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := m.(*Exec)
+	t.Cleanup(func() { ex.Close() })
+	return ex, p, log
+}
+
+// stepFor steps the model every period until cond holds or limit passes.
+func stepFor(m *Exec, p *ports.Plan, period, limit time.Duration, cond func(outs, ins [][]float64) bool) ([][]float64, bool) {
+	outs, ins := vectors(p)
+	start := time.Now()
+	for time.Since(start) < limit {
+		outs[0][0] = 3
+		m.Step(time.Since(start).Seconds(), outs, ins)
+		if cond != nil && cond(outs, ins) {
+			return ins, true
+		}
+		time.Sleep(period)
+	}
+	return ins, cond == nil
+}
+
+// Issue 10, defect 3: a program slower than the period acts on the newest
+// request, one at a time; requests never queue in the pipe. It answers
+// with the time of the request it answers, so the throttle shows how old
+// the data it acted on was. Before, after 15 s at 10 ms per answer and a
+// 5 ms period, the request being answered was 7 s old.
+func TestExecNewestRequestOnly(t *testing.T) {
+	t.Parallel()
+	m, p, _ := execRig(t, `read h; while read t rest; do sleep 0.01; echo "1 $t 0 0"; done`, 0.2, nil)
+	th, thE, _ := p.Find(1, "throttle")
+	var worst float64
+	start := time.Now()
+	ins, _ := stepFor(m, p, 5*time.Millisecond, 2*time.Second, func(outs, ins [][]float64) bool {
+		if ins[th][thE] > 0 && time.Since(start) > 500*time.Millisecond {
+			worst = max(worst, time.Since(start).Seconds()-ins[th][thE])
+		}
+		return false
+	})
+	if ins[th][thE] == 0 {
+		t.Fatal("no answer ever applied")
+	}
+	// Each answer takes ~10 ms (plus sh's fork of sleep); it answers the
+	// newest request, so the data is never more than about two answers old.
+	if worst > 0.06 {
+		t.Errorf("the answered request was %.0f ms old at worst; want the newest, not a backlog", worst*1000)
+	}
+	if m.Skipped() == 0 || m.MaxAnswerAge() > 60*time.Millisecond {
+		t.Errorf("skipped %d requests, oldest answer %v", m.Skipped(), m.MaxAnswerAge())
+	}
+	if m.Fault() != nil {
+		t.Errorf("a slow but steady program faulted: %v", m.Fault())
+	}
+}
+
+// Issue 10, defect 4: answers that cannot be used are counted and logged
+// with their reason, each kind at once.
+func TestExecBadAnswers(t *testing.T) {
+	t.Parallel()
+	script := `read h
+read a; echo "1 0.5"
+read a; echo "1 abc 0 0"
+read a; echo "1 inf 0 0"
+read a; echo "1 0.5 0 0"; echo "1 0.6 0 0"
+while read a; do echo "1 0.25 0 0"; done`
+	m, p, log := execRig(t, script, 1, nil)
+	th, thE, _ := p.Find(1, "throttle")
+	ins, ok := stepFor(m, p, 5*time.Millisecond, 3*time.Second, func(outs, ins [][]float64) bool {
+		return ins[th][thE] == 0.25
+	})
+	if !ok {
+		t.Fatalf("throttle %v; log:\n%s", ins[th][thE], log)
+	}
+	if m.Bad() != 4 {
+		t.Errorf("%d answers discarded, want 4", m.Bad())
+	}
+	for _, want := range []string{
+		"2 numbers, expected 4 (the directive, then every input port element)",
+		`\"abc\" is not a number`,
+		"inf is not a usable control value",
+		"no request is outstanding: the program answered more lines than it was sent",
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// Issue 10, defect 2: a program that floors the throttle and exits is a
+// fault at once (logged when it happens, not at the end), and it is started
+// again with backoff; answering again ends the fault.
+func TestExecDiesAndRestarts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "ran")
+	script := `read h
+if [ -e '` + mark + `' ]; then while read a; do echo "1 0.2 0 0"; done; fi
+touch '` + mark + `'
+read a; echo "1 1 0 0"; read a; echo "1 1 0 0"; exit 3`
+	m, p, log := execRig(t, script, 0.05, nil)
+	_, ok := stepFor(m, p, 5*time.Millisecond, 2*time.Second, func(_, _ [][]float64) bool { return m.Fault() != nil })
+	if !ok {
+		t.Fatal("the program's exit did not fault the model")
+	}
+	if err := m.Fault(); !strings.Contains(err.Error(), "ended (exit status 3)") {
+		t.Errorf("fault %q", err)
+	}
+	if !strings.Contains(log.String(), "model program ended; starting it again") {
+		t.Errorf("the exit was not logged when it happened:\n%s", log)
+	}
+	th, thE, _ := p.Find(1, "throttle")
+	ins, ok := stepFor(m, p, 5*time.Millisecond, 4*time.Second, func(_, ins [][]float64) bool {
+		return m.Fault() == nil && ins[th][thE] == 0.2
+	})
+	if !ok || m.Restarts() != 1 {
+		t.Fatalf("after the restart: fault %v, throttle %v, restarts %d\n%s", m.Fault(), ins[th][thE], m.Restarts(), log)
+	}
+	if !strings.Contains(log.String(), "answering again after its restart") {
+		t.Errorf("the recovery went unlogged:\n%s", log)
+	}
+}
+
+// restart: false leaves a program that ended ended: the fault stays.
+func TestExecNoRestart(t *testing.T) {
+	t.Parallel()
+	m, p, log := execRig(t, `read h; read a; echo "1 1 0 0"; exit 0`, 0.05, Params{"restart": false})
+	stepFor(m, p, 5*time.Millisecond, 1200*time.Millisecond, nil)
+	if m.Fault() == nil || m.Restarts() != 0 || !strings.Contains(log.String(), "not restarting it") {
+		t.Errorf("fault %v, restarts %d\n%s", m.Fault(), m.Restarts(), log)
+	}
+}
+
+// A program that stops answering is hung once the model timeout passes;
+// the steps never wait longer than the deadline meanwhile.
+func TestExecHung(t *testing.T) {
+	t.Parallel()
+	m, p, _ := execRig(t, `read h; read a; echo "1 1 0 0"; read a; echo "1 1 0 0"; sleep 30`, 0.05, nil)
+	outs, ins := vectors(p)
+	var slowest time.Duration
+	start := time.Now()
+	for time.Since(start) < 500*time.Millisecond {
+		t0 := time.Now()
+		m.Step(time.Since(start).Seconds(), outs, ins)
+		slowest = max(slowest, time.Since(t0))
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !errors.Is(m.Fault(), ErrModelHung) {
+		t.Errorf("fault %v, want %v", m.Fault(), ErrModelHung)
+	}
+	if slowest > 100*time.Millisecond {
+		t.Errorf("a step took %v; the deadline is 4 ms", slowest)
+	}
+	if m.Missed() == 0 {
+		t.Error("no missed answers counted")
+	}
+}
