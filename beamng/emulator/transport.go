@@ -25,6 +25,10 @@ type Transport interface {
 	Close() error
 }
 
+// reloadTime is how long a controller reload keeps BeamNG's sockets
+// closed.
+const reloadTime = 2 * time.Millisecond
+
 // Reopener is a Transport that can close its sockets and open new ones, as
 // BeamNG's controller does when it is reloaded (a vehicle reset through the
 // extension API): whatever was queued on the old receive socket is lost,
@@ -178,6 +182,10 @@ func (u *UDP) Reopen() error {
 	<-u.done
 	u.send.Close()
 	u.q.drain()
+	// Reloading a controller (stopCoupling, rerequire, startCoupling) is
+	// not instant; a reply in flight meanwhile finds no socket and is lost,
+	// as it would be with BeamNG.
+	time.Sleep(reloadTime)
 	var err error
 	for range 100 {
 		var rc *net.UDPConn
