@@ -3,9 +3,11 @@ package config
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -20,14 +22,22 @@ import (
 // timer; when it fires, the file is read and reported only if its bytes
 // changed. A half-written file is simply reported too: loading it fails and
 // the running plan stays, and the write that completes it is reported next.
-// If the directory cannot be watched (inotify limits), it polls once a
-// second instead.
+//
+// It cannot die silently. The directory's parent is watched too, and the
+// watch itself is checked every second: when the folder is deleted and
+// created again, or renamed away and back, the watch is set up again (and
+// the file read); when the file disappears or cannot be read, a warning
+// says so at once, and again when it is back. If inotify is unavailable,
+// or the watcher stops, it polls once a second instead.
 type Watcher struct {
-	path     string
-	debounce time.Duration
-	log      *slog.Logger
-	force    chan struct{}
-	last     []byte
+	path, dir, parent string
+	debounce          time.Duration
+	health            time.Duration
+	log               *slog.Logger
+	force             chan struct{}
+	last              []byte
+	dirInfo           os.FileInfo // the folder as last watched
+	missing           bool        // the file is known to be missing or unreadable
 }
 
 // NewWatcher watches path; debounce 0 means 20 ms. The debounce only lets
@@ -42,10 +52,16 @@ func NewWatcher(path string, debounce time.Duration, log *slog.Logger) *Watcher 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{path: filepath.Clean(path), debounce: debounce, log: log, force: make(chan struct{}, 1)}
+	w := &Watcher{path: filepath.Clean(path), debounce: debounce, health: time.Second, log: log, force: make(chan struct{}, 1)}
+	w.dir = filepath.Dir(w.path)
+	w.parent = filepath.Dir(w.dir)
 	w.last, _ = os.ReadFile(w.path) // the content already running
 	return w
 }
+
+// SetHealthInterval changes how often the watch itself is checked (1 s by
+// default); tests make it short.
+func (w *Watcher) SetHealthInterval(d time.Duration) { w.health = d }
 
 // Force asks for the file to be reported at once even if unchanged (SIGHUP).
 func (w *Watcher) Force() {
@@ -59,22 +75,22 @@ func (w *Watcher) Force() {
 // goroutine, one call at a time.
 func (w *Watcher) Run(ctx context.Context, onChange func(data []byte)) {
 	fw, err := fsnotify.NewWatcher()
-	if err == nil {
-		if err = fw.Add(filepath.Dir(w.path)); err != nil {
-			fw.Close()
-		}
-	}
 	var events <-chan fsnotify.Event
 	var errs <-chan error
 	poll := time.NewTicker(time.Hour)
 	defer poll.Stop()
 	if err != nil {
-		w.log.Warn("cannot watch the config's directory; polling it every second", "err", err)
+		w.log.Warn("cannot watch the config's folder; polling the file every second", "err", err)
 		poll.Reset(time.Second)
 	} else {
 		defer fw.Close()
 		events, errs = fw.Events, fw.Errors
+		if !w.arm(fw) {
+			w.log.Warn("cannot watch the config's folder yet; trying again every second", "dir", w.dir)
+		}
 	}
+	health := time.NewTicker(w.health)
+	defer health.Stop()
 	settle := time.NewTimer(time.Hour)
 	settle.Stop()
 	defer settle.Stop()
@@ -84,17 +100,37 @@ func (w *Watcher) Run(ctx context.Context, onChange func(data []byte)) {
 			return
 		case ev, ok := <-events:
 			if !ok {
-				return
-			}
-			name := filepath.Clean(ev.Name)
-			if (name != w.path && filepath.Base(name) != "..data") || ev.Op == fsnotify.Chmod {
+				// The watcher itself stopped: never go quiet, poll instead.
+				w.log.Warn("the config file watcher stopped; polling the file every second instead", "file", w.path)
+				events, errs, fw = nil, nil, nil
+				poll.Reset(time.Second)
 				continue
 			}
-			settle.Reset(w.debounce)
+			name := filepath.Clean(ev.Name)
+			switch {
+			case name == w.dir && ev.Has(fsnotify.Remove|fsnotify.Rename):
+				w.log.Warn("the config's folder was removed or renamed; the running config stays; watching for it to come back", "dir", w.dir)
+				w.dirInfo = nil
+			case name == w.dir && ev.Has(fsnotify.Create):
+				if w.arm(fw) {
+					w.report(onChange, false)
+				}
+			case (name == w.path || filepath.Dir(name) == w.dir && filepath.Base(name) == "..data") && ev.Op != fsnotify.Chmod:
+				settle.Reset(w.debounce)
+			}
 		case err, ok := <-errs:
 			if ok {
+				// An overflowed queue may have lost the event that mattered.
 				w.log.Warn("config watch", "err", err)
+				settle.Reset(w.debounce)
 			}
+		case <-health.C:
+			if fw != nil && !w.armed(fw) && w.arm(fw) {
+				w.log.Info("watching the config's folder again", "dir", w.dir)
+				w.report(onChange, false)
+				continue
+			}
+			w.present()
 		case <-poll.C:
 			w.report(onChange, false)
 		case <-settle.C:
@@ -105,12 +141,60 @@ func (w *Watcher) Run(ctx context.Context, onChange func(data []byte)) {
 	}
 }
 
+// arm (re)watches the folder, and its parent so that the folder coming
+// back is seen at once. It reports whether the folder is watched.
+func (w *Watcher) arm(fw *fsnotify.Watcher) bool {
+	if w.parent != w.dir && !slices.Contains(fw.WatchList(), w.parent) {
+		fw.Add(w.parent) // best effort: the health check covers its absence
+	}
+	fw.Remove(w.dir) // a stale watch on a folder that was replaced
+	if err := fw.Add(w.dir); err != nil {
+		w.dirInfo = nil
+		return false
+	}
+	w.dirInfo, _ = os.Stat(w.dir)
+	return true
+}
+
+// armed reports whether the folder watched is still the one at its path.
+func (w *Watcher) armed(fw *fsnotify.Watcher) bool {
+	if w.dirInfo == nil || !slices.Contains(fw.WatchList(), w.dir) {
+		return false
+	}
+	fi, err := os.Stat(w.dir)
+	return err == nil && os.SameFile(fi, w.dirInfo)
+}
+
+// present warns, once, when the file has gone missing or unreadable.
+func (w *Watcher) present() {
+	f, err := os.Open(w.path)
+	if err == nil {
+		f.Close()
+	}
+	w.note(err)
+}
+
+// note tracks whether the file can be read, warning at once when it stops
+// and saying when it is back.
+func (w *Watcher) note(err error) {
+	switch {
+	case err != nil && !w.missing:
+		w.missing = true
+		why := "unreadable"
+		if errors.Is(err, os.ErrNotExist) {
+			why = "missing"
+		}
+		w.log.Warn("the config file is "+why+"; the running config stays until it is back", "file", w.path, "err", err)
+	case err == nil && w.missing:
+		w.missing = false
+		w.log.Info("the config file is back", "file", w.path)
+	}
+}
+
 func (w *Watcher) report(onChange func([]byte), force bool) {
 	data, err := os.ReadFile(w.path)
+	w.note(err)
 	if err != nil {
-		// Between an editor's rename steps the file may be briefly absent;
-		// the event that recreates it comes next.
-		w.log.Debug("config unreadable for now", "err", err)
 		return
 	}
 	if !force && bytes.Equal(data, w.last) {
