@@ -18,6 +18,12 @@ import (
 	"beamconnect/ports"
 )
 
+// truncater is a file the recorder can cut back to its last whole row.
+type truncater interface {
+	Truncate(size int64) error
+	Seek(offset int64, whence int) (int64, error)
+}
+
 // recordHeader starts every header row of a recording; a file that starts
 // with it is a recording, which --record may replace.
 const recordHeader = "time,status,id,reply_id,reloads"
@@ -43,7 +49,7 @@ const (
 // later rows are written if the disk has room again.
 type Recorder struct {
 	w    io.Writer
-	file *os.File // when w is a file: cut back to whole rows after a failed write
+	file truncater // when w can: cut back to whole rows after a failed write
 	name string
 	log  *slog.Logger
 
@@ -75,8 +81,11 @@ func NewRecorder(w io.Writer, plan *ports.Plan, log *slog.Logger) *Recorder {
 		cur: make([]byte, 0, recordBufSize), line: make([]byte, 0, 8192),
 		full: make(chan []byte, 1), free: make(chan []byte, 3), done: make(chan struct{}),
 	}
-	if f, ok := w.(*os.File); ok {
-		r.file, r.name = f, f.Name()
+	if f, ok := w.(truncater); ok {
+		r.file = f
+	}
+	if f, ok := w.(interface{ Name() string }); ok {
+		r.name = f.Name()
 	}
 	r.free <- make([]byte, 0, recordBufSize)
 	r.free <- make([]byte, 0, recordBufSize)

@@ -1,0 +1,179 @@
+package coupling
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"beamconnect/beamng/emulator"
+	"beamconnect/config"
+	"beamconnect/ports"
+)
+
+// fullDisk is a file that takes `room` bytes and then fails like a full
+// disk, writing part of what it was given first; freeing makes room again.
+type fullDisk struct {
+	*os.File
+	room int
+}
+
+func (d *fullDisk) Write(b []byte) (int, error) {
+	if len(b) <= d.room {
+		d.room -= len(b)
+		return d.File.Write(b)
+	}
+	n, _ := d.File.Write(b[:d.room])
+	d.room = 0
+	return n, syscall.ENOSPC
+}
+
+func recordPlan(t *testing.T) *ports.Plan {
+	t.Helper()
+	cfg, err := config.Load("../examples/cruise-pedals.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := ports.Compile(cfg)
+	return p
+}
+
+// A full disk: the file keeps whole rows only, the rows that could not be
+// written are counted, the error is logged when it happens, and recording
+// goes on when there is room again.
+func TestRecorderFullDisk(t *testing.T) {
+	plan := recordPlan(t)
+	f, _ := os.Create(filepath.Join(t.TempDir(), "run.csv"))
+	defer f.Close()
+	disk := &fullDisk{File: f, room: 2000}
+	log := &logBuffer{}
+	r := NewRecorder(disk, plan, log.logger())
+	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
+	ins := [][]float64{{1}, {0.25, 0}, {0}}
+	row := func(i int) {
+		r.Row(float64(i)*0.005, Connected, float64(i), float64(i+1), 0, outs, ins)
+		r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
+	}
+	for i := range 100 {
+		row(i)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !log.has("a write failed") && time.Now().Before(deadline) {
+		r.FlushEvery(time.Now().Add(time.Hour), 250*time.Millisecond) // as the coupling's loop does
+		time.Sleep(time.Millisecond)
+	}
+	if !log.has("recording: a write failed (disk full?); the coupling goes on") {
+		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
+	}
+	disk.room = 1 << 20 // room again
+	for i := 100; i < 200; i++ {
+		row(i)
+	}
+	err := r.Close()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Close: %v, want the disk-full error", err)
+	}
+	if r.Rows() != 200 || r.Written()+r.Lost() != 200 || r.Lost() == 0 || r.Written() < 100 {
+		t.Errorf("rows %d, written %d, lost %d", r.Rows(), r.Written(), r.Lost())
+	}
+	b, _ := os.ReadFile(f.Name())
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if !bytes.HasSuffix(b, []byte("\n")) || int64(len(lines)) != r.Written()+1 {
+		t.Fatalf("%d lines in the file for %d rows written", len(lines), r.Written())
+	}
+	want := strings.Count(lines[0], ",")
+	for i, l := range lines {
+		if strings.Count(l, ",") != want {
+			t.Fatalf("line %d is not a whole row: %q", i+1, l)
+		}
+	}
+}
+
+// Rows cost no allocation.
+func TestRecorderRowAllocs(t *testing.T) {
+	var sink bytes.Buffer
+	r := NewRecorder(&sink, recordPlan(t), nil)
+	defer r.Close()
+	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
+	ins := [][]float64{{1}, {0.25, 0}, {0}}
+	i := 0
+	if a := testing.AllocsPerRun(1000, func() {
+		i++
+		r.Row(float64(i), Connected, float64(i), float64(i+1), 0, outs, ins)
+	}); a != 0 {
+		t.Errorf("%v allocations per row", a)
+	}
+}
+
+// Issue 10, defect 7: rows are written out on a timer, while BeamNG is
+// silent too; before, they waited for the next message, and a SIGKILL
+// during a silence lost them.
+func TestRecordFlushedWhileBeamNGSilent(t *testing.T) {
+	f, _ := os.Create(filepath.Join(t.TempDir(), "run.csv"))
+	defer f.Close()
+	var faults emulator.Faults
+	emulator.ParseFault("pause=1500ms@500ms", &faults)
+	h := newHarness(t, "../examples/cruise-pedals.json", nil, emulator.Config{Steps: 1200, Faults: faults})
+	h.c.opt.Record = NewRecorder(f, h.plan, nil)
+	var inFile, answered int64
+	go func() {
+		// Well into BeamNG's pause: what has been answered is on disk.
+		for h.emSum.Pauses == 0 && h.c.Stats().Messages.Load() < 100 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(800 * time.Millisecond)
+		answered = h.c.Stats().Replies.Load()
+		b, _ := os.ReadFile(f.Name())
+		inFile = int64(bytes.Count(b, []byte("\n"))) - 1
+	}()
+	h.run(t)
+	if answered < 100 || inFile != answered {
+		t.Errorf("during BeamNG's silence the file held %d rows of %d answered", inFile, answered)
+	}
+}
+
+// --record refuses the config being run, and files that are not a
+// recording unless forced.
+func TestOpenRecording(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "rig.json")
+	os.WriteFile(cfg, []byte(`{"version": 2}`), 0o644)
+	os.Symlink(cfg, filepath.Join(dir, "link.json"))
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte("lab notes\n"), 0o644)
+	old := filepath.Join(dir, "old.csv")
+	os.WriteFile(old, []byte(recordHeader+",directive\n0,3,1,2,0,1\n"), 0o644)
+	empty := filepath.Join(dir, "empty.csv")
+	os.WriteFile(empty, nil, 0o644)
+	for _, tt := range []struct {
+		path  string
+		force bool
+		want  string // "" for success
+	}{
+		{filepath.Join(dir, "new.csv"), false, ""},
+		{old, false, ""},
+		{empty, false, ""},
+		{notes, false, "the file exists and is not a recording"},
+		{notes, true, ""},
+		{cfg, false, "is the config file being run"},
+		{cfg, true, "is the config file being run"},
+		{filepath.Join(dir, "link.json"), true, "is the config file being run"},
+		{"/dev/null", false, "not a regular file"},
+		{"/dev/null", true, ""},
+	} {
+		f, err := OpenRecording(tt.path, cfg, tt.force)
+		if f != nil {
+			f.Close()
+		}
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s (force %v): %v, want %q", tt.path, tt.force, err, tt.want)
+		}
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != `{"version": 2}` {
+		t.Errorf("the config was touched: %q", b)
+	}
+}
