@@ -14,6 +14,7 @@ package coupling
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,10 @@ func (s Status) String() string {
 	}
 	return "unknown"
 }
+
+// stallGap bounds a silence that is BeamNG's own 2 s blocking timeout
+// (reported as a stall) rather than BeamNG lost.
+const stallGap = 2300 * time.Millisecond
 
 // RebaseGap is how long BeamNG may be silent before beamconnect assumes its
 // controller timed out (2.0 s) and reset its window: reply ids then restart
@@ -129,11 +134,13 @@ type Coupling struct {
 	maxReplyID  float64 // the highest reply id ever sent
 	lastArrival time.Time
 	firstID     float64
+	firstAt     time.Time
 	// interArrival is the time between the last two BeamNG messages
 	// (ping_results[1]).
 	interArrival time.Duration
 	fresh        bool // the next message is the first since (re)connecting
 	neutralReply bool // the reply Handle built carries neutral controls
+	silent       bool // BeamNG went silent while connected, and has not sent since
 
 	src   sourceState
 	bind  bindState
@@ -181,6 +188,7 @@ type Stats struct {
 
 	lockstepSince atomic.Int64 // unix ns the open episode began; 0 in lockstep
 	openAtEnd     atomic.Bool  // the run ended out of lockstep
+	stallSilences atomic.Int64 // silences that were BeamNG's own 2 s timeout
 	endLink       atomic.Int32 // the link's state when the run was asked to stop
 }
 
@@ -413,6 +421,7 @@ func (c *Coupling) receive() {
 		if errors.As(err, &ne) && ne.Timeout() {
 			if c.link == Connected && now.Sub(c.lastArrival) > c.opt.Silence {
 				c.stats.Silences.Add(1)
+				c.silent = true
 				c.log.Warn("BeamNG went silent: its coupling stopped, it paused, or it is lost",
 					"for", now.Sub(c.lastArrival).Round(time.Millisecond), "last_id", c.lastID)
 				c.setLink(Connecting)
@@ -482,10 +491,10 @@ func (c *Coupling) flushRecord(final bool) {
 	c.opt.Record.FlushEvery(time.Now(), 250*time.Millisecond)
 }
 
-// drain reads whatever else is already queued and keeps the newest
-// datagram from BeamNG: after a (re)connect or a pause of our own, older
-// messages are stale, and answering only the newest is what puts BeamNG
-// back in lockstep.
+// drain reads whatever else is already queued and keeps BeamNG's newest
+// message (the highest id: the network may deliver them out of order):
+// after a (re)connect or a pause of our own, older messages are stale, and
+// answering only the newest is what puts BeamNG back in lockstep.
 func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
 	keep := make([]byte, 0, beamng.MaxDatagram) // rare path: may allocate
 	keep = append(keep, c.rx[:n]...)
@@ -495,15 +504,28 @@ func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
 		if err != nil {
 			break
 		}
-		if c.fromBeamNG(f) && m == 8*beamng.StateLen {
-			c.stats.Drained.Add(1)
-			keep, from = append(keep[:0], c.rx[:m]...), f
-		} else {
+		switch {
+		case !c.fromBeamNG(f):
 			c.src.foreign(c, f, m)
+		case m != 8*beamng.StateLen:
+			c.stats.WrongSize.Add(1)
+		default:
+			c.stats.Drained.Add(1)
+			if len(keep) != 8*beamng.StateLen || messageID(c.rx) > messageID(keep) {
+				keep, from = append(keep[:0], c.rx[:m]...), f
+			}
 		}
 	}
 	copy(c.rx, keep)
 	return len(keep), from
+}
+
+// messageID reads the id of an encoded message (NaN for a short one).
+func messageID(b []byte) float64 {
+	if len(b) < 8 {
+		return math.NaN()
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b))
 }
 
 // Handle is the per-message path: check the datagram, decode it, update
@@ -546,6 +568,9 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 		c.stats.Connects.Add(1)
 	case arrival.Sub(c.lastArrival) >= RebaseGap:
 		c.stats.StallsRecovered.Add(1)
+		if arrival.Sub(c.lastArrival) < stallGap && c.silent {
+			c.stats.stallSilences.Add(1) // the silence was BeamNG's own 2 s timeout
+		}
 		c.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
 			"gap", arrival.Sub(c.lastArrival).Round(time.Millisecond), "id", id)
 		c.rebase(id)
@@ -562,10 +587,11 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 	if c.link != Connected {
 		c.setLink(Connected)
 	}
+	c.silent = false
 	c.interArrival = arrival.Sub(c.lastArrival)
 	c.lastID, c.lastArrival = id, arrival
 	if c.stats.Messages.Add(1) == 1 {
-		c.firstID = id
+		c.firstID, c.firstAt = id, arrival
 	}
 	t := c.sync.Message(id, arrival)
 	c.stats.LocalTime.Store(math.Float64bits(t))

@@ -21,6 +21,7 @@ var loopback = netip.MustParseAddrPort("127.0.0.1:0")
 
 type harness struct {
 	plan     *ports.Plan
+	model    models.Model
 	c        *Coupling
 	em       *emulator.Emulator
 	link     *emulator.UDP
@@ -65,6 +66,7 @@ func newHarnessAll(t testing.TB, cfg *config.Config, model func(*ports.Plan) mod
 	} else if m, err = models.New(plan.Model, plan.ModelParams, plan, nil); err != nil {
 		t.Fatal(err)
 	}
+	h.model = m
 	h.c, err = New(Options{Plan: plan, Model: m, Local: loopback, OnStatus: func(s Status) {
 		h.mu.Lock()
 		h.statuses = append(h.statuses, s)

@@ -28,7 +28,7 @@ func (c *Coupling) Faults() []string {
 		add("%d datagrams that were not BeamNG's (another host, or another port than BeamNG's) were dropped", n)
 	}
 	if w, m, d, j := s.WrongSize.Load(), s.Malformed.Load(), s.Duplicates.Load(), s.IDJumps.Load(); w+m+d+j > 0 {
-		add("%d datagrams BeamNG's coupling did not send as they came were dropped: wrong size %d, malformed id %d, repeated id %d, implausible id jump %d", w+m+d+j, w, m, d, j)
+		add("%d datagrams from BeamNG's address were dropped as unusable: wrong size %d, malformed id %d, repeated id %d, implausible id jump %d", w+m+d+j, w, m, d, j)
 	}
 	stalls := s.StallsRecovered.Load()
 	if c.plan.ReplyID == config.ReplyEcho && stalls > 0 {
@@ -50,8 +50,8 @@ func (c *Coupling) Faults() []string {
 		}
 		out = append(out, msg)
 	}
-	if n := s.Silences.Load(); n > 0 {
-		add("BeamNG went silent %d times while connected (its coupling stopped, it paused, or it was lost)", n)
+	if n := s.Silences.Load() - s.stallSilences.Load(); n > 0 {
+		add("BeamNG went silent %d times while connected, longer than its own 2 s timeout (its coupling stopped, it paused, or it was lost)", n)
 	}
 	if s.Connects.Load() > 0 && Status(s.endLink.Load()) != Connected {
 		add("BeamNG was not connected when the run ended (status %s)", Status(s.endLink.Load()))

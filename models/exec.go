@@ -122,6 +122,7 @@ type Exec struct {
 	lastGood  atomic.Int64          // unix ns of the last valid answer
 	startedAt atomic.Int64          // unix ns the current program started
 	answered  atomic.Bool           // the current program has answered validly
+	spoke     atomic.Bool           // the current program has answered at all: it has started
 	maxAge    atomic.Int64          // ns: the oldest request a used answer was for
 
 	missed, bad, skipped, restarts atomic.Int64
@@ -255,6 +256,7 @@ func (m *Exec) start() (*process, error) {
 	m.proc = p
 	m.procMu.Unlock()
 	m.answered.Store(false)
+	m.spoke.Store(false)
 	m.startedAt.Store(time.Now().UnixNano())
 	m.hung.Store(nil)
 	go m.write(p)
@@ -386,6 +388,13 @@ func (m *Exec) read(p *process) {
 			continue
 		}
 		now := time.Now()
+		// Its first line says the program has started: from here on the
+		// model timeout applies, valid answers or not.
+		first := !m.spoke.Load() && m.current(p)
+		if first {
+			m.lastGood.Store(now.UnixNano())
+			m.spoke.Store(true)
+		}
 		asked := p.outstandingAt.Swap(0)
 		if asked == 0 {
 			m.discard(lim, "unsolicited", "no request is outstanding: the program answered more lines than it was sent", line)
@@ -398,7 +407,7 @@ func (m *Exec) read(p *process) {
 		var kind, reason string
 		vals, kind, reason = m.parse(line, vals[:0])
 		limit := m.timeout
-		if !m.answered.Load() {
+		if first {
 			limit = startGrace // the first answer: an interpreter may still be starting
 		}
 		if kind == "" && now.UnixNano()-asked > int64(limit) {
@@ -409,7 +418,7 @@ func (m *Exec) read(p *process) {
 			continue
 		}
 		age := now.UnixNano() - asked
-		for m.answered.Load() { // a first answer's age is the program's start-up
+		for !first { // a first answer's age is the program's start-up
 			old := m.maxAge.Load()
 			if age <= old || m.maxAge.CompareAndSwap(old, age) {
 				break
@@ -575,7 +584,7 @@ func (m *Exec) checkHung() {
 	var err *error
 	switch {
 	case m.dead.Load() != nil:
-	case m.answered.Load():
+	case m.spoke.Load():
 		if now-m.lastGood.Load() > int64(m.timeout) {
 			err = &ErrModelHung
 		}

@@ -1,0 +1,429 @@
+package coupling
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"beamconnect/beamng"
+	"beamconnect/beamng/emulator"
+	"beamconnect/config"
+	"beamconnect/models"
+	"beamconnect/ports"
+)
+
+var matrixTable = flag.Bool("matrix", false, "print the fault matrix as a Markdown table (for the README)")
+
+// matrixRun is one row of the fault matrix: a coupling as run builds it
+// (cruise-pedals' ports, a recording), against the emulator over loopback,
+// with BeamNG's side watched step by step.
+type matrixRun struct {
+	h   *harness
+	log *logBuffer
+	rec *Recorder
+	f   *os.File
+
+	mu sync.Mutex
+	// Episodes during which BeamNG was not in lockstep, from its own
+	// counters: stalled in a 2 s timeout, or running free (its highest
+	// accepted reply id above its send counter).
+	episodes int
+	longest  time.Duration
+	badSince time.Time
+	endBad   bool
+	floored  time.Time // when BeamNG last applied the model's throttle 1
+	toSafe   time.Duration
+	neutral  bool   // BeamNG applied neutral controls after the model's throttle
+	extra    string // what the row measured besides
+}
+
+func (m *matrixRun) trace(r *emulator.StepRecord) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	bad := r.TimedOut || r.MaxRecvID > r.SendCtr
+	switch {
+	case bad && m.badSince.IsZero():
+		m.badSince = r.Start
+		m.episodes++
+	case !bad && !m.badSince.IsZero():
+		m.longest = max(m.longest, r.Start.Sub(m.badSince))
+		m.badSince = time.Time{}
+	}
+	// A reply is applied at the end of the step's wait for it.
+	applied := r.Start.Add(r.Waited)
+	switch th := m.h.em.Vehicle().Throttle; {
+	case th == 1:
+		m.floored = applied
+	case th == 0 && !m.floored.IsZero():
+		// The model's controls were good until it failed, right after the
+		// last reply that carried them: from there to the neutral reply.
+		m.neutral = true
+		m.toSafe = max(m.toSafe, applied.Sub(m.floored))
+		m.floored = time.Time{}
+	}
+}
+
+func (m *matrixRun) end() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.badSince.IsZero() {
+		m.endBad = true
+		m.longest = max(m.longest, time.Since(m.badSince))
+	}
+}
+
+type matrixRow struct {
+	name, what string
+	faults     []string // emulator faults
+	steps      int64    // physics steps (default 10000: 1000 messages)
+	model      func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model
+	disk       int // > 0: the recording's disk is full after this many bytes
+	during     func(t *testing.T, m *matrixRun)
+	check      func(t *testing.T, m *matrixRun)
+	reported   []string // fault lines the run must report; none: healthy
+	safe       bool     // the row measures the time to neutral controls
+	loss       bool     // BeamNG may end out of lockstep, if it is reported
+	fps, rtf   float64  // fps > 0: paced like BeamNG, in frame batches, rtf× real time
+	timeout    float64  // the model timeout, s (0: the default)
+}
+
+// The fault matrix (issue 10): every fault the emulator can inflict and
+// every failure of the client side, each against the coupling run uses,
+// asserting for each: no panic, BeamNG back in lockstep (or the loss
+// reported), nothing lost from the recording (or the loss counted and
+// reported), the fault reported as the summary would, and the time to
+// recover measured from BeamNG's own counters. `-args -matrix` prints it
+// as the README's table.
+func TestFaultMatrix(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("the model rows need sh")
+	}
+	rows := []matrixRow{
+		{name: "none", what: "a clean run"},
+		{name: "drop-replies=0.001", what: "a lost reply: BeamNG waits 2 s, ids re-based", faults: []string{"drop-replies=0.001", "seed=1"},
+			reported: []string{"BeamNG stalled"}},
+		{name: "drop-messages=0.001", what: "a lost message: BeamNG waits 2 s for its reply, ids re-based", faults: []string{"drop-messages=0.001", "seed=1"},
+			reported: []string{"BeamNG stalled"}},
+		{name: "dup-replies=0.05", what: "BeamNG drops the copies itself", faults: []string{"dup-replies=0.05", "seed=1"}},
+		{name: "dup-messages=0.05", what: "repeated ids dropped and counted", faults: []string{"dup-messages=0.05", "seed=1"},
+			reported: []string{"repeated id"}},
+		{name: "reorder-replies=0.002", what: "a held reply lands after BeamNG's reset: lockstep lost, window repaired", faults: []string{"reorder-replies=0.002", "seed=1"},
+			steps: 16000, fps: 60, rtf: 4, reported: []string{"BeamNG stalled", "BeamNG ran out of lockstep"}, loss: true},
+		{name: "reorder-messages=0.001", what: "BeamNG waits 2 s for the held message's reply; the late copy is dropped", faults: []string{"reorder-messages=0.001", "seed=1"},
+			reported: []string{"BeamNG stalled"}},
+		{name: "truncate-replies=0.003", what: "a cut reply: BeamNG applies what it carries, or waits 2 s", faults: []string{"truncate-replies=0.003", "seed=2"}},
+		{name: "truncate-messages=0.001", what: "a cut message dropped: BeamNG waits 2 s for its reply", faults: []string{"truncate-messages=0.001", "seed=1"},
+			reported: []string{"wrong size"}},
+		{name: "delay-replies=1ms:0.05", what: "BeamNG waits a little longer", faults: []string{"delay-replies=1ms:0.05", "seed=1"}},
+		{name: "delay-messages=1ms:0.05", what: "a message comes a little later", faults: []string{"delay-messages=1ms:0.05", "seed=1"}},
+		{name: "garbage=0.02", what: "junk from BeamNG's port dropped and counted", faults: []string{"garbage=0.02", "seed=1"},
+			reported: []string{"wrong size"}},
+		{name: "pause=2500ms@1s", what: "BeamNG's physics hitches: silence, one wrong re-base costs a 2 s stall", faults: []string{"pause=2500ms@1s"},
+			reported: []string{"went silent 1 times", "BeamNG stalled 2 times"}},
+		{name: "restart@1s", what: "controller reloaded: new port, ids from 0, followed", faults: []string{"restart@1s"}},
+		{name: "spoofed datagram", what: "id 1e6 from another port of BeamNG's host: foreign, nothing else",
+			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.1", 1e6) },
+			reported: []string{"not BeamNG's"}},
+		{name: "another host", what: "BeamNG-sized datagrams from 127.0.0.2: foreign, warned once",
+			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.2", 300) },
+			reported: []string{"not BeamNG's"}},
+		{name: "dead model", what: "exec floors the throttle, then exits: neutral controls at once", safe: true,
+			model:    execModel(`read h; i=0; while [ $i -lt 300 ]; do read a; echo "1 1 0 0"; i=$((i+1)); done; exit 1`),
+			reported: []string{"the model faulted 1 times"}},
+		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: the newest request only, no backlog",
+			model: execModel(`read h; while read t rest; do sleep 0.01; echo "1 0.3 0 0"; done`), timeout: 0.2,
+			check: func(t *testing.T, m *matrixRun) {
+				ex := m.h.model.(*models.Exec)
+				if age := ex.MaxAnswerAge(); age > 60*time.Millisecond || ex.Skipped() == 0 {
+					t.Errorf("oldest answer used %v, skipped %d", age, ex.Skipped())
+				}
+				m.extra = fmt.Sprintf("oldest answer used %.0f ms", float64(ex.MaxAnswerAge().Microseconds())/1000)
+			}},
+		{name: "garbage model", what: "exec answers junk, then good lines: discarded, counted, neutral while it lasts",
+			model:    execModel(`read h; i=0; while read a; do i=$((i+1)); if [ $i -le 200 ]; then echo "1 x"; else echo "1 0.3 0 0"; fi; done`),
+			reported: []string{"the model faulted 1 times"},
+			check: func(t *testing.T, m *matrixRun) {
+				if n := m.h.model.(*models.Exec).Bad(); n < 100 || !m.log.has("model answer discarded") {
+					t.Errorf("%d answers discarded", n)
+				}
+			}},
+		{name: "hung model", what: "a Go model's step hangs 400 ms: the watchdog answers with neutral controls", safe: true,
+			model: func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model {
+				return floorModel(200, false, 400*time.Millisecond)(p)
+			},
+			reported: []string{"the model faulted 1 times"}},
+		{name: "panicking model", what: "a Go model panics: recovered, neutral controls from then on", safe: true,
+			model:    func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model { return floorModel(200, true, 0)(p) },
+			reported: []string{"the model faulted 1 times"}},
+		{name: "vanished config", what: "the config's folder deleted and re-created while it runs: warned, re-armed, reloaded",
+			during: vanishConfig, fps: 60, steps: 3000},
+		{name: "full disk", what: "the recording's disk fills: whole rows kept, the loss counted and logged at once", disk: 20000,
+			check: func(t *testing.T, m *matrixRun) {
+				if m.rec.Lost() == 0 || m.rec.Err() == nil || m.rec.Written()+m.rec.Lost() != m.rec.Rows() {
+					t.Errorf("recording: rows %d, written %d, lost %d, err %v", m.rec.Rows(), m.rec.Written(), m.rec.Lost(), m.rec.Err())
+				}
+				m.extra = fmt.Sprintf("%d of %d rows lost, reported", m.rec.Lost(), m.rec.Rows())
+			}},
+	}
+	var mu sync.Mutex
+	results := map[string]string{}
+	t.Run("rows", func(t *testing.T) {
+		for _, row := range rows {
+			t.Run(row.name, func(t *testing.T) {
+				t.Parallel()
+				line := runMatrixRow(t, row)
+				mu.Lock()
+				results[row.name] = line
+				mu.Unlock()
+			})
+		}
+		t.Run("busy port", func(t *testing.T) {
+			t.Parallel()
+			line := busyPortRow(t)
+			mu.Lock()
+			results["busy port"] = line
+			mu.Unlock()
+		})
+	})
+	if *matrixTable {
+		var b strings.Builder
+		b.WriteString("| fault | what happens | BeamNG out of lockstep (longest) | back in lockstep | record | time to neutral controls | reported as |\n|---|---|---|---|---|---|---|\n")
+		for _, row := range rows {
+			b.WriteString(results[row.name])
+		}
+		b.WriteString(results["busy port"])
+		fmt.Println(b.String())
+	}
+}
+
+func runMatrixRow(t *testing.T, row matrixRow) string {
+	cfg, err := config.Load("../examples/cruise-pedals.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &matrixRun{log: &logBuffer{}}
+	var f emulator.Faults
+	for _, spec := range row.faults {
+		if err := emulator.ParseFault(spec, &f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := row.steps
+	if steps == 0 {
+		steps = 10000
+	}
+	var model func(*ports.Plan) models.Model
+	if row.model != nil {
+		model = func(p *ports.Plan) models.Model { return row.model(t, p, m.log) }
+	}
+	cfg.ModelTimeout = row.timeout
+	m.h = newHarnessPlan(t, cfg, model, emulator.Config{Steps: steps, Faults: f, FPS: row.fps, RealTimeFactor: row.rtf,
+		Trace: func(r *emulator.StepRecord) { m.trace(r) }})
+	m.h.c.log = m.log.logger()
+	m.f, _ = os.Create(filepath.Join(t.TempDir(), "run.csv"))
+	defer m.f.Close()
+	var w interface {
+		Write([]byte) (int, error)
+	} = m.f
+	if row.disk > 0 {
+		w = &fullDisk{File: m.f, room: row.disk}
+	}
+	m.rec = NewRecorder(w, m.h.plan, m.log.logger())
+	m.h.c.opt.Record = m.rec
+	var during sync.WaitGroup
+	if row.during != nil {
+		during.Go(func() { row.during(t, m) })
+	}
+	start := time.Now()
+	m.h.run(t) // a panic anywhere fails the whole test: none may happen
+	m.end()
+	during.Wait()
+	wall := time.Since(start)
+	st := m.h.c.Stats()
+
+	// BeamNG back in lockstep, or the loss reported.
+	faults := m.h.c.Faults()
+	if m.endBad && !(row.loss && containsAll(faults, "still out of lockstep at the end")) {
+		t.Errorf("BeamNG ended out of lockstep, unreported: %v\nfaults %q", m.h.emSum, faults)
+	}
+	// Nothing lost from the record: a row per reply, whole rows only.
+	m.rec.Close()
+	b, _ := os.ReadFile(m.f.Name())
+	rows := int64(bytes.Count(b, []byte("\n"))) - int64(bytes.Count(b, []byte(recordHeader)))
+	if row.disk == 0 && (m.rec.Written() != st.Replies.Load() || m.rec.Lost() != 0 || rows != st.Replies.Load()) {
+		t.Errorf("recording: %d rows in the file, %d written, %d lost, for %d replies", rows, m.rec.Written(), m.rec.Lost(), st.Replies.Load())
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		t.Error("the recording ends in a partial row")
+	}
+	// Reported as the summary would.
+	if len(row.reported) == 0 && len(faults) != 0 {
+		t.Errorf("faults %q for a run that should be healthy", faults)
+	}
+	if !containsAll(faults, row.reported...) {
+		t.Errorf("faults %q, want %q", faults, row.reported)
+	}
+	if row.safe {
+		if !m.neutral || st.ModelFaults.Load() == 0 {
+			t.Errorf("BeamNG never got neutral controls (model faults %d)", st.ModelFaults.Load())
+		}
+	}
+	if row.check != nil {
+		row.check(t, m)
+	}
+	if st.Messages.Load() < 100 {
+		t.Errorf("only %d messages in %v", st.Messages.Load(), wall)
+	}
+
+	back := "yes"
+	if m.endBad {
+		back = "no (reported)"
+	}
+	record := fmt.Sprintf("%d rows = replies", m.rec.Written())
+	if row.disk > 0 {
+		record = m.extra
+	}
+	toSafe := "-"
+	if row.safe {
+		toSafe = fmt.Sprintf("%.1f ms", float64(m.toSafe.Microseconds())/1000)
+	}
+	rep := "healthy"
+	if len(faults) > 0 {
+		rep = strings.Join(faults, "; ")
+	}
+	if row.disk > 0 {
+		rep = "the recording lost rows (error logged when it happened)"
+	}
+	what := row.what
+	if m.extra != "" && row.disk == 0 {
+		what += " (" + m.extra + ")"
+	}
+	return fmt.Sprintf("| %s | %s | %s (%d episodes) | %s | %s | %s | %s |\n", row.name, what, ms(m.longest), m.episodes, back, record, toSafe, rep)
+}
+
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000)
+}
+
+// execModel is an sh program as the exec model, with restarts off.
+func execModel(script string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
+	return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
+		m, err := models.New("exec", models.Params{"command": []string{"sh", "-c", script}, "restart": false}, p, log.logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.(models.Closer).Close() })
+		return m
+	}
+}
+
+// sendAfter sends BeamNG-sized datagrams with id `id` from host's loopback
+// address to the coupling, once 200 messages went by.
+func sendAfter(t *testing.T, m *matrixRun, n int64, host string, id float64) {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(host), 0)))
+	if err != nil {
+		t.Errorf("no %s: %v", host, err)
+		return
+	}
+	defer c.Close()
+	for m.h.c.Stats().Messages.Load() < n {
+		time.Sleep(time.Millisecond)
+	}
+	msg := make([]float64, beamng.StateLen)
+	msg[0], msg[17] = id, 99
+	b, _ := beamng.Encode(make([]byte, 8*beamng.StateLen), msg)
+	for range 5 {
+		c.WriteToUDPAddrPort(b, m.h.c.LocalAddr())
+		msg[0]++
+		b, _ = beamng.Encode(b, msg)
+	}
+}
+
+// vanishConfig runs the reload watcher as run does, deletes the config's
+// folder, creates it again with an edit, and checks the edit went live.
+func vanishConfig(t *testing.T, m *matrixRun) {
+	dir := filepath.Join(t.TempDir(), "rig")
+	os.Mkdir(dir, 0o755)
+	path := filepath.Join(dir, "rig.json")
+	src, _ := os.ReadFile("../examples/cruise-pedals.json")
+	src = bytes.Replace(src, []byte(`"$schema": "../schemas/config.schema.json",`), nil, 1)
+	os.WriteFile(path, src, 0o644)
+	w := config.NewWatcher(path, 0, m.log.logger())
+	w.SetHealthInterval(50 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Run(ctx, func(b []byte) { m.h.c.ReloadConfig(path, b) })
+	for m.h.c.Stats().Messages.Load() < 100 {
+		time.Sleep(time.Millisecond)
+	}
+	os.RemoveAll(dir)
+	time.Sleep(100 * time.Millisecond)
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(path, bytes.Replace(src, []byte(`{ "propertyName": "gear" }`), []byte(`{ "propertyName": "gear" }, { "propertyName": "fuel" }`), 1), 0o644)
+	deadline := time.Now().Add(2 * time.Second)
+	for m.h.c.Stats().Reloads.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if m.h.c.Stats().Reloads.Load() != 1 || !m.log.has("the config's folder was removed") || !m.log.has("the config file is missing") {
+		t.Errorf("reloads %d after the folder came back\n%s", m.h.c.Stats().Reloads.Load(), m.log)
+	}
+}
+
+// busyPortRow: the client port is held by another program when the run
+// starts and freed 600 ms later. The bind is retried with backoff; the
+// time to recover runs from the port's release to the first message.
+func busyPortRow(t *testing.T) string {
+	busy, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(loopback))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := config.Load("../examples/cruise-pedals.json")
+	plan, _ := ports.Compile(cfg)
+	model, _ := models.New("cruise-pedals", plan.ModelParams, plan, nil)
+	log := &logBuffer{}
+	port := busy.LocalAddr().(*net.UDPAddr).AddrPort()
+	c, err := New(Options{Plan: plan, Model: model, Log: log.logger(), Local: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := emulator.ListenUDP(loopback, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	c.SetRemote(link.LocalAddr())
+	em, _ := emulator.New(emulator.Config{SimulinkTime: plan.Period, FreeRunning: true, Steps: 10000}, link)
+	var freed time.Time
+	go func() {
+		time.Sleep(600 * time.Millisecond)
+		freed = time.Now()
+		busy.Close()
+	}()
+	runBoth(t, c, em)
+	st := c.Stats()
+	if st.Connects.Load() == 0 || st.BindFailures.Load() < 2 || !log.has("another program has") {
+		t.Errorf("connects %d, bind failures %d\n%s", st.Connects.Load(), st.BindFailures.Load(), log)
+	}
+	if f := c.Faults(); !containsAll(f, "could not be bound") {
+		t.Errorf("faults %q", f)
+	}
+	recovered := time.Duration(0)
+	if st.Messages.Load() > 0 {
+		recovered = c.firstAt.Sub(freed)
+	}
+	return fmt.Sprintf("| busy port | another program holds the client port at start, freed after 0.6 s: bind retried with backoff | BeamNG unanswered until then | yes | - | - | %s (BeamNG answered %s after the port was freed) |\n",
+		strings.Join(c.Faults(), "; "), ms(recovered))
+}
