@@ -139,6 +139,8 @@ type Summary struct {
 	MaxRecvID  float64 `json:"max_recv_id"`
 	SendSkips  int     `json:"send_skips"`
 	Unanswered int     `json:"unanswered"`
+	// Injected counts the faults inflicted (with --fault).
+	Injected *Injected `json:"injected,omitempty"`
 }
 
 // controller is vehicleSystemsCoupling.lua's coupling state (spec §4).
@@ -228,6 +230,8 @@ func (e *Emulator) Run(ctx context.Context) (Summary, error) {
 	e.sum.NextID, e.sum.SendCtr, e.sum.MaxRecvID = e.ctl.id, e.ctl.sendCtr, e.ctl.maxRecvID
 	if f, ok := e.link.(*faulty); ok {
 		f.flush() // messages still held back by a delay fault go out now
+		n := f.n
+		e.sum.Injected = &n
 	}
 	if e.logs != nil {
 		if err := e.logs.close(); err != nil {
@@ -256,6 +260,8 @@ func (e *Emulator) paced(ctx context.Context) error {
 	frame := time.Duration(float64(time.Second) / e.cfg.FPS)
 	stepWall := e.cfg.PhysicsDt / e.cfg.RealTimeFactor // wall seconds per step
 	origin := e.start                                  // wall time of simulated time 0
+	idle := time.NewTimer(time.Hour)                   // one timer for every frame: no allocation per frame
+	defer idle.Stop()
 	for !e.finished(ctx) {
 		frameStart := time.Now()
 		// Simulate up to where the wall clock will be at the next frame.
@@ -271,9 +277,10 @@ func (e *Emulator) paced(ctx context.Context) error {
 			e.step()
 		}
 		if d := time.Until(frameStart.Add(frame)); d > 0 {
+			idle.Reset(d)
 			select {
 			case <-ctx.Done():
-			case <-time.After(d):
+			case <-idle.C:
 			}
 		}
 	}

@@ -172,6 +172,22 @@ type faulty struct {
 	heldReply, heldMsg *held
 	spare              [][]byte
 	garbage            []byte
+	n                  Injected
+}
+
+// Injected counts the faults a run inflicted, per kind and direction.
+type Injected struct {
+	DroppedMessages   int64 `json:"dropped_messages"`
+	DroppedReplies    int64 `json:"dropped_replies"`
+	TruncatedMessages int64 `json:"truncated_messages"`
+	TruncatedReplies  int64 `json:"truncated_replies"`
+	DelayedMessages   int64 `json:"delayed_messages"`
+	DelayedReplies    int64 `json:"delayed_replies"`
+	ReorderedMessages int64 `json:"reordered_messages"`
+	ReorderedReplies  int64 `json:"reordered_replies"`
+	DuplicateMessages int64 `json:"duplicated_messages"`
+	DuplicateReplies  int64 `json:"duplicated_replies"`
+	Garbage           int64 `json:"garbage"`
 }
 
 type held struct {
@@ -243,21 +259,26 @@ func (t *faulty) Send(b []byte) error {
 	t.release(now)
 	im := &t.f.Messages
 	if t.hit(im.Drop) {
+		t.n.DroppedMessages++
 		return nil
 	}
 	if t.hit(im.Truncate) {
+		t.n.TruncatedMessages++
 		b = b[:t.rng.IntN(len(b))]
 	}
 	if t.hit(im.DelayProb) && im.Delay > 0 {
+		t.n.DelayedMessages++
 		t.messages = insert(t.messages, held{now.Add(im.Delay), t.copyOf(b)})
 		return nil
 	}
 	if t.heldMsg == nil && t.hit(im.Reorder) {
+		t.n.ReorderedMessages++
 		t.heldMsg = &held{b: t.copyOf(b)}
 		return nil
 	}
 	err := t.inner.Send(b)
 	if t.hit(im.Duplicate) {
+		t.n.DuplicateMessages++
 		_ = t.inner.Send(b)
 	}
 	if t.heldMsg != nil {
@@ -266,6 +287,7 @@ func (t *faulty) Send(b []byte) error {
 		t.heldMsg = nil
 	}
 	if t.hit(t.f.Garbage) {
+		t.n.Garbage++
 		g := t.garbage[:1+t.rng.IntN(len(t.garbage)-1)]
 		for i := range g {
 			g[i] = byte(t.rng.Uint32())
@@ -324,20 +346,25 @@ func (t *faulty) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int
 func (t *faulty) impair(buf []byte, n int, now time.Time) (int, bool) {
 	im := &t.f.Replies
 	if t.hit(im.Drop) {
+		t.n.DroppedReplies++
 		return 0, false
 	}
 	if t.hit(im.Truncate) {
+		t.n.TruncatedReplies++
 		n = t.rng.IntN(n + 1)
 	}
 	if t.hit(im.DelayProb) && im.Delay > 0 {
+		t.n.DelayedReplies++
 		t.replies = insert(t.replies, held{now.Add(im.Delay), t.copyOf(buf[:n])})
 		return 0, false
 	}
 	if t.heldReply == nil && t.hit(im.Reorder) {
+		t.n.ReorderedReplies++
 		t.heldReply = &held{b: t.copyOf(buf[:n])}
 		return 0, false
 	}
 	if t.hit(im.Duplicate) {
+		t.n.DuplicateReplies++
 		t.replies = insert(t.replies, held{now, t.copyOf(buf[:n])})
 	}
 	if t.heldReply != nil {

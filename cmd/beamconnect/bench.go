@@ -44,12 +44,37 @@ with BeamNG's side and shows the floor. examples/bench has a C and a
 Python responder:
   cc -O2 -o /tmp/responder examples/bench/responder.c
   beamconnect bench --responder "c=/tmp/responder {listen} {beamng}" \
-                    --responder "python=python3 examples/bench/responder.py {listen} {beamng}"`,
+                    --responder "python=python3 examples/bench/responder.py {listen} {beamng}"
+
+--soak runs beamconnect (in process, with a recording) against BeamNG's side
+paced in real time at its fastest rate, a message every 0.5 ms, for
+--duration (default 10 minutes) with faults on (--fault, repeatable; by
+default every kind at low rates), and reports the messages lost and why,
+BeamNG's stalls, how long BeamNG was out of lockstep and how fast it came
+back (from BeamNG's own counters), the recording, and the memory growth.`,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
-			d := fs.Duration("duration", 3*time.Second, "how long to measure each responder")
+			d := fs.Duration("duration", 3*time.Second, "how long to measure each responder (with --soak: how long to soak, default 10m)")
 			rs := fs.StringArray("responder", nil, "NAME=COMMAND of another responder to measure (repeatable)")
-			fs.Bool("json", false, "print the results as a JSON array")
-			return func(c *call) int { return benchCmd(c, *d, *rs) }
+			soak := fs.Bool("soak", false, "soak instead: beamconnect against BeamNG's side at 0.5 ms, paced in real time, with faults on; report losses, stalls, recovery and memory growth")
+			faults := fs.StringArray("fault", nil, "with --soak: the faults to inflict (repeatable; default: every kind, at low rates)")
+			fs.Bool("json", false, "print the results as JSON")
+			return func(c *call) int {
+				if *soak {
+					if !fs.Changed("duration") {
+						*d = 10 * time.Minute
+					}
+					if *d <= 0 {
+						fmt.Fprintf(c.stderr, "%s bench: --duration must be positive\n", programName)
+						return exitUsage
+					}
+					return soakCmd(c, *d, *faults)
+				}
+				if len(*faults) > 0 {
+					fmt.Fprintf(c.stderr, "%s bench: --fault applies to --soak only\n", programName)
+					return exitUsage
+				}
+				return benchCmd(c, *d, *rs)
+			}
 		},
 	})
 }

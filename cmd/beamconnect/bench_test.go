@@ -36,3 +36,28 @@ func TestBench(t *testing.T) {
 		t.Errorf("bad --responder: %d %q", code, errOut)
 	}
 }
+
+// bench --soak: a short soak with a stall in it reports what was lost and
+// why, the stall and its recovery, and the memory.
+func TestSoak(t *testing.T) {
+	out, errOut, code := exec(t, nil, "bench", "--soak", "--duration", "5s", "--json",
+		"--fault", "drop-replies=0.001", "--fault", "dup-messages=0.01", "--fault", "garbage=0.01", "--fault", "seed=1")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var r soakResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// 2000 messages a second, less the stalls; every message either
+	// answered or accounted for.
+	if r.Sent < 1000 || r.Answered < r.Sent-5 || r.Unanswered != r.LostToFaults+r.Drained+r.LostOther || r.LostOther > 2 {
+		t.Errorf("sent %d, answered %d, unanswered %d = %d + %d + %d", r.Sent, r.Answered, r.Unanswered, r.LostToFaults, r.Drained, r.LostOther)
+	}
+	if r.Stalls < 1 || r.Episodes < 1 || r.RecoveryMaxms < 1900 || r.Injected == nil || r.Injected.Garbage == 0 || r.Dropped == 0 {
+		t.Errorf("%+v", r)
+	}
+	if r.RecordRows != r.Answered || r.RecordLost != 0 || r.HeapEndMiB <= 0 {
+		t.Errorf("record %d of %d, heap %v MiB, %v allocs per message", r.RecordRows, r.Answered, r.HeapEndMiB, r.AllocsPerMsg)
+	}
+}

@@ -21,13 +21,20 @@ func selfPeakRSS() int64 {
 // livePeakRSS reads a running process's peak resident set (VmHWM) from
 // /proc, in KiB; 0 where there is no /proc. Unlike the rusage of an ended
 // child, it does not count the forked parent's memory before exec.
-func livePeakRSS(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+func livePeakRSS(pid int) int64 { return procStatus("/proc/"+strconv.Itoa(pid)+"/status", "VmHWM:") }
+
+// currentRSS is this process's resident set now (VmRSS), in KiB; 0 where
+// there is no /proc.
+func currentRSS() int64 { return procStatus("/proc/self/status", "VmRSS:") }
+
+// procStatus reads one "kB" field of a /proc status file.
+func procStatus(file, field string) int64 {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return n
 		}
