@@ -2,13 +2,12 @@ package config
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"beamconnect/logtest"
 )
 
 // watch runs a watcher on a fresh file and returns a channel of what it
@@ -83,14 +82,14 @@ func TestWatchIgnoresNoise(t *testing.T) {
 }
 
 // watchLogged is watch with a short health check and a log to read.
-func watchLogged(t *testing.T) (string, <-chan string, *logSink) {
+func watchLogged(t *testing.T) (string, <-chan string, *logtest.Buffer) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "rig")
 	os.Mkdir(dir, 0o755)
 	path := filepath.Join(dir, "rig.json")
 	os.WriteFile(path, []byte("v0"), 0o644)
-	log := &logSink{}
-	w := NewWatcher(path, 20*time.Millisecond, slog.New(slog.NewTextHandler(log, nil)))
+	log := &logtest.Buffer{}
+	w := NewWatcher(path, 20*time.Millisecond, log.Logger())
 	w.SetHealthInterval(50 * time.Millisecond)
 	got := make(chan string, 16)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,35 +100,6 @@ func watchLogged(t *testing.T) (string, <-chan string, *logSink) {
 	return path, got, log
 }
 
-// logSink is a log the test reads while the watcher writes it.
-type logSink struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logSink) waitFor(t *testing.T, s string) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		l.mu.Lock()
-		ok := strings.Contains(l.b.String(), s)
-		l.mu.Unlock()
-		if ok {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t.Fatalf("no %q logged in 2 s:\n%s", s, l.b.String())
-}
-
 // Issue 10, defect 6: the config's folder deleted and created again, or
 // renamed away and back: the watch comes back and later edits are still
 // seen; a missing file is warned about at once, not at debug level.
@@ -138,12 +108,12 @@ func TestWatchSurvivesFolderChurn(t *testing.T) {
 		path, got, log := watchLogged(t)
 		dir := filepath.Dir(path)
 		os.RemoveAll(dir)
-		log.waitFor(t, "the config's folder was removed or renamed")
-		log.waitFor(t, "the config file is missing")
+		log.WaitFor(t, "the config's folder was removed or renamed")
+		log.WaitFor(t, "the config file is missing")
 		os.Mkdir(dir, 0o755)
 		os.WriteFile(path, []byte("v1"), 0o644)
 		expect(t, got, "v1")
-		log.waitFor(t, "the config file is back")
+		log.WaitFor(t, "the config file is back")
 		os.WriteFile(path, []byte("v2"), 0o644) // and the watch works on
 		expect(t, got, "v2")
 	})
@@ -151,7 +121,7 @@ func TestWatchSurvivesFolderChurn(t *testing.T) {
 		path, got, log := watchLogged(t)
 		dir := filepath.Dir(path)
 		os.Rename(dir, dir+".away")
-		log.waitFor(t, "the config's folder was removed or renamed")
+		log.WaitFor(t, "the config's folder was removed or renamed")
 		os.WriteFile(filepath.Join(dir+".away", "rig.json"), []byte("elsewhere"), 0o644) // not our file any more
 		quiet(t, got)
 		os.Rename(dir+".away", dir)
@@ -162,7 +132,7 @@ func TestWatchSurvivesFolderChurn(t *testing.T) {
 	t.Run("file removed", func(t *testing.T) {
 		path, got, log := watchLogged(t)
 		os.Remove(path)
-		log.waitFor(t, "level=WARN msg=\"the config file is missing; the running config stays until it is back\"")
+		log.WaitFor(t, "level=WARN msg=\"the config file is missing; the running config stays until it is back\"")
 		quiet(t, got)
 		os.WriteFile(path, []byte("v4"), 0o644)
 		expect(t, got, "v4")

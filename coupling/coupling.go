@@ -190,6 +190,7 @@ type Stats struct {
 	openAtEnd     atomic.Bool  // the run ended out of lockstep
 	stallSilences atomic.Int64 // silences that were BeamNG's own 2 s timeout
 	endLink       atomic.Int32 // the link's state when the run was asked to stop
+	endSilence    atomic.Int64 // ns BeamNG had been silent when the run was asked to stop, if it was
 }
 
 // LockstepLostNow reports whether BeamNG is out of lockstep right now, and
@@ -372,6 +373,15 @@ func (c *Coupling) Run(ctx context.Context) error {
 		c.flushRecord(false)
 	}
 	c.stats.endLink.Store(int32(c.link))
+	if c.silent {
+		// A silence the run's end cut short: say how long it lasted rather
+		// than calling it longer than BeamNG's 2 s timeout.
+		gap := time.Since(c.lastArrival)
+		c.stats.endSilence.Store(int64(gap))
+		if gap < stallGap {
+			c.stats.stallSilences.Add(1)
+		}
+	}
 	if c.link == Connected || c.link == Connecting {
 		c.disconnect() // leave BeamNG with neutral controls, not the last ones
 	}
@@ -391,6 +401,7 @@ func (c *Coupling) idle(ctx context.Context) {
 
 func (c *Coupling) closeConn() {
 	if c.conn != nil {
+		c.fault.conn.Store(nil)
 		c.conn.Close()
 		c.conn = nil
 	}

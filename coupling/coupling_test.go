@@ -343,7 +343,7 @@ func TestBindRetry(t *testing.T) {
 	var mu sync.Mutex
 	var seen []Status
 	log := &logBuffer{}
-	c, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.logger(), Local: busy.LocalAddr().(*net.UDPAddr).AddrPort(), OnStatus: func(s Status) {
+	c, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Local: busy.LocalAddr().(*net.UDPAddr).AddrPort(), OnStatus: func(s Status) {
 		mu.Lock()
 		seen = append(seen, s)
 		mu.Unlock()
@@ -376,7 +376,7 @@ func TestBindRetry(t *testing.T) {
 	if n := c.Stats().BindFailures.Load(); n < 2 || n > 4 {
 		t.Errorf("%d bind failures in 0.6 s, want 2–4 (backoff from 250 ms)", n)
 	}
-	if !log.has("cannot bind the local address; retrying") || !log.has("another program has") {
+	if !log.Has("cannot bind the local address; retrying") || !log.Has("another program has") {
 		t.Errorf("the log lacks the failure and its hint:\n%s", log)
 	}
 	// It connected to no BeamNG: a fault.

@@ -21,7 +21,7 @@ func faultHarness(t *testing.T, log *logBuffer, model func(*ports.Plan) models.M
 		t.Fatal(err)
 	}
 	h := newHarnessPlan(t, cfg, model, emCfg)
-	h.c.log = log.logger()
+	h.c.log = log.Logger()
 	h.c.opt.Log = h.c.log
 	return h
 }
@@ -51,7 +51,7 @@ func TestDeadExecModelFailsSafe(t *testing.T) {
 		m, err := models.New("exec", models.Params{
 			"command": []string{"sh", "-c", `read h; i=0; while [ $i -lt 100 ]; do read a; echo "1 1 0 0"; i=$((i+1)); done; exit 1`},
 			"restart": false,
-		}, p, log.logger())
+		}, p, log.Logger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestDeadExecModelFailsSafe(t *testing.T) {
 		return m
 	}, emulator.Config{Steps: 30000, Trace: func(r *emulator.StepRecord) {
 		tr.trace(r)
-		if loggedAt < 0 && r.Step%100 == 0 && log.has("model program ended") {
+		if loggedAt < 0 && r.Step%100 == 0 && log.Has("model program ended") {
 			loggedAt = r.Step
 		}
 	}})
@@ -81,7 +81,7 @@ func TestDeadExecModelFailsSafe(t *testing.T) {
 	if f := h.c.Faults(); !containsAll(f, "the model faulted 1 times") {
 		t.Errorf("faults %q", f)
 	}
-	if !log.has("model fault: BeamNG gets neutral controls") {
+	if !log.Has("model fault: BeamNG gets neutral controls") {
 		t.Errorf("log:\n%s", log)
 	}
 }
@@ -132,7 +132,7 @@ func TestPanickingModelFailsSafe(t *testing.T) {
 	if st.ModelFaults.Load() != 1 || h.emSum.Stalls != 0 || st.Replies.Load() != st.Messages.Load() || h.c.Status() == Unknown {
 		t.Errorf("faults %d, BeamNG %v", st.ModelFaults.Load(), h.emSum)
 	}
-	if !log.has("model panicked") || !log.has("index out of range in the user's model") {
+	if !log.Has("model panicked") || !log.Has("index out of range in the user's model") {
 		t.Errorf("log:\n%s", log)
 	}
 }
@@ -160,7 +160,7 @@ func TestHungModelFailsSafe(t *testing.T) {
 	if st.ModelFaults.Load() != 1 || st.NeutralReplies.Load() != 1 || st.Late.Load() != 1 || h.emSum.Stalls != 0 {
 		t.Errorf("faults %d, neutral %d, late %d, BeamNG %v", st.ModelFaults.Load(), st.NeutralReplies.Load(), st.Late.Load(), h.emSum)
 	}
-	if !log.has("model fault: its step is hung; answered BeamNG with neutral controls") || !log.has("model recovered") {
+	if !log.Has("model fault: its step is hung; answered BeamNG with neutral controls") || !log.Has("model recovered") {
 		t.Errorf("log:\n%s", log)
 	}
 	if !strings.Contains(strings.Join(h.c.Faults(), "\n"), "the model faulted 1 times") {

@@ -78,7 +78,7 @@ func TestLockstepRepair(t *testing.T) {
 			}
 		}
 	}}, func(tr emulator.Transport) emulator.Transport { return &holdOnce{Transport: tr, id: 200} })
-	h.c.log = log.logger()
+	h.c.log = log.Logger()
 	h.run(t)
 	st := h.c.Stats()
 	if h.emSum.Stalls != 1 || st.StallsRecovered.Load() != 1 {
@@ -94,7 +94,7 @@ func TestLockstepRepair(t *testing.T) {
 		t.Errorf("at the end sendCtr %v, maxRecvId %v: BeamNG is not back in lockstep", h.emSum.SendCtr, h.emSum.MaxRecvID)
 	}
 	for _, want := range []string{"BeamNG is no longer in lockstep", "repairing its window", "BeamNG is back in lockstep"} {
-		if !log.has(want) {
+		if !log.Has(want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}

@@ -153,7 +153,7 @@ func TestFaultMatrix(t *testing.T) {
 			model:    execModel(`read h; i=0; while read a; do i=$((i+1)); if [ $i -le 200 ]; then echo "1 x"; else echo "1 0.3 0 0"; fi; done`),
 			reported: []string{"the model faulted 1 times"},
 			check: func(t *testing.T, m *matrixRun) {
-				if n := m.h.model.(*models.Exec).Bad(); n < 100 || !m.log.has("model answer discarded") {
+				if n := m.h.model.(*models.Exec).Bad(); n < 100 || !m.log.Has("model answer discarded") {
 					t.Errorf("%d answers discarded", n)
 				}
 			}},
@@ -229,7 +229,7 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	cfg.ModelTimeout = row.timeout
 	m.h = newHarnessPlan(t, cfg, model, emulator.Config{Steps: steps, Faults: f, FPS: row.fps, RealTimeFactor: row.rtf,
 		Trace: func(r *emulator.StepRecord) { m.trace(r) }})
-	m.h.c.log = m.log.logger()
+	m.h.c.log = m.log.Logger()
 	m.f, _ = os.Create(filepath.Join(t.TempDir(), "run.csv"))
 	defer m.f.Close()
 	var w interface {
@@ -238,7 +238,7 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if row.disk > 0 {
 		w = &fullDisk{File: m.f, room: row.disk}
 	}
-	m.rec = NewRecorder(w, m.h.plan, m.log.logger())
+	m.rec = NewRecorder(w, m.h.plan, m.log.Logger())
 	m.h.c.opt.Record = m.rec
 	var during sync.WaitGroup
 	if row.during != nil {
@@ -321,7 +321,7 @@ func ms(d time.Duration) string {
 // execModel is an sh program as the exec model, with restarts off.
 func execModel(script string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 	return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
-		m, err := models.New("exec", models.Params{"command": []string{"sh", "-c", script}, "restart": false}, p, log.logger())
+		m, err := models.New("exec", models.Params{"command": []string{"sh", "-c", script}, "restart": false}, p, log.Logger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,7 +361,7 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 	src, _ := os.ReadFile("../examples/cruise-pedals.json")
 	src = bytes.Replace(src, []byte(`"$schema": "../schemas/config.schema.json",`), nil, 1)
 	os.WriteFile(path, src, 0o644)
-	w := config.NewWatcher(path, 0, m.log.logger())
+	w := config.NewWatcher(path, 0, m.log.Logger())
 	w.SetHealthInterval(50 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -377,7 +377,7 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 	for m.h.c.Stats().Reloads.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if m.h.c.Stats().Reloads.Load() != 1 || !m.log.has("the config's folder was removed") || !m.log.has("the config file is missing") {
+	if m.h.c.Stats().Reloads.Load() != 1 || !m.log.Has("the config's folder was removed") || !m.log.Has("the config file is missing") {
 		t.Errorf("reloads %d after the folder came back\n%s", m.h.c.Stats().Reloads.Load(), m.log)
 	}
 }
@@ -395,7 +395,7 @@ func busyPortRow(t *testing.T) string {
 	model, _ := models.New("cruise-pedals", plan.ModelParams, plan, nil)
 	log := &logBuffer{}
 	port := busy.LocalAddr().(*net.UDPAddr).AddrPort()
-	c, err := New(Options{Plan: plan, Model: model, Log: log.logger(), Local: port})
+	c, err := New(Options{Plan: plan, Model: model, Log: log.Logger(), Local: port})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func busyPortRow(t *testing.T) string {
 	}()
 	runBoth(t, c, em)
 	st := c.Stats()
-	if st.Connects.Load() == 0 || st.BindFailures.Load() < 2 || !log.has("another program has") {
+	if st.Connects.Load() == 0 || st.BindFailures.Load() < 2 || !log.Has("another program has") {
 		t.Errorf("connects %d, bind failures %d\n%s", st.Connects.Load(), st.BindFailures.Load(), log)
 	}
 	if f := c.Faults(); !containsAll(f, "could not be bound") {

@@ -51,7 +51,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	defer f.Close()
 	disk := &fullDisk{File: f, room: 2000}
 	log := &logBuffer{}
-	r := NewRecorder(disk, plan, log.logger())
+	r := NewRecorder(disk, plan, log.Logger())
 	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 	ins := [][]float64{{1}, {0.25, 0}, {0}}
 	row := func(i int) {
@@ -62,11 +62,11 @@ func TestRecorderFullDisk(t *testing.T) {
 		row(i)
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for !log.has("a write failed") && time.Now().Before(deadline) {
+	for !log.Has("a write failed") && time.Now().Before(deadline) {
 		r.FlushEvery(time.Now().Add(time.Hour), 250*time.Millisecond) // as the coupling's loop does
 		time.Sleep(time.Millisecond)
 	}
-	if !log.has("recording: a write failed (disk full?); the coupling goes on") {
+	if !log.Has("recording: a write failed (disk full?); the coupling goes on") {
 		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
 	}
 	disk.room = 1 << 20 // room again

@@ -2,6 +2,7 @@ package coupling
 
 import (
 	"fmt"
+	"time"
 
 	"beamconnect/config"
 )
@@ -54,7 +55,11 @@ func (c *Coupling) Faults() []string {
 		add("BeamNG went silent %d times while connected, longer than its own 2 s timeout (its coupling stopped, it paused, or it was lost)", n)
 	}
 	if s.Connects.Load() > 0 && Status(s.endLink.Load()) != Connected {
-		add("BeamNG was not connected when the run ended (status %s)", Status(s.endLink.Load()))
+		msg := fmt.Sprintf("BeamNG was not connected when the run ended (status %s)", Status(s.endLink.Load()))
+		if d := time.Duration(s.endSilence.Load()); d > 0 {
+			msg += fmt.Sprintf(": silent for its last %.1f s", d.Seconds())
+		}
+		out = append(out, msg)
 	}
 	return out
 }

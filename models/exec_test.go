@@ -1,40 +1,20 @@
 package models
 
 import (
-	"bytes"
 	"errors"
-	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"beamconnect/logtest"
 	"beamconnect/ports"
 )
 
-// syncBuffer is a log the test reads while the model writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // execRig starts an sh script as the exec model of the cruise-pedals rig
 // (inputs: directive, throttle, brake, driveMode).
-func execRig(t *testing.T, script string, timeout float64, extra Params) (*Exec, *ports.Plan, *syncBuffer) {
+func execRig(t *testing.T, script string, timeout float64, extra Params) (*Exec, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
@@ -45,8 +25,8 @@ func execRig(t *testing.T, script string, timeout float64, extra Params) (*Exec,
 	for k, v := range extra {
 		params[k] = v
 	}
-	log := &syncBuffer{}
-	m, err := New("exec", params, p, slog.New(slog.NewTextHandler(log, nil)))
+	log := &logtest.Buffer{}
+	m, err := New("exec", params, p, log.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

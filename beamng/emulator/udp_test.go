@@ -12,18 +12,27 @@ import (
 	"beamconnect/beamng/beamngtest"
 )
 
-// The emulator over real loopback sockets, laid out as BeamNG's: it sends
-// from an ephemeral port to the client and receives on its own bound port.
-func TestUDPLockstep(t *testing.T) {
+// clientAndLink is a client socket and BeamNG's side sending to it, both on
+// free loopback ports, closed when the test ends.
+func clientAndLink(t *testing.T) (*net.UDPConn, *UDP) {
+	t.Helper()
 	client, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
+	t.Cleanup(func() { client.Close() })
 	link, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), client.LocalAddr().(*net.UDPAddr).AddrPort())
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { link.Close() })
+	return client, link
+}
+
+// The emulator over real loopback sockets, laid out as BeamNG's: it sends
+// from an ephemeral port to the client and receives on its own bound port.
+func TestUDPLockstep(t *testing.T) {
+	client, link := clientAndLink(t)
 	beamngAddr := link.LocalAddr()
 	// A +1 client: it replies to BeamNG's bound address, not to the
 	// ephemeral port the message came from (spec §1).
@@ -120,16 +129,7 @@ func BenchmarkStep(b *testing.B) {
 // be accepted with a high id and leave the new controller free-running),
 // and the messages come from a new port, starting at id 0 again.
 func TestUDPRestartRebinds(t *testing.T) {
-	client, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	link, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), client.LocalAddr().(*net.UDPAddr).AddrPort())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer link.Close()
+	client, link := clientAndLink(t)
 	e, err := New(Config{SimulinkTime: 0.0005, PingTime: 0.01, FreeRunning: true}, link)
 	if err != nil {
 		t.Fatal(err)
