@@ -207,6 +207,12 @@ func runCmd(c *call, o *runOpts) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first Ctrl-C the run winds down (neutral controls,
+		// summary); a second one kills it, should a hung model hold it up.
+		<-ctx.Done()
+		stop()
+	}()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
