@@ -113,7 +113,9 @@ func (w *Watcher) Run(ctx context.Context, onChange func(data []byte)) {
 				w.dirInfo = nil
 			case name == w.dir && ev.Has(fsnotify.Create):
 				if w.arm(fw) {
-					w.report(onChange, false)
+					// The file may have changed while the folder was away, or
+					// be being written now: read it once writing settles.
+					settle.Reset(w.debounce)
 				}
 			case (name == w.path || filepath.Dir(name) == w.dir && filepath.Base(name) == "..data") && ev.Op != fsnotify.Chmod:
 				settle.Reset(w.debounce)
@@ -127,7 +129,7 @@ func (w *Watcher) Run(ctx context.Context, onChange func(data []byte)) {
 		case <-health.C:
 			if fw != nil && !w.armed(fw) && w.arm(fw) {
 				w.log.Info("watching the config's folder again", "dir", w.dir)
-				w.report(onChange, false)
+				settle.Reset(w.debounce)
 				continue
 			}
 			w.present()
