@@ -57,6 +57,12 @@ type Signal struct {
 	Name  string // canonical propertyName
 	Unit  string // SI unit, "" when dimensionless
 	Desc  string // range or meaning, as BeamNG's controller defines it
+
+	// Gen 2 (CSV-defined) signals only.
+	Group   string // the CSV's Subsection: Kinematics, Driver, Wheels, Electrics, a sensor…
+	Kind    string // a From row's kind: value, multiply, add or freeze
+	Meaning string // the Gen 1 name of the same quantity, "" when none: what models bind to
+	Line    int    // the row's line in the CSV
 }
 
 // Match says how a name was found in the catalogue.

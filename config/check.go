@@ -34,6 +34,15 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	if bn.Protocol != nil {
 		cfg.Protocol = *bn.Protocol
 	}
+	cfg.Layout = beamng.Fixed
+	switch {
+	case cfg.Protocol == "csv":
+		if p.loadInterface(cfg, raw, bn) {
+			cfg.CSV, cfg.Layout = p.csv, p.csv.Layout()
+		}
+	case bn.Interface != nil:
+		p.atKey(Warning, "/beamng/interface", "ignored: a CSV interface is for protocol \"csv\" (Gen 2); this config speaks Gen 1")
+	}
 	if bn.ReplyID != nil {
 		cfg.ReplyID = ReplyID(*bn.ReplyID)
 	}
@@ -76,11 +85,17 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		p.at(Warning, "/remotePort", "4367 is VS Connect's default server port; BeamNG's coupling receives on 64891 unless its udpReceivePort says otherwise")
 	}
 	cfg.Vehicles = p.vehicles(raw, bn)
+	if cfg.Protocol == "csv" && len(bn.Vehicles) > 0 {
+		p.atKey(Error, "/beamng/vehicles", "several vehicles with protocol \"csv\" are not supported yet: expected one vehicle, its addresses in the CSV's connection rows")
+	}
+	if p.csv != nil && len(cfg.Vehicles) > 0 {
+		p.csvAddresses(raw, bn, &cfg.Vehicles[0])
+	}
 
 	in := p.groups(cfg, raw.Inputs, "/inputs", beamng.ToBeamNG, raw.RemoteObject)
 	out := p.groups(cfg, raw.Outputs, "/outputs", beamng.FromBeamNG, raw.RemoteObject)
-	p.schedule(cfg, raw, in, out)
-	if bn.PingTime != nil && cfg.Period > 0 {
+	p.schedule(cfg, raw, bn, in, out)
+	if bn.PingTime != nil && cfg.Period > 0 && cfg.Protocol != "csv" {
 		if n := beamng.Unanswered(cfg.PingTime, cfg.Period); n > 1 {
 			p.at(Warning, "/beamng/pingTime", "BeamNG will let %d messages be in flight (ceil(pingTime / %s)) before it waits for a reply: it runs up to %s ahead of the model, not in lockstep",
 				n, ms(cfg.Period), ms(float64(n)*cfg.Period))
@@ -89,6 +104,9 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	cfg.Inputs, cfg.Outputs = in, out
 	p.timeSync(raw)
 	p.inputOverlap(cfg)
+	if p.csv != nil {
+		p.unmappedRows(cfg)
+	}
 	return cfg
 }
 
@@ -316,6 +334,10 @@ func (p *parser) field(cfg *Config, rf *rawField, fptr string, g *Group, groupOb
 		p.at(Error, fptr+"/propertyType", "a commData group carries only meta fields (ping_results): expected \"meta\", or move the field to a contract group")
 		return f, false
 	}
+	if cfg.Protocol == "csv" {
+		// Gen 2: the CSV's rows, not the fixed banks.
+		return f, p.csv != nil && p.csvField(cfg, &f, g, fptr, nameptr) && ok
+	}
 	if m, isMeta := contracts.ParseMeta(f.PropertyName); isMeta && m != contracts.NotMeta {
 		if _, sig := beamng.Lookup(g.Dir, f.PropertyName); sig == beamng.NoMatch {
 			p.at(Error, nameptr, "%q is a meta value, not a BeamNG signal: add \"propertyType\": \"meta\"", f.PropertyName)
@@ -466,7 +488,7 @@ func vehicleNames(cfg *Config) []string {
 // schedule resolves the update periods. BeamNG sends at one period, a whole
 // number of physics steps: the fastest contract's. Slower contracts take
 // part in every n-th message.
-func (p *parser) schedule(cfg *Config, raw *rawConfig, in, out []Group) {
+func (p *parser) schedule(cfg *Config, raw *rawConfig, bn *rawBeamNG, in, out []Group) {
 	type period struct {
 		g   *Group
 		ptr string
@@ -509,10 +531,20 @@ func (p *parser) schedule(cfg *Config, raw *rawConfig, in, out []Group) {
 		}
 	}
 	cfg.Period = beamng.SendPeriod(DefaultPeriod, cfg.PhysicsDt)
+	fastest := ""
 	if len(set) > 0 {
-		cfg.Period = set[0].s
+		cfg.Period, fastest = set[0].s, set[0].ptr
 		for _, s := range set[1:] {
-			cfg.Period = min(cfg.Period, s.s)
+			if s.s < cfg.Period {
+				cfg.Period, fastest = s.s, s.ptr
+			}
+		}
+	}
+	if p.csv != nil {
+		// Gen 2: BeamNG's period is the CSV's, whatever the contracts say.
+		p.csvTiming(cfg, raw, bn, fastest)
+		for i := range set {
+			set[i].s = max(set[i].s, cfg.Period)
 		}
 	}
 	if cfg.Period > MaxCouplingPeriod {
@@ -588,7 +620,10 @@ func (p *parser) inputOverlap(cfg *Config) {
 		path string
 		pos  Pos
 	}
-	slots := make([][beamng.ControlLen]*writer, len(cfg.Vehicles))
+	slots := make([][]*writer, len(cfg.Vehicles))
+	for i := range slots {
+		slots[i] = make([]*writer, cfg.Layout.Len(beamng.ToBeamNG))
+	}
 	for _, g := range cfg.Inputs {
 		for _, port := range g.Ports {
 			for _, f := range port.Fields {
@@ -596,9 +631,9 @@ func (p *parser) inputOverlap(cfg *Config) {
 					continue
 				}
 				w := &writer{f.Path, f.Pos}
-				for i := f.Signal.Index; i < f.Signal.Index+f.ArraySize && i < beamng.ControlLen; i++ {
+				for i := f.Signal.Index; i < f.Signal.Index+f.ArraySize && i < len(slots[f.Vehicle]); i++ {
 					if prev := slots[f.Vehicle][i]; prev != nil {
-						s, _ := beamng.At(beamng.ToBeamNG, i)
+						s, _ := cfg.Layout.At(beamng.ToBeamNG, i)
 						p.add(Error, f.Pos, f.Path, fmt.Sprintf("writes %s (%s), which %s (%v) already writes: expected each slot written by one field", s.Ref, s.Name, prev.path, prev.pos))
 						break
 					}

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
 	"beamconnect/contracts"
 )
 
@@ -61,6 +62,17 @@ type Config struct {
 	Inputs   []Group // data to BeamNG
 	Outputs  []Group // data from BeamNG
 	Warnings Diagnostics
+
+	// Layout is the message layout: beamng.Fixed for Gen 1, the CSV's for
+	// Gen 2 (protocol "csv").
+	Layout *beamng.Layout
+	// Interface is the Gen 2 CSV's path and CSV its contents; "" and nil
+	// for Gen 1.
+	Interface string
+	CSV       *cosim.File
+	// Unanswered is how many messages BeamNG lets be in flight, when it is
+	// not ceil(pingTime / period) (Gen 2 decodes both through lpack).
+	Unanswered int
 
 	ix *index // where each value sits in the file, for Locate
 }
@@ -140,7 +152,23 @@ func Load(path string) (*Config, error) {
 // Config carries the warnings; otherwise the error is a Diagnostics holding
 // every error and warning in file order.
 func Parse(file string, data []byte) (*Config, error) {
-	p := &parser{file: file}
+	return parse(&parser{file: file}, data)
+}
+
+// LoadDraft reads a Gen 2 config written JSON-first, before its CSV exists:
+// the layout is made from the fields themselves (signalTo rows from the
+// outputs, signalFrom rows from the inputs, names resolved against BeamNG's
+// catalogue), the addresses and period from the config. It is what
+// `beamconnect csv` writes a CSV from.
+func LoadDraft(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parse(&parser{file: path, draft: true}, data)
+}
+
+func parse(p *parser, data []byte) (*Config, error) {
 	// Windows editors may start a UTF-8 file with a byte order mark, which
 	// JSON does not allow; it is not worth an error.
 	body := trimBOM(data)
@@ -183,7 +211,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	// as long as the values have the types the checks rely on.
 	var raw rawConfig
 	if len(ix.overflows) > 0 {
-		p.diags.sortByPosition()
+		p.diags.sortByPosition(p.file)
 		return nil, p.diags
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -191,13 +219,13 @@ func Parse(file string, data []byte) (*Config, error) {
 			// The schema and rawConfig disagree: a defect in beamconnect.
 			p.add(Error, Pos{1, 1}, "", "internal error: the schema accepted what the decoder refuses: "+err.Error())
 		}
-		p.diags.sortByPosition()
+		p.diags.sortByPosition(p.file)
 		return nil, p.diags
 	}
 	cfg := p.resolve(&raw)
 	cfg.ix = ix
 	p.diags = p.diags.without(schemaErrs)
-	p.diags.sortByPosition()
+	p.diags.sortByPosition(p.file)
 	if p.diags.Errors() > 0 {
 		return nil, p.diags
 	}
@@ -219,6 +247,8 @@ type parser struct {
 	file  string
 	ix    *index
 	diags Diagnostics
+	csv   *cosim.File // a Gen 2 config's CSV
+	draft bool        // Gen 2 without its CSV: lay it out from the fields (LoadDraft)
 }
 
 func (p *parser) add(sev Severity, pos Pos, path, msg string) {
@@ -280,6 +310,7 @@ type rawField struct {
 
 type rawBeamNG struct {
 	Protocol       *string                `json:"protocol"`
+	Interface      *string                `json:"interface"`
 	LocalIP        *string                `json:"localIP"`
 	LocalPort      *float64               `json:"localPort"`
 	ReplyID        *string                `json:"replyId"`

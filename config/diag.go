@@ -72,17 +72,33 @@ func (ds Diagnostics) Errors() int {
 	return n
 }
 
-// Sort orders diagnostics as a reader meets them in the file.
-func (ds Diagnostics) Sort() { ds.sortByPosition() }
+// Sort orders diagnostics as a reader meets them: each file's in file
+// order, the files in the order they first appear.
+func (ds Diagnostics) Sort() {
+	if len(ds) > 0 {
+		ds.sortByPosition(ds[0].File)
+	}
+}
 
-// sortByPosition orders diagnostics as a reader meets them in the file.
-func (ds Diagnostics) sortByPosition() {
-	sort.SliceStable(ds, func(i, j int) bool {
-		a, b := ds[i].Pos, ds[j].Pos
-		if a.Line != b.Line {
-			return a.Line < b.Line
+// sortByPosition orders diagnostics as a reader meets them: the config
+// file's first, then those of the files it names (a Gen 2 CSV), each in file
+// order.
+func (ds Diagnostics) sortByPosition(main string) {
+	rank := map[string]int{main: 0}
+	for _, d := range ds {
+		if _, ok := rank[d.File]; !ok {
+			rank[d.File] = len(rank)
 		}
-		return a.Col < b.Col
+	}
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.File != b.File {
+			return rank[a.File] < rank[b.File]
+		}
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line < b.Pos.Line
+		}
+		return a.Pos.Col < b.Pos.Col
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,8 +124,16 @@ type Coupling struct {
 	reply   []float64
 	neutral []float64 // the reply sent instead while the model is faulted
 	rx, tx  []byte
-	in      []contracts.Incoming // by plan contract index (incoming ones used)
-	sync    *timesync.Engine
+
+	// Gen 2 (CSV-defined) couplings: BeamNG has no NaN filter, so a reply
+	// never carries a non-finite value; "keep" means resending the last.
+	gen2       bool
+	stateBytes int       // the length of BeamNG's message the layout says
+	lastSent   []float64 // the last reply's values
+	hungMu     sync.Mutex
+	hungReply  []float64            // neutral controls for the hung-step watchdog, "keep" resolved
+	in         []contracts.Incoming // by plan contract index (incoming ones used)
+	sync       *timesync.Engine
 
 	// Reply ids.
 	base        float64 // BeamNG id that reply ids count from (after a reset)
@@ -164,6 +173,9 @@ type Stats struct {
 	Replies         atomic.Int64
 	Foreign         atomic.Int64 // datagrams from another host, or another port than BeamNG's: dropped
 	WrongSize       atomic.Int64 // datagrams of the wrong length: dropped
+	ShortMessages   atomic.Int64 // Gen 2: BeamNG's message shorter than the CSV says (rows it could not resolve); missing slots read as invalid
+	LongMessages    atomic.Int64 // Gen 2: longer than the CSV says; the extra values are ignored
+	NonFinite       atomic.Int64 // Gen 2: NaN or Inf values the model wrote, replaced by the last value sent
 	Malformed       atomic.Int64 // right length, but the id is not a whole number ≥ 0
 	Duplicates      atomic.Int64 // an id already answered
 	IDJumps         atomic.Int64 // ids that jumped further than BeamNG could have sent: dropped
@@ -231,11 +243,16 @@ func New(opt Options) (*Coupling, error) {
 	c := &Coupling{
 		opt: opt, plan: p, model: opt.Model, log: opt.Log,
 		local: p.Vehicles[0].Local, remote: p.Vehicles[0].Remote,
-		msg: make([]float64, beamng.StateLen), reply: make([]float64, beamng.ControlLen),
-		neutral: neutralReply(),
-		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*beamng.ControlLen),
+		msg: make([]float64, p.Layout.Len(beamng.FromBeamNG)), reply: make([]float64, p.Layout.Len(beamng.ToBeamNG)),
+		neutral: neutralReply(p.Layout),
+		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*p.Layout.Len(beamng.ToBeamNG)),
+		gen2: p.Layout.Protocol == "csv", stateBytes: 8 * p.Layout.Len(beamng.FromBeamNG),
 		oob: make([]byte, 128),
 		in:  make([]contracts.Incoming, len(p.Contracts)),
+	}
+	if c.gen2 {
+		c.lastSent = slices.Clone(p.Vehicles[0].Template)
+		c.hungReply = slices.Clone(p.Vehicles[0].Template)
 	}
 	if opt.Local.IsValid() {
 		c.local = opt.Local
@@ -413,6 +430,7 @@ func (c *Coupling) disconnect() {
 	c.setLink(Disconnecting)
 	if c.conn != nil && c.stats.Messages.Load() > 0 {
 		copy(c.reply, c.neutral)
+		c.keepLast()
 		c.reply[0] = c.lastReplyID + 1
 		if b, err := beamng.Encode(c.tx, c.reply); err == nil {
 			c.conn.WriteToUDPAddrPort(b, c.remote)
@@ -518,17 +536,52 @@ func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
 		switch {
 		case !c.fromBeamNG(f):
 			c.src.foreign(c, f, m)
-		case m != 8*beamng.StateLen:
+		case !c.usable(m):
 			c.stats.WrongSize.Add(1)
 		default:
 			c.stats.Drained.Add(1)
-			if len(keep) != 8*beamng.StateLen || messageID(c.rx) > messageID(keep) {
+			if !c.usable(len(keep)) || messageID(c.rx) > messageID(keep) {
 				keep, from = append(keep[:0], c.rx[:m]...), f
 			}
 		}
 	}
 	copy(c.rx, keep)
 	return len(keep), from
+}
+
+// usable reports whether a datagram of n bytes can be BeamNG's message: the
+// layout's length for Gen 1; for Gen 2 any whole number of doubles, since
+// a CSV row BeamNG cannot resolve shortens or pads what it sends (§3.3).
+func (c *Coupling) usable(n int) bool {
+	if c.gen2 {
+		return n >= 8 && n%8 == 0
+	}
+	return n == c.stateBytes
+}
+
+// decode reads BeamNG's message into c.msg. A Gen 2 message of another
+// length than the CSV says is taken as far as it goes, the missing slots
+// NaN (so their fields read their invalidValue), and counted.
+func (c *Coupling) decode(datagram []byte) bool {
+	if !c.gen2 || len(datagram) == c.stateBytes {
+		return beamng.Decode(c.msg, datagram) == nil
+	}
+	if !c.usable(len(datagram)) {
+		return false
+	}
+	n := min(len(datagram), c.stateBytes)
+	if beamng.Decode(c.msg[:n/8], datagram[:n]) != nil {
+		return false
+	}
+	for i := n / 8; i < len(c.msg); i++ {
+		c.msg[i] = math.NaN()
+	}
+	if len(datagram) < c.stateBytes {
+		c.stats.ShortMessages.Add(1)
+	} else {
+		c.stats.LongMessages.Add(1)
+	}
+	return true
 }
 
 // messageID reads the id of an encoded message (NaN for a short one).
@@ -549,7 +602,7 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 		return nil, false
 	}
 	other := c.src.latched.IsValid() && from != c.src.latched
-	if beamng.Decode(c.msg, datagram) != nil {
+	if !c.decode(datagram) {
 		if other {
 			c.src.foreign(c, from, len(datagram))
 		} else {
@@ -641,11 +694,38 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 	} else {
 		c.fillReply(id)
 	}
+	c.keepLast()
 	c.reply[0] = replyID
 	c.lastReplyID = replyID
 	c.maxReplyID = max(c.maxReplyID, replyID)
 	b, _ := beamng.Encode(c.tx, c.reply) // tx is sized for the reply
 	return b, true
+}
+
+// keepLast makes a Gen 2 reply safe: BeamNG's Gen 2 controller has no NaN
+// filter (one NaN poisons every control for good, spec §3.5), so "keep"
+// (NaN) is resolved to the last value sent, and the watchdog's neutral
+// reply is refreshed to match. Gen 1 replies are left alone: BeamNG skips
+// their NaNs.
+func (c *Coupling) keepLast() {
+	if !c.gen2 {
+		return
+	}
+	for i := 1; i < len(c.reply); i++ {
+		if v := c.reply[i]; v-v != 0 { // NaN or ±Inf
+			c.reply[i] = c.lastSent[i]
+		}
+	}
+	copy(c.lastSent, c.reply)
+	c.hungMu.Lock()
+	for i := 1; i < len(c.hungReply); i++ {
+		if v := c.neutral[i]; v-v == 0 {
+			c.hungReply[i] = v
+		} else {
+			c.hungReply[i] = c.reply[i]
+		}
+	}
+	c.hungMu.Unlock()
 }
 
 // fillReply writes the outgoing contracts that are due into the reply:
@@ -665,7 +745,14 @@ func (c *Coupling) fillReply(id float64) {
 				f := &port.Fields[fi]
 				for k := range f.Width {
 					if due {
-						c.reply[f.Slot+k] = c.ins[pn][f.Offset+k]
+						v := c.ins[pn][f.Offset+k]
+						if c.gen2 && v-v != 0 {
+							// A model's NaN or Inf must not reach a Gen 2
+							// BeamNG: keepLast sends the last value instead.
+							c.stats.NonFinite.Add(1)
+							c.src.nonFinite(c, f.Name)
+						}
+						c.reply[f.Slot+k] = v
 					} else {
 						c.reply[f.Slot+k] = math.NaN()
 					}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,9 +23,12 @@ var errStepHung = errors.New("the model's step ran longer than the model timeout
 // neutralReply is what BeamNG gets instead of the model's controls while
 // the model is faulted, and when the coupling disconnects: pedals released,
 // wheel torques 0, drive mode back to pedals; steering, gear and the custom
-// slots NaN, which BeamNG reads as "keep".
-func neutralReply() []float64 {
-	r := make([]float64, beamng.ControlLen)
+// slots NaN, which means "keep" (BeamNG's Gen 1 skips a NaN; for Gen 2
+// keepLast resends the last value). In a Gen 2 layout the multiply, add
+// and freeze rows go neutral too (1, 0, 0), so a frozen or scaled pedal
+// is released as well.
+func neutralReply(l *beamng.Layout) []float64 {
+	r := make([]float64, l.Len(beamng.ToBeamNG))
 	for i := range r {
 		r[i] = math.NaN()
 	}
@@ -32,9 +36,15 @@ func neutralReply() []float64 {
 	for _, w := range beamng.Wheels {
 		zero = append(zero, "wheel"+w+"_brakingTorque", "wheel"+w+"_propulsionTorque")
 	}
-	for _, name := range zero {
-		if s, m := beamng.Lookup(beamng.ToBeamNG, name); m == beamng.Exact {
-			r[s.Index] = 0
+	for i, s := range l.Signals(beamng.ToBeamNG) {
+		switch {
+		case i == 0:
+		case s.Kind == "multiply":
+			r[i] = 1
+		case s.Kind == "add" || s.Kind == "freeze":
+			r[i] = 0
+		case slices.Contains(zero, s.Name) || s.Meaning != "" && slices.Contains(zero, s.Meaning):
+			r[i] = 0
 		}
 	}
 	return r
@@ -159,8 +169,8 @@ func (f *faultState) watch(ctx context.Context) func() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		reply := make([]float64, beamng.ControlLen)
-		tx := make([]byte, 8*beamng.ControlLen)
+		reply := make([]float64, len(f.c.neutral))
+		tx := make([]byte, 8*len(f.c.neutral))
 		tick := time.NewTicker(max(f.timeout/5, time.Millisecond))
 		defer tick.Stop()
 		for {
@@ -181,6 +191,11 @@ func (f *faultState) watch(ctx context.Context) func() {
 					continue
 				}
 				copy(reply, f.c.neutral)
+				if f.c.gen2 {
+					f.c.hungMu.Lock()
+					copy(reply, f.c.hungReply) // "keep" resolved: no NaN to a Gen 2 BeamNG
+					f.c.hungMu.Unlock()
+				}
 				reply[0] = id
 				if b, err := beamng.Encode(tx, reply); err == nil {
 					conn.WriteToUDPAddrPort(b, f.c.remote)

@@ -3,8 +3,6 @@ package coupling
 import (
 	"net/netip"
 	"time"
-
-	"beamconnect/beamng"
 )
 
 // maxIDJump is how far BeamNG's ids may move between two messages beyond
@@ -30,6 +28,22 @@ type sourceState struct {
 	// Rate-limited warnings about datagrams that are not BeamNG's.
 	lastWarn time.Time
 	unwarned int64
+	// Rate-limited warnings about a model's NaN or Inf (Gen 2).
+	nfWarn   time.Time
+	nfUnwarn int64
+}
+
+// nonFinite warns, at once and then at most every 5 s, that the model
+// wrote a NaN or Inf that a Gen 2 BeamNG must never get.
+func (s *sourceState) nonFinite(c *Coupling, field string) {
+	s.nfUnwarn++
+	now := time.Now()
+	if !s.nfWarn.IsZero() && now.Sub(s.nfWarn) < foreignWarnEvery {
+		return
+	}
+	c.log.Warn("the model wrote NaN or Inf: BeamNG's Gen 2 controller has no NaN filter (one NaN stops every control for good), so the last value sent goes instead",
+		"field", field, "count", s.nfUnwarn)
+	s.nfWarn, s.nfUnwarn = now, 0
 }
 
 // latch takes from as BeamNG's sending address.
@@ -55,7 +69,7 @@ func (s *sourceState) accept(c *Coupling, from netip.AddrPort, id float64, arriv
 		c.log.Warn("BeamNG sends from a new port after its silence: a new coupling session", "from", from, "was", s.latched,
 			"silent_for", arrival.Sub(c.lastArrival).Round(time.Millisecond), "id", id)
 	default:
-		s.foreign(c, from, 8*beamng.StateLen)
+		s.foreign(c, from, c.stateBytes)
 		return false
 	}
 	c.stats.SourceChanges.Add(1)
@@ -100,7 +114,7 @@ func (s *sourceState) foreign(c *Coupling, from netip.AddrPort, size int) {
 	}
 	n := s.unwarned
 	s.lastWarn, s.unwarned = now, 0
-	beamngSized := size == 8*beamng.StateLen
+	beamngSized := c.usable(size)
 	switch {
 	case from.Addr().Unmap() != c.remote.Addr().Unmap() && beamngSized:
 		c.log.Warn("datagrams of BeamNG's size come from a host that is not the configured BeamNG: dropped",

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
 	"beamconnect/ports"
 )
 
@@ -156,9 +157,34 @@ func (b *binder) need(dir beamng.Direction, name string) ref {
 		if dir == beamng.ToBeamNG {
 			side = "inputs"
 		}
-		b.missing = append(b.missing, side+" "+name)
+		b.missing = append(b.missing, side+" "+gen2Name(b.plan, dir, name))
 	}
 	return ref{p, e}
+}
+
+// gen2Name is what a Gen 1 signal is called in a Gen 2 config's CSV
+// ("groundspeed" is vehicleGroundSpeed), so a missing port is named as the
+// user must write it.
+func gen2Name(plan *ports.Plan, dir beamng.Direction, name string) string {
+	if plan.Protocol != "csv" {
+		return name
+	}
+	for _, d := range cosim.Catalogue() {
+		if dir == beamng.ToBeamNG && !d.From {
+			continue
+		}
+		if d.Meaning == name {
+			return d.Group + "/" + d.Name
+		}
+		if d.Group == "Wheels" && d.Meaning != "" {
+			for _, w := range beamng.Wheels {
+				if strings.Replace(d.Meaning, "%s", w, 1) == name {
+					return "Wheels/" + d.Name + w
+				}
+			}
+		}
+	}
+	return name + " (Gen 1 only: BeamNG's co-simulation CSV has no such signal)"
 }
 
 // optional binds a signal if the config maps it.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
 	"beamconnect/config"
 	"beamconnect/contracts"
 	"beamconnect/timesync"
@@ -53,11 +54,17 @@ type Field struct {
 	Offset  int            // first element within the port vector
 	Initial float64        // value before any data
 	Invalid float64        // value reported for a non-finite received value
+
+	layout *beamng.Layout
 }
 
-// Signal is the catalogue entry of slot i of the field (0 ≤ i < Width).
+// Signal is the layout's entry of slot i of the field (0 ≤ i < Width).
 func (f *Field) Signal(dir beamng.Direction, i int) beamng.Signal {
-	s, _ := beamng.At(dir, f.Slot+i)
+	l := f.layout
+	if l == nil {
+		l = beamng.Fixed
+	}
+	s, _ := l.At(dir, f.Slot+i)
 	return s
 }
 
@@ -89,8 +96,10 @@ type Vehicle struct {
 	Local  netip.AddrPort // beamconnect binds; BeamNG sends here
 	Remote netip.AddrPort // BeamNG binds; beamconnect replies here
 	// Template is the reply before the model writes anything: the id slot 0,
-	// mapped slots at their fields' initial values and NaN in every slot no
-	// field maps, which BeamNG's controller skips, keeping its previous value.
+	// mapped slots at their fields' initial values and, in every slot no
+	// field maps, NaN for Gen 1 (BeamNG's controller skips it, keeping its
+	// previous value) and a neutral value for Gen 2, which has no NaN filter
+	// (multiply 1, add, freeze and value rows 0).
 	Template []float64
 }
 
@@ -98,8 +107,12 @@ type Vehicle struct {
 // has to look up. A Plan is never modified after Compile, so goroutines may
 // share it and a reload swaps in a whole new one.
 type Plan struct {
-	Source       string // the config file
-	Protocol     string // "fixed" (Gen 1)
+	Source   string // the config file
+	Protocol string // "fixed" (Gen 1) or "csv" (Gen 2)
+	// Layout is the message layout: which signal each element carries and
+	// how long the messages are.
+	Layout       *beamng.Layout
+	CSV          *cosim.File // the Gen 2 CSV; nil for Gen 1
 	ReplyID      config.ReplyID
 	TimeSync     timesync.Mode
 	TimeDilation float64
@@ -132,9 +145,15 @@ func Compile(cfg *config.Config) (*Plan, error) {
 	if cfg == nil || len(cfg.Vehicles) == 0 || cfg.Period <= 0 || cfg.PhysicsDt <= 0 {
 		return nil, errors.New("ports: config is not a checked config (use config.Load)")
 	}
+	layout := cfg.Layout
+	if layout == nil {
+		layout = beamng.Fixed
+	}
 	p := &Plan{
 		Source:       cfg.File,
 		Protocol:     cfg.Protocol,
+		Layout:       layout,
+		CSV:          cfg.CSV,
 		ReplyID:      cfg.ReplyID,
 		TimeDilation: cfg.TimeDilation,
 		PhysicsDt:    cfg.PhysicsDt,
@@ -153,13 +172,20 @@ func Compile(cfg *config.Config) (*Plan, error) {
 			{Name: "status", Source: Status, Width: 1},
 		}}},
 	}
+	if cfg.Unanswered > 0 {
+		p.Unanswered = cfg.Unanswered
+	}
 	if p.ModelTimeout <= 0 {
 		p.ModelTimeout = max(5*p.Period, DefaultModelTimeout)
 	}
 	for _, v := range cfg.Vehicles {
-		t := make([]float64, beamng.ControlLen)
+		t := make([]float64, layout.Len(beamng.ToBeamNG))
 		for i := 1; i < len(t); i++ {
 			t[i] = math.NaN()
+			if layout.Protocol == "csv" {
+				s, _ := layout.At(beamng.ToBeamNG, i)
+				t[i] = config.Neutral(s.Kind)
+			}
 		}
 		p.Vehicles = append(p.Vehicles, Vehicle{Name: v.Name, Local: v.Local, Remote: v.Remote, Template: t})
 	}
@@ -190,7 +216,7 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 			f := Field{
 				Name: cf.PropertyName, Path: cf.Path, Vehicle: cf.Vehicle,
 				Width: cf.ArraySize, Offset: port.Width,
-				Initial: cf.InitialValue, Invalid: cf.InvalidValue,
+				Initial: cf.InitialValue, Invalid: cf.InvalidValue, layout: p.Layout,
 			}
 			if f.Width < 1 || cf.Vehicle < 0 || cf.Vehicle >= len(p.Vehicles) {
 				return fmt.Errorf("ports: %s: field not checked (width %d, vehicle %d)", cf.Path, f.Width, cf.Vehicle)
@@ -199,8 +225,8 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 				f.Source, f.Meta = Meta, cf.Meta
 			} else {
 				f.Source, f.Slot = Slot, cf.Signal.Index
-				if f.Slot+f.Width > g.Dir.Len() {
-					return fmt.Errorf("ports: %s: slots %d–%d lie outside the %d-double message", cf.Path, f.Slot, f.Slot+f.Width-1, g.Dir.Len())
+				if n := p.Layout.Len(g.Dir); f.Slot+f.Width > n {
+					return fmt.Errorf("ports: %s: slots %d–%d lie outside the %d-double message", cf.Path, f.Slot, f.Slot+f.Width-1, n)
 				}
 				if g.Dir == beamng.ToBeamNG {
 					t := p.Vehicles[f.Vehicle].Template
@@ -268,7 +294,7 @@ func (p *Plan) Find(dir beamng.Direction, name string) (port, elem int, ok bool)
 				continue
 			}
 			for k := range f.Width {
-				if f.Signal(dir, k).Name == name {
+				if s := f.Signal(dir, k); (s.Name == name || s.Meaning == name) && (s.Kind == "" || s.Kind == "value") {
 					return pt.Number, f.Offset + k, true
 				}
 			}

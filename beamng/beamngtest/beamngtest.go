@@ -19,11 +19,14 @@ type Replier struct {
 	out   []byte
 }
 
-func NewReplier() *Replier {
+func NewReplier() *Replier { return NewReplierFor(beamng.Fixed) }
+
+// NewReplierFor builds replies for a layout, a Gen 2 CSV's say.
+func NewReplierFor(l *beamng.Layout) *Replier {
 	return &Replier{
-		Msg:   make([]float64, beamng.StateLen),
-		reply: make([]float64, beamng.ControlLen),
-		out:   make([]byte, 8*beamng.ControlLen),
+		Msg:   make([]float64, l.Len(beamng.FromBeamNG)),
+		reply: make([]float64, l.Len(beamng.ToBeamNG)),
+		out:   make([]byte, 8*l.Len(beamng.ToBeamNG)),
 	}
 }
 

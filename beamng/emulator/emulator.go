@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
 )
 
 // BlockingTimeout is how long BeamNG's controller blocks in receive() when
@@ -50,6 +51,11 @@ type Config struct {
 	// own physics work. Tests on a fake clock use it to place steps in time;
 	// on a real clock it is a sleep, so only whole milliseconds mean much.
 	StepCost time.Duration
+
+	// CSV, when set, makes this a Gen 2 (cosimulationCoupling) coupling laid
+	// out by that CSV: its computation and ping times replace SimulinkTime
+	// and PingTime, decoded as BeamNG's controller decodes them (§3.5).
+	CSV *cosim.File
 
 	Vehicle VehicleParams
 	Faults  Faults
@@ -139,6 +145,12 @@ type Summary struct {
 	MaxRecvID  float64 `json:"max_recv_id"`
 	SendSkips  int     `json:"send_skips"`
 	Unanswered int     `json:"unanswered"`
+	// Gen 2 only: replies shorter than the CSV says, each of which raised a
+	// Lua error in BeamNG's controller (nothing applied, the step cut
+	// short); and applied control values that were NaN (one NaN poisons
+	// every control without a freeze row for good, §3.5).
+	LuaErrors  int64 `json:"lua_errors,omitempty"`
+	NaNApplied int64 `json:"nan_applied,omitempty"`
 	// Injected counts the faults inflicted (with --fault).
 	Injected *Injected `json:"injected,omitempty"`
 }
@@ -168,8 +180,10 @@ type Emulator struct {
 	stop  <-chan struct{} // the run's context: ends a blocking receive early
 	logs  *debugLogs
 	start time.Time
+	gen2  *gen2 // nil for Gen 1
 
 	pauseDone, restartDone bool
+	luaError               bool // Gen 2: the current step's update() raised a Lua error
 }
 
 // New prepares an emulator that talks through link.
@@ -194,6 +208,15 @@ func New(cfg Config, link Transport) (*Emulator, error) {
 	}
 	e.ctl.sendSkips = beamng.SendSkips(cfg.SimulinkTime, cfg.PhysicsDt)
 	e.ctl.unanswered = beamng.Unanswered(cfg.PingTime, cfg.SimulinkTime)
+	if cfg.CSV != nil {
+		e.gen2 = newGen2(cfg.CSV)
+		e.out = make([]float64, e.gen2.outLen)
+		e.in = make([]float64, e.gen2.layout.Len(beamng.ToBeamNG))
+		e.txBuf = make([]byte, 8*e.gen2.outLen)
+		e.ctl.sendSkips = cfg.CSV.SendSkips(cfg.PhysicsDt)
+		e.ctl.unanswered = cfg.CSV.Unanswered()
+		e.gen2.reset(e.veh)
+	}
 	e.sum.SendSkips, e.sum.Unanswered = e.ctl.sendSkips, e.ctl.unanswered
 	return e, nil
 }
@@ -314,10 +337,14 @@ func (e *Emulator) step() {
 // couple is the controller's update(dt), line for line (spec §4).
 func (e *Emulator) couple() {
 	c, r := &e.ctl, &e.rec
+	e.luaError = false
 	if c.stepsSinceLastSend < c.sendSkips {
 		// 2. A skip step: one non-blocking receive.
 		if n, ok := e.link.Recv(e.rxBuf, 0, nil); ok {
 			e.handle(n)
+		}
+		if e.luaError {
+			return // the error ended update() before stepsSinceLastSend + 1
 		}
 		c.stepsSinceLastSend++
 		return
@@ -327,6 +354,9 @@ func (e *Emulator) couple() {
 		// 1a. Room in the window: try one non-blocking receive, then send.
 		if n, ok := e.link.Recv(e.rxBuf, 0, nil); ok {
 			e.handle(n)
+		}
+		if e.luaError {
+			return
 		}
 		e.send()
 		return
@@ -350,7 +380,7 @@ func (e *Emulator) couple() {
 		c.sendCtr, c.maxRecvID = 0, 0
 		return
 	}
-	if e.handle(n) || c.maxRecvID == 0 {
+	if e.handle(n) || c.maxRecvID == 0 && !e.luaError {
 		e.send()
 	}
 }
@@ -362,7 +392,7 @@ func (e *Emulator) handle(n int) bool {
 	r.Got = true
 	// LuaSocket hands over the bytes; the decoder ignores a ragged tail and
 	// Lua reads missing elements as nil, which the NaN test passes over.
-	count := min(n/8, beamng.ControlLen)
+	count := min(n/8, len(e.in))
 	if e.logs != nil {
 		// Stamped when the datagram arrived, as BeamNG stamps its log: in a
 		// blocking receive that is well after the step started.
@@ -383,6 +413,19 @@ func (e *Emulator) handle(n int) bool {
 		return false
 	}
 	e.ctl.maxRecvID = msg[0]
+	if e.gen2 != nil {
+		if count < e.gen2.inLen {
+			// 0.32/0.33 index the missing slot and raise a Lua error: maxRecvId
+			// is already updated, nothing is applied, the step ends here.
+			e.sum.LuaErrors++
+			e.luaError = true
+			return false
+		}
+		e.sum.Accepted++
+		r.Accepted = true
+		e.sum.NaNApplied += int64(e.gen2.apply(e.veh, msg))
+		return true
+	}
 	e.sum.Accepted++
 	r.Accepted = true
 	e.apply(msg)
@@ -430,7 +473,11 @@ func clamp(x, lo, hi float64) float64 { return math.Min(hi, math.Max(lo, x)) }
 func (e *Emulator) send() {
 	c, r := &e.ctl, &e.rec
 	e.out[0] = c.id
-	e.veh.State(e.out)
+	if e.gen2 != nil {
+		e.gen2.fill(e.veh, e.out)
+	} else {
+		e.veh.State(e.out)
+	}
 	b, _ := beamng.Encode(e.txBuf, e.out) // txBuf is sized for the message
 	if err := e.link.Send(b); err != nil {
 		e.sum.SendErrors++
@@ -479,6 +526,9 @@ func (e *Emulator) Restart() error {
 	v := e.veh
 	v.Throttle, v.Brake, v.Steering, v.TorqueMode = 0, 0, 0, false
 	v.Propulsion, v.DesiredBraking = [4]float64{}, [4]float64{}
+	if e.gen2 != nil {
+		e.gen2.reset(v)
+	}
 	if r, ok := e.link.(Reopener); ok {
 		return r.Reopen()
 	}

@@ -26,12 +26,17 @@ type responder struct {
 	rebase bool
 	// values are written into every reply (slots 1…63); unset slots are NaN.
 	values map[int]float64
+	// layout sizes the messages; nil is Gen 1's.
+	layout *beamng.Layout
 
 	answered int
 }
 
 func (r *responder) run(end *PipeEnd, stop <-chan struct{}) {
 	rep := beamngtest.NewReplier()
+	if r.layout != nil {
+		rep = beamngtest.NewReplierFor(r.layout)
+	}
 	counter := 0.0
 	policy := func(id float64) float64 {
 		switch r.policy {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
 )
 
 func init() {
@@ -19,13 +20,28 @@ func init() {
 		help: `Lists every slot of the message BeamNG sends (111 doubles, banks A–H) and of
 the reply it reads (64 doubles, banks A–B). A config's propertyName may be the
 name or the bank reference. NAME arguments keep the slots whose name or
-reference contains any of them, ignoring letter case.`,
+reference contains any of them, ignoring letter case.
+
+--protocol csv lists BeamNG's Gen 2 (co-simulation) catalogue instead: the
+signals a CSV row may name, by group, which of them BeamNG applies when they
+come back (From), their Gen 1 equivalent, and the ones BeamNG's controller
+mishandles. Wheels signals take the wheel id (wheelSpeedFL); Electrics take any
+key of the vehicle's electrics; Powertrain "<device> <field>".`,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			fs.Bool("json", false, "print the slots as a JSON array")
 			fs.StringSlice("bank", nil, "only these banks, e.g. --bank D,E")
 			fs.Bool("from", false, "only the message BeamNG sends (for outputs)")
 			fs.Bool("to", false, "only the reply BeamNG reads (for inputs)")
+			fs.String("protocol", "fixed", "fixed (Gen 1 banks) or csv (Gen 2 catalogue)")
 			return func(c *call) int {
+				if proto, _ := fs.GetString("protocol"); proto != "fixed" {
+					if proto != "csv" {
+						fmt.Fprintf(c.stderr, "%s banks: --protocol %q: expected fixed or csv\n", programName, proto)
+						return exitUsage
+					}
+					to, _ := fs.GetBool("to")
+					return catalogueCmd(c, to)
+				}
 				banks, _ := fs.GetStringSlice("bank")
 				from, _ := fs.GetBool("from")
 				to, _ := fs.GetBool("to")
@@ -125,6 +141,71 @@ func banksCmd(c *call, banks []string, from, to bool) int {
 			unit = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ref, strconv.Itoa(s.Index), s.Name, unit, s.Desc)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+type catalogueEntry struct {
+	Group   string `json:"group"`
+	Name    string `json:"name"`
+	From    bool   `json:"from"` // BeamNG applies it as a signalFrom row
+	Unit    string `json:"unit"`
+	Gen1    string `json:"gen1,omitempty"`
+	Desc    string `json:"description"`
+	Warning string `json:"warning,omitempty"`
+}
+
+// catalogueCmd lists BeamNG's Gen 2 signal catalogue.
+func catalogueCmd(c *call, onlyFrom bool) int {
+	var out []catalogueEntry
+	for _, d := range cosim.Catalogue() {
+		if onlyFrom && !d.From {
+			continue
+		}
+		name := d.Name
+		if d.Group == "Wheels" {
+			name += "<FL|FR|RL|RR>"
+		}
+		e := catalogueEntry{d.Group, name, d.From, d.Unit, strings.ReplaceAll(d.Meaning, "%s", "<W>"), d.Desc, d.Trap}
+		keep := len(c.args) == 0
+		for _, a := range c.args {
+			keep = keep || strings.Contains(strings.ToLower(name), strings.ToLower(a)) || strings.EqualFold(d.Group, a)
+		}
+		if keep {
+			out = append(out, e)
+		}
+	}
+	if c.json {
+		if out == nil {
+			out = []catalogueEntry{}
+		}
+		writeJSON(c.stdout, out)
+		return exitOK
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(c.stderr, "no signal matches")
+		return exitFailed
+	}
+	fmt.Fprintln(c.stdout, "BeamNG's co-simulation catalogue (Gen 2): a CSV row is Section,Group,Name; FROM marks what BeamNG applies")
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tNAME\tFROM\tUNIT\tGEN 1\tMEANING")
+	for _, e := range out {
+		from, unit, gen1 := "-", e.Unit, e.Gen1
+		if e.From {
+			from = "yes"
+		}
+		if unit == "" {
+			unit = "-"
+		}
+		if gen1 == "" {
+			gen1 = "-"
+		}
+		desc := e.Desc
+		if e.Warning != "" {
+			desc += " (warning: " + e.Warning + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Group, e.Name, from, unit, gen1, desc)
 	}
 	tw.Flush()
 	return exitOK

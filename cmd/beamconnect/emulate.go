@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
 	"beamconnect/beamng/emulator"
 )
 
@@ -30,6 +31,14 @@ beamconnect itself without a BeamNG licence.
 as the start command 'beamconnect compile' prints would; flags given on the
 command line override it.
 
+Gen 2 (cosimulationCoupling): --config with a "csv" config, or --csv FILE,
+lays the messages out as that CSV says (1 + signalTo rows out, 1 + signalFrom
+rows in), takes its period and ping time as BeamNG's controller decodes them
+(0.0005 gives a send every 1 ms), and its connection rows as the addresses.
+Replies get §3.4's semantics: value × multiply + add through freeze, the
+shared freeze slot that lets one NaN poison every control, and the Lua error
+a short reply raises; the summary counts both.
+
 It prints a summary when the run ends, on Ctrl-C or SIGTERM too.
 
 Faults (--fault, repeatable):
@@ -37,6 +46,7 @@ Faults (--fault, repeatable):
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			o := &emulateOpts{}
 			fs.StringVar(&o.config, "config", "", "take simulinkTime, pingTime and addresses from this rig config")
+			fs.StringVar(&o.csv, "csv", "", "emulate a Gen 2 coupling laid out by this CSV (as BeamNG's Co-Simulation Signal Editor saves it)")
 			fs.Float64Var(&o.simulinkTime, "simulink-time", 0.005, "BeamNG's simulinkTime: seconds between messages, rounded up to whole physics steps")
 			fs.Float64Var(&o.pingTime, "ping-time", 1e-5, "BeamNG's pingTime: ceil(pingTime/simulinkTime) messages may be in flight")
 			fs.Int64Var(&o.steps, "steps", 0, "stop after this many physics steps (0: run until interrupted)")
@@ -62,7 +72,7 @@ Faults (--fault, repeatable):
 }
 
 type emulateOpts struct {
-	config                    string
+	config, csv               string
 	simulinkTime, pingTime    float64
 	steps                     int64
 	duration                  time.Duration
@@ -127,6 +137,27 @@ func emulateCmd(c *call, o *emulateOpts) int {
 		if !o.set("client") {
 			client = plan.Vehicles[0].Local.String()
 		}
+		cfg.CSV = plan.CSV
+	}
+	if o.csv != "" {
+		if o.config != "" {
+			return usage("--csv and --config both name the layout: give one")
+		}
+		f, err := cosim.Load(o.csv)
+		if err != nil {
+			fmt.Fprintln(c.stderr, err)
+			return exitFailed
+		}
+		for _, w := range f.Warnings {
+			fmt.Fprintln(c.stderr, w)
+		}
+		cfg.CSV = f
+		if !o.set("listen") {
+			listen = f.BeamNG.String()
+		}
+		if !o.set("client") {
+			client = f.Other.String()
+		}
 	}
 	if o.duration < 0 || o.steps < 0 {
 		return usage("--steps and --duration cannot be negative")
@@ -169,10 +200,18 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	if cfg.FreeRunning {
 		pacing = "free-running"
 	}
-	c.log.Info("emulating BeamNG's vehicleSystemsCoupling",
-		"listen", link.LocalAddr(), "client", ca,
-		"simulinkTime", cfg.SimulinkTime, "sendSkips", beamng.SendSkips(cfg.SimulinkTime, cfg.PhysicsDt),
-		"unanswered", beamng.Unanswered(cfg.PingTime, cfg.SimulinkTime), "pacing", pacing)
+	if cfg.CSV != nil {
+		l := cfg.CSV.Layout()
+		c.log.Info("emulating BeamNG's cosimulationCoupling (Gen 2)", "csv", cfg.CSV.Path,
+			"listen", link.LocalAddr(), "client", ca, "sends_doubles", l.Len(beamng.FromBeamNG), "expects_doubles", l.Len(beamng.ToBeamNG),
+			"computation_time", cosim.LuaText(cfg.CSV.Time.Value), "sendSkips", cfg.CSV.SendSkips(cfg.PhysicsDt),
+			"unanswered", cfg.CSV.Unanswered(), "pacing", pacing)
+	} else {
+		c.log.Info("emulating BeamNG's vehicleSystemsCoupling",
+			"listen", link.LocalAddr(), "client", ca,
+			"simulinkTime", cfg.SimulinkTime, "sendSkips", beamng.SendSkips(cfg.SimulinkTime, cfg.PhysicsDt),
+			"unanswered", beamng.Unanswered(cfg.PingTime, cfg.SimulinkTime), "pacing", pacing)
+	}
 	sum, err := em.Run(ctx)
 	if err != nil {
 		c.log.Error("run failed", "err", err)

@@ -233,7 +233,7 @@ func runCmd(c *call, o *runOpts) int {
 		cp.SetRemote(link.LocalAddr())
 		em, err := emulator.New(emulator.Config{
 			SimulinkTime: plan.Period, PingTime: plan.PingTime, PhysicsDt: plan.PhysicsDt, FreeRunning: o.freeRunning,
-			Faults: faults,
+			Faults: faults, CSV: plan.CSV,
 		}, link)
 		if err != nil {
 			return c.fail("run", err)

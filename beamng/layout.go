@@ -1,0 +1,75 @@
+package beamng
+
+import "slices"
+
+// Layout is the message layout of one coupling: which signal each element
+// of the messages in either direction carries. Gen 1 has one fixed layout
+// (Fixed); a Gen 2 layout comes from the CSV both sides read.
+type Layout struct {
+	Protocol string // "fixed" (Gen 1) or "csv" (Gen 2)
+	Source   string // the CSV file of a Gen 2 layout
+	sig      [2][]Signal
+}
+
+// Fixed is Gen 1's layout: 111 doubles from BeamNG, 64 to it.
+var Fixed = &Layout{Protocol: "fixed", sig: catalogue}
+
+// NewLayout builds a Gen 2 layout from the signal rows in file order; the
+// message id is prepended to both and every signal's Dir and Index are set.
+func NewLayout(source string, from, to []Signal) *Layout {
+	l := &Layout{Protocol: "csv", Source: source}
+	for d, rows := range [2][]Signal{FromBeamNG: from, ToBeamNG: to} {
+		dir := Direction(d)
+		sigs := make([]Signal, 0, len(rows)+1)
+		sigs = append(sigs, Signal{Dir: dir, Name: "id", Desc: "message id"})
+		for i, s := range rows {
+			s.Dir, s.Index = dir, i+1
+			sigs = append(sigs, s)
+		}
+		l.sig[d] = sigs
+	}
+	return l
+}
+
+// Len is the length in doubles of the messages travelling in d, the id
+// included.
+func (l *Layout) Len(d Direction) int { return len(l.sig[d]) }
+
+// Signals lists every element of the messages travelling in d, the id
+// first. The slice is shared: do not modify it.
+func (l *Layout) Signals(d Direction) []Signal { return l.sig[d] }
+
+// At returns the signal at element i of a message travelling in d.
+func (l *Layout) At(d Direction, i int) (Signal, bool) {
+	if i < 0 || i >= len(l.sig[d]) {
+		return Signal{}, false
+	}
+	return l.sig[d][i], true
+}
+
+// Find returns the first element that carries a quantity, named by its
+// Gen 1 name or, in a Gen 2 layout, by its own name (only value rows count
+// for data to BeamNG: a multiply row is not the throttle).
+func (l *Layout) Find(d Direction, name string) (Signal, bool) {
+	for _, s := range l.sig[d][1:] {
+		if (s.Name == name || s.Meaning == name) && (s.Kind == "" || s.Kind == "value") {
+			return s, true
+		}
+	}
+	return Signal{}, false
+}
+
+// Equal reports whether two layouts put the same signals in the same
+// places, so that one coupling can go on from one to the other.
+func (l *Layout) Equal(o *Layout) bool {
+	if l == o {
+		return true
+	}
+	if l == nil || o == nil || l.Protocol != o.Protocol {
+		return false
+	}
+	same := func(a, b Signal) bool {
+		return a.Group == b.Group && a.Name == b.Name && a.Kind == b.Kind
+	}
+	return slices.EqualFunc(l.sig[0], o.sig[0], same) && slices.EqualFunc(l.sig[1], o.sig[1], same)
+}

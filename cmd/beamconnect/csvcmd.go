@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
+	"beamconnect/config"
+	"beamconnect/ports"
+)
+
+func init() {
+	register(&command{
+		name:    "csv",
+		args:    "CONFIG",
+		summary: "write the Gen 2 CSV BeamNG's editor loads, for a config written JSON-first",
+		help: `Writes the co-simulation CSV (Gen 2, cosimulationCoupling) that matches a config
+with "protocol": "csv": a signalTo row for every output signal, a signalFrom row
+for every input field (its params the row's kind: value, multiply, add or
+freeze), in the order BeamNG's Co-Simulation Signal Editor writes them, with
+the config's addresses as the connection rows and a 3rd Party Computation Time
+that BeamNG decodes to exactly the config's period (0.0005 would make it send
+every 1 ms; this writes 0.00049999999999999). Names are resolved against
+BeamNG's catalogue ('beamconnect banks --protocol csv'); write Group/name where
+a name is in two groups. The CSV the config names need not exist yet.
+
+Load the result in BeamNG's World Editor (Co-Simulation Signal Editor), or
+start the coupling with it; 'beamconnect compile' then checks the pair.`,
+		flags: func(fs *pflag.FlagSet) func(*call) int {
+			out := fs.StringP("output", "o", "", "write the CSV here instead of standard output")
+			force := fs.Bool("force", false, "overwrite an existing file")
+			return func(c *call) int { return csvCmd(c, *out, *force) }
+		},
+	})
+	register(&command{
+		name:    "init",
+		args:    "--from-csv FILE",
+		summary: "write a config that maps every row of an existing Gen 2 CSV",
+		help: `Writes a beamconnect config for a co-simulation CSV saved by BeamNG's editor:
+one outputs contract with a port per signalTo group, one inputs contract with a
+port per signalFrom group (every row a field; multiply, add and freeze rows
+carry their kind in params and a neutral initialValue), the contracts' period
+as BeamNG will really send, "protocol": "csv" and the CSV as "interface"
+(relative to the config). The addresses stay in the CSV. The model is "hold":
+name yours in beamng.model. The config validates as written.`,
+		flags: func(fs *pflag.FlagSet) func(*call) int {
+			from := fs.String("from-csv", "", "the CSV to map (required)")
+			out := fs.StringP("output", "o", "", "write the config here instead of standard output")
+			force := fs.Bool("force", false, "overwrite an existing file")
+			return func(c *call) int { return initCmd(c, *from, *out, *force) }
+		},
+	})
+}
+
+func csvCmd(c *call, out string, force bool) int {
+	if len(c.args) != 1 {
+		fmt.Fprintf(c.stderr, "%s csv: expected exactly one config file, got %d\nRun '%s csv --help' for usage.\n", programName, len(c.args), programName)
+		return exitUsage
+	}
+	cfg, err := config.LoadDraft(c.args[0])
+	if err != nil {
+		fmt.Fprintln(c.stderr, err)
+		return exitFailed
+	}
+	for _, d := range cfg.Warnings {
+		fmt.Fprintln(c.stderr, d)
+	}
+	if cfg.Protocol != "csv" || cfg.CSV == nil {
+		fmt.Fprintf(c.stderr, "%s: csv writes the CSV of a Gen 2 config: expected \"beamng\": {\"protocol\": \"csv\"}\n", c.args[0])
+		return exitFailed
+	}
+	plan, err := ports.Compile(cfg)
+	if err != nil {
+		return c.fail("csv", err)
+	}
+	steps := int(math.Round(plan.Period / plan.PhysicsDt))
+	data := cfg.CSV.Encode(cosim.TimeText(steps, plan.PhysicsDt))
+	if out == "" {
+		c.stdout.Write(append(data, '\n'))
+		return exitOK
+	}
+	if code := refuseOverwrite(c, out, c.args[0], force); code != exitOK {
+		return code
+	}
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		return c.fail("csv", err)
+	}
+	fmt.Fprintf(c.stderr, "wrote %s: %d signalTo rows (BeamNG sends %d doubles), %d signalFrom rows (it reads %d), every %s\n",
+		out, len(cfg.CSV.To), plan.Layout.Len(beamng.FromBeamNG), len(cfg.CSV.From), plan.Layout.Len(beamng.ToBeamNG), ms(plan.Period))
+	return exitOK
+}
+
+// refuseOverwrite keeps a command from writing over its own input or, unless
+// forced, over any existing file.
+func refuseOverwrite(c *call, out, input string, force bool) int {
+	if a, err := filepath.Abs(out); err == nil {
+		if b, err := filepath.Abs(input); err == nil && a == b {
+			fmt.Fprintf(c.stderr, "%s: refusing to write over the input file\n", out)
+			return exitFailed
+		}
+	}
+	if _, err := os.Stat(out); err == nil && !force {
+		fmt.Fprintf(c.stderr, "%s exists: refusing to overwrite it (--force does)\n", out)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func initCmd(c *call, from, out string, force bool) int {
+	if from == "" || len(c.args) > 0 {
+		fmt.Fprintf(c.stderr, "%s init: expected --from-csv FILE and no other argument\nRun '%s init --help' for usage.\n", programName, programName)
+		return exitUsage
+	}
+	f, err := cosim.Load(from)
+	if err != nil {
+		fmt.Fprintln(c.stderr, err)
+		return exitFailed
+	}
+	for _, w := range f.Warnings {
+		fmt.Fprintln(c.stderr, w)
+	}
+	iface := from
+	if out != "" {
+		if rel, err := filepath.Rel(filepath.Dir(out), from); err == nil {
+			iface = rel
+		}
+	} else if abs, err := filepath.Abs(from); err == nil {
+		iface = abs
+	}
+	data, err := json.MarshalIndent(configFromCSV(f, iface), "", "  ")
+	if err != nil {
+		return c.fail("init", err)
+	}
+	data = append(data, '\n')
+	if out == "" {
+		c.stdout.Write(data)
+		return exitOK
+	}
+	if code := refuseOverwrite(c, out, from, force); code != exitOK {
+		return code
+	}
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		return c.fail("init", err)
+	}
+	fmt.Fprintf(c.stderr, "wrote %s: %d outputs and %d inputs from %s; check it with 'beamconnect compile %s'\n", out, len(f.To), len(f.From), from, out)
+	return exitOK
+}
+
+type jsonField struct {
+	PropertyName string   `json:"propertyName"`
+	Params       string   `json:"params,omitempty"`
+	InitialValue *float64 `json:"initialValue,omitempty"`
+}
+
+type jsonGroup struct {
+	UpdatePeriodMs float64       `json:"updatePeriodMs"`
+	Ports          [][]jsonField `json:"ports"`
+}
+
+// configFromCSV maps every row of a CSV: a port per group, in file order.
+func configFromCSV(f *cosim.File, iface string) any {
+	period := f.Period(beamng.PhysicsDt) * 1000
+	// A name needs its group where two groups of its section have it.
+	qualify := func(rows []cosim.Row, r cosim.Row) string {
+		for _, o := range rows {
+			if o.Name == r.Name && o.Group != r.Group {
+				return r.Group + "/" + r.Name
+			}
+		}
+		return r.Name
+	}
+	group := func(rows []cosim.Row, inputs bool) []jsonGroup {
+		if len(rows) == 0 {
+			return []jsonGroup{}
+		}
+		g := jsonGroup{UpdatePeriodMs: period}
+		index := map[string]int{}
+		for _, r := range rows {
+			k, ok := index[r.Group]
+			if !ok {
+				k = len(g.Ports)
+				index[r.Group] = k
+				g.Ports = append(g.Ports, nil)
+			}
+			jf := jsonField{PropertyName: qualify(rows, r)}
+			if inputs && r.Value != "value" {
+				jf.Params = r.Value
+				v := config.Neutral(r.Value)
+				jf.InitialValue = &v
+			}
+			g.Ports[k] = append(g.Ports[k], jf)
+		}
+		return []jsonGroup{g}
+	}
+	in, outs := group(f.From, true), group(f.To, false)
+	return struct {
+		Version float64        `json:"version"`
+		Inputs  []jsonGroup    `json:"inputs"`
+		Outputs []jsonGroup    `json:"outputs"`
+		BeamNG  map[string]any `json:"beamng"`
+	}{2, in, outs, map[string]any{"protocol": "csv", "interface": filepath.ToSlash(iface), "model": "hold"}}
+}
