@@ -61,7 +61,9 @@ func TestBadConfigs(t *testing.T) {
 				t.Fatalf("error %T %v is not a list of diagnostics", err, err)
 			}
 			for _, d := range ds {
-				if d.File != f || d.Pos.Line < 1 || d.Pos.Col < 1 || d.Msg == "" {
+				// A Gen 2 config's findings may be placed in its CSV.
+				inCSV := strings.HasSuffix(d.File, ".csv") && filepath.Dir(d.File) == filepath.Dir(f)
+				if d.File != f && !inCSV || d.Pos.Line < 1 || d.Pos.Col < 1 || d.Msg == "" {
 					t.Errorf("unplaced diagnostic %+v", d)
 				}
 			}
@@ -253,6 +255,9 @@ func FuzzParse(f *testing.F) {
 			}
 			lines := strings.Count(string(data), "\n") + 1
 			for _, d := range ds {
+				if d.File != "fuzz.json" {
+					continue // placed in a Gen 2 config's CSV
+				}
 				if d.Pos.Line < 1 || d.Pos.Line > lines || d.Pos.Col < 1 {
 					t.Fatalf("diagnostic outside the file (%d lines): %v", lines, d)
 				}
@@ -273,7 +278,7 @@ func FuzzParse(f *testing.F) {
 			for _, g := range groups {
 				for _, p := range g.Ports {
 					for _, f := range p.Fields {
-						if f.Meta == contracts.NotMeta && f.Signal.Index+f.ArraySize > g.Dir.Len() {
+						if f.Meta == contracts.NotMeta && f.Signal.Index+f.ArraySize > cfg.Layout.Len(g.Dir) {
 							t.Fatalf("accepted a field past the message end: %+v", f)
 						}
 					}

@@ -284,16 +284,6 @@ func (p *parser) explainMissing(cfg *Config, dir beamng.Direction, name, group, 
 		p.at(Error, nameptr, "%q is a meta value, not a row of %s: add \"propertyType\": \"meta\"", name, csvName)
 		return
 	}
-	for _, s := range cfg.Layout.Signals(dir.Other())[1:] {
-		if s.Name == base && (group == "" || s.Group == group) {
-			where := "outputs, not inputs"
-			if dir == beamng.FromBeamNG {
-				where = "inputs, not outputs"
-			}
-			p.at(Error, nameptr, "%q is a %s row of %s (%s): expected it in %s", name, other, csvName, p.csvPos(s.Line, 1), where)
-			return
-		}
-	}
 	var kinds []string
 	for _, s := range cfg.Layout.Signals(dir)[1:] {
 		if s.Name == base && (group == "" || s.Group == group) {
@@ -303,6 +293,16 @@ func (p *parser) explainMissing(cfg *Config, dir beamng.Direction, name, group, 
 	if len(kinds) > 0 {
 		p.at(Error, nameptr, "%s has no %s row for %q (it has %s): add one in BeamNG's editor, or set params to a kind it has", csvName, kind, name, strings.Join(kinds, ", "))
 		return
+	}
+	for _, s := range cfg.Layout.Signals(dir.Other())[1:] {
+		if s.Name == base && (group == "" || s.Group == group) {
+			where := "outputs, not inputs"
+			if dir == beamng.FromBeamNG {
+				where = "inputs, not outputs"
+			}
+			p.at(Error, nameptr, "%q is a %s row of %s (%s): expected it in %s", name, other, csvName, p.csvPos(s.Line, 1), where)
+			return
+		}
 	}
 	var names []string
 	for _, s := range cfg.Layout.Signals(dir)[1:] {
@@ -370,13 +370,13 @@ func (p *parser) csvAddresses(raw *rawConfig, bn *rawBeamNG, v *Vehicle) {
 			ip = csvAP.Addr()
 		} else if ip != csvAP.Addr() {
 			p.at(Error, ipKey.ptr, "%s disagrees with %s (%s IP %s, %s): expected %s, or leave %s out",
-				ip, p.csvPos(ipKey.at.Line, ipKey.at.Col), ipKey.what, csvAP.Addr(), role, csvAP.Addr(), strings.TrimPrefix(ipKey.ptr, "/"))
+				ip, p.csvPos(ipKey.at.Line, ipKey.at.Col), ipKey.what, csvAP.Addr(), role, csvAP.Addr(), displayKey(ipKey.ptr))
 		}
 		if !portKey.set {
 			port = csvAP.Port()
 		} else if port != csvAP.Port() {
 			p.at(Error, portKey.ptr, "%d disagrees with %s (%s port %d, %s): expected %d, or leave %s out",
-				port, p.csvPos(portKey.at.Line, portKey.at.Col), portKey.what, csvAP.Port(), role, csvAP.Port(), strings.TrimPrefix(portKey.ptr, "/"))
+				port, p.csvPos(portKey.at.Line, portKey.at.Col), portKey.what, csvAP.Port(), role, csvAP.Port(), displayKey(portKey.ptr))
 		}
 		*ap = netip.AddrPortFrom(ip, port)
 	}
@@ -456,7 +456,7 @@ func (p *parser) unmappedRows(cfg *Config) {
 				msg += " (this wheel's torque is held at 0)"
 			}
 		}
-		p.atCSV(Warning, s.Line, 3, "%s", msg)
+		p.atCSV(Warning, s.Line, 1, "%s", msg)
 	}
 }
 
@@ -468,4 +468,9 @@ func Neutral(kind string) float64 {
 		return 1
 	}
 	return 0
+}
+
+// displayKey is a JSON Pointer as the config's paths read: beamng.localPort.
+func displayKey(ptr string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(ptr, "/"), "/", ".")
 }

@@ -31,6 +31,12 @@ func (c *Coupling) Faults() []string {
 	if w, m, d, j := s.WrongSize.Load(), s.Malformed.Load(), s.Duplicates.Load(), s.IDJumps.Load(); w+m+d+j > 0 {
 		add("%d datagrams from BeamNG's address were dropped as unusable: wrong size %d, malformed id %d, repeated id %d, implausible id jump %d", w+m+d+j, w, m, d, j)
 	}
+	if n, l := s.ShortMessages.Load(), s.LongMessages.Load(); n+l > 0 {
+		add("%d of BeamNG's messages were shorter than the CSV says and %d longer (rows BeamNG could not resolve; see validate's warnings): fields past the end read their invalidValue", n, l)
+	}
+	if n := s.NonFinite.Load(); n > 0 {
+		add("the model wrote NaN or Inf %d times: the last value sent went to BeamNG instead (a Gen 2 BeamNG has no NaN filter)", n)
+	}
 	stalls := s.StallsRecovered.Load()
 	if c.plan.ReplyID == config.ReplyEcho && stalls > 0 {
 		stalls-- // the S-function's start-up stall, which the echo policy keeps on purpose

@@ -81,3 +81,5 @@ func TimeText(steps int, physicsDt float64) string {
 	}
 	return LuaText(want) // not reached for physics steps BeamNG uses
 }
+
+func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
