@@ -246,6 +246,8 @@ func (p *parser) csvField(cfg *Config, f *Field, g *Group, fptr, nameptr string)
 		groups[h.Group] = true
 	}
 	switch {
+	case len(hits) == 0 && p.draft:
+		return false // draftCSV has said why the catalogue has no such row
 	case len(hits) == 0:
 		p.explainMissing(cfg, g.Dir, name, group, base, kind, section, other, csvName, nameptr)
 		return false

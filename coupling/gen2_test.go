@@ -213,3 +213,46 @@ func BenchmarkHandleGen2(b *testing.B) {
 		c.Handle(d, c.remote, now)
 	}
 }
+
+// A Gen 2 config's CSV is part of the config: a reload that changes its
+// layout is refused whole (BeamNG was started with the old CSV); one that
+// leaves the layout alone (a description edited) goes through; re-mapping
+// ports onto the same CSV is live.
+func TestGen2ReloadLayout(t *testing.T) {
+	csv := `Section,Subsection,Parameter Name,Parameter Value,Type,Description,Units,Notes
+signalTo,Kinematics,vehicleGroundSpeed,,number,,,
+signalTo,Electrics,rpm,,number,,,
+signalFrom,Driver,throttle,value,number,,,
+signalFrom,Driver,brake,value,number,,,
+connection,,3rd Party Computation Time,0.0049999999999999,number,,,`
+	cfgText := `{"version": 2,
+  "outputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "vehicleGroundSpeed"}]]}],
+  "inputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
+  "beamng": {"protocol": "csv", "interface": "rig.csv", "model": "cruise-pedals"}}`
+	path := writeGen2(t, csv, cfgText)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := ports.Compile(cfg)
+	m, _ := models.New(plan.Model, plan.ModelParams, plan, nil)
+	c, err := New(Options{Plan: plan, Model: m, Local: loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csvPath := filepath.Join(filepath.Dir(path), "rig.csv")
+	os.WriteFile(csvPath, []byte(strings.Replace(csv, "signalTo,Electrics,rpm,,number,,,", "signalTo,Electrics,rpm,,number,engine speed,,", 1)), 0o644)
+	if ch, err := c.ReloadConfig(path, []byte(cfgText)); err != nil || !ch.None() {
+		t.Errorf("a description edit: %v %+v", err, ch)
+	}
+	os.WriteFile(csvPath, []byte(strings.Replace(csv, "signalTo,Electrics,rpm,,number,,,", "signalTo,Electrics,rpm,,number,,,\nsignalTo,Electrics,gear,,number,,,", 1)), 0o644)
+	_, err = c.ReloadConfig(path, []byte(cfgText))
+	if err == nil || !strings.Contains(err.Error(), "the CSV's message layout") || !strings.Contains(err.Error(), "2 signalTo and 2 signalFrom rows → 3 and 2") {
+		t.Errorf("a new row: %v", err)
+	}
+	os.WriteFile(csvPath, []byte(csv), 0o644)
+	remapped := strings.Replace(cfgText, `[[{"propertyName": "vehicleGroundSpeed"}]]`, `[[{"propertyName": "vehicleGroundSpeed"}], [{"propertyName": "rpm"}]]`, 1)
+	if ch, err := c.ReloadConfig(path, []byte(remapped)); err != nil || len(ch.Live) == 0 {
+		t.Errorf("a new port on the same CSV: %v %+v", err, ch)
+	}
+}

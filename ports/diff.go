@@ -33,6 +33,11 @@ func Diff(old, new *Plan) Changes {
 		}
 	}
 	restart("beamng.protocol", old.Protocol, new.Protocol)
+	if old.Protocol == "csv" && new.Protocol == "csv" && !old.Layout.Equal(new.Layout) {
+		// BeamNG laid its messages out from the CSV it was started with.
+		c.RestartOnly = append(c.RestartOnly, fmt.Sprintf("the CSV's message layout (%s: %d signalTo and %d signalFrom rows → %d and %d; BeamNG must be restarted with the new CSV)",
+			new.Layout.Source, old.Layout.Len(beamng.FromBeamNG)-1, old.Layout.Len(beamng.ToBeamNG)-1, new.Layout.Len(beamng.FromBeamNG)-1, new.Layout.Len(beamng.ToBeamNG)-1))
+	}
 	restart("beamng.physicsDt", old.PhysicsDt, new.PhysicsDt)
 	restart("the update period BeamNG sends at (BeamNG was started with simulinkTime "+luaNumber(old.Period)+")", old.Period, new.Period)
 	restart("beamng.model", old.Model, new.Model)

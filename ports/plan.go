@@ -250,6 +250,10 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 // the vehicle's Local address and listens on its Remote one.
 func (p *Plan) StartCommand(v int) string {
 	veh := p.Vehicles[v]
+	if p.CSV != nil {
+		return fmt.Sprintf("World Editor > Co-Simulation Signal Editor: load %s, select the vehicle, Start coupling with 3rd party (BeamNG sends to %v, listens on %v)",
+			p.CSV.Path, veh.Local, veh.Remote)
+	}
 	var b strings.Builder
 	b.WriteString("extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({")
 	fmt.Fprintf(&b, "simulinkTime=%s, pingTime=%s, udpSendPort=%d, udpReceivePort=%d, udpSendIP='%s', udpReceiveIP='%s'",

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
 	"beamconnect/ports"
 )
 
@@ -47,14 +48,27 @@ func compileCmd(c *call) int {
 }
 
 func printPlan(w io.Writer, p *ports.Plan) {
-	fmt.Fprintf(w, "%s: BeamNG Gen 1 (%s) coupling\n", p.Source, p.Protocol)
-	fmt.Fprintf(w, "  BeamNG sends every %s (%d physics steps of %s; sendSkips %d), at most %d in flight\n",
-		ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
+	if p.CSV != nil {
+		fmt.Fprintf(w, "%s: BeamNG Gen 2 (cosimulationCoupling) coupling laid out by %s\n", p.Source, p.CSV.Path)
+		fmt.Fprintf(w, "  BeamNG sends %d doubles and reads %d (1 + its signalTo and signalFrom rows)\n",
+			p.Layout.Len(beamng.FromBeamNG), p.Layout.Len(beamng.ToBeamNG))
+		fmt.Fprintf(w, "  BeamNG sends every %s (3rd Party Computation Time %s arrives as %s: %d physics steps of %s; sendSkips %d), at most %d in flight\n",
+			ms(p.Period), cosim.LuaText(p.CSV.Time.Value), strconv.FormatFloat(cosim.Arrived(p.CSV.Time.Value), 'g', -1, 64),
+			p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
+	} else {
+		fmt.Fprintf(w, "%s: BeamNG Gen 1 (%s) coupling\n", p.Source, p.Protocol)
+		fmt.Fprintf(w, "  BeamNG sends every %s (%d physics steps of %s; sendSkips %d), at most %d in flight\n",
+			ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
+	}
 	fmt.Fprintf(w, "  reply id: %s, time sync: %s, time dilation: %v\n\n", p.ReplyID, p.TimeSync, p.TimeDilation)
 
 	several := len(p.Vehicles) > 1
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "PORT\tELEM\tFIELD\tDIRECTION\tSLOT\tBANK\tUNIT\tCONTRACT")
+	refHead := "BANK"
+	if p.CSV != nil {
+		refHead = "CSV ROW"
+	}
+	fmt.Fprint(tw, "PORT\tELEM\tFIELD\tDIRECTION\tSLOT\t"+refHead+"\tUNIT\tCONTRACT")
 	if several {
 		fmt.Fprint(tw, "\tVEHICLE")
 	}
@@ -85,6 +99,12 @@ func printPlan(w io.Writer, p *ports.Plan) {
 					case ports.Slot:
 						s := f.Signal(side.dir, k)
 						name, slot, ref, unit = s.Name, strconv.Itoa(s.Index), s.Ref, s.Unit
+						if s.Group != "" {
+							name = s.Group + "/" + s.Name
+							if s.Kind != "" && s.Kind != "value" {
+								name += " (" + s.Kind + ")"
+							}
+						}
 						dirText = side.dir.String()
 						if ref == "" {
 							ref = "id"
@@ -114,6 +134,13 @@ func printPlan(w io.Writer, p *ports.Plan) {
 	tw.Flush()
 	fmt.Fprintln(w, "\nin 0 is the connection directive: 0 disconnects, anything else (the default, 1) connects.")
 	fmt.Fprintln(w, "out 0 is the connection status: 0 unknown, 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting.")
+	if p.CSV != nil {
+		fmt.Fprintln(w, "Reply rows no input maps carry a neutral value (multiply 1; value, add and freeze 0), applied by BeamNG every step.")
+		fmt.Fprintln(w, "BeamNG's Gen 2 has no NaN filter: a NaN or Inf from the model is replaced by the last value sent.")
+		fmt.Fprintf(w, "\nStart BeamNG's side: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, load\n  %s\nselect the vehicle, and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).\n", p.CSV.Path)
+		fmt.Fprintf(w, "BeamNG sends to %v (beamconnect binds it) and listens on %v.\n", p.Vehicles[0].Local, p.Vehicles[0].Remote)
+		return
+	}
 	fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")
 
 	fmt.Fprintln(w, "\nStart BeamNG's side: in BeamNG's Lua console (~), select the vehicle, then run:")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"beamconnect/beamng/cosim"
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/coupling"
@@ -247,7 +248,7 @@ func runCmd(c *call, o *runOpts) int {
 		}()
 	}
 
-	stopWatch := watchConfig(ctx, c, cp, c.args[0], o.noWatch)
+	stopWatch := watchConfig(ctx, c, cp, c.args[0], plan.CSV, o.noWatch)
 	stopLine := statusLine(c, cp, plan)
 	start := time.Now()
 	runErr := cp.Run(ctx)
@@ -411,7 +412,7 @@ func statusLine(c *call, cp *coupling.Coupling, plan *ports.Plan) func() {
 // watchConfig reloads the config when its file changes (unless noWatch)
 // and on SIGHUP. Every outcome is logged: the diff of an applied reload,
 // or each reason a reload was refused, with file:line:col.
-func watchConfig(ctx context.Context, c *call, cp *coupling.Coupling, path string, noWatch bool) func() {
+func watchConfig(ctx context.Context, c *call, cp *coupling.Coupling, path string, csv *cosim.File, noWatch bool) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	w := config.NewWatcher(path, 0, c.log)
 	hup := make(chan os.Signal, 1)
@@ -436,6 +437,17 @@ func watchConfig(ctx context.Context, c *call, cp *coupling.Coupling, path strin
 				c.log.Info("  " + l)
 			}
 		}
+	}
+	if csv != nil && !noWatch {
+		// A Gen 2 config depends on its CSV too: an edit of the CSV re-checks
+		// the config, and is refused unless the layout stays the same.
+		cw := config.NewWatcher(csv.Path, 0, c.log)
+		wg.Go(func() {
+			cw.Run(ctx, func([]byte) {
+				c.log.Info("the interface CSV changed: re-checking the config", "csv", csv.Path)
+				w.Force()
+			})
+		})
 	}
 	wg.Add(2)
 	go func() {
