@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"beamconnect/beamng"
+	"beamconnect/beamng/cosim"
 )
 
 func TestConfigCompiles(t *testing.T) {
@@ -75,6 +78,50 @@ func TestProperties(t *testing.T) {
 		slices.Sort(got)
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("Properties(%q) = %v, want %v", tt.at, got, tt.want)
+		}
+	}
+}
+
+// Editors offer propertyName's examples as completions: they must hold every
+// name of both of BeamNG's catalogues (Gen 1 banks, Gen 2 co-simulation
+// signals with their wheel ids), so neither generation is left out.
+func TestPropertyNameExamples(t *testing.T) {
+	var root struct {
+		Defs map[string]struct {
+			Properties map[string]struct {
+				Examples []string `json:"examples"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(ConfigJSON, &root); err != nil {
+		t.Fatal(err)
+	}
+	var examples []string
+	for _, d := range root.Defs {
+		if p, ok := d.Properties["propertyName"]; ok {
+			examples = p.Examples
+		}
+	}
+	var want []string
+	for _, d := range []beamng.Direction{beamng.FromBeamNG, beamng.ToBeamNG} {
+		for _, s := range beamng.Signals(d)[1:] {
+			want = append(want, s.Name)
+		}
+	}
+	for _, d := range cosim.Catalogue() {
+		switch d.Group {
+		case "Wheels":
+			for _, w := range beamng.Wheels {
+				want = append(want, d.Name+w)
+			}
+		case "Powertrain": // "<device> <field>": the device is the vehicle's
+		default:
+			want = append(want, d.Name)
+		}
+	}
+	for _, n := range want {
+		if !slices.Contains(examples, n) {
+			t.Errorf("propertyName examples lack %q", n)
 		}
 	}
 }
