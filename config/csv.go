@@ -337,20 +337,7 @@ func (p *parser) explainMissing(cfg *Config, dir beamng.Direction, name, group, 
 }
 
 func suggestGen2(name string, dir beamng.Direction) string {
-	var names []string
-	for _, d := range cosim.Catalogue() {
-		if dir == beamng.ToBeamNG && !d.From {
-			continue
-		}
-		if d.Group == "Wheels" {
-			for _, w := range beamng.Wheels {
-				names = append(names, d.Name+w)
-			}
-			continue
-		}
-		names = append(names, d.Name)
-	}
-	return suggest.Closest(name, names)
+	return suggest.Closest(name, cosim.Names("", dir == beamng.ToBeamNG))
 }
 
 // csvAddresses takes the CSV's connection rows as the addresses' defaults

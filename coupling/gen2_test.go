@@ -164,17 +164,24 @@ connection,,3rd Party Computation Time,0.0049999999999999,number,,,`
 	}
 }
 
-func TestGen2HandleAllocs(t *testing.T) {
+// gen2Example is a coupling of the Gen 2 example, not bound, for Handle.
+func gen2Example(tb testing.TB) (*Coupling, *ports.Plan) {
+	tb.Helper()
 	cfg, err := config.Load("../examples/gen2-cruise.json")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	plan, _ := ports.Compile(cfg)
 	m, _ := models.New(plan.Model, plan.ModelParams, plan, nil)
 	c, err := New(Options{Plan: plan, Model: m, Local: loopback})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return c, plan
+}
+
+func TestGen2HandleAllocs(t *testing.T) {
+	c, plan := gen2Example(t)
 	msg := make([]float64, plan.Layout.Len(beamng.FromBeamNG))
 	buf := make([]byte, 8*len(msg))
 	from := c.remote
@@ -195,13 +202,7 @@ func TestGen2HandleAllocs(t *testing.T) {
 }
 
 func BenchmarkHandleGen2(b *testing.B) {
-	cfg, err := config.Load("../examples/gen2-cruise.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	plan, _ := ports.Compile(cfg)
-	m, _ := models.New(plan.Model, plan.ModelParams, plan, nil)
-	c, _ := New(Options{Plan: plan, Model: m, Local: loopback})
+	c, plan := gen2Example(b)
 	msg := make([]float64, plan.Layout.Len(beamng.FromBeamNG))
 	buf := make([]byte, 8*len(msg))
 	now := time.Now()

@@ -424,27 +424,18 @@ func seenFromValue(rows []Row, r Row) bool {
 }
 
 // suggestIn is the catalogue name of a class closest to name.
-func suggestIn(class, name string) string {
-	var names []string
-	for _, d := range defs {
-		if d.Group == class {
-			if d.Group == "Wheels" {
-				for _, w := range beamng.Wheels {
-					names = append(names, d.Name+w)
-				}
-				continue
-			}
-			names = append(names, d.Name)
-		}
-	}
-	return suggest.Closest(name, names)
-}
+func suggestIn(class, name string) string { return suggest.Closest(name, Names(class, false)) }
 
-// suggestFrom is the From-capable name closest to name.
-func suggestFrom(name string) string {
+// suggestFrom is the name BeamNG applies closest to name.
+func suggestFrom(name string) string { return suggest.Closest(name, Names("", true)) }
+
+// Names lists the catalogue's names as CSV rows write them (a wheel signal
+// once per wheel: wheelSpeedFL…RR), of one class or all (""), and only
+// those BeamNG applies as signalFrom rows when from is set.
+func Names(class string, from bool) []string {
 	var names []string
 	for _, d := range defs {
-		if !d.From {
+		if class != "" && d.Group != class || from && !d.From {
 			continue
 		}
 		if d.Group == "Wheels" {
@@ -455,7 +446,7 @@ func suggestFrom(name string) string {
 		}
 		names = append(names, d.Name)
 	}
-	return suggest.Closest(name, names)
+	return names
 }
 
 // SendSkips is the physics steps BeamNG skips between sends for this CSV.
