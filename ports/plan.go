@@ -251,8 +251,7 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 func (p *Plan) StartCommand(v int) string {
 	veh := p.Vehicles[v]
 	if p.CSV != nil {
-		return fmt.Sprintf("World Editor > Co-Simulation Signal Editor: load %s, select the vehicle, Start coupling with 3rd party (BeamNG sends to %v, listens on %v)",
-			p.CSV.Path, veh.Local, veh.Remote)
+		return p.gen2Command(veh)
 	}
 	var b strings.Builder
 	b.WriteString("extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({")
@@ -305,4 +304,44 @@ func (p *Plan) Find(dir beamng.Direction, name string) (port, elem int, ok bool)
 		}
 	}
 	return 0, 0, false
+}
+
+// gen2Command is the vehicle-Lua line that starts a Gen 2 coupling the way
+// the editor's execute() does (spec §3.1): the CSV's rows as cData, passed
+// through lpack to loadControllerExternal. Sensors are not created by it:
+// a CSV with sensor rows needs the editor.
+func (p *Plan) gen2Command(veh Vehicle) string {
+	var b strings.Builder
+	b.WriteString("controller.loadControllerExternal('tech/cosimulationCoupling', 'cosimulationCoupling', lpack.encode({{signalsTo={")
+	for i, r := range p.CSV.To {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "{type=%s, groupName=%s, name=%s}", luaString(orNumber(r.Type)), luaString(r.Group), luaString(r.Name))
+	}
+	b.WriteString("}, signalsFrom={")
+	for i, r := range p.CSV.From {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "{type=%s, groupName=%s, name=%s, isValue=%t, isMultiply=%t, isAdd=%t, isFreeze=%t}",
+			luaString(orNumber(r.Type)), luaString(r.Group), luaString(r.Name), r.Value == "value", r.Value == "multiply", r.Value == "add", r.Value == "freeze")
+	}
+	steps := int(math.Round(p.Period / p.PhysicsDt))
+	fmt.Fprintf(&b, "}, sensorMap={}, time3rdParty=%s, pingTime=%s, udpSendPort=%d, udpReceivePort=%d, udpSendIP=%s, udpReceiveIP=%s}}))",
+		cosim.TimeText(steps, p.PhysicsDt), cosim.LuaText(p.CSV.Ping.Value), veh.Local.Port(), veh.Remote.Port(),
+		luaString(veh.Local.Addr().String()), luaString(veh.Remote.Addr().String()))
+	return b.String()
+}
+
+func orNumber(typ string) string {
+	if typ == "" {
+		return "number"
+	}
+	return typ
+}
+
+// luaString quotes s as a Lua string literal.
+func luaString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`, "\n", `\n`).Replace(s) + "'"
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"beamconnect/beamng"
 )
@@ -37,7 +38,7 @@ const (
 	logSteps
 )
 
-func openDebugLogs(dir string) (*debugLogs, error) {
+func openDebugLogs(dir string, layout *beamng.Layout) (*debugLogs, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("emulator: debug logs: %w", err)
 	}
@@ -50,18 +51,27 @@ func openDebugLogs(dir string) (*debugLogs, error) {
 		}
 		l.files[i], l.w[i] = f, bufio.NewWriterSize(f, 64<<10)
 	}
-	l.w[logSend].WriteString(header(beamng.FromBeamNG))
-	l.w[logRecv].WriteString(header(beamng.ToBeamNG))
+	l.w[logSend].WriteString(header(layout, beamng.FromBeamNG))
+	l.w[logRecv].WriteString(header(layout, beamng.ToBeamNG))
 	l.w[logSteps].WriteString("time\n")
 	return l, nil
 }
 
-func header(d beamng.Direction) string {
+// header names the columns: Gen 1's bank references, or a Gen 2 CSV's
+// signal names (Group/name, with the row kind of a signalFrom row).
+func header(l *beamng.Layout, d beamng.Direction) string {
 	h := "time"
-	for _, s := range beamng.Signals(d) {
-		if s.Ref == "" {
+	for i, s := range l.Signals(d) {
+		switch {
+		case i == 0:
 			h += ",id"
-		} else {
+		case s.Group != "":
+			col := s.Group + "/" + s.Name
+			if s.Kind != "" && s.Kind != "value" {
+				col += ":" + s.Kind
+			}
+			h += "," + strings.ReplaceAll(col, ",", ";")
+		default:
 			h += "," + s.Ref
 		}
 	}

@@ -229,7 +229,11 @@ func (e *Emulator) Vehicle() *Vehicle { return e.veh }
 // goes and closed at the end, as BeamNG writes them when the coupling stops.
 func (e *Emulator) Run(ctx context.Context) (Summary, error) {
 	if e.cfg.DebugLogs != "" {
-		l, err := openDebugLogs(e.cfg.DebugLogs)
+		layout := beamng.Fixed
+		if e.gen2 != nil {
+			layout = e.gen2.layout
+		}
+		l, err := openDebugLogs(e.cfg.DebugLogs, layout)
 		if err != nil {
 			return e.sum, err
 		}

@@ -2,6 +2,8 @@ package emulator
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +290,26 @@ func putID(b []byte, id float64) {
 	bits := math.Float64bits(id)
 	for i := range 8 {
 		b[i] = byte(bits >> (8 * i))
+	}
+}
+
+// Gen 2 debug logs name their columns after the CSV's rows, as wide as the
+// messages.
+func TestGen2DebugLogs(t *testing.T) {
+	dir := t.TempDir()
+	f := gen2CSV(t, "0.0005", rows("Kinematics", "vehicleGroundSpeed", "vehicleYaw"), []string{"Driver,throttle,value", "Driver,throttle,multiply"})
+	run(t, Config{CSV: f, Steps: 20, DebugLogs: dir}, &gen2Scripted{n: 3, reply: func(k int, r []float64) { r[1], r[2] = 0.5, 1 }})
+	for name, want := range map[string]string{
+		SendLogName:    "time,id,Kinematics/vehicleGroundSpeed,Kinematics/vehicleYaw\n",
+		ReceiveLogName: "time,id,Driver/throttle,Driver/throttle:multiply\n",
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		if lines[0]+"\n" != want || len(lines) < 3 || strings.Count(lines[1], ",") != strings.Count(want, ",") {
+			t.Errorf("%s:\n%s", name, b)
+		}
 	}
 }

@@ -139,6 +139,8 @@ func printPlan(w io.Writer, p *ports.Plan) {
 		fmt.Fprintln(w, "BeamNG's Gen 2 has no NaN filter: a NaN or Inf from the model is replaced by the last value sent.")
 		fmt.Fprintf(w, "\nStart BeamNG's side: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, load\n  %s\nselect the vehicle, and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).\n", p.CSV.Path)
 		fmt.Fprintf(w, "BeamNG sends to %v (beamconnect binds it) and listens on %v.\n", p.Vehicles[0].Local, p.Vehicles[0].Remote)
+		fmt.Fprintln(w, "Or, without the editor (no sensors), in BeamNG's Lua console with the vehicle's Lua selected, what the editor runs:")
+		fmt.Fprintf(w, "  %s\n", p.StartCommand(0))
 		return
 	}
 	fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")

@@ -169,7 +169,9 @@ func TestRunGen2Example(t *testing.T) {
 		t.Errorf("summary %+v\n%s", r, errOut)
 	}
 	out, _, code := exec(t, nil, "compile", gen2Example)
-	if code != exitOK || !strings.Contains(out, "Co-Simulation Signal Editor") || !hasRow(out, "in 1 0 Driver/throttle to BeamNG 1 line 9 - inputs[0]") {
+	if code != exitOK || !strings.Contains(out, "Co-Simulation Signal Editor") || !hasRow(out, "in 1 0 Driver/throttle to BeamNG 1 line 9 - inputs[0]") ||
+		!strings.Contains(out, "{type='number', groupName='Driver', name='steeringWheelPosition', isValue=true, isMultiply=false, isAdd=false, isFreeze=false}") ||
+		!strings.Contains(out, "time3rdParty=0.0049999999999999, pingTime=1e-05, udpSendPort=64890, udpReceivePort=64891") {
 		t.Errorf("compile:\n%s", out)
 	}
 	out, _, code = exec(t, nil, "banks", "--protocol", "csv", "--json", "wheelSpeed")
