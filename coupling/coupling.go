@@ -151,6 +151,12 @@ type Coupling struct {
 	neutralReply bool // the reply Handle built carries neutral controls
 	silent       bool // BeamNG went silent while connected, and has not sent since
 
+	// Several vehicles: this coupling is vehicle's link, and shares the
+	// model and the port vectors with the other vehicles' links (nil for a
+	// single vehicle).
+	vehicle int
+	sh      *shared
+
 	src   sourceState
 	bind  bindState
 	fault faultState
@@ -225,15 +231,22 @@ func (s *Stats) OutOfLockstepTotal() time.Duration {
 // EndedOutOfLockstep reports whether the run ended with BeamNG out of lockstep.
 func (s *Stats) EndedOutOfLockstep() bool { return s.openAtEnd.Load() }
 
-// New prepares a coupling; it binds nothing yet.
+// New prepares a coupling of a single vehicle; it binds nothing yet. A
+// config with several vehicles runs as a Fleet.
 func New(opt Options) (*Coupling, error) {
 	p := opt.Plan
 	if p == nil || opt.Model == nil {
 		return nil, errors.New("coupling: a plan and a model are needed")
 	}
 	if len(p.Vehicles) != 1 {
-		return nil, fmt.Errorf("coupling: the config couples %d vehicles; one vehicle per run is supported so far", len(p.Vehicles))
+		return nil, fmt.Errorf("coupling: the config couples %d vehicles: run them as a Fleet", len(p.Vehicles))
 	}
+	return newLink(opt, 0, nil), nil
+}
+
+// newLink prepares the coupling of vehicle v of the plan.
+func newLink(opt Options, v int, sh *shared) *Coupling {
+	p := opt.Plan
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
@@ -242,7 +255,7 @@ func New(opt Options) (*Coupling, error) {
 	}
 	c := &Coupling{
 		opt: opt, plan: p, model: opt.Model, log: opt.Log,
-		local: p.Vehicles[0].Local, remote: p.Vehicles[0].Remote,
+		local: p.Vehicles[v].Local, remote: p.Vehicles[v].Remote, vehicle: v, sh: sh,
 		msg: make([]float64, p.Layout.Len(beamng.FromBeamNG)), reply: make([]float64, p.Layout.Len(beamng.ToBeamNG)),
 		neutral: neutralReply(p.Layout),
 		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*p.Layout.Len(beamng.ToBeamNG)),
@@ -251,8 +264,8 @@ func New(opt Options) (*Coupling, error) {
 		in:  make([]contracts.Incoming, len(p.Contracts)),
 	}
 	if c.gen2 {
-		c.lastSent = slices.Clone(p.Vehicles[0].Template)
-		c.hungReply = slices.Clone(p.Vehicles[0].Template)
+		c.lastSent = slices.Clone(p.Vehicles[v].Template)
+		c.hungReply = slices.Clone(p.Vehicles[v].Template)
 	}
 	if opt.Local.IsValid() {
 		c.local = opt.Local
@@ -260,11 +273,15 @@ func New(opt Options) (*Coupling, error) {
 	if opt.Remote.IsValid() {
 		c.remote = opt.Remote
 	}
-	for _, pt := range p.Outputs {
-		c.outs = append(c.outs, initial(pt))
-	}
-	for _, pt := range p.Inputs {
-		c.ins = append(c.ins, initial(pt))
+	if sh != nil {
+		c.outs, c.ins = sh.outs, sh.ins // one set of port vectors for every vehicle
+	} else {
+		for _, pt := range p.Outputs {
+			c.outs = append(c.outs, initial(pt))
+		}
+		for _, pt := range p.Inputs {
+			c.ins = append(c.ins, initial(pt))
+		}
 	}
 	for i, ct := range p.Contracts {
 		c.in[i] = contracts.Incoming{Schedule: ct.Schedule, Overdue: ct.Overdue}
@@ -275,7 +292,7 @@ func New(opt Options) (*Coupling, error) {
 	c.lock.init(p.Unanswered)
 	c.latest.Store(p)
 	c.active.Store(p)
-	return c, nil
+	return c
 }
 
 // Sync is the simulation clock. Read it from the model or after Run.
@@ -315,7 +332,9 @@ func (c *Coupling) report() {
 		s = Error
 	}
 	old := Status(c.status.Swap(int32(s)))
-	c.outs[0][0] = float64(s)
+	if c.sh == nil {
+		c.outs[0][0] = float64(s)
+	}
 	if old == s {
 		return
 	}
@@ -356,7 +375,7 @@ func (c *Coupling) Run(ctx context.Context) error {
 	}
 	for ctx.Err() == nil {
 		c.applyPending()
-		directive := c.ins[0][0] != 0
+		directive := c.directive()
 		switch c.link {
 		case Unconnected:
 			if directive {
@@ -457,7 +476,10 @@ func (c *Coupling) receive() {
 			}
 			c.checkOverdue(c.sync.IdleTime())
 			if c.link == Connecting {
+				c.lockShared()
+				c.outs[0][0] = float64(c.portStatus())
 				c.step(c.sync.IdleTime())
+				c.unlockShared()
 			}
 			return
 		}
@@ -499,7 +521,9 @@ func (c *Coupling) receive() {
 	}
 	c.stats.Turnaround.Observe(time.Since(now) - held)
 	if c.opt.Record != nil {
-		c.opt.Record.Row(c.sync.Local(), c.Status(), c.msg[0], c.reply[0], c.stats.Reloads.Load(), c.outs, c.ins)
+		c.lockShared()
+		c.opt.Record.Row(c.sync.Local(), c.vehicle, c.Status(), c.msg[0], c.reply[0], c.stats.Reloads.Load(), c.outs, c.ins)
+		c.unlockShared()
 	}
 	if c.opt.OnMessage != nil {
 		c.opt.OnMessage(c.msg[0], c.reply[0])
@@ -661,7 +685,12 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 	c.stats.LocalTime.Store(math.Float64bits(t))
 	c.stats.LastArrival.Store(arrival.UnixNano())
 
-	// Incoming contracts: fill the output ports that are due.
+	// Incoming contracts: fill the output ports that are due. With several
+	// vehicles the port vectors and the model are shared: one vehicle's
+	// message at a time fills its fields, steps the model and reads its
+	// controls.
+	c.lockShared()
+	defer c.unlockShared()
 	remote := id * c.plan.Period
 	for ci := range c.plan.Contracts {
 		ct := &c.plan.Contracts[ci]
@@ -679,7 +708,7 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 		}
 	}
 	c.checkOverdue(t)
-	c.outs[0][0] = float64(c.Status())
+	c.outs[0][0] = float64(c.portStatus())
 
 	replyID := c.replyID(id)
 	c.fault.pending(replyID)
@@ -732,7 +761,7 @@ func (c *Coupling) keepLast() {
 // their fields' port values, and NaN elsewhere, which BeamNG reads as
 // "keep the previous value".
 func (c *Coupling) fillReply(id float64) {
-	copy(c.reply, c.plan.Vehicles[0].Template)
+	copy(c.reply, c.plan.Vehicles[c.vehicle].Template)
 	for ci := range c.plan.Contracts {
 		ct := &c.plan.Contracts[ci]
 		if ct.Dir != beamng.ToBeamNG {
@@ -743,6 +772,9 @@ func (c *Coupling) fillReply(id float64) {
 			port := &c.plan.Inputs[pn]
 			for fi := range port.Fields {
 				f := &port.Fields[fi]
+				if f.Vehicle != c.vehicle {
+					continue // another vehicle's control
+				}
 				for k := range f.Width {
 					if due {
 						v := c.ins[pn][f.Offset+k]
@@ -767,6 +799,9 @@ func (c *Coupling) fillReply(id float64) {
 func (c *Coupling) fill(port *ports.Port, v []float64, ct *contracts.Incoming) {
 	for fi := range port.Fields {
 		f := &port.Fields[fi]
+		if f.Vehicle != c.vehicle {
+			continue // another vehicle's data: its own link fills it
+		}
 		switch f.Source {
 		case ports.Slot:
 			for k := range f.Width {

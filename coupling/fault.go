@@ -93,8 +93,11 @@ func (f *faultState) pending(replyID float64) { f.pendingID.Store(math.Float64bi
 // applied.
 func (c *Coupling) step(t float64) (faulted bool) {
 	f := &c.fault
+	if c.sh != nil && c.sh.panicked != nil && f.panicked == nil {
+		f.panicked = c.sh.panicked // another vehicle's step panicked: the model is gone for all
+	}
 	if f.panicked == nil {
-		c.stepModel(t)
+		c.stepModel(c.modelTime(t))
 	}
 	return f.check(c)
 }
@@ -106,6 +109,9 @@ func (c *Coupling) stepModel(t float64) {
 		f.stepStart.Store(0)
 		if r := recover(); r != nil {
 			f.panicked = fmt.Errorf("the model panicked: %v", r)
+			if c.sh != nil {
+				c.sh.panicked = f.panicked
+			}
 			c.log.Error("model panicked; it is not stepped again, BeamNG gets neutral controls for the rest of the run",
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}

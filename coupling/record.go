@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,9 @@ type Recorder struct {
 	file truncater // when w can: cut back to whole rows after a failed write
 	name string
 	log  *slog.Logger
+	// vehicles names the vehicles of a several-vehicle plan (a vehicle
+	// column); nil for one vehicle.
+	vehicles []string
 
 	cur       []byte // rows the loop is filling
 	line      []byte
@@ -99,6 +103,15 @@ func NewRecorder(w io.Writer, plan *ports.Plan, log *slog.Logger) *Recorder {
 // starting with "time,".
 func (r *Recorder) Header(plan *ports.Plan) {
 	h := []byte(recordHeader)
+	r.vehicles = nil
+	if len(plan.Vehicles) > 1 {
+		// A row per message of any vehicle: which one, and every field
+		// named by its vehicle.
+		h = []byte(strings.Replace(recordHeader, "time,", "time,vehicle,", 1))
+		for _, v := range plan.Vehicles {
+			r.vehicles = append(r.vehicles, v.Name)
+		}
+	}
 	name := func(prefix string, dir beamng.Direction, list []ports.Port) {
 		for _, p := range list[1:] {
 			for i := range p.Fields {
@@ -108,6 +121,10 @@ func (r *Recorder) Header(plan *ports.Plan) {
 					h = append(h, prefix...)
 					h = strconv.AppendInt(h, int64(p.Number), 10)
 					h = append(h, '.')
+					if r.vehicles != nil {
+						h = append(h, plan.Vehicles[f.Vehicle].Name...)
+						h = append(h, '.')
+					}
 					switch f.Source {
 					case ports.Slot:
 						h = append(h, f.Signal(dir, k).Name...)
@@ -129,9 +146,13 @@ func (r *Recorder) Header(plan *ports.Plan) {
 }
 
 // Row records one message. It allocates nothing.
-func (r *Recorder) Row(t float64, s Status, id, replyID float64, reloads int64, outs, ins [][]float64) {
+func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, reloads int64, outs, ins [][]float64) {
 	b := strconv.AppendFloat(r.line[:0], t, 'f', 6, 64)
 	b = append(b, ',')
+	if r.vehicles != nil {
+		b = append(b, r.vehicles[vehicle]...)
+		b = append(b, ',')
+	}
 	b = strconv.AppendInt(b, int64(s), 10)
 	b = append(b, ',')
 	b = strconv.AppendFloat(b, id, 'f', -1, 64)

@@ -286,6 +286,11 @@ func (p *Plan) Port(dir beamng.Direction, n int) (*Port, bool) {
 // name) in the ports of one direction: the port number and the element of
 // the port vector. Models use it to bind to the ports they need.
 func (p *Plan) Find(dir beamng.Direction, name string) (port, elem int, ok bool) {
+	return p.FindFor(dir, name, -1)
+}
+
+// FindFor is Find among the fields of vehicle v (any vehicle when v < 0).
+func (p *Plan) FindFor(dir beamng.Direction, name string, v int) (port, elem int, ok bool) {
 	list := p.Outputs
 	if dir == beamng.ToBeamNG {
 		list = p.Inputs
@@ -293,7 +298,7 @@ func (p *Plan) Find(dir beamng.Direction, name string) (port, elem int, ok bool)
 	for _, pt := range list {
 		for i := range pt.Fields {
 			f := &pt.Fields[i]
-			if f.Source != Slot {
+			if f.Source != Slot || v >= 0 && f.Vehicle != v {
 				continue
 			}
 			for k := range f.Width {

@@ -52,6 +52,11 @@ type Config struct {
 	// on a real clock it is a sleep, so only whole milliseconds mean much.
 	StepCost time.Duration
 
+	// StartStep is the physics step at which the controller loads: until
+	// then the vehicle drives on but sends nothing. Vehicles loaded in
+	// different frames send on different steps of the period (spec §4a).
+	StartStep int64
+
 	// CSV, when set, makes this a Gen 2 (cosimulationCoupling) coupling laid
 	// out by that CSV: its computation and ping times replace SimulinkTime
 	// and PingTime, decoded as BeamNG's controller decodes them (§3.5).
@@ -131,6 +136,7 @@ type Summary struct {
 	Stalls         int64   `json:"stalls"`         // blocking receives that timed out after 2 s
 	SendErrors     int64   `json:"send_errors"`
 	Pauses         int64   `json:"pauses"`
+	Stops          int64   `json:"stops,omitempty"`
 	Restarts       int64   `json:"restarts"`
 	LongestStep    float64 `json:"longest_step_s"`
 	SimS           float64 `json:"sim_s"`
@@ -183,7 +189,9 @@ type Emulator struct {
 	gen2  *gen2 // nil for Gen 1
 
 	pauseDone, restartDone bool
-	luaError               bool // Gen 2: the current step's update() raised a Lua error
+	stopped, stopDone      bool        // the controller is unloaded (stop fault)
+	attached               []*Emulator // other vehicles stepped in this one's physics loop
+	luaError               bool        // Gen 2: the current step's update() raised a Lua error
 }
 
 // New prepares an emulator that talks through link.
@@ -241,6 +249,9 @@ func (e *Emulator) Run(ctx context.Context) (Summary, error) {
 	}
 	e.start = time.Now()
 	e.stop = ctx.Done()
+	for _, o := range e.attached {
+		o.start, o.stop = e.start, e.stop
+	}
 	var runErr error
 	if e.cfg.FreeRunning {
 		for !e.finished(ctx) {
@@ -249,6 +260,19 @@ func (e *Emulator) Run(ctx context.Context) (Summary, error) {
 	} else {
 		runErr = e.paced(ctx)
 	}
+	for _, x := range append([]*Emulator{e}, e.attached...) {
+		x.finish()
+	}
+	if e.logs != nil {
+		if err := e.logs.close(); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	return e.sum, runErr
+}
+
+// finish completes the summary at the end of a run.
+func (e *Emulator) finish() {
 	e.sum.WallS = time.Since(e.start).Seconds()
 	e.sum.SimS = float64(e.sum.Steps) * e.cfg.PhysicsDt
 	if e.sum.WallS > 0 {
@@ -260,13 +284,17 @@ func (e *Emulator) Run(ctx context.Context) (Summary, error) {
 		n := f.n
 		e.sum.Injected = &n
 	}
-	if e.logs != nil {
-		if err := e.logs.close(); err != nil {
-			runErr = errors.Join(runErr, err)
-		}
-	}
-	return e.sum, runErr
 }
+
+// Attach makes other vehicles step in this emulator's physics loop, after
+// it, one physics step at a time, as BeamNG steps every vehicle of a scene
+// together: a blocking receive in one holds them all. Run the first one
+// only; each attached emulator's Summary is filled when Run returns. The
+// first one's pacing, Steps and FreeRunning apply to all.
+func (e *Emulator) Attach(others ...*Emulator) { e.attached = append(e.attached, others...) }
+
+// Summary is the tally of an attached emulator after the run.
+func (e *Emulator) Summary() Summary { return e.sum }
 
 func (e *Emulator) finished(ctx context.Context) bool {
 	if e.cfg.Steps > 0 && e.sum.Steps >= e.cfg.Steps {
@@ -327,9 +355,16 @@ func (e *Emulator) step() {
 	if e.logs != nil {
 		e.logs.physicsStep(e.since(r.Start))
 	}
-	e.couple()
+	if e.sum.Steps >= e.cfg.StartStep && !e.stopped {
+		e.couple()
+	}
 	r.SendCtr, r.MaxRecvID = e.ctl.sendCtr, e.ctl.maxRecvID
 	e.sum.Steps++
+	// Every vehicle in the same step, one after another: a blocking receive
+	// in any of them holds all (spec §4a).
+	for _, o := range e.attached {
+		o.step()
+	}
 	if d := time.Since(r.Start).Seconds(); d > e.sum.LongestStep {
 		e.sum.LongestStep = d
 	}
@@ -508,6 +543,20 @@ func (e *Emulator) faultsAt() {
 		e.pauseDone = true
 		e.sum.Pauses++
 		time.Sleep(f.PauseFor)
+	}
+	if f.StopFor > 0 && !e.stopDone {
+		switch {
+		case !e.stopped && sim >= f.StopAt.Seconds():
+			// Unloaded: nothing is sent or read; what the client sends
+			// meanwhile is lost with the old sockets at the reload.
+			e.stopped = true
+			e.sum.Stops++
+		case e.stopped && sim >= (f.StopAt+f.StopFor).Seconds():
+			e.stopped, e.stopDone = false, true
+			if err := e.Restart(); err != nil {
+				e.sum.SendErrors++
+			}
+		}
 	}
 	if f.Restart && !e.restartDone && sim >= f.RestartAt.Seconds() {
 		e.restartDone = true

@@ -24,7 +24,11 @@ type Faults struct {
 	// ids start from 0 again (a vehicle reset through the extension API).
 	Restart   bool
 	RestartAt time.Duration
-	Seed      uint64 // for the random choices; the same seed, the same run
+	// StopFor > 0 unloads the controller at simulated time StopAt (its
+	// sockets closed; the vehicle drives on uncoupled) and loads it again
+	// StopFor later: ids from 0, new sockets.
+	StopAt, StopFor time.Duration
+	Seed            uint64 // for the random choices; the same seed, the same run
 }
 
 // Impairments of one direction of the link.
@@ -52,7 +56,7 @@ func (f Faults) check() error {
 			return fmt.Errorf("emulator: fault probability %v outside [0,1]", p)
 		}
 	}
-	if f.Replies.Delay < 0 || f.Messages.Delay < 0 || f.PauseFor < 0 || f.PauseAt < 0 || f.RestartAt < 0 {
+	if f.Replies.Delay < 0 || f.Messages.Delay < 0 || f.PauseFor < 0 || f.PauseAt < 0 || f.RestartAt < 0 || f.StopFor < 0 || f.StopAt < 0 {
 		return errors.New("emulator: fault times cannot be negative")
 	}
 	return nil
@@ -67,6 +71,7 @@ delay-replies=D[:P], delay-messages=D[:P]  hold it for duration D (with probabil
 garbage=P                              after a message, also send a datagram of random bytes
 pause=D@T                              stop the physics thread for D at simulated time T
 restart@T                              reload the controller at simulated time T (ids from 0)
+stop=D@T                               unload the controller at simulated time T, load it again D later
 seed=N                                 seed of the random choices`
 
 // ParseFault reads one fault specification such as "drop-replies=0.01",
@@ -133,14 +138,18 @@ func ParseFault(spec string, f *Faults) error {
 		return delay(&f.Messages)
 	case "garbage":
 		return prob(&f.Garbage)
-	case "pause":
+	case "pause", "stop":
 		ds, ts, ok := strings.Cut(value, "@")
 		d, err1 := duration(ds)
 		t, err2 := duration(ts)
 		if !ok || err1 != nil || err2 != nil || d == 0 {
-			return bad("expected pause=DURATION@TIME, e.g. pause=2.5s@10s")
+			return bad("expected %s=DURATION@TIME, e.g. %s=2.5s@10s", name, name)
 		}
-		f.PauseFor, f.PauseAt = d, t
+		if name == "stop" {
+			f.StopFor, f.StopAt = d, t
+		} else {
+			f.PauseFor, f.PauseAt = d, t
+		}
 		return nil
 	case "seed":
 		n, err := strconv.ParseUint(value, 10, 64)
