@@ -10,6 +10,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/contracts"
+	"beamconnect/relative"
 	"beamconnect/suggest"
 )
 
@@ -334,6 +335,9 @@ func (p *parser) field(cfg *Config, rf *rawField, fptr string, g *Group, groupOb
 		p.at(Error, fptr+"/propertyType", "a commData group carries only meta fields (ping_results): expected \"meta\", or move the field to a contract group")
 		return f, false
 	}
+	if rp, isRel := relative.Parse(f.PropertyName); isRel {
+		return f, p.relativeField(cfg, &f, g, rp, fptr, nameptr) && ok
+	}
 	if cfg.Protocol == "csv" {
 		// Gen 2: the CSV's rows, not the fixed banks.
 		return f, p.csv != nil && p.csvField(cfg, &f, g, fptr, nameptr) && ok
@@ -642,4 +646,43 @@ func (p *parser) inputOverlap(cfg *Config) {
 			}
 		}
 	}
+}
+
+// relativeField checks a cross-vehicle ("function") property: VS Connect's
+// VSAP_DISTANCE and its kin, of the field's vehicle to the one params names.
+func (p *parser) relativeField(cfg *Config, f *Field, g *Group, rp relative.Property, fptr, nameptr string) bool {
+	switch {
+	case g.Dir == beamng.ToBeamNG:
+		p.at(Error, nameptr, "%s is computed from BeamNG's data: expected it in outputs, not inputs", f.PropertyName)
+		return false
+	case len(cfg.Vehicles) < 2 || cfg.Protocol == "csv":
+		p.at(Error, nameptr, "%s relates two vehicles: expected a config with several vehicles in beamng.vehicles (Gen 1), the field's remoteObject one and params the other", f.PropertyName)
+		return false
+	case f.ArraySize != 1:
+		p.at(Error, fptr+"/arraySize", "%d is too many: %s is a single value (expected 1)", f.ArraySize, f.PropertyName)
+		return false
+	}
+	other := -1
+	for i, v := range cfg.Vehicles {
+		if v.Name == f.Params {
+			other = i
+		}
+	}
+	switch {
+	case f.Params == "":
+		p.at(Error, fptr, "%s needs params: the other vehicle's remoteObject, e.g. %q", f.PropertyName, cfg.Vehicles[(f.Vehicle+1)%len(cfg.Vehicles)].Name)
+		return false
+	case other < 0:
+		msg := fmt.Sprintf("%q is not a vehicle of beamng.vehicles", f.Params)
+		if s := suggest.Closest(f.Params, vehicleNames(cfg)); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		p.at(Error, fptr+"/params", "%s: expected the other vehicle of %s", msg, f.PropertyName)
+		return false
+	case other == f.Vehicle:
+		p.at(Error, fptr+"/params", "%q is the field's own vehicle: expected another one for %s", f.Params, f.PropertyName)
+		return false
+	}
+	f.Relative, f.Other = rp, other
+	return true
 }

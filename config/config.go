@@ -16,6 +16,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/contracts"
+	"beamconnect/relative"
 )
 
 // Defaults that apply when a config does not say otherwise (design.md).
@@ -130,7 +131,11 @@ type Field struct {
 	Pos          Pos
 	PropertyName string         // as written
 	Meta         contracts.Meta // NotMeta for a signal of BeamNG's message
-	Signal       beamng.Signal  // the first slot, for signal fields
+	// Relative is a cross-vehicle ("function") property of this field's
+	// vehicle to vehicle Other (params); None for others.
+	Relative     relative.Property
+	Other        int
+	Signal       beamng.Signal // the first slot, for signal fields
 	ArraySize    int
 	Vehicle      int    // index into Config.Vehicles
 	RemoteObject string // resolved: the field's, its group's or the top-level one

@@ -691,6 +691,9 @@ func (c *Coupling) Handle(datagram []byte, from netip.AddrPort, arrival time.Tim
 	// controls.
 	c.lockShared()
 	defer c.unlockShared()
+	if c.sh != nil {
+		c.sh.capture(c.vehicle, c.msg)
+	}
 	remote := id * c.plan.Period
 	for ci := range c.plan.Contracts {
 		ct := &c.plan.Contracts[ci]
@@ -811,6 +814,8 @@ func (c *Coupling) fill(port *ports.Port, v []float64, ct *contracts.Incoming) {
 				}
 				v[f.Offset+k] = x
 			}
+		case ports.Relative:
+			v[f.Offset] = c.sh.relative(f)
 		case ports.Meta:
 			switch f.Meta {
 			case contracts.Time:

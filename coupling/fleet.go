@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"sync"
 
+	"beamconnect/beamng"
 	"beamconnect/ports"
+	"beamconnect/relative"
 )
 
 // shared is what the links of several vehicles share: one model, one set
@@ -26,6 +28,39 @@ type shared struct {
 	links    []*Coupling
 	lastT    float64 // the model's time never goes back, whichever vehicle steps it
 	panicked error   // a panic in the model stops it for every vehicle
+
+	// Each vehicle's latest position, heading and velocity, for the
+	// cross-vehicle properties; slots says where they are in a message.
+	state []relative.State
+	seen  []bool
+	slots [7]int // posX posY posZ yaw velX velY groundspeed; 0 when the layout lacks one
+}
+
+// capture keeps vehicle v's state from its message, under the lock.
+func (sh *shared) capture(v int, msg []float64) {
+	at := func(i int) float64 {
+		if i <= 0 || i >= len(msg) {
+			return 0
+		}
+		return msg[i]
+	}
+	s := &sh.state[v]
+	s.X, s.Y, s.Z, s.Yaw = at(sh.slots[0]), at(sh.slots[1]), at(sh.slots[2]), at(sh.slots[3])
+	s.VX, s.VY, s.Speed = at(sh.slots[4]), at(sh.slots[5]), at(sh.slots[6])
+	sh.seen[v] = true
+}
+
+// relative computes a cross-vehicle field from both vehicles' latest
+// states: the other's is at most one period old (it sends once a period).
+func (sh *shared) relative(f *ports.Field) float64 {
+	if !sh.seen[f.Vehicle] || !sh.seen[f.Other] {
+		return f.Invalid
+	}
+	v, ok := f.Relative.Compute(sh.state[f.Vehicle], sh.state[f.Other])
+	if !ok || v-v != 0 {
+		return f.Invalid
+	}
+	return v
 }
 
 func (c *Coupling) lockShared() {
@@ -115,7 +150,12 @@ func NewFleet(opt Options) (*Fleet, error) {
 		}
 		return &Fleet{Links: []*Coupling{c}}, nil
 	}
-	sh := &shared{}
+	sh := &shared{state: make([]relative.State, len(p.Vehicles)), seen: make([]bool, len(p.Vehicles))}
+	for i, name := range []string{"posX", "posY", "posZ", "yaw", "velX", "velY", "groundspeed"} {
+		if s, ok := p.Layout.Find(beamng.FromBeamNG, name); ok {
+			sh.slots[i] = s.Index
+		}
+	}
 	for _, pt := range p.Outputs {
 		sh.outs = append(sh.outs, initial(pt))
 	}

@@ -68,6 +68,17 @@ type fleetRun struct {
 // loop, vehicle v's controller loading at starts[v].
 func runFleet(t *testing.T, cfg *config.Config, m func(*ports.Plan) models.Model, steps int64, paced bool, starts []int64, faults map[int]emulator.Faults, during func(*Fleet)) *fleetRun {
 	t.Helper()
+	return runFleetAll(t, cfg, m, steps, paced, starts, nil, faults, during)
+}
+
+// runFleetStart runs free-running with the cars placed at start (X, Y, yaw).
+func runFleetStart(t *testing.T, cfg *config.Config, m func(*ports.Plan) models.Model, steps int64, starts []int64, place [][3]float64) *fleetRun {
+	t.Helper()
+	return runFleetAll(t, cfg, m, steps, false, starts, place, nil, nil)
+}
+
+func runFleetAll(t *testing.T, cfg *config.Config, m func(*ports.Plan) models.Model, steps int64, paced bool, starts []int64, place [][3]float64, faults map[int]emulator.Faults, during func(*Fleet)) *fleetRun {
+	t.Helper()
 	plan, err := ports.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +98,12 @@ func runFleet(t *testing.T, cfg *config.Config, m func(*ports.Plan) models.Model
 		}
 		t.Cleanup(func() { link.Close() })
 		c.SetRemote(link.LocalAddr())
+		veh := emulator.DefaultVehicle()
+		if place != nil {
+			veh.Start = place[v]
+		}
 		em, err := emulator.New(emulator.Config{SimulinkTime: plan.Period, PingTime: plan.PingTime, FreeRunning: !paced,
-			Steps: steps, StartStep: starts[v], Faults: faults[v]}, link)
+			Steps: steps, StartStep: starts[v], Faults: faults[v], Vehicle: veh}, link)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,5 +205,44 @@ func TestFleetVehicleGoesAway(t *testing.T) {
 	}
 	if f := r.fleet.Faults(); !containsAll(f, `vehicle "v1"`) || containsAll(f, `vehicle "v0"`) {
 		t.Errorf("faults %q: want vehicle v1's only", f)
+	}
+}
+
+// The follow model keeps its time gap to the lead within 10 % once settled,
+// through the lead's speed changes; the coupling's gap field agrees with
+// the emulated cars' positions.
+func TestFollowKeepsTimeGap(t *testing.T) {
+	cfg, err := config.Load("../examples/follow.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m models.Model
+	// 70 s simulated: the lead at 20, 12 (20 s) and 25 m/s (40 s).
+	r := runFleetStart(t, cfg, func(p *ports.Plan) models.Model {
+		m, err = models.New(p.Model, p.ModelParams, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, 140000, []int64{0, 6}, [][3]float64{{0, 0, 0}, {40, 0, 0}})
+	ego, lead := r.ems[0].Vehicle(), r.ems[1].Vehicle()
+	if math.Abs(lead.V-25) > 0.5 {
+		t.Errorf("lead at %.2f m/s, want its profile's 25", lead.V)
+	}
+	gap := lead.X - ego.X
+	if tg := gap / ego.V; math.Abs(tg-1.8) > 0.18 {
+		t.Errorf("time gap %.3f s (gap %.1f m at %.2f m/s), want 1.8 s ± 10 %%", tg, gap, ego.V)
+	}
+	p := r.fleet.Links[0].plan
+	port, el := -1, 0
+	for _, pt := range p.Outputs {
+		for _, f := range pt.Fields {
+			if f.Source == ports.Relative && f.Relative.String() == "gap" {
+				port, el = pt.Number, f.Offset
+			}
+		}
+	}
+	if got := r.fleet.sh.outs[port][el]; math.Abs(got-gap) > 0.5 {
+		t.Errorf("the gap field says %.2f m, the cars are %.2f m apart", got, gap)
 	}
 }

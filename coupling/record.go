@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +27,9 @@ type truncater interface {
 // recordHeader starts every header row of a recording; a file that starts
 // with it is a recording, which --record may replace.
 const recordHeader = "time,status,id,reply_id,reloads"
+
+// fleetHeader starts the header rows of a several-vehicle recording.
+const fleetHeader = "time,vehicle,status,id,reply_id,reloads"
 
 // Recording buffers: the loop fills one while a writer goroutine writes
 // another, so a slow or full disk never holds the loop up. Past
@@ -107,7 +109,7 @@ func (r *Recorder) Header(plan *ports.Plan) {
 	if len(plan.Vehicles) > 1 {
 		// A row per message of any vehicle: which one, and every field
 		// named by its vehicle.
-		h = []byte(strings.Replace(recordHeader, "time,", "time,vehicle,", 1))
+		h = []byte(fleetHeader)
 		for _, v := range plan.Vehicles {
 			r.vehicles = append(r.vehicles, v.Name)
 		}
@@ -129,7 +131,7 @@ func (r *Recorder) Header(plan *ports.Plan) {
 					case ports.Slot:
 						h = append(h, f.Signal(dir, k).Name...)
 					default:
-						h = append(h, f.Meta.String()...)
+						h = append(h, f.Label(plan)...)
 						if f.Width > 1 {
 							h = strconv.AppendInt(append(h, '_'), int64(k), 10)
 						}
@@ -265,9 +267,10 @@ func (r *Recorder) write() {
 
 // dataRows counts the rows in b that are not header rows.
 func dataRows(b []byte) int64 {
+	// A data row starts with a number; a header row with "time,".
 	n := int64(bytes.Count(b, []byte{'\n'}))
-	n -= int64(bytes.Count(b, []byte("\n"+recordHeader)))
-	if bytes.HasPrefix(b, []byte(recordHeader)) {
+	n -= int64(bytes.Count(b, []byte("\ntime,")))
+	if bytes.HasPrefix(b, []byte("time,")) {
 		n--
 	}
 	return n
@@ -313,9 +316,9 @@ func OpenRecording(path, configPath string, force bool) (*os.File, error) {
 			if err != nil {
 				return nil, err
 			}
-			first, _ := bufio.NewReader(f).Peek(len(recordHeader))
+			first, _ := bufio.NewReader(f).Peek(len(fleetHeader))
 			f.Close()
-			if string(first) != recordHeader {
+			if !bytes.HasPrefix(first, []byte(recordHeader)) && !bytes.HasPrefix(first, []byte(fleetHeader)) {
 				return nil, fmt.Errorf("--record %s: the file exists and is %w (its first row does not start %q): expected a new file, an earlier recording, or --force to overwrite it",
 					path, ErrNotRecording, recordHeader)
 			}

@@ -218,7 +218,7 @@ func columns(plan *ports.Plan) string {
 					if f.Source == ports.Slot {
 						b.WriteString(f.Signal(dir, k).Name)
 					} else {
-						b.WriteString(f.Meta.String())
+						b.WriteString(f.Label(plan))
 						if f.Width > 1 {
 							b.WriteString("[" + strconv.Itoa(k) + "]")
 						}

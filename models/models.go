@@ -13,6 +13,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/ports"
+	"beamconnect/relative"
 )
 
 // Model is stepped once per BeamNG message, and every 50 ms while the
@@ -46,7 +47,11 @@ type Rebinder interface {
 // Check reports whether the model called name could bind to plan, without
 // starting anything: a reload is refused before it is applied when the new
 // config lacks a port the model needs.
-func Check(name string, plan *ports.Plan) error {
+func Check(name string, plan *ports.Plan) error { return checkWith(name, nil, plan) }
+
+// checkWith is Check with the model's parameters, which name what some
+// models bind (follow's ego and lead).
+func checkWith(name string, params Params, plan *ports.Plan) error {
 	b := &binder{plan: plan, model: name}
 	switch name {
 	case "cruise-pedals":
@@ -55,6 +60,11 @@ func Check(name string, plan *ports.Plan) error {
 		(&CruiseTorque{}).bind(b)
 	case "heading-hold":
 		(&HeadingHold{}).bind(b)
+	case "follow":
+		m := &Follow{}
+		m.egoName, _ = params["ego"].(string)
+		m.leadName, _ = params["lead"].(string)
+		m.bind(b)
 	}
 	return b.err()
 }
@@ -77,7 +87,7 @@ func (p Params) Float(name string, def float64) (float64, error) {
 
 // Names of the built-in models.
 func Names() []string {
-	return []string{"cruise-pedals", "cruise-torque", "exec", "heading-hold", "hold"}
+	return []string{"cruise-pedals", "cruise-torque", "exec", "follow", "heading-hold", "hold"}
 }
 
 // New builds the model called name for plan, binding it to the ports that
@@ -110,6 +120,8 @@ func New(name string, params Params, plan *ports.Plan, log *slog.Logger) (Model,
 		m, err = newCruiseTorque(b, params)
 	case "heading-hold":
 		m, err = newHeadingHold(b, params)
+	case "follow":
+		m, err = newFollow(b, params)
 	case "exec":
 		// Assign only a working *Exec: a nil one in the interface would not
 		// compare equal to nil below.
@@ -185,6 +197,33 @@ func gen2Name(plan *ports.Plan, dir beamng.Direction, name string) string {
 		}
 	}
 	return name + " (Gen 1 only: BeamNG's co-simulation CSV has no such signal)"
+}
+
+// needFor binds a signal of vehicle v.
+func (b *binder) needFor(dir beamng.Direction, name string, v int) ref {
+	p, e, ok := b.plan.FindFor(dir, name, v)
+	if !ok {
+		side := "outputs"
+		if dir == beamng.ToBeamNG {
+			side = "inputs"
+		}
+		b.missing = append(b.missing, fmt.Sprintf("%s %s of vehicle %q", side, name, b.plan.Vehicles[v].Name))
+	}
+	return ref{p, e}
+}
+
+// needRelative binds a cross-vehicle property of vehicle v to vehicle o.
+func (b *binder) needRelative(rp relative.Property, v, o int) ref {
+	for _, pt := range b.plan.Outputs {
+		for i := range pt.Fields {
+			f := &pt.Fields[i]
+			if f.Source == ports.Relative && f.Relative == rp && f.Vehicle == v && f.Other == o {
+				return ref{pt.Number, f.Offset}
+			}
+		}
+	}
+	b.missing = append(b.missing, fmt.Sprintf("outputs %s of vehicle %q to %q (remoteObject %q, params %q)", rp, b.plan.Vehicles[v].Name, b.plan.Vehicles[o].Name, b.plan.Vehicles[v].Name, b.plan.Vehicles[o].Name))
+	return ref{}
 }
 
 // optional binds a signal if the config maps it.

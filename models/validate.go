@@ -40,6 +40,8 @@ const (
 	positive                  // a number > 0
 	command                   // a string, or an array of strings, naming a program
 	boolean
+	text    // a string
+	profile // an array of "seconds:speed" strings
 )
 
 // params lists each model's parameters.
@@ -49,6 +51,8 @@ var paramSpecs = map[string][]param{
 	"cruise-torque": {{"setSpeed", number}, {"kp", number}, {"ki", number}, {"maxTorque", positive}},
 	"heading-hold":  {{"headingDeg", number}, {"setSpeed", number}, {"kp", number}},
 	"exec":          {{"command", command}, {"deadlineMs", positive}, {"restart", boolean}},
+	"follow": {{"ego", text}, {"lead", text}, {"leadProfile", profile}, {"timeGap", positive}, {"standstill", number},
+		{"kGap", positive}, {"maxSpeed", positive}, {"kp", number}, {"ki", number}},
 }
 
 // Validate checks a model's name, its parameters and, for the built-in
@@ -83,7 +87,7 @@ func Validate(name string, p Params, plan *ports.Plan) []Finding {
 	if name == "exec" {
 		out = append(out, validateExec(p, plan)...)
 	}
-	if err := Check(name, plan); err != nil {
+	if err := checkWith(name, p, plan); err != nil {
 		out = append(out, Finding{Msg: err.Error()})
 	}
 	return out
@@ -120,6 +124,14 @@ func (s param) check(v any) string {
 	case boolean:
 		if _, ok := v.(bool); !ok {
 			return fmt.Sprintf("expected true or false, got %s", describe(v))
+		}
+	case text:
+		if s, ok := v.(string); !ok || s == "" {
+			return fmt.Sprintf("expected a vehicle's name (its remoteObject), got %s", describe(v))
+		}
+	case profile:
+		if _, err := parseProfile(v); err != nil {
+			return strings.TrimPrefix(err.Error(), "modelParams.leadProfile: ")
 		}
 	}
 	return ""

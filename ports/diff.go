@@ -104,6 +104,8 @@ func FieldKey(dir beamng.Direction, f *Field, contract string) string {
 		return strconv.Itoa(f.Vehicle) + "/" + f.Signal(dir, 0).Name + "×" + strconv.Itoa(f.Width)
 	case Meta:
 		return contract + "/" + f.Meta.String()
+	case Relative:
+		return strconv.Itoa(f.Vehicle) + "/" + f.Relative.String() + "/" + strconv.Itoa(f.Other)
 	}
 	return f.Source.String()
 }
@@ -123,6 +125,8 @@ func describe(dir beamng.Direction, p *Port) string {
 			names = append(names, n)
 		case Meta:
 			names = append(names, f.Meta.String())
+		case Relative:
+			names = append(names, f.Relative.String())
 		default:
 			names = append(names, f.Source.String())
 		}

@@ -15,6 +15,7 @@ import (
 	"beamconnect/beamng/cosim"
 	"beamconnect/config"
 	"beamconnect/contracts"
+	"beamconnect/relative"
 	"beamconnect/timesync"
 )
 
@@ -26,6 +27,7 @@ const (
 	Meta                    // a value computed about a contract or the link
 	Directive               // port 0 in: connect (non-zero) or disconnect (0)
 	Status                  // port 0 out: connection status 0–5
+	Relative                // a cross-vehicle property computed from two vehicles' data
 )
 
 func (s Source) String() string {
@@ -34,6 +36,8 @@ func (s Source) String() string {
 		return "slot"
 	case Meta:
 		return "meta"
+	case Relative:
+		return "relative"
 	case Directive:
 		return "directive"
 	case Status:
@@ -44,16 +48,19 @@ func (s Source) String() string {
 
 // Field is one field of a port, resolved.
 type Field struct {
-	Name    string // propertyName as the config wrote it
-	Path    string // where the config defines it, e.g. outputs[0].ports[1][0]
-	Source  Source
-	Meta    contracts.Meta // for Source Meta
-	Vehicle int            // index into Plan.Vehicles
-	Slot    int            // first element of the message, for Source Slot
-	Width   int            // elements, ≥ 1
-	Offset  int            // first element within the port vector
-	Initial float64        // value before any data
-	Invalid float64        // value reported for a non-finite received value
+	Name   string // propertyName as the config wrote it
+	Path   string // where the config defines it, e.g. outputs[0].ports[1][0]
+	Source Source
+	Meta   contracts.Meta // for Source Meta
+	// For Source Relative: the property, of vehicle Vehicle to vehicle Other.
+	Relative relative.Property
+	Other    int
+	Vehicle  int     // index into Plan.Vehicles
+	Slot     int     // first element of the message, for Source Slot
+	Width    int     // elements, ≥ 1
+	Offset   int     // first element within the port vector
+	Initial  float64 // value before any data
+	Invalid  float64 // value reported for a non-finite received value
 
 	layout *beamng.Layout
 }
@@ -221,9 +228,12 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 			if f.Width < 1 || cf.Vehicle < 0 || cf.Vehicle >= len(p.Vehicles) {
 				return fmt.Errorf("ports: %s: field not checked (width %d, vehicle %d)", cf.Path, f.Width, cf.Vehicle)
 			}
-			if cf.Meta != contracts.NotMeta {
+			switch {
+			case cf.Relative != relative.None:
+				f.Source, f.Relative, f.Other = Relative, cf.Relative, cf.Other
+			case cf.Meta != contracts.NotMeta:
 				f.Source, f.Meta = Meta, cf.Meta
-			} else {
+			default:
 				f.Source, f.Slot = Slot, cf.Signal.Index
 				if n := p.Layout.Len(g.Dir); f.Slot+f.Width > n {
 					return fmt.Errorf("ports: %s: slots %d–%d lie outside the %d-double message", cf.Path, f.Slot, f.Slot+f.Width-1, n)
@@ -349,4 +359,14 @@ func orNumber(typ string) string {
 // luaString quotes s as a Lua string literal.
 func luaString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`, "\n", `\n`).Replace(s) + "'"
+}
+
+// Label names a field that carries no signal of BeamNG's message: its meta
+// value ("time"), or its relative property and the other vehicle
+// ("gap:lead").
+func (f *Field) Label(p *Plan) string {
+	if f.Source == Relative {
+		return f.Relative.String() + ":" + p.Vehicles[f.Other].Name
+	}
+	return f.Meta.String()
 }

@@ -51,14 +51,45 @@ paced in real time at its fastest rate, a message every 0.5 ms, for
 --duration (default 10 minutes) with faults on (--fault, repeatable; by
 default every kind at low rates), and reports the messages lost and why,
 BeamNG's stalls, how long BeamNG was out of lockstep and how fast it came
-back (from BeamNG's own counters), the recording, and the memory growth.`,
+back (from BeamNG's own counters), the recording, and the memory growth.
+
+--vehicles 1,2,4,8,16 couples that many vehicles at once (one config, one
+process) to emulated vehicles stepped in one physics loop paced in real time,
+each loaded on another step of the period, at each --period (default 5ms and
+1ms), for --duration each, and reports whether real time holds with 0 stalls,
+the round trips a second, per CPU-second, and the CPU cores used.`,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			d := fs.Duration("duration", 3*time.Second, "how long to measure each responder (with --soak: how long to soak, default 10m)")
 			rs := fs.StringArray("responder", nil, "NAME=COMMAND of another responder to measure (repeatable)")
 			soak := fs.Bool("soak", false, "soak instead: beamconnect against BeamNG's side at 0.5 ms, paced in real time, with faults on; report losses, stalls, recovery and memory growth")
 			faults := fs.StringArray("fault", nil, "with --soak: the faults to inflict (repeatable; default: every kind, at low rates)")
+			vehicles := fs.IntSlice("vehicles", nil, "several vehicles instead: the vehicle counts to measure, e.g. 1,2,4,8,16")
+			periods := fs.DurationSlice("period", []time.Duration{5 * time.Millisecond, time.Millisecond}, "with --vehicles: BeamNG's send periods to measure")
 			fs.Bool("json", false, "print the results as JSON")
 			return func(c *call) int {
+				if len(*vehicles) > 0 {
+					var rs []fleetResult
+					for _, p := range *periods {
+						for _, n := range *vehicles {
+							if n < 1 || p < 500*time.Microsecond || p > 500*time.Millisecond {
+								fmt.Fprintf(c.stderr, "%s bench: --vehicles %d --period %v: expected at least 1 vehicle and a period from 0.5 ms to 500 ms\n", programName, n, p)
+								return exitUsage
+							}
+							c.log.Info("measuring", "vehicles", n, "period", p, "for", *d)
+							r, err := benchFleet(context.Background(), n, p, *d)
+							if err != nil {
+								return c.fail("bench", err)
+							}
+							rs = append(rs, r)
+						}
+					}
+					if c.json {
+						writeJSON(c.stdout, rs)
+					} else {
+						printFleetBench(c.stdout, rs)
+					}
+					return exitOK
+				}
 				if *soak {
 					if !fs.Changed("duration") {
 						*d = 10 * time.Minute

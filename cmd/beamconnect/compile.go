@@ -109,6 +109,8 @@ func printPlan(w io.Writer, p *ports.Plan) {
 						if ref == "" {
 							ref = "id"
 						}
+					case ports.Relative:
+						name, dirText, unit = f.Label(p), "relative", f.Relative.Unit()
 					case ports.Meta:
 						name = f.Meta.String()
 						if f.Width > 1 {
@@ -244,6 +246,9 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 					pf.Vehicle = p.Vehicles[f.Vehicle].Name
 				case ports.Meta:
 					pf.Meta = f.Meta.String()
+				case ports.Relative:
+					pf.Meta = f.Label(p)
+					pf.Vehicle = p.Vehicles[f.Vehicle].Name
 				}
 				pp.Fields = append(pp.Fields, pf)
 			}

@@ -2,10 +2,15 @@
 
 package main
 
-import "os"
+import (
+	"os"
+	"time"
+)
 
 func selfPeakRSS() int64                  { return 0 }
 func childPeakRSS(*os.ProcessState) int64 { return 0 }
 func livePeakRSS(int) int64               { return 0 }
 
 func currentRSS() int64 { return 0 }
+
+func cpuTime() time.Duration { return 0 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // selfPeakRSS is this process's peak resident set, in KiB.
@@ -48,4 +49,13 @@ func childPeakRSS(ps *os.ProcessState) int64 {
 		return int64(ru.Maxrss)
 	}
 	return 0
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -143,6 +143,25 @@ type runSummary struct {
 	Healthy         bool     `json:"healthy"`
 
 	Emulator *emulator.Summary `json:"emulator,omitempty"`
+	// Vehicles holds each vehicle's own figures when the config couples
+	// several; the figures above are then their sums (turnaround: the worst).
+	Vehicles map[string]vehicleSummary `json:"vehicles,omitempty"`
+}
+
+// vehicleSummary is one vehicle's part of a several-vehicle run.
+type vehicleSummary struct {
+	Messages        int64             `json:"messages"`
+	Replies         int64             `json:"replies"`
+	Dropped         int64             `json:"dropped"`
+	StallsRecovered int64             `json:"stalls_recovered"`
+	Restarts        int64             `json:"restarts"`
+	Silences        int64             `json:"silences"`
+	LockstepLost    int64             `json:"lockstep_lost"`
+	TurnaroundP50   float64           `json:"turnaround_p50_us"`
+	TurnaroundP99   float64           `json:"turnaround_p99_us"`
+	StatusAtEnd     int               `json:"status_at_end"`
+	Faults          []string          `json:"faults"`
+	Emulator        *emulator.Summary `json:"emulator,omitempty"`
 }
 
 func runCmd(c *call, o *runOpts) int {
@@ -200,6 +219,9 @@ func runCmd(c *call, o *runOpts) int {
 	}
 	if o.emulate {
 		opts.Local = netip.MustParseAddrPort("127.0.0.1:0")
+	}
+	if len(plan.Vehicles) > 1 {
+		return runFleet(c, o, plan, name, model, opts, faults)
 	}
 	cp, err := coupling.New(opts)
 	if err != nil {
@@ -412,7 +434,12 @@ func statusLine(c *call, cp *coupling.Coupling, plan *ports.Plan) func() {
 // watchConfig reloads the config when its file changes (unless noWatch)
 // and on SIGHUP. Every outcome is logged: the diff of an applied reload,
 // or each reason a reload was refused, with file:line:col.
-func watchConfig(ctx context.Context, c *call, cp *coupling.Coupling, path string, csv *cosim.File, noWatch bool) func() {
+// reloader is what watchConfig reloads: a coupling, or a fleet of them.
+type reloader interface {
+	ReloadConfig(path string, data []byte) (ports.Changes, error)
+}
+
+func watchConfig(ctx context.Context, c *call, cp reloader, path string, csv *cosim.File, noWatch bool) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	w := config.NewWatcher(path, 0, c.log)
 	hup := make(chan os.Signal, 1)

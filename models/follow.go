@@ -1,0 +1,148 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"beamconnect/beamng"
+	"beamconnect/ports"
+	"beamconnect/relative"
+)
+
+// Follow is adaptive cruise control for two vehicles: the lead drives a
+// speed profile (modelParams.leadProfile), the ego follows it keeping a
+// time gap. The ego's speed target is the lead's speed plus a correction
+// that closes the gap error,
+//
+//	v* = v_lead + kGap·(gap − max(standstill, timeGap·v_ego)), clamped to [0, maxSpeed],
+//
+// and a PI controller on the pedals tracks v*, as cruise-pedals does. The
+// gap is the config's "gap" field of the ego to the lead (a cross-vehicle
+// property, centre to centre along the ego's heading).
+type Follow struct {
+	egoName, leadName                   string
+	timeGap, standstill, kGap, maxSpeed float64
+	profile                             []profilePoint
+
+	egoSpeed, leadSpeed                            ref
+	gap                                            ref
+	egoThrottle, egoBrake, leadThrottle, leadBrake ref
+	ego, lead                                      pi
+	lastT, t0                                      float64
+}
+
+type profilePoint struct{ t, v float64 }
+
+// DefaultLeadProfile drives the lead at 20 m/s, slows it to 12 m/s at 20 s
+// and speeds it up to 25 m/s at 40 s.
+var DefaultLeadProfile = []string{"0:20", "20:12", "40:25"}
+
+func newFollow(b *binder, params Params) (Model, error) {
+	v, err := floats(params, []string{"timeGap", "standstill", "kGap", "maxSpeed", "kp", "ki"}, []float64{1.8, 5, 0.3, 35, 0.3, 0.05})
+	if err != nil {
+		return nil, err
+	}
+	m := &Follow{timeGap: v[0], standstill: v[1], kGap: v[2], maxSpeed: v[3],
+		ego: pi{kp: v[4], ki: v[5], lo: -1, hi: 1}, lead: pi{kp: v[4], ki: v[5], lo: -1, hi: 1}, lastT: math.NaN(), t0: math.NaN()}
+	if m.profile, err = parseProfile(params["leadProfile"]); err != nil {
+		return nil, err
+	}
+	m.egoName, _ = params["ego"].(string)
+	m.leadName, _ = params["lead"].(string)
+	m.bind(b)
+	return m, nil
+}
+
+// parseProfile reads "t:speed" points (s, m/s); the speed holds from each
+// point to the next.
+func parseProfile(v any) ([]profilePoint, error) {
+	list := DefaultLeadProfile
+	if v != nil {
+		l, ok := v.([]string)
+		if !ok || len(l) == 0 {
+			return nil, fmt.Errorf("modelParams.leadProfile: expected an array of \"seconds:speed\" strings such as [\"0:20\", \"20:12\"]")
+		}
+		list = l
+	}
+	var out []profilePoint
+	for _, s := range list {
+		ts, vs, ok := strings.Cut(s, ":")
+		t, err1 := strconv.ParseFloat(ts, 64)
+		sp, err2 := strconv.ParseFloat(vs, 64)
+		if !ok || err1 != nil || err2 != nil || t < 0 || sp < 0 {
+			return nil, fmt.Errorf("modelParams.leadProfile: %q: expected \"seconds:speed\" with both ≥ 0, e.g. \"20:12\"", s)
+		}
+		out = append(out, profilePoint{t, sp})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].t < out[j].t })
+	return out, nil
+}
+
+// vehicleIndex finds a vehicle by name; def when the name is empty.
+func vehicleIndex(p *ports.Plan, name string, def int) int {
+	if name == "" {
+		return def
+	}
+	for i, v := range p.Vehicles {
+		if v.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m *Follow) bind(b *binder) {
+	ego := vehicleIndex(b.plan, m.egoName, 0)
+	lead := vehicleIndex(b.plan, m.leadName, 1)
+	switch {
+	case len(b.plan.Vehicles) < 2:
+		b.missing = append(b.missing, "two vehicles in beamng.vehicles (follow couples an ego and a lead)")
+		return
+	case ego < 0 || lead < 0 || ego == lead:
+		b.missing = append(b.missing, fmt.Sprintf("two different vehicles named by modelParams.ego and .lead (got %q and %q)", m.egoName, m.leadName))
+		return
+	}
+	m.egoSpeed = b.needFor(beamng.FromBeamNG, "groundspeed", ego)
+	m.leadSpeed = b.needFor(beamng.FromBeamNG, "groundspeed", lead)
+	m.egoThrottle = b.needFor(beamng.ToBeamNG, "throttle", ego)
+	m.egoBrake = b.needFor(beamng.ToBeamNG, "brake", ego)
+	m.leadThrottle = b.needFor(beamng.ToBeamNG, "throttle", lead)
+	m.leadBrake = b.needFor(beamng.ToBeamNG, "brake", lead)
+	m.gap = b.needRelative(relative.Gap, ego, lead)
+}
+
+func (m *Follow) leadTarget(t float64) float64 {
+	v := m.profile[0].v
+	for _, p := range m.profile {
+		if t >= p.t {
+			v = p.v
+		}
+	}
+	return v
+}
+
+func (m *Follow) Step(t float64, out, in [][]float64) {
+	dt := stepDt(&m.lastT, t)
+	if dt == 0 || out[0][0] != 3 {
+		return // not every vehicle connected: no fresh data to act on
+	}
+	if math.IsNaN(m.t0) {
+		m.t0 = t
+	}
+	lead := m.lead.step(m.leadTarget(t-m.t0)-m.leadSpeed.get(out), dt)
+	m.leadThrottle.set(in, math.Max(0, lead))
+	m.leadBrake.set(in, math.Max(0, -lead))
+
+	ve, vl, gap := m.egoSpeed.get(out), m.leadSpeed.get(out), m.gap.get(out)
+	target := m.maxSpeed
+	if gap == gap { // the gap is invalid until both vehicles have reported
+		target = vl + m.kGap*(gap-math.Max(m.standstill, m.timeGap*ve))
+	}
+	target = math.Min(m.maxSpeed, math.Max(0, target))
+	u := m.ego.step(target-ve, dt)
+	m.egoThrottle.set(in, math.Max(0, u))
+	m.egoBrake.set(in, math.Max(0, -u))
+}
