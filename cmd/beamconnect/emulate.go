@@ -14,6 +14,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/beamng/emulator"
+	"beamconnect/ports"
 )
 
 func init() {
@@ -116,13 +117,17 @@ func emulateCmd(c *call, o *emulateOpts) int {
 		Steps: o.steps, FreeRunning: o.freeRunning, FPS: o.fps, RealTimeFactor: o.rtf, DebugLogs: o.debugLogs,
 	}
 	listen, client := o.listen, o.client
+	var more []ports.Vehicle // the other vehicles of a several-vehicle config
 	if o.config != "" {
 		plan, _, code := loadPlan(c, o.config)
 		if plan == nil {
 			return code
 		}
 		if len(plan.Vehicles) > 1 {
-			c.log.Warn("the config couples several vehicles; emulating the first", "vehicle", plan.Vehicles[0].Name)
+			if o.set("listen") || o.set("client") {
+				return usage("--listen and --client name one vehicle's addresses; a config with several vehicles gives each its own")
+			}
+			more = plan.Vehicles[1:]
 		}
 		if !o.set("simulink-time") {
 			cfg.SimulinkTime = plan.Period
@@ -194,6 +199,31 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	if err != nil {
 		return usage("%v", err)
 	}
+	// Several vehicles: one controller, socket pair and car each, all in
+	// one physics loop (a blocking receive in one holds all, spec §4a),
+	// each loaded a few steps after the one before, as vehicles loaded in
+	// different frames are.
+	var others []*emulator.Emulator
+	var otherLinks []*emulator.UDP
+	for i, v := range more {
+		l, err := emulator.ListenUDP(v.Remote, v.Local)
+		if err != nil {
+			return c.fail("emulate", err)
+		}
+		defer l.Close()
+		vc := cfg
+		vc.Faults, vc.DebugLogs = emulator.Faults{}, ""
+		vc.StartStep = int64(3 * (i + 1))
+		vc.Vehicle = emulator.DefaultVehicle()
+		vc.Vehicle.Start = [3]float64{40 * float64(i+1), 0, 0}
+		ve, err := emulator.New(vc, l)
+		if err != nil {
+			return usage("%v", err)
+		}
+		c.log.Info("emulating a further vehicle in the same physics loop", "vehicle", v.Name, "listen", l.LocalAddr(), "client", v.Local, "start_step", vc.StartStep)
+		others, otherLinks = append(others, ve), append(otherLinks, l)
+	}
+	em.Attach(others...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	pacing := "paced"
@@ -216,13 +246,23 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	if err != nil {
 		c.log.Error("run failed", "err", err)
 	}
-	if c.json {
-		writeJSON(c.stdout, struct {
-			emulator.Summary
-			Dropped int64 `json:"receive_queue_dropped"`
-		}{sum, link.Dropped()})
+	type vehicleJSON struct {
+		emulator.Summary
+		Dropped int64 `json:"receive_queue_dropped"`
+	}
+	if c.json && len(others) > 0 {
+		out := []vehicleJSON{{sum, link.Dropped()}}
+		for i, ve := range others {
+			out = append(out, vehicleJSON{ve.Summary(), otherLinks[i].Dropped()})
+		}
+		writeJSON(c.stdout, out)
+	} else if c.json {
+		writeJSON(c.stdout, vehicleJSON{sum, link.Dropped()})
 	} else {
 		fmt.Fprintf(c.stdout, "emulated BeamNG: %v\n", sum)
+		for i, ve := range others {
+			fmt.Fprintf(c.stdout, "emulated BeamNG, vehicle %q: %v\n", more[i].Name, ve.Summary())
+		}
 	}
 	if err != nil {
 		return exitFailed
