@@ -77,7 +77,7 @@ func TestEmulateFleetConfig(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`{"version": 2,
   "outputs": [{"remoteObject": "a", "ports": [[{"propertyName": "groundspeed"}]]}, {"remoteObject": "b", "ports": [[{"propertyName": "groundspeed"}]]}],
   "beamng": {"vehicles": {"a": {"localPort": %d, "remotePort": %d}, "b": {"localPort": %d, "remotePort": %d}}}}`, p[0], p[1], p[2], p[3])), 0o644)
-	out, errOut, code := exec(t, nil, "emulate", "--config", cfg, "--steps", "12", "--free-running", "--json")
+	out, errOut, code := exec(t, nil, "emulate", "--config", cfg, "--steps", "25", "--free-running", "--json")
 	if code != exitOK || !strings.Contains(errOut, `vehicle=b`) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -85,7 +85,7 @@ func TestEmulateFleetConfig(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sums); err != nil || len(sums) != 2 {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if sums[0].Steps != 12 || sums[1].Steps != 12 || sums[0].Sent < 1 || sums[1].Sent < 1 {
+	if sums[0].Steps != 25 || sums[1].Steps != 25 || sums[0].Sent < 1 || sums[1].Sent < 1 {
 		t.Errorf("both vehicles step together and send: %+v", sums)
 	}
 }
