@@ -60,6 +60,14 @@ even while BeamNG is silent; it refuses the config file, and any existing
 file that is not a recording unless --force; a write error (a full disk)
 is logged at once and the coupling goes on.
 
+A config with several vehicles (beamng.vehicles) couples every one of them:
+a socket pair, reply ids and counters per vehicle, one model for all, stepped
+by each vehicle's message with that vehicle's fresh data and the others'
+latest; port 0 reports connected only when every vehicle is; --json adds a
+"vehicles" object and --record a vehicle column. Fields may relate two
+vehicles (distance or VSAP_DISTANCE, gap, closingSpeed, timeGap,
+timeToCollision; params names the other vehicle).
+
 Exit status: 0 for a healthy run, 1 when anything went wrong: never
 connected, datagrams that were not BeamNG's, BeamNG stalls, silences or lost
 lockstep, model faults, lost recording rows; the summary lists each.
