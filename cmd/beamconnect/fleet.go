@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"beamconnect/beamng/emulator"
@@ -24,17 +20,8 @@ func runFleet(c *call, o *runOpts, plan *ports.Plan, name string, model models.M
 	if err != nil {
 		return c.fail("run", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C kills
-	}()
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
+	ctx, cancel := runContext(o.duration)
+	defer cancel()
 
 	var emWait sync.WaitGroup
 	var ems []*emulator.Emulator

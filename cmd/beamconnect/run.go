@@ -236,19 +236,8 @@ func runCmd(c *call, o *runOpts) int {
 		return c.fail("run", err)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// After the first Ctrl-C the run winds down (neutral controls,
-		// summary); a second one kills it, should a hung model hold it up.
-		<-ctx.Done()
-		stop()
-	}()
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
+	ctx, cancel := runContext(o.duration)
+	defer cancel()
 
 	var emWait sync.WaitGroup
 	var emSum *emulator.Summary
@@ -517,4 +506,20 @@ func watchConfig(ctx context.Context, c *call, cp reloader, path string, csv *co
 		cancel()
 		wg.Wait()
 	}
+}
+
+// runContext ends a run on Ctrl-C or SIGTERM, or after d when d > 0. After
+// the first signal the run winds down (neutral controls, summary); a second
+// one kills it, should a hung model hold it up.
+func runContext(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	if d <= 0 {
+		return ctx, stop
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, func() { cancel(); stop() }
 }
