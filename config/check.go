@@ -64,6 +64,7 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		p.at(Error, "/timeDilation", "%v is too slow to pace: expected at least %v (1000× slower than real time), or 0 or less to run as fast as both sides can", td, MinTimeDilation)
 	}
 	cfg.DebugFile = bn.DebugFile != nil && *bn.DebugFile
+	cfg.BusyPoll = bn.BusyPoll != nil && *bn.BusyPoll
 	cfg.Model = "hold"
 	if bn.Model != nil {
 		cfg.Model = *bn.Model

@@ -50,6 +50,7 @@ type Config struct {
 	PhysicsDt    float64 // seconds
 	PingTime     float64 // seconds
 	DebugFile    bool
+	BusyPoll     bool           // beamng.busyPoll
 	Model        string         // "hold" unless the config names one
 	ModelParams  map[string]any // float64, string or []string values
 	// ModelTimeout is how long an exec model may go without a valid answer
@@ -322,6 +323,7 @@ type rawBeamNG struct {
 	PhysicsDt      *float64               `json:"physicsDt"`
 	PingTime       *float64               `json:"pingTime"`
 	DebugFile      *bool                  `json:"debugFile"`
+	BusyPoll       *bool                  `json:"busyPoll"`
 	Model          *string                `json:"model"`
 	ModelTimeoutMs *float64               `json:"modelTimeoutMs"`
 	ModelParams    map[string]any         `json:"modelParams"`

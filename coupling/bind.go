@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"runtime"
 	"syscall"
 	"time"
+
+	"beamconnect/busypoll"
 )
 
 // Bind retries back off from firstRetry to maxRetry.
@@ -44,6 +48,13 @@ func (c *Coupling) connect() error {
 	c.bind.backoff = 0
 	conn.SetReadBuffer(1 << 20)
 	c.rxTimes = enableRxTimes(conn)
+	c.poll = nil
+	if c.busy {
+		if c.poll, err = busypoll.New(conn); err != nil {
+			c.log.Warn("busy polling is not available here; reading the socket the usual way", "err", err)
+			c.busy, c.poll = false, nil
+		}
+	}
 	c.conn = conn
 	c.fault.conn.Store(conn)
 	c.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
@@ -78,6 +89,9 @@ func (c *Coupling) socketFailed(err error) {
 // read reads one datagram, with the time the kernel received it (unix ns)
 // where the socket reports it, else 0.
 func (c *Coupling) read() (n int, from netip.AddrPort, rxAt int64, err error) {
+	if c.poll != nil {
+		return c.spin()
+	}
 	if !c.rxTimes {
 		n, from, err = c.conn.ReadFromUDPAddrPort(c.rx)
 		return n, from, 0, err
@@ -87,4 +101,55 @@ func (c *Coupling) read() (n int, from netip.AddrPort, rxAt int64, err error) {
 		return n, from, 0, err
 	}
 	return n, from, rxTimestamp(c.oob[:oobn]), nil
+}
+
+// spin is read for busy polling: non-blocking reads in a loop, no netpoller
+// and no thread wake-up, until a datagram comes or idleStep has passed (a
+// timeout, as a blocking read's deadline would give).
+func (c *Coupling) spin() (n int, from netip.AddrPort, rxAt int64, err error) {
+	oob := c.oob
+	if !c.rxTimes {
+		oob = nil
+	}
+	var deadline time.Time
+	for i := 0; ; i++ {
+		n, oobn, from, err := c.poll.Recv(c.rx, oob)
+		if err == nil {
+			if c.rxTimes {
+				rxAt = rxTimestamp(oob[:oobn])
+			}
+			return n, from, rxAt, nil
+		}
+		if err != busypoll.ErrAgain {
+			return 0, from, 0, os.NewSyscallError("recvmsg", err)
+		}
+		// Every 4096 tries (about a millisecond) let any other goroutine
+		// that is ready run (an exec model's reader, the recorder): the
+		// process may have a P per spinning link only. Every 256, read the
+		// clock: the idle step is only a bound.
+		if i&4095 == 4095 {
+			runtime.Gosched()
+		}
+		if i&255 == 0 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(idleStep)
+			} else if now.After(deadline) {
+				return 0, from, 0, os.ErrDeadlineExceeded
+			}
+		}
+	}
+}
+
+// write sends a reply to BeamNG: straight with sendto when busy polling
+// (no netpoller on the path), else through the socket.
+func (c *Coupling) write(b []byte) error {
+	if c.poll != nil {
+		if err := c.poll.Send(b, c.remote); err == nil {
+			return nil
+		}
+		// EAGAIN (a full send buffer) or an IPv6 peer: the usual way, which waits.
+	}
+	_, err := c.conn.WriteToUDPAddrPort(b, c.remote)
+	return err
 }

@@ -21,12 +21,14 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/busypoll"
 	"beamconnect/config"
 	"beamconnect/contracts"
 	"beamconnect/models"
@@ -96,6 +98,11 @@ type Options struct {
 	OnMessage func(id, replyID float64)
 	// Clock paces master time sync; nil is the real clock.
 	Clock timesync.Clock
+	// BusyPoll reads the socket in a loop without blocking, on a locked
+	// OS thread (Linux; elsewhere it falls back with a warning): no
+	// netpoller wake-up on the per-message path, for the lowest latency,
+	// at the cost of a CPU core. The plan's beamng.busyPoll sets it too.
+	BusyPoll bool
 }
 
 // Coupling is one running coupling. Create it with New, then Run it.
@@ -111,6 +118,10 @@ type Coupling struct {
 	// SO_TIMESTAMPNS), which the lockstep watchdog needs.
 	rxTimes bool
 	oob     []byte
+	// Busy polling (Options.BusyPoll): poll reads the socket without
+	// blocking; nil when off or not available.
+	busy bool
+	poll *busypoll.Reader
 
 	// link is the connection state machine, owned by the loop. status is
 	// what is reported (port 0, the status line): the link's state, or
@@ -260,8 +271,9 @@ func newLink(opt Options, v int, sh *shared) *Coupling {
 		neutral: neutralReply(p.Layout),
 		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*p.Layout.Len(beamng.ToBeamNG)),
 		gen2: p.Layout.Protocol == "csv", stateBytes: 8 * p.Layout.Len(beamng.FromBeamNG),
-		oob: make([]byte, 128),
-		in:  make([]contracts.Incoming, len(p.Contracts)),
+		busy: opt.BusyPoll || p.BusyPoll,
+		oob:  make([]byte, 128),
+		in:   make([]contracts.Incoming, len(p.Contracts)),
 	}
 	if c.gen2 {
 		c.lastSent = slices.Clone(p.Vehicles[v].Template)
@@ -363,6 +375,13 @@ func (c *Coupling) SetRemote(a netip.AddrPort) { c.remote = a }
 func (c *Coupling) Run(ctx context.Context) error {
 	c.sync = timesync.NewEngine(c.plan.TimeSync, c.plan.TimeDilation, c.plan.Period, c.opt.Clock)
 	defer c.closeConn()
+	if c.busy {
+		// One thread spins on the socket; locked, so the loop never waits
+		// to be scheduled back onto one.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c.log.Info("busy polling: reading the socket in a loop, one CPU core kept busy")
+	}
 	for i := range c.in {
 		c.in[i].Start(0)
 	}
@@ -461,7 +480,9 @@ func (c *Coupling) disconnect() {
 
 // receive waits for one datagram (or a short timeout) and handles it.
 func (c *Coupling) receive() {
-	c.conn.SetReadDeadline(time.Now().Add(idleStep))
+	if c.poll == nil {
+		c.conn.SetReadDeadline(time.Now().Add(idleStep)) // busy polling keeps its own bound
+	}
 	n, from, sent, err := c.read()
 	now := time.Now()
 	if err != nil {
@@ -510,7 +531,7 @@ func (c *Coupling) receive() {
 	// blocks when its window is full, cannot run ahead of the local clock.
 	held := c.sync.Hold(c.msg[0])
 	writeAt := time.Now()
-	if _, err := c.conn.WriteToUDPAddrPort(b, c.remote); err != nil {
+	if err := c.write(b); err != nil {
 		c.log.Warn("reply failed", "err", err)
 		return
 	}
@@ -552,8 +573,17 @@ func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
 	keep := make([]byte, 0, beamng.MaxDatagram) // rare path: may allocate
 	keep = append(keep, c.rx[:n]...)
 	for {
-		c.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
-		m, f, err := c.conn.ReadFromUDPAddrPort(c.rx)
+		var m int
+		var f netip.AddrPort
+		var err error
+		if c.poll != nil {
+			// Busy polling: what is queued is there now; stop at the first
+			// empty read instead of waiting out a deadline.
+			m, _, f, err = c.poll.Recv(c.rx, nil)
+		} else {
+			c.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+			m, f, err = c.conn.ReadFromUDPAddrPort(c.rx)
+		}
 		if err != nil {
 			break
 		}

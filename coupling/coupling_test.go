@@ -67,7 +67,7 @@ func newHarnessAll(t testing.TB, cfg *config.Config, model func(*ports.Plan) mod
 		t.Fatal(err)
 	}
 	h.model = m
-	h.c, err = New(Options{Plan: plan, Model: m, Local: loopback, OnStatus: func(s Status) {
+	h.c, err = New(Options{Plan: plan, Model: m, Local: loopback, BusyPoll: testBusyPoll, OnStatus: func(s Status) {
 		h.mu.Lock()
 		h.statuses = append(h.statuses, s)
 		h.mu.Unlock()
@@ -183,8 +183,13 @@ func TestReplyPolicyStartup(t *testing.T) {
 		cfg.ReplyID = tt.policy
 		h := newHarnessPlan(t, cfg, nil, emulator.Config{Steps: 10000})
 		h.run(t)
-		if h.emSum.Stalls != tt.stalls {
-			t.Errorf("%s: %d stalls, want %d: %v", tt.policy, h.emSum.Stalls, tt.stalls, h.emSum)
+		// Echo's stall needs its first reply to land in a skip step. A
+		// busy-polling coupling holds one of this VM's two Ps, so the
+		// in-process emulator's reader goroutine may deliver the reply only
+		// once the emulator blocks: then it lands in the blocking receive,
+		// which sends on (spec §4, the table's third column): 0 or 1 stall.
+		if got := h.emSum.Stalls; got != tt.stalls && !(testBusyPoll && tt.policy == config.ReplyEcho && got == 0) {
+			t.Errorf("%s: %d stalls, want %d: %v", tt.policy, got, tt.stalls, h.emSum)
 		}
 	}
 }

@@ -87,7 +87,10 @@ func TestLockstepRepair(t *testing.T) {
 	if st.LockstepLost.Load() != 1 || st.OutOfLockstep.Load() <= 0 {
 		t.Errorf("lockstep lost %d times for %v; want it seen once\n%s", st.LockstepLost.Load(), time.Duration(st.OutOfLockstep.Load()), log)
 	}
-	if frac := float64(acceptedAfter) / float64(gotAfter); frac < 0.4 {
+	// Half in theory (one per two messages); 0.3 leaves room for the
+	// scheduling of both sides in one process, and is still far from the
+	// 1 % without the repair.
+	if frac := float64(acceptedAfter) / float64(gotAfter); frac < 0.3 {
 		t.Errorf("BeamNG applied %d of the %d replies after the stall (%.0f%%): the repair should get half of them through", acceptedAfter, gotAfter, 100*frac)
 	}
 	if d := h.emSum.SendCtr - h.emSum.MaxRecvID; d < 0 || d > 1 {

@@ -129,6 +129,7 @@ type Plan struct {
 	SendSkips    int     // physics steps BeamNG skips between sends
 	Unanswered   int     // messages BeamNG lets be in flight before it blocks
 	DebugFile    bool
+	BusyPoll     bool           // beamng.busyPoll: read the socket by busy polling
 	Model        string         // the model the config names
 	ModelParams  map[string]any // its parameters: float64, bool, string or []string
 	// ModelTimeout is how long an exec model may go without a valid answer
@@ -169,6 +170,7 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		SendSkips:    beamng.SendSkips(cfg.Period, cfg.PhysicsDt),
 		Unanswered:   beamng.Unanswered(cfg.PingTime, cfg.Period),
 		DebugFile:    cfg.DebugFile,
+		BusyPoll:     cfg.BusyPoll,
 		Model:        cfg.Model,
 		ModelParams:  cfg.ModelParams,
 		ModelTimeout: cfg.ModelTimeout,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/busypoll"
 )
 
 // Transport is BeamNG's side of the coupling's two UDP flows, reduced to
@@ -153,11 +154,22 @@ type UDP struct {
 	client     netip.AddrPort
 	q          *queue
 	done       chan struct{}
+	poll       *busypoll.Reader // spinning (ListenUDPSpin): Recv reads the socket itself
 	sendErrs   atomic.Int64
 }
 
 // ListenUDP binds listen and connects to client.
-func ListenUDP(listen, client netip.AddrPort) (*UDP, error) {
+func ListenUDP(listen, client netip.AddrPort) (*UDP, error) { return listenUDP(listen, client, false) }
+
+// ListenUDPSpin is ListenUDP for a driver that busy-polls (Linux): Recv
+// reads the socket itself in a loop of non-blocking reads instead of
+// waiting on a reader goroutine, for the lowest latency on BeamNG's side
+// too (bench --driver spin). It keeps a core busy while it waits.
+func ListenUDPSpin(listen, client netip.AddrPort) (*UDP, error) {
+	return listenUDP(listen, client, true)
+}
+
+func listenUDP(listen, client netip.AddrPort, spin bool) (*UDP, error) {
 	rc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(listen))
 	if err != nil {
 		return nil, fmt.Errorf("emulator: binding BeamNG's receive address %v: %w", listen, err)
@@ -169,7 +181,11 @@ func ListenUDP(listen, client netip.AddrPort) (*UDP, error) {
 	}
 	u := &UDP{recv: rc, send: sc, client: client, q: newQueue(512), done: make(chan struct{})}
 	u.listen = rc.LocalAddr().(*net.UDPAddr).AddrPort()
-	go u.read(rc, u.done)
+	if err := u.start(spin); err != nil {
+		rc.Close()
+		sc.Close()
+		return nil, err
+	}
 	return u, nil
 }
 
@@ -204,8 +220,7 @@ func (u *UDP) Reopen() error {
 	}
 	u.send = sc
 	u.done = make(chan struct{})
-	go u.read(u.recv, u.done)
-	return nil
+	return u.start(u.poll != nil)
 }
 
 // SendAddr is the address BeamNG's side sends from (its ephemeral port).
@@ -242,7 +257,53 @@ func (u *UDP) Send(b []byte) error {
 }
 
 func (u *UDP) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
+	if u.poll != nil {
+		return u.spin(buf, wait, stop)
+	}
 	return u.q.get(buf, wait, stop)
+}
+
+// start reads the socket: a reader goroutine into the queue, or, spinning,
+// Recv itself.
+func (u *UDP) start(spin bool) error {
+	if !spin {
+		go u.read(u.recv, u.done)
+		return nil
+	}
+	p, err := busypoll.New(u.recv)
+	if err != nil {
+		return fmt.Errorf("emulator: %w", err)
+	}
+	u.poll = p
+	close(u.done) // no reader goroutine to wait for
+	return nil
+}
+
+// spin tries the socket until a datagram comes, wait passes or stop closes.
+func (u *UDP) spin(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
+	var deadline time.Time
+	for i := 0; ; i++ {
+		n, _, _, err := u.poll.Recv(buf, nil)
+		if err == nil {
+			return n, true
+		}
+		if err != busypoll.ErrAgain || wait <= 0 {
+			return 0, false
+		}
+		if i&255 == 0 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(wait)
+			} else if now.After(deadline) {
+				return 0, false
+			}
+			select {
+			case <-stop:
+				return 0, false
+			default:
+			}
+		}
+	}
 }
 
 // Dropped counts datagrams lost because the receive queue was full.

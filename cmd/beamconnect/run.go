@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,6 +86,7 @@ lockstep, model faults, lost recording rows; the summary lists each.
 			fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this CSV file")
 			fs.BoolVar(&o.force, "force", false, "let --record overwrite an existing file that is not a recording (never the config itself)")
 			fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
+			fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
 			fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
 			fs.Bool("json", false, "print the final summary as one JSON object")
 			return func(c *call) int { return runCmd(c, o) }
@@ -96,6 +98,7 @@ type runOpts struct {
 	model, record        string
 	emulate, freeRunning bool
 	noWatch, force       bool
+	busyPoll             bool
 	duration             time.Duration
 	faults               []string
 }
@@ -216,7 +219,21 @@ func runCmd(c *call, o *runOpts) int {
 		}()
 	}
 
-	opts := coupling.Options{Plan: plan, Model: model, Log: c.log}
+	opts := coupling.Options{Plan: plan, Model: model, Log: c.log, BusyPoll: o.busyPoll}
+	if (o.busyPoll || plan.BusyPoll) && runtime.GOOS == "linux" {
+		// A P per spinning link and no more: other Ps would only add
+		// threads that compete with BeamNG for the remaining cores (and
+		// spin looking for work); the rest of beamconnect (status line,
+		// recorder, watchdog) runs when a link yields, at least every
+		// millisecond or so. The in-process emulator needs one more.
+		procs := len(plan.Vehicles)
+		if o.emulate {
+			procs++
+		}
+		procs = min(procs, runtime.NumCPU())
+		prev := runtime.GOMAXPROCS(procs)
+		c.log.Info("busy polling", "spinning_links", len(plan.Vehicles), "gomaxprocs", procs, "was", prev)
+	}
 	if o.record != "" {
 		f, err := coupling.OpenRecording(o.record, c.args[0], o.force)
 		if err != nil {
