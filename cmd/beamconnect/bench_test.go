@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	osexec "os/exec"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,34 @@ func TestSoak(t *testing.T) {
 	}
 	if r.RecordRows != r.Answered || r.RecordLost != 0 || r.HeapEndMiB <= 0 {
 		t.Errorf("record %d of %d, heap %v MiB, %v allocs per message", r.RecordRows, r.Answered, r.HeapEndMiB, r.AllocsPerMsg)
+	}
+}
+
+// Busy polling on both sides, interleaved over rounds: beamconnect's
+// binary with --busy-poll answers a spinning BeamNG side in lockstep.
+func TestBenchBusyPoll(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("busy polling needs Linux")
+	}
+	bin := binary(t)
+	out, errOut, code := exec(t, nil, "bench", "--json", "--duration", "300ms", "--rounds", "2", "--driver", "spin",
+		"--responder", "busy="+bin+" run {config} --no-watch --model hold --log-level error --busy-poll")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var rs []benchResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rs) != 2 || rs[1].Name != "busy" {
+		t.Fatalf("%s", out)
+	}
+	for _, r := range rs {
+		if r.Error != "" || r.RoundTrips < 100 || r.Stalls != 0 {
+			t.Errorf("%s: %+v", r.Name, r)
+		}
+	}
+	if _, errOut, code := exec(t, nil, "bench", "--driver", "sleepy"); code != exitUsage || !strings.Contains(errOut, "expected blocking or spin") {
+		t.Errorf("bad --driver: %d %q", code, errOut)
 	}
 }
