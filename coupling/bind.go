@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"beamconnect/busypoll"
+	"beamconnect/rawudp"
 )
 
 // Bind retries back off from firstRetry to maxRetry.
@@ -38,31 +38,58 @@ func (b *bindState) failed() time.Duration {
 func (c *Coupling) connect() error {
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(c.local))
 	if err != nil {
-		c.stats.BindFailures.Add(1)
-		wait := c.bind.failed()
-		c.log.Error("cannot bind the local address; retrying", "addr", c.local, "err", err,
-			"retry_in", wait, "hint", bindHint(err, c.local))
-		c.setLink(Error)
-		return fmt.Errorf("coupling: cannot bind %v: %w", c.local, err)
+		return c.bindFailed(err)
 	}
 	c.bind.backoff = 0
 	conn.SetReadBuffer(1 << 20)
 	c.rxTimes = enableRxTimes(conn)
-	c.poll = nil
-	if c.busy {
-		if c.poll, err = busypoll.New(conn); err != nil {
-			c.log.Warn("busy polling is not available here; reading the socket the usual way", "err", err)
-			c.busy, c.poll = false, nil
-		}
-	}
-	c.conn = conn
-	c.fault.conn.Store(conn)
 	c.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.readDeadline = time.Time{}
+	// Take the socket out of the netpoller where that is possible (Linux):
+	// left in, every datagram would wake an idle runtime thread as well as
+	// this loop's, taking the core BeamNG's side needs. Then the loop reads
+	// as a C program does: one blocking recvmsg per message (the kernel
+	// wakes this thread directly), or non-blocking ones in a loop when busy
+	// polling. Elsewhere, Go's socket reads.
+	c.conn, c.sock = nil, nil
+	sock, err := rawudp.Take(conn)
+	if err == nil && !c.busy {
+		err = sock.SetWait(idleStep)
+	}
+	switch {
+	case err == nil:
+		c.sock = sock
+		c.fault.sock.Store(sock)
+	default:
+		if sock != nil {
+			sock.Close()
+			// Take closed conn: bind again, the usual way.
+			if conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(c.local)); err != nil {
+				return c.bindFailed(err)
+			}
+		}
+		if c.busy {
+			c.log.Warn("busy polling is not available here; reading the socket the usual way", "err", err)
+			c.busy = false
+		}
+		c.conn = conn
+		c.fault.conn.Store(conn)
+	}
 	c.fresh = true
 	c.src.latched = netip.AddrPort{} // the first message will say where BeamNG sends from
 	c.setLink(Connecting)
 	c.log.Debug("bound", "addr", c.local, "arrival_times", c.rxTimes)
 	return nil
+}
+
+// bindFailed logs a failed bind and schedules the next try.
+func (c *Coupling) bindFailed(err error) error {
+	c.stats.BindFailures.Add(1)
+	wait := c.bind.failed()
+	c.log.Error("cannot bind the local address; retrying", "addr", c.local, "err", err,
+		"retry_in", wait, "hint", bindHint(err, c.local))
+	c.setLink(Error)
+	return fmt.Errorf("coupling: cannot bind %v: %w", c.local, err)
 }
 
 // bindHint says what usually causes a bind error.
@@ -89,8 +116,11 @@ func (c *Coupling) socketFailed(err error) {
 // read reads one datagram, with the time the kernel received it (unix ns)
 // where the socket reports it, else 0.
 func (c *Coupling) read() (n int, from netip.AddrPort, rxAt int64, err error) {
-	if c.poll != nil {
+	switch {
+	case c.sock != nil && c.busy:
 		return c.spin()
+	case c.sock != nil:
+		return c.wait()
 	}
 	if !c.rxTimes {
 		n, from, err = c.conn.ReadFromUDPAddrPort(c.rx)
@@ -113,14 +143,14 @@ func (c *Coupling) spin() (n int, from netip.AddrPort, rxAt int64, err error) {
 	}
 	var deadline time.Time
 	for i := 0; ; i++ {
-		n, oobn, from, err := c.poll.Recv(c.rx, oob)
+		n, oobn, from, err := c.sock.Poll(c.rx, oob)
 		if err == nil {
 			if c.rxTimes {
 				rxAt = rxTimestamp(oob[:oobn])
 			}
 			return n, from, rxAt, nil
 		}
-		if err != busypoll.ErrAgain {
+		if err != rawudp.ErrAgain {
 			return 0, from, 0, os.NewSyscallError("recvmsg", err)
 		}
 		// Every 4096 tries (about a millisecond) let any other goroutine
@@ -141,15 +171,36 @@ func (c *Coupling) spin() (n int, from netip.AddrPort, rxAt int64, err error) {
 	}
 }
 
-// write sends a reply to BeamNG: straight with sendto when busy polling
-// (no netpoller on the path), else through the socket.
+// write sends a reply to BeamNG: straight with sendto where the socket is
+// raw, else through Go's socket.
 func (c *Coupling) write(b []byte) error {
-	if c.poll != nil {
-		if err := c.poll.Send(b, c.remote); err == nil {
-			return nil
-		}
-		// EAGAIN (a full send buffer) or an IPv6 peer: the usual way, which waits.
+	if c.sock != nil {
+		return c.sock.Send(b, c.remote)
 	}
 	_, err := c.conn.WriteToUDPAddrPort(b, c.remote)
 	return err
 }
+
+// wait is read with one blocking recvmsg on the raw socket: the kernel
+// wakes this thread when a datagram comes, or after idleStep (SO_RCVTIMEO),
+// reported as a timeout as a read deadline would be.
+func (c *Coupling) wait() (n int, from netip.AddrPort, rxAt int64, err error) {
+	oob := c.oob
+	if !c.rxTimes {
+		oob = nil
+	}
+	n, oobn, from, err := c.sock.Wait(c.rx, oob)
+	switch {
+	case err == nil:
+		if c.rxTimes {
+			rxAt = rxTimestamp(oob[:oobn])
+		}
+		return n, from, rxAt, nil
+	case err == rawudp.ErrAgain:
+		return 0, from, 0, os.ErrDeadlineExceeded
+	}
+	return 0, from, 0, os.NewSyscallError("recvmsg", err)
+}
+
+// bound reports whether the local address is bound.
+func (c *Coupling) bound() bool { return c.conn != nil || c.sock != nil }

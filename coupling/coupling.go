@@ -28,11 +28,11 @@ import (
 	"time"
 
 	"beamconnect/beamng"
-	"beamconnect/busypoll"
 	"beamconnect/config"
 	"beamconnect/contracts"
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/rawudp"
 	"beamconnect/timesync"
 )
 
@@ -118,10 +118,12 @@ type Coupling struct {
 	// SO_TIMESTAMPNS), which the lockstep watchdog needs.
 	rxTimes bool
 	oob     []byte
-	// Busy polling (Options.BusyPoll): poll reads the socket without
-	// blocking; nil when off or not available.
-	busy bool
-	poll *busypoll.Reader
+	// sock is the socket out of the netpoller (Linux; conn is nil then),
+	// read by blocking recvmsg or, busy polling (Options.BusyPoll), by
+	// non-blocking ones in a loop.
+	busy         bool
+	sock         *rawudp.Socket
+	readDeadline time.Time // the socket's read deadline, as last set
 
 	// link is the connection state machine, owned by the loop. status is
 	// what is reported (port 0, the status line): the link's state, or
@@ -387,7 +389,7 @@ func (c *Coupling) Run(ctx context.Context) error {
 	}
 	stopWatchdog := c.fault.watch(ctx)
 	defer stopWatchdog()
-	if c.conn == nil {
+	if !c.bound() {
 		c.setLink(Unconnected)
 	} else {
 		c.log.Info("waiting for BeamNG", "bound", c.local, "beamng", c.remote)
@@ -455,10 +457,15 @@ func (c *Coupling) idle(ctx context.Context) {
 }
 
 func (c *Coupling) closeConn() {
+	c.fault.conn.Store(nil)
+	c.fault.sock.Store(nil)
 	if c.conn != nil {
-		c.fault.conn.Store(nil)
 		c.conn.Close()
 		c.conn = nil
+	}
+	if c.sock != nil {
+		c.sock.Close()
+		c.sock = nil
 	}
 }
 
@@ -466,12 +473,12 @@ func (c *Coupling) closeConn() {
 // drive mode back to pedals), releases the port and goes unconnected.
 func (c *Coupling) disconnect() {
 	c.setLink(Disconnecting)
-	if c.conn != nil && c.stats.Messages.Load() > 0 {
+	if c.bound() && c.stats.Messages.Load() > 0 {
 		copy(c.reply, c.neutral)
 		c.keepLast()
 		c.reply[0] = c.lastReplyID + 1
 		if b, err := beamng.Encode(c.tx, c.reply); err == nil {
-			c.conn.WriteToUDPAddrPort(b, c.remote)
+			c.write(b)
 		}
 	}
 	c.closeConn()
@@ -480,8 +487,14 @@ func (c *Coupling) disconnect() {
 
 // receive waits for one datagram (or a short timeout) and handles it.
 func (c *Coupling) receive() {
-	if c.poll == nil {
-		c.conn.SetReadDeadline(time.Now().Add(idleStep)) // busy polling keeps its own bound
+	if c.sock == nil {
+		// The deadline bounds an idle wait; moving it is a timer change in
+		// the runtime, so it moves only once half of it has passed, not on
+		// every message (a raw socket keeps its own bound).
+		if now := time.Now(); c.readDeadline.Sub(now) < idleStep/2 {
+			c.readDeadline = now.Add(idleStep)
+			c.conn.SetReadDeadline(c.readDeadline)
+		}
 	}
 	n, from, sent, err := c.read()
 	now := time.Now()
@@ -576,10 +589,10 @@ func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
 		var m int
 		var f netip.AddrPort
 		var err error
-		if c.poll != nil {
-			// Busy polling: what is queued is there now; stop at the first
-			// empty read instead of waiting out a deadline.
-			m, _, f, err = c.poll.Recv(c.rx, nil)
+		if c.sock != nil {
+			// What is queued is there now: stop at the first empty read
+			// instead of waiting out a deadline.
+			m, _, f, err = c.sock.Poll(c.rx, nil)
 		} else {
 			c.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
 			m, f, err = c.conn.ReadFromUDPAddrPort(c.rx)
@@ -599,6 +612,7 @@ func (c *Coupling) drain(n int, from netip.AddrPort) (int, netip.AddrPort) {
 			}
 		}
 	}
+	c.readDeadline = time.Time{} // drain moved it: receive sets it again
 	copy(c.rx, keep)
 	return len(keep), from
 }

@@ -14,6 +14,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/models"
+	"beamconnect/rawudp"
 )
 
 // errStepHung is the fault of an in-process model whose step ran past the
@@ -66,11 +67,12 @@ type faultState struct {
 	// The hung-step watchdog (for in-process models, whose step runs on
 	// the loop): it answers the pending message with neutral controls once
 	// the step has run past the timeout.
-	conn      atomic.Pointer[net.UDPConn]
-	stepStart atomic.Int64  // unix ns the current step began; 0 outside a step
-	pendingID atomic.Uint64 // float64 bits of the reply id the step is for; NaN outside Handle
-	firedFor  atomic.Int64  // the stepStart the watchdog answered for
-	fired     atomic.Bool   // the watchdog answered the message being handled
+	conn      atomic.Pointer[net.UDPConn]   // the socket, where Go's
+	sock      atomic.Pointer[rawudp.Socket] // or raw
+	stepStart atomic.Int64                  // unix ns the current step began; 0 outside a step
+	pendingID atomic.Uint64                 // float64 bits of the reply id the step is for; NaN outside Handle
+	firedFor  atomic.Int64                  // the stepStart the watchdog answered for
+	fired     atomic.Bool                   // the watchdog answered the message being handled
 }
 
 func (f *faultState) init(c *Coupling) {
@@ -190,9 +192,9 @@ func (f *faultState) watch(ctx context.Context) func() {
 				}
 				f.firedFor.Store(start)
 				id := math.Float64frombits(f.pendingID.Load())
-				conn := f.conn.Load()
+				conn, sock := f.conn.Load(), f.sock.Load()
 				ran := time.Duration(now.UnixNano() - start).Round(time.Millisecond)
-				if math.IsNaN(id) || conn == nil {
+				if math.IsNaN(id) || (conn == nil && sock == nil) {
 					f.c.log.Error("the model's step is hung (no BeamNG message waits on it)", "running_for", ran, "timeout", f.timeout)
 					continue
 				}
@@ -204,7 +206,11 @@ func (f *faultState) watch(ctx context.Context) func() {
 				}
 				reply[0] = id
 				if b, err := beamng.Encode(tx, reply); err == nil {
-					conn.WriteToUDPAddrPort(b, f.c.remote)
+					if sock != nil {
+						sock.SendShared(b, f.c.remote)
+					} else {
+						conn.WriteToUDPAddrPort(b, f.c.remote)
+					}
 				}
 				f.fired.Store(true)
 				f.c.stats.NeutralReplies.Add(1)

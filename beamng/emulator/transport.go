@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"beamconnect/beamng"
-	"beamconnect/busypoll"
+	"beamconnect/rawudp"
 )
 
 // Transport is BeamNG's side of the coupling's two UDP flows, reduced to
@@ -154,7 +154,7 @@ type UDP struct {
 	client     netip.AddrPort
 	q          *queue
 	done       chan struct{}
-	poll       *busypoll.Reader // spinning (ListenUDPSpin): Recv reads the socket itself
+	sock       *rawudp.Socket // spinning (ListenUDPSpin): the receive socket, out of the netpoller; Recv reads it itself
 	sendErrs   atomic.Int64
 }
 
@@ -194,7 +194,8 @@ func listenUDP(listen, client netip.AddrPort, spin bool) (*UDP, error) {
 // receive address, and it sends from a new ephemeral port. The new bind is
 // retried for up to a second in case the old socket is slow to let go.
 func (u *UDP) Reopen() error {
-	u.recv.Close()
+	spin := u.sock != nil
+	u.closeRecv()
 	<-u.done
 	u.send.Close()
 	u.q.drain()
@@ -220,7 +221,7 @@ func (u *UDP) Reopen() error {
 	}
 	u.send = sc
 	u.done = make(chan struct{})
-	return u.start(u.poll != nil)
+	return u.start(spin)
 }
 
 // SendAddr is the address BeamNG's side sends from (its ephemeral port).
@@ -257,7 +258,7 @@ func (u *UDP) Send(b []byte) error {
 }
 
 func (u *UDP) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
-	if u.poll != nil {
+	if u.sock != nil {
 		return u.spin(buf, wait, stop)
 	}
 	return u.q.get(buf, wait, stop)
@@ -270,11 +271,11 @@ func (u *UDP) start(spin bool) error {
 		go u.read(u.recv, u.done)
 		return nil
 	}
-	p, err := busypoll.New(u.recv)
+	s, err := rawudp.Take(u.recv)
 	if err != nil {
 		return fmt.Errorf("emulator: %w", err)
 	}
-	u.poll = p
+	u.sock, u.recv = s, nil
 	close(u.done) // no reader goroutine to wait for
 	return nil
 }
@@ -283,11 +284,11 @@ func (u *UDP) start(spin bool) error {
 func (u *UDP) spin(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
 	var deadline time.Time
 	for i := 0; ; i++ {
-		n, _, _, err := u.poll.Recv(buf, nil)
+		n, _, _, err := u.sock.Poll(buf, nil)
 		if err == nil {
 			return n, true
 		}
-		if err != busypoll.ErrAgain || wait <= 0 {
+		if err != rawudp.ErrAgain || wait <= 0 {
 			return 0, false
 		}
 		if i&255 == 0 {
@@ -310,7 +311,17 @@ func (u *UDP) spin(buf []byte, wait time.Duration, stop <-chan struct{}) (int, b
 func (u *UDP) Dropped() int64 { return u.q.dropped.Load() }
 
 func (u *UDP) Close() error {
-	err := errors.Join(u.recv.Close(), u.send.Close())
+	err := errors.Join(u.closeRecv(), u.send.Close())
 	<-u.done
 	return err
+}
+
+// closeRecv closes the receive socket, whichever reads it.
+func (u *UDP) closeRecv() error {
+	if u.sock != nil {
+		s := u.sock
+		u.sock = nil
+		return s.Close()
+	}
+	return u.recv.Close()
 }
