@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -46,6 +47,15 @@ Python responder:
   beamconnect bench --responder "c=/tmp/responder {listen} {beamng}" \
                     --responder "python=python3 examples/bench/responder.py {listen} {beamng}"
 
+The emulator is Go and shares this machine's cores with the responder, so at
+these rates it is often the limit itself. --c-driver plays BeamNG's side with
+a small C program in its own process instead (the same lockstep, timed by
+it), which measures the responders, not the driver:
+  cc -O2 -o /tmp/driver examples/bench/driver.c -lm
+  beamconnect bench --c-driver /tmp/driver --rounds 10 --duration 1s \
+                    --responder "c=/tmp/responder {listen} {beamng}" \
+                    --responder "c spin=/tmp/responder {listen} {beamng} spin"
+
 --soak runs beamconnect (in process, with a recording) against BeamNG's side
 paced in real time at its fastest rate, a message every 0.5 ms, for
 --duration (default 10 minutes) with faults on (--fault, repeatable; by
@@ -63,6 +73,7 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 			rs := fs.StringArray("responder", nil, "NAME=COMMAND of another responder to measure (repeatable)")
 			driver := fs.String("driver", "blocking", "how BeamNG's side waits for a reply: blocking (as BeamNG does) or spin (busy-polling, Linux)")
 			rounds := fs.Int("rounds", 1, "measure the responders in turn this many times (interleaved, against drift) and report each one's median round")
+			cDriver := fs.String("c-driver", "", "play BeamNG's side with this program instead of the emulator (examples/bench/driver.c: a BeamNG-like driver in C, in its own process)")
 			soak := fs.Bool("soak", false, "soak instead: beamconnect against BeamNG's side at 0.5 ms, paced in real time, with faults on; report losses, stalls, recovery and memory growth")
 			faults := fs.StringArray("fault", nil, "with --soak: the faults to inflict (repeatable; default: every kind, at low rates)")
 			vehicles := fs.IntSlice("vehicles", nil, "several vehicles instead: the vehicle counts to measure, e.g. 1,2,4,8,16")
@@ -114,7 +125,7 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 					fmt.Fprintf(c.stderr, "%s bench: --rounds must be at least 1\n", programName)
 					return exitUsage
 				}
-				return benchCmd(c, *d, *rs, *driver == "spin", *rounds)
+				return benchCmd(c, *d, *rs, benchDriver{spin: *driver == "spin", program: *cDriver}, *rounds)
 			}
 		},
 	})
@@ -134,7 +145,14 @@ type benchResult struct {
 	Error          string  `json:"error,omitempty"`
 }
 
-func benchCmd(c *call, d time.Duration, responders []string, spin bool, rounds int) int {
+// benchDriver is how BeamNG's side is played: by the emulator in process,
+// or by program (--c-driver); waiting for replies blocked or spinning.
+type benchDriver struct {
+	spin    bool
+	program string
+}
+
+func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, rounds int) int {
 	if d <= 0 {
 		fmt.Fprintf(c.stderr, "%s bench: --duration must be positive\n", programName)
 		return exitUsage
@@ -162,7 +180,7 @@ func benchCmd(c *call, d time.Duration, responders []string, spin bool, rounds i
 	for round := range rounds {
 		for i, r := range list {
 			c.log.Info("measuring", "responder", r.name, "for", d, "round", round+1)
-			all[i] = append(all[i], measure(c, r.name, r.cmd, d, spin))
+			all[i] = append(all[i], measure(c, r.name, r.cmd, d, drv))
 		}
 	}
 	var results []benchResult
@@ -189,16 +207,21 @@ func benchCmd(c *call, d time.Duration, responders []string, spin bool, rounds i
 	}
 	tw.Flush()
 	how := "waiting for each reply in a blocking receive, as BeamNG does"
-	if spin {
+	if drv.spin {
 		how = "busy-polling for each reply"
 	}
-	fmt.Fprintf(c.stdout, "(BeamNG's side: the emulator, free-running, simulinkTime 0.5 ms, one message in flight, %s; %s each; %s/%s, %d CPUs)\n",
-		how, d, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	who := "the emulator, free-running, simulinkTime 0.5 ms"
+	if drv.program != "" {
+		who = drv.program + ", its own process, a message as soon as the last reply is in"
+	}
+	fmt.Fprintf(c.stdout, "(BeamNG's side: %s, one message in flight, %s; %s each, %d rounds; %s/%s, %d CPUs)\n",
+		who, how, d, rounds, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	return exitOK
 }
 
 // measure runs the emulator against one responder for d.
-func measure(c *call, name, command string, d time.Duration, spin bool) benchResult {
+func measure(c *call, name, command string, d time.Duration, drv benchDriver) benchResult {
+	spin := drv.spin
 	res := benchResult{Name: name, AllocsPerRT: -1}
 	lo := netip.MustParseAddrPort("127.0.0.1:0")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -225,6 +248,9 @@ func measure(c *call, name, command string, d time.Duration, spin bool) benchRes
 		clientAddr = cp.LocalAddr()
 	} else {
 		clientAddr = freeUDPPort()
+	}
+	if drv.program != "" {
+		return measureCDriver(c, res, cp, clientAddr, command, d, drv)
 	}
 	listen := emulator.ListenUDP
 	if spin {
@@ -390,4 +416,74 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// measureCDriver measures one responder against the external driver: a
+// separate process that binds BeamNG's address, sends and waits in
+// lockstep, and reports what it saw as JSON.
+func measureCDriver(c *call, in benchResult, cp *coupling.Coupling, clientAddr netip.AddrPort, command string, d time.Duration, drv benchDriver) (res benchResult) {
+	res = in
+	beamngAddr := freeUDPPort()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // before the wait: Run ends when ctx does
+	if cp != nil {
+		cp.SetRemote(beamngAddr)
+		wg.Go(func() { cp.Run(ctx) })
+	} else {
+		cfgPath, err := benchConfig(clientAddr, beamngAddr)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		defer os.Remove(cfgPath)
+		argv := strings.Fields(strings.NewReplacer("{listen}", clientAddr.String(), "{beamng}", beamngAddr.String(),
+			"{config}", cfgPath).Replace(command))
+		cmd := osexec.Command(argv[0], argv[1:]...)
+		cmd.Stderr = c.stderr
+		if err := cmd.Start(); err != nil {
+			res.Error = "cannot start: " + err.Error()
+			return res
+		}
+		defer func() {
+			res.PeakRSSKiB = livePeakRSS(cmd.Process.Pid)
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		}()
+		if err := waitBound(clientAddr, 10*time.Second); err != nil {
+			res.Error = err.Error()
+			return res
+		}
+	}
+	args := []string{beamngAddr.String(), clientAddr.String(), fmt.Sprint(d.Seconds())}
+	if drv.spin {
+		args = append(args, "spin")
+	}
+	out, err := osexec.Command(drv.program, args...).Output()
+	if err != nil {
+		res.Error = "driver: " + err.Error()
+		return res
+	}
+	var r struct {
+		RoundTrips int64   `json:"round_trips"`
+		PerSecond  float64 `json:"round_trips_per_s"`
+		P50        float64 `json:"turnaround_p50_us"`
+		P99        float64 `json:"turnaround_p99_us"`
+		P999       float64 `json:"turnaround_p999_us"`
+		Stalls     int64   `json:"stalls"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		res.Error = fmt.Sprintf("driver said %q: %v", out, err)
+		return res
+	}
+	res.RoundTrips, res.PerSecond, res.P50us, res.P99us, res.P999us, res.Stalls = r.RoundTrips, r.PerSecond, r.P50, r.P99, r.P999, r.Stalls
+	return res
 }

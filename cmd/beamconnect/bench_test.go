@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	osexec "os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -89,5 +90,40 @@ func TestBenchBusyPoll(t *testing.T) {
 	}
 	if _, errOut, code := exec(t, nil, "bench", "--driver", "sleepy"); code != exitUsage || !strings.Contains(errOut, "expected blocking or spin") {
 		t.Errorf("bad --driver: %d %q", code, errOut)
+	}
+}
+
+// bench --c-driver plays BeamNG's side with examples/bench/driver.c in its
+// own process: beamconnect, in process and as its own binary, and the C
+// responder all answer it in lockstep, with the driver's timing reported.
+func TestBenchCDriver(t *testing.T) {
+	cc, err := osexec.LookPath("cc")
+	if err != nil || runtime.GOOS != "linux" {
+		t.Skip("needs a C compiler on Linux")
+	}
+	dir := t.TempDir()
+	driver, responder := filepath.Join(dir, "driver"), filepath.Join(dir, "responder")
+	for bin, src := range map[string]string{driver: "driver.c", responder: "responder.c"} {
+		if out, err := osexec.Command(cc, "-O2", "-o", bin, filepath.Join("..", "..", "examples", "bench", src), "-lm").CombinedOutput(); err != nil {
+			t.Fatalf("cc %s: %v\n%s", src, err, out)
+		}
+	}
+	binary(t)
+	out, errOut, code := exec(t, nil, "bench", "--json", "--duration", "300ms", "--c-driver", driver,
+		"--responder", "c="+responder+" {listen} {beamng}")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var rs []benchResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rs) < 2 || rs[len(rs)-1].Name != "c" {
+		t.Fatalf("%s", out)
+	}
+	for _, r := range rs {
+		if r.Error != "" || r.RoundTrips < 100 || r.Stalls != 0 || r.P50us <= 0 || r.P99us < r.P50us {
+			t.Errorf("%s: %+v", r.Name, r)
+		}
 	}
 }
