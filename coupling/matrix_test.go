@@ -144,7 +144,9 @@ func TestFaultMatrix(t *testing.T) {
 			model: execModel(`read h; while read t rest; do sleep 0.01; echo "1 0.3 0 0"; done`), timeout: 0.2,
 			check: func(t *testing.T, m *matrixRun) {
 				ex := m.h.model.(*models.Exec)
-				if age := ex.MaxAnswerAge(); age > 60*time.Millisecond || ex.Skipped() == 0 {
+				// A backlog grows past a second in this row; scheduling on a
+				// loaded machine adds tens of ms at most.
+				if age := ex.MaxAnswerAge(); age > 250*time.Millisecond || ex.Skipped() == 0 {
 					t.Errorf("oldest answer used %v, skipped %d", age, ex.Skipped())
 				}
 				m.extra = fmt.Sprintf("oldest answer used %.0f ms", float64(ex.MaxAnswerAge().Microseconds())/1000)

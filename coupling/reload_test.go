@@ -164,8 +164,11 @@ func TestReloadWhileRunning(t *testing.T) {
 	stop()
 	slices.Sort(lat)
 	t.Logf("file written → new plan live: median %v, p99 %v, max %v over %d reloads", lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1], len(lat))
-	if lat[len(lat)-1] > 100*time.Millisecond {
-		t.Errorf("slowest reload took %v, want ≤ 100 ms", lat[len(lat)-1])
+	// Speed is the Reload benchmark's; here: every edit goes live while
+	// BeamNG keeps sending, not at the end of the run or after a stall
+	// (BeamNG's 2 s), with room for a loaded CI machine.
+	if lat[len(lat)-1] > time.Second {
+		t.Errorf("slowest reload took %v, want well under BeamNG's 2 s timeout", lat[len(lat)-1])
 	}
 	st := h.c.Stats()
 	if st.Reloads.Load() != 17 || st.ReloadErrors.Load() != 3 || refused != 3 {

@@ -71,11 +71,13 @@ func TestExecNewestRequestOnly(t *testing.T) {
 		t.Fatal("no answer ever applied")
 	}
 	// Each answer takes ~10 ms (plus sh's fork of sleep); it answers the
-	// newest request, so the data is never more than about two answers old.
-	if worst > 0.06 {
+	// newest request, so the data is about two answers old (20–30 ms). A
+	// backlog would grow by 5 ms every answer, past 700 ms by the end; the
+	// bound leaves room for a loaded CI machine's scheduling.
+	if worst > 0.25 {
 		t.Errorf("the answered request was %.0f ms old at worst; want the newest, not a backlog", worst*1000)
 	}
-	if m.Skipped() == 0 || m.MaxAnswerAge() > 60*time.Millisecond {
+	if m.Skipped() == 0 || m.MaxAnswerAge() > 250*time.Millisecond {
 		t.Errorf("skipped %d requests, oldest answer %v", m.Skipped(), m.MaxAnswerAge())
 	}
 	if m.Fault() != nil {
