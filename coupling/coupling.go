@@ -33,6 +33,7 @@ import (
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/rawudp"
+	"beamconnect/scope"
 	"beamconnect/timesync"
 )
 
@@ -91,8 +92,13 @@ type Options struct {
 	Silence time.Duration
 	// Record, when set, receives a row per message.
 	Record *Recorder
-	// OnStatus, when set, is called on every change of the reported status.
-	OnStatus func(Status)
+	// OnStatus, when set, is called on every change of a vehicle's reported
+	// status (vehicle 0 for a one-vehicle run), on its loop.
+	OnStatus func(vehicle int, s Status)
+	// Scope, when set, receives a sample per message (decimated as the ring
+	// says): time, status, every output, the directive and every input. It
+	// never blocks the loop.
+	Scope *scope.Ring
 	// OnMessage, when set, is called after each reply with the BeamNG
 	// message id and the reply id (for tests).
 	OnMessage func(id, replyID float64)
@@ -214,6 +220,7 @@ type Stats struct {
 	LockstepLost    atomic.Int64 // times BeamNG was seen running ahead of the replies
 	OutOfLockstep   atomic.Int64 // nanoseconds BeamNG spent out of lockstep, closed episodes
 	Turnaround      Histogram    // message read → reply written, less any master-sync hold
+	Pacing          Histogram    // master time sync: how late each reply went out against its schedule
 	LocalTime       atomic.Uint64
 	LastArrival     atomic.Int64 // unix nanoseconds of the latest BeamNG message
 
@@ -354,7 +361,7 @@ func (c *Coupling) report() {
 	}
 	c.log.Info("connection status", "status", int(s), "is", s.String(), "was", old.String())
 	if c.opt.OnStatus != nil {
-		c.opt.OnStatus(s)
+		c.opt.OnStatus(c.vehicle, s)
 	}
 }
 
@@ -542,7 +549,11 @@ func (c *Coupling) receive() {
 	c.lock.observe(c, sent, now)
 	// Master time sync: the reply waits for its time, so BeamNG, which
 	// blocks when its window is full, cannot run ahead of the local clock.
+	paced := c.sync.Paced
 	held := c.sync.Hold(c.msg[0])
+	if c.sync.Paced != paced {
+		c.stats.Pacing.Observe(c.sync.LastError)
+	}
 	writeAt := time.Now()
 	if err := c.write(b); err != nil {
 		c.log.Warn("reply failed", "err", err)
@@ -554,9 +565,14 @@ func (c *Coupling) receive() {
 		c.stats.NeutralReplies.Add(1)
 	}
 	c.stats.Turnaround.Observe(time.Since(now) - held)
-	if c.opt.Record != nil {
+	if c.opt.Record != nil || c.opt.Scope != nil {
 		c.lockShared()
-		c.opt.Record.Row(c.sync.Local(), c.vehicle, c.Status(), c.msg[0], c.reply[0], c.stats.Reloads.Load(), c.outs, c.ins)
+		if c.opt.Record != nil {
+			c.opt.Record.Row(c.sync.Local(), c.vehicle, c.Status(), c.msg[0], c.reply[0], c.stats.Reloads.Load(), c.outs, c.ins)
+		}
+		if c.opt.Scope != nil {
+			c.opt.Scope.Push(c.sync.Local(), c.outs, c.ins)
+		}
 		c.unlockShared()
 	}
 	if c.opt.OnMessage != nil {

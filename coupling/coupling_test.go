@@ -67,7 +67,7 @@ func newHarnessAll(t testing.TB, cfg *config.Config, model func(*ports.Plan) mod
 		t.Fatal(err)
 	}
 	h.model = m
-	h.c, err = New(Options{Plan: plan, Model: m, Local: loopback, BusyPoll: testBusyPoll, OnStatus: func(s Status) {
+	h.c, err = New(Options{Plan: plan, Model: m, Local: loopback, BusyPoll: testBusyPoll, OnStatus: func(_ int, s Status) {
 		h.mu.Lock()
 		h.statuses = append(h.statuses, s)
 		h.mu.Unlock()
@@ -351,7 +351,7 @@ func TestBindRetry(t *testing.T) {
 	var mu sync.Mutex
 	var seen []Status
 	log := &logBuffer{}
-	c, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Local: busy.LocalAddr().(*net.UDPAddr).AddrPort(), OnStatus: func(s Status) {
+	c, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Local: busy.LocalAddr().(*net.UDPAddr).AddrPort(), OnStatus: func(_ int, s Status) {
 		mu.Lock()
 		seen = append(seen, s)
 		mu.Unlock()

@@ -12,6 +12,7 @@ import (
 type Histogram struct {
 	buckets [linearBuckets + logBuckets]atomic.Int64
 	count   atomic.Int64
+	sum     atomic.Int64 // ns
 	max     atomic.Int64
 	last    atomic.Int64
 }
@@ -43,6 +44,7 @@ func (h *Histogram) Observe(d time.Duration) {
 	us := d.Microseconds()
 	h.buckets[bucketOf(us)].Add(1)
 	h.count.Add(1)
+	h.sum.Add(int64(d))
 	h.last.Store(int64(d))
 	for {
 		m := h.max.Load()
@@ -50,6 +52,24 @@ func (h *Histogram) Observe(d time.Duration) {
 			return
 		}
 	}
+}
+
+// Sum is the total of the recorded durations.
+func (h *Histogram) Sum() time.Duration { return time.Duration(h.sum.Load()) }
+
+// CountAtMost is how many recorded durations were at most d, to the
+// buckets' resolution (1 µs up to 2 ms, 5 % above): a bucket counts when
+// all it holds is below d (the linear ones) or at most d.
+func (h *Histogram) CountAtMost(d time.Duration) int64 {
+	bound := float64(d) / float64(time.Microsecond)
+	var n int64
+	for i := range h.buckets {
+		if i < linearBuckets && float64(i)+1 > bound || i >= linearBuckets && upper(i) > bound {
+			break
+		}
+		n += h.buckets[i].Load()
+	}
+	return n
 }
 
 // Count is how many durations were recorded.

@@ -16,6 +16,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/ports"
+	"beamconnect/scope"
 )
 
 // truncater is a file the recorder can cut back to its last whole row.
@@ -114,37 +115,63 @@ func (r *Recorder) Header(plan *ports.Plan) {
 			r.vehicles = append(r.vehicles, v.Name)
 		}
 	}
-	name := func(prefix string, dir beamng.Direction, list []ports.Port) {
-		for _, p := range list[1:] {
-			for i := range p.Fields {
-				f := &p.Fields[i]
-				for k := range f.Width {
-					h = append(h, ',')
-					h = append(h, prefix...)
-					h = strconv.AppendInt(h, int64(p.Number), 10)
+	name := func(_ int, name string) { h = append(append(h, ','), name...) }
+	columnNames(plan, beamng.FromBeamNG, name)
+	h = append(h, ",directive"...)
+	columnNames(plan, beamng.ToBeamNG, name)
+	h = append(h, '\n')
+	r.add(h, false)
+}
+
+// columnNames names the values of the ports after port 0 in one direction,
+// as a recording's header does: out3.wheelspeed, in2.throttle, and with
+// several vehicles out3.lead.wheelspeed. It calls fn with each value's port
+// number and name, in the order of a recording's row.
+func columnNames(plan *ports.Plan, dir beamng.Direction, fn func(port int, name string)) {
+	prefix, list := "out", plan.Outputs
+	if dir == beamng.ToBeamNG {
+		prefix, list = "in", plan.Inputs
+	}
+	several := len(plan.Vehicles) > 1
+	var h []byte
+	for _, p := range list[1:] {
+		for i := range p.Fields {
+			f := &p.Fields[i]
+			for k := range f.Width {
+				h = append(h[:0], prefix...)
+				h = strconv.AppendInt(h, int64(p.Number), 10)
+				h = append(h, '.')
+				if several {
+					h = append(h, plan.Vehicles[f.Vehicle].Name...)
 					h = append(h, '.')
-					if r.vehicles != nil {
-						h = append(h, plan.Vehicles[f.Vehicle].Name...)
-						h = append(h, '.')
-					}
-					switch f.Source {
-					case ports.Slot:
-						h = append(h, f.Signal(dir, k).Name...)
-					default:
-						h = append(h, f.Label(plan)...)
-						if f.Width > 1 {
-							h = strconv.AppendInt(append(h, '_'), int64(k), 10)
-						}
+				}
+				switch f.Source {
+				case ports.Slot:
+					h = append(h, f.Signal(dir, k).Name...)
+				default:
+					h = append(h, f.Label(plan)...)
+					if f.Width > 1 {
+						h = strconv.AppendInt(append(h, '_'), int64(k), 10)
 					}
 				}
+				fn(p.Number, string(h))
 			}
 		}
 	}
-	name("out", beamng.FromBeamNG, plan.Outputs)
-	h = append(h, ",directive"...)
-	name("in", beamng.ToBeamNG, plan.Inputs)
-	h = append(h, '\n')
-	r.add(h, false)
+}
+
+// ScopeColumns is the layout of a scope sample (Options.Scope): status, the
+// outputs, the directive and the inputs, named as in a recording.
+func ScopeColumns(plan *ports.Plan) []scope.Column {
+	cols := []scope.Column{{Name: "status", Port: "out0"}}
+	columnNames(plan, beamng.FromBeamNG, func(port int, name string) {
+		cols = append(cols, scope.Column{Name: name, Port: "out" + strconv.Itoa(port)})
+	})
+	cols = append(cols, scope.Column{Name: "directive", Port: "in0"})
+	columnNames(plan, beamng.ToBeamNG, func(port int, name string) {
+		cols = append(cols, scope.Column{Name: name, Port: "in" + strconv.Itoa(port)})
+	})
+	return cols
 }
 
 // Row records one message. It allocates nothing.

@@ -135,6 +135,9 @@ func (c *Coupling) applyPending() {
 	if c.opt.Record != nil {
 		c.opt.Record.Header(p)
 	}
+	if c.opt.Scope != nil {
+		c.opt.Scope.SetColumns(ScopeColumns(p))
+	}
 }
 
 // sameInitial reports whether the field's initial value is unchanged (or

@@ -53,10 +53,14 @@ type Engine struct {
 
 	// Pacing statistics (master): how late each reply went out against its
 	// deadline, and how many were already late when ready.
-	Errors   []time.Duration // reused ring of the last errors; see PacingError
-	errN     int
-	Overruns int64
-	Held     int64
+	Errors []time.Duration // reused ring of the last errors; see PacingError
+	errN   int
+	// Paced counts the replies held or found late so far; LastError is the
+	// latest one's pacing error.
+	Paced     int64
+	LastError time.Duration
+	Overruns  int64
+	Held      int64
 }
 
 // NewEngine starts a clock at clock.Now() (the clock may be nil for the
@@ -142,6 +146,8 @@ func (e *Engine) Hold(id float64) time.Duration {
 }
 
 func (e *Engine) record(d time.Duration) {
+	e.Paced++
+	e.LastError = d
 	if len(e.Errors) < cap(e.Errors) {
 		e.Errors = append(e.Errors, d)
 	} else {

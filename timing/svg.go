@@ -3,10 +3,11 @@ package timing
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"beamconnect/svgplot"
 )
 
 // Window is a span of time to draw.
@@ -54,12 +55,11 @@ func SVG(w io.Writer, l *Logs, r Report, dt float64, title string) error {
 	all, startup, running := Windows(l, r, dt)
 	var b strings.Builder
 	const W, H = 1200, 860
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
-	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
-	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" text-anchor="middle">%s</text>`+"\n", W/2, escape(title))
-	fmt.Fprintf(&b, `<text x="%d" y="44" text-anchor="middle" fill="#444">%s</text>`+"\n", W/2,
-		escape(fmt.Sprintf("%d steps, %d sends (%d skips between), replies: %d next step, %d later step, %d blocking; %d stalls; %.3f× real time",
-			r.Steps, r.Sends, r.SkipsBetweenSends, r.RepliesSameStep, r.RepliesLaterStep, r.RepliesBlocking, r.Stalls, r.RealtimeFactor)))
+	svgplot.Begin(&b, W, H)
+	svgplot.Text(&b, W/2, 24, "middle", `font-size="16"`, title)
+	svgplot.Text(&b, W/2, 44, "middle", `fill="#444"`,
+		fmt.Sprintf("%d steps, %d sends (%d skips between), replies: %d next step, %d later step, %d blocking; %d stalls; %.3f× real time",
+			r.Steps, r.Sends, r.SkipsBetweenSends, r.RepliesSameStep, r.RepliesLaterStep, r.RepliesBlocking, r.Stalls, r.RealtimeFactor))
 	panel(&b, l, all, 60, 70, W-100, 300, "Overview: physics steps, sends and receives", false)
 	startTitle := "Zoom on start-up"
 	if r.Stalls > 0 {
@@ -72,19 +72,16 @@ func SVG(w io.Writer, l *Logs, r Report, dt float64, title string) error {
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#2a2" stroke-width="2"/><text x="%d" y="%d">physics step</text>`+"\n", lx, ly-8, lx, ly+8, lx+8, ly+4)
 	fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4" fill="#d22"/><text x="%d" y="%d">sent by BeamNG (id)</text>`+"\n", lx+120, ly, lx+130, ly+4)
 	fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4" fill="#22d"/><text x="%d" y="%d">received by BeamNG (reply id)</text>`+"\n", lx+290, ly, lx+300, ly+4)
-	b.WriteString("</svg>\n")
+	svgplot.End(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 func panel(b *strings.Builder, l *Logs, win Window, x, y, w, h int, title string, labels bool) {
-	fmt.Fprintf(b, `<g><rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x, y, w, h)
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-weight="bold">%s</text>`+"\n", x+w/2, y-6, escape(title))
-	span := win.To - win.From
-	if span <= 0 {
-		span = 1
-	}
-	px := func(t float64) float64 { return float64(x) + (t-win.From)/span*float64(w) }
+	p := svgplot.Panel{X: x, Y: y, W: w, H: h, From: win.From, To: win.To}
+	b.WriteString("<g>")
+	p.Frame(b, title)
+	px := p.PX
 	rowSend, rowStep, rowRecv := float64(y)+float64(h)*0.25, float64(y)+float64(h)*0.5, float64(y)+float64(h)*0.75
 	for _, row := range []struct {
 		y    float64
@@ -93,17 +90,7 @@ func panel(b *strings.Builder, l *Logs, win Window, x, y, w, h int, title string
 		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end" fill="#666">%s</text>`+"\n",
 			x, row.y, x+w, row.y, x-4, row.y+4, row.name)
 	}
-	// Time axis.
-	step := niceStep(span / 6)
-	for t := math.Ceil(win.From/step) * step; t <= win.To; t += step {
-		if math.Abs(t) < step/1e6 {
-			t = 0 // no "-0.0" tick
-		}
-		xx := px(t)
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
-			xx, y+h, xx, y+h+5, xx, y+h+18, strconv.FormatFloat(t+0, 'f', decimals(step), 64))
-	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" fill="#444">time [s]</text>`+"\n", x+w/2, y+h+34)
+	p.TimeAxis(b, "time [s]")
 
 	steps := visible(l.Steps, win)
 	// Too many ticks to tell apart: draw every n-th, to keep the file small.
@@ -146,26 +133,4 @@ func visibleEvents(evs []Event, w Window) []Event {
 		}
 	}
 	return out
-}
-
-// niceStep rounds a tick spacing to 1, 2 or 5 times a power of ten.
-func niceStep(raw float64) float64 {
-	if raw <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if raw <= m*p {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-func decimals(step float64) int {
-	return max(0, int(-math.Floor(math.Log10(step))))
-}
-
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

@@ -15,7 +15,7 @@ import (
 
 // runFleet is run for a config of several vehicles: a link per vehicle, one
 // model, and with --emulate the vehicles in one emulated physics loop.
-func runFleet(c *call, o *runOpts, plan *ports.Plan, name string, model models.Model, opts coupling.Options, faults emulator.Faults) int {
+func runFleet(c *call, o *runOpts, plan *ports.Plan, name string, model models.Model, opts coupling.Options, faults emulator.Faults, mon *httpMonitor) int {
 	fl, err := coupling.NewFleet(opts)
 	if err != nil {
 		return c.fail("run", err)
@@ -69,13 +69,17 @@ func runFleet(c *call, o *runOpts, plan *ports.Plan, name string, model models.M
 		}()
 	}
 
-	stopWatch := watchConfig(ctx, c, fl, c.args[0], plan.CSV, o.noWatch)
+	if mon != nil {
+		mon.start(ctx, c, plan, fl.Links, fl.Status)
+	}
+	stopWatch := watchConfig(ctx, c, fl, c.args[0], plan.CSV, o.noWatch, mon.observer())
 	stopLine := fleetStatusLine(c, fl)
 	start := time.Now()
 	runErr := fl.Run(ctx)
 	stopLine()
 	stopWatch()
 	emWait.Wait()
+	mon.wait()
 
 	sum := summarize(fl.Links[0], plan, name, model, nil)
 	total := runSummary{ReplyID: sum.ReplyID, Model: name, TimeSync: sum.TimeSync, TimeDilation: sum.TimeDilation,

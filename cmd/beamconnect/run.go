@@ -88,6 +88,7 @@ lockstep, model faults, lost recording rows; the summary lists each.
 			fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
 			fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
 			fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
+			fs.StringVar(&o.http, "http", "", "serve a live page (status, scope of every port, reloads, config) and Prometheus /metrics at this address, e.g. 127.0.0.1:8080 (a bare :PORT binds loopback only)")
 			fs.Bool("json", false, "print the final summary as one JSON object")
 			return func(c *call) int { return runCmd(c, o) }
 		},
@@ -95,7 +96,7 @@ lockstep, model faults, lost recording rows; the summary lists each.
 }
 
 type runOpts struct {
-	model, record        string
+	model, record, http  string
 	emulate, freeRunning bool
 	noWatch, force       bool
 	busyPoll             bool
@@ -245,8 +246,15 @@ func runCmd(c *call, o *runOpts) int {
 	if o.emulate {
 		opts.Local = netip.MustParseAddrPort("127.0.0.1:0")
 	}
+	mon, err := prepareMonitor(o.http, plan, &opts)
+	if err != nil {
+		return usage("--http: %v", err)
+	}
+	if mon != nil {
+		defer mon.ln.Close()
+	}
 	if len(plan.Vehicles) > 1 {
-		return runFleet(c, o, plan, name, model, opts, faults)
+		return runFleet(c, o, plan, name, model, opts, faults, mon)
 	}
 	cp, err := coupling.New(opts)
 	if err != nil {
@@ -284,13 +292,17 @@ func runCmd(c *call, o *runOpts) int {
 		}()
 	}
 
-	stopWatch := watchConfig(ctx, c, cp, c.args[0], plan.CSV, o.noWatch)
+	if mon != nil {
+		mon.start(ctx, c, plan, []*coupling.Coupling{cp}, cp.Status)
+	}
+	stopWatch := watchConfig(ctx, c, cp, c.args[0], plan.CSV, o.noWatch, mon.observer())
 	stopLine := statusLine(c, cp, plan)
 	start := time.Now()
 	runErr := cp.Run(ctx)
 	stopLine()
 	stopWatch()
 	emWait.Wait()
+	mon.wait()
 
 	sum := summarize(cp, plan, name, model, opts.Record)
 	sum.WallS = time.Since(start).Seconds()
@@ -453,7 +465,7 @@ type reloader interface {
 	ReloadConfig(path string, data []byte) (ports.Changes, error)
 }
 
-func watchConfig(ctx context.Context, c *call, cp reloader, path string, csv *cosim.File, noWatch bool) func() {
+func watchConfig(ctx context.Context, c *call, cp reloader, path string, csv *cosim.File, noWatch bool, obs reloadObserver) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	w := config.NewWatcher(path, 0, c.log)
 	hup := make(chan os.Signal, 1)
@@ -465,17 +477,28 @@ func watchConfig(ctx context.Context, c *call, cp reloader, path string, csv *co
 		switch {
 		case errors.As(err, &ds):
 			c.log.Warn("config reload refused; the running config stays", "file", path, "errors", ds.Errors())
+			var why []string
 			for _, d := range ds {
 				c.log.Warn(d.String())
+				why = append(why, d.String())
+			}
+			if obs != nil {
+				obs.Refused(why)
 			}
 		case err != nil:
 			c.log.Warn("config reload refused; the running config stays", "file", path, "why", err.Error())
+			if obs != nil {
+				obs.Refused([]string{err.Error()})
+			}
 		case ch.None():
 			c.log.Info("config rewritten with nothing a run can see changed", "file", path)
 		default:
 			c.log.Info("config reloaded", "file", path, "changes", len(ch.Live))
 			for _, l := range ch.Live {
 				c.log.Info("  " + l)
+			}
+			if obs != nil {
+				obs.Reloaded(ch.Live, data)
 			}
 		}
 	}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"beamconnect/recording"
+)
+
+func init() {
+	register(&command{
+		name:    "plot",
+		args:    "RECORD.csv",
+		summary: "draw a recording (run --record) as SVG: one panel per port, time on x",
+		help: `Reads a recording written by 'beamconnect run --record' and draws it as SVG: one
+panel per port, a trace per field, port 0 (status and directive) last. A
+reload that changed the ports (a new header row in the file) is a dashed line;
+fields it added or removed start or stop there. Each trace keeps its minimum
+and maximum per pixel, so spikes show and long recordings make small files.
+
+  beamconnect plot run.csv                       # writes run.svg
+  beamconnect plot run.csv --fields groundspeed,throttle --from 5 --to 10 -o zoom.svg
+
+--fields takes full column names (out1.groundspeed) or the part after the port
+(groundspeed, which matches it on every port that has it).`,
+		flags: func(fs *pflag.FlagSet) func(*call) int {
+			out := fs.StringP("output", "o", "", "the SVG file to write (default: the recording's name with .svg; - for standard output)")
+			fields := fs.StringSlice("fields", nil, "draw only these fields (comma-separated)")
+			from := fs.Float64("from", 0, "draw from this time, s")
+			to := fs.Float64("to", 0, "draw up to this time, s (default: the end)")
+			return func(c *call) int {
+				if len(c.args) != 1 {
+					fmt.Fprintf(c.stderr, "%s plot: expected one recording, got %d arguments\nRun '%s plot --help' for usage.\n", programName, len(c.args), programName)
+					return exitUsage
+				}
+				if fs.Changed("to") && *to <= *from {
+					fmt.Fprintf(c.stderr, "%s plot: --to %g must be after --from %g\n", programName, *to, *from)
+					return exitUsage
+				}
+				end := *to
+				if !fs.Changed("to") && fs.Changed("from") {
+					end = 1e300
+				}
+				return plotCmd(c, c.args[0], *out, recording.PlotOptions{Fields: *fields, From: *from, To: end})
+			}
+		},
+	})
+}
+
+func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
+	if out == "" {
+		out = strings.TrimSuffix(in, filepath.Ext(in)) + ".svg"
+	}
+	if out != "-" && filepath.Clean(out) == filepath.Clean(in) {
+		return c.fail("plot", fmt.Errorf("-o %s is the recording itself", out))
+	}
+	if _, err := os.Stat(in); err != nil {
+		return c.fail("plot", err)
+	}
+	o.Title = "beamconnect recording: " + filepath.Base(in)
+	open := func() (io.ReadCloser, error) { return os.Open(in) }
+	var w io.Writer = c.stdout
+	var f *os.File
+	if out != "-" {
+		// Draw into a temporary file next to the target and rename, so a
+		// failed plot leaves no half-written SVG behind.
+		var err error
+		if f, err = os.CreateTemp(filepath.Dir(out), ".plot-*.svg"); err != nil {
+			return c.fail("plot", err)
+		}
+		defer os.Remove(f.Name())
+		w = f
+	}
+	if err := recording.Plot(w, in, open, o); err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return c.fail("plot", err)
+	}
+	if f != nil {
+		if err := f.Close(); err != nil {
+			return c.fail("plot", err)
+		}
+		if err := os.Chmod(f.Name(), 0o644); err != nil {
+			return c.fail("plot", err)
+		}
+		if err := os.Rename(f.Name(), out); err != nil {
+			return c.fail("plot", err)
+		}
+		fmt.Fprintf(c.stderr, "wrote %s\n", out)
+	}
+	return exitOK
+}

@@ -1,0 +1,235 @@
+// Package monitor serves a running coupling over HTTP: a web page with the
+// connection status and its history, the rates and turnaround, a live scope
+// of every port, the config in use and each reload; /metrics in
+// Prometheus' text format. It only reads: there is no endpoint that changes
+// anything.
+//
+// Nothing here is on the coupling's per-message path. The page's data
+// comes from a scope.Ring the loop fills without blocking, and from the
+// coupling's atomic counters, which a sampler reads four times a second.
+package monitor
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"beamconnect/coupling"
+	"beamconnect/ports"
+	"beamconnect/scope"
+)
+
+//go:embed web
+var webFS embed.FS
+
+// Options set up a Server.
+type Options struct {
+	Plan   *ports.Plan
+	Links  []*coupling.Coupling // one per vehicle, in the plan's order
+	Status func() coupling.Status
+	Ring   *scope.Ring
+	// Config is the config file's text as the run started with it.
+	Config []byte
+	Log    *slog.Logger
+}
+
+// Server is the monitor of one run.
+type Server struct {
+	opt   Options
+	start time.Time
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	config  []byte
+	history []change // status changes, oldest dropped past maxHistory
+	events  []event  // reloads applied and refused, oldest dropped past maxEvents
+	state   []byte   // the latest state, as JSON
+	seq     int64    // counts states published
+	rates   []rate
+}
+
+type change struct {
+	At      float64 `json:"at_s"`
+	Vehicle string  `json:"vehicle"`
+	Status  int     `json:"status"`
+	Text    string  `json:"status_text"`
+}
+
+type event struct {
+	At    float64  `json:"at_s"`
+	Kind  string   `json:"kind"` // "reload" or "refused"
+	Lines []string `json:"lines"`
+}
+
+type rate struct {
+	n  int64
+	at time.Time
+	v  float64
+}
+
+const (
+	maxHistory  = 500
+	maxEvents   = 100
+	sampleEvery = 250 * time.Millisecond
+)
+
+// New makes the monitor of a run. Call its Serve to serve it.
+func New(o Options) *Server {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opt: o, start: time.Now(), log: log, config: o.Config}
+	s.rates = make([]rate, len(o.Links))
+	for i, c := range o.Links {
+		s.StatusChanged(i, c.Status()) // where each starts
+	}
+	s.sample(s.start)
+	return s
+}
+
+// StatusChanged records a change of a vehicle's status (coupling
+// Options.OnStatus). Status changes are rare; this takes a lock.
+func (s *Server) StatusChanged(vehicle int, st coupling.Status) {
+	name := ""
+	if vehicle < len(s.opt.Plan.Vehicles) {
+		name = s.opt.Plan.Vehicles[vehicle].Name
+	}
+	s.mu.Lock()
+	s.history = appendCapped(s.history, change{At: time.Since(s.start).Seconds(), Vehicle: name, Status: int(st), Text: st.String()}, maxHistory)
+	s.mu.Unlock()
+}
+
+// Reloaded records an applied reload: what changed, and the config's new
+// text.
+func (s *Server) Reloaded(changes []string, config []byte) {
+	s.mu.Lock()
+	s.config = config
+	s.events = appendCapped(s.events, event{At: time.Since(s.start).Seconds(), Kind: "reload", Lines: changes}, maxEvents)
+	s.mu.Unlock()
+}
+
+// Refused records a refused reload, with why (file:line:col for a bad
+// file).
+func (s *Server) Refused(why []string) {
+	s.mu.Lock()
+	s.events = appendCapped(s.events, event{At: time.Since(s.start).Seconds(), Kind: "refused", Lines: why}, maxEvents)
+	s.mu.Unlock()
+}
+
+func appendCapped[T any](list []T, v T, limit int) []T {
+	if len(list) >= limit {
+		list = append(list[:0], list[len(list)-limit+1:]...)
+	}
+	return append(list, v)
+}
+
+// Handler serves the page, its assets, the event stream, the state, the
+// config and the metrics. Only GET and HEAD are answered.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(webFS, "web")
+	mux.Handle("GET /", http.FileServerFS(static))
+	mux.HandleFunc("GET /events", s.serveEvents)
+	mux.HandleFunc("GET /api/state", s.serveState)
+	mux.HandleFunc("GET /api/config", s.serveConfig)
+	mux.HandleFunc("GET /api/layout", s.serveLayout)
+	mux.HandleFunc("GET /metrics", s.serveMetrics)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Listen binds addr for the monitor. An address without a host binds
+// loopback only (":8080" is 127.0.0.1:8080): serving other machines must
+// be asked for by name (0.0.0.0:8080).
+func Listen(addr string) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: --http %q: expected HOST:PORT, e.g. 127.0.0.1:8080", addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve serves on ln until ctx ends, sampling the coupling's counters
+// meanwhile.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(sampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				shut, cancel := context.WithTimeout(context.Background(), time.Second)
+				srv.Shutdown(shut)
+				cancel()
+				return
+			case now := <-t.C:
+				s.sample(now)
+			}
+		}
+	}()
+	err := srv.Serve(ln)
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	body := struct {
+		Path   string  `json:"path"`
+		Text   string  `json:"text"`
+		Events []event `json:"events"`
+	}{s.opt.Plan.Source, string(s.config), s.events}
+	b, err := marshal(body)
+	s.mu.Unlock()
+	writeJSON(w, b, err)
+}
+
+func (s *Server) serveLayout(w http.ResponseWriter, r *http.Request) {
+	b, err := marshal(s.opt.Ring.Layout())
+	writeJSON(w, b, err)
+}
+
+func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	b := s.state
+	s.mu.Unlock()
+	writeJSON(w, b, nil)
+}
+
+func writeJSON(w http.ResponseWriter, b []byte, err error) {
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b)
+}

@@ -1,0 +1,125 @@
+package monitor
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	"beamconnect/coupling"
+)
+
+// state is what the page shows besides the scope, refreshed by sample.
+type state struct {
+	Uptime       float64        `json:"uptime_s"`
+	Config       string         `json:"config"`
+	Protocol     string         `json:"protocol"`
+	Model        string         `json:"model"`
+	PeriodMs     float64        `json:"period_ms"`
+	TimeSync     string         `json:"time_sync"`
+	Status       int            `json:"status"`
+	StatusText   string         `json:"status_text"`
+	Healthy      bool           `json:"healthy"`
+	Problems     []string       `json:"problems"`
+	Vehicles     []vehicleState `json:"vehicles"`
+	Reloads      int64          `json:"reloads"`
+	ReloadErrors int64          `json:"reload_errors"`
+	History      []change       `json:"history"`
+	Events       []event        `json:"events"`
+	ScopeDropped int64          `json:"scope_dropped"`
+}
+
+type vehicleState struct {
+	Name            string  `json:"name"`
+	Status          int     `json:"status"`
+	StatusText      string  `json:"status_text"`
+	Time            float64 `json:"time_s"`
+	Messages        int64   `json:"messages"`
+	Replies         int64   `json:"replies"`
+	Rate            float64 `json:"messages_per_s"`
+	TurnaroundP50   float64 `json:"turnaround_p50_us"`
+	TurnaroundP99   float64 `json:"turnaround_p99_us"`
+	StallsRecovered int64   `json:"stalls_recovered"`
+	Overdue         int64   `json:"overdue"`
+	Dropped         int64   `json:"dropped"`
+	Late            int64   `json:"late_replies"`
+	Silences        int64   `json:"silences"`
+	ModelFaults     int64   `json:"model_faults"`
+	LockstepLost    int64   `json:"lockstep_lost"`
+	OutOfLockstep   bool    `json:"out_of_lockstep"`
+}
+
+// sample reads the counters and publishes a new state.
+func (s *Server) sample(now time.Time) {
+	p := s.opt.Plan
+	st := state{
+		Uptime: now.Sub(s.start).Seconds(), Config: p.Source, Protocol: p.Protocol, Model: p.Model,
+		PeriodMs: p.Period * 1000, TimeSync: p.TimeSync.String(), ScopeDropped: s.opt.Ring.Dropped(),
+	}
+	overall := coupling.Unconnected
+	if s.opt.Status != nil {
+		overall = s.opt.Status()
+	}
+	st.Status, st.StatusText = int(overall), overall.String()
+	if overall != coupling.Connected {
+		st.Problems = append(st.Problems, "not connected: "+overall.String())
+	}
+	for i, c := range s.opt.Links {
+		cs := c.Stats()
+		n := cs.Messages.Load()
+		r := &s.rates[i]
+		if dt := now.Sub(r.at).Seconds(); dt > 0.1 || r.at.IsZero() {
+			if !r.at.IsZero() {
+				r.v = float64(n-r.n) / dt
+			}
+			r.n, r.at = n, now
+		}
+		lost, _ := cs.LockstepLostNow()
+		v := vehicleState{
+			Name: p.Vehicles[i].Name, Status: int(c.Status()), StatusText: c.Status().String(),
+			Time:     math.Float64frombits(cs.LocalTime.Load()),
+			Messages: n, Replies: cs.Replies.Load(), Rate: r.v,
+			TurnaroundP50: us(cs.Turnaround.Quantile(0.5)), TurnaroundP99: us(cs.Turnaround.Quantile(0.99)),
+			StallsRecovered: cs.StallsRecovered.Load(), Overdue: cs.Overdue.Load(), Dropped: cs.Dropped(),
+			Late: cs.Late.Load(), Silences: cs.Silences.Load(), ModelFaults: cs.ModelFaults.Load(),
+			LockstepLost: cs.LockstepLost.Load(), OutOfLockstep: lost,
+		}
+		st.Reloads = max(st.Reloads, cs.Reloads.Load())
+		st.ReloadErrors = max(st.ReloadErrors, cs.ReloadErrors.Load())
+		who := ""
+		if len(s.opt.Links) > 1 {
+			who = v.Name + ": "
+		}
+		switch {
+		case lost:
+			st.Problems = append(st.Problems, who+"BeamNG is out of lockstep now")
+		case v.LockstepLost > 0:
+			st.Problems = append(st.Problems, who+"BeamNG was out of lockstep")
+		}
+		if v.StallsRecovered > 0 {
+			st.Problems = append(st.Problems, who+"BeamNG stalled (2 s timeouts)")
+		}
+		if v.ModelFaults > 0 {
+			st.Problems = append(st.Problems, who+"the model faulted")
+		}
+		if v.Dropped > 0 {
+			st.Problems = append(st.Problems, who+"datagrams dropped (not BeamNG's, or malformed)")
+		}
+		if v.Silences > 0 {
+			st.Problems = append(st.Problems, who+"BeamNG went silent")
+		}
+		st.Vehicles = append(st.Vehicles, v)
+	}
+	st.Healthy = len(st.Problems) == 0
+	s.mu.Lock()
+	st.History, st.Events = s.history, s.events
+	b, err := json.Marshal(st)
+	if err == nil {
+		s.state = b
+		s.seq++
+	}
+	s.mu.Unlock()
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func marshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,0 +1,146 @@
+// Package scope keeps the recent values of a running coupling for a live
+// view: a ring of samples (time, then every port value in a recording's
+// column order) that the coupling's loop fills and readers copy out.
+//
+// The loop must never wait for a reader, however slow: Push takes the lock
+// only if it is free (TryLock) and otherwise drops the sample, counting it.
+// A reader holds the lock only to copy samples out, never while it writes to
+// a network connection, so drops are rare and a stalled browser costs the
+// loop nothing.
+package scope
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Column is one value of a sample: its name as a recording's header has it
+// (out3.wheelspeed), and the port it belongs to, which the live view draws
+// as one plot.
+type Column struct {
+	Name string `json:"name"`
+	Port string `json:"port"`
+}
+
+// Layout is what a sample holds. Generation changes whenever a reload
+// changes the columns, so readers know to fetch the layout again.
+type Layout struct {
+	Generation int64    `json:"generation"`
+	Columns    []Column `json:"columns"`
+}
+
+// Ring holds the last Capacity samples.
+type Ring struct {
+	mu     sync.Mutex
+	layout Layout
+	width  int
+	t      []float64 // capacity
+	v      []float64 // capacity × width
+	n      uint64    // samples ever pushed (this generation)
+
+	every   int // keep one message in every
+	skip    int
+	dropped atomic.Int64
+}
+
+// New makes a ring of capacity samples with columns, keeping one message in
+// every (1 keeps all): the view needs a screen's resolution, not BeamNG's
+// 2000 messages a second.
+func New(columns []Column, capacity, every int) *Ring {
+	r := &Ring{every: max(every, 1)}
+	r.t = make([]float64, max(capacity, 1))
+	r.reset(columns)
+	return r
+}
+
+func (r *Ring) reset(columns []Column) {
+	r.layout = Layout{Generation: r.layout.Generation + 1, Columns: columns}
+	r.width = len(columns)
+	r.v = make([]float64, len(r.t)*r.width)
+	r.n = 0
+}
+
+// SetColumns starts over with new columns (a reload that changed the
+// ports). It waits for readers; it is not on the per-message path.
+func (r *Ring) SetColumns(columns []Column) {
+	r.mu.Lock()
+	r.reset(columns)
+	r.mu.Unlock()
+}
+
+// Layout is the current layout.
+func (r *Ring) Layout() Layout {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.layout
+}
+
+// Push records the values of one message at time t: every vector of each
+// group in turn, in order, as many values as the layout has columns. It
+// never blocks and allocates nothing; it reports false when the sample was
+// not kept (decimated, or a reader was copying).
+func (r *Ring) Push(t float64, groups ...[][]float64) bool {
+	if r.skip++; r.skip < r.every {
+		return false
+	}
+	r.skip = 0
+	if !r.mu.TryLock() {
+		r.dropped.Add(1)
+		return false
+	}
+	slot := int(r.n % uint64(len(r.t)))
+	r.t[slot] = t
+	row := r.v[slot*r.width : (slot+1)*r.width]
+	i := 0
+	for _, g := range groups {
+		for _, vec := range g {
+			i += copy(row[i:], vec)
+		}
+	}
+	clear(row[i:]) // a short sample (not expected) shows zeros, not old values
+	r.n++
+	r.mu.Unlock()
+	return true
+}
+
+// Dropped is how many samples a reader's copy cost.
+func (r *Ring) Dropped() int64 { return r.dropped.Load() }
+
+// Samples is a reader's copy: times and values row by row.
+type Samples struct {
+	Generation int64
+	T          []float64
+	V          []float64 // len(T) × width
+	Width      int
+	Missed     uint64 // samples overwritten before this reader got to them
+}
+
+// Since copies the samples after cursor (a count of samples pushed, 0 at the
+// start) into s, reusing its slices, and returns the new cursor. A cursor
+// from an older generation, or one the ring has lapped, reads from the
+// oldest sample kept.
+func (r *Ring) Since(cursor uint64, generation int64, s *Samples) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.Generation, s.Width, s.Missed = r.layout.Generation, r.width, 0
+	s.T, s.V = s.T[:0], s.V[:0]
+	if generation != r.layout.Generation || cursor > r.n {
+		cursor = 0
+	}
+	oldest := uint64(0)
+	if r.n > uint64(len(r.t)) {
+		oldest = r.n - uint64(len(r.t))
+	}
+	if cursor < oldest {
+		if generation == r.layout.Generation && cursor > 0 {
+			s.Missed = oldest - cursor
+		}
+		cursor = oldest
+	}
+	for k := cursor; k < r.n; k++ {
+		slot := int(k % uint64(len(r.t)))
+		s.T = append(s.T, r.t[slot])
+		s.V = append(s.V, r.v[slot*r.width:(slot+1)*r.width]...)
+	}
+	return r.n
+}
