@@ -12,6 +12,7 @@ import (
 	"beamconnect/config"
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/scope"
 )
 
 // testBusyPoll runs the harness's couplings by busy polling:
@@ -56,7 +57,9 @@ func TestReceiveAllocs(t *testing.T) {
 		}
 		plan, _ := ports.Compile(cfg)
 		m, _ := models.New(plan.Model, plan.ModelParams, plan, nil)
-		c, err := New(Options{Plan: plan, Model: m, Local: loopback, BusyPoll: busy})
+		// With a live scope attached: its sample is on the same path.
+		ring := scope.New(ScopeColumns(plan), 1000, 1)
+		c, err := New(Options{Plan: plan, Model: m, Local: loopback, BusyPoll: busy, Scope: ring})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +96,10 @@ func TestReceiveAllocs(t *testing.T) {
 		}
 		if a := testing.AllocsPerRun(500, step); a != 0 {
 			t.Errorf("busy poll %v: %v allocations per message", busy, a)
+		}
+		var smp scope.Samples
+		if ring.Since(0, 0, &smp); len(smp.T) < 500 || smp.Width != len(ScopeColumns(plan)) || smp.V[1] != 15 {
+			t.Errorf("busy poll %v: the scope holds %d samples of width %d, groundspeed %v", busy, len(smp.T), smp.Width, smp.V[1])
 		}
 		c.closeConn()
 		beamngSide.Close()

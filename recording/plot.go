@@ -136,11 +136,13 @@ func Plot(w io.Writer, file string, open func() (io.ReadCloser, error), o PlotOp
 	// Pass 2: the traces, min and max per pixel column.
 	err = scanFile(file, open, func(h *Header) error {
 		idx = idx[:0]
-		for _, tr := range cols {
-			tr.cut() // absent columns break; present ones start a new run too
-		}
 		for _, name := range h.Columns {
 			idx = append(idx, byName[name])
+		}
+		for _, tr := range cols {
+			if !slices.Contains(idx, tr) {
+				tr.cut() // a column the reload removed: its trace breaks
+			}
 		}
 		return nil
 	}, func(h *Header, r *Row) error {

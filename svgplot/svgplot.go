@@ -123,7 +123,14 @@ func Decimals(step float64) int {
 	return max(0, int(-math.Floor(math.Log10(step))))
 }
 
-// Escape makes s safe as SVG text.
+// Escape makes s safe as SVG text: markup escaped, and what XML cannot
+// hold (invalid UTF-8, control characters) replaced by U+FFFD.
 func Escape(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }
