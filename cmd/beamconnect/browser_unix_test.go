@@ -224,4 +224,3 @@ func (c *chrome) screenshot(t *testing.T, session string) []byte {
 	}
 	return b
 }
-
