@@ -269,45 +269,12 @@ func measure(c *call, name, command string, d time.Duration, drv benchDriver) be
 		wg.Add(1)
 		go func() { defer wg.Done(); cp.Run(ctx) }()
 	} else {
-		cfgPath, err := benchConfig(clientAddr, link.LocalAddr())
+		stop, err := startResponder(c, command, clientAddr, link.LocalAddr())
 		if err != nil {
 			res.Error = err.Error()
 			return res
 		}
-		defer os.Remove(cfgPath)
-		argv := strings.Fields(strings.NewReplacer("{listen}", clientAddr.String(), "{beamng}", link.LocalAddr().String(),
-			"{config}", cfgPath).Replace(command))
-		cmd := osexec.Command(argv[0], argv[1:]...)
-		cmd.Stderr = c.stderr
-		if err := cmd.Start(); err != nil {
-			res.Error = "cannot start: " + err.Error()
-			return res
-		}
-		stopClient = func() (int64, error) {
-			rss := livePeakRSS(cmd.Process.Pid)
-			cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(2 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
-			if rss == 0 {
-				rss = childPeakRSS(cmd.ProcessState)
-			}
-			return rss, nil
-		}
-		// BeamNG's side must not send before the responder has bound its
-		// port: the first message would be lost and cost a 2 s stall.
-		// Python alone takes ~0.4 s to start here, so wait for the bind
-		// itself rather than a fixed time.
-		if err := waitBound(clientAddr, 10*time.Second); err != nil {
-			stopClient()
-			res.Error = err.Error()
-			return res
-		}
+		stopClient = func() (int64, error) { return stop(), nil }
 	}
 
 	// Lockstep with no skips: every step sends, and blocks for the reply.
@@ -432,36 +399,12 @@ func measureCDriver(c *call, in benchResult, cp *coupling.Coupling, clientAddr n
 		cp.SetRemote(beamngAddr)
 		wg.Go(func() { cp.Run(ctx) })
 	} else {
-		cfgPath, err := benchConfig(clientAddr, beamngAddr)
+		stop, err := startResponder(c, command, clientAddr, beamngAddr)
 		if err != nil {
 			res.Error = err.Error()
 			return res
 		}
-		defer os.Remove(cfgPath)
-		argv := strings.Fields(strings.NewReplacer("{listen}", clientAddr.String(), "{beamng}", beamngAddr.String(),
-			"{config}", cfgPath).Replace(command))
-		cmd := osexec.Command(argv[0], argv[1:]...)
-		cmd.Stderr = c.stderr
-		if err := cmd.Start(); err != nil {
-			res.Error = "cannot start: " + err.Error()
-			return res
-		}
-		defer func() {
-			res.PeakRSSKiB = livePeakRSS(cmd.Process.Pid)
-			cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(2 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
-		}()
-		if err := waitBound(clientAddr, 10*time.Second); err != nil {
-			res.Error = err.Error()
-			return res
-		}
+		defer func() { res.PeakRSSKiB = stop() }()
 	}
 	args := []string{beamngAddr.String(), clientAddr.String(), fmt.Sprint(d.Seconds())}
 	if drv.spin {
@@ -486,4 +429,46 @@ func measureCDriver(c *call, in benchResult, cp *coupling.Coupling, clientAddr n
 	}
 	res.RoundTrips, res.PerSecond, res.P50us, res.P99us, res.P999us, res.Stalls = r.RoundTrips, r.PerSecond, r.P50, r.P99, r.P999, r.Stalls
 	return res
+}
+
+// startResponder starts another responder's COMMAND with its addresses and
+// a rig config filled in, and waits until it has bound its port: BeamNG's
+// side must not send before, or the first message would be lost and cost a
+// 2 s stall (Python alone takes ~0.4 s to start here). stop ends it and
+// says its peak RSS (KiB).
+func startResponder(c *call, command string, listen, beamng netip.AddrPort) (stop func() int64, err error) {
+	cfgPath, err := benchConfig(listen, beamng)
+	if err != nil {
+		return nil, err
+	}
+	argv := strings.Fields(strings.NewReplacer("{listen}", listen.String(), "{beamng}", beamng.String(),
+		"{config}", cfgPath).Replace(command))
+	cmd := osexec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		os.Remove(cfgPath)
+		return nil, fmt.Errorf("cannot start: %w", err)
+	}
+	stop = func() int64 {
+		defer os.Remove(cfgPath)
+		rss := livePeakRSS(cmd.Process.Pid)
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if rss == 0 {
+			rss = childPeakRSS(cmd.ProcessState)
+		}
+		return rss
+	}
+	if err := waitBound(listen, 10*time.Second); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
 }
