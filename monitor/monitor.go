@@ -155,14 +155,14 @@ func (s *Server) Handler() http.Handler {
 func Listen(addr string) (net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("monitor: --http %q: expected HOST:PORT, e.g. 127.0.0.1:8080", addr)
+		return nil, fmt.Errorf("%q: expected HOST:PORT, e.g. 127.0.0.1:8080", addr)
 	}
 	if host == "" {
 		host = "127.0.0.1"
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
-		return nil, fmt.Errorf("monitor: %w", err)
+		return nil, fmt.Errorf("cannot serve the live page: %w", err)
 	}
 	return ln, nil
 }

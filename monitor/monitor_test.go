@@ -470,3 +470,44 @@ func BenchmarkLoopbackStalledClients(b *testing.B) {
 		})
 	}
 }
+
+// A reload that changes the ports changes the scope's columns: the stream
+// sends the new layout, then samples of the new width.
+func TestEventsFollowALayoutChange(t *testing.T) {
+	r := newRig(t, 10)
+	ring := r.srv.opt.Ring
+	resp, err := http.Get(r.url + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ev := bufio.NewReader(resp.Body)
+	if name, _ := readEvent(t, ev); name != "layout" {
+		t.Fatalf("first event %q, want the layout", name)
+	}
+	ring.SetColumns([]scope.Column{{Name: "status", Port: "out0"}, {Name: "out1.rpm", Port: "out1"}})
+	ring.Push(1.5, [][]float64{{3}, {900}})
+	var l scope.Layout
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		name, data := readEvent(t, ev)
+		switch name {
+		case "layout":
+			json.Unmarshal(data, &l)
+		case "samples":
+			var s struct {
+				G int64
+				T []float64
+				V [][]float64
+			}
+			json.Unmarshal(data, &s)
+			if l.Generation != 2 || len(l.Columns) != 2 || l.Columns[1].Name != "out1.rpm" {
+				t.Fatalf("samples before the new layout: layout %+v", l)
+			}
+			if s.G != 2 || len(s.V) != 2 || s.V[1][0] != 900 || s.T[0] != 1.5 {
+				t.Fatalf("samples %+v", s)
+			}
+			return
+		}
+	}
+	t.Fatal("no samples after the layout change")
+}

@@ -69,6 +69,13 @@ latest; port 0 reports connected only when every vehicle is; --json adds a
 vehicles (distance or VSAP_DISTANCE, gap, closingSpeed, timeGap,
 timeToCollision; params names the other vehicle).
 
+--http 127.0.0.1:8080 serves a live page while it runs: the status and its
+history, rates, turnaround, a scope of every port (uPlot, embedded; samples
+by Server-Sent Events from a ring the loop never waits on), reloads and
+refusals, the config in use; and /metrics in Prometheus' text format. It
+binds only where told (":8080" is loopback) and answers only GET.
+'beamconnect plot' draws a --record file afterwards.
+
 Exit status: 0 for a healthy run, 1 when anything went wrong: never
 connected, datagrams that were not BeamNG's, BeamNG stalls, silences or lost
 lockstep, model faults, lost recording rows; the summary lists each.

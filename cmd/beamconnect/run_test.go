@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -148,6 +149,25 @@ func TestRunMasterSummary(t *testing.T) {
 	for _, k := range []string{"pacing_error_p50_us", "pacing_error_p99_us", "pacing_overruns"} {
 		if _, ok := s[k]; !ok {
 			t.Errorf("summary lacks %s", k)
+		}
+	}
+}
+
+// --http takes HOST:PORT; a bad one, or one another program has, is a usage
+// error before anything binds BeamNG's port.
+func TestRunHTTPAddress(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tt := range []struct{ addr, want string }{
+		{"nonsense", `--http: "nonsense": expected HOST:PORT, e.g. 127.0.0.1:8080`},
+		{busy.Addr().String(), "--http: cannot serve the live page: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+	} {
+		_, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1s", "--http", tt.addr)
+		if code != exitUsage || !strings.Contains(errOut, tt.want) {
+			t.Errorf("--http %s: exit %d\n%s\nwant %q", tt.addr, code, errOut, tt.want)
 		}
 	}
 }
