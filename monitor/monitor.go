@@ -46,6 +46,8 @@ type Server struct {
 	start time.Time
 	log   *slog.Logger
 
+	sampleMu sync.Mutex // one sample at a time: rates are its state
+
 	mu      sync.Mutex
 	config  []byte
 	history []change // status changes, oldest dropped past maxHistory

@@ -50,6 +50,8 @@ type vehicleState struct {
 
 // sample reads the counters and publishes a new state.
 func (s *Server) sample(now time.Time) {
+	s.sampleMu.Lock()
+	defer s.sampleMu.Unlock()
 	p := s.opt.Plan
 	st := state{
 		Uptime: now.Sub(s.start).Seconds(), Config: p.Source, Protocol: p.Protocol, Model: p.Model,
