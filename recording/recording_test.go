@@ -154,3 +154,29 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// A real recording (run --record on the cruise rig, its config edited
+// while running to add wheelspeed to port 3): plot gives valid SVG with the
+// reload marked and wheelspeed drawn from there on.
+func TestPlotRealRecording(t *testing.T) {
+	var b bytes.Buffer
+	openFile := func() (io.ReadCloser, error) { return os.Open("testdata/reload.csv") }
+	if err := Plot(&b, "reload.csv", openFile, PlotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XMLName   xml.Name   `xml:"svg"`
+		Texts     []string   `xml:"text"`
+		Polylines []struct{} `xml:"polyline"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not valid SVG: %v", err)
+	}
+	all := strings.Join(doc.Texts, "|")
+	if !strings.Contains(all, "out3.wheelspeed") || !strings.Contains(all, "1 reloads that changed the ports") {
+		t.Errorf("texts: %s", all)
+	}
+	if len(doc.Polylines) < 13 { // 12 columns before the reload, wheelspeed after
+		t.Errorf("%d traces", len(doc.Polylines))
+	}
+}
