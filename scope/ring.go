@@ -10,6 +10,8 @@
 package scope
 
 import (
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -60,12 +62,34 @@ func (r *Ring) reset(columns []Column) {
 	r.n = 0
 }
 
-// SetColumns starts over with new columns (a reload that changed the
-// ports). It waits for readers; it is not on the per-message path.
+// SetColumns changes the columns (a reload that changed the ports): a new
+// generation, whose samples so far are the old ones with the columns that
+// stayed (by name), and NaN, a gap, for the new ones, so a scope keeps its
+// history across reloads. It waits for readers; it is not on the
+// per-message path.
 func (r *Ring) SetColumns(columns []Column) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, oldW, oldV, oldT, n := r.layout.Columns, r.width, r.v, slices.Clone(r.t), r.n
 	r.reset(columns)
-	r.mu.Unlock()
+	from := make([]int, len(columns))
+	for i, c := range columns {
+		from[i] = slices.IndexFunc(old, func(o Column) bool { return o.Name == c.Name })
+	}
+	capacity := uint64(len(r.t))
+	kept := min(n, capacity)
+	for k := range kept {
+		slot := int((n - kept + k) % capacity)
+		r.t[k] = oldT[slot]
+		row := r.v[int(k)*r.width : int(k+1)*r.width]
+		for i, j := range from {
+			row[i] = math.NaN()
+			if j >= 0 {
+				row[i] = oldV[slot*oldW+j]
+			}
+		}
+	}
+	r.n = kept
 }
 
 // Layout is the current layout.

@@ -1,6 +1,7 @@
 package scope
 
 import (
+	"math"
 	"testing"
 )
 
@@ -41,11 +42,17 @@ func TestSince(t *testing.T) {
 	if r.Since(cur, s.Generation, &s); len(s.T) != 4 || s.T[0] != 3 || s.Missed != 2 {
 		t.Fatalf("lapped: %+v", s)
 	}
-	// New columns: a new generation, the old cursor reads from the start.
-	r.SetColumns(cols(1))
-	r.Push(9, [][]float64{{7}})
-	if r.Since(cur, s.Generation, &s); s.Generation != 2 || len(s.T) != 1 || s.V[0] != 7 || s.Width != 1 || s.Missed != 0 {
+	// New columns: a new generation, the old cursor reads from the start,
+	// and the samples kept carry over for the columns that stayed ("c"),
+	// with gaps (NaN) for the new one ("x").
+	r.SetColumns([]Column{{Name: "x", Port: "out2"}, {Name: "c", Port: "out1"}})
+	r.Push(9, [][]float64{{7, 8}})
+	r.Since(cur, s.Generation, &s)
+	if s.Generation != 2 || len(s.T) != 4 || s.Width != 2 || s.Missed != 0 || s.T[0] != 4 || s.T[3] != 9 {
 		t.Fatalf("after SetColumns: %+v", s)
+	}
+	if !math.IsNaN(s.V[0]) || s.V[1] != 3 || s.V[6] != 7 || s.V[7] != 8 {
+		t.Errorf("carried over: %v", s.V)
 	}
 }
 

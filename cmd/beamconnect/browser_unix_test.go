@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,7 +41,17 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Skip("no chromium (apt-get install -y chromium)")
 	}
 	bin := binary(t)
-	run := osexec.Command(bin, "run", "../../examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0", "--log-level", "info")
+	// A copy of the cruise rig, edited while it runs to see the reload.
+	cfg := filepath.Join(t.TempDir(), "rig.json")
+	orig, err := os.ReadFile("../../examples/cruise-pedals.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := osexec.Command(bin, "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0", "--log-level", "info")
+	run.Dir = filepath.Dir(cfg)
 	stderr, _ := run.StderrPipe()
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -94,6 +105,26 @@ func TestLivePageInBrowser(t *testing.T) {
 	speed, err := strconv.ParseFloat(v.Speed, 64)
 	if v.Status != "3 connected" || err != nil || speed <= 1 || v.Plots != 8 || v.Health != "healthy" || v.Stream != "live" {
 		t.Fatalf("the rendered page shows %+v (%v); want status 3 connected, a groundspeed above 1 m/s, 8 plots, healthy, live", v, evalErr)
+	}
+	// An edit of the config shows as an applied reload with its diff, and
+	// the config shown is the new one.
+	edited := strings.Replace(string(orig), `{ "propertyName": "gear" } ]`, `{ "propertyName": "gear" }, { "propertyName": "wheelspeed" } ]`, 1)
+	if err := os.WriteFile(cfg, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Events, Config, Plots string }
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		evalErr = cdp.eval(t, session, `JSON.stringify({
+			Events: document.getElementById("events").textContent,
+			Config: document.getElementById("config").textContent,
+			Plots: [...document.querySelectorAll('td[data-col]')].map(td => td.dataset.col).join(",")})`, &r)
+		if strings.Contains(r.Events, "applied") && strings.Contains(r.Config, "wheelspeed") && strings.Contains(r.Plots, "out3.wheelspeed") {
+			break
+		}
+	}
+	if !strings.Contains(r.Events, "applied") || !strings.Contains(r.Events, "wheelspeed") || !strings.Contains(r.Config, "wheelspeed") || !strings.Contains(r.Plots, "out3.wheelspeed") {
+		t.Fatalf("after the edit the page shows reloads %q, a config with wheelspeed %v, live values %q (%v)",
+			r.Events, strings.Contains(r.Config, "wheelspeed"), r.Plots, evalErr)
 	}
 	if *docs {
 		time.Sleep(3 * time.Second) // a few seconds of traces
