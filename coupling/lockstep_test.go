@@ -89,8 +89,14 @@ func TestLockstepRepair(t *testing.T) {
 	}
 	// Half in theory (one per two messages); 0.3 leaves room for the
 	// scheduling of both sides in one process, and is still far from the
-	// 1 % without the repair.
-	if frac := float64(acceptedAfter) / float64(gotAfter); frac < 0.3 {
+	// 1 % without the repair. Busy polling keeps one of this VM's two Ps
+	// spinning, so the in-process emulator's reader shares the other: 0.15
+	// there (24 % seen once on a loaded CI machine).
+	floor := 0.3
+	if testBusyPoll {
+		floor = 0.15
+	}
+	if frac := float64(acceptedAfter) / float64(gotAfter); frac < floor {
 		t.Errorf("BeamNG applied %d of the %d replies after the stall (%.0f%%): the repair should get half of them through", acceptedAfter, gotAfter, 100*frac)
 	}
 	if d := h.emSum.SendCtr - h.emSum.MaxRecvID; d < 0 || d > 1 {
