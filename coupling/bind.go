@@ -67,6 +67,8 @@ func (c *Coupling) connect() error {
 			if conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(c.local)); err != nil {
 				return c.bindFailed(err)
 			}
+			conn.SetReadBuffer(1 << 20)
+			c.rxTimes = enableRxTimes(conn)
 		}
 		if c.busy {
 			c.log.Warn("busy polling is not available here; reading the socket the usual way", "err", err)
