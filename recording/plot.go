@@ -16,7 +16,7 @@ type PlotOptions struct {
 	// Fields are the columns to draw, by full name (out1.groundspeed) or by
 	// the part after the port (groundspeed); none draws them all.
 	Fields   []string
-	From, To float64 // the time window; To ≤ From draws the whole run
+	From, To float64 // the time window (To may be +Inf); To ≤ From draws the whole run
 	Title    string
 }
 
@@ -90,7 +90,11 @@ func Plot(w io.Writer, file string, open func() (io.ReadCloser, error), o PlotOp
 		return fmt.Errorf("%s: nothing to plot: %s", file, what)
 	}
 	if window {
-		t0, t1 = o.From, o.To
+		// The window asked for; an open end (+Inf) ends with the data.
+		t0 = o.From
+		if !math.IsInf(o.To, 1) {
+			t1 = o.To
+		}
 	}
 	if t1 == t0 {
 		t1 = t0 + 1

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,14 @@ func TestPlotFieldsAndWindow(t *testing.T) {
 	}
 	if s := b.String(); !strings.Contains(s, "out1.rpm") || strings.Contains(s, "groundspeed") || strings.Contains(s, "status") {
 		t.Errorf("--fields rpm drew others:\n%s", s)
+	}
+	// --from alone: to the end of the data, not to infinity.
+	b.Reset()
+	if err := Plot(&b, "r.csv", open(reloaded), PlotOptions{From: 0.01, To: math.Inf(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "0.010 s to 0.025 s") {
+		t.Errorf("--from 0.01: %.400s", b.String())
 	}
 	for _, tt := range []struct {
 		o    PlotOptions

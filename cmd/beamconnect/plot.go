@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,7 @@ and maximum per pixel, so spikes show and long recordings make small files.
 				}
 				end := *to
 				if !fs.Changed("to") && fs.Changed("from") {
-					end = 1e300
+					end = math.Inf(1) // to the end of the recording
 				}
 				return plotCmd(c, c.args[0], *out, recording.PlotOptions{Fields: *fields, From: *from, To: end})
 			}
