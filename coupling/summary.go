@@ -25,6 +25,25 @@ func (c *Coupling) Faults() []string {
 	} else if n := s.BindFailures.Load(); n > 0 {
 		add("the local address could not be bound %d times (each retried)", n)
 	}
+	out = append(out, s.Problems(c.plan.ReplyID)...)
+	if s.Connects.Load() > 0 && Status(s.endLink.Load()) != Connected {
+		msg := fmt.Sprintf("BeamNG was not connected when the run ended (status %s)", Status(s.endLink.Load()))
+		if d := time.Duration(s.endSilence.Load()); d > 0 {
+			msg += fmt.Sprintf(": silent for its last %.1f s", d.Seconds())
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// Problems lists, one line each, what the counters say went wrong so far:
+// datagrams dropped, stalls (less the start-up stall the echo reply-id
+// policy keeps on purpose), withheld replies, model faults, lockstep lost,
+// silences. It is safe to call while the coupling runs (the live page does);
+// Faults adds what only the end of a run can say.
+func (s *Stats) Problems(policy config.ReplyID) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if n := s.Foreign.Load(); n > 0 {
 		add("%d datagrams that were not BeamNG's (another host, or another port than BeamNG's) were dropped", n)
 	}
@@ -38,7 +57,7 @@ func (c *Coupling) Faults() []string {
 		add("the model wrote NaN or Inf %d times: the last value sent went to BeamNG instead (a Gen 2 BeamNG has no NaN filter)", n)
 	}
 	stalls := s.StallsRecovered.Load()
-	if c.plan.ReplyID == config.ReplyEcho && stalls > 0 {
+	if policy == config.ReplyEcho && stalls > 0 {
 		stalls-- // the S-function's start-up stall, which the echo policy keeps on purpose
 	}
 	if stalls > 0 {
@@ -59,13 +78,6 @@ func (c *Coupling) Faults() []string {
 	}
 	if n := s.Silences.Load() - s.stallSilences.Load(); n > 0 {
 		add("BeamNG went silent %d times while connected, longer than its own 2 s timeout (its coupling stopped, it paused, or it was lost)", n)
-	}
-	if s.Connects.Load() > 0 && Status(s.endLink.Load()) != Connected {
-		msg := fmt.Sprintf("BeamNG was not connected when the run ended (status %s)", Status(s.endLink.Load()))
-		if d := time.Duration(s.endSilence.Load()); d > 0 {
-			msg += fmt.Sprintf(": silent for its last %.1f s", d.Seconds())
-		}
-		out = append(out, msg)
 	}
 	return out
 }

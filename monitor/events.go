@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
@@ -53,7 +54,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			gen, backlog = smp.Generation, true
 			l := s.opt.Ring.Layout()
 			if l.Generation == gen {
-				b, err := marshal(l)
+				b, err := json.Marshal(l)
 				if err != nil {
 					return
 				}

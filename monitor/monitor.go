@@ -12,6 +12,7 @@ package monitor
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -209,13 +210,13 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		Text   string  `json:"text"`
 		Events []event `json:"events"`
 	}{s.opt.Plan.Source, string(s.config), s.events}
-	b, err := marshal(body)
+	b, err := json.Marshal(body)
 	s.mu.Unlock()
 	writeJSON(w, b, err)
 }
 
 func (s *Server) serveLayout(w http.ResponseWriter, r *http.Request) {
-	b, err := marshal(s.opt.Ring.Layout())
+	b, err := json.Marshal(s.opt.Ring.Layout())
 	writeJSON(w, b, err)
 }
 

@@ -91,23 +91,11 @@ func (s *Server) sample(now time.Time) {
 		if len(s.opt.Links) > 1 {
 			who = v.Name + ": "
 		}
-		switch {
-		case lost:
+		if lost {
 			st.Problems = append(st.Problems, who+"BeamNG is out of lockstep now")
-		case v.LockstepLost > 0:
-			st.Problems = append(st.Problems, who+"BeamNG was out of lockstep")
 		}
-		if v.StallsRecovered > 0 {
-			st.Problems = append(st.Problems, who+"BeamNG stalled (2 s timeouts)")
-		}
-		if v.ModelFaults > 0 {
-			st.Problems = append(st.Problems, who+"the model faulted")
-		}
-		if v.Dropped > 0 {
-			st.Problems = append(st.Problems, who+"datagrams dropped (not BeamNG's, or malformed)")
-		}
-		if v.Silences > 0 {
-			st.Problems = append(st.Problems, who+"BeamNG went silent")
+		for _, line := range cs.Problems(c.Plan().ReplyID) {
+			st.Problems = append(st.Problems, who+line)
 		}
 		st.Vehicles = append(st.Vehicles, v)
 	}
@@ -123,5 +111,3 @@ func (s *Server) sample(now time.Time) {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-func marshal(v any) ([]byte, error) { return json.Marshal(v) }
