@@ -120,8 +120,17 @@ func (s *Socket) recv(buf, oob []byte, flags uintptr) (n, oobn int, from netip.A
 		nr, _, errno = syscall.RawSyscall(syscall.SYS_RECVMSG, s.fd, uintptr(unsafe.Pointer(&s.msg)), flags)
 	} else {
 		// Syscall: it sleeps, and the runtime lets other goroutines have
-		// this thread's P meanwhile.
-		nr, _, errno = syscall.Syscall(syscall.SYS_RECVMSG, s.fd, uintptr(unsafe.Pointer(&s.msg)), flags)
+		// this thread's P meanwhile. A signal (the runtime preempts with
+		// SIGURG) ends a receive that has a timeout with EINTR even under
+		// SA_RESTART: wait again rather than report a timeout that was not.
+		for {
+			nr, _, errno = syscall.Syscall(syscall.SYS_RECVMSG, s.fd, uintptr(unsafe.Pointer(&s.msg)), flags)
+			if errno != syscall.EINTR {
+				break
+			}
+			s.msg.Namelen = uint32(unsafe.Sizeof(s.name))
+			s.msg.SetControllen(len(oob))
+		}
 	}
 	switch errno {
 	case 0:
