@@ -12,18 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static struct sockaddr_in parse(const char *s) {
-	struct sockaddr_in a = {0};
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	size_t n = colon ? (size_t)(colon - s) : 0;
-	if (!colon || n >= sizeof host) { fprintf(stderr, "expected IP:port, got %s\n", s); exit(2); }
-	memcpy(host, s, n); host[n] = 0;
-	a.sin_family = AF_INET;
-	a.sin_port = htons((unsigned short)atoi(colon + 1));
-	if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { fprintf(stderr, "bad IP %s\n", host); exit(2); }
-	return a;
-}
+#include "addr.h"
 
 int main(int argc, char **argv) {
 	if (argc != 3 && !(argc == 4 && strcmp(argv[3], "spin") == 0)) {
