@@ -567,11 +567,12 @@ func (c *Coupling) receive() {
 	c.stats.Turnaround.Observe(time.Since(now) - held)
 	if c.opt.Record != nil || c.opt.Scope != nil {
 		c.lockShared()
+		t := c.sync.Local()
 		if c.opt.Record != nil {
-			c.opt.Record.Row(c.sync.Local(), c.vehicle, c.Status(), c.msg[0], c.reply[0], c.stats.Reloads.Load(), c.outs, c.ins)
+			c.opt.Record.Row(t, c.vehicle, c.Status(), c.msg[0], c.reply[0], c.stats.Reloads.Load(), c.outs, c.ins)
 		}
 		if c.opt.Scope != nil {
-			c.opt.Scope.Push(c.sync.Local(), c.outs, c.ins)
+			c.opt.Scope.Push(t, c.outs, c.ins)
 		}
 		c.unlockShared()
 	}
