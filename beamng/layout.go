@@ -6,18 +6,18 @@ import "slices"
 // of the messages in either direction carries. Gen 1 has one fixed layout
 // (Fixed); a Gen 2 layout comes from the CSV both sides read.
 type Layout struct {
-	Protocol string // "fixed" (Gen 1) or "csv" (Gen 2)
+	Protocol *Protocol
 	Source   string // the CSV file of a Gen 2 layout
 	sig      [2][]Signal
 }
 
 // Fixed is Gen 1's layout: 111 doubles from BeamNG, 64 to it.
-var Fixed = &Layout{Protocol: "fixed", sig: catalogue}
+var Fixed = &Layout{Protocol: Gen1, sig: catalogue}
 
 // NewLayout builds a Gen 2 layout from the signal rows in file order; the
 // message id is prepended to both and every signal's Dir and Index are set.
 func NewLayout(source string, from, to []Signal) *Layout {
-	l := &Layout{Protocol: "csv", Source: source}
+	l := &Layout{Protocol: Gen2, Source: source}
 	for d, rows := range [2][]Signal{FromBeamNG: from, ToBeamNG: to} {
 		dir := Direction(d)
 		sigs := make([]Signal, 0, len(rows)+1)

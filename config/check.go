@@ -20,7 +20,7 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	cfg := &Config{
 		File:         p.file,
 		TimeDilation: orDefault(raw.TimeDilation, DefaultTimeDilation),
-		Protocol:     "fixed",
+		Protocol:     beamng.Gen1,
 		ReplyID:      ReplyNext,
 		PhysicsDt:    beamng.PhysicsDt,
 		PingTime:     DefaultPingTime,
@@ -33,11 +33,13 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		bn = &rawBeamNG{}
 	}
 	if bn.Protocol != nil {
-		cfg.Protocol = *bn.Protocol
+		if proto, ok := beamng.ProtocolNamed(*bn.Protocol); ok {
+			cfg.Protocol = proto // anything else the schema reported
+		}
 	}
 	cfg.Layout = beamng.Fixed
 	switch {
-	case cfg.Protocol == "csv":
+	case cfg.Protocol == beamng.Gen2:
 		if p.loadInterface(cfg, raw, bn) {
 			cfg.CSV, cfg.Layout = p.csv, p.csv.Layout()
 		}
@@ -87,17 +89,20 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		p.at(Warning, "/remotePort", "4367 is VS Connect's default server port; BeamNG's coupling receives on 64891 unless its udpReceivePort says otherwise")
 	}
 	cfg.Vehicles = p.vehicles(raw, bn)
-	if cfg.Protocol == "csv" && len(bn.Vehicles) > 0 {
+	if cfg.Protocol == beamng.Gen2 && len(bn.Vehicles) > 0 {
 		p.atKey(Error, "/beamng/vehicles", "several vehicles with protocol \"csv\" are not supported yet: expected one vehicle, its addresses in the CSV's connection rows")
 	}
 	if p.csv != nil && len(cfg.Vehicles) > 0 {
 		p.csvAddresses(raw, bn, &cfg.Vehicles[0])
 	}
+	for i := range cfg.Vehicles {
+		cfg.Vehicles[i].Layout, cfg.Vehicles[i].CSV = cfg.Layout, cfg.CSV
+	}
 
 	in := p.groups(cfg, raw.Inputs, "/inputs", beamng.ToBeamNG, raw.RemoteObject)
 	out := p.groups(cfg, raw.Outputs, "/outputs", beamng.FromBeamNG, raw.RemoteObject)
 	p.schedule(cfg, raw, bn, in, out)
-	if bn.PingTime != nil && cfg.Period > 0 && cfg.Protocol != "csv" {
+	if bn.PingTime != nil && cfg.Period > 0 && cfg.Protocol != beamng.Gen2 {
 		if n := beamng.Unanswered(cfg.PingTime, cfg.Period); n > 1 {
 			p.at(Warning, "/beamng/pingTime", "BeamNG will let %d messages be in flight (ceil(pingTime / %s)) before it waits for a reply: it runs up to %s ahead of the model, not in lockstep",
 				n, ms(cfg.Period), ms(float64(n)*cfg.Period))
@@ -339,7 +344,7 @@ func (p *parser) field(cfg *Config, rf *rawField, fptr string, g *Group, groupOb
 	if rp, isRel := relative.Parse(f.PropertyName); isRel {
 		return f, p.relativeField(cfg, &f, g, rp, fptr, nameptr) && ok
 	}
-	if cfg.Protocol == "csv" {
+	if cfg.Protocol == beamng.Gen2 {
 		// Gen 2: the CSV's rows, not the fixed banks.
 		return f, p.csv != nil && p.csvField(cfg, &f, g, fptr, nameptr) && ok
 	}
@@ -656,7 +661,7 @@ func (p *parser) relativeField(cfg *Config, f *Field, g *Group, rp relative.Prop
 	case g.Dir == beamng.ToBeamNG:
 		p.at(Error, nameptr, "%s is computed from BeamNG's data: expected it in outputs, not inputs", f.PropertyName)
 		return false
-	case len(cfg.Vehicles) < 2 || cfg.Protocol == "csv":
+	case len(cfg.Vehicles) < 2 || cfg.Protocol == beamng.Gen2:
 		p.at(Error, nameptr, "%s relates two vehicles: expected a config with several vehicles in beamng.vehicles (Gen 1), the field's remoteObject one and params the other", f.PropertyName)
 		return false
 	case f.ArraySize != 1:

@@ -45,7 +45,7 @@ type Config struct {
 	File         string
 	TimeDilation float64 // ≤ 0: unthrottled
 	RemoteObject string  // top-level default, "" when unset
-	Protocol     string  // "fixed": Gen 1
+	Protocol     *beamng.Protocol
 	ReplyID      ReplyID
 	PhysicsDt    float64 // seconds
 	PingTime     float64 // seconds
@@ -105,6 +105,10 @@ type Vehicle struct {
 	Name   string         // its remoteObject; "" for the single vehicle of a config without beamng.vehicles
 	Local  netip.AddrPort // beamconnect binds this; BeamNG sends here
 	Remote netip.AddrPort // BeamNG's coupling binds this; beamconnect replies here
+	// Layout is the vehicle's message layout: beamng.Fixed for Gen 1, its
+	// CSV's for Gen 2 (CSV, nil for Gen 1).
+	Layout *beamng.Layout
+	CSV    *cosim.File
 }
 
 // Group is one port group: a contract, or a commData group.

@@ -131,7 +131,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TimeDilation != 1 || cfg.ReplyID != ReplyNext || cfg.Protocol != "fixed" ||
+	if cfg.TimeDilation != 1 || cfg.ReplyID != ReplyNext || cfg.Protocol != beamng.Gen1 ||
 		cfg.PhysicsDt != 0.0005 || cfg.PingTime != 1e-5 || cfg.Period != 0.005 || cfg.DebugFile {
 		t.Errorf("defaults: %+v", cfg)
 	}

@@ -273,13 +273,14 @@ func newLink(opt Options, v int, sh *shared) *Coupling {
 	if opt.Silence <= 0 {
 		opt.Silence = max(time.Second, 3*time.Duration(p.Period*float64(time.Second)))
 	}
+	l := p.Vehicles[v].Layout
 	c := &Coupling{
 		opt: opt, plan: p, model: opt.Model, log: opt.Log,
 		local: p.Vehicles[v].Local, remote: p.Vehicles[v].Remote, vehicle: v, sh: sh,
-		msg: make([]float64, p.Layout.Len(beamng.FromBeamNG)), reply: make([]float64, p.Layout.Len(beamng.ToBeamNG)),
-		neutral: neutralReply(p.Layout),
-		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*p.Layout.Len(beamng.ToBeamNG)),
-		gen2: p.Layout.Protocol == "csv", stateBytes: 8 * p.Layout.Len(beamng.FromBeamNG),
+		msg: make([]float64, l.Len(beamng.FromBeamNG)), reply: make([]float64, l.Len(beamng.ToBeamNG)),
+		neutral: neutralReply(l),
+		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*l.Len(beamng.ToBeamNG)),
+		gen2: l.Protocol == beamng.Gen2, stateBytes: 8 * l.Len(beamng.FromBeamNG),
 		busy: opt.BusyPoll || p.BusyPoll,
 		oob:  make([]byte, 128),
 		in:   make([]contracts.Incoming, len(p.Contracts)),

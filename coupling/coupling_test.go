@@ -87,7 +87,7 @@ func newHarnessAll(t testing.TB, cfg *config.Config, model func(*ports.Plan) mod
 	emCfg.SimulinkTime = plan.Period
 	emCfg.PingTime = plan.PingTime
 	if emCfg.CSV == nil {
-		emCfg.CSV = plan.CSV // a Gen 2 config: BeamNG's side from the same CSV
+		emCfg.CSV = plan.Vehicles[0].CSV // a Gen 2 config: BeamNG's side from the same CSV
 	}
 	// Free-running unless the test asks for BeamNG's pacing by giving an FPS.
 	emCfg.FreeRunning = emCfg.FPS == 0

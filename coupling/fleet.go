@@ -152,7 +152,7 @@ func NewFleet(opt Options) (*Fleet, error) {
 	}
 	sh := &shared{state: make([]relative.State, len(p.Vehicles)), seen: make([]bool, len(p.Vehicles))}
 	for i, name := range []string{"posX", "posY", "posZ", "yaw", "velX", "velY", "groundspeed"} {
-		if s, ok := p.Layout.Find(beamng.FromBeamNG, name); ok {
+		if s, ok := p.Vehicles[0].Layout.Find(beamng.FromBeamNG, name); ok {
 			sh.slots[i] = s.Index
 		}
 	}

@@ -182,7 +182,7 @@ func gen2Example(tb testing.TB) (*Coupling, *ports.Plan) {
 
 func TestGen2HandleAllocs(t *testing.T) {
 	c, plan := gen2Example(t)
-	msg := make([]float64, plan.Layout.Len(beamng.FromBeamNG))
+	msg := make([]float64, plan.Vehicles[0].Layout.Len(beamng.FromBeamNG))
 	buf := make([]byte, 8*len(msg))
 	from := c.remote
 	now := time.Now()
@@ -203,7 +203,7 @@ func TestGen2HandleAllocs(t *testing.T) {
 
 func BenchmarkHandleGen2(b *testing.B) {
 	c, plan := gen2Example(b)
-	msg := make([]float64, plan.Layout.Len(beamng.FromBeamNG))
+	msg := make([]float64, plan.Vehicles[0].Layout.Len(beamng.FromBeamNG))
 	buf := make([]byte, 8*len(msg))
 	now := time.Now()
 	b.ReportAllocs()

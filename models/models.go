@@ -178,7 +178,7 @@ func (b *binder) need(dir beamng.Direction, name string) ref {
 // ("groundspeed" is vehicleGroundSpeed), so a missing port is named as the
 // user must write it.
 func gen2Name(plan *ports.Plan, dir beamng.Direction, name string) string {
-	if plan.Protocol != "csv" {
+	if plan.Protocol != beamng.Gen2 {
 		return name
 	}
 	for _, d := range cosim.Catalogue() {

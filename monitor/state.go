@@ -54,7 +54,7 @@ func (s *Server) sample(now time.Time) {
 	defer s.sampleMu.Unlock()
 	p := s.opt.Plan
 	st := state{
-		Uptime: now.Sub(s.start).Seconds(), Config: p.Source, Protocol: p.Protocol, Model: p.Model,
+		Uptime: now.Sub(s.start).Seconds(), Config: p.Source, Protocol: p.Protocol.String(), Model: p.Model,
 		PeriodMs: p.Period * 1000, TimeSync: p.TimeSync.String(), ScopeDropped: s.opt.Ring.Dropped(),
 	}
 	overall := coupling.Unconnected

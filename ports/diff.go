@@ -32,12 +32,7 @@ func Diff(old, new *Plan) Changes {
 			c.RestartOnly = append(c.RestartOnly, fmt.Sprintf("%s (%v → %v)", what, a, b))
 		}
 	}
-	restart("beamng.protocol", old.Protocol, new.Protocol)
-	if old.Protocol == "csv" && new.Protocol == "csv" && !old.Layout.Equal(new.Layout) {
-		// BeamNG laid its messages out from the CSV it was started with.
-		c.RestartOnly = append(c.RestartOnly, fmt.Sprintf("the CSV's message layout (%s: %d signalTo and %d signalFrom rows → %d and %d; BeamNG must be restarted with the new CSV)",
-			new.Layout.Source, old.Layout.Len(beamng.FromBeamNG)-1, old.Layout.Len(beamng.ToBeamNG)-1, new.Layout.Len(beamng.FromBeamNG)-1, new.Layout.Len(beamng.ToBeamNG)-1))
-	}
+	restart("beamng.protocol", old.Protocol.String(), new.Protocol.String())
 	restart("beamng.physicsDt", old.PhysicsDt, new.PhysicsDt)
 	restart("the update period BeamNG sends at (BeamNG was started with simulinkTime "+luaNumber(old.Period)+")", old.Period, new.Period)
 	restart("beamng.model", old.Model, new.Model)
@@ -50,6 +45,11 @@ func Diff(old, new *Plan) Changes {
 			restart("vehicle name", o.Name, n.Name)
 			restart("the local address (beamng.localIP/localPort)", o.Local, n.Local)
 			restart("BeamNG's address (remoteIP/remotePort)", o.Remote, n.Remote)
+			if old.Protocol == new.Protocol && !o.Layout.Equal(n.Layout) {
+				// BeamNG laid its messages out from the CSV it was started with.
+				c.RestartOnly = append(c.RestartOnly, fmt.Sprintf("the CSV's message layout%s (%s: %d signalTo and %d signalFrom rows → %d and %d; BeamNG must be restarted with the new CSV)",
+					vehicleLabel(n.Name), n.Layout.Source, o.Layout.Len(beamng.FromBeamNG)-1, o.Layout.Len(beamng.ToBeamNG)-1, n.Layout.Len(beamng.FromBeamNG)-1, n.Layout.Len(beamng.ToBeamNG)-1))
+			}
 		}
 	}
 
@@ -150,4 +150,12 @@ func diffPorts(c *Changes, side string, dir beamng.Direction, old, new []Port) {
 			}
 		}
 	}
+}
+
+// vehicleLabel names a vehicle in a change, when the config names vehicles.
+func vehicleLabel(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " of vehicle " + strconv.Quote(name)
 }

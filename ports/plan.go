@@ -97,29 +97,35 @@ type Contract struct {
 	Ports    []int   // port numbers, in Inputs or Outputs as Dir says
 }
 
-// Vehicle is one coupled vehicle: its socket pair and reply template.
+// Vehicle is one coupled vehicle: its socket pair, its message layout and
+// its reply template.
 type Vehicle struct {
 	Name   string
 	Local  netip.AddrPort // beamconnect binds; BeamNG sends here
 	Remote netip.AddrPort // BeamNG binds; beamconnect replies here
+	// Layout is the message layout: which signal each element carries and
+	// how long the messages are; CSV is the Gen 2 CSV it comes from (nil
+	// for Gen 1). With Gen 2 each vehicle has its own.
+	Layout *beamng.Layout
+	CSV    *cosim.File
 	// Template is the reply before the model writes anything: the id slot 0,
 	// mapped slots at their fields' initial values and, in every slot no
 	// field maps, NaN for Gen 1 (BeamNG's controller skips it, keeping its
 	// previous value) and a neutral value for Gen 2, which has no NaN filter
 	// (multiply 1, add, freeze and value rows 0).
 	Template []float64
+	// Need is how many doubles of BeamNG's message the fields of this
+	// vehicle read (1 + the last slot mapped): a message shorter than that
+	// lacks data the model reads.
+	Need int
 }
 
 // Plan is a compiled config: everything the runtime reads, and nothing it
 // has to look up. A Plan is never modified after Compile, so goroutines may
 // share it and a reload swaps in a whole new one.
 type Plan struct {
-	Source   string // the config file
-	Protocol string // "fixed" (Gen 1) or "csv" (Gen 2)
-	// Layout is the message layout: which signal each element carries and
-	// how long the messages are.
-	Layout       *beamng.Layout
-	CSV          *cosim.File // the Gen 2 CSV; nil for Gen 1
+	Source       string // the config file
+	Protocol     *beamng.Protocol
 	ReplyID      config.ReplyID
 	TimeSync     timesync.Mode
 	TimeDilation float64
@@ -153,15 +159,9 @@ func Compile(cfg *config.Config) (*Plan, error) {
 	if cfg == nil || len(cfg.Vehicles) == 0 || cfg.Period <= 0 || cfg.PhysicsDt <= 0 {
 		return nil, errors.New("ports: config is not a checked config (use config.Load)")
 	}
-	layout := cfg.Layout
-	if layout == nil {
-		layout = beamng.Fixed
-	}
 	p := &Plan{
 		Source:       cfg.File,
 		Protocol:     cfg.Protocol,
-		Layout:       layout,
-		CSV:          cfg.CSV,
 		ReplyID:      cfg.ReplyID,
 		TimeDilation: cfg.TimeDilation,
 		PhysicsDt:    cfg.PhysicsDt,
@@ -187,16 +187,20 @@ func Compile(cfg *config.Config) (*Plan, error) {
 	if p.ModelTimeout <= 0 {
 		p.ModelTimeout = max(5*p.Period, DefaultModelTimeout)
 	}
+	if p.Protocol == nil {
+		p.Protocol = beamng.Gen1
+	}
 	for _, v := range cfg.Vehicles {
-		t := make([]float64, layout.Len(beamng.ToBeamNG))
-		for i := 1; i < len(t); i++ {
-			t[i] = math.NaN()
-			if layout.Protocol == "csv" {
-				s, _ := layout.At(beamng.ToBeamNG, i)
-				t[i] = config.Neutral(s.Kind)
-			}
+		layout := v.Layout
+		if layout == nil {
+			layout = beamng.Fixed
 		}
-		p.Vehicles = append(p.Vehicles, Vehicle{Name: v.Name, Local: v.Local, Remote: v.Remote, Template: t})
+		t := make([]float64, layout.Len(beamng.ToBeamNG))
+		for i, s := range layout.Signals(beamng.ToBeamNG)[1:] {
+			t[i+1] = layout.Protocol.Unset(s)
+		}
+		p.Vehicles = append(p.Vehicles, Vehicle{Name: v.Name, Local: v.Local, Remote: v.Remote,
+			Layout: layout, CSV: v.CSV, Template: t, Need: 1})
 	}
 	for _, side := range []struct {
 		groups []config.Group
@@ -225,11 +229,13 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 			f := Field{
 				Name: cf.PropertyName, Path: cf.Path, Vehicle: cf.Vehicle,
 				Width: cf.ArraySize, Offset: port.Width,
-				Initial: cf.InitialValue, Invalid: cf.InvalidValue, layout: p.Layout,
+				Initial: cf.InitialValue, Invalid: cf.InvalidValue,
 			}
 			if f.Width < 1 || cf.Vehicle < 0 || cf.Vehicle >= len(p.Vehicles) {
 				return fmt.Errorf("ports: %s: field not checked (width %d, vehicle %d)", cf.Path, f.Width, cf.Vehicle)
 			}
+			veh := &p.Vehicles[f.Vehicle]
+			f.layout = veh.Layout
 			switch {
 			case cf.Relative != relative.None:
 				f.Source, f.Relative, f.Other = Relative, cf.Relative, cf.Other
@@ -237,14 +243,15 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 				f.Source, f.Meta = Meta, cf.Meta
 			default:
 				f.Source, f.Slot = Slot, cf.Signal.Index
-				if n := p.Layout.Len(g.Dir); f.Slot+f.Width > n {
+				if n := veh.Layout.Len(g.Dir); f.Slot+f.Width > n {
 					return fmt.Errorf("ports: %s: slots %d–%d lie outside the %d-double message", cf.Path, f.Slot, f.Slot+f.Width-1, n)
 				}
 				if g.Dir == beamng.ToBeamNG {
-					t := p.Vehicles[f.Vehicle].Template
 					for i := range f.Width {
-						t[f.Slot+i] = f.Initial
+						veh.Template[f.Slot+i] = f.Initial
 					}
+				} else {
+					veh.Need = max(veh.Need, f.Slot+f.Width)
 				}
 			}
 			port.Width += f.Width
@@ -262,7 +269,7 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 // the vehicle's Local address and listens on its Remote one.
 func (p *Plan) StartCommand(v int) string {
 	veh := p.Vehicles[v]
-	if p.CSV != nil {
+	if veh.CSV != nil {
 		return p.gen2Command(veh)
 	}
 	var b strings.Builder
@@ -330,14 +337,14 @@ func (p *Plan) FindFor(dir beamng.Direction, name string, v int) (port, elem int
 func (p *Plan) gen2Command(veh Vehicle) string {
 	var b strings.Builder
 	b.WriteString("controller.loadControllerExternal('tech/cosimulationCoupling', 'cosimulationCoupling', lpack.encode({{signalsTo={")
-	for i, r := range p.CSV.To {
+	for i, r := range veh.CSV.To {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "{type=%s, groupName=%s, name=%s}", luaString(orNumber(r.Type)), luaString(r.Group), luaString(r.Name))
 	}
 	b.WriteString("}, signalsFrom={")
-	for i, r := range p.CSV.From {
+	for i, r := range veh.CSV.From {
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -346,7 +353,7 @@ func (p *Plan) gen2Command(veh Vehicle) string {
 	}
 	steps := int(math.Round(p.Period / p.PhysicsDt))
 	fmt.Fprintf(&b, "}, sensorMap={}, time3rdParty=%s, pingTime=%s, udpSendPort=%d, udpReceivePort=%d, udpSendIP=%s, udpReceiveIP=%s}}))",
-		cosim.TimeText(steps, p.PhysicsDt), cosim.LuaText(p.CSV.Ping.Value), veh.Local.Port(), veh.Remote.Port(),
+		cosim.TimeText(steps, p.PhysicsDt), cosim.LuaText(veh.CSV.Ping.Value), veh.Local.Port(), veh.Remote.Port(),
 		luaString(veh.Local.Addr().String()), luaString(veh.Remote.Addr().String()))
 	return b.String()
 }

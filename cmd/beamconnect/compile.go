@@ -48,12 +48,13 @@ func compileCmd(c *call) int {
 }
 
 func printPlan(w io.Writer, p *ports.Plan) {
-	if p.CSV != nil {
-		fmt.Fprintf(w, "%s: BeamNG Gen 2 (cosimulationCoupling) coupling laid out by %s\n", p.Source, p.CSV.Path)
+	v0 := p.Vehicles[0]
+	if v0.CSV != nil {
+		fmt.Fprintf(w, "%s: BeamNG Gen 2 (cosimulationCoupling) coupling laid out by %s\n", p.Source, v0.CSV.Path)
 		fmt.Fprintf(w, "  BeamNG sends %d doubles and reads %d (1 + its signalTo and signalFrom rows)\n",
-			p.Layout.Len(beamng.FromBeamNG), p.Layout.Len(beamng.ToBeamNG))
+			v0.Layout.Len(beamng.FromBeamNG), v0.Layout.Len(beamng.ToBeamNG))
 		fmt.Fprintf(w, "  BeamNG sends every %s (3rd Party Computation Time %s arrives as %s: %d physics steps of %s; sendSkips %d), at most %d in flight\n",
-			ms(p.Period), cosim.LuaText(p.CSV.Time.Value), strconv.FormatFloat(cosim.Arrived(p.CSV.Time.Value), 'g', -1, 64),
+			ms(p.Period), cosim.LuaText(v0.CSV.Time.Value), strconv.FormatFloat(cosim.Arrived(v0.CSV.Time.Value), 'g', -1, 64),
 			p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
 	} else {
 		fmt.Fprintf(w, "%s: BeamNG Gen 1 (%s) coupling\n", p.Source, p.Protocol)
@@ -65,7 +66,7 @@ func printPlan(w io.Writer, p *ports.Plan) {
 	several := len(p.Vehicles) > 1
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	refHead := "BANK"
-	if p.CSV != nil {
+	if v0.CSV != nil {
 		refHead = "CSV ROW"
 	}
 	fmt.Fprint(tw, "PORT\tELEM\tFIELD\tDIRECTION\tSLOT\t"+refHead+"\tUNIT\tCONTRACT")
@@ -136,10 +137,10 @@ func printPlan(w io.Writer, p *ports.Plan) {
 	tw.Flush()
 	fmt.Fprintln(w, "\nin 0 is the connection directive: 0 disconnects, anything else (the default, 1) connects.")
 	fmt.Fprintln(w, "out 0 is the connection status: 0 unknown, 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting.")
-	if p.CSV != nil {
+	if v0.CSV != nil {
 		fmt.Fprintln(w, "Reply rows no input maps carry a neutral value (multiply 1; value, add and freeze 0), applied by BeamNG every step.")
 		fmt.Fprintln(w, "BeamNG's Gen 2 has no NaN filter: a NaN or Inf from the model is replaced by the last value sent.")
-		fmt.Fprintf(w, "\nStart BeamNG's side: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, load\n  %s\nselect the vehicle, and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).\n", p.CSV.Path)
+		fmt.Fprintf(w, "\nStart BeamNG's side: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, load\n  %s\nselect the vehicle, and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).\n", v0.CSV.Path)
 		fmt.Fprintf(w, "BeamNG sends to %v (beamconnect binds it) and listens on %v.\n", p.Vehicles[0].Local, p.Vehicles[0].Remote)
 		fmt.Fprintln(w, "Or, without the editor (no sensors), in BeamNG's Lua console with the vehicle's Lua selected, what the editor runs:")
 		fmt.Fprintf(w, "  %s\n", p.StartCommand(0))
@@ -272,7 +273,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		Outputs      []planPort `json:"outputs"`
 		Contracts    []contract `json:"contracts"`
 		Warnings     []jsonDiag `json:"warnings"`
-	}{p.Source, p.Protocol, p.Period, p.PhysicsDt, p.SendSkips, p.Unanswered, p.PingTime, string(p.ReplyID),
+	}{p.Source, p.Protocol.String(), p.Period, p.PhysicsDt, p.SendSkips, p.Unanswered, p.PingTime, string(p.ReplyID),
 		p.TimeSync.String(), p.TimeDilation, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs, warnings}
 }
 

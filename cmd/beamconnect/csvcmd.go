@@ -71,7 +71,7 @@ func csvCmd(c *call, out string, force bool) int {
 	for _, d := range cfg.Warnings {
 		fmt.Fprintln(c.stderr, d)
 	}
-	if cfg.Protocol != "csv" || cfg.CSV == nil {
+	if cfg.Protocol != beamng.Gen2 || cfg.CSV == nil {
 		fmt.Fprintf(c.stderr, "%s: csv writes the CSV of a Gen 2 config: expected \"beamng\": {\"protocol\": \"csv\"}\n", c.args[0])
 		return exitFailed
 	}
@@ -92,7 +92,7 @@ func csvCmd(c *call, out string, force bool) int {
 		return c.fail("csv", err)
 	}
 	fmt.Fprintf(c.stderr, "wrote %s: %d signalTo rows (BeamNG sends %d doubles), %d signalFrom rows (it reads %d), every %s\n",
-		out, len(cfg.CSV.To), plan.Layout.Len(beamng.FromBeamNG), len(cfg.CSV.From), plan.Layout.Len(beamng.ToBeamNG), ms(plan.Period))
+		out, len(cfg.CSV.To), plan.Vehicles[0].Layout.Len(beamng.FromBeamNG), len(cfg.CSV.From), plan.Vehicles[0].Layout.Len(beamng.ToBeamNG), ms(plan.Period))
 	return exitOK
 }
 

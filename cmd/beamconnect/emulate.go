@@ -142,7 +142,7 @@ func emulateCmd(c *call, o *emulateOpts) int {
 		if !o.set("client") {
 			client = plan.Vehicles[0].Local.String()
 		}
-		cfg.CSV = plan.CSV
+		cfg.CSV = plan.Vehicles[0].CSV
 	}
 	if o.csv != "" {
 		if o.config != "" {

@@ -72,7 +72,7 @@ func runFleet(c *call, o *runOpts, plan *ports.Plan, name string, model models.M
 	if mon != nil {
 		mon.start(ctx, c, plan, fl.Links, fl.Status)
 	}
-	stopWatch := watchConfig(ctx, c, fl, c.args[0], plan.CSV, o.noWatch, mon.observer())
+	stopWatch := watchConfig(ctx, c, fl, c.args[0], plan.Vehicles[0].CSV, o.noWatch, mon.observer())
 	stopLine := fleetStatusLine(c, fl)
 	start := time.Now()
 	runErr := fl.Run(ctx)

@@ -46,9 +46,9 @@ func TestCSVRoundTrip(t *testing.T) {
 		t.Errorf("warnings: %v", cfg.Warnings.Error())
 	}
 	got, _ := ports.Compile(cfg)
-	if !got.Layout.Equal(want.Layout) || got.Period != 0.002 || got.SendSkips != 3 || got.Vehicles[0].Local != want.Vehicles[0].Local ||
+	if !got.Vehicles[0].Layout.Equal(want.Vehicles[0].Layout) || got.Period != 0.002 || got.SendSkips != 3 || got.Vehicles[0].Local != want.Vehicles[0].Local ||
 		got.Vehicles[0].Remote != want.Vehicles[0].Remote || len(got.Inputs) != len(want.Inputs) || len(got.Outputs) != len(want.Outputs) {
-		t.Errorf("the plan changed through the CSV: period %v (skips %d), layouts equal %v", got.Period, got.SendSkips, got.Layout.Equal(want.Layout))
+		t.Errorf("the plan changed through the CSV: period %v (skips %d), layouts equal %v", got.Period, got.SendSkips, got.Vehicles[0].Layout.Equal(want.Vehicles[0].Layout))
 	}
 	for i := range got.Outputs {
 		for j := range got.Outputs[i].Fields {

@@ -285,7 +285,7 @@ func runCmd(c *call, o *runOpts) int {
 		cp.SetRemote(link.LocalAddr())
 		em, err := emulator.New(emulator.Config{
 			SimulinkTime: plan.Period, PingTime: plan.PingTime, PhysicsDt: plan.PhysicsDt, FreeRunning: o.freeRunning,
-			Faults: faults, CSV: plan.CSV,
+			Faults: faults, CSV: plan.Vehicles[0].CSV,
 		}, link)
 		if err != nil {
 			return c.fail("run", err)
@@ -302,7 +302,7 @@ func runCmd(c *call, o *runOpts) int {
 	if mon != nil {
 		mon.start(ctx, c, plan, []*coupling.Coupling{cp}, cp.Status)
 	}
-	stopWatch := watchConfig(ctx, c, cp, c.args[0], plan.CSV, o.noWatch, mon.observer())
+	stopWatch := watchConfig(ctx, c, cp, c.args[0], plan.Vehicles[0].CSV, o.noWatch, mon.observer())
 	stopLine := statusLine(c, cp, plan)
 	start := time.Now()
 	runErr := cp.Run(ctx)
