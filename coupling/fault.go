@@ -4,126 +4,87 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
-	"net"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"beamconnect/beamng"
 	"beamconnect/models"
-	"beamconnect/rawudp"
+	"beamconnect/timesync"
 )
 
-// errStepHung is the fault of an in-process model whose step ran past the
-// model timeout.
+// errStepHung is the fault of a model whose step ran past the model timeout.
 var errStepHung = errors.New("the model's step ran longer than the model timeout")
-
-// neutralReply is what BeamNG gets instead of the model's controls while
-// the model is faulted, and when the coupling disconnects: pedals released,
-// wheel torques 0, drive mode back to pedals; steering, gear and the custom
-// slots NaN, which means "keep" (BeamNG's Gen 1 skips a NaN; for Gen 2
-// keepLast resends the last value). In a Gen 2 layout the multiply, add
-// and freeze rows go neutral too (1, 0, 0), so a frozen or scaled pedal
-// is released as well.
-func neutralReply(l *beamng.Layout) []float64 {
-	r := make([]float64, l.Len(beamng.ToBeamNG))
-	for i := range r {
-		r[i] = math.NaN()
-	}
-	zero := []string{"throttle", "brake", "driveMode"}
-	for _, w := range beamng.Wheels {
-		zero = append(zero, "wheel"+w+"_brakingTorque", "wheel"+w+"_propulsionTorque")
-	}
-	for i, s := range l.Signals(beamng.ToBeamNG) {
-		switch {
-		case i == 0:
-		case s.Kind == "multiply":
-			r[i] = 1
-		case s.Kind == "add" || s.Kind == "freeze":
-			r[i] = 0
-		case slices.Contains(zero, s.Name) || s.Meaning != "" && slices.Contains(zero, s.Meaning):
-			r[i] = 0
-		}
-	}
-	return r
-}
 
 // faultState watches the model. A model fault (an exec program that exited
 // or stopped answering, a step that panicked or ran past the model timeout)
-// is logged when it begins, reported as status 4 (error), and answered for
-// with neutral controls, never the model's last ones; BeamNG keeps getting
-// replies, so it does not stall.
+// is logged when it begins, reported as status 4 (error) by every vehicle,
+// and answered for with neutral controls, never the model's last ones;
+// BeamNG keeps getting replies, so it does not stall. It is the stage's:
+// one model, one fault state, whichever vehicle's message steps it.
 type faultState struct {
-	c        *Coupling
+	log      *slog.Logger
+	stats    *Stats
+	clock    timesync.Clock
 	faulter  models.Faulter // nil when the model cannot fail on its own
 	panicked error          // a panic in Step: the model is not stepped again
 	current  error          // the fault in force; nil while healthy
 	since    time.Time
 	timeout  time.Duration
+	active   atomic.Bool // current != nil, for the links' status
 
-	// The hung-step watchdog (for in-process models, whose step runs on
-	// the loop): it answers the pending message with neutral controls once
-	// the step has run past the timeout.
-	conn      atomic.Pointer[net.UDPConn]   // the socket, where Go's
-	sock      atomic.Pointer[rawudp.Socket] // or raw
-	stepStart atomic.Int64                  // unix ns the current step began; 0 outside a step
-	pendingID atomic.Uint64                 // float64 bits of the reply id the step is for; NaN outside Handle
-	firedFor  atomic.Int64                  // the stepStart the watchdog answered for
-	fired     atomic.Bool                   // the watchdog answered the message being handled
+	// The hung-step watchdog, for models whose step may block: it answers
+	// the message being handled with neutral controls once the step has run
+	// past the timeout.
+	watched   bool
+	stepStart atomic.Int64         // unix ns the current step began; 0 outside a step
+	pending   atomic.Pointer[Link] // the link whose message the step is for
+	pendingID atomic.Uint64        // float64 bits of the reply id the step is for
+	firedFor  atomic.Int64         // the stepStart the watchdog answered for
+	fired     atomic.Bool          // the watchdog answered the message being handled
 }
 
-func (f *faultState) init(c *Coupling) {
-	f.c = c
-	f.faulter, _ = c.model.(models.Faulter)
-	f.timeout = time.Duration(c.plan.ModelTimeout * float64(time.Second))
-	f.pendingID.Store(math.Float64bits(math.NaN()))
+func (f *faultState) init(m models.Model, timeout float64, stats *Stats, log *slog.Logger, clock timesync.Clock) {
+	f.log, f.stats, f.clock = log, stats, clock
+	f.faulter, _ = m.(models.Faulter)
+	f.timeout = seconds(timeout)
+	// A model whose step is pure computation cannot hang: no watchdog, and
+	// nothing of it woken while the coupling runs.
+	_, bounded := m.(models.Bounded)
+	f.watched = f.timeout > 0 && !bounded
 }
 
-// active reports whether a fault is in force.
-func (f *faultState) active() bool { return f.current != nil }
-
-// pending tells the watchdog which reply id the current step is for.
-func (f *faultState) pending(replyID float64) { f.pendingID.Store(math.Float64bits(replyID)) }
-
-// step steps the model and reports whether it is faulted, in which case
-// BeamNG must get neutral controls. A panic is recovered: the model is
-// faulted for good (its state can no longer be trusted), and the coupling
-// goes on with neutral controls instead of dying with the last controls
-// applied.
-func (c *Coupling) step(t float64) (faulted bool) {
-	f := &c.fault
-	if c.sh != nil && c.sh.panicked != nil && f.panicked == nil {
-		f.panicked = c.sh.panicked // another vehicle's step panicked: the model is gone for all
+// begin tells the watchdog that a step for link l's reply replyID starts.
+func (f *faultState) begin(l *Link, replyID float64) {
+	if !f.watched {
+		return
 	}
+	f.pending.Store(l)
+	f.pendingID.Store(math.Float64bits(replyID))
+	f.stepStart.Store(f.clock.Now().UnixNano())
+}
+
+// end tells the watchdog the step is over, and reports (once) whether the
+// watchdog answered its message already.
+func (f *faultState) end() (answered bool) {
+	if !f.watched {
+		return false
+	}
+	f.stepStart.Store(0)
+	f.pending.Store(nil)
+	return f.fired.Swap(false)
+}
+
+// step steps the model and reports whether it is faulted. A panic is
+// recovered: the model is faulted for good (its state can no longer be
+// trusted), and the coupling goes on with neutral controls instead of dying
+// with the last controls applied.
+func (f *faultState) step(m models.Model, t float64, outs, ins [][]float64) bool {
 	if f.panicked == nil {
-		c.stepModel(c.modelTime(t))
+		f.run(m, t, outs, ins)
 	}
-	return f.check(c)
-}
-
-func (c *Coupling) stepModel(t float64) {
-	f := &c.fault
-	f.stepStart.Store(time.Now().UnixNano())
-	defer func() {
-		f.stepStart.Store(0)
-		if r := recover(); r != nil {
-			f.panicked = fmt.Errorf("the model panicked: %v", r)
-			if c.sh != nil {
-				c.sh.panicked = f.panicked
-			}
-			c.log.Error("model panicked; it is not stepped again, BeamNG gets neutral controls for the rest of the run",
-				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-	}()
-	c.model.Step(t, c.outs, c.ins)
-}
-
-// check updates the fault state after a step and reports whether the reply
-// must be neutral. It allocates nothing while nothing changes.
-func (f *faultState) check(c *Coupling) bool {
 	var err error
 	switch {
 	case f.panicked != nil:
@@ -134,90 +95,85 @@ func (f *faultState) check(c *Coupling) bool {
 		err = f.faulter.Fault()
 	}
 	if err != f.current {
-		f.transition(c, err)
+		f.transition(err)
 	}
 	return err != nil
 }
 
-// transition logs a fault beginning, changing or ending, and reports it.
-func (f *faultState) transition(c *Coupling, err error) {
-	now := time.Now()
+func (f *faultState) run(m models.Model, t float64, outs, ins [][]float64) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.panicked = fmt.Errorf("the model panicked: %v", r)
+			f.log.Error("model panicked; it is not stepped again, BeamNG gets neutral controls for the rest of the run",
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	m.Step(t, outs, ins)
+}
+
+// transition logs a fault beginning, changing or ending.
+func (f *faultState) transition(err error) {
+	now := f.clock.Now()
 	switch {
 	case f.current == nil:
-		c.stats.ModelFaults.Add(1)
+		f.stats.inc(ModelFaults)
 		f.since = now
 		if err != errStepHung { // the watchdog logged that one when it fired
-			c.log.Error("model fault: BeamNG gets neutral controls (pedals released, wheel torques 0) until the model recovers",
+			f.log.Error("model fault: BeamNG gets neutral controls (pedals released, wheel torques 0) until the model recovers",
 				"fault", err.Error(), "timeout", f.timeout)
 		}
 	case err == nil:
-		c.log.Info("model recovered: its controls go to BeamNG again", "fault", f.current.Error(), "lasted", now.Sub(f.since).Round(time.Millisecond))
+		f.log.Info("model recovered: its controls go to BeamNG again", "fault", f.current.Error(), "lasted", now.Sub(f.since).Round(time.Millisecond))
 	default:
-		c.log.Error("model fault", "fault", err.Error(), "was", f.current.Error())
+		f.log.Error("model fault", "fault", err.Error(), "was", f.current.Error())
 	}
 	f.current = err
-	c.report()
+	f.active.Store(err != nil)
 }
-
-// answeredByWatchdog reports (once) that the watchdog already answered the
-// message just handled.
-func (f *faultState) answeredByWatchdog() bool { return f.fired.Swap(false) }
 
 // watch runs the hung-step watchdog until ctx ends or the returned func is
 // called. It wakes a few times per timeout, reads two atomics, and acts
 // only when a step has run past the timeout: it sends BeamNG neutral
-// controls under the pending reply id, so BeamNG's last controls are not
-// the model's while it hangs, and logs at once.
-func (f *faultState) watch(ctx context.Context) func() {
-	if f.timeout <= 0 {
+// controls under the pending reply id, on the link whose message waits, so
+// BeamNG's last controls are not the model's while it hangs, and logs at
+// once.
+func (f *faultState) watch(ctx context.Context, links []*Link) func() {
+	if !f.watched {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		reply := make([]float64, len(f.c.neutral))
-		tx := make([]byte, 8*len(f.c.neutral))
+	wg.Go(func() {
 		tick := time.NewTicker(max(f.timeout/5, time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case now := <-tick.C:
-				start := f.stepStart.Load()
-				if start == 0 || now.UnixNano()-start < int64(f.timeout) || f.firedFor.Load() == start {
-					continue
-				}
-				f.firedFor.Store(start)
-				id := math.Float64frombits(f.pendingID.Load())
-				conn, sock := f.conn.Load(), f.sock.Load()
-				ran := time.Duration(now.UnixNano() - start).Round(time.Millisecond)
-				if math.IsNaN(id) || (conn == nil && sock == nil) {
-					f.c.log.Error("the model's step is hung (no BeamNG message waits on it)", "running_for", ran, "timeout", f.timeout)
-					continue
-				}
-				copy(reply, f.c.neutral)
-				if f.c.gen2 {
-					f.c.hungMu.Lock()
-					copy(reply, f.c.hungReply) // "keep" resolved: no NaN to a Gen 2 BeamNG
-					f.c.hungMu.Unlock()
-				}
-				reply[0] = id
-				if b, err := beamng.Encode(tx, reply); err == nil {
-					if sock != nil {
-						sock.SendShared(b, f.c.remote)
-					} else {
-						conn.WriteToUDPAddrPort(b, f.c.remote)
-					}
-				}
-				f.fired.Store(true)
-				f.c.stats.NeutralReplies.Add(1)
-				f.c.log.Error("model fault: its step is hung; answered BeamNG with neutral controls (pedals released, wheel torques 0)",
-					"running_for", ran, "timeout", f.timeout, "reply_id", id)
+			case <-tick.C:
+				f.check(f.clock.Now())
 			}
 		}
-	}()
+	})
 	return func() { cancel(); wg.Wait() }
+}
+
+// check fires the watchdog if the step in progress ran past the timeout.
+func (f *faultState) check(now time.Time) {
+	start := f.stepStart.Load()
+	if start == 0 || now.UnixNano()-start < int64(f.timeout) || f.firedFor.Load() == start {
+		return
+	}
+	f.firedFor.Store(start)
+	ran := time.Duration(now.UnixNano() - start).Round(time.Millisecond)
+	l := f.pending.Load()
+	if l == nil {
+		f.log.Error("the model's step is hung (no BeamNG message waits on it)", "running_for", ran, "timeout", f.timeout)
+		return
+	}
+	id := math.Float64frombits(f.pendingID.Load())
+	l.sendNeutral(id)
+	f.fired.Store(true)
+	f.log.Error("model fault: its step is hung; answered BeamNG with neutral controls (pedals released, wheel torques 0)",
+		"running_for", ran, "timeout", f.timeout, "reply_id", id)
 }

@@ -4,32 +4,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
-	"beamconnect/config"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
-
-// The Gen 2 example: the cruise controller binds vehicleGroundSpeed,
-// throttle and brake by meaning and holds its set speed through a
-// CSV-defined coupling, with nothing for BeamNG's side to complain about.
-func TestGen2CruiseHoldsSpeed(t *testing.T) {
-	h := newHarness(t, "../examples/gen2-cruise.json", nil, emulator.Config{Steps: 60000})
-	h.run(t)
-	set := h.plan.ModelParams["setSpeed"].(float64)
-	checkHeld(t, h, set, func(v emulator.Vehicle) float64 { return v.V }, 0.05*set, "speed")
-	if s := h.emSum; s.Stalls != 0 || s.LuaErrors != 0 || s.NaNApplied != 0 || s.Accepted < s.Sent-1 {
-		t.Errorf("BeamNG's side: %v, lua errors %d, NaN applied %d", s, s.LuaErrors, s.NaNApplied)
-	}
-	if f := h.c.Faults(); len(f) != 0 {
-		t.Errorf("faults %q", f)
-	}
-}
 
 // nanEvery writes NaN (or Inf) into the throttle every n-th step and 0.4
 // otherwise.
@@ -49,32 +34,33 @@ func (m *nanEvery) Step(_ float64, _ [][]float64, in [][]float64) {
 	}
 }
 
-// Spec §3.5: one NaN poisons a Gen 2 BeamNG for good. A model's NaN or Inf
-// never reaches it: the last value goes instead, counted and in the faults.
+// One NaN poisons a Gen 2 BeamNG for good. A model's NaN or Inf never
+// reaches it: the last value goes instead, counted and in the faults.
 func TestGen2NeverSendsNaN(t *testing.T) {
-	var m *nanEvery
-	h := newHarness(t, "../examples/gen2-cruise.json", func(p *ports.Plan) models.Model {
-		port, el, ok := p.Find(beamng.ToBeamNG, "throttle")
-		if !ok {
-			t.Fatal("no throttle")
+	synctest.Test(t, func(t *testing.T) {
+		var m *nanEvery
+		h := rig{cfg: load(t, "../examples/gen2-cruise.json"), model: func(p *ports.Plan) models.Model {
+			port, el, ok := p.Find(beamng.ToBeamNG, "throttle")
+			if !ok {
+				t.Fatal("no throttle")
+			}
+			m = &nanEvery{n: 50, port: port, el: el}
+			return m
+		}, em: emulator.Config{Steps: 20000}}.sim(t)
+		h.run(t)
+		if h.emSum.NaNApplied != 0 {
+			t.Errorf("BeamNG applied %d NaNs: it was poisoned", h.emSum.NaNApplied)
 		}
-		m = &nanEvery{n: 50, port: port, el: el}
-		return m
-	}, emulator.Config{Steps: 20000})
-	h.run(t)
-	if h.emSum.NaNApplied != 0 {
-		t.Errorf("BeamNG applied %d NaNs: it was poisoned", h.emSum.NaNApplied)
-	}
-	if got := h.em.Vehicle().Throttle; got != 0.4 {
-		t.Errorf("throttle %v at the end, want 0.4: the controls are not poisoned", got)
-	}
-	st := h.c.Stats()
-	if n := st.NonFinite.Load(); n < int64(m.k/50)-1 {
-		t.Errorf("%d non-finite values counted for %d bad steps", n, m.k/50)
-	}
-	if f := h.c.Faults(); !containsAll(f, "NaN or Inf") {
-		t.Errorf("faults %q", f)
-	}
+		if got := h.em.Vehicle().Throttle; got != 0.4 {
+			t.Errorf("throttle %v at the end, want 0.4: the controls are not poisoned", got)
+		}
+		if n := h.c.Stats().Get(NonFinite); n < int64(m.k/50)-1 {
+			t.Errorf("%d non-finite values counted for %d bad steps", n, m.k/50)
+		}
+		if f := h.s.Faults(); !containsAll(f, "NaN or Inf") {
+			t.Errorf("faults %q", f)
+		}
+	})
 }
 
 // writeGen2 writes a config and CSV pair into a temporary folder.
@@ -87,48 +73,64 @@ func writeGen2(t *testing.T, csv, cfg string) string {
 	return path
 }
 
-// A signalTo row in a group BeamNG does not know cuts its message short
-// (§3.3): the coupling takes the shorter messages, counts them, and the
-// fields past the cut read their invalidValue.
-func TestGen2ShortMessages(t *testing.T) {
-	csv := `Section,Subsection,Parameter Name,Parameter Value,Type,Description,Units,Notes
-signalTo,Kinematics,vehicleGroundSpeed,,number,,,
-signalTo,Mystery,thing,,number,,,
-signalTo,Electrics,rpm,,number,,,
-signalFrom,Driver,throttle,value,number,,,
-signalFrom,Driver,brake,value,number,,,
-connection,,3rd Party Computation Time,0.0049999999999999,number,,,`
-	path := writeGen2(t, csv, `{"version": 2,
-  "outputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "vehicleGroundSpeed"}], [{"propertyName": "rpm", "invalidValue": -1}]]}],
-  "inputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
-  "beamng": {"protocol": "csv", "interface": "rig.csv", "model": "cruise-pedals", "modelParams": {"setSpeed": 10}}}`)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
+// A Gen 2 message that lacks fields the model reads is not data: it never
+// reaches the model, it is answered with neutral controls (a braking reply
+// must not become throttle 1 because the speed read 0), counted, and the
+// run reports it. A whole message after it drives the model again.
+func TestGen2ShortMessageFailsSafe(t *testing.T) {
+	log := &logBuffer{}
+	d := newDirect(t, load(t, "../examples/gen2-cruise.json"), nil, log)
+	from, now := d.from(40000), d.start()
+	layout := d.plan.Vehicles[0].Layout
+	speed, _ := layout.Find(beamng.FromBeamNG, "groundspeed")
+	throttle, _ := layout.Find(beamng.ToBeamNG, "throttle")
+	brake, _ := layout.Find(beamng.ToBeamNG, "brake")
+	d.msg[speed.Index] = 25 // far above the set speed: the model brakes
+	for id := range 5 {
+		d.msg[0] = float64(id)
+		now = now.Add(5 * time.Millisecond)
+		if r, ok := d.send(from, now); !ok || id > 1 && r[brake.Index] == 0 {
+			t.Fatalf("message %d: reply %v, want the model braking", id, r)
+		}
 	}
-	if !strings.Contains(cfg.Warnings.Error(), `BeamNG does not know the group "Mystery"`) {
-		t.Errorf("no warning about the unknown group:\n%v", cfg.Warnings.Error())
+	short, _ := beamng.Encode(make([]byte, 8), []float64{5}) // the id alone
+	r, ok := d.sendRaw(short, from, now.Add(5*time.Millisecond))
+	if !ok || r[throttle.Index] != 0 || r[brake.Index] != 0 || r[0] != 6 {
+		t.Fatalf("the short message's reply %v, want neutral controls (throttle 0, brake 0) with id 6", r)
 	}
-	var rpm []float64
-	h := newHarnessPlan(t, cfg, nil, emulator.Config{Steps: 4000})
-	h.c.opt.OnMessage = func(id, reply float64) { rpm = append(rpm, h.c.outs[2][0]) }
-	h.run(t)
-	st := h.c.Stats()
-	if st.ShortMessages.Load() != st.Messages.Load() || st.Messages.Load() < 390 {
-		t.Errorf("%d messages, %d short", st.Messages.Load(), st.ShortMessages.Load())
+	st := d.l.Stats()
+	if st.Get(ShortMessages) != 1 || st.Get(NeutralReplies) != 1 {
+		t.Errorf("short messages %d, neutral replies %d", st.Get(ShortMessages), st.Get(NeutralReplies))
 	}
-	if len(rpm) == 0 || rpm[len(rpm)-1] != -1 {
-		t.Errorf("rpm past the cut reads %v, want its invalidValue -1", rpm[len(rpm)-1:])
+	d.msg[0] = 6
+	if r, ok := d.send(from, now.Add(10*time.Millisecond)); !ok || r[brake.Index] == 0 {
+		t.Errorf("after the short message: %v, want the model's controls again", r)
 	}
-	if h.em.Vehicle().V < 5 {
-		t.Errorf("speed %v: the coupling did not drive on the short messages", h.em.Vehicle().V)
-	}
-	if f := h.c.Faults(); !containsAll(f, "shorter than") {
+	if f := d.s.Faults(); !containsAll(f, "lacked fields the model reads") {
 		t.Errorf("faults %q", f)
+	}
+	if !log.Has("BeamNG's message lacks fields the model reads") {
+		t.Errorf("log:\n%s", log)
 	}
 }
 
-// Gen 2's neutral controls: a dead model releases the pedals and resets
+// steerThenPanic steers 0.25 with throttle 0.6, then panics.
+type steerThenPanic struct {
+	n                  int
+	throttle, steering ref2
+}
+
+func (m *steerThenPanic) Step(_ float64, out, in [][]float64) {
+	if Status(out[0][0]) != Connected {
+		return
+	}
+	if m.n++; m.n > 1 {
+		panic("the user's model failed")
+	}
+	in[m.throttle.port][m.throttle.elem], in[m.steering.port][m.steering.elem] = 0.6, 0.25
+}
+
+// Gen 2's neutral controls: a faulted model releases the pedals and resets
 // multiply, add and freeze rows; steering keeps its last value, never NaN.
 func TestGen2NeutralReply(t *testing.T) {
 	csv := `Section,Subsection,Parameter Name,Parameter Value,Type,Description,Units,Notes
@@ -140,78 +142,23 @@ signalFrom,Driver,steeringWheelPosition,value,number,,,
 connection,,3rd Party Computation Time,0.0049999999999999,number,,,`
 	path := writeGen2(t, csv, `{"version": 2,
   "outputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "vehicleGroundSpeed"}]]}],
-  "inputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "throttle"}, {"propertyName": "throttle", "params": "multiply", "initialValue": 1},
+  "inputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "throttle"}, {"propertyName": "throttle", "params": "multiply", "initialValue": 2},
     {"propertyName": "throttle", "params": "freeze"}, {"propertyName": "steeringWheelPosition"}]]}],
   "beamng": {"protocol": "csv", "interface": "rig.csv"}}`)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := load(t, path)
 	plan, _ := ports.Compile(cfg)
-	c, err := New(Options{Plan: plan, Model: models.Hold{}, Local: loopback})
-	if err != nil {
-		t.Fatal(err)
+	m := &steerThenPanic{}
+	m.throttle.port, m.throttle.elem, _ = plan.Find(beamng.ToBeamNG, "throttle")
+	m.steering.port, m.steering.elem, _ = plan.Find(beamng.ToBeamNG, "steering")
+	d := newDirect(t, cfg, m, nil)
+	from, now := d.from(40000), d.start()
+	if r, _ := d.send(from, now); r[1] != 0.6 || r[2] != 2 || r[4] != 0.25 {
+		t.Fatalf("the model's reply %v", r)
 	}
-	c.lastSent[4] = 0.25 // the steering last sent
-	copy(c.reply, c.neutral)
-	c.keepLast()
-	want := []float64{0, 1, 0, 0.25}
-	for i, w := range want {
-		if c.reply[i+1] != w {
-			t.Errorf("neutral reply %v, want [id %v]", c.reply, want)
-			break
-		}
-	}
-}
-
-// gen2Example is a coupling of the Gen 2 example, not bound, for Handle.
-func gen2Example(tb testing.TB) (*Coupling, *ports.Plan) {
-	tb.Helper()
-	cfg, err := config.Load("../examples/gen2-cruise.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	plan, _ := ports.Compile(cfg)
-	m, _ := models.New(plan.Model, plan.ModelParams, plan, nil)
-	c, err := New(Options{Plan: plan, Model: m, Local: loopback})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c, plan
-}
-
-func TestGen2HandleAllocs(t *testing.T) {
-	c, plan := gen2Example(t)
-	msg := make([]float64, plan.Vehicles[0].Layout.Len(beamng.FromBeamNG))
-	buf := make([]byte, 8*len(msg))
-	from := c.remote
-	now := time.Now()
-	id := 0.0
-	allocs := testing.AllocsPerRun(1000, func() {
-		msg[0], msg[1] = id, 15
-		id++
-		d, _ := beamng.Encode(buf, msg)
-		now = now.Add(5 * time.Millisecond)
-		if _, ok := c.Handle(d, from, now); !ok {
-			t.Fatal("message dropped")
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per Gen 2 message, want 0", allocs)
-	}
-}
-
-func BenchmarkHandleGen2(b *testing.B) {
-	c, plan := gen2Example(b)
-	msg := make([]float64, plan.Vehicles[0].Layout.Len(beamng.FromBeamNG))
-	buf := make([]byte, 8*len(msg))
-	now := time.Now()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		msg[0], msg[1] = float64(i), 15
-		d, _ := beamng.Encode(buf, msg)
-		now = now.Add(5 * time.Millisecond)
-		c.Handle(d, c.remote, now)
+	d.msg[0] = 1
+	r, _ := d.send(from, now.Add(5*time.Millisecond))
+	if want := []float64{2, 0, 1, 0, 0.25}; !slices.Equal(r, want) {
+		t.Errorf("neutral reply %v, want %v: pedals released, multiply 1, freeze 0, steering as last sent", r, want)
 	}
 }
 
@@ -231,23 +178,14 @@ connection,,3rd Party Computation Time,0.0049999999999999,number,,,`
   "inputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
   "beamng": {"protocol": "csv", "interface": "rig.csv", "model": "cruise-pedals"}}`
 	path := writeGen2(t, csv, cfgText)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, _ := ports.Compile(cfg)
-	m, _ := models.New(plan.Model, plan.ModelParams, plan, nil)
-	c, err := New(Options{Plan: plan, Model: m, Local: loopback})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newDirect(t, load(t, path), nil, nil).s
 	csvPath := filepath.Join(filepath.Dir(path), "rig.csv")
 	os.WriteFile(csvPath, []byte(strings.Replace(csv, "signalTo,Electrics,rpm,,number,,,", "signalTo,Electrics,rpm,,number,engine speed,,", 1)), 0o644)
 	if ch, err := c.ReloadConfig(path, []byte(cfgText)); err != nil || !ch.None() {
 		t.Errorf("a description edit: %v %+v", err, ch)
 	}
 	os.WriteFile(csvPath, []byte(strings.Replace(csv, "signalTo,Electrics,rpm,,number,,,", "signalTo,Electrics,rpm,,number,,,\nsignalTo,Electrics,gear,,number,,,", 1)), 0o644)
-	_, err = c.ReloadConfig(path, []byte(cfgText))
+	_, err := c.ReloadConfig(path, []byte(cfgText))
 	if err == nil || !strings.Contains(err.Error(), "the CSV's message layout") || !strings.Contains(err.Error(), "2 signalTo and 2 signalFrom rows → 3 and 2") {
 		t.Errorf("a new row: %v", err)
 	}

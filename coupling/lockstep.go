@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"log/slog"
 	"math/bits"
 	"time"
 
@@ -48,6 +49,9 @@ const (
 )
 
 type lockstep struct {
+	log    *slog.Logger
+	stats  *Stats
+	ids    *replyIDs   // the link's reply ids: the repair jumps above the highest sent
 	window int         // BeamNG's unanswered
 	sent   []sentReply // ring, by message id: when its reply went out
 	// evidence has one bit per recent message, newest lowest: 1 when BeamNG
@@ -67,7 +71,8 @@ type sentReply struct {
 	at int64   // unix ns the reply was handed to the socket
 }
 
-func (l *lockstep) init(window int) {
+func (l *lockstep) init(log *slog.Logger, stats *Stats, ids *replyIDs, window int) {
+	l.log, l.stats, l.ids = log, stats, ids
 	l.window = max(window, 1)
 	l.sent = make([]sentReply, min(l.window, 256))
 	l.reset()
@@ -98,11 +103,10 @@ func (l *lockstep) replied(id float64, at time.Time) {
 
 // observe looks at the message just handled (before its reply goes out):
 // did it arrive before the reply BeamNG should have waited for?
-func (l *lockstep) observe(c *Coupling, rxAt int64, now time.Time) {
+func (l *lockstep) observe(id float64, rxAt int64, now time.Time) {
 	if rxAt == 0 || l.window > len(l.sent) {
 		return // no arrival times, or a window too wide to track
 	}
-	id := c.msg[0]
 	prev := id - float64(l.window)
 	ahead := false
 	if prev >= 0 {
@@ -116,48 +120,48 @@ func (l *lockstep) observe(c *Coupling, rxAt int64, now time.Time) {
 	recent := bits.OnesCount64(l.evidence & (1<<lockstepWindow - 1))
 	switch {
 	case !l.lost && ahead && recent >= lockstepEvidence:
-		l.lose(c, id, prev, recent, now)
+		l.lose(id, prev, recent, now)
 	case l.lost && ahead:
 		l.quiet = 0
 	case l.lost && l.boost == 0:
 		if l.quiet++; l.quiet >= lockstepQuiet {
-			l.regain(c, now, "BeamNG waits for every reply again")
+			l.regain(now, "BeamNG waits for every reply again")
 		}
 	}
 }
 
-func (l *lockstep) lose(c *Coupling, id, prev float64, recent int, now time.Time) {
+func (l *lockstep) lose(id, prev float64, recent int, now time.Time) {
 	l.lost, l.since, l.quiet = true, now, 0
-	c.stats.LockstepLost.Add(1)
-	c.stats.lockstepSince.Store(now.UnixNano())
+	l.stats.inc(LockstepLost)
+	l.stats.lockstepSince.Store(now.UnixNano())
 	args := []any{"message", id, "sent_before_the_reply_to", prev, "in_the_last", lockstepWindow, "times", recent,
 		"likely", "a late reply of ours was accepted after BeamNG's 2 s timeout reset its window (reordered or delayed on the network), or another program answers BeamNG"}
-	if c.plan.ReplyID == config.ReplyEcho || now.Sub(l.lastRepair) < repairEvery {
-		c.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting", args...)
+	if l.ids.policy == config.ReplyEcho || now.Sub(l.lastRepair) < repairEvery {
+		l.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting", args...)
 		return
 	}
 	l.lastRepair = now
 	// From the next message: the first reply above every id sent so far,
 	// then every other reply repeating the previous id.
-	l.boost = c.maxReplyID - l.lastNormal
+	l.boost = l.ids.max - l.lastNormal
 	l.repeat = false
-	c.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting; repairing its window: reply ids jump above every id sent so their controls apply, then every other reply closes the gap",
+	l.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting; repairing its window: reply ids jump above every id sent so their controls apply, then every other reply closes the gap",
 		append(args, "gap_messages", l.boost)...)
 }
 
-func (l *lockstep) regain(c *Coupling, now time.Time, why string) {
+func (l *lockstep) regain(now time.Time, why string) {
 	d := now.Sub(l.since)
 	l.lost = false
-	c.stats.OutOfLockstep.Add(int64(d))
-	c.stats.lockstepSince.Store(0)
-	c.log.Info("BeamNG is back in lockstep", "why", why, "after", d.Round(time.Millisecond))
+	l.stats.add(OutOfLockstep, int64(d))
+	l.stats.lockstepSince.Store(0)
+	l.log.Info("BeamNG is back in lockstep", "why", why, "after", d.Round(time.Millisecond))
 }
 
 // rebased is told that the reply ids were re-based because BeamNG's window
 // restarted: a lost lockstep ends there.
-func (l *lockstep) rebased(c *Coupling, now time.Time) {
+func (l *lockstep) rebased(now time.Time) {
 	if l.lost {
-		l.regain(c, now, "BeamNG's window restarted")
+		l.regain(now, "BeamNG's window restarted")
 	}
 	l.reset()
 }
@@ -181,11 +185,11 @@ func (l *lockstep) adjust(r, last float64) float64 {
 }
 
 // end closes an open episode when the run ends.
-func (l *lockstep) end(now time.Time, s *Stats) {
+func (l *lockstep) end(now time.Time) {
 	if l.lost {
-		s.OutOfLockstep.Add(int64(now.Sub(l.since)))
-		s.lockstepSince.Store(0)
-		s.openAtEnd.Store(true)
+		l.stats.add(OutOfLockstep, int64(now.Sub(l.since)))
+		l.stats.lockstepSince.Store(0)
+		l.stats.openAtEnd.Store(true)
 		l.lost = false
 	}
 }

@@ -3,12 +3,13 @@ package coupling
 import (
 	"encoding/binary"
 	"math"
-	"runtime"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"beamconnect/beamng/emulator"
-	"beamconnect/config"
+	"beamconnect/models"
+	"beamconnect/ports"
 )
 
 // holdOnce stands between BeamNG's side and its socket and holds one
@@ -57,90 +58,111 @@ func (h *holdOnce) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (i
 // back in lockstep. Before, none of the next 200 replies were applied and
 // nothing was reported.
 func TestLockstepRepair(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("arrival times are read on Linux only")
-	}
-	cfg, err := config.Load("../examples/cruise-pedals.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &logBuffer{}
-	stalled := false
-	var acceptedAfter, gotAfter int64
-	// Paced like BeamNG (frame batches), at 4× real time to keep it short.
-	h := newHarnessAll(t, cfg, nil, emulator.Config{Steps: 12000, FPS: 60, RealTimeFactor: 4, Trace: func(r *emulator.StepRecord) {
-		stalled = stalled || r.TimedOut
-		// The first 200 replies BeamNG receives after the stall.
-		if stalled && r.Got && gotAfter < 200 {
-			gotAfter++
-			if r.Accepted {
-				acceptedAfter++
+	synctest.Test(t, func(t *testing.T) {
+		stalled := false
+		var acceptedAfter, gotAfter int64
+		// Paced like BeamNG (frame batches), at 4× real time; the model
+		// takes 100 µs a step, so that, on the fake clock too, a BeamNG
+		// that does not wait sends before the reply it should wait for.
+		h := rig{cfg: load(t, "../examples/cruise-pedals.json"), model: slowModel(100 * time.Microsecond),
+			em: emulator.Config{Steps: 12000, RealTimeFactor: 4, Trace: func(r *emulator.StepRecord) {
+				stalled = stalled || r.TimedOut
+				// The first 200 replies BeamNG receives after the stall.
+				if stalled && r.Got && gotAfter < 200 {
+					gotAfter++
+					if r.Accepted {
+						acceptedAfter++
+					}
+				}
+			}},
+			wrap: func(_ int, tr emulator.Transport) emulator.Transport { return &holdOnce{Transport: tr, id: 200} },
+		}.sim(t)
+		h.run(t)
+		st := h.c.Stats()
+		if h.emSum.Stalls != 1 || st.Get(StallsRecovered) != 1 {
+			t.Fatalf("the held reply should cost one stall: %v", h.emSum)
+		}
+		if st.Get(LockstepLost) != 1 || st.Get(OutOfLockstep) <= 0 {
+			t.Errorf("lockstep lost %d times for %v; want it seen once\n%s", st.Get(LockstepLost), time.Duration(st.Get(OutOfLockstep)), h.log)
+		}
+		// Half in theory: one per two messages.
+		if frac := float64(acceptedAfter) / float64(gotAfter); frac < 0.4 {
+			t.Errorf("BeamNG applied %d of the %d replies after the stall (%.0f%%): the repair should get half of them through", acceptedAfter, gotAfter, 100*frac)
+		}
+		if d := h.emSum.SendCtr - h.emSum.MaxRecvID; d < 0 || d > 1 {
+			t.Errorf("at the end sendCtr %v, maxRecvId %v: BeamNG is not back in lockstep", h.emSum.SendCtr, h.emSum.MaxRecvID)
+		}
+		for _, want := range []string{"BeamNG is no longer in lockstep", "repairing its window", "BeamNG is back in lockstep"} {
+			if !h.log.Has(want) {
+				t.Errorf("log lacks %q:\n%s", want, h.log)
 			}
 		}
-	}}, func(tr emulator.Transport) emulator.Transport { return &holdOnce{Transport: tr, id: 200} })
-	h.c.log = log.Logger()
-	h.run(t)
-	st := h.c.Stats()
-	if h.emSum.Stalls != 1 || st.StallsRecovered.Load() != 1 {
-		t.Fatalf("the held reply should cost one stall: %v", h.emSum)
-	}
-	if st.LockstepLost.Load() != 1 || st.OutOfLockstep.Load() <= 0 {
-		t.Errorf("lockstep lost %d times for %v; want it seen once\n%s", st.LockstepLost.Load(), time.Duration(st.OutOfLockstep.Load()), log)
-	}
-	// Half in theory (one per two messages); 0.3 leaves room for the
-	// scheduling of both sides in one process, and is still far from the
-	// 1 % without the repair. Busy polling keeps one of this VM's two Ps
-	// spinning, so the in-process emulator's reader shares the other: 0.15
-	// there (24 % seen once on a loaded CI machine).
-	floor := 0.3
-	if testBusyPoll {
-		floor = 0.15
-	}
-	if frac := float64(acceptedAfter) / float64(gotAfter); frac < floor {
-		t.Errorf("BeamNG applied %d of the %d replies after the stall (%.0f%%): the repair should get half of them through", acceptedAfter, gotAfter, 100*frac)
-	}
-	if d := h.emSum.SendCtr - h.emSum.MaxRecvID; d < 0 || d > 1 {
-		t.Errorf("at the end sendCtr %v, maxRecvId %v: BeamNG is not back in lockstep", h.emSum.SendCtr, h.emSum.MaxRecvID)
-	}
-	for _, want := range []string{"BeamNG is no longer in lockstep", "repairing its window", "BeamNG is back in lockstep"} {
-		if !log.Has(want) {
-			t.Errorf("log lacks %q:\n%s", want, log)
+		if f := h.s.Faults(); !containsAll(f, "BeamNG ran out of lockstep 1 times", "BeamNG stalled 1 times") {
+			t.Errorf("faults %q", f)
 		}
+	})
+}
+
+// slowModel is cruise-pedals taking d of (fake) time per step.
+func slowModel(d time.Duration) func(*ports.Plan) models.Model {
+	return func(p *ports.Plan) models.Model {
+		m, _ := models.New("cruise-pedals", p.ModelParams, p, nil)
+		return &sleepy{Model: m, d: d}
 	}
-	if f := h.c.Faults(); !containsAll(f, "BeamNG ran out of lockstep 1 times", "BeamNG stalled 1 times") {
-		t.Errorf("faults %q", f)
-	}
+}
+
+type sleepy struct {
+	models.Model
+	d time.Duration
+}
+
+func (s *sleepy) Step(t float64, out, in [][]float64) {
+	time.Sleep(s.d)
+	s.Model.Step(t, out, in)
 }
 
 // In lockstep nothing is reported: BeamNG never sends before it has the
 // reply, so the watchdog stays quiet through a whole run (paced like
-// BeamNG, in frame batches, and free-running).
+// BeamNG, in frame batches, and free-running), whatever the model costs.
 func TestLockstepQuiet(t *testing.T) {
-	for _, fps := range []float64{0, 60} {
-		h := newHarness(t, "../examples/cruise-pedals.json", nil, emulator.Config{Steps: 4000, FPS: fps})
-		h.run(t)
-		if n := h.c.Stats().LockstepLost.Load(); n != 0 {
-			t.Errorf("fps %v: lockstep lost %d times in lockstep", fps, n)
-		}
-		if f := h.c.Faults(); len(f) != 0 {
-			t.Errorf("fps %v: faults %q", fps, f)
-		}
+	for _, free := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			em := emulator.Config{Steps: 4000}
+			if free {
+				em.FreeRunning, em.StepCost = true, 500*time.Microsecond
+			}
+			h := rig{cfg: load(t, "../examples/cruise-pedals.json"), model: slowModel(100 * time.Microsecond), em: em}.sim(t)
+			h.run(t)
+			if n := h.c.Stats().Get(LockstepLost); n != 0 {
+				t.Errorf("free-running %v: lockstep lost %d times in lockstep", free, n)
+			}
+			if f := h.s.Faults(); len(f) != 0 {
+				t.Errorf("free-running %v: faults %q", free, f)
+			}
+		})
 	}
 }
 
 // A controller restart (a vehicle reset) closes BeamNG's sockets and opens
-// new ones: the coupling takes the new source at id 0, re-bases, and stays
-// in lockstep; nothing is lost or foreign.
+// new ones: the coupling takes the new source once the old port is silent,
+// re-bases, and stays in lockstep; nothing is lost or foreign, and BeamNG,
+// blocked waiting for the reply to its id 0, does not time out.
 func TestControllerRestart(t *testing.T) {
-	var f emulator.Faults
-	emulator.ParseFault("restart@1s", &f)
-	h := newHarness(t, "../examples/cruise-pedals.json", nil, emulator.Config{Steps: 8000, Faults: f})
-	h.run(t)
-	st := h.c.Stats()
-	if st.Restarts.Load() != 1 || st.SourceChanges.Load() != 1 || st.Foreign.Load() != 0 || st.LockstepLost.Load() != 0 {
-		t.Errorf("restarts %d, source changes %d, foreign %d, lockstep lost %d", st.Restarts.Load(), st.SourceChanges.Load(), st.Foreign.Load(), st.LockstepLost.Load())
-	}
-	if h.emSum.Stalls != 0 || h.emSum.Restarts != 1 || h.emSum.SendCtr-h.emSum.MaxRecvID > 1 {
-		t.Errorf("BeamNG %+v", h.emSum)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var f emulator.Faults
+		emulator.ParseFault("restart@1s", &f)
+		h := rig{cfg: load(t, "../examples/cruise-pedals.json"), em: emulator.Config{Steps: 8000, Faults: f}}.sim(t)
+		h.run(t)
+		st := h.c.Stats()
+		if st.Get(Restarts) != 1 || st.Get(SourceChanges) != 1 || st.Get(Foreign) != 0 || st.Get(Strangers) != 0 || st.Get(LockstepLost) != 0 {
+			t.Errorf("restarts %d, source changes %d, foreign %d, strangers %d, lockstep lost %d",
+				st.Get(Restarts), st.Get(SourceChanges), st.Get(Foreign), st.Get(Strangers), st.Get(LockstepLost))
+		}
+		if h.emSum.Stalls != 0 || h.emSum.Restarts != 1 || h.emSum.SendCtr-h.emSum.MaxRecvID > 1 {
+			t.Errorf("BeamNG %+v", h.emSum)
+		}
+		if f := h.s.Faults(); len(f) != 0 {
+			t.Errorf("faults %q", f)
+		}
+	})
 }

@@ -116,24 +116,27 @@ func TestFaultMatrix(t *testing.T) {
 			reported: []string{"BeamNG stalled"}},
 		{name: "dup-replies=0.05", what: "BeamNG drops the copies itself", faults: []string{"dup-replies=0.05", "seed=1"}},
 		{name: "dup-messages=0.05", what: "repeated ids dropped and counted", faults: []string{"dup-messages=0.05", "seed=1"},
-			reported: []string{"repeated id"}},
+			reported: []string{"repeated an id"}},
 		{name: "reorder-replies=0.002", what: "a held reply lands after BeamNG's reset: lockstep lost, window repaired", faults: []string{"reorder-replies=0.002", "seed=1"},
 			steps: 16000, fps: 60, rtf: 4, reported: []string{"BeamNG stalled", "BeamNG ran out of lockstep"}, loss: true},
 		{name: "reorder-messages=0.001", what: "BeamNG waits 2 s for the held message's reply; the late copy is dropped", faults: []string{"reorder-messages=0.001", "seed=1"},
 			reported: []string{"BeamNG stalled"}},
 		{name: "truncate-replies=0.003", what: "a cut reply: BeamNG applies what it carries, or waits 2 s", faults: []string{"truncate-replies=0.003", "seed=2"}},
 		{name: "truncate-messages=0.001", what: "a cut message dropped: BeamNG waits 2 s for its reply", faults: []string{"truncate-messages=0.001", "seed=1"},
-			reported: []string{"wrong size"}},
+			reported: []string{"a length BeamNG does not send"}},
 		{name: "delay-replies=1ms:0.05", what: "BeamNG waits a little longer", faults: []string{"delay-replies=1ms:0.05", "seed=1"}},
 		{name: "delay-messages=1ms:0.05", what: "a message comes a little later", faults: []string{"delay-messages=1ms:0.05", "seed=1"}},
 		{name: "garbage=0.02", what: "junk from BeamNG's port dropped and counted", faults: []string{"garbage=0.02", "seed=1"},
-			reported: []string{"wrong size"}},
+			reported: []string{"a length BeamNG does not send"}},
 		{name: "pause=2500ms@1s", what: "BeamNG's physics hitches: silence, one wrong re-base costs a 2 s stall", faults: []string{"pause=2500ms@1s"},
 			reported: []string{"went silent 1 times", "BeamNG stalled 2 times"}},
 		{name: "restart@1s", what: "controller reloaded: new port, ids from 0, followed", faults: []string{"restart@1s"}},
-		{name: "spoofed datagram", what: "id 1e6 from another port of BeamNG's host: foreign, nothing else",
+		{name: "spoofed datagram", what: "id 1e6 from another port of BeamNG's host: held, dropped as BeamNG goes on sending",
 			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.1", 1e6) },
-			reported: []string{"not BeamNG's"}},
+			reported: []string{"claimed to be a restarted BeamNG"}},
+		{name: "stranger with id 0 while BeamNG sends", what: "id 0 from another port of BeamNG's host: held, dropped, BeamNG keeps control",
+			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.1", 0) },
+			reported: []string{"claimed to be a restarted BeamNG"}},
 		{name: "another host", what: "BeamNG-sized datagrams from 127.0.0.2: foreign, warned once",
 			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.2", 300) },
 			reported: []string{"not BeamNG's"}},
@@ -170,6 +173,7 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "vanished config", what: "the config's folder deleted and re-created while it runs: warned, re-armed, reloaded",
 			during: vanishConfig, fps: 60, steps: 3000},
 		{name: "full disk", what: "the recording's disk fills: whole rows kept, the loss counted and logged at once", disk: 20000,
+			reported: []string{"the recording lost"},
 			check: func(t *testing.T, m *matrixRun) {
 				if m.rec.Lost() == 0 || m.rec.Err() == nil || m.rec.Written()+m.rec.Lost() != m.rec.Rows() {
 					t.Errorf("recording: rows %d, written %d, lost %d, err %v", m.rec.Rows(), m.rec.Written(), m.rec.Lost(), m.rec.Err())
@@ -229,9 +233,6 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 		model = func(p *ports.Plan) models.Model { return row.model(t, p, m.log) }
 	}
 	cfg.ModelTimeout = row.timeout
-	m.h = newHarnessPlan(t, cfg, model, emulator.Config{Steps: steps, Faults: f, FPS: row.fps, RealTimeFactor: row.rtf,
-		Trace: func(r *emulator.StepRecord) { m.trace(r) }})
-	m.h.c.log = m.log.Logger()
 	m.f, _ = os.Create(filepath.Join(t.TempDir(), "run.csv"))
 	defer m.f.Close()
 	var w interface {
@@ -240,8 +241,13 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if row.disk > 0 {
 		w = &fullDisk{File: m.f, room: row.disk}
 	}
-	m.rec = NewRecorder(w, m.h.plan, m.log.Logger())
-	m.h.c.opt.Record = m.rec
+	m.h = rig{cfg: cfg, model: model, em: emulator.Config{Steps: steps, Faults: f, FPS: row.fps, RealTimeFactor: row.rtf,
+		Trace: func(r *emulator.StepRecord) { m.trace(r) }},
+		opts: func(h *harness, o *Options) {
+			h.log, o.Log = m.log, m.log.Logger()
+			m.rec = NewRecorder(w, o.Plan, m.log.Logger())
+			o.Record = m.rec
+		}}.udp(t)
 	var during sync.WaitGroup
 	if row.during != nil {
 		during.Go(func() { row.during(t, m) })
@@ -254,7 +260,7 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	st := m.h.c.Stats()
 
 	// BeamNG back in lockstep, or the loss reported.
-	faults := m.h.c.Faults()
+	faults := m.h.s.Faults()
 	if m.endBad && !(row.loss && containsAll(faults, "still out of lockstep at the end")) {
 		t.Errorf("BeamNG ended out of lockstep, unreported: %v\nfaults %q", m.h.emSum, faults)
 	}
@@ -262,8 +268,8 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	m.rec.Close()
 	b, _ := os.ReadFile(m.f.Name())
 	rows := int64(bytes.Count(b, []byte("\n"))) - int64(bytes.Count(b, []byte(recordHeader)))
-	if row.disk == 0 && (m.rec.Written() != st.Replies.Load() || m.rec.Lost() != 0 || rows != st.Replies.Load()) {
-		t.Errorf("recording: %d rows in the file, %d written, %d lost, for %d replies", rows, m.rec.Written(), m.rec.Lost(), st.Replies.Load())
+	if row.disk == 0 && (m.rec.Written() != st.Get(Replies) || m.rec.Lost() != 0 || rows != st.Get(Replies)) {
+		t.Errorf("recording: %d rows in the file, %d written, %d lost, for %d replies", rows, m.rec.Written(), m.rec.Lost(), st.Get(Replies))
 	}
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		t.Error("the recording ends in a partial row")
@@ -276,15 +282,15 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 		t.Errorf("faults %q, want %q", faults, row.reported)
 	}
 	if row.safe {
-		if !m.neutral || st.ModelFaults.Load() == 0 {
-			t.Errorf("BeamNG never got neutral controls (model faults %d)", st.ModelFaults.Load())
+		if !m.neutral || m.h.s.Values()[ModelFaults] == 0 {
+			t.Errorf("BeamNG never got neutral controls (model faults %d)", m.h.s.Values()[ModelFaults])
 		}
 	}
 	if row.check != nil {
 		row.check(t, m)
 	}
-	if st.Messages.Load() < 100 {
-		t.Errorf("only %d messages in %v", st.Messages.Load(), wall)
+	if st.Get(Messages) < 100 {
+		t.Errorf("only %d messages in %v", st.Get(Messages), wall)
 	}
 
 	back := "yes"
@@ -341,7 +347,7 @@ func sendAfter(t *testing.T, m *matrixRun, n int64, host string, id float64) {
 		return
 	}
 	defer c.Close()
-	for m.h.c.Stats().Messages.Load() < n {
+	for m.h.c.Stats().Get(Messages) < n {
 		time.Sleep(time.Millisecond)
 	}
 	msg := make([]float64, beamng.StateLen)
@@ -367,8 +373,8 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 	w.SetHealthInterval(50 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go w.Run(ctx, func(b []byte) { m.h.c.ReloadConfig(path, b) })
-	for m.h.c.Stats().Messages.Load() < 100 {
+	go w.Run(ctx, func(b []byte) { m.h.s.ReloadConfig(path, b) })
+	for m.h.c.Stats().Get(Messages) < 100 {
 		time.Sleep(time.Millisecond)
 	}
 	os.RemoveAll(dir)
@@ -376,11 +382,11 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 	os.Mkdir(dir, 0o755)
 	os.WriteFile(path, bytes.Replace(src, []byte(`{ "propertyName": "gear" }`), []byte(`{ "propertyName": "gear" }, { "propertyName": "fuel" }`), 1), 0o644)
 	deadline := time.Now().Add(2 * time.Second)
-	for m.h.c.Stats().Reloads.Load() == 0 && time.Now().Before(deadline) {
+	for m.h.s.Values()[Reloads] == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if m.h.c.Stats().Reloads.Load() != 1 || !m.log.Has("the config's folder was removed") || !m.log.Has("the config file is missing") {
-		t.Errorf("reloads %d after the folder came back\n%s", m.h.c.Stats().Reloads.Load(), m.log)
+	if m.h.s.Values()[Reloads] != 1 || !m.log.Has("the config's folder was removed") || !m.log.Has("the config file is missing") {
+		t.Errorf("reloads %d after the folder came back\n%s", m.h.s.Values()[Reloads], m.log)
 	}
 }
 
@@ -392,40 +398,28 @@ func busyPortRow(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := config.Load("../examples/cruise-pedals.json")
-	plan, _ := ports.Compile(cfg)
-	model, _ := models.New("cruise-pedals", plan.ModelParams, plan, nil)
-	log := &logBuffer{}
+	cfg := load(t, "../examples/cruise-pedals.json")
 	port := busy.LocalAddr().(*net.UDPAddr).AddrPort()
-	c, err := New(Options{Plan: plan, Model: model, Log: log.Logger(), Local: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	link, err := emulator.ListenUDP(loopback, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer link.Close()
-	c.SetRemote(link.LocalAddr())
-	em, _ := emulator.New(emulator.Config{SimulinkTime: plan.Period, FreeRunning: true, Steps: 10000}, link)
+	cfg.Vehicles[0].Local = port
 	var freed time.Time
-	go func() {
+	h := rig{cfg: cfg, em: emulator.Config{Steps: 10000}, noBind: true,
+		opts: func(_ *harness, o *Options) { o.Local = netip.AddrPort{} }}.udp(t)
+	h.run(t, func(ctx context.Context) {
 		time.Sleep(600 * time.Millisecond)
 		freed = time.Now()
 		busy.Close()
-	}()
-	runBoth(t, c, em)
-	st := c.Stats()
-	if st.Connects.Load() == 0 || st.BindFailures.Load() < 2 || !log.Has("another program has") {
-		t.Errorf("connects %d, bind failures %d\n%s", st.Connects.Load(), st.BindFailures.Load(), log)
+	})
+	st := h.c.Stats()
+	if st.Get(Connects) == 0 || st.Get(BindFailures) < 2 || !h.log.Has("another program has") {
+		t.Errorf("connects %d, bind failures %d\n%s", st.Get(Connects), st.Get(BindFailures), h.log)
 	}
-	if f := c.Faults(); !containsAll(f, "could not be bound") {
+	if f := h.s.Faults(); !containsAll(f, "could not be bound") {
 		t.Errorf("faults %q", f)
 	}
 	recovered := time.Duration(0)
-	if st.Messages.Load() > 0 {
-		recovered = c.firstAt.Sub(freed)
+	if first := h.c.firstAt; !first.IsZero() {
+		recovered = first.Sub(freed)
 	}
 	return fmt.Sprintf("| busy port | another program holds the client port at start, freed after 0.6 s: bind retried with backoff | BeamNG unanswered until then | yes | - | - | %s (BeamNG answered %s after the port was freed) |\n",
-		strings.Join(c.Faults(), "; "), ms(recovered))
+		strings.Join(h.s.Faults(), "; "), ms(recovered))
 }

@@ -2,12 +2,14 @@ package coupling
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"beamconnect/beamng/emulator"
@@ -113,27 +115,28 @@ func TestRecorderRowAllocs(t *testing.T) {
 // silent too; before, they waited for the next message, and a SIGKILL
 // during a silence lost them.
 func TestRecordFlushedWhileBeamNGSilent(t *testing.T) {
-	f, _ := os.Create(filepath.Join(t.TempDir(), "run.csv"))
-	defer f.Close()
-	var faults emulator.Faults
-	emulator.ParseFault("pause=1500ms@500ms", &faults)
-	h := newHarness(t, "../examples/cruise-pedals.json", nil, emulator.Config{Steps: 1200, Faults: faults})
-	h.c.opt.Record = NewRecorder(f, h.plan, nil)
-	var inFile, answered int64
-	go func() {
-		// Well into BeamNG's pause: what has been answered is on disk.
-		for h.emSum.Pauses == 0 && h.c.Stats().Messages.Load() < 100 {
-			time.Sleep(time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		f, _ := os.Create(filepath.Join(t.TempDir(), "run.csv"))
+		defer f.Close()
+		var faults emulator.Faults
+		emulator.ParseFault("pause=1500ms@500ms", &faults)
+		h := rig{cfg: load(t, "../examples/cruise-pedals.json"), em: emulator.Config{Steps: 1200, Faults: faults},
+			opts: func(_ *harness, o *Options) { o.Record = NewRecorder(f, o.Plan, nil) }}.sim(t)
+		var inFile, answered int64
+		h.run(t, func(ctx context.Context) {
+			for ctx.Err() == nil && h.c.Stats().Get(Messages) < 100 {
+				time.Sleep(time.Millisecond)
+			}
+			// Well into BeamNG's pause: what has been answered is on disk.
+			time.Sleep(800 * time.Millisecond)
+			answered = h.c.Stats().Get(Replies)
+			b, _ := os.ReadFile(f.Name())
+			inFile = int64(bytes.Count(b, []byte("\n"))) - 1
+		})
+		if answered < 100 || inFile != answered {
+			t.Errorf("during BeamNG's silence the file held %d rows of %d answered", inFile, answered)
 		}
-		time.Sleep(800 * time.Millisecond)
-		answered = h.c.Stats().Replies.Load()
-		b, _ := os.ReadFile(f.Name())
-		inFile = int64(bytes.Count(b, []byte("\n"))) - 1
-	}()
-	h.run(t)
-	if answered < 100 || inFile != answered {
-		t.Errorf("during BeamNG's silence the file held %d rows of %d answered", inFile, answered)
-	}
+	})
 }
 
 // --record refuses the config being run, and files that are not a

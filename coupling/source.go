@@ -1,8 +1,11 @@
 package coupling
 
 import (
+	"log/slog"
 	"net/netip"
 	"time"
+
+	"beamconnect/timesync"
 )
 
 // maxIDJump is how far BeamNG's ids may move between two messages beyond
@@ -10,122 +13,149 @@ import (
 // buffer can lose.
 const maxIDJump = 1024
 
-// foreignWarnEvery rate-limits the warning about datagrams that are not
-// BeamNG's.
-const foreignWarnEvery = 5 * time.Second
+// warnEvery rate-limits the warnings about datagrams that are not BeamNG's
+// and about a model's NaN.
+const warnEvery = 5 * time.Second
 
-// sourceState is what the coupling knows of where BeamNG sends from. BeamNG
-// sends from an ephemeral port of its send socket (it only setpeername's,
-// spec §2.1), fixed for a controller's life and new when the controller
-// reloads, so its full address is latched at its first valid message and
-// anything from another address is foreign; a new address is accepted only
-// with id 0 (a reload) or after BeamNG's silence (a new session).
-type sourceState struct {
-	latched netip.AddrPort
+// Taking a new source: BeamNG's sending address may change only once the
+// latched one has been silent this long (at least sourcePeriods periods):
+// longer than BeamNG's pauses between graphics frames (50 ms at its 20 FPS
+// floor), so a BeamNG that still sends is never taken for gone.
+const (
+	sourceSilence = 100 * time.Millisecond
+	sourcePeriods = 10
+)
+
+// source is what a link knows of where BeamNG sends from. BeamNG sends from
+// an ephemeral port of its send socket, fixed for a controller's life and
+// new when the controller reloads (which closes the old socket: the old
+// port falls silent). So its full address is latched at its first valid
+// message; a message from another port of BeamNG's host is taken as BeamNG's
+// only once the latched port has been silent long enough (a reload, or a
+// new session), never while it still sends: a stranger on BeamNG's host
+// cannot take control with one datagram.
+type source struct {
+	log     *slog.Logger
+	stats   *Stats
+	silence time.Duration // how long the latched port must be silent before another is taken
+
+	latched  netip.AddrPort
+	lastSeen time.Time // the latched port's latest well-formed datagram
 	// jumpFrom is an id dropped as an implausible jump: if the next message
 	// continues from it, the jump was BeamNG's own and is followed. -1: none.
 	jumpFrom float64
-	// Rate-limited warnings about datagrams that are not BeamNG's.
-	lastWarn time.Time
-	unwarned int64
-	// Rate-limited warnings about a model's NaN or Inf (Gen 2).
-	nfWarn   time.Time
-	nfUnwarn int64
+
+	// Rate-limited warnings.
+	foreignAt, strangerAt, nanAt time.Time
+	foreignN, strangerN, nanN    int64
+	clock                        timesync.Clock
 }
 
-// nonFinite warns, at once and then at most every 5 s, that the model
-// wrote a NaN or Inf that a Gen 2 BeamNG must never get.
-func (s *sourceState) nonFinite(c *Coupling, field string) {
-	s.nfUnwarn++
-	now := time.Now()
-	if !s.nfWarn.IsZero() && now.Sub(s.nfWarn) < foreignWarnEvery {
-		return
-	}
-	c.log.Warn("the model wrote NaN or Inf: BeamNG's Gen 2 controller has no NaN filter (one NaN stops every control for good), so the last value sent goes instead",
-		"field", field, "count", s.nfUnwarn)
-	s.nfWarn, s.nfUnwarn = now, 0
-}
-
-// latch takes from as BeamNG's sending address.
-func (s *sourceState) latch(from netip.AddrPort) {
-	s.latched = from
+func (s *source) init(log *slog.Logger, stats *Stats, clock timesync.Clock, period time.Duration) {
+	s.log, s.stats, s.clock = log, stats, clock
+	s.silence = max(sourceSilence, sourcePeriods*period)
 	s.jumpFrom = -1
 }
 
-// fromBeamNG reports whether a datagram from addr may be BeamNG's.
-func (c *Coupling) fromBeamNG(addr netip.AddrPort) bool {
-	return addr.Addr().Unmap() == c.remote.Addr().Unmap() && (!c.src.latched.IsValid() || addr == c.src.latched)
+// unlatch forgets BeamNG's address: a new socket, the first message will
+// say where BeamNG sends from.
+func (s *source) unlatch() { s.latched = netip.AddrPort{} }
+
+// latch takes from as BeamNG's sending address.
+func (s *source) latch(from netip.AddrPort, now time.Time) {
+	s.latched, s.lastSeen = from, now
+	s.jumpFrom = -1
 }
 
-// accept decides on a well-formed message from BeamNG's host that does not
-// come from the latched port: a reloaded controller (id 0) or a new session
-// after silence are accepted and latched; anything else is foreign.
-func (s *sourceState) accept(c *Coupling, from netip.AddrPort, id float64, arrival time.Time) bool {
-	switch {
-	case id == 0:
-		c.stats.Restarts.Add(1)
-		c.log.Warn("BeamNG's controller restarted: ids from 0 again, from a new port", "from", from, "was", s.latched)
-	case arrival.Sub(c.lastArrival) >= c.opt.Silence:
-		c.log.Warn("BeamNG sends from a new port after its silence: a new coupling session", "from", from, "was", s.latched,
-			"silent_for", arrival.Sub(c.lastArrival).Round(time.Millisecond), "id", id)
-	default:
-		s.foreign(c, from, c.stateBytes)
-		return false
+// isNew reports whether from is another port than the latched one.
+func (s *source) isNew(from netip.AddrPort) bool { return s.latched.IsValid() && from != s.latched }
+
+// seen notes a well-formed datagram from the latched port: BeamNG still
+// sends.
+func (s *source) seen(now time.Time) { s.lastSeen = now }
+
+// silentFor is how long the latched port has been silent at now.
+func (s *source) silentFor(now time.Time) time.Duration { return now.Sub(s.lastSeen) }
+
+// mayTake reports whether a message from a new port may be taken as
+// BeamNG's at now: the latched port has been silent long enough.
+func (s *source) mayTake(now time.Time) bool { return s.silentFor(now) >= s.silence }
+
+// stranger counts a message from a new port that claimed BeamNG's place
+// while BeamNG's latched port still sent, and warns: at once, naming both
+// addresses, then at most every 5 s.
+func (s *source) stranger(from netip.AddrPort, n int64, now time.Time) {
+	s.stats.add(Strangers, n)
+	s.strangerN += n
+	if !s.strangerAt.IsZero() && now.Sub(s.strangerAt) < warnEvery {
+		return
 	}
-	c.stats.SourceChanges.Add(1)
-	s.latch(from)
-	c.fresh = true // count the reply ids from this message
-	return true
+	s.log.Warn("a datagram from another port of BeamNG's host claimed to be BeamNG while BeamNG's own port still sends: dropped, BeamNG keeps control",
+		"from", from, "beamng", s.latched, "count", s.strangerN,
+		"hint", "another program, or a second BeamNG coupling configured onto this port; a reloaded BeamNG controller is taken once the old port has been silent for "+s.silence.String())
+	s.strangerAt, s.strangerN = now, 0
 }
 
 // plausible rejects an id further ahead than BeamNG can have sent since its
 // last message (at most one per physics step, plus what a full socket
 // buffer can lose), unless the next message continues from it, which only
 // BeamNG itself would do.
-func (s *sourceState) plausible(c *Coupling, id float64, arrival time.Time) bool {
-	limit := c.lastID + maxIDJump + 2*arrival.Sub(c.lastArrival).Seconds()/c.plan.PhysicsDt
+func (s *source) plausible(id, lastID float64, gap time.Duration, physicsDt float64) bool {
+	limit := lastID + maxIDJump + 2*gap.Seconds()/physicsDt
 	if id <= limit {
 		s.jumpFrom = -1
 		return true
 	}
 	if s.jumpFrom >= 0 && id == s.jumpFrom+1 {
-		c.log.Warn("BeamNG's ids jumped and went on from there: following them", "from", c.lastID, "to", id)
+		s.log.Warn("BeamNG's ids jumped and went on from there: following them", "from", lastID, "to", id)
 		s.jumpFrom = -1
 		return true
 	}
 	s.jumpFrom = id
-	c.stats.IDJumps.Add(1)
-	c.log.Warn("dropped a message whose id jumps further than BeamNG can have sent: a stray or spoofed datagram?",
-		"id", id, "last_id", c.lastID, "since", arrival.Sub(c.lastArrival).Round(time.Microsecond))
+	s.stats.inc(IDJumps)
+	s.log.Warn("dropped a message whose id jumps further than BeamNG can have sent: a stray or spoofed datagram?",
+		"id", id, "last_id", lastID, "since", gap.Round(time.Microsecond))
 	return false
 }
 
 // foreign counts a datagram that is not BeamNG's and warns about it, at
 // once for the first and then at most every 5 s, naming the address seen
 // and the one expected: a wrong remoteIP, a second vehicle, or BeamNG
-// configured onto this port. Not on the per-message path of BeamNG's own
-// messages; logging here may allocate.
-func (s *sourceState) foreign(c *Coupling, from netip.AddrPort, size int) {
-	c.stats.Foreign.Add(1)
-	s.unwarned++
-	now := time.Now()
-	if !s.lastWarn.IsZero() && now.Sub(s.lastWarn) < foreignWarnEvery {
+// configured onto this port. Not on the path of BeamNG's own messages;
+// logging here may allocate.
+func (s *source) foreign(from, remote netip.AddrPort, size int, beamngSized bool, now time.Time) {
+	s.stats.inc(Foreign)
+	s.foreignN++
+	if !s.foreignAt.IsZero() && now.Sub(s.foreignAt) < warnEvery {
 		return
 	}
-	n := s.unwarned
-	s.lastWarn, s.unwarned = now, 0
-	beamngSized := c.usable(size)
+	n := s.foreignN
+	s.foreignAt, s.foreignN = now, 0
+	otherHost := from.Addr().Unmap() != remote.Addr().Unmap()
 	switch {
-	case from.Addr().Unmap() != c.remote.Addr().Unmap() && beamngSized:
-		c.log.Warn("datagrams of BeamNG's size come from a host that is not the configured BeamNG: dropped",
-			"from", from, "expected_host", c.remote.Addr(), "count", n,
+	case otherHost && beamngSized:
+		s.log.Warn("datagrams of BeamNG's size come from a host that is not the configured BeamNG: dropped",
+			"from", from, "expected_host", remote.Addr(), "count", n,
 			"hint", "if that is BeamNG, set remoteIP to "+from.Addr().Unmap().String()+"; otherwise another program sends to this port")
-	case from.Addr().Unmap() != c.remote.Addr().Unmap():
-		c.log.Warn("datagrams from a host that is not the configured BeamNG: dropped",
-			"from", from, "expected_host", c.remote.Addr(), "size", size, "count", n)
+	case otherHost:
+		s.log.Warn("datagrams from a host that is not the configured BeamNG: dropped",
+			"from", from, "expected_host", remote.Addr(), "size", size, "count", n)
 	default:
-		c.log.Warn("datagrams from BeamNG's host, but not from the port its coupling sends from: dropped",
+		s.log.Warn("datagrams from BeamNG's host, but not from the port its coupling sends from: dropped",
 			"from", from, "beamng", s.latched, "size", size, "count", n,
-			"hint", "a second vehicle's coupling or another BeamNG sending to this port, or another program; a reloaded controller would start at id 0")
+			"hint", "a second vehicle's coupling or another BeamNG sending to this port, or another program")
 	}
+}
+
+// nonFinite warns, at once and then at most every 5 s, that the model
+// wrote a NaN or Inf that BeamNG must never get.
+func (s *source) nonFinite(field string) {
+	s.nanN++
+	now := s.clock.Now()
+	if !s.nanAt.IsZero() && now.Sub(s.nanAt) < warnEvery {
+		return
+	}
+	s.log.Warn("the model wrote NaN or Inf: BeamNG's Gen 2 controller has no NaN filter (one NaN stops every control for good), so the last value sent goes instead",
+		"field", field, "count", s.nanN)
+	s.nanAt, s.nanN = now, 0
 }

@@ -32,10 +32,9 @@ var webFS embed.FS
 
 // Options set up a Server.
 type Options struct {
-	Plan   *ports.Plan
-	Links  []*coupling.Coupling // one per vehicle, in the plan's order
-	Status func() coupling.Status
-	Ring   *scope.Ring
+	Plan    *ports.Plan
+	Session *coupling.Session
+	Ring    *scope.Ring
 	// Config is the config file's text as the run started with it.
 	Config []byte
 	Log    *slog.Logger
@@ -90,9 +89,9 @@ func New(o Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opt: o, start: time.Now(), log: log, config: o.Config}
-	s.rates = make([]rate, len(o.Links))
-	for i, c := range o.Links {
-		s.StatusChanged(i, c.Status()) // where each starts
+	s.rates = make([]rate, len(o.Session.Links()))
+	for i, l := range o.Session.Links() {
+		s.StatusChanged(i, l.Status()) // where each starts
 	}
 	s.sample(s.start)
 	return s

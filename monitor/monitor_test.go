@@ -31,7 +31,7 @@ var loopback = netip.MustParseAddrPort("127.0.0.1:0")
 // with its monitor served on loopback.
 type rig struct {
 	plan *ports.Plan
-	c    *coupling.Coupling
+	s    *coupling.Session
 	em   *emulator.Emulator
 	srv  *Server
 	url  string
@@ -54,7 +54,7 @@ func newRig(t testing.TB, steps int64) *rig {
 	}
 	r := &rig{plan: plan}
 	ring := scope.New(coupling.ScopeColumns(plan), 20000, 1)
-	r.c, err = coupling.New(coupling.Options{Plan: plan, Model: m, Local: loopback, Scope: ring,
+	r.s, err = coupling.New(coupling.Options{Plan: plan, Model: m, Local: loopback, Scope: ring,
 		OnStatus: func(v int, s coupling.Status) {
 			if r.srv != nil {
 				r.srv.StatusChanged(v, s)
@@ -63,20 +63,20 @@ func newRig(t testing.TB, steps int64) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.c.Bind(); err != nil {
+	if err := r.s.Bind(); err != nil {
 		t.Fatal(err)
 	}
-	link, err := emulator.ListenUDP(loopback, r.c.LocalAddr())
+	link, err := emulator.ListenUDP(loopback, r.s.Link(0).LocalAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { link.Close() })
-	r.c.SetRemote(link.LocalAddr())
+	r.s.Link(0).SetRemote(link.LocalAddr())
 	r.em, err = emulator.New(emulator.Config{SimulinkTime: plan.Period, PingTime: plan.PingTime, FreeRunning: true, Steps: steps}, link)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.srv = New(Options{Plan: plan, Links: []*coupling.Coupling{r.c}, Status: r.c.Status, Ring: ring, Config: []byte(`{"the":"config"}`)})
+	r.srv = New(Options{Plan: plan, Session: r.s, Ring: ring, Config: []byte(`{"the":"config"}`)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func (r *rig) run(t testing.TB) emulator.Summary {
 	ctx, cancel := context.WithTimeout(r.ctx, 60*time.Second)
 	defer cancel()
 	done := make(chan struct{})
-	go func() { r.c.Run(ctx); close(done) }()
+	go func() { r.s.Run(ctx); close(done) }()
 	sum, _ := r.em.Run(ctx)
 	cancel()
 	<-done
@@ -128,13 +128,13 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := r.c.Stats()
+	st := r.s.Link(0).Stats()
 	for _, tt := range []struct {
 		name string
 		want float64
 	}{
-		{"beamconnect_messages_total", float64(st.Messages.Load())},
-		{"beamconnect_replies_total", float64(st.Replies.Load())},
+		{"beamconnect_messages_total", float64(st.Get(coupling.Messages))},
+		{"beamconnect_replies_total", float64(st.Get(coupling.Replies))},
 		{"beamconnect_turnaround_seconds_count", float64(st.Turnaround.Count())},
 		{"beamconnect_stalls_recovered_total", 0},
 		{"beamconnect_reloads_total", 0},
@@ -144,8 +144,8 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", tt.name, got, ok, tt.want)
 		}
 	}
-	if st.Messages.Load() < 1900 {
-		t.Errorf("only %d messages", st.Messages.Load())
+	if st.Get(coupling.Messages) < 1900 {
+		t.Errorf("only %d messages", st.Get(coupling.Messages))
 	}
 	for _, name := range []string{"beamconnect_status", "beamconnect_dropped_total", "beamconnect_overdue_contracts",
 		"beamconnect_turnaround_seconds", "beamconnect_pacing_error_seconds", "beamconnect_out_of_lockstep_seconds_total"} {
@@ -164,7 +164,7 @@ func TestEventsCarryThePlan(t *testing.T) {
 	r := newRig(t, 0) // runs until stopped
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
-	go r.c.Run(ctx)
+	go r.s.Run(ctx)
 	go r.em.Run(ctx)
 
 	resp, err := http.Get(r.url + "/events")
@@ -252,12 +252,12 @@ func TestStalledClient(t *testing.T) {
 	r := newRig(t, 60000)
 	stall(t, r, 3)
 	sum := r.run(t)
-	st := r.c.Stats()
-	if sum.Stalls != 0 || sum.Accepted < sum.Sent-1 || st.Messages.Load() < sum.Sent-1 {
-		t.Errorf("with stalled clients: %v; coupling %d messages", sum, st.Messages.Load())
+	st := r.s.Link(0).Stats()
+	if sum.Stalls != 0 || sum.Accepted < sum.Sent-1 || st.Get(coupling.Messages) < sum.Sent-1 {
+		t.Errorf("with stalled clients: %v; coupling %d messages", sum, st.Get(coupling.Messages))
 	}
-	if d := r.srv.opt.Ring.Dropped(); d > st.Messages.Load()/100 {
-		t.Errorf("the scope dropped %d of %d samples", d, st.Messages.Load())
+	if d := r.srv.opt.Ring.Dropped(); d > st.Get(coupling.Messages)/100 {
+		t.Errorf("the scope dropped %d of %d samples", d, st.Get(coupling.Messages))
 	}
 }
 

@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"encoding/json"
-	"math"
 	"time"
 
 	"beamconnect/coupling"
@@ -57,17 +56,19 @@ func (s *Server) sample(now time.Time) {
 		Uptime: now.Sub(s.start).Seconds(), Config: p.Source, Protocol: p.Protocol.String(), Model: p.Model,
 		PeriodMs: p.Period * 1000, TimeSync: p.TimeSync.String(), ScopeDropped: s.opt.Ring.Dropped(),
 	}
-	overall := coupling.Unconnected
-	if s.opt.Status != nil {
-		overall = s.opt.Status()
-	}
+	sess := s.opt.Session
+	overall := sess.Status()
 	st.Status, st.StatusText = int(overall), overall.String()
 	if overall != coupling.Connected {
 		st.Problems = append(st.Problems, "not connected: "+overall.String())
 	}
-	for i, c := range s.opt.Links {
+	run := sess.Values()
+	st.Reloads, st.ReloadErrors = run[coupling.Reloads], run[coupling.ReloadErrors]
+	links := sess.Links()
+	for i, c := range links {
 		cs := c.Stats()
-		n := cs.Messages.Load()
+		v := cs.Snapshot()
+		n := v[coupling.Messages]
 		r := &s.rates[i]
 		if dt := now.Sub(r.at).Seconds(); dt > 0.1 || r.at.IsZero() {
 			if !r.at.IsZero() {
@@ -76,29 +77,25 @@ func (s *Server) sample(now time.Time) {
 			r.n, r.at = n, now
 		}
 		lost, _ := cs.LockstepLostNow()
-		v := vehicleState{
-			Name: p.Vehicles[i].Name, Status: int(c.Status()), StatusText: c.Status().String(),
-			Time:     math.Float64frombits(cs.LocalTime.Load()),
-			Messages: n, Replies: cs.Replies.Load(), Rate: r.v,
+		vs := vehicleState{
+			Name: c.Name(), Status: int(c.Status()), StatusText: c.Status().String(),
+			Time:     cs.LocalTime(),
+			Messages: n, Replies: v[coupling.Replies], Rate: r.v,
 			TurnaroundP50: us(cs.Turnaround.Quantile(0.5)), TurnaroundP99: us(cs.Turnaround.Quantile(0.99)),
-			StallsRecovered: cs.StallsRecovered.Load(), Overdue: cs.Overdue.Load(), Dropped: cs.Dropped(),
-			Late: cs.Late.Load(), Silences: cs.Silences.Load(), ModelFaults: cs.ModelFaults.Load(),
-			LockstepLost: cs.LockstepLost.Load(), OutOfLockstep: lost,
-		}
-		st.Reloads = max(st.Reloads, cs.Reloads.Load())
-		st.ReloadErrors = max(st.ReloadErrors, cs.ReloadErrors.Load())
-		who := ""
-		if len(s.opt.Links) > 1 {
-			who = v.Name + ": "
+			StallsRecovered: v[coupling.StallsRecovered], Overdue: v[coupling.Overdue], Dropped: v.Dropped(),
+			Late: v[coupling.Late], Silences: v[coupling.Silences], ModelFaults: run[coupling.ModelFaults],
+			LockstepLost: v[coupling.LockstepLost], OutOfLockstep: lost,
 		}
 		if lost {
+			who := ""
+			if len(links) > 1 {
+				who = vs.Name + ": "
+			}
 			st.Problems = append(st.Problems, who+"BeamNG is out of lockstep now")
 		}
-		for _, line := range cs.Problems(c.Plan().ReplyID) {
-			st.Problems = append(st.Problems, who+line)
-		}
-		st.Vehicles = append(st.Vehicles, v)
+		st.Vehicles = append(st.Vehicles, vs)
 	}
+	st.Problems = append(st.Problems, sess.Problems()...)
 	st.Healthy = len(st.Problems) == 0
 	s.mu.Lock()
 	st.History, st.Events = s.history, s.events

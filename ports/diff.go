@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -17,10 +18,14 @@ type Changes struct {
 	// Live describes the changes a reload applies: ports and fields added,
 	// removed or re-mapped, contracts whose schedule or time sync changed.
 	Live []string
+	// Params describes a change of beamng.modelParams ("" when none), the
+	// values as the config writes them. Whether the running model can take
+	// it is the model's to say (models.Tuner).
+	Params string
 }
 
 // None reports whether the plans are the same as far as a run can tell.
-func (c Changes) None() bool { return len(c.RestartOnly) == 0 && len(c.Live) == 0 }
+func (c Changes) None() bool { return len(c.RestartOnly) == 0 && len(c.Live) == 0 && c.Params == "" }
 
 // Diff compares a running plan with a new one. Restart-only are what BeamNG
 // or the socket were started with (addresses, protocol, vehicles, physics
@@ -36,7 +41,9 @@ func Diff(old, new *Plan) Changes {
 	restart("beamng.physicsDt", old.PhysicsDt, new.PhysicsDt)
 	restart("the update period BeamNG sends at (BeamNG was started with simulinkTime "+luaNumber(old.Period)+")", old.Period, new.Period)
 	restart("beamng.model", old.Model, new.Model)
-	restart("beamng.modelParams", old.ModelParams, new.ModelParams)
+	if !reflect.DeepEqual(old.ModelParams, new.ModelParams) {
+		c.Params = "beamng.modelParams " + jsonText(old.ModelParams) + " → " + jsonText(new.ModelParams)
+	}
 	if len(old.Vehicles) != len(new.Vehicles) {
 		restart("the number of vehicles", len(old.Vehicles), len(new.Vehicles))
 	} else {
@@ -63,8 +70,8 @@ func Diff(old, new *Plan) Changes {
 	if old.PingTime != new.PingTime {
 		live("pingTime %g → %g (BeamNG keeps the window it was started with)", old.PingTime, new.PingTime)
 	}
-	diffPorts(&c, "in", beamng.ToBeamNG, old.Inputs, new.Inputs)
-	diffPorts(&c, "out", beamng.FromBeamNG, old.Outputs, new.Outputs)
+	diffPorts(&c, "in", beamng.ToBeamNG, old, new, old.Inputs, new.Inputs)
+	diffPorts(&c, "out", beamng.FromBeamNG, old, new, old.Outputs, new.Outputs)
 	oc, nc := contractsByName(old), contractsByName(new)
 	for name, n := range nc {
 		o, ok := oc[name]
@@ -110,11 +117,25 @@ func FieldKey(dir beamng.Direction, f *Field, contract string) string {
 	return f.Source.String()
 }
 
-// describe lists a port's fields for a diff line.
-func describe(dir beamng.Direction, p *Port) string {
+// jsonText writes a value as a config writes it.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// describe lists a port's fields for a diff line; with several vehicles
+// each field is named with its vehicle.
+func describe(dir beamng.Direction, plan *Plan, p *Port) string {
 	var names []string
 	for i := range p.Fields {
 		f := &p.Fields[i]
+		prefix := ""
+		if len(plan.Vehicles) > 1 {
+			prefix = plan.Vehicles[f.Vehicle].Name + "."
+		}
 		switch f.Source {
 		case Slot:
 			s := f.Signal(dir, 0)
@@ -130,6 +151,7 @@ func describe(dir beamng.Direction, p *Port) string {
 		default:
 			names = append(names, f.Source.String())
 		}
+		names[len(names)-1] = prefix + names[len(names)-1]
 		if f.Initial != 0 {
 			names[len(names)-1] += fmt.Sprintf(" (initial %g)", f.Initial)
 		}
@@ -137,15 +159,15 @@ func describe(dir beamng.Direction, p *Port) string {
 	return "[" + strings.Join(names, ", ") + "]"
 }
 
-func diffPorts(c *Changes, side string, dir beamng.Direction, old, new []Port) {
+func diffPorts(c *Changes, side string, dir beamng.Direction, op, np *Plan, old, new []Port) {
 	for i := 1; i < max(len(old), len(new)); i++ {
 		switch {
 		case i >= len(old):
-			c.Live = append(c.Live, fmt.Sprintf("%s %d added: %s", side, i, describe(dir, &new[i])))
+			c.Live = append(c.Live, fmt.Sprintf("%s %d added: %s", side, i, describe(dir, np, &new[i])))
 		case i >= len(new):
-			c.Live = append(c.Live, fmt.Sprintf("%s %d removed: %s", side, i, describe(dir, &old[i])))
+			c.Live = append(c.Live, fmt.Sprintf("%s %d removed: %s", side, i, describe(dir, op, &old[i])))
 		default:
-			if a, b := describe(dir, &old[i]), describe(dir, &new[i]); a != b {
+			if a, b := describe(dir, op, &old[i]), describe(dir, np, &new[i]); a != b {
 				c.Live = append(c.Live, fmt.Sprintf("%s %d re-mapped: %s → %s", side, i, a, b))
 			}
 		}

@@ -189,3 +189,12 @@ func (e *Engine) Retune(mode Mode, dilation float64) {
 	}
 	e.Mode, e.Dilation, e.anchored = mode, dilation, false
 }
+
+// SleepClock waits with time.Sleep alone: coarse on the real clock (up to
+// a millisecond late), exact on a fake one (testing/synctest), where
+// RealClock's final spin on time.Now would never end.
+type SleepClock struct{}
+
+func (SleepClock) Now() time.Time { return time.Now() }
+
+func (SleepClock) WaitUntil(t time.Time) { time.Sleep(time.Until(t)) }

@@ -186,7 +186,7 @@ type Emulator struct {
 	stop  <-chan struct{} // the run's context: ends a blocking receive early
 	logs  *debugLogs
 	start time.Time
-	gen2  *gen2 // nil for Gen 1
+	side  side // what the controller's generation decides: layout, message, reply
 
 	pauseDone, restartDone bool
 	stopped, stopDone      bool        // the controller is unloaded (stop fault)
@@ -206,25 +206,17 @@ func New(cfg Config, link Transport) (*Emulator, error) {
 		cfg:   cfg,
 		link:  link,
 		veh:   NewVehicle(cfg.Vehicle),
-		out:   make([]float64, beamng.StateLen),
-		in:    make([]float64, beamng.ControlLen),
-		txBuf: make([]byte, 8*beamng.StateLen),
 		rxBuf: make([]byte, beamng.MaxDatagram),
+		side:  newSide(&cfg),
 	}
 	if cfg.Faults.active() {
 		e.link = newFaulty(link, cfg.Faults)
 	}
-	e.ctl.sendSkips = beamng.SendSkips(cfg.SimulinkTime, cfg.PhysicsDt)
-	e.ctl.unanswered = beamng.Unanswered(cfg.PingTime, cfg.SimulinkTime)
-	if cfg.CSV != nil {
-		e.gen2 = newGen2(cfg.CSV)
-		e.out = make([]float64, e.gen2.outLen)
-		e.in = make([]float64, e.gen2.layout.Len(beamng.ToBeamNG))
-		e.txBuf = make([]byte, 8*e.gen2.outLen)
-		e.ctl.sendSkips = cfg.CSV.SendSkips(cfg.PhysicsDt)
-		e.ctl.unanswered = cfg.CSV.Unanswered()
-		e.gen2.reset(e.veh)
-	}
+	e.out = make([]float64, e.side.sendLen())
+	e.in = make([]float64, e.side.layout().Len(beamng.ToBeamNG))
+	e.txBuf = make([]byte, 8*len(e.out))
+	e.ctl.sendSkips, e.ctl.unanswered = e.side.timing(&cfg)
+	e.side.reset(e.veh)
 	e.sum.SendSkips, e.sum.Unanswered = e.ctl.sendSkips, e.ctl.unanswered
 	return e, nil
 }
@@ -237,11 +229,7 @@ func (e *Emulator) Vehicle() *Vehicle { return e.veh }
 // goes and closed at the end, as BeamNG writes them when the coupling stops.
 func (e *Emulator) Run(ctx context.Context) (Summary, error) {
 	if e.cfg.DebugLogs != "" {
-		layout := beamng.Fixed
-		if e.gen2 != nil {
-			layout = e.gen2.layout
-		}
-		l, err := openDebugLogs(e.cfg.DebugLogs, layout)
+		l, err := openDebugLogs(e.cfg.DebugLogs, e.side.layout())
 		if err != nil {
 			return e.sum, err
 		}
@@ -452,58 +440,18 @@ func (e *Emulator) handle(n int) bool {
 		return false
 	}
 	e.ctl.maxRecvID = msg[0]
-	if e.gen2 != nil {
-		if count < e.gen2.inLen {
-			// 0.32/0.33 index the missing slot and raise a Lua error: maxRecvId
-			// is already updated, nothing is applied, the step ends here.
-			e.sum.LuaErrors++
-			e.luaError = true
-			return false
-		}
-		e.sum.Accepted++
-		r.Accepted = true
-		e.sum.NaNApplied += int64(e.gen2.apply(e.veh, msg))
-		return true
+	nans, luaError := e.side.apply(e.veh, msg)
+	if luaError {
+		// The controller raised a Lua error: maxRecvId is already updated,
+		// nothing is applied, the step ends here.
+		e.sum.LuaErrors++
+		e.luaError = true
+		return false
 	}
 	e.sum.Accepted++
+	e.sum.NaNApplied += int64(nans)
 	r.Accepted = true
-	e.apply(msg)
 	return true
-}
-
-// apply sets the vehicle's inputs from an accepted Gen 1 reply. Each field
-// is applied only if it is a number (v == v): NaN keeps the previous value.
-func (e *Emulator) apply(msg []float64) {
-	v := e.veh
-	get := func(i int) (float64, bool) {
-		if i >= len(msg) || msg[i] != msg[i] {
-			return 0, false
-		}
-		return msg[i], true
-	}
-	// input.event(..., FILTER_DIRECT): BeamNG's input system keeps pedals in
-	// [0,1] and steering in [-1,1].
-	if x, ok := get(1); ok {
-		v.Throttle = clamp(x, 0, 1)
-	}
-	if x, ok := get(2); ok {
-		v.Brake = clamp(x, 0, 1)
-	}
-	if x, ok := get(3); ok {
-		v.Steering = clamp(x, -1, 1)
-	}
-	// Element 4, gear, is read and ignored ("needs to be linked").
-	for w := range 4 {
-		if x, ok := get(5 + w); ok {
-			v.DesiredBraking[w] = -x // desiredBrakingTorque = -(brake[i])
-		}
-		if x, ok := get(9 + w); ok {
-			v.Propulsion[w] = x // × wheelDir, which is 1 for every wheel here
-		}
-	}
-	if x, ok := get(13); ok {
-		v.TorqueMode = x >= 0.5
-	}
 }
 
 func clamp(x, lo, hi float64) float64 { return math.Min(hi, math.Max(lo, x)) }
@@ -512,11 +460,7 @@ func clamp(x, lo, hi float64) float64 { return math.Min(hi, math.Max(lo, x)) }
 func (e *Emulator) send() {
 	c, r := &e.ctl, &e.rec
 	e.out[0] = c.id
-	if e.gen2 != nil {
-		e.gen2.fill(e.veh, e.out)
-	} else {
-		e.veh.State(e.out)
-	}
+	e.side.fill(e.veh, e.out)
 	b, _ := beamng.Encode(e.txBuf, e.out) // txBuf is sized for the message
 	if err := e.link.Send(b); err != nil {
 		e.sum.SendErrors++
@@ -579,9 +523,7 @@ func (e *Emulator) Restart() error {
 	v := e.veh
 	v.Throttle, v.Brake, v.Steering, v.TorqueMode = 0, 0, 0, false
 	v.Propulsion, v.DesiredBraking = [4]float64{}, [4]float64{}
-	if e.gen2 != nil {
-		e.gen2.reset(v)
-	}
+	e.side.reset(v)
 	if r, ok := e.link.(Reopener); ok {
 		return r.Reopen()
 	}

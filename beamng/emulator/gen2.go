@@ -13,7 +13,8 @@ import (
 // vehicle, and the From semantics of §3.4, the shared freeze slot and its
 // NaN poisoning included.
 type gen2 struct {
-	layout *beamng.Layout
+	csv    *cosim.File
+	lay    *beamng.Layout
 	outLen int   // doubles sent: 1 + signalTo rows up to the first unknown group
 	toSrc  []int // per To slot: a Gen 1 state index (≥ 1), or a special (< 0), or 0 for "0"
 	state  []float64
@@ -50,7 +51,7 @@ const (
 
 func newGen2(f *cosim.File) *gen2 {
 	l := f.Layout()
-	g := &gen2{layout: l, state: make([]float64, beamng.StateLen), frozen: map[int]float64{-1: 0}}
+	g := &gen2{csv: f, lay: l, state: make([]float64, beamng.StateLen), frozen: map[int]float64{-1: 0}}
 	tos := l.Signals(beamng.FromBeamNG)
 	g.outLen = len(tos)
 	g.toSrc = make([]int, len(tos))
@@ -190,12 +191,24 @@ func (v *Vehicle) special(src int) float64 {
 	return 0
 }
 
-// apply runs §3.4 on an accepted reply of at least inLen doubles: each
-// signal's value, times multiply, plus add, through its freeze slot; the
-// signals without a freeze row all share frozenValues[-1], so one NaN
-// poisons every one of them for good, as in BeamNG. It returns how many
-// applied values were NaN.
-func (g *gen2) apply(v *Vehicle, msg []float64) (nans int) {
+func (g *gen2) layout() *beamng.Layout { return g.lay }
+func (g *gen2) sendLen() int           { return g.outLen }
+
+// timing decodes the CSV's times as BeamNG's controller does.
+func (g *gen2) timing(cfg *Config) (int, int) {
+	return g.csv.SendSkips(cfg.PhysicsDt), g.csv.Unanswered()
+}
+
+// apply runs §3.4 on an accepted reply: each signal's value, times
+// multiply, plus add, through its freeze slot; the signals without a freeze
+// row all share frozenValues[-1], so one NaN poisons every one of them for
+// good, as in BeamNG. It returns how many applied values were NaN. A reply
+// shorter than the From rows raises a Lua error in 0.32/0.33 (it indexes
+// the missing slot): nothing is applied.
+func (g *gen2) apply(v *Vehicle, msg []float64) (nans int, luaError bool) {
+	if len(msg) < g.inLen {
+		return 0, true
+	}
 	at := func(slot int) float64 {
 		if slot < 0 {
 			return 0 // index -1: set to 0.0
@@ -228,7 +241,7 @@ func (g *gen2) apply(v *Vehicle, msg []float64) (nans int) {
 		}
 		g.set(v, fs, out)
 	}
-	return nans
+	return nans, false
 }
 
 // set applies one From signal to the vehicle. A NaN reaches the vehicle as

@@ -192,7 +192,7 @@ func TestGen2FromSemantics(t *testing.T) {
 	}
 	for i, s := range steer {
 		msg := []float64{float64(i + 1), 0.2, 2, 0.1, 0.5, 0.6, s.value, s.freeze, 50, 2, 10}
-		if nans := e.gen2.apply(e.veh, msg); nans != 0 {
+		if nans, _ := e.side.apply(e.veh, msg); nans != 0 {
 			t.Fatalf("%d NaNs", nans)
 		}
 		v := e.veh
@@ -279,7 +279,7 @@ func TestGen2StepAllocs(t *testing.T) {
 		e.rxBuf[0], e.rxBuf[1] = 0, 0
 		putID(e.rxBuf, id)
 		e.handle(len(b))
-		e.gen2.fill(e.veh, e.out)
+		e.side.fill(e.veh, e.out)
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per Gen 2 reply and message, want 0", allocs)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/memnet"
 	"beamconnect/rawudp"
 )
 
@@ -113,36 +114,86 @@ func (q *queue) get(dst []byte, wait time.Duration, stop <-chan struct{}) (int, 
 	return n, true
 }
 
-// PipeEnd is one end of an in-memory datagram link (see Pipe).
+// Mem is BeamNG's side on an in-memory network (package memnet), laid out
+// as BeamNG's controller lays out its sockets: a receive socket bound to
+// BeamNG's address and a send socket on an ephemeral port. Inside
+// testing/synctest every wait runs on the fake clock.
+type Mem struct {
+	net            *memnet.Network
+	listen, client netip.AddrPort
+	depth          int
+	recv, send     *memnet.Conn
+}
+
+// ListenMem binds listen on n and sends to client; depth ≤ 0 is memnet's
+// default queue.
+func ListenMem(n *memnet.Network, listen, client netip.AddrPort, depth int) (*Mem, error) {
+	m := &Mem{net: n, listen: listen, client: client, depth: depth}
+	return m, m.open()
+}
+
+func (m *Mem) open() error {
+	recv, err := m.net.Listen(m.listen, m.depth)
+	if err != nil {
+		return fmt.Errorf("emulator: binding BeamNG's receive address: %w", err)
+	}
+	send, err := m.net.Listen(netip.AddrPortFrom(m.listen.Addr(), 0), 1)
+	if err != nil {
+		recv.Close()
+		return fmt.Errorf("emulator: opening the send socket: %w", err)
+	}
+	m.recv, m.send, m.listen = recv, send, recv.LocalAddr()
+	return nil
+}
+
+func (m *Mem) Send(b []byte) error { return m.send.WriteTo(b, m.client) }
+
+func (m *Mem) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
+	n, _, ok, _ := m.recv.ReadFrom(buf, wait, stop)
+	return n, ok
+}
+
+func (m *Mem) Close() error { return errors.Join(m.recv.Close(), m.send.Close()) }
+
+// Reopen closes both sockets and binds again, as BeamNG's controller does
+// on a reload: what was queued for it is lost, and it sends from a new
+// port.
+func (m *Mem) Reopen() error {
+	m.Close()
+	time.Sleep(reloadTime)
+	return m.open()
+}
+
+// LocalAddr is the address BeamNG's side receives on; SendAddr the one it
+// sends from.
+func (m *Mem) LocalAddr() netip.AddrPort { return m.listen }
+func (m *Mem) SendAddr() netip.AddrPort  { return m.send.LocalAddr() }
+
+// PipeEnd is the client's end of Pipe.
 type PipeEnd struct {
-	in  *queue
-	out *queue
+	conn *memnet.Conn
+	peer netip.AddrPort
 }
 
 // Pipe links BeamNG's side to a client in memory, with depth datagrams of
 // buffering each way. Tests drive the emulator through it inside
 // testing/synctest, where its waits run on the fake clock.
-func Pipe(depth int) (beamngSide, clientSide *PipeEnd) {
-	a, b := newQueue(depth), newQueue(depth)
-	return &PipeEnd{in: a, out: b}, &PipeEnd{in: b, out: a}
+func Pipe(depth int) (beamngSide *Mem, clientSide *PipeEnd) {
+	n := memnet.New()
+	beamngAddr, clientAddr := netip.MustParseAddrPort("127.0.0.1:64891"), netip.MustParseAddrPort("127.0.0.1:64890")
+	c, _ := n.Listen(clientAddr, depth)
+	b, _ := ListenMem(n, beamngAddr, clientAddr, depth)
+	return b, &PipeEnd{conn: c, peer: beamngAddr}
 }
 
-func (p *PipeEnd) Send(b []byte) error {
-	p.out.put(b) // a full queue drops, as a full socket buffer does
-	return nil
-}
+func (p *PipeEnd) Send(b []byte) error { return p.conn.WriteTo(b, p.peer) }
 
 func (p *PipeEnd) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
-	return p.in.get(buf, wait, stop)
+	n, _, ok, _ := p.conn.ReadFrom(buf, wait, stop)
+	return n, ok
 }
 
-func (p *PipeEnd) Close() error { return nil }
-
-// Reopen loses what was queued for BeamNG's side, as closing its socket does.
-func (p *PipeEnd) Reopen() error {
-	p.in.drain()
-	return nil
-}
+func (p *PipeEnd) Close() error { return p.conn.Close() }
 
 // UDP is the emulator's real socket pair, laid out as BeamNG's controller
 // lays out its own: a receive socket bound to BeamNG's address

@@ -229,7 +229,7 @@ func measure(c *call, name, command string, d time.Duration, drv benchDriver) be
 
 	var clientAddr netip.AddrPort
 	var stopClient func() (int64, error)
-	var cp *coupling.Coupling
+	var cp *coupling.Session
 	if command == "" {
 		cfg, err := config.Parse("bench.json", []byte(`{"version": 2, "outputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "groundspeed"}]]}]}`))
 		if err != nil {
@@ -245,7 +245,7 @@ func measure(c *call, name, command string, d time.Duration, drv benchDriver) be
 			res.Error = err.Error()
 			return res
 		}
-		clientAddr = cp.LocalAddr()
+		clientAddr = cp.Link(0).LocalAddr()
 	} else {
 		clientAddr = freeUDPPort()
 	}
@@ -265,7 +265,7 @@ func measure(c *call, name, command string, d time.Duration, drv benchDriver) be
 
 	var wg sync.WaitGroup
 	if cp != nil {
-		cp.SetRemote(link.LocalAddr())
+		cp.Link(0).SetRemote(link.LocalAddr())
 		wg.Add(1)
 		go func() { defer wg.Done(); cp.Run(ctx) }()
 	} else {
@@ -388,7 +388,7 @@ func cmpFloat(a, b float64) int {
 // measureCDriver measures one responder against the external driver: a
 // separate process that binds BeamNG's address, sends and waits in
 // lockstep, and reports what it saw as JSON.
-func measureCDriver(c *call, in benchResult, cp *coupling.Coupling, clientAddr netip.AddrPort, command string, d time.Duration, drv benchDriver) (res benchResult) {
+func measureCDriver(c *call, in benchResult, cp *coupling.Session, clientAddr netip.AddrPort, command string, d time.Duration, drv benchDriver) (res benchResult) {
 	res = in
 	beamngAddr := freeUDPPort()
 	var wg sync.WaitGroup
@@ -396,7 +396,7 @@ func measureCDriver(c *call, in benchResult, cp *coupling.Coupling, clientAddr n
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // before the wait: Run ends when ctx does
 	if cp != nil {
-		cp.SetRemote(beamngAddr)
+		cp.Link(0).SetRemote(beamngAddr)
 		wg.Go(func() { cp.Run(ctx) })
 	} else {
 		stop, err := startResponder(c, command, clientAddr, beamngAddr)

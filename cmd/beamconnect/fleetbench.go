@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"text/tabwriter"
@@ -62,49 +63,33 @@ func benchFleet(ctx context.Context, n int, period, d time.Duration) (fleetResul
 	if err != nil {
 		return r, err
 	}
-	fl, err := coupling.NewFleet(coupling.Options{Plan: plan, Model: models.Hold{}, Local: netip.MustParseAddrPort("127.0.0.1:0")})
+	sess, err := coupling.New(coupling.Options{Plan: plan, Model: models.Hold{}, Local: netip.MustParseAddrPort("127.0.0.1:0")})
 	if err != nil {
 		return r, err
 	}
-	if err := fl.Bind(); err != nil {
+	em, err := emulate(sess, plan, false, slog.New(slog.DiscardHandler), func(v int, cfg *emulator.Config) {
+		cfg.Steps = int64(d.Seconds() / plan.PhysicsDt)
+	})
+	if err != nil {
 		return r, err
 	}
-	steps := int(plan.Period/plan.PhysicsDt + 0.5)
-	var ems []*emulator.Emulator
-	for v, link := range fl.Links {
-		ul, err := emulator.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), link.LocalAddr())
-		if err != nil {
-			return r, err
-		}
-		defer ul.Close()
-		link.SetRemote(ul.LocalAddr())
-		em, err := emulator.New(emulator.Config{SimulinkTime: plan.Period, PingTime: plan.PingTime,
-			Steps: int64(d.Seconds() / plan.PhysicsDt), StartStep: int64(v % steps)}, ul)
-		if err != nil {
-			return r, err
-		}
-		ems = append(ems, em)
-	}
-	ems[0].Attach(ems[1:]...)
+	defer em.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
-	go func() { fl.Run(ctx); close(done) }()
+	go func() { sess.Run(ctx); close(done) }()
 	cpu0, wall0 := cpuTime(), time.Now()
-	sum, _ := ems[0].Run(ctx)
+	em.Run(ctx)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	cancel()
 	<-done
-	r.RealtimeFactor = sum.RealtimeFactor
-	for i, em := range ems {
-		s := em.Summary()
-		if i == 0 {
-			s = sum
-		}
+	r.RealtimeFactor = em.Summary(0).RealtimeFactor
+	for i, l := range sess.Links() {
+		s := em.Summary(i)
 		r.Stalls += s.Stalls
 		r.Sent += s.Sent
 		r.Accepted += s.Accepted
-		r.P99us = max(r.P99us, us(fl.Links[i].Stats().Turnaround.Quantile(0.99)))
+		r.P99us = max(r.P99us, us(l.Stats().Turnaround.Quantile(0.99)))
 	}
 	r.PerSecond = float64(r.Accepted) / wall.Seconds()
 	if cpu > 0 {

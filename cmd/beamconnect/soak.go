@@ -141,12 +141,12 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 	if err != nil {
 		return c.fail("bench", err)
 	}
-	link, err := emulator.ListenUDP(lo, cp.LocalAddr())
+	link, err := emulator.ListenUDP(lo, cp.Link(0).LocalAddr())
 	if err != nil {
 		return c.fail("bench", err)
 	}
 	defer link.Close()
-	cp.SetRemote(link.LocalAddr())
+	cp.Link(0).SetRemote(link.LocalAddr())
 	var eps episodeTracker
 	em, err := emulator.New(emulator.Config{SimulinkTime: beamng.PhysicsDt, PingTime: plan.PingTime, Faults: f, Trace: eps.step}, link)
 	if err != nil {
@@ -158,6 +158,7 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
+	st := cp.Link(0).Stats()
 	wg.Go(func() { cp.Run(ctx) })
 
 	// Memory after a warm-up, then sampled every 10 s.
@@ -177,10 +178,10 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 				runtime.ReadMemStats(&ms)
 				heapMax = max(heapMax, ms.HeapInuse)
 				if first {
-					warm, warmMsgs, warmRSS, first = ms, cp.Stats().Messages.Load(), currentRSS(), false
+					warm, warmMsgs, warmRSS, first = ms, st.Get(coupling.Messages), currentRSS(), false
 				}
-				c.log.Info("soak", "messages", cp.Stats().Messages.Load(), "heap_in_use_mib", float64(ms.HeapInuse)/(1<<20),
-					"stalls", cp.Stats().StallsRecovered.Load(), "lockstep_lost", cp.Stats().LockstepLost.Load())
+				c.log.Info("soak", "messages", st.Get(coupling.Messages), "heap_in_use_mib", float64(ms.HeapInuse)/(1<<20),
+					"stalls", st.Get(coupling.StallsRecovered), "lockstep_lost", st.Get(coupling.LockstepLost))
 			}
 		}
 	})
@@ -190,15 +191,15 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 	wg.Wait()
 	runtime.ReadMemStats(&ms)
 	ds := eps.end()
-	st := cp.Stats()
 	recorder.Close()
+	v := st.Snapshot()
 
 	r := soakResult{
 		Duration: d.String(), Faults: faults,
-		Sent: sum.Sent, Answered: st.Replies.Load(), Accepted: sum.Accepted, Rejected: sum.Rejected,
-		Stalls: sum.Stalls, LockstepLost: st.LockstepLost.Load(), OutOfLockstepS: st.OutOfLockstepTotal().Seconds(),
-		Episodes: len(ds), EndedInLockstep: !eps.open, Dropped: st.Dropped(), Drained: st.Drained.Load(),
-		RecordRows: recorder.Written(), RecordLost: recorder.Lost() + st.Replies.Load() - recorder.Written() - recorder.Lost(),
+		Sent: sum.Sent, Answered: v[coupling.Replies], Accepted: sum.Accepted, Rejected: sum.Rejected,
+		Stalls: sum.Stalls, LockstepLost: v[coupling.LockstepLost], OutOfLockstepS: time.Duration(v[coupling.OutOfLockstep]).Seconds(),
+		Episodes: len(ds), EndedInLockstep: !eps.open, Dropped: v.Dropped(), Drained: v[coupling.Drained],
+		RecordRows: recorder.Written(), RecordLost: v[coupling.Replies] - recorder.Written(),
 		HeapEndMiB: float64(ms.HeapInuse) / (1 << 20), HeapMaxMiB: float64(heapMax) / (1 << 20),
 		RSSEndMiB: float64(currentRSS()) / 1024, GCs: ms.NumGC - warm.NumGC,
 		TurnaroundP50us: us(st.Turnaround.Quantile(0.5)), TurnaroundP99us: us(st.Turnaround.Quantile(0.99)),
@@ -207,7 +208,7 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 	if warm.HeapInuse > 0 {
 		r.HeapStartMiB = float64(warm.HeapInuse) / (1 << 20)
 		r.RSSStartMiB = float64(warmRSS) / 1024
-		if n := st.Messages.Load() - warmMsgs; n > 0 {
+		if n := v[coupling.Messages] - warmMsgs; n > 0 {
 			r.AllocsPerMsg = float64(ms.Mallocs-warm.Mallocs) / float64(n)
 		}
 	}

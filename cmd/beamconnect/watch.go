@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+
+	"beamconnect/config"
+	"beamconnect/coupling"
+	"beamconnect/ports"
+)
+
+// watchConfig reloads the config when its file changes (unless noWatch),
+// or any vehicle's interface CSV does, and on SIGHUP (hup). Every outcome is
+// logged: the diff of an applied reload, or each reason a reload was
+// refused, with file:line:col.
+func watchConfig(ctx context.Context, c *call, sess *coupling.Session, path string, plan *ports.Plan, noWatch bool, hup <-chan os.Signal, obs reloadObserver) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	w := config.NewWatcher(path, 0, c.log)
+	var wg sync.WaitGroup
+	reload := func(data []byte) {
+		ch, err := sess.ReloadConfig(path, data)
+		var ds config.Diagnostics
+		switch {
+		case errors.As(err, &ds):
+			c.log.Warn("config reload refused; the running config stays", "file", path, "errors", ds.Errors())
+			var why []string
+			for _, d := range ds {
+				c.log.Warn(d.String())
+				why = append(why, d.String())
+			}
+			if obs != nil {
+				obs.Refused(why)
+			}
+		case err != nil:
+			c.log.Warn("config reload refused; the running config stays", "file", path, "why", err.Error())
+			if obs != nil {
+				obs.Refused([]string{err.Error()})
+			}
+		case ch.None():
+			c.log.Info("config rewritten with nothing a run can see changed", "file", path)
+		default:
+			lines := ch.Live
+			if ch.Params != "" {
+				lines = append(lines, ch.Params)
+			}
+			c.log.Info("config reloaded", "file", path, "changes", len(lines))
+			for _, l := range lines {
+				c.log.Info("  " + l)
+			}
+			if obs != nil {
+				obs.Reloaded(lines, data)
+			}
+		}
+	}
+	if !noWatch {
+		// A Gen 2 config depends on its vehicles' CSVs too: an edit of one
+		// re-checks the config, and is refused unless the layout stays.
+		seen := map[string]bool{}
+		for _, v := range plan.Vehicles {
+			if v.CSV == nil || seen[v.CSV.Path] {
+				continue
+			}
+			seen[v.CSV.Path] = true
+			csv := v.CSV.Path
+			cw := config.NewWatcher(csv, 0, c.log)
+			wg.Go(func() {
+				cw.Run(ctx, func([]byte) {
+					c.log.Info("an interface CSV changed: re-checking the config", "csv", csv)
+					w.Force()
+				})
+			})
+		}
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				c.log.Info("SIGHUP: reloading the config", "file", path)
+				w.Force()
+				if noWatch {
+					if data, err := os.ReadFile(path); err == nil {
+						reload(data)
+					} else {
+						c.log.Warn("config unreadable", "err", err)
+					}
+				}
+			}
+		}
+	})
+	wg.Go(func() {
+		if noWatch {
+			<-ctx.Done()
+			return
+		}
+		w.Run(ctx, reload)
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}

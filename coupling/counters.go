@@ -1,0 +1,262 @@
+package coupling
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// Counter names one of a run's counters. Each is defined once, in
+// CounterTable; the summary (text and JSON), each vehicle's figures,
+// /metrics, the live page's problems and the exit status are all derived
+// from that table, so a new counter is one line there.
+type Counter uint8
+
+// The counters. Link counters count per vehicle; the others once per run.
+const (
+	Messages        Counter = iota // BeamNG messages handled
+	Replies                        // replies sent
+	NeutralReplies                 // replies with neutral controls instead of the model's
+	Foreign                        // datagrams not from BeamNG's address: dropped
+	Strangers                      // a well-formed id-0 message from a new port while BeamNG still sends: dropped
+	WrongSize                      // datagrams of a length BeamNG does not send: dropped
+	Malformed                      // right length, but the id is not a whole number ≥ 0: dropped
+	Duplicates                     // an id already answered: dropped
+	IDJumps                        // an id further ahead than BeamNG can have sent: dropped
+	ShortMessages                  // messages that lacked fields the model reads: answered with neutral controls
+	LongMessages                   // messages longer than the layout: the extra values ignored
+	NonFinite                      // NaN or Inf values the model wrote that BeamNG must not get
+	Drained                        // stale messages skipped after a (re)connect or a pause
+	StallsRecovered                // BeamNG 2 s timeouts after which reply ids were re-based
+	Late                           // replies withheld because BeamNG had given up on them
+	Restarts                       // BeamNG controller reloads seen (ids from 0 again)
+	SourceChanges                  // BeamNG's sending address latched anew
+	Silences                       // BeamNG went silent while connected
+	stallSilences                  // silences that were BeamNG's own 2 s timeout (not a fault)
+	BindFailures                   // failed binds of the local address (each retried)
+	Connects                       // times BeamNG's messages started coming
+	LockstepLost                   // times BeamNG was seen running ahead of the replies
+	OutOfLockstep                  // ns BeamNG spent out of lockstep, closed episodes
+	Overdue                        // gauge: incoming contracts blocked right now
+	ModelFaults                    // times the model died, hung, panicked or answered badly
+	ModelMissed                    // the model's program answered no request in time
+	ModelDiscarded                 // answers of the model's program that were discarded
+	ModelSkipped                   // requests not sent to the model's program (it was busy)
+	ModelRestarts                  // restarts of the model's program
+	Reloads                        // config reloads applied
+	ReloadErrors                   // config reloads refused
+	RecordRows                     // rows recorded
+	RecordWritten                  // rows in the recording file
+	RecordLost                     // rows that could not be written
+	LogDropped                     // log records dropped because the log's writer could not keep up
+	NumCounters
+)
+
+// CounterInfo defines a counter.
+type CounterInfo struct {
+	Name string // the summary's JSON key; the metric is beamconnect_<Name>_total unless Metric says
+	Help string
+	// Metric and Label, when set, put the counter in a labelled family
+	// (beamconnect_dropped_total{reason="foreign"}).
+	Metric, Label string
+	Run           bool // counted once per run, not per vehicle
+	Gauge         bool // a value now, not a count
+	Hidden        bool // internal: not in the summary or /metrics
+	// Problem, when set, is the line a non-zero value of counter k adds to
+	// the run's faults (v holds every counter of the same vehicle, or of
+	// the run; policy is the reply-id policy); "" when it is not one after
+	// all.
+	Problem func(v *Values, k Counter, policy string) string
+}
+
+// CounterTable defines every counter, in the order the summary lists them.
+var CounterTable = [NumCounters]CounterInfo{
+	Messages:       {Name: "messages", Help: "BeamNG messages handled."},
+	Replies:        {Name: "replies", Help: "Replies sent to BeamNG."},
+	NeutralReplies: {Name: "neutral_replies", Help: "Replies sent with neutral controls (pedals released, wheel torques 0) instead of the model's."},
+	Foreign: {Name: "foreign", Help: "Datagrams not from BeamNG's address (another host, or another port than BeamNG's): dropped.",
+		Metric: "dropped", Label: "foreign",
+		Problem: count("%d datagrams that were not BeamNG's (another host, or another port than BeamNG's) were dropped")},
+	Strangers: {Name: "strangers", Help: "Well-formed messages with id 0 from a new port while BeamNG's own still came: dropped.",
+		Metric: "dropped", Label: "stranger",
+		Problem: count("%d datagrams claimed to be a restarted BeamNG (id 0 from a new port) while BeamNG still sent: dropped, BeamNG kept control")},
+	WrongSize: {Name: "wrong_size", Help: "Datagrams of a length BeamNG does not send: dropped.", Metric: "dropped", Label: "wrong_size",
+		Problem: count("%d datagrams from BeamNG's address had a length BeamNG does not send (the other protocol, or another CSV?): dropped")},
+	Malformed: {Name: "malformed", Help: "Datagrams whose id is not a whole number ≥ 0: dropped.", Metric: "dropped", Label: "malformed",
+		Problem: count("%d datagrams from BeamNG's address had no valid message id: dropped")},
+	Duplicates: {Name: "duplicates", Help: "Messages repeating an id already answered: dropped.", Metric: "dropped", Label: "duplicate",
+		Problem: count("%d datagrams repeated an id already answered: dropped")},
+	IDJumps: {Name: "id_jumps", Help: "Messages whose id jumped further than BeamNG can have sent: dropped.", Metric: "dropped", Label: "id_jump",
+		Problem: count("%d datagrams had an id further ahead than BeamNG can have sent (stray or spoofed?): dropped")},
+	ShortMessages: {Name: "short_messages", Help: "BeamNG messages that lacked fields the model reads: answered with neutral controls.",
+		Problem: count("%d of BeamNG's messages lacked fields the model reads (shorter than the CSV says: a row BeamNG cannot resolve?): each was answered with neutral controls")},
+	LongMessages: {Name: "long_messages", Help: "BeamNG messages longer than the layout: the extra values were ignored.",
+		Problem: count("%d of BeamNG's messages were longer than the CSV says (BeamNG runs another CSV?): the extra values were ignored")},
+	NonFinite: {Name: "non_finite", Help: "NaN or Inf values the model wrote that BeamNG must not get: the last value sent went instead.",
+		Problem: count("the model wrote NaN or Inf %d times: the last value sent went to BeamNG instead (BeamNG's Gen 2 has no NaN filter)")},
+	Drained:         {Name: "drained", Help: "Stale messages skipped after a (re)connect or a pause."},
+	StallsRecovered: {Name: "stalls_recovered", Help: "BeamNG 2 s timeouts after which reply ids were re-based.", Problem: stalls},
+	Late: {Name: "late_replies", Help: "Replies withheld because BeamNG had given up on them.",
+		Problem: count("%d replies were withheld: the model's step took longer than BeamNG waits")},
+	Restarts:      {Name: "restarts", Help: "BeamNG controller reloads seen (ids from 0 again)."},
+	SourceChanges: {Name: "source_changes", Help: "Times BeamNG's sending address was latched anew (a reload, or a new session after silence)."},
+	Silences:      {Name: "silences", Help: "Times BeamNG went silent while connected.", Problem: silences},
+	stallSilences: {Name: "stall_silences", Hidden: true},
+	BindFailures:  {Name: "bind_failures", Help: "Failed binds of the local address (each retried)."},
+	Connects:      {Name: "connects", Help: "Times BeamNG's messages started coming."},
+	LockstepLost:  {Name: "lockstep_lost", Help: "Times BeamNG was seen running ahead of the replies.", Problem: lockstepLine},
+	OutOfLockstep: {Name: "out_of_lockstep_ns", Hidden: true},
+	Overdue:       {Name: "overdue_contracts", Help: "Incoming contracts blocked right now.", Gauge: true},
+	ModelFaults: {Name: "model_faults", Help: "Times the model died, hung, panicked or answered badly.", Run: true,
+		Problem: func(v *Values, _ Counter, _ string) string {
+			return fmt.Sprintf("the model faulted %d times (dead, hung, panicked or answering badly): %d replies carried neutral controls", v[ModelFaults], v[NeutralReplies])
+		}},
+	ModelMissed:    {Name: "model_missed", Help: "Requests the model's program answered too late.", Run: true},
+	ModelDiscarded: {Name: "model_discarded", Help: "Answers of the model's program that were discarded.", Run: true, Problem: count("the model's program gave %d answers that were discarded (see the log for why)")},
+	ModelSkipped:   {Name: "model_skipped", Help: "Requests not sent to the model's program while it was busy.", Run: true},
+	ModelRestarts:  {Name: "model_restarts", Help: "Restarts of the model's program.", Run: true},
+	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},
+	ReloadErrors:   {Name: "reload_errors", Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
+	RecordRows:     {Name: "record_rows", Help: "Rows recorded.", Run: true},
+	RecordWritten:  {Name: "record_written", Help: "Rows written to the recording.", Run: true},
+	RecordLost: {Name: "record_lost", Help: "Recorded rows that could not be written.", Run: true,
+		Problem: func(v *Values, _ Counter, _ string) string {
+			return fmt.Sprintf("the recording lost %d of %d rows (see the log for why)", v[RecordLost], v[RecordRows])
+		}},
+	LogDropped: {Name: "log_dropped", Help: "Log records dropped because the log's writer could not keep up.", Run: true},
+}
+
+// count is a problem line that says how many.
+func count(format string) func(*Values, Counter, string) string {
+	return func(v *Values, k Counter, _ string) string { return fmt.Sprintf(format, v[k]) }
+}
+
+// Values is a snapshot of every counter.
+type Values [NumCounters]int64
+
+func stalls(v *Values, _ Counter, policy string) string {
+	n := v[StallsRecovered]
+	if policy == "echo" {
+		n-- // the S-function's start-up stall, which the echo policy keeps on purpose
+	}
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("BeamNG stalled %d times, waiting 2 s for a reply (reply ids re-based each time)", n)
+}
+
+func silences(v *Values, _ Counter, _ string) string {
+	n := v[Silences] - v[stallSilences]
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("BeamNG went silent %d times while connected, longer than its own 2 s timeout (its coupling stopped, it paused, or it was lost)", n)
+}
+
+func lockstepLine(v *Values, _ Counter, _ string) string {
+	return fmt.Sprintf("BeamNG ran out of lockstep %d times, %.3f s in all", v[LockstepLost], time.Duration(v[OutOfLockstep]).Seconds())
+}
+
+// Stats are one vehicle's counters (or the run's, for Run counters), safe
+// to read while the coupling runs.
+type Stats struct {
+	n          [NumCounters]atomic.Int64
+	Turnaround Histogram // message read → reply written, less any master-sync hold
+	Pacing     Histogram // master time sync: how late each reply went out against its schedule
+
+	localTime     atomic.Uint64 // float64 bits: the local time of the latest message
+	lastArrival   atomic.Int64  // unix ns of the latest BeamNG message
+	lockstepSince atomic.Int64  // unix ns the open out-of-lockstep episode began; 0 in lockstep
+	openAtEnd     atomic.Bool   // the run ended out of lockstep
+	endLink       atomic.Int32  // the link's state when the run was asked to stop
+	endSilence    atomic.Int64  // ns BeamNG had been silent when the run was asked to stop
+}
+
+func (s *Stats) add(k Counter, d int64) int64 { return s.n[k].Add(d) }
+func (s *Stats) inc(k Counter) int64          { return s.n[k].Add(1) }
+
+// Get reads one counter now.
+func (s *Stats) Get(k Counter) int64 { return s.n[k].Load() }
+
+// Set sets a counter (a gauge, or a count kept elsewhere, such as a
+// model's or a recorder's, copied in).
+func (s *Stats) Set(k Counter, v int64) { s.n[k].Store(v) }
+
+// Snapshot reads every counter.
+func (s *Stats) Snapshot() Values {
+	var v Values
+	for k := range s.n {
+		v[k] = s.n[k].Load()
+	}
+	if since := s.lockstepSince.Load(); since != 0 {
+		v[OutOfLockstep] += time.Now().UnixNano() - since
+	}
+	return v
+}
+
+// Dropped counts every datagram dropped as not BeamNG's or not usable.
+func (v *Values) Dropped() int64 {
+	var n int64
+	for k, c := range CounterTable {
+		if c.Metric == "dropped" {
+			n += v[k]
+		}
+	}
+	return n
+}
+
+// Add adds o's counters to v (a run's figures from its vehicles').
+func (v *Values) Add(o *Values) {
+	for k := range v {
+		if CounterTable[k].Gauge {
+			v[k] = max(v[k], o[k])
+			continue
+		}
+		v[k] += o[k]
+	}
+}
+
+// Problems lists, one line each, what the counters say went wrong:
+// datagrams dropped, stalls (less the start-up stall the echo reply-id
+// policy keeps on purpose), withheld replies, model faults, lockstep lost,
+// silences. policy is the reply-id policy.
+func (v *Values) Problems(policy string) []string {
+	var out []string
+	for k, c := range CounterTable {
+		if c.Problem == nil || v[k] <= 0 {
+			continue
+		}
+		if line := c.Problem(v, Counter(k), policy); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// LocalTime is the local time of the latest message.
+func (s *Stats) LocalTime() float64 { return math.Float64frombits(s.localTime.Load()) }
+
+// LastArrival is when BeamNG's latest message came (zero before any).
+func (s *Stats) LastArrival() time.Time {
+	ns := s.lastArrival.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// LockstepLostNow reports whether BeamNG is out of lockstep right now, and
+// since when.
+func (s *Stats) LockstepLostNow() (bool, time.Time) {
+	ns := s.lockstepSince.Load()
+	return ns != 0, time.Unix(0, ns)
+}
+
+// EndedOutOfLockstep reports whether the run ended with BeamNG out of
+// lockstep.
+func (s *Stats) EndedOutOfLockstep() bool { return s.openAtEnd.Load() }
+
+// StatusAtEnd is the connection state when the run was asked to stop,
+// before it disconnected.
+func (s *Stats) StatusAtEnd() Status { return Status(s.endLink.Load()) }

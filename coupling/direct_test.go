@@ -1,0 +1,99 @@
+package coupling
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"beamconnect/beamng"
+	"beamconnect/config"
+	"beamconnect/memnet"
+	"beamconnect/models"
+	"beamconnect/ports"
+)
+
+// direct drives one link's per-message path by hand, message by message:
+// each datagram is handled as if it had just been read from `from` at a
+// given time, and the reply is read where BeamNG listens. No goroutine, no
+// clock: the test says when each message arrives.
+type direct struct {
+	t      testing.TB
+	s      *Session
+	l      *Link
+	plan   *ports.Plan
+	beamng *memnet.Conn // BeamNG's receive socket: the replies land here
+	msg    []float64
+	buf    []byte
+	reply  []float64
+	rx     []byte
+	clock  *manualClock // the session's: it reads the time each message says
+}
+
+// manualClock is the time a direct test says it is.
+type manualClock struct{ now time.Time }
+
+func (c *manualClock) Now() time.Time        { return c.now }
+func (c *manualClock) WaitUntil(t time.Time) { c.now = t }
+
+func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer) *direct {
+	t.Helper()
+	plan, err := ports.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m == nil {
+		if m, err = models.New(plan.Model, plan.ModelParams, plan, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := memnet.New()
+	clock := &manualClock{now: time.Unix(1e9, 0)}
+	o := Options{Plan: plan, Model: m, Listen: ListenMem(n), Clock: clock}
+	if log != nil {
+		o.Log = log.Logger()
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bind(); err != nil {
+		t.Fatal(err)
+	}
+	l := s.Link(0)
+	bn, err := n.Listen(l.Remote(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := plan.Vehicles[0]
+	return &direct{t: t, s: s, l: l, plan: plan, beamng: bn, clock: clock,
+		msg: make([]float64, v.Layout.Len(beamng.FromBeamNG)), buf: make([]byte, beamng.MaxDatagram),
+		reply: make([]float64, v.Layout.Len(beamng.ToBeamNG)), rx: make([]byte, beamng.MaxDatagram)}
+}
+
+// from is an address of BeamNG's host, at port.
+func (d *direct) from(port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(d.l.Remote().Addr(), port)
+}
+
+// start is when the session started (its clock's time at New).
+func (d *direct) start() time.Time { return time.Unix(1e9, 0) }
+
+// send hands the link d.msg (as it stands) from `from` at `at` and returns
+// the reply, or ok false when none went out.
+func (d *direct) send(from netip.AddrPort, at time.Time) (reply []float64, ok bool) {
+	b, _ := beamng.Encode(d.buf, d.msg)
+	return d.sendRaw(b, from, at)
+}
+
+func (d *direct) sendRaw(b []byte, from netip.AddrPort, at time.Time) ([]float64, bool) {
+	d.clock.now = at
+	d.l.handle(b, from, at, 0)
+	n, _, ok, _ := d.beamng.ReadFrom(d.rx, 0, nil)
+	if !ok {
+		return nil, false
+	}
+	if err := beamng.Decode(d.reply, d.rx[:n]); err != nil {
+		d.t.Fatalf("the reply is %d bytes: %v", n, err)
+	}
+	return d.reply, true
+}

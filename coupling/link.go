@@ -1,0 +1,395 @@
+package coupling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"beamconnect/beamng"
+	"beamconnect/contracts"
+	"beamconnect/ports"
+	"beamconnect/timesync"
+)
+
+// Bind retries back off from firstRetry to maxRetry.
+const (
+	firstRetry = 250 * time.Millisecond
+	maxRetry   = 5 * time.Second
+)
+
+// Link couples one vehicle: its socket pair, where BeamNG sends from, its
+// reply ids, the lockstep watchdog, its connection state and its counters.
+// Its loop runs on its own goroutine; the model it steps is the session's.
+type Link struct {
+	index  int
+	name   string
+	log    *slog.Logger
+	clock  timesync.Clock
+	listen Listen
+	stage  *stage
+	opt    *Options
+
+	local, remote netip.AddrPort
+	t             Transport
+	shared        atomic.Pointer[sharedSocket] // t, for the hung-step watchdog
+	retryAt       time.Time                    // when a failed bind is tried again
+	backoff       time.Duration
+
+	// state is the connection state machine, owned by the loop; status is
+	// what is reported: the state, or Error while the model is faulted.
+	state  Status
+	status atomic.Int32
+
+	proto   *beamng.Protocol
+	plan    *ports.Plan          // the plan this link last stepped with
+	need    int                  // doubles of BeamNG's message the model reads
+	slots   [7]int               // where the cross-vehicle properties' data sit
+	in      []contracts.Incoming // by plan contract index (incoming ones used)
+	sync    *timesync.Engine
+	msg     []float64
+	reply   []float64
+	neutral []float64  // the reply's values when the model's cannot be trusted
+	last    []float64  // the last reply's values, which BeamNG has
+	lastMu  sync.Mutex // last, read by the hung-step watchdog
+	rx, tx  []byte
+	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
+	keep    []byte      // drain's newest message
+	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
+	diag    diagnosis
+
+	ids  replyIDs
+	src  source
+	lock lockstep
+
+	lastID       float64
+	lastArrival  time.Time
+	firstID      float64
+	firstAt      time.Time
+	interArrival time.Duration // between the last two BeamNG messages (ping_results[1])
+	fresh        bool          // the next message is the first since (re)connecting
+	silent       bool          // BeamNG went silent while connected, and has not sent since
+
+	stats Stats
+}
+
+func newLink(s *Session, v int, log *slog.Logger) *Link {
+	p := s.opt.Plan
+	veh := p.Vehicles[v]
+	l := &Link{
+		index: v, name: veh.Name, log: log, clock: s.opt.Clock, listen: s.opt.Listen, stage: s.stage, opt: &s.opt,
+		local: veh.Local, remote: veh.Remote,
+		proto: veh.Layout.Protocol,
+		msg:   make([]float64, veh.Layout.Len(beamng.FromBeamNG)), reply: make([]float64, veh.Layout.Len(beamng.ToBeamNG)),
+		neutral: veh.Layout.Protocol.Neutral(veh.Layout),
+		last:    make([]float64, veh.Layout.Len(beamng.ToBeamNG)),
+		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*veh.Layout.Len(beamng.ToBeamNG)),
+		slots: stateSlots(veh.Layout),
+		sync:  timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
+	}
+	l.held.buf = make([]byte, beamng.MaxDatagram)
+	l.keep = make([]byte, 0, beamng.MaxDatagram+1)
+	l.diag.startCommand = p.StartCommand(v)
+	if s.opt.Local.IsValid() {
+		l.local = s.opt.Local
+	}
+	copy(l.last, veh.Template) // what BeamNG holds before the first reply, as far as we know
+	l.src.init(log, &l.stats, s.opt.Clock, seconds(p.Period))
+	l.lock.init(log, &l.stats, &l.ids, p.Unanswered)
+	l.ids.policy = p.ReplyID
+	l.rebind(p)
+	l.status.Store(int32(Unknown))
+	return l
+}
+
+// rebind moves the link to plan p (at the start, and after a reload):
+// contracts keep their state by name.
+func (l *Link) rebind(p *ports.Plan) {
+	in := make([]contracts.Incoming, len(p.Contracts))
+	for i, ct := range p.Contracts {
+		in[i] = contracts.Incoming{Schedule: ct.Schedule, Overdue: ct.Overdue}
+		in[i].Start(l.sync.IdleTime())
+		if l.plan == nil {
+			continue
+		}
+		for j, oc := range l.plan.Contracts {
+			if oc.Name == ct.Name {
+				st := l.in[j]
+				st.Schedule, st.Overdue = ct.Schedule, ct.Overdue
+				in[i] = st
+			}
+		}
+	}
+	if l.plan != nil && (l.plan.TimeSync != p.TimeSync || l.plan.TimeDilation != p.TimeDilation) {
+		l.sync.Retune(p.TimeSync, p.TimeDilation)
+	}
+	l.plan, l.in = p, in
+	l.need = p.Vehicles[l.index].Need
+	l.ids.policy = p.ReplyID
+}
+
+// sharedSocket hands the link's socket to the hung-step watchdog.
+type sharedSocket struct{ t Transport }
+
+// Name is the vehicle's name (its remoteObject).
+func (l *Link) Name() string { return l.name }
+
+// Status is the reported connection status: the link's, or Error while the
+// model is faulted.
+func (l *Link) Status() Status { return Status(l.status.Load()) }
+
+// Stats are the vehicle's live counters.
+func (l *Link) Stats() *Stats { return &l.stats }
+
+// LocalAddr is the address bound (valid once bound).
+func (l *Link) LocalAddr() netip.AddrPort { return l.local }
+
+// SetRemote sets BeamNG's address before Run (the in-process emulator's
+// port is known only once it is bound).
+func (l *Link) SetRemote(a netip.AddrPort) { l.remote = a }
+
+// Remote is BeamNG's address the replies go to.
+func (l *Link) Remote() netip.AddrPort { return l.remote }
+
+// Sync is the vehicle's simulation clock. Read it after Run.
+func (l *Link) Sync() *timesync.Engine { return l.sync }
+
+// SimTime is the remote simulation time the run covered: from BeamNG's
+// first message to its latest.
+func (l *Link) SimTime() float64 {
+	if l.stats.Get(Messages) == 0 {
+		return 0
+	}
+	return l.sync.Remote(l.lastID) - l.sync.Remote(l.firstID)
+}
+
+// setState moves the connection state machine.
+func (l *Link) setState(s Status) {
+	l.state = s
+	l.report()
+}
+
+// report recomputes the reported status and logs a change.
+func (l *Link) report() {
+	s := l.state
+	if l.stage.fault.active.Load() && (s == Connecting || s == Connected) {
+		s = Error
+	}
+	old := Status(l.status.Swap(int32(s)))
+	if old == s {
+		return
+	}
+	l.log.Info("connection status", "status", int(s), "is", s.String(), "was", old.String())
+	if l.opt.OnStatus != nil {
+		l.opt.OnStatus(l.index, s)
+	}
+}
+
+// run is the link's loop: the connection state machine around receive.
+func (l *Link) run(ctx context.Context) error {
+	defer l.closeSocket()
+	// Local time starts with the run.
+	l.sync = timesync.NewEngine(l.plan.TimeSync, l.plan.TimeDilation, l.plan.Period, l.clock)
+	for i := range l.in {
+		l.in[i].Start(0)
+	}
+	if l.t == nil {
+		l.setState(Unconnected)
+	} else {
+		l.log.Info("waiting for BeamNG", "bound", l.local, "beamng", l.remote)
+	}
+	for ctx.Err() == nil {
+		directive := l.stage.directive()
+		switch l.state {
+		case Unconnected:
+			if directive {
+				if l.connect() == nil {
+					l.log.Info("waiting for BeamNG", "bound", l.local, "beamng", l.remote)
+				}
+				continue
+			}
+			l.idle(ctx)
+		case Error:
+			// VS Connect "perpetually attempts to reconnect": retry the bind
+			// with backoff while the directive asks for a connection.
+			if !directive {
+				l.setState(Unconnected)
+				continue
+			}
+			if !l.clock.Now().Before(l.retryAt) {
+				if l.connect() == nil {
+					l.log.Info("bound after retrying; waiting for BeamNG", "bound", l.local, "beamng", l.remote)
+				}
+				continue
+			}
+			l.idle(ctx)
+		default: // Connecting, Connected
+			if !directive {
+				l.disconnect()
+				continue
+			}
+			l.receive()
+		}
+		if l.index == 0 && l.opt.Record != nil {
+			// Whole rows every 250 ms, while BeamNG is silent too, so a crash
+			// or a silence loses at most that much; it never blocks.
+			l.opt.Record.FlushEvery(l.clock.Now(), 250*time.Millisecond)
+		}
+	}
+	l.finish()
+	return nil
+}
+
+// finish notes how the run ended for this vehicle and leaves BeamNG with
+// neutral controls, not the last ones.
+func (l *Link) finish() {
+	now := l.clock.Now()
+	l.stats.endLink.Store(int32(l.state))
+	if l.silent {
+		// A silence the run's end cut short: say how long it lasted rather
+		// than calling it longer than BeamNG's 2 s timeout.
+		gap := now.Sub(l.lastArrival)
+		l.stats.endSilence.Store(int64(gap))
+		if gap < stallGap {
+			l.stats.inc(stallSilences)
+		}
+	}
+	if l.state == Connected || l.state == Connecting {
+		l.disconnect()
+	}
+	l.lock.end(now)
+}
+
+// idle steps the model with no new data, then waits a little.
+func (l *Link) idle(ctx context.Context) {
+	st := l.enter()
+	st.step(l.sync.IdleTime())
+	st.unlock()
+	t := time.NewTimer(idleStep)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// connect binds the local address. On failure the status is Error and the
+// loop tries again after a backoff, for as long as the directive asks for a
+// connection.
+func (l *Link) connect() error {
+	if l.t != nil {
+		return nil
+	}
+	t, err := l.listen(l.local)
+	if err != nil {
+		return l.bindFailed(err)
+	}
+	l.backoff = 0
+	l.t = t
+	l.shared.Store(&sharedSocket{t})
+	l.local = t.LocalAddr()
+	l.fresh = true
+	l.src.unlatch() // the first message will say where BeamNG sends from
+	l.diag.boundAt = l.clock.Now()
+	l.setState(Connecting)
+	l.log.Debug("bound", "addr", l.local)
+	return nil
+}
+
+// bindFailed logs a failed bind and schedules the next try.
+func (l *Link) bindFailed(err error) error {
+	l.stats.inc(BindFailures)
+	wait := l.retryLater()
+	l.log.Error("cannot bind the local address; retrying", "addr", l.local, "err", err,
+		"retry_in", wait, "hint", bindHint(err, l.local))
+	l.setState(Error)
+	return fmt.Errorf("coupling: cannot bind %v: %w", l.local, err)
+}
+
+// retryLater schedules the next bind, backing off.
+func (l *Link) retryLater() time.Duration {
+	l.backoff = min(max(2*l.backoff, firstRetry), maxRetry)
+	l.retryAt = l.clock.Now().Add(l.backoff)
+	return l.backoff
+}
+
+// bindHint says what usually causes a bind error.
+func bindHint(err error, addr netip.AddrPort) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Sprintf("another program has %v: a second beamconnect on this config, BeamNG's Simulink S-function or FMU, or a second vehicle on the same port? (on Linux: ss -ulpn 'sport = :%d')", addr, addr.Port())
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return fmt.Sprintf("%v is not an address of this machine: check beamng.localIP", addr.Addr())
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Sprintf("port %d needs privileges: use a port above 1023", addr.Port())
+	}
+	return "check beamng.localIP and beamng.localPort"
+}
+
+// socketFailed closes a socket that failed for good and binds again later.
+func (l *Link) socketFailed(err error) {
+	wait := l.retryLater()
+	l.log.Error("socket failed; binding again", "err", err, "retry_in", wait)
+	l.closeSocket()
+	l.setState(Error)
+}
+
+func (l *Link) closeSocket() {
+	if l.t == nil {
+		return
+	}
+	l.shared.Store(nil)
+	l.t.Close()
+	l.t = nil
+}
+
+// disconnect sends neutral controls (pedals released, wheel torques 0,
+// drive mode back to pedals), releases the port and goes unconnected.
+func (l *Link) disconnect() {
+	l.setState(Disconnecting)
+	if l.t != nil && l.stats.Get(Messages) > 0 {
+		l.send(l.neutralReply(l.ids.last + 1))
+	}
+	l.closeSocket()
+	l.setState(Unconnected)
+}
+
+// neutralReply builds the neutral reply with id, made safe, into the tx
+// buffer.
+func (l *Link) neutralReply(id float64) []byte {
+	copy(l.reply, l.neutral)
+	l.reply[0] = id
+	l.lastMu.Lock()
+	l.proto.Safe(l.reply, l.last)
+	l.lastMu.Unlock()
+	b, _ := beamng.Encode(l.tx, l.reply) // tx is sized for the reply
+	return b
+}
+
+// send writes a reply to BeamNG.
+func (l *Link) send(b []byte) error { return l.t.Send(b, l.remote) }
+
+// sendNeutral answers the message being handled with neutral controls, from
+// the hung-step watchdog's goroutine while the loop waits on the model.
+func (l *Link) sendNeutral(id float64) {
+	p := l.shared.Load()
+	if p == nil {
+		return
+	}
+	reply := make([]float64, len(l.neutral)) // rare path: may allocate
+	copy(reply, l.neutral)
+	reply[0] = id
+	l.lastMu.Lock()
+	last := append([]float64(nil), l.last...)
+	l.lastMu.Unlock()
+	l.proto.Safe(reply, last) // "keep" resolved where BeamNG has no NaN filter
+	if b, err := beamng.Encode(make([]byte, 8*len(reply)), reply); err == nil {
+		p.t.SendShared(b, l.remote)
+	}
+	l.stats.inc(NeutralReplies)
+}

@@ -1,0 +1,276 @@
+// Package coupling runs the tight coupling of one config with BeamNG: a
+// Session holds a Link per vehicle (its socket, where BeamNG sends from,
+// its reply ids and lockstep, its counters) and one model with its port
+// vectors, stepped by every vehicle's messages. One vehicle is a session
+// of one link; there is no other path.
+//
+// It fails safe. Datagrams that are not BeamNG's (another host, another
+// port while BeamNG's own still sends, an implausible id) are dropped and
+// reported; a message that lacks data the model reads, a model that dies,
+// hangs or panics, are answered with neutral controls; a bind that fails is
+// retried with backoff; a watchdog sees, and where the protocol allows
+// repairs, a BeamNG that is no longer in lockstep. Every fault is logged
+// when it happens and listed by Faults at the end.
+package coupling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"beamconnect/models"
+	"beamconnect/ports"
+	"beamconnect/scope"
+	"beamconnect/timesync"
+)
+
+// stallGap bounds a silence that is BeamNG's own 2 s blocking timeout
+// (reported as a stall) rather than BeamNG lost.
+const stallGap = 2300 * time.Millisecond
+
+// RebaseGap is how long BeamNG may be silent before beamconnect assumes its
+// controller timed out (2.0 s) and reset its window: reply ids then restart
+// so BeamNG goes back to lockstep instead of keeping a standing backlog. A
+// reply later than this is not sent: BeamNG gave up on it.
+const RebaseGap = 1900 * time.Millisecond
+
+// idleStep is how long a read waits before the loop looks around (the
+// directive, silence, overdue contracts) and steps the model without new
+// data, so it sees the status and can change the directive.
+const idleStep = 50 * time.Millisecond
+
+// Options set up a session.
+type Options struct {
+	Plan  *ports.Plan
+	Model models.Model
+	Log   *slog.Logger
+	// Local, when valid, replaces every vehicle's local address (port 0: a
+	// free port each): the in-process emulator uses free ports.
+	Local netip.AddrPort
+	// Silence is how long BeamNG may send nothing before a vehicle's status
+	// drops from connected to connecting. Default 1 s, or 3 periods if longer.
+	Silence time.Duration
+	// Record, when set, receives a row per message of any vehicle.
+	Record *Recorder
+	// OnStatus, when set, is called on every change of a vehicle's reported
+	// status, on that vehicle's loop.
+	OnStatus func(vehicle int, s Status)
+	// Scope, when set, receives a sample per message (decimated as the ring
+	// says): time, status, every output, the directive and every input. It
+	// never blocks the loop.
+	Scope *scope.Ring
+	// OnMessage, when set, is called after each reply with the vehicle,
+	// BeamNG's message id and the reply id (for tests).
+	OnMessage func(vehicle int, id, replyID float64)
+	// Clock is the time the session reads and master time sync paces
+	// against; nil is the real clock.
+	Clock timesync.Clock
+	// BusyPoll reads the sockets by busy polling on locked OS threads
+	// (Linux): the lowest latency, a CPU core kept busy per vehicle. The
+	// plan's beamng.busyPoll sets it too.
+	BusyPoll bool
+	// Listen binds a vehicle's local address; nil binds UDP sockets
+	// (ListenUDP). Tests bind in memory (ListenMem).
+	Listen Listen
+}
+
+// Session is one run of a config: a Link per vehicle and the model they
+// share. Create it with New, then Run it.
+type Session struct {
+	opt   Options
+	log   *slog.Logger
+	links []*Link
+	stage *stage
+	stats Stats // the run's own counters (model, reloads, recording)
+
+	// Reloads: Reload parks a checked plan in the stage; latest is the
+	// newest accepted one, which the next reload is compared with.
+	reloadMu sync.Mutex
+	latest   *ports.Plan
+}
+
+// New prepares a session of every vehicle of opt.Plan; it binds nothing yet.
+func New(opt Options) (*Session, error) {
+	p := opt.Plan
+	if p == nil || opt.Model == nil || len(p.Vehicles) == 0 {
+		return nil, errors.New("coupling: a plan with a vehicle and a model are needed")
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Clock == nil {
+		opt.Clock = timesync.RealClock{}
+	}
+	if opt.Silence <= 0 {
+		opt.Silence = max(time.Second, 3*seconds(p.Period))
+	}
+	opt.BusyPoll = opt.BusyPoll || p.BusyPoll
+	if opt.Listen == nil {
+		opt.Listen = udpListen(opt.BusyPoll, opt.Log)
+	}
+	s := &Session{opt: opt, log: opt.Log, latest: p}
+	s.stage = newStage(p, opt.Model, &s.stats, opt.Log, opt.Clock)
+	for v := range p.Vehicles {
+		log := opt.Log
+		if len(p.Vehicles) > 1 {
+			log = log.With("vehicle", p.Vehicles[v].Name)
+		}
+		s.links = append(s.links, newLink(s, v, log))
+	}
+	s.stage.links = s.links
+	s.stage.onReload = func(p *ports.Plan) {
+		if opt.Record != nil {
+			opt.Record.Header(p)
+		}
+		if opt.Scope != nil {
+			opt.Scope.SetColumns(ScopeColumns(p))
+		}
+	}
+	return s, nil
+}
+
+// udpListen binds UDP sockets, warning once when busy polling was asked for
+// but is not available.
+func udpListen(busy bool, log *slog.Logger) Listen {
+	var once sync.Once
+	return func(local netip.AddrPort) (Transport, error) {
+		t, fallback, err := ListenUDP(local, busy)
+		if fallback != nil {
+			once.Do(func() {
+				log.Warn("busy polling is not available here; reading the socket the usual way", "err", fallback)
+			})
+		}
+		return t, err
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Links are the vehicles' links, in the plan's order.
+func (s *Session) Links() []*Link { return s.links }
+
+// Link is vehicle v's link.
+func (s *Session) Link(v int) *Link { return s.links[v] }
+
+// Bind binds every vehicle's local address now rather than when Run
+// starts, so a caller can learn the ports (Options.Local may name port 0)
+// before BeamNG's side is started. The errors of those that failed are
+// joined; Run retries them with backoff.
+func (s *Session) Bind() error {
+	var errs []error
+	for _, l := range s.links {
+		errs = append(errs, l.connect())
+	}
+	return errors.Join(errs...)
+}
+
+// Run drives every vehicle's link until ctx ends, each on its own
+// goroutine, and then leaves BeamNG with neutral controls.
+func (s *Session) Run(ctx context.Context) error {
+	stop := s.stage.fault.watch(ctx, s.links)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.links))
+	for i, l := range s.links {
+		wg.Go(func() { errs[i] = l.run(ctx) })
+	}
+	wg.Wait()
+	if s.opt.Record != nil {
+		s.opt.Record.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// Status is port 0's status: the vehicle's, or with several vehicles the
+// run's as a whole (an error if any vehicle has one, connected only when
+// every one is).
+func (s *Session) Status() Status { return s.stage.portStatus() }
+
+// Plan is the plan replies are built from right now.
+func (s *Session) Plan() *ports.Plan { return s.stage.active.Load() }
+
+// Stats are the run's own counters (the model's, reloads, the recording);
+// each vehicle's are its link's.
+func (s *Session) Stats() *Stats { return &s.stats }
+
+// Values are the run's counters: its own and every vehicle's summed.
+func (s *Session) Values() Values {
+	s.collect()
+	v := s.stats.Snapshot()
+	for _, l := range s.links {
+		lv := l.stats.Snapshot()
+		v.Add(&lv)
+	}
+	return v
+}
+
+// collect copies counters kept elsewhere (the model's program, the
+// recorder) into the run's.
+func (s *Session) collect() {
+	if t, ok := s.stage.model.(models.Tallier); ok {
+		n := t.Tally()
+		s.stats.Set(ModelMissed, n.Missed)
+		s.stats.Set(ModelDiscarded, n.Discarded)
+		s.stats.Set(ModelSkipped, n.Skipped)
+		s.stats.Set(ModelRestarts, n.Restarts)
+	}
+	if r := s.opt.Record; r != nil {
+		s.stats.Set(RecordRows, r.Rows())
+		s.stats.Set(RecordWritten, r.Written())
+		s.stats.Set(RecordLost, r.Lost())
+	}
+}
+
+// Name is vehicle v's name (its remoteObject; "" for a single vehicle
+// without beamng.vehicles).
+func (s *Session) Name(v int) string { return s.links[v].name }
+
+// Faults lists what went wrong, one line each, read after Run returns: a
+// run that lists nothing was healthy. It is never healthy when BeamNG was
+// not coupled in lockstep all along: when a vehicle never connected,
+// stalled, ran out of lockstep or went silent, when the model failed, or
+// when datagrams that are not BeamNG's came in. With several vehicles each
+// vehicle's lines are named by vehicle.
+func (s *Session) Faults() []string {
+	s.collect()
+	policy := string(s.Plan().ReplyID)
+	run := s.stats.Snapshot()
+	for _, l := range s.links {
+		run[NeutralReplies] += l.stats.Get(NeutralReplies) // the model-fault line tells how many replies it cost
+	}
+	out := run.Problems(policy)
+	for _, l := range s.links {
+		prefix := ""
+		if len(s.links) > 1 {
+			prefix = fmt.Sprintf("vehicle %q: ", l.name)
+		}
+		for _, f := range l.Faults() {
+			out = append(out, prefix+f)
+		}
+	}
+	return out
+}
+
+// Problems lists what the counters say went wrong so far, while the run
+// goes on (the live page): Faults without what only the run's end can say.
+func (s *Session) Problems() []string {
+	s.collect()
+	policy := string(s.Plan().ReplyID)
+	run := s.stats.Snapshot()
+	out := run.Problems(policy)
+	for _, l := range s.links {
+		v := l.stats.Snapshot()
+		prefix := ""
+		if len(s.links) > 1 {
+			prefix = fmt.Sprintf("vehicle %q: ", l.name)
+		}
+		for _, p := range v.Problems(policy) {
+			out = append(out, prefix+p)
+		}
+	}
+	return out
+}

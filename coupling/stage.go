@@ -1,0 +1,171 @@
+package coupling
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"beamconnect/beamng"
+	"beamconnect/models"
+	"beamconnect/ports"
+	"beamconnect/relative"
+	"beamconnect/timesync"
+)
+
+// stage is what every vehicle's link shares: the model, its port vectors,
+// the plan they are laid out by, and the lock under which one vehicle's
+// message at a time fills its outputs, steps the model and reads its
+// controls.
+//
+// Pairing several vehicles: each vehicle's message steps the model at once,
+// with that vehicle's fresh data and every other vehicle's latest (at most
+// one period old, since every vehicle sends once a period). No vehicle's
+// reply ever waits for another vehicle's message, so the simulation, which
+// freezes while any vehicle's controller blocks, never waits on a pairing:
+// the only wait is this lock, held for one model step.
+type stage struct {
+	mu    sync.Mutex
+	model models.Model
+	log   *slog.Logger
+	plan  *ports.Plan // the plan the port vectors are laid out by (under mu)
+	outs  [][]float64 // output port vectors; outs[0][0] is the status
+	ins   [][]float64 // input port vectors; ins[0][0] is the directive
+	lastT float64     // the model's time never goes back, whichever vehicle steps it
+	fault faultState
+	links []*Link
+
+	// Each vehicle's latest position, heading and velocity, for the
+	// cross-vehicle properties.
+	state []relative.State
+	seen  []bool
+
+	// Reloads: a checked plan waits in pending; the first link to step
+	// after it swaps it in, between two messages. active is the plan
+	// replies are built from.
+	pending atomic.Pointer[ports.Plan]
+	active  atomic.Pointer[ports.Plan]
+	stats   *Stats // the run's counters
+	// onReload, when set, hears of every plan swapped in (the recording's
+	// header, the scope's columns), under the lock.
+	onReload func(*ports.Plan)
+}
+
+func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clock timesync.Clock) *stage {
+	st := &stage{model: m, log: log, plan: p, stats: stats,
+		state: make([]relative.State, len(p.Vehicles)), seen: make([]bool, len(p.Vehicles))}
+	for _, pt := range p.Outputs {
+		st.outs = append(st.outs, initial(pt))
+	}
+	for _, pt := range p.Inputs {
+		st.ins = append(st.ins, initial(pt))
+	}
+	st.active.Store(p)
+	st.fault.init(m, p.ModelTimeout, stats, log, clock)
+	return st
+}
+
+// initial is a port vector holding its fields' initial values.
+func initial(pt ports.Port) []float64 {
+	v := make([]float64, pt.Width)
+	for _, f := range pt.Fields {
+		for k := range f.Width {
+			v[f.Offset+k] = f.Initial
+		}
+	}
+	return v
+}
+
+// lock takes the stage for one vehicle's step, swapping in a reloaded plan
+// first if one waits.
+func (st *stage) lock() {
+	st.mu.Lock()
+	if p := st.pending.Load(); p != nil {
+		st.apply(st.pending.Swap(nil))
+	}
+}
+
+func (st *stage) unlock() { st.mu.Unlock() }
+
+// enter takes the stage for link l, moving l to the plan in force.
+func (l *Link) enter() *stage {
+	st := l.stage
+	st.lock()
+	if l.plan != st.plan {
+		l.rebind(st.plan) // a reload came in between two messages
+	}
+	return st
+}
+
+// directive reads port 0's connection directive.
+func (st *stage) directive() bool {
+	st.lock()
+	defer st.unlock()
+	return st.ins[0][0] != 0
+}
+
+// portStatus is port 0's connection status: the one vehicle's, or the run's
+// as a whole.
+func (st *stage) portStatus() Status {
+	s := st.links[0].Status()
+	for _, l := range st.links[1:] {
+		s = worse(s, l.Status())
+	}
+	return s
+}
+
+// modelTime keeps the model's time monotonic across vehicles: their clocks
+// (remote times count from each controller's own load) differ.
+func (st *stage) modelTime(t float64) float64 {
+	if t < st.lastT {
+		return st.lastT
+	}
+	st.lastT = t
+	return t
+}
+
+// capture keeps vehicle v's state from its message, under the lock, for the
+// cross-vehicle properties.
+func (st *stage) capture(v int, slots *[7]int, msg []float64) {
+	at := func(i int) float64 {
+		if i <= 0 || i >= len(msg) {
+			return 0
+		}
+		return msg[i]
+	}
+	s := &st.state[v]
+	s.X, s.Y, s.Z, s.Yaw = at(slots[0]), at(slots[1]), at(slots[2]), at(slots[3])
+	s.VX, s.VY, s.Speed = at(slots[4]), at(slots[5]), at(slots[6])
+	st.seen[v] = true
+}
+
+// stateSlots says where a vehicle's message carries what the cross-vehicle
+// properties read: posX posY posZ yaw velX velY groundspeed; 0 when the
+// layout lacks one.
+func stateSlots(l *beamng.Layout) (slots [7]int) {
+	for i, name := range []string{"posX", "posY", "posZ", "yaw", "velX", "velY", "groundspeed"} {
+		if s, ok := l.Find(beamng.FromBeamNG, name); ok {
+			slots[i] = s.Index
+		}
+	}
+	return slots
+}
+
+// relative computes a cross-vehicle field from both vehicles' latest
+// states: the other's is at most one period old (it sends once a period).
+func (st *stage) relative(f *ports.Field) float64 {
+	if !st.seen[f.Vehicle] || !st.seen[f.Other] {
+		return f.Invalid
+	}
+	v, ok := f.Relative.Compute(st.state[f.Vehicle], st.state[f.Other])
+	if !ok || v-v != 0 {
+		return f.Invalid
+	}
+	return v
+}
+
+// step steps the model at local time t, under the lock, and reports
+// whether it is faulted, in which case BeamNG must get neutral controls.
+func (st *stage) step(t float64) (faulted bool) {
+	st.outs[0][0] = float64(st.portStatus())
+	return st.fault.step(st.model, st.modelTime(t), st.outs, st.ins)
+}

@@ -1,0 +1,203 @@
+package coupling
+
+import (
+	"math"
+	"time"
+
+	"beamconnect/beamng"
+	"beamconnect/contracts"
+	"beamconnect/ports"
+)
+
+// answer is what step made of one accepted message.
+type answer struct {
+	datagram []byte // the reply (valid until the next step)
+	neutral  bool   // it carries neutral controls, not the model's
+	answered bool   // the hung-step watchdog already answered the message
+}
+
+// step answers BeamNG message id: the contracts that are due fill the
+// output ports, the model steps, and its controls go into the reply, or
+// neutral controls when they cannot be trusted: a message that lacks data
+// the model reads (whole is false), or a model fault. It allocates nothing.
+func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
+	st := l.stage
+	t := l.sync.Message(id, arrival)
+	l.stats.localTime.Store(math.Float64bits(t))
+
+	l.enter()
+	replyID := l.ids.next(id, &l.lock)
+	a := answer{neutral: true}
+	if whole {
+		st.capture(l.index, &l.slots, l.msg)
+		l.fillOutputs(id, t)
+	}
+	l.checkOverdue(t)
+	if whole {
+		st.fault.begin(l, replyID)
+		a.neutral = st.step(t)
+		a.answered = st.fault.end()
+	}
+	if a.neutral {
+		copy(l.reply, l.neutral)
+	} else {
+		l.fillReply(id)
+	}
+	st.unlock()
+
+	l.reply[0] = replyID
+	l.lastMu.Lock()
+	l.proto.Safe(l.reply, l.last)
+	l.lastMu.Unlock()
+	l.ids.sent(replyID)
+	a.datagram, _ = beamng.Encode(l.tx, l.reply) // tx is sized for the reply
+	return a
+}
+
+// fillOutputs writes this vehicle's fields of the output ports whose
+// incoming contract is due, from the message and the contract's meta
+// values.
+func (l *Link) fillOutputs(id, t float64) {
+	p := l.plan
+	remote := id * p.Period
+	for ci := range p.Contracts {
+		ct := &p.Contracts[ci]
+		if ct.Dir != beamng.FromBeamNG {
+			continue
+		}
+		due := ct.Schedule.Due(uint64(id))
+		if !ct.CommData && !due {
+			continue
+		}
+		if !ct.CommData {
+			l.in[ci].Update(id, remote, t)
+		}
+		for _, pn := range ct.Ports {
+			l.fill(&p.Outputs[pn], l.stage.outs[pn], &l.in[ci])
+		}
+	}
+}
+
+// fill writes one output port's fields of this vehicle.
+func (l *Link) fill(port *ports.Port, v []float64, ct *contracts.Incoming) {
+	for fi := range port.Fields {
+		f := &port.Fields[fi]
+		if f.Vehicle != l.index {
+			continue // another vehicle's data: its own link fills it
+		}
+		switch f.Source {
+		case ports.Slot:
+			for k := range f.Width {
+				x := l.msg[f.Slot+k]
+				if x-x != 0 { // NaN or ±Inf
+					x = f.Invalid
+				}
+				v[f.Offset+k] = x
+			}
+		case ports.Relative:
+			v[f.Offset] = l.stage.relative(f)
+		case ports.Meta:
+			switch f.Meta {
+			case contracts.Time:
+				v[f.Offset] = ct.RemoteTime
+			case contracts.ReceiveTimeOffset:
+				v[f.Offset] = ct.ReceiveTimeOffset()
+			case contracts.SerialNumber:
+				v[f.Offset] = ct.Serial
+			case contracts.PingResults:
+				l.pingResults(v[f.Offset : f.Offset+f.Width])
+			}
+		}
+	}
+}
+
+// fillReply writes the outgoing contracts that are due into the reply:
+// their fields' port values, and NaN ("keep") where a contract is not due.
+// A value BeamNG must not get (a NaN or Inf where BeamNG has no NaN filter)
+// is counted and warned about; Safe then sends the last value instead.
+func (l *Link) fillReply(id float64) {
+	p := l.plan
+	copy(l.reply, p.Vehicles[l.index].Template)
+	for ci := range p.Contracts {
+		ct := &p.Contracts[ci]
+		if ct.Dir != beamng.ToBeamNG {
+			continue
+		}
+		due := ct.Schedule.Due(uint64(id - l.ids.base))
+		for _, pn := range ct.Ports {
+			port := &p.Inputs[pn]
+			for fi := range port.Fields {
+				f := &port.Fields[fi]
+				if f.Vehicle != l.index {
+					continue // another vehicle's control
+				}
+				for k := range f.Width {
+					v := math.NaN()
+					if due {
+						v = l.stage.ins[pn][f.Offset+k]
+						if !l.proto.Sendable(v) {
+							l.stats.inc(NonFinite)
+							l.src.nonFinite(f.Name)
+						}
+					}
+					l.reply[f.Slot+k] = v
+				}
+			}
+		}
+	}
+}
+
+// checkOverdue rolls this vehicle's incoming contracts' blocked states up.
+func (l *Link) checkOverdue(t float64) {
+	var n int64
+	for ci := range l.plan.Contracts {
+		ct := &l.plan.Contracts[ci]
+		if ct.Dir == beamng.FromBeamNG && !ct.CommData && l.in[ci].Check(t) {
+			n++
+		}
+	}
+	l.stats.Set(Overdue, n)
+}
+
+// PingResultsLayout documents the ping_results commData port.
+const PingResultsLayout = `ping_results (a commData meta field; arraySize up to 8, in this order):
+  [0] turnaround of the previous message: read to reply written, s
+  [1] time between the last two BeamNG messages, s
+  [2] BeamNG messages handled
+  [3] replies sent
+  [4] datagrams dropped (foreign host or port, wrong size, malformed, duplicate, id jump)
+  [5] BeamNG 2 s stalls recovered (reply ids re-based)
+  [6] turnaround median so far, s
+  [7] turnaround 99th percentile so far, s
+Elements past 8 stay NaN.`
+
+func (l *Link) pingResults(v []float64) {
+	s := &l.stats
+	var dropped int64
+	for k, c := range CounterTable {
+		if c.Metric == "dropped" {
+			dropped += s.Get(Counter(k))
+		}
+	}
+	vals := [8]float64{
+		s.Turnaround.Last().Seconds(),
+		l.interArrival.Seconds(),
+		float64(s.Get(Messages)),
+		float64(s.Get(Replies)),
+		float64(dropped),
+		float64(s.Get(StallsRecovered)),
+		s.Turnaround.Quantile(0.5).Seconds(),
+		s.Turnaround.Quantile(0.99).Seconds(),
+	}
+	for i := range v {
+		if i < len(vals) {
+			v[i] = vals[i]
+		} else {
+			v[i] = math.NaN()
+		}
+	}
+}
+
+// Blocked is VS Connect's roll-up: the node (and this link) is blocked when
+// any incoming contract is.
+func (l *Link) Blocked() bool { return l.stats.Get(Overdue) > 0 }
