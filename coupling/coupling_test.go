@@ -167,21 +167,19 @@ func (m *toggler) Step(t float64, out, in [][]float64) {
 // disconnecting leaves BeamNG with neutral controls.
 func TestDirective(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := rig{cfg: load(t, "../examples/cruise-torque.json"), model: func(p *ports.Plan) models.Model {
+		// BeamNG's drive mode while the coupling is unconnected: the
+		// neutral reply that disconnecting sent puts it back to pedals.
+		var h *harness
+		released := false
+		h = rig{cfg: load(t, "../examples/cruise-torque.json"), model: func(p *ports.Plan) models.Model {
 			m, _ := models.New("cruise-torque", p.ModelParams, p, nil)
 			return &toggler{Model: m}
-		}, em: emulator.Config{Steps: 20000}}.sim(t)
-		var modeAfterDisconnect atomic.Int32
-		h.run(t, func(ctx context.Context) {
-			for ctx.Err() == nil && h.c.Status() != Unconnected {
-				time.Sleep(time.Millisecond)
+		}, em: emulator.Config{Steps: 20000, Trace: func(*emulator.StepRecord) {
+			if h.c.Status() == Unconnected && !h.em.Vehicle().TorqueMode {
+				released = true
 			}
-			if h.em.Vehicle().TorqueMode {
-				modeAfterDisconnect.Store(2)
-			} else {
-				modeAfterDisconnect.Store(1)
-			}
-		})
+		}}}.sim(t)
+		h.run(t)
 		want := []Status{Connecting, Connected, Disconnecting, Unconnected, Connecting, Connected}
 		got := h.statusList()
 		if len(got) < len(want) {
@@ -192,7 +190,7 @@ func TestDirective(t *testing.T) {
 				t.Fatalf("statuses %v, want %v", got, want)
 			}
 		}
-		if modeAfterDisconnect.Load() != 1 {
+		if !released {
 			t.Error("disconnecting left BeamNG in torque mode: the neutral reply did not reach it")
 		}
 	})

@@ -27,8 +27,8 @@ func (tt *throttleTrace) trace(*emulator.StepRecord) {
 // controls and keeps being answered, and the run reports the fault. (A real
 // process: over real sockets and the real clock.)
 func TestDeadExecModelFailsSafe(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
+	if _, err := exec.LookPath("sh"); err != nil || testing.Short() {
+		t.Skip("needs sh; real sockets and a real process on the real clock, not under -short")
 	}
 	loggedAt := int64(-1)
 	tr := &throttleTrace{}

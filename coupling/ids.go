@@ -41,6 +41,22 @@ func (r *replyIDs) sent(id float64) {
 	r.max = max(r.max, id)
 }
 
+// switchTo changes the policy of a running link (a reload) so the ids go
+// on from the last one sent: a counter starts above it. It reports whether
+// the change costs BeamNG a 2 s stall: echoed ids lag one behind what
+// BeamNG last applied, so it rejects the first and waits out its timeout.
+func (r *replyIDs) switchTo(p config.ReplyID) (stall bool) {
+	if p == r.policy {
+		return false
+	}
+	old := r.policy
+	r.policy = p
+	if p == config.ReplyCounter {
+		r.counter = r.last
+	}
+	return p == config.ReplyEcho && old != config.ReplyEcho
+}
+
 // rebase restarts the reply ids at BeamNG message id, so they track the
 // window counter BeamNG just restarted.
 func (r *replyIDs) rebase(id float64) { r.base, r.counter = id, 0 }

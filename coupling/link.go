@@ -128,9 +128,11 @@ func (l *Link) rebind(p *ports.Plan) {
 	if l.plan != nil && (l.plan.TimeSync != p.TimeSync || l.plan.TimeDilation != p.TimeDilation) {
 		l.sync.Retune(p.TimeSync, p.TimeDilation)
 	}
+	if l.plan != nil && l.ids.switchTo(p.ReplyID) {
+		l.log.Warn("reply ids switched to echo: echoed ids lag one behind what BeamNG last applied, so BeamNG will wait 2 s once before it follows them")
+	}
 	l.plan, l.in = p, in
 	l.need = p.Vehicles[l.index].Need
-	l.ids.policy = p.ReplyID
 }
 
 // sharedSocket hands the link's socket to the hung-step watchdog.

@@ -17,6 +17,8 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
+	"beamconnect/models"
+	"beamconnect/ports"
 )
 
 // rigVersion is the cruise rig at version k: the inputs carry k in two
@@ -227,4 +229,108 @@ func BenchmarkReload(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "median-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1e3, "p99-ms")
+}
+
+// fleetVersion is a two-vehicle rig at version k: each vehicle's reply
+// carries k (a: k, b: 100+k) in custom1; from version 2 on, custom2 moves
+// from vehicle a to vehicle b (a field re-mapped across vehicles) and a
+// gets rpm (a field added); every version's reply-id policy is given.
+func fleetVersion(k int, policy string) string {
+	custom2 := `"a"`
+	rpm := ""
+	if k >= 2 {
+		custom2, rpm = `"b"`, `, [{"propertyName": "rpm", "remoteObject": "a"}]`
+	}
+	return fmt.Sprintf(`{"version": 2,
+  "outputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "groundspeed", "remoteObject": "a"}, {"propertyName": "groundspeed", "remoteObject": "b"}]%s]}],
+  "inputs": [{"ports": [[{"propertyName": "custom1", "remoteObject": "a", "initialValue": %d}, {"propertyName": "custom1", "remoteObject": "b", "initialValue": %d},
+                         {"propertyName": "custom2", "remoteObject": %s, "initialValue": 7}]]}],
+  "beamng": {"replyId": %q, "vehicles": {"a": {"localPort": 40000, "remotePort": 40001}, "b": {"localPort": 40002, "remotePort": 40003}}}
+}`, rpm, k, 100+k, custom2, policy)
+}
+
+// fleetObserver reads vehicle v's replies on BeamNG's side: the version in
+// custom1, custom2, and the reply ids.
+type fleetObserver struct {
+	emulator.Transport
+	mu      sync.Mutex
+	msg     []float64
+	version float64
+	custom2 float64
+	ids     []float64
+}
+
+func (o *fleetObserver) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
+	n, ok := o.Transport.Recv(buf, wait, stop)
+	if ok && n == 8*beamng.ControlLen {
+		beamng.Decode(o.msg, buf[:n])
+		o.mu.Lock()
+		o.version, o.custom2 = o.msg[14], o.msg[15]
+		o.ids = append(o.ids, o.msg[0])
+		o.mu.Unlock()
+	}
+	return n, ok
+}
+
+func (o *fleetObserver) now() (version, custom2 float64, ids int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.version, o.custom2, len(o.ids)
+}
+
+// A config of several vehicles reloads while it runs: values per vehicle,
+// a field moved from one vehicle to the other, a field added, the reply-id
+// policy, all live at each vehicle's next message; adding a vehicle is
+// refused, named restart-only, and changes nothing.
+func TestFleetReload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := config.Parse("fleet.json", []byte(fleetVersion(1, "next")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs := []*fleetObserver{{msg: make([]float64, beamng.ControlLen)}, {msg: make([]float64, beamng.ControlLen)}}
+		h := rig{cfg: cfg, model: func(*ports.Plan) models.Model { return models.Hold{} }, starts: []int64{0, 5},
+			em: emulator.Config{Steps: 4000},
+			wrap: func(v int, tr emulator.Transport) emulator.Transport {
+				obs[v].Transport = tr
+				return obs[v]
+			}}.sim(t)
+		var errs []error
+		var changes [][]string
+		h.run(t, func(ctx context.Context) {
+			time.Sleep(300 * time.Millisecond)
+			for _, text := range []string{fleetVersion(2, "counter"), strings.Replace(fleetVersion(3, "counter"),
+				`"b": {"localPort": 40002, "remotePort": 40003}`, `"b": {"localPort": 40002, "remotePort": 40003}, "c": {"localPort": 40004, "remotePort": 40005}`, 1)} {
+				ch, err := h.s.ReloadConfig("fleet.json", []byte(text))
+				errs, changes = append(errs, err), append(changes, ch.Live)
+				time.Sleep(300 * time.Millisecond)
+			}
+		})
+		if errs[0] != nil || len(changes[0]) == 0 {
+			t.Fatalf("the fleet reload was refused: %v", errs[0])
+		}
+		joined := strings.Join(changes[0], "\n")
+		for _, want := range []string{"a.custom1@B1", "b.custom2@B2", "reply ids: next → counter", "a.rpm"} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("the reload's changes lack %q:\n%s", want, joined)
+			}
+		}
+		if errs[1] == nil || !strings.Contains(errs[1].Error(), "the number of vehicles (2 → 3)") {
+			t.Errorf("adding a vehicle: %v, want it refused as restart-only", errs[1])
+		}
+		va, a2, _ := obs[0].now()
+		vb, b2, _ := obs[1].now()
+		// Vehicle a no longer writes custom2 (NaN: BeamNG keeps it); b does.
+		if va != 2 || vb != 102 || !math.IsNaN(a2) || b2 != 7 {
+			t.Errorf("at the end a sends version %v, custom2 %v; b version %v, custom2 %v: want 2, NaN, 102, 7", va, a2, vb, b2)
+		}
+		if v := h.s.Values(); v[Reloads] != 1 || v[ReloadErrors] != 1 || v[Messages] != v[Replies] {
+			t.Errorf("reloads %d, refused %d, messages %d, replies %d", v[Reloads], v[ReloadErrors], v[Messages], v[Replies])
+		}
+		for v, s := range h.sums {
+			if s.Stalls != 0 || s.Accepted < s.Sent-1 {
+				t.Errorf("vehicle %d: %v", v, s)
+			}
+		}
+	})
 }

@@ -1,0 +1,104 @@
+package memnet
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	a = netip.MustParseAddrPort("127.0.0.1:1000")
+	b = netip.MustParseAddrPort("127.0.0.1:2000")
+)
+
+// Datagrams arrive whole, in order, with the sender's address and when
+// they came; a read that finds nothing waits its bound on the fake clock.
+func TestDelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := New()
+		ca, _ := n.Listen(a, 0)
+		cb, _ := n.Listen(b, 0)
+		ca.WriteTo([]byte("one"), b)
+		time.Sleep(time.Millisecond)
+		ca.WriteTo([]byte("two"), b)
+		buf := make([]byte, 16)
+		for i, want := range []string{"one", "two"} {
+			n, from, ok, err := cb.ReadFrom(buf, 0, nil)
+			if !ok || err != nil || string(buf[:n]) != want || from != a {
+				t.Fatalf("read %d: %q from %v (%v %v), want %q from %v", i, buf[:n], from, ok, err, want, a)
+			}
+			if want := time.Unix(946684800, 0).Add(time.Duration(i) * time.Millisecond); cb.Arrival() != want.UnixNano() {
+				t.Errorf("read %d arrived at %v, want %v", i, time.Unix(0, cb.Arrival()), want)
+			}
+		}
+		start := time.Now()
+		if _, _, ok, _ := cb.ReadFrom(buf, 50*time.Millisecond, nil); ok || time.Since(start) != 50*time.Millisecond {
+			t.Errorf("an empty read returned %v after %v, want nothing after 50 ms", ok, time.Since(start))
+		}
+	})
+}
+
+// Like UDP it loses rather than blocks: a full queue drops, an address no
+// one bound swallows, and both are counted.
+func TestLoss(t *testing.T) {
+	n := New()
+	ca, _ := n.Listen(a, 0)
+	cb, _ := n.Listen(b, 2)
+	for range 3 {
+		ca.WriteTo([]byte("x"), b)
+	}
+	ca.WriteTo([]byte("x"), netip.MustParseAddrPort("127.0.0.1:9"))
+	if cb.Queued() != 2 || cb.Dropped.Load() != 1 || n.Unbound.Load() != 1 {
+		t.Errorf("queued %d, dropped %d, unbound %d; want 2, 1, 1", cb.Queued(), cb.Dropped.Load(), n.Unbound.Load())
+	}
+}
+
+// Port 0 picks a free port; a bound address cannot be bound twice until
+// it is closed; a closed socket's reads end and what it held is gone.
+func TestBinding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := New()
+		e1, _ := n.Listen(netip.MustParseAddrPort("127.0.0.1:0"), 0)
+		e2, _ := n.Listen(netip.MustParseAddrPort("127.0.0.1:0"), 0)
+		if e1.LocalAddr().Port() == 0 || e1.LocalAddr() == e2.LocalAddr() {
+			t.Errorf("ephemeral ports %v and %v", e1.LocalAddr(), e2.LocalAddr())
+		}
+		if _, err := n.Listen(e1.LocalAddr(), 0); err == nil {
+			t.Error("an address was bound twice")
+		}
+		e2.WriteTo([]byte("lost"), e1.LocalAddr())
+		done := make(chan error)
+		go func() {
+			_, _, _, err := e1.ReadFrom(make([]byte, 8), time.Hour, nil)
+			_, _, _, err = e1.ReadFrom(make([]byte, 8), time.Hour, nil)
+			done <- err
+		}()
+		synctest.Wait()
+		e1.Close()
+		if err := <-done; !errors.Is(err, ErrClosed) {
+			t.Errorf("a read on a closed socket: %v", err)
+		}
+		if _, err := n.Listen(e1.LocalAddr(), 0); err != nil {
+			t.Errorf("the address stays bound after Close: %v", err)
+		}
+		if err := e1.WriteTo([]byte("x"), b); !errors.Is(err, ErrClosed) {
+			t.Errorf("a closed socket sent: %v", err)
+		}
+	})
+}
+
+// A datagram's trip allocates nothing.
+func TestAllocs(t *testing.T) {
+	n := New()
+	ca, _ := n.Listen(a, 0)
+	cb, _ := n.Listen(b, 0)
+	msg, buf := make([]byte, 888), make([]byte, 1024)
+	if got := testing.AllocsPerRun(1000, func() {
+		ca.WriteTo(msg, b)
+		cb.ReadFrom(buf, 0, nil)
+	}); got != 0 {
+		t.Errorf("%v allocations per datagram", got)
+	}
+}
