@@ -80,7 +80,7 @@ var CounterTable = [NumCounters]CounterInfo{
 		Problem: count("%d datagrams that were not BeamNG's (another host, or another port than BeamNG's) were dropped")},
 	Strangers: {Name: "strangers", Help: "Well-formed messages with id 0 from a new port while BeamNG's own still came: dropped.",
 		Metric: "dropped", Label: "stranger",
-		Problem: count("%d datagrams claimed to be a restarted BeamNG (id 0 from a new port) while BeamNG still sent: dropped, BeamNG kept control")},
+		Problem: count("%d datagrams from another port of BeamNG's host claimed BeamNG's place while BeamNG still sent: dropped, BeamNG kept control")},
 	WrongSize: {Name: "wrong_size", Help: "Datagrams of a length BeamNG does not send: dropped.", Metric: "dropped", Label: "wrong_size",
 		Problem: count("%d datagrams from BeamNG's address had a length BeamNG does not send (the other protocol, or another CSV?): dropped")},
 	Malformed: {Name: "malformed", Help: "Datagrams whose id is not a whole number ≥ 0: dropped.", Metric: "dropped", Label: "malformed",
@@ -151,7 +151,7 @@ func silences(v *Values, _ Counter, _ string) string {
 	if n <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("BeamNG went silent %d times while connected, longer than its own 2 s timeout (its coupling stopped, it paused, or it was lost)", n)
+	return fmt.Sprintf("BeamNG went silent %d times while connected, for a second or more and not as its own 2 s wait for a reply (its coupling stopped, it paused, or it was lost)", n)
 }
 
 func lockstepLine(v *Values, _ Counter, _ string) string {

@@ -84,6 +84,7 @@ func (m *matrixRun) end() {
 
 type matrixRow struct {
 	name, what string
+	config     string   // the example run (default cruise-pedals, Gen 1)
 	faults     []string // emulator faults
 	steps      int64    // physics steps (default 10000: 1000 messages)
 	model      func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model
@@ -133,13 +134,22 @@ func TestFaultMatrix(t *testing.T) {
 			reported: []string{"a length BeamNG does not send"}},
 		{name: "pause=2500ms@1s", what: "BeamNG's physics hitches: silence, one wrong re-base costs a 2 s stall", faults: []string{"pause=2500ms@1s"},
 			reported: []string{"went silent 1 times", "BeamNG stalled 2 times"}},
-		{name: "restart@1s", what: "controller reloaded: new port, ids from 0, followed", faults: []string{"restart@1s"}},
+		{name: "restart@1s", what: "controller reloaded: new port, ids from 0, taken once the old port is silent", faults: []string{"restart@1s"}},
+		{name: "short Gen 2 message", what: "Gen 2 messages cut to fewer doubles than the model reads: neutral reply for each, the model not stepped on them",
+			config: "gen2-cruise", faults: []string{"cut-messages=0.01", "seed=1"}, reported: []string{"lacked fields the model reads"},
+			check: func(t *testing.T, m *matrixRun) {
+				st := m.h.c.Stats()
+				if n := st.Get(ShortMessages); n == 0 || st.Get(NeutralReplies) != n || m.h.emSum.NaNApplied != 0 || m.h.emSum.LuaErrors != 0 {
+					t.Errorf("short messages %d, neutral replies %d, BeamNG %+v", n, st.Get(NeutralReplies), m.h.emSum)
+				}
+				m.extra = fmt.Sprintf("%d short, %d neutral replies", st.Get(ShortMessages), st.Get(NeutralReplies))
+			}},
 		{name: "spoofed datagram", what: "id 1e6 from another port of BeamNG's host: held, dropped as BeamNG goes on sending",
 			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.1", 1e6) },
-			reported: []string{"claimed to be a restarted BeamNG"}},
+			reported: []string{"claimed BeamNG's place"}},
 		{name: "stranger with id 0 while BeamNG sends", what: "id 0 from another port of BeamNG's host: held, dropped, BeamNG keeps control",
 			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.1", 0) },
-			reported: []string{"claimed to be a restarted BeamNG"}},
+			reported: []string{"claimed BeamNG's place"}},
 		{name: "another host", what: "BeamNG-sized datagrams from 127.0.0.2: foreign, warned once",
 			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.2", 300) },
 			reported: []string{"not BeamNG's"}},
@@ -216,7 +226,10 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 func runMatrixRow(t *testing.T, row matrixRow) string {
-	cfg, err := config.Load("../examples/cruise-pedals.json")
+	if row.config == "" {
+		row.config = "cruise-pedals"
+	}
+	cfg, err := config.Load("../examples/" + row.config + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"beamconnect/beamng"
@@ -67,6 +68,7 @@ type Recorder struct {
 	free      chan []byte // back from it
 	done      chan struct{}
 	closeOnce sync.Once
+	abandoned atomic.Bool // Close gave up on the writer: it counts nothing more
 
 	rows     atomic.Int64 // rows recorded (handed over)
 	written  atomic.Int64 // rows in the file
@@ -240,18 +242,50 @@ func (r *Recorder) handOver(now time.Time) {
 	}
 }
 
-// Close writes what is left and waits for the writer. It returns the
-// first write error.
+// closeWait bounds how long Close waits for the writer: a destination
+// that blocks (a hung network disk, a pipe nobody reads) must not hold the
+// end of a run, its summary, or its exit.
+var closeWait = 2 * time.Second
+
+// Close writes what is left and waits for the writer, at most closeWait.
+// It returns the first write error, or, when the destination did not take
+// the rows in time, says so: those rows are counted lost.
 func (r *Recorder) Close() error {
 	r.closeOnce.Do(func() {
+		wait := time.NewTimer(closeWait)
+		defer wait.Stop()
 		if len(r.cur) > 0 {
-			r.full <- r.cur // blocks until the writer takes it: the run is over
-			r.cur = nil
+			select {
+			case r.full <- r.cur:
+				r.cur = nil
+			case <-wait.C:
+				r.abandon()
+				return
+			}
 		}
 		close(r.full)
-		<-r.done
+		select {
+		case <-r.done:
+		case <-wait.C:
+			r.abandon()
+		}
 	})
 	return r.Err()
+}
+
+// abandon gives up on a writer stuck in its destination: every row not
+// written by now is lost, said at once.
+func (r *Recorder) abandon() {
+	r.abandoned.Store(true)
+	lost := r.rows.Load() - r.written.Load()
+	r.lost.Store(lost)
+	err := fmt.Errorf("%s took no rows for %v (a hung disk, or a pipe nobody reads): %d rows lost", r.name, closeWait, lost)
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+	r.log.Error("recording: the destination blocks; giving up on it so the run can end", "file", r.name, "rows_lost", lost, "waited", closeWait)
 }
 
 // Err is the first write error, nil when every row was written.
@@ -284,6 +318,9 @@ func (r *Recorder) write() {
 			whole = i + 1
 		}
 		r.offset += int64(whole)
+		if r.abandoned.Load() {
+			return // the rows were counted lost when Close gave up
+		}
 		r.written.Add(dataRows(buf[:whole]))
 		if err != nil {
 			r.failed(err, n > whole, dataRows(buf[whole:]))
@@ -350,8 +387,17 @@ func OpenRecording(path, configPath string, force bool) (*os.File, error) {
 					path, ErrNotRecording, recordHeader)
 			}
 		}
-		if !force && !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("--record %s: not a regular file: give --force to write to it anyway", path)
+		if !fi.Mode().IsRegular() {
+			if !force {
+				return nil, fmt.Errorf("--record %s: not a regular file: give --force to write to it anyway", path)
+			}
+			// A pipe or a device: opening it must not wait for a reader
+			// (a FIFO with none would hold the run before it starts).
+			f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				return nil, fmt.Errorf("--record %s: %w (a pipe needs its reader started first)", path, err)
+			}
+			return f, nil
 		}
 	}
 	return os.Create(path)

@@ -180,3 +180,41 @@ func TestOpenRecording(t *testing.T) {
 		t.Errorf("the config was touched: %q", b)
 	}
 }
+
+// stuck is a destination that takes nothing: a hung network disk, a pipe
+// nobody reads.
+type stuck struct{ release chan struct{} }
+
+func (s stuck) Write(b []byte) (int, error) {
+	<-s.release
+	return len(b), nil
+}
+
+// A recording destination that blocks does not hold the run's end: Close
+// gives up after its bound, the rows not written are counted lost, and the
+// error says so at once.
+func TestRecorderBlockedDestination(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dest := stuck{make(chan struct{})}
+		defer close(dest.release)
+		log := &logBuffer{}
+		r := NewRecorder(dest, recordPlan(t), log.Logger())
+		outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
+		ins := [][]float64{{1}, {0.25, 0}, {0}}
+		for i := range 5000 {
+			r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins)
+			r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
+		}
+		start := time.Now()
+		err := r.Close()
+		if waited := time.Since(start); waited != closeWait {
+			t.Errorf("Close waited %v, want its bound %v", waited, closeWait)
+		}
+		if err == nil || !strings.Contains(err.Error(), "took no rows") || r.Lost() != 5000 || r.Written() != 0 {
+			t.Errorf("Close: %v; rows %d, written %d, lost %d", err, r.Rows(), r.Written(), r.Lost())
+		}
+		if !log.Has("the destination blocks") {
+			t.Errorf("log:\n%s", log)
+		}
+	})
+}

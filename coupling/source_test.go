@@ -91,7 +91,7 @@ func TestSourceLatching(t *testing.T) {
 	if !log.Has("BeamNG's controller restarted") || !log.Has("a new coupling session") || !log.Has("ids jumped and went on") {
 		t.Errorf("the reload, the new session or the followed jump went unlogged:\n%s", log)
 	}
-	if f := d.s.Faults(); !containsAll(f, "claimed to be a restarted BeamNG") {
+	if f := d.s.Faults(); !containsAll(f, "claimed BeamNG's place") {
 		t.Errorf("faults %q", f)
 	}
 }
@@ -142,7 +142,7 @@ func TestStrangerWhileBeamNGSends(t *testing.T) {
 					t.Errorf("id %v: status went %v", id, s)
 				}
 			}
-			if !h.log.Has("claimed to be BeamNG") || !containsAll(h.s.Faults(), "claimed to be a restarted BeamNG") {
+			if !h.log.Has("claimed to be BeamNG") || !containsAll(h.s.Faults(), "claimed BeamNG's place") {
 				t.Errorf("id %v: faults %q\n%s", id, h.s.Faults(), h.log)
 			}
 		})

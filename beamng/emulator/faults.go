@@ -37,12 +37,13 @@ type Impairments struct {
 	Duplicate float64       // deliver it twice
 	Reorder   float64       // hold it back until the next one has gone
 	Truncate  float64       // cut it to a random shorter length
+	Cut       float64       // cut it to a random shorter whole number of doubles (as a CSV row BeamNG cannot resolve does)
 	Delay     time.Duration // hold it this long…
 	DelayProb float64       // …with this probability (1 when a delay is set alone)
 }
 
 func (im Impairments) active() bool {
-	return im.Drop > 0 || im.Duplicate > 0 || im.Reorder > 0 || im.Truncate > 0 || im.Delay > 0 && im.DelayProb > 0
+	return im.Drop > 0 || im.Duplicate > 0 || im.Reorder > 0 || im.Truncate > 0 || im.Cut > 0 || im.Delay > 0 && im.DelayProb > 0
 }
 
 func (f Faults) active() bool {
@@ -51,7 +52,7 @@ func (f Faults) active() bool {
 
 func (f Faults) check() error {
 	for _, p := range []float64{f.Replies.Drop, f.Replies.Duplicate, f.Replies.Reorder, f.Replies.Truncate, f.Replies.DelayProb,
-		f.Messages.Drop, f.Messages.Duplicate, f.Messages.Reorder, f.Messages.Truncate, f.Messages.DelayProb, f.Garbage} {
+		f.Messages.Drop, f.Messages.Duplicate, f.Messages.Reorder, f.Messages.Truncate, f.Messages.Cut, f.Messages.DelayProb, f.Garbage} {
 		if !(p >= 0 && p <= 1) {
 			return fmt.Errorf("emulator: fault probability %v outside [0,1]", p)
 		}
@@ -67,6 +68,7 @@ const FaultHelp = `drop-replies=P, drop-messages=P        lose a datagram with p
 dup-replies=P, dup-messages=P          deliver it twice
 reorder-replies=P, reorder-messages=P  hold it back until the next one has gone
 truncate-replies=P, truncate-messages=P  cut it to a random shorter length
+cut-messages=P                         cut a message to a random shorter whole number of doubles
 delay-replies=D[:P], delay-messages=D[:P]  hold it for duration D (with probability P, default 1)
 garbage=P                              after a message, also send a datagram of random bytes
 pause=D@T                              stop the physics thread for D at simulated time T
@@ -132,6 +134,8 @@ func ParseFault(spec string, f *Faults) error {
 		return prob(&f.Replies.Truncate)
 	case "truncate-messages":
 		return prob(&f.Messages.Truncate)
+	case "cut-messages":
+		return prob(&f.Messages.Cut)
 	case "delay-replies":
 		return delay(&f.Replies)
 	case "delay-messages":
@@ -190,6 +194,7 @@ type Injected struct {
 	DroppedReplies    int64 `json:"dropped_replies"`
 	TruncatedMessages int64 `json:"truncated_messages"`
 	TruncatedReplies  int64 `json:"truncated_replies"`
+	CutMessages       int64 `json:"cut_messages,omitempty"`
 	DelayedMessages   int64 `json:"delayed_messages"`
 	DelayedReplies    int64 `json:"delayed_replies"`
 	ReorderedMessages int64 `json:"reordered_messages"`
@@ -274,6 +279,10 @@ func (t *faulty) Send(b []byte) error {
 	if t.hit(im.Truncate) {
 		t.n.TruncatedMessages++
 		b = b[:t.rng.IntN(len(b))]
+	}
+	if len(b) > 8 && t.hit(im.Cut) {
+		t.n.CutMessages++
+		b = b[:8*(1+t.rng.IntN(len(b)/8-1))]
 	}
 	if t.hit(im.DelayProb) && im.Delay > 0 {
 		t.n.DelayedMessages++

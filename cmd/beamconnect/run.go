@@ -17,6 +17,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
 	"beamconnect/models"
+	"beamconnect/ports"
 )
 
 func init() {
@@ -108,143 +109,197 @@ type runOpts struct {
 }
 
 func runCmd(c *call, o *runOpts) int {
-	// SIGHUP reloads the config; caught from the very start to the very end,
-	// so a SIGHUP right after start or during the summary never kills the
-	// run (its default action) before the summary is out.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	r := &runner{c: c, o: o}
+	defer r.close()
+	if code, ok := r.prepare(); !ok {
+		return code
+	}
+	// SIGHUP is caught from the program's start to its end (hangups), so a
+	// SIGHUP right after start or during the summary never kills the run
+	// before the summary is out; while it runs, it reloads the config.
+	for len(hangups) > 0 {
+		<-hangups // one from before the run began: the config is read now anyway
+	}
+	return r.run(hangups)
+}
 
-	usage := func(format string, args ...any) int {
-		msg := fmt.Sprintf(format, args...)
-		if c.json {
-			writeJSON(c.stdout, runError{Error: "usage: " + msg})
-		} else {
-			fmt.Fprintf(c.stderr, "%s run: %s\nRun '%s run --help' for usage.\n", programName, msg, programName)
-		}
-		return exitUsage
+// runner is one run command: what it set up, and what to release.
+type runner struct {
+	c       *call
+	o       *runOpts
+	faults  emulator.Faults
+	plan    *ports.Plan
+	name    string // the model run
+	model   models.Model
+	opts    coupling.Options
+	mon     *httpMonitor
+	sess    *coupling.Session
+	closers []func()
+}
+
+func (r *runner) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
 	}
-	fail := func(err error) int {
-		if c.json {
-			writeJSON(c.stdout, runError{Error: err.Error()})
-			return exitFailed
-		}
-		return c.fail("run", err)
+}
+
+// usage reports a wrong command line (as JSON with --json).
+func (r *runner) usage(format string, args ...any) (int, bool) {
+	msg := fmt.Sprintf(format, args...)
+	if r.c.json {
+		writeJSON(r.c.stdout, runError{Error: "usage: " + msg})
+	} else {
+		fmt.Fprintf(r.c.stderr, "%s run: %s\nRun '%s run --help' for usage.\n", programName, msg, programName)
 	}
-	if len(c.args) != 1 {
-		return usage("expected exactly one config file, got %d", len(c.args))
+	return exitUsage, false
+}
+
+// fail reports an error that stops the run before it starts.
+func (r *runner) fail(err error) (int, bool) {
+	if r.c.json {
+		writeJSON(r.c.stdout, runError{Error: err.Error()})
+		return exitFailed, false
 	}
-	if o.duration < 0 {
-		return usage("--duration %v: expected 0 (run until interrupted) or a positive duration", o.duration)
+	return r.c.fail("run", err), false
+}
+
+// prepare checks the command line and the config and builds the session,
+// the model, the recording and the live page; ok is false (with the exit
+// code) when the run cannot start.
+func (r *runner) prepare() (code int, ok bool) {
+	c, o := r.c, r.o
+	switch {
+	case len(c.args) != 1:
+		return r.usage("expected exactly one config file, got %d", len(c.args))
+	case o.duration < 0:
+		return r.usage("--duration %v: expected 0 (run until interrupted) or a positive duration", o.duration)
+	case o.freeRunning && !o.emulate:
+		return r.usage("--free-running applies to --emulate only")
+	case len(o.faults) > 0 && !o.emulate:
+		return r.usage("--fault applies to --emulate only (it makes the emulated BeamNG misbehave)")
 	}
-	if o.freeRunning && !o.emulate {
-		return usage("--free-running applies to --emulate only")
-	}
-	if len(o.faults) > 0 && !o.emulate {
-		return usage("--fault applies to --emulate only (it makes the emulated BeamNG misbehave)")
-	}
-	var faults emulator.Faults
 	for _, spec := range o.faults {
-		if err := emulator.ParseFault(spec, &faults); err != nil {
-			return usage("--fault: %v", err)
+		if err := emulator.ParseFault(spec, &r.faults); err != nil {
+			return r.usage("--fault: %v", err)
 		}
 	}
-	plan, r := check(c.args[0])
-	if !r.Valid {
+	plan, res := check(c.args[0])
+	if !res.Valid {
 		if c.json {
-			writeJSON(c.stdout, runError{Error: "the config is not valid", Config: &r})
+			writeJSON(c.stdout, runError{Error: "the config is not valid", Config: &res})
 		} else {
-			printResult(c.stderr, r)
+			printResult(c.stderr, res)
 		}
-		return exitFailed
+		return exitFailed, false
 	}
-	for _, d := range r.Diagnostics {
+	for _, d := range res.Diagnostics {
 		printDiag(c.stderr, d)
 	}
-	name, params := plan.Model, models.Params(plan.ModelParams)
-	if o.model != "" && o.model != name {
-		name, params = o.model, nil // the config's parameters belong to its own model
+	r.plan = plan
+	if err := r.newModel(); err != nil {
+		return r.fail(err)
 	}
-	model, err := models.New(name, params, plan, c.log)
-	if err != nil {
-		return fail(err)
-	}
-	if cl, ok := model.(models.Closer); ok {
-		defer func() {
-			if err := cl.Close(); err != nil {
-				c.log.Warn("model", "err", err)
-			}
-		}()
-	}
-
-	opts := coupling.Options{Plan: plan, Model: model, Log: c.log, BusyPoll: o.busyPoll}
-	if (o.busyPoll || plan.BusyPoll) && runtime.GOOS == "linux" {
-		// A P per spinning link and no more: other Ps would only add
-		// threads that compete with BeamNG for the remaining cores (and
-		// spin looking for work); the rest of beamconnect (status line,
-		// recorder, watchdog) runs when a link yields, at least every
-		// millisecond or so. The in-process emulator needs one more.
-		procs := len(plan.Vehicles)
-		if o.emulate {
-			procs++
-		}
-		procs = min(procs, runtime.NumCPU())
-		prev := runtime.GOMAXPROCS(procs)
-		c.log.Info("busy polling", "spinning_links", len(plan.Vehicles), "gomaxprocs", procs, "was", prev)
-	}
+	r.opts = coupling.Options{Plan: plan, Model: r.model, Log: c.log, BusyPoll: o.busyPoll}
+	r.busyPoll()
 	if o.record != "" {
 		f, err := coupling.OpenRecording(o.record, c.args[0], o.force)
 		if err != nil {
-			return fail(err)
+			return r.fail(err)
 		}
-		defer f.Close()
-		opts.Record = coupling.NewRecorder(f, plan, c.log)
+		r.closers = append(r.closers, func() { f.Close() })
+		r.opts.Record = coupling.NewRecorder(f, plan, c.log)
 	}
 	if o.emulate {
-		opts.Local = netip.MustParseAddrPort("127.0.0.1:0")
+		r.opts.Local = netip.MustParseAddrPort("127.0.0.1:0")
 	}
-	mon, err := prepareMonitor(o.http, plan, &opts)
+	mon, err := prepareMonitor(o.http, plan, &r.opts)
 	if err != nil {
-		return usage("--http: %v", err)
+		return r.usage("--http: %v", err)
 	}
 	if mon != nil {
-		defer mon.ln.Close()
+		r.mon = mon
+		r.closers = append(r.closers, func() { mon.ln.Close() })
 	}
-	sess, err := coupling.New(opts)
-	if err != nil {
-		return fail(err)
+	if r.sess, err = coupling.New(r.opts); err != nil {
+		return r.fail(err)
 	}
+	return exitOK, true
+}
 
+// newModel builds the config's model, or the one --model names.
+func (r *runner) newModel() error {
+	r.name = r.plan.Model
+	params := models.Params(r.plan.ModelParams)
+	if r.o.model != "" && r.o.model != r.name {
+		r.name, params = r.o.model, nil // the config's parameters belong to its own model
+	}
+	m, err := models.New(r.name, params, r.plan, r.c.log)
+	if err != nil {
+		return err
+	}
+	r.model = m
+	if cl, ok := m.(models.Closer); ok {
+		r.closers = append(r.closers, func() {
+			if err := cl.Close(); err != nil {
+				r.c.log.Warn("model", "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+// busyPoll gives the Go runtime a P per spinning link and no more: other
+// Ps would only add threads that compete with BeamNG for the remaining
+// cores (and spin looking for work); the rest of beamconnect (status line,
+// recorder, watchdog) runs when a link yields, at least every millisecond
+// or so. The in-process emulator needs one more.
+func (r *runner) busyPoll() {
+	if !(r.o.busyPoll || r.plan.BusyPoll) || runtime.GOOS != "linux" {
+		return
+	}
+	procs := len(r.plan.Vehicles)
+	if r.o.emulate {
+		procs++
+	}
+	procs = min(procs, runtime.NumCPU())
+	prev := runtime.GOMAXPROCS(procs)
+	r.c.log.Info("busy polling", "spinning_links", len(r.plan.Vehicles), "gomaxprocs", procs, "was", prev)
+}
+
+// run couples until the duration ends or a signal comes, then reports.
+func (r *runner) run(hup <-chan os.Signal) int {
+	c, o := r.c, r.o
 	ctx, cancel := runContext(o.duration)
 	defer cancel()
 	var em *emulated
 	var emWait sync.WaitGroup
 	if o.emulate {
-		em, err = emulate(sess, plan, o.freeRunning, c.log, func(v int, cfg *emulator.Config) {
+		var err error
+		em, err = emulate(r.sess, r.plan, o.freeRunning, c.log, func(v int, cfg *emulator.Config) {
 			if v == 0 {
-				cfg.Faults = faults
+				cfg.Faults = r.faults
 			}
 		})
 		if err != nil {
-			return fail(err)
+			code, _ := r.fail(err)
+			return code
 		}
 		defer em.Close()
 		emWait.Go(func() { em.Run(ctx) })
 	}
-
-	if mon != nil {
-		mon.start(ctx, c, plan, sess)
+	if r.mon != nil {
+		r.mon.start(ctx, c, r.plan, r.sess)
 	}
-	stopWatch := watchConfig(ctx, c, sess, c.args[0], plan, o.noWatch, hup, mon.observer())
-	stopLine := statusLine(c, sess)
+	stopWatch := watchConfig(ctx, c, r.sess, c.args[0], r.plan, o.noWatch, hup, r.mon.observer())
+	stopLine := statusLine(c, r.sess)
 	start := time.Now()
-	runErr := sess.Run(ctx)
+	runErr := r.sess.Run(ctx)
 	stopLine()
 	stopWatch()
 	emWait.Wait()
-	mon.wait()
+	r.mon.wait()
 
-	sum := summarize(sess, plan, name, model, opts.Record, em)
+	sum := summarize(r.sess, r.plan, r.name, r.model, r.opts.Record, em)
 	sum.WallS = time.Since(start).Seconds()
 	if c.json {
 		writeJSON(c.stdout, sum)

@@ -4,7 +4,9 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -44,6 +46,72 @@ func TestRunReload(t *testing.T) {
 		"SIGHUP: reloading the config"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("log lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+// A recording destination that blocks (here a FIFO whose reader never
+// reads) does not hold the run past --duration: the recorder gives up after
+// its bound, the loss is reported, the summary printed, the exit status 1.
+func TestRunRecordDestinationBlocks(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "rows")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	reader, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0) // opens, never reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	start := time.Now()
+	out, errOut, code := exec(t, nil, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--free-running",
+		"--duration", "1s", "--record", fifo, "--force")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the run took %v with a blocked recording", took)
+	}
+	var s struct {
+		Faults    []string `json:"faults"`
+		Lost      int64    `json:"record_lost"`
+		Error     string   `json:"record_error"`
+		Connected bool     `json:"connected"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("no summary: %v\n%s\n%s", err, out, errOut)
+	}
+	if code != exitFailed || s.Lost == 0 || !strings.Contains(s.Error, "took no rows") || !s.Connected {
+		t.Errorf("exit %d, lost %d, error %q, faults %q", code, s.Lost, s.Error, s.Faults)
+	}
+	if !strings.Contains(errOut, "the destination blocks") {
+		t.Errorf("not logged when it happened:\n%s", errOut)
+	}
+}
+
+// SIGHUP right after start (at its first word), and during the summary,
+// reloads (or is ignored); it never kills the run before its summary is out.
+func TestRunSIGHUPAtTheEdges(t *testing.T) {
+	bin := binary(t)
+	for _, at := range []time.Duration{0, 1500 * time.Millisecond} {
+		cmd := osexec.Command(bin, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1500ms")
+		var stdout strings.Builder
+		cmd.Stdout = &stdout
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		first := make([]byte, 1)
+		stderr.Read(first) // it has started: its first log line is on the way
+		go io.Copy(io.Discard, stderr)
+		time.Sleep(at)
+		for range 20 { // a burst around the moment
+			cmd.Process.Signal(syscall.SIGHUP)
+			time.Sleep(time.Millisecond)
+		}
+		err := cmd.Wait()
+		if ee, ok := err.(*osexec.ExitError); ok && ee.ExitCode() == -1 {
+			t.Errorf("SIGHUP at %v killed the run: %v", at, err)
+		}
+		if !strings.Contains(stdout.String(), `"messages"`) {
+			t.Errorf("SIGHUP at %v: no summary (%v):\n%s", at, err, stdout.String())
 		}
 	}
 }
