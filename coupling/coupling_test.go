@@ -35,6 +35,9 @@ func TestExampleRigs(t *testing.T) {
 		{"../examples/heading-hold.json", func(t *testing.T, h *harness) {
 			want := h.plan.ModelParams["headingDeg"].(float64) * math.Pi / 180
 			checkHeld(t, h, want, func(v emulator.Vehicle) float64 { return v.Yaw }, 2*math.Pi/180, "heading")
+			if q := figures(h); !(math.Abs(q["heading error now"]) < 2) || !(q["heading error RMS after settling"] < 2) {
+				t.Errorf("the model reports %v", h.s.Control())
+			}
 		}},
 		{"../examples/gen2-cruise.json", func(t *testing.T, h *harness) {
 			holdsSpeed(t, h)

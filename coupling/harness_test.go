@@ -247,6 +247,19 @@ func holdsSpeed(t *testing.T, h *harness) {
 	if s := h.emSum; s.Stalls != 0 || s.Accepted < s.Sent-1 {
 		t.Errorf("BeamNG's side: %v", s)
 	}
+	// The controller's own report agrees: settled, small errors since.
+	if q := figures(h); !(q["speed error RMS after settling"] < 0.05*set) || !(q["settled after"] < 20) {
+		t.Errorf("the model reports %v", h.s.Control())
+	}
+}
+
+// figures is the model's quality report by name.
+func figures(h *harness) map[string]float64 {
+	q := map[string]float64{}
+	for _, f := range h.s.Control() {
+		q[f.Name] = f.Value
+	}
+	return q
 }
 
 func containsAll(lines []string, subs ...string) bool {

@@ -58,19 +58,27 @@ func (s *Session) check(ch ports.Changes, p *ports.Plan) error {
 	if ch.Params != "" {
 		t, ok := s.stage.model.(models.Tuner)
 		switch {
+		case s.opt.ModelName != p.Model:
+			restart = append(restart, ch.Params+" (the model running is "+s.opt.ModelName+", not the config's)")
 		case !ok:
 			restart = append(restart, ch.Params+" (model "+p.Model+" takes its parameters at the start only)")
-		case p.Model == s.latest.Model:
+		default:
 			if err := t.CheckTune(p.ModelParams); err != nil {
-				return fmt.Errorf("model parameters: %w", err)
+				return err
 			}
 		}
 	}
 	if len(restart) > 0 {
 		return fmt.Errorf("these cannot change while running (restart beamconnect for them): %s", strings.Join(restart, "; "))
 	}
-	if err := models.Check(p.Model, p); err != nil {
-		return err
+	var bad []string
+	for _, f := range models.Validate(s.opt.ModelName, p.ModelParams, p) {
+		if !f.Warning {
+			bad = append(bad, f.Error())
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
 	}
 	if len(p.Vehicles) != len(s.links) {
 		return errors.New("the number of vehicles changed: restart beamconnect")

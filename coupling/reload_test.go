@@ -334,3 +334,50 @@ func TestFleetReload(t *testing.T) {
 		}
 	})
 }
+
+// A built-in model's parameters reload live, as a Simulink user tunes a
+// running model: the cruise rig's set speed goes from 20 to 12 m/s and the
+// car follows, the controller keeping its state. What binds a model (follow's
+// ego and lead) is refused, named with its values as the config writes them.
+func TestModelParametersReloadLive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		text, _ := os.ReadFile("../examples/cruise-pedals.json")
+		cfg, err := config.Parse("cruise.json", text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := rig{cfg: cfg, em: emulator.Config{Steps: 120000}}.sim(t)
+		var ch ports.Changes
+		h.run(t, func(ctx context.Context) {
+			time.Sleep(30 * time.Second)
+			ch, err = h.s.ReloadConfig("cruise.json", []byte(strings.Replace(string(text), `"setSpeed": 20`, `"setSpeed": 12`, 1)))
+		})
+		if err != nil || !strings.Contains(ch.Params, `"setSpeed":20`) || !strings.Contains(ch.Params, `"setSpeed":12`) {
+			t.Fatalf("reload: %v, %q", err, ch.Params)
+		}
+		speed := func(i int) float64 { return h.samples[i].V }
+		if n := len(h.samples); math.Abs(speed(28)-20) > 0.5 || math.Abs(speed(n-1)-12) > 0.5 {
+			t.Errorf("speed %.2f before the reload, %.2f at the end: want 20, then 12", speed(28), speed(n-1))
+		}
+		if v := h.s.Values(); v[Reloads] != 1 || h.emSum.Stalls != 0 {
+			t.Errorf("reloads %d, BeamNG %v", v[Reloads], h.emSum)
+		}
+	})
+	text, _ := os.ReadFile("../examples/follow.json")
+	cfg, err := config.Parse("follow.json", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newDirect(t, cfg, nil, nil).s
+	_, err = s.ReloadConfig("follow.json", []byte(strings.Replace(string(text), `"ego": "ego", "lead": "lead", "timeGap": 1.8`, `"ego": "lead", "lead": "ego", "timeGap": 2.2`, 1)))
+	if err == nil || !strings.Contains(err.Error(), `modelParams.ego ("ego" → "lead")`) || !strings.Contains(err.Error(), "restart beamconnect") {
+		t.Errorf("re-binding follow: %v", err)
+	}
+	_, err = s.ReloadConfig("follow.json", []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": -1`, 1)))
+	if err == nil || !strings.Contains(err.Error(), "modelParams.timeGap: expected a number above 0") {
+		t.Errorf("a bad time gap: %v", err)
+	}
+	if _, err := s.ReloadConfig("follow.json", []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1))); err != nil {
+		t.Errorf("a new time gap: %v", err)
+	}
+}

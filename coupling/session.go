@@ -47,7 +47,10 @@ const idleStep = 50 * time.Millisecond
 type Options struct {
 	Plan  *ports.Plan
 	Model models.Model
-	Log   *slog.Logger
+	// ModelName is the model's name (models.New's); default the plan's.
+	// A reload tunes the model's parameters only when it is the config's.
+	ModelName string
+	Log       *slog.Logger
 	// Local, when valid, replaces every vehicle's local address (port 0: a
 	// free port each): the in-process emulator uses free ports.
 	Local netip.AddrPort
@@ -104,6 +107,9 @@ func New(opt Options) (*Session, error) {
 	}
 	if opt.Clock == nil {
 		opt.Clock = timesync.RealClock{}
+	}
+	if opt.ModelName == "" {
+		opt.ModelName = p.Model
 	}
 	if opt.Silence <= 0 {
 		opt.Silence = max(time.Second, 3*seconds(p.Period))
@@ -223,6 +229,15 @@ func (s *Session) collect() {
 		s.stats.Set(RecordWritten, r.Written())
 		s.stats.Set(RecordLost, r.Lost())
 	}
+}
+
+// Control is the model's report on how well it controls (nil when it
+// gives none).
+func (s *Session) Control() []models.Figure {
+	if r, ok := s.stage.model.(models.Reporter); ok {
+		return r.Quality()
+	}
+	return nil
 }
 
 // Name is vehicle v's name (its remoteObject; "" for a single vehicle

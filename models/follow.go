@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"beamconnect/beamng"
 	"beamconnect/ports"
@@ -23,6 +24,7 @@ import (
 // gap is the config's "gap" field of the ego to the lead (a cross-vehicle
 // property, centre to centre along the ego's heading).
 type Follow struct {
+	params                              Params
 	egoName, leadName                   string
 	timeGap, standstill, kGap, maxSpeed float64
 	profile                             []profilePoint
@@ -32,7 +34,12 @@ type Follow struct {
 	egoThrottle, egoBrake, leadThrottle, leadBrake ref
 	ego, lead                                      pi
 	lastT, t0                                      float64
+	quality                                        tracking
+	gapNow, minTTC                                 atomic.Uint64 // float64 bits
 }
+
+// timeGapBand is where follow counts as settled: its time gap within 0.1 s.
+const timeGapBand = 0.1
 
 type profilePoint struct{ t, v float64 }
 
@@ -45,13 +52,16 @@ func newFollow(b *binder, params Params) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Follow{timeGap: v[0], standstill: v[1], kGap: v[2], maxSpeed: v[3],
+	m := &Follow{params: params, timeGap: v[0], standstill: v[1], kGap: v[2], maxSpeed: v[3],
 		ego: pi{kp: v[4], ki: v[5], lo: -1, hi: 1}, lead: pi{kp: v[4], ki: v[5], lo: -1, hi: 1}, lastT: math.NaN(), t0: math.NaN()}
 	if m.profile, err = parseProfile(params["leadProfile"]); err != nil {
 		return nil, err
 	}
 	m.egoName, _ = params["ego"].(string)
 	m.leadName, _ = params["lead"].(string)
+	m.quality.reset(timeGapBand)
+	m.gapNow.Store(math.Float64bits(math.NaN()))
+	m.minTTC.Store(math.Float64bits(math.Inf(1)))
 	m.bind(b)
 	return m, nil
 }
@@ -140,9 +150,25 @@ func (m *Follow) Step(t float64, out, in [][]float64) {
 	target := m.maxSpeed
 	if gap == gap { // the gap is invalid until both vehicles have reported
 		target = vl + m.kGap*(gap-math.Max(m.standstill, m.timeGap*ve))
+		m.observe(t, gap, ve, vl)
 	}
 	target = math.Min(m.maxSpeed, math.Max(0, target))
 	u := m.ego.step(target-ve, dt)
 	m.egoThrottle.set(in, math.Max(0, u))
 	m.egoBrake.set(in, math.Max(0, -u))
+}
+
+// observe keeps the follow model's figures: the time gap now and its
+// error, and the smallest time to collision (while the ego closes in).
+func (m *Follow) observe(t, gap, ve, vl float64) {
+	if ve > 0.5 {
+		tg := gap / ve
+		m.gapNow.Store(math.Float64bits(tg))
+		m.quality.observe(t, tg-m.timeGap)
+	}
+	if ve > vl {
+		if ttc := gap / (ve - vl); ttc < math.Float64frombits(m.minTTC.Load()) {
+			m.minTTC.Store(math.Float64bits(ttc))
+		}
+	}
 }

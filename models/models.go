@@ -269,6 +269,7 @@ func floats(params Params, names []string, defs []float64) ([]float64, error) {
 // example 1): one PI controller whose positive output is throttle and
 // negative output brake.
 type CruisePedals struct {
+	params          Params  // as running, for a reload's CheckTune
 	SetSpeed        float64 // m/s
 	speed           ref
 	throttle, brake ref
@@ -276,6 +277,7 @@ type CruisePedals struct {
 	hasMode         bool
 	ctl             pi
 	lastT           float64
+	quality         tracking
 }
 
 func newCruisePedals(b *binder, params Params) (Model, error) {
@@ -283,7 +285,8 @@ func newCruisePedals(b *binder, params Params) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &CruisePedals{SetSpeed: v[0], ctl: pi{kp: v[1], ki: v[2], lo: -1, hi: 1}, lastT: math.NaN()}
+	m := &CruisePedals{params: params, SetSpeed: v[0], ctl: pi{kp: v[1], ki: v[2], lo: -1, hi: 1}, lastT: math.NaN()}
+	m.quality.reset(speedBand(m.SetSpeed))
 	m.bind(b)
 	return m, nil
 }
@@ -303,7 +306,9 @@ func (m *CruisePedals) Step(t float64, out, in [][]float64) {
 	if out[0][0] != 3 || dt == 0 {
 		return // not connected: no fresh speed to act on
 	}
-	u := m.ctl.step(m.SetSpeed-m.speed.get(out), dt)
+	e := m.SetSpeed - m.speed.get(out)
+	m.quality.observe(t, e)
+	u := m.ctl.step(e, dt)
 	m.throttle.set(in, math.Max(0, u))
 	m.brake.set(in, math.Max(0, -u))
 	if m.hasMode {
@@ -326,12 +331,14 @@ func stepDt(last *float64, t float64) float64 {
 // driven (all four) wheels when positive, braking when negative. BeamNG
 // applies braking torques negated, so braking is sent as a negative number.
 type CruiseTorque struct {
+	params      Params
 	SetSpeed    float64
 	speed       ref
 	prop, brake [4]ref
 	driveMode   ref
 	ctl         pi
 	lastT       float64
+	quality     tracking
 }
 
 func newCruiseTorque(b *binder, params Params) (Model, error) {
@@ -339,7 +346,8 @@ func newCruiseTorque(b *binder, params Params) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &CruiseTorque{SetSpeed: v[0], ctl: pi{kp: v[1], ki: v[2], lo: -v[3], hi: v[3]}, lastT: math.NaN()}
+	m := &CruiseTorque{params: params, SetSpeed: v[0], ctl: pi{kp: v[1], ki: v[2], lo: -v[3], hi: v[3]}, lastT: math.NaN()}
+	m.quality.reset(speedBand(m.SetSpeed))
 	m.bind(b)
 	return m, nil
 }
@@ -362,7 +370,9 @@ func (m *CruiseTorque) Step(t float64, out, in [][]float64) {
 	if out[0][0] != 3 || dt == 0 {
 		return
 	}
-	u := m.ctl.step(m.SetSpeed-m.speed.get(out), dt)
+	e := m.SetSpeed - m.speed.get(out)
+	m.quality.observe(t, e)
+	u := m.ctl.step(e, dt)
 	for i := range 4 {
 		m.prop[i].set(in, math.Max(0, u))
 		m.brake[i].set(in, math.Min(0, u)) // negative: BeamNG negates it into a braking torque
@@ -372,6 +382,7 @@ func (m *CruiseTorque) Step(t float64, out, in [][]float64) {
 // HeadingHold steers to hold a heading (seed 000, example 3), with a speed
 // kept by throttle so the steering has something to act on.
 type HeadingHold struct {
+	params            Params
 	Heading, SetSpeed float64 // rad, m/s
 	kp                float64
 	yaw               ref
@@ -382,6 +393,7 @@ type HeadingHold struct {
 	hasBrake          bool
 	speedCtl          pi
 	lastT             float64
+	quality           tracking
 }
 
 func newHeadingHold(b *binder, params Params) (Model, error) {
@@ -389,7 +401,8 @@ func newHeadingHold(b *binder, params Params) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &HeadingHold{Heading: v[0] * math.Pi / 180, SetSpeed: v[1], kp: v[2], speedCtl: pi{kp: 0.3, ki: 0.05, lo: -1, hi: 1}, lastT: math.NaN()}
+	m := &HeadingHold{params: params, Heading: v[0] * math.Pi / 180, SetSpeed: v[1], kp: v[2], speedCtl: pi{kp: 0.3, ki: 0.05, lo: -1, hi: 1}, lastT: math.NaN()}
+	m.quality.reset(headingBand)
 	m.bind(b)
 	return m, nil
 }
@@ -404,6 +417,9 @@ func (m *HeadingHold) bind(b *binder) {
 
 // Rebind moves the controller to a reloaded plan; its integrators stay.
 func (m *HeadingHold) Rebind(p *ports.Plan) error { return rebind(p, "heading-hold", m.bind) }
+
+// headingBand is where heading-hold counts as settled: 1°.
+const headingBand = math.Pi / 180
 
 // rebind binds into a scratch binder first, so a failed rebind changes
 // nothing.
@@ -421,6 +437,7 @@ func (m *HeadingHold) Step(t float64, out, in [][]float64) {
 		return
 	}
 	e := math.Remainder(m.Heading-m.yaw.get(out), 2*math.Pi)
+	m.quality.observe(t, e)
 	m.steering.set(in, math.Max(-1, math.Min(1, m.kp*e)))
 	u := m.speedCtl.step(m.SetSpeed-m.speed.get(out), dt)
 	m.throttle.set(in, math.Max(0, u))

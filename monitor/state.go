@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"beamconnect/coupling"
+	"beamconnect/models"
 )
 
 // state is what the page shows besides the scope, refreshed by sample.
@@ -25,6 +26,8 @@ type state struct {
 	History      []change       `json:"history"`
 	Events       []event        `json:"events"`
 	ScopeDropped int64          `json:"scope_dropped"`
+	// Control is the model's report on how well it controls.
+	Control []models.Figure `json:"control,omitempty"`
 }
 
 type vehicleState struct {
@@ -96,6 +99,7 @@ func (s *Server) sample(now time.Time) {
 		st.Vehicles = append(st.Vehicles, vs)
 	}
 	st.Problems = append(st.Problems, sess.Problems()...)
+	st.Control = sess.Control()
 	st.Healthy = len(st.Problems) == 0
 	s.mu.Lock()
 	st.History, st.Events = s.history, s.events

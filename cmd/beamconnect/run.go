@@ -199,7 +199,7 @@ func (r *runner) prepare() (code int, ok bool) {
 	if err := r.newModel(); err != nil {
 		return r.fail(err)
 	}
-	r.opts = coupling.Options{Plan: plan, Model: r.model, Log: c.log, BusyPoll: o.busyPoll}
+	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Log: c.log, BusyPoll: o.busyPoll}
 	r.busyPoll()
 	if o.record != "" {
 		f, err := coupling.OpenRecording(o.record, c.args[0], o.force)

@@ -40,6 +40,8 @@ type runSummary struct {
 	Overruns       int64    `json:"pacing_overruns"`
 	Faults         []string `json:"faults"`
 	Healthy        bool     `json:"healthy"`
+	// Control is the model's own report on how well it controlled.
+	Control []models.Figure `json:"control,omitempty"`
 
 	Emulator *emulator.Summary `json:"emulator,omitempty"`
 	// Vehicles holds each vehicle's own figures when the config couples
@@ -99,7 +101,7 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		counters: sess.Values(), Connected: true, StatusAtEnd: int(coupling.Connected),
 		FinalStatus: int(sess.Status()), ReplyID: string(plan.ReplyID), Model: model,
 		TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
-		Faults: sess.Faults(),
+		Faults: sess.Faults(), Control: sess.Control(),
 	}
 	sum.Dropped = sum.counters.Dropped()
 	sum.OutOfLockstepS = time.Duration(sum.counters[coupling.OutOfLockstep]).Seconds()
@@ -201,6 +203,13 @@ func printRunSummary(c *call, s runSummary) {
 		if line := counterLine(g.name, g.counters, &s.counters, false); line != "" {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
+	}
+	if len(s.Control) > 0 {
+		parts := make([]string, len(s.Control))
+		for i, f := range s.Control {
+			parts[i] = f.String()
+		}
+		fmt.Fprintf(w, "  control (model %s): %s\n", s.Model, strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(w, "  out of lockstep %.3f s; status at the end %d (%s), after disconnecting %d (%s)\n",
 		s.OutOfLockstepS, s.StatusAtEnd, coupling.Status(s.StatusAtEnd), s.FinalStatus, coupling.Status(s.FinalStatus))
