@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/coupling"
@@ -133,83 +132,91 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 	defer os.Remove(rec.Name())
 	defer rec.Close()
 	recorder := coupling.NewRecorder(rec, plan, c.log)
-	lo := netip.MustParseAddrPort("127.0.0.1:0")
-	cp, err := coupling.New(coupling.Options{Plan: plan, Model: model, Log: c.log, Local: lo, Record: recorder})
-	if err == nil {
-		err = cp.Bind()
-	}
+	sess, err := coupling.New(coupling.Options{Plan: plan, Model: model, Log: c.log, Local: netip.MustParseAddrPort("127.0.0.1:0"), Record: recorder})
 	if err != nil {
 		return c.fail("bench", err)
 	}
-	link, err := emulator.ListenUDP(lo, cp.Link(0).LocalAddr())
-	if err != nil {
-		return c.fail("bench", err)
-	}
-	defer link.Close()
-	cp.Link(0).SetRemote(link.LocalAddr())
 	var eps episodeTracker
-	em, err := emulator.New(emulator.Config{SimulinkTime: beamng.PhysicsDt, PingTime: plan.PingTime, Faults: f, Trace: eps.step}, link)
+	em, err := emulate(sess, plan, false, c.log, func(_ int, cfg *emulator.Config) { cfg.Faults, cfg.Trace = f, eps.step })
 	if err != nil {
 		return c.fail("bench", err)
 	}
+	defer em.Close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
-	st := cp.Link(0).Stats()
-	wg.Go(func() { cp.Run(ctx) })
-
-	// Memory after a warm-up, then sampled every 10 s.
-	var warm, ms runtime.MemStats
-	var warmMsgs int64
-	heapMax := uint64(0)
-	warmRSS := int64(0)
-	wg.Go(func() {
-		t := time.NewTicker(10 * time.Second)
-		defer t.Stop()
-		first := true
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				runtime.ReadMemStats(&ms)
-				heapMax = max(heapMax, ms.HeapInuse)
-				if first {
-					warm, warmMsgs, warmRSS, first = ms, st.Get(coupling.Messages), currentRSS(), false
-				}
-				c.log.Info("soak", "messages", st.Get(coupling.Messages), "heap_in_use_mib", float64(ms.HeapInuse)/(1<<20),
-					"stalls", st.Get(coupling.StallsRecovered), "lockstep_lost", st.Get(coupling.LockstepLost))
-			}
-		}
-	})
+	st := sess.Link(0).Stats()
+	wg.Go(func() { sess.Run(ctx) })
+	mem := &memWatch{}
+	wg.Go(func() { mem.watch(ctx, c, st) })
 	c.log.Info("soaking", "for", d, "faults", strings.Join(faults, " "))
-	sum, _ := em.Run(ctx)
+	em.Run(ctx)
 	cancel()
 	wg.Wait()
-	runtime.ReadMemStats(&ms)
-	ds := eps.end()
 	recorder.Close()
-	v := st.Snapshot()
+	r := soakReport(d, faults, *em.Summary(0), st, &eps, mem, recorder)
+	r.ReportedFaults = sess.Faults()
+	if c.json {
+		writeJSON(c.stdout, r)
+	} else {
+		printSoak(c.stdout, r)
+	}
+	return exitOK
+}
 
+// memWatch samples the heap after a warm-up, then every 10 s.
+type memWatch struct {
+	warm, end runtime.MemStats
+	warmMsgs  int64
+	heapMax   uint64
+	warmRSS   int64
+}
+
+func (m *memWatch) watch(ctx context.Context, c *call, st *coupling.Stats) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	var ms runtime.MemStats
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			runtime.ReadMemStats(&m.end)
+			return
+		case <-t.C:
+			runtime.ReadMemStats(&ms)
+			m.heapMax = max(m.heapMax, ms.HeapInuse)
+			if first {
+				m.warm, m.warmMsgs, m.warmRSS, first = ms, st.Get(coupling.Messages), currentRSS(), false
+			}
+			c.log.Info("soak", "messages", st.Get(coupling.Messages), "heap_in_use_mib", float64(ms.HeapInuse)/(1<<20),
+				"stalls", st.Get(coupling.StallsRecovered), "lockstep_lost", st.Get(coupling.LockstepLost))
+		}
+	}
+}
+
+// soakReport is what a soak measured.
+func soakReport(d time.Duration, faults []string, sum emulator.Summary, st *coupling.Stats, eps *episodeTracker, mem *memWatch, rec *coupling.Recorder) soakResult {
+	ds := eps.end()
+	v := st.Snapshot()
 	r := soakResult{
 		Duration: d.String(), Faults: faults,
 		Sent: sum.Sent, Answered: v[coupling.Replies], Accepted: sum.Accepted, Rejected: sum.Rejected,
 		Stalls: sum.Stalls, LockstepLost: v[coupling.LockstepLost], OutOfLockstepS: time.Duration(v[coupling.OutOfLockstep]).Seconds(),
 		Episodes: len(ds), EndedInLockstep: !eps.open, Dropped: v.Dropped(), Drained: v[coupling.Drained],
-		RecordRows: recorder.Written(), RecordLost: v[coupling.Replies] - recorder.Written(),
-		HeapEndMiB: float64(ms.HeapInuse) / (1 << 20), HeapMaxMiB: float64(heapMax) / (1 << 20),
-		RSSEndMiB: float64(currentRSS()) / 1024, GCs: ms.NumGC - warm.NumGC,
+		RecordRows: rec.Written(), RecordLost: v[coupling.Replies] - rec.Written(),
+		HeapEndMiB: float64(mem.end.HeapInuse) / (1 << 20), HeapMaxMiB: float64(mem.heapMax) / (1 << 20),
+		RSSEndMiB: float64(currentRSS()) / 1024, GCs: mem.end.NumGC - mem.warm.NumGC,
 		TurnaroundP50us: us(st.Turnaround.Quantile(0.5)), TurnaroundP99us: us(st.Turnaround.Quantile(0.99)),
-		Injected: sum.Injected, ReportedFaults: cp.Faults(),
+		Injected: sum.Injected,
 	}
-	if warm.HeapInuse > 0 {
-		r.HeapStartMiB = float64(warm.HeapInuse) / (1 << 20)
-		r.RSSStartMiB = float64(warmRSS) / 1024
-		if n := v[coupling.Messages] - warmMsgs; n > 0 {
-			r.AllocsPerMsg = float64(ms.Mallocs-warm.Mallocs) / float64(n)
+	if mem.warm.HeapInuse > 0 {
+		r.HeapStartMiB = float64(mem.warm.HeapInuse) / (1 << 20)
+		r.RSSStartMiB = float64(mem.warmRSS) / 1024
+		if n := v[coupling.Messages] - mem.warmMsgs; n > 0 {
+			r.AllocsPerMsg = float64(mem.end.Mallocs-mem.warm.Mallocs) / float64(n)
 		}
 	}
 	r.Unanswered = r.Sent - r.Answered
@@ -222,12 +229,7 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 		r.RecoveryP50ms = float64(ds[len(ds)/2].Microseconds()) / 1000
 		r.RecoveryMaxms = float64(ds[len(ds)-1].Microseconds()) / 1000
 	}
-	if c.json {
-		writeJSON(c.stdout, r)
-	} else {
-		printSoak(c.stdout, r)
-	}
-	return exitOK
+	return r
 }
 
 func printSoak(w io.Writer, r soakResult) {
