@@ -25,9 +25,9 @@ type diagnosis struct {
 	sinceStall   int64 // messages answered since the last stall
 	stallsInRow  int
 	repliesSaid  bool
-	sizeAt       time.Time
-	sizeN        int64
+	sizeSaid     bool
 	shortSaid    bool
+	longSaid     bool
 	startCommand string
 }
 
@@ -67,15 +67,16 @@ func (l *Link) stalled() {
 }
 
 // wrongSize counts a datagram from BeamNG's address of a length BeamNG does
-// not send for this layout, and says what it looks like.
+// not send for this layout, and says, once, what it looks like (the
+// summary counts the rest).
 func (l *Link) wrongSize(n int, now time.Time) {
 	l.stats.inc(WrongSize)
 	d := &l.diag
-	d.sizeN++
-	if !d.sizeAt.IsZero() && now.Sub(d.sizeAt) < warnEvery {
+	if d.sizeSaid {
 		return
 	}
-	args := []any{"bytes", n, "expected", 8 * len(l.msg), "count", d.sizeN}
+	d.sizeSaid = true
+	args := []any{"bytes", n, "expected", 8 * len(l.msg)}
 	switch {
 	case n%8 != 0:
 		args = append(args, "hint", "not whole doubles: not BeamNG's coupling")
@@ -85,7 +86,6 @@ func (l *Link) wrongSize(n int, now time.Time) {
 		args = append(args, "hint", "longer than BeamNG reads whole: not BeamNG's coupling")
 	}
 	l.log.Warn("dropped datagrams from BeamNG's address of a length this coupling does not send", args...)
-	d.sizeAt, d.sizeN = now, 0
 }
 
 // shortWarn says, once, that a message lacked fields the model reads, and
@@ -102,4 +102,19 @@ func (l *Link) shortWarn(present int, now time.Time) {
 	}
 	l.log.Error("BeamNG's message lacks fields the model reads: answered with neutral controls, the model not stepped",
 		"doubles", present, "hint", hint)
+}
+
+// longWarn says, once, that BeamNG's messages are longer than the layout
+// says, and what that suggests.
+func (l *Link) longWarn(present int) {
+	d := &l.diag
+	if d.longSaid {
+		return
+	}
+	d.longSaid = true
+	hint := fmt.Sprintf("the CSV says %d doubles: BeamNG runs another CSV, with more signalTo rows; start its coupling with this config's CSV", len(l.msg))
+	if present == beamng.StateLen {
+		hint = "111 doubles is Gen 1's vehicleSystemsCoupling: set beamng.protocol to \"fixed\", or start BeamNG's co-simulation coupling with this config's CSV"
+	}
+	l.log.Warn("BeamNG's messages are longer than this coupling's layout: the extra values are ignored", "doubles", present, "hint", hint)
 }

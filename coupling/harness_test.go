@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/beamng/cosim"
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/logtest"
@@ -43,6 +44,10 @@ type rig struct {
 	wrap   func(v int, t emulator.Transport) emulator.Transport
 	opts   func(h *harness, o *Options)
 	noBind bool // the session binds when it runs (a test of binding)
+	// BeamNG's side speaks another protocol than the config: a CSV of its
+	// own (csv), or Gen 1 (gen1).
+	csv  *cosim.File
+	gen1 bool
 }
 
 // harness is a rig being run: the session, BeamNG's side, and what the
@@ -153,6 +158,12 @@ func (r rig) build(t testing.TB, h *harness, listen Listen, clock timesync.Clock
 		}
 		cfg := r.em
 		cfg.SimulinkTime, cfg.PingTime, cfg.CSV = plan.Period, plan.PingTime, plan.Vehicles[v].CSV
+		switch {
+		case r.gen1:
+			cfg.CSV = nil
+		case r.csv != nil:
+			cfg.CSV = r.csv
+		}
 		if v > 0 {
 			cfg.Faults, cfg.Trace = emulator.Faults{}, nil
 		}

@@ -198,6 +198,7 @@ func (l *Link) accept(d []byte, from netip.AddrPort, now time.Time) (id float64,
 		l.shortWarn(present, now)
 	case present > len(l.msg):
 		l.stats.inc(LongMessages)
+		l.longWarn(present)
 	}
 	return id, whole, true
 }
