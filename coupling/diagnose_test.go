@@ -25,7 +25,7 @@ func TestDiagnoses(t *testing.T) {
 				"replies_to=127.0.0.1:7", "udpReceivePort"}},
 		{name: "nothing comes", config: "cruise-pedals",
 			setup: func(t *testing.T, r *rig) { r.em.Steps, r.starts = 24000, []int64{24000} },
-			want: []string{"nothing has come from BeamNG yet", "must send to 127.0.0.1:", "start_with=\"extensions.load('tech/vehicleSystemsCoupling')"}},
+			want:  []string{"nothing has come from BeamNG yet", "must send to 127.0.0.1:", "start_with=\"extensions.load('tech/vehicleSystemsCoupling')"}},
 		{name: "Gen 1 config, Gen 2 BeamNG", config: "cruise-pedals",
 			setup: func(t *testing.T, r *rig) {
 				f, err := cosim.Load("../examples/gen2-cruise.csv")
