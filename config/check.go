@@ -109,23 +109,6 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	return cfg
 }
 
-// gen1Interfaces gives every vehicle Gen 1's fixed layout, and warns about
-// CSVs named for Gen 2.
-func (p *parser) gen1Interfaces(cfg *Config, bn *rawBeamNG) {
-	for i := range cfg.Vehicles {
-		cfg.Vehicles[i].Layout = beamng.Fixed
-	}
-	const ignored = "ignored: a CSV interface is for protocol \"csv\" (Gen 2); this config speaks Gen 1"
-	if bn.Interface != nil {
-		p.atKey(Warning, "/beamng/interface", ignored)
-	}
-	for i, v := range cfg.Vehicles {
-		if rv := bn.Vehicles[v.Name]; len(bn.Vehicles) > 0 && rv != nil && rv.Interface != nil {
-			p.atKey(Warning, p.vptrs[i]+"/interface", ignored)
-		}
-	}
-}
-
 func orDefault(v *float64, def float64) float64 {
 	if v == nil {
 		return def

@@ -67,6 +67,23 @@ func (p *parser) vehicles(raw *rawConfig, bn *rawBeamNG) []Vehicle {
 	return out
 }
 
+// gen1Interfaces gives every vehicle Gen 1's fixed layout, and warns about
+// CSVs named for Gen 2.
+func (p *parser) gen1Interfaces(cfg *Config, bn *rawBeamNG) {
+	for i := range cfg.Vehicles {
+		cfg.Vehicles[i].Layout = beamng.Fixed
+	}
+	const ignored = "ignored: a CSV interface is for protocol \"csv\" (Gen 2); this config speaks Gen 1"
+	if bn.Interface != nil {
+		p.atKey(Warning, "/beamng/interface", ignored)
+	}
+	for i, v := range cfg.Vehicles {
+		if rv := bn.Vehicles[v.Name]; len(bn.Vehicles) > 0 && rv != nil && rv.Interface != nil {
+			p.atKey(Warning, p.vptrs[i]+"/interface", ignored)
+		}
+	}
+}
+
 // distinct refuses two vehicles on one address: each vehicle's coupling
 // binds its own pair. It runs once every address is known, a Gen 2
 // vehicle's from its CSV, and places a clash where the address is given.
