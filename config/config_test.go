@@ -250,7 +250,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"version": 2, "outputs": [{"ports": [[{"propertyName": "H50", "arraySize": 1}]]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse("fuzz.json", data)
+		// In testdata, so a Gen 2 config's interfaces are the fixtures' CSVs.
+		const name = "testdata/fuzz.json"
+		cfg, err := Parse(name, data)
 		if err != nil {
 			var ds Diagnostics
 			if !errors.As(err, &ds) || ds.Errors() == 0 {
@@ -258,7 +260,7 @@ func FuzzParse(f *testing.F) {
 			}
 			lines := strings.Count(string(data), "\n") + 1
 			for _, d := range ds {
-				if d.File != "fuzz.json" {
+				if d.File != name {
 					continue // placed in a Gen 2 config's CSV
 				}
 				if d.Pos.Line < 1 || d.Pos.Line > lines || d.Pos.Col < 1 {
@@ -334,6 +336,10 @@ func TestGen2Fleet(t *testing.T) {
 	}
 	if gap := cfg.Outputs[0].Ports[0].Fields[1]; gap.Relative.String() != "gap" || gap.Vehicle != 0 || gap.Other != 1 {
 		t.Errorf("gap %+v", gap)
+	}
+	// `beamconnect csv` writes one vehicle's CSV: a fleet draft is refused.
+	if _, err := LoadDraft("testdata/gen2-fleet.good.json"); err == nil || !strings.Contains(err.Error(), "beamng.vehicles: `beamconnect csv` writes the CSV of one vehicle") {
+		t.Errorf("a fleet draft: %v", err)
 	}
 	g1, err := Load("testdata/vehicles.good.json")
 	if err != nil {
