@@ -102,7 +102,11 @@ func (p *parser) loadInterface(raw *rawConfig, iface *string, i int, name string
 	switch {
 	case errors.As(err, &ds):
 		p.addCSV(ds)
-		p.at(Error, ptr, "%s is not a usable coupling CSV (%d errors, listed with its name)", *iface, ds.Errors())
+		errs := "1 error"
+		if n := ds.Errors(); n != 1 {
+			errs = strconv.Itoa(n) + " errors"
+		}
+		p.at(Error, ptr, "%s is not a usable coupling CSV (%s, listed with its name)", *iface, errs)
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
 		p.at(Error, ptr, "%s does not exist: expected the CSV BeamNG's Co-Simulation Signal Editor saved, or write one from this config with `beamconnect csv %s -o %s`", path, p.file, path)
