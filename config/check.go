@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"math"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,15 +35,6 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		if proto, ok := beamng.ProtocolNamed(*bn.Protocol); ok {
 			cfg.Protocol = proto // anything else the schema reported
 		}
-	}
-	cfg.Layout = beamng.Fixed
-	switch {
-	case cfg.Protocol == beamng.Gen2:
-		if p.loadInterface(cfg, raw, bn) {
-			cfg.CSV, cfg.Layout = p.csv, p.csv.Layout()
-		}
-	case bn.Interface != nil:
-		p.atKey(Warning, "/beamng/interface", "ignored: a CSV interface is for protocol \"csv\" (Gen 2); this config speaks Gen 1")
 	}
 	if bn.ReplyID != nil {
 		cfg.ReplyID = ReplyID(*bn.ReplyID)
@@ -89,21 +79,22 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		p.at(Warning, "/remotePort", "4367 is VS Connect's default server port; BeamNG's coupling receives on 64891 unless its udpReceivePort says otherwise")
 	}
 	cfg.Vehicles = p.vehicles(raw, bn)
-	if cfg.Protocol == beamng.Gen2 && len(bn.Vehicles) > 0 {
-		p.atKey(Error, "/beamng/vehicles", "several vehicles with protocol \"csv\" are not supported yet: expected one vehicle, its addresses in the CSV's connection rows")
+	if cfg.Protocol == beamng.Gen2 {
+		p.interfaces(cfg, raw, bn)
+	} else {
+		p.gen1Interfaces(cfg, bn)
 	}
-	if p.csv != nil && len(cfg.Vehicles) > 0 {
-		p.csvAddresses(raw, bn, &cfg.Vehicles[0])
-	}
-	for i := range cfg.Vehicles {
-		cfg.Vehicles[i].Layout, cfg.Vehicles[i].CSV = cfg.Layout, cfg.CSV
-	}
+	p.distinct(cfg, bn)
 
 	in := p.groups(cfg, raw.Inputs, "/inputs", beamng.ToBeamNG, raw.RemoteObject)
 	out := p.groups(cfg, raw.Outputs, "/outputs", beamng.FromBeamNG, raw.RemoteObject)
 	p.schedule(cfg, raw, bn, in, out)
-	if bn.PingTime != nil && cfg.Period > 0 && cfg.Protocol != beamng.Gen2 {
-		if n := beamng.Unanswered(cfg.PingTime, cfg.Period); n > 1 {
+	if cfg.Protocol != beamng.Gen2 || p.draft {
+		n := beamng.Unanswered(cfg.PingTime, cfg.Period)
+		for i := range cfg.Vehicles {
+			cfg.Vehicles[i].Unanswered = n
+		}
+		if bn.PingTime != nil && n > 1 && !p.draft {
 			p.at(Warning, "/beamng/pingTime", "BeamNG will let %d messages be in flight (ceil(pingTime / %s)) before it waits for a reply: it runs up to %s ahead of the model, not in lockstep",
 				n, ms(cfg.Period), ms(float64(n)*cfg.Period))
 		}
@@ -111,8 +102,9 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	cfg.Inputs, cfg.Outputs = in, out
 	p.timeSync(raw)
 	p.inputOverlap(cfg)
-	if p.csv != nil {
+	if cfg.Protocol == beamng.Gen2 {
 		p.unmappedRows(cfg)
+		p.cutShort(cfg)
 	}
 	return cfg
 }
@@ -122,92 +114,6 @@ func orDefault(v *float64, def float64) float64 {
 		return def
 	}
 	return *v
-}
-
-// vehicles resolves the socket pairs: one from the top-level and beamng keys,
-// or one per entry of beamng.vehicles, in file order.
-func (p *parser) vehicles(raw *rawConfig, bn *rawBeamNG) []Vehicle {
-	remoteIP := p.ipv4(raw.RemoteIP, "/remoteIP", DefaultRemoteIP, false)
-	localIP := p.ipv4(bn.LocalIP, "/beamng/localIP", DefaultLocalIP, true)
-	if len(bn.Vehicles) == 0 {
-		v := Vehicle{
-			Name:   "",
-			Local:  netip.AddrPortFrom(localIP, uint16(orDefault(bn.LocalPort, DefaultLocalPort))),
-			Remote: netip.AddrPortFrom(remoteIP, uint16(orDefault(raw.RemotePort, DefaultRemotePort))),
-		}
-		if v.Local == v.Remote {
-			p.at(Error, "/beamng/localPort", "beamconnect would bind %v, the address BeamNG binds; expected another port (BeamNG's default pair is 64890 and 64891)", v.Local)
-		}
-		return []Vehicle{v}
-	}
-	for _, k := range []struct {
-		set bool
-		ptr string
-	}{{raw.RemotePort != nil, "/remotePort"}, {bn.LocalPort != nil, "/beamng/localPort"}} {
-		if k.set {
-			p.atKey(Warning, k.ptr, "ignored: with beamng.vehicles each vehicle names its own ports")
-		}
-	}
-	names := make([]string, 0, len(bn.Vehicles))
-	for name := range bn.Vehicles {
-		names = append(names, name)
-	}
-	// Map order is random; the file's order is what the user reads.
-	slices.SortFunc(names, func(a, b string) int {
-		return p.ix.nodes["/beamng/vehicles/"+escapePointer(a)].off - p.ix.nodes["/beamng/vehicles/"+escapePointer(b)].off
-	})
-	var out []Vehicle
-	seen := map[netip.AddrPort]string{}
-	for _, name := range names {
-		rv := bn.Vehicles[name]
-		ptr := "/beamng/vehicles/" + escapePointer(name)
-		if name == "" {
-			p.atKey(Error, ptr, "a vehicle needs a name: expected the remoteObject its fields use")
-		}
-		v := Vehicle{
-			Name:   name,
-			Local:  netip.AddrPortFrom(p.ipv4(rv.LocalIP, ptr+"/localIP", localIP.String(), true), uint16(rv.LocalPort)),
-			Remote: netip.AddrPortFrom(p.ipv4(rv.RemoteIP, ptr+"/remoteIP", remoteIP.String(), false), uint16(rv.RemotePort)),
-		}
-		for _, a := range []struct {
-			ap  netip.AddrPort
-			ptr string
-		}{{v.Local, ptr + "/localPort"}, {v.Remote, ptr + "/remotePort"}} {
-			if other, dup := seen[a.ap]; dup {
-				p.at(Error, a.ptr, "%v is already used by %s; every vehicle needs its own pair of ports", a.ap, other)
-			} else {
-				seen[a.ap] = fmt.Sprintf("vehicle %q", name)
-			}
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// ipv4 reads an address the coupling binds or sends to. BeamNG binds its
-// address literally (LuaSocket setsockname), so only IPv4 literals and
-// "localhost" make sense.
-func (p *parser) ipv4(v *string, ptr, def string, local bool) netip.Addr {
-	s := def
-	if v != nil {
-		s = *v
-	}
-	if s == "localhost" {
-		s = "127.0.0.1"
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil || !a.Is4() {
-		p.at(Error, ptr, "%q is not an IPv4 address: expected one such as 127.0.0.1 (BeamNG binds the address as given)", s)
-		return netip.MustParseAddr(def)
-	}
-	if a.IsUnspecified() {
-		p.at(Error, ptr, "%s binds every interface, but BeamNG needs one address to send to: expected this machine's address on the network BeamNG is on", s)
-		return a
-	}
-	if local && !a.IsLoopback() {
-		p.at(Warning, ptr, "%s is not a loopback address: the coupling will accept datagrams from that network (only from the configured BeamNG host)", s)
-	}
-	return a
 }
 
 // groups resolves the port groups of one direction.
@@ -327,7 +233,8 @@ func (p *parser) field(cfg *Config, rf *rawField, fptr string, g *Group, groupOb
 		p.at(Error, fptr+"/dataSize", "%v is not supported: expected 64 (BeamNG's messages carry only doubles)", *rf.DataSize)
 		ok = false
 	}
-	ok = p.remoteObject(cfg, &f, rf.RemoteObject, groupObject, topObject, fptr, gptr) && ok
+	placed := p.remoteObject(cfg, &f, rf.RemoteObject, groupObject, topObject, fptr, gptr)
+	ok = placed && ok
 
 	meta := g.CommData
 	if rf.PropertyType != nil {
@@ -342,11 +249,13 @@ func (p *parser) field(cfg *Config, rf *rawField, fptr string, g *Group, groupOb
 		return f, false
 	}
 	if rp, isRel := relative.Parse(f.PropertyName); isRel {
-		return f, p.relativeField(cfg, &f, g, rp, fptr, nameptr) && ok
+		return f, p.relativeField(cfg, &f, g, rp, fptr, nameptr, placed) && ok
 	}
 	if cfg.Protocol == beamng.Gen2 {
-		// Gen 2: the CSV's rows, not the fixed banks.
-		return f, p.csv != nil && p.csvField(cfg, &f, g, fptr, nameptr) && ok
+		// Gen 2: the rows of the field's vehicle's CSV, not the fixed
+		// banks. A field whose vehicle is unknown, or whose vehicle's CSV
+		// could not be read, has been reported already.
+		return f, placed && cfg.Vehicles[f.Vehicle].CSV != nil && p.csvField(&p.rows[f.Vehicle], &f, g, fptr, nameptr) && ok
 	}
 	if m, isMeta := contracts.ParseMeta(f.PropertyName); isMeta && m != contracts.NotMeta {
 		if _, sig := beamng.Lookup(g.Dir, f.PropertyName); sig == beamng.NoMatch {
@@ -448,53 +357,6 @@ func (p *parser) metaField(f *Field, g *Group, nameptr, fptr string) bool {
 	return true
 }
 
-// remoteObject resolves which vehicle a field belongs to: its own
-// remoteObject, else its group's, else the top-level one. With a single
-// vehicle the name is only a label.
-func (p *parser) remoteObject(cfg *Config, f *Field, own, group, top *string, fptr, gptr string) bool {
-	name, ptr := "", fptr
-	switch {
-	case own != nil:
-		name, ptr = *own, fptr+"/remoteObject"
-	case group != nil:
-		name, ptr = *group, gptr+"/remoteObject"
-	case top != nil:
-		name, ptr = *top, "/remoteObject"
-	}
-	f.RemoteObject = name
-	if len(cfg.Vehicles) == 1 && cfg.Vehicles[0].Name == "" {
-		return true
-	}
-	names := make([]string, len(cfg.Vehicles))
-	for i, v := range cfg.Vehicles {
-		if v.Name == name {
-			f.Vehicle = i
-			return true
-		}
-		names[i] = strconv.Quote(v.Name)
-	}
-	if name == "" && ptr == fptr {
-		p.at(Error, fptr, "no remoteObject: with beamng.vehicles every field needs one (its own, its group's or the top-level one); expected one of %s", strings.Join(names, ", "))
-		return false
-	}
-	msg := fmt.Sprintf("%q is not a vehicle of beamng.vehicles", name)
-	if s := suggest.Closest(name, vehicleNames(cfg)); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	} else {
-		msg += ": expected one of " + strings.Join(names, ", ")
-	}
-	p.at(Error, ptr, "%s", msg)
-	return false
-}
-
-func vehicleNames(cfg *Config) []string {
-	out := make([]string, len(cfg.Vehicles))
-	for i, v := range cfg.Vehicles {
-		out[i] = v.Name
-	}
-	return out
-}
-
 // schedule resolves the update periods. BeamNG sends at one period, a whole
 // number of physics steps: the fastest contract's. Slower contracts take
 // part in every n-th message.
@@ -550,9 +412,9 @@ func (p *parser) schedule(cfg *Config, raw *rawConfig, bn *rawBeamNG, in, out []
 			}
 		}
 	}
-	if p.csv != nil {
-		// Gen 2: BeamNG's period is the CSV's, whatever the contracts say.
-		p.csvTiming(cfg, raw, bn, fastest)
+	if cfg.Protocol == beamng.Gen2 {
+		// Gen 2: BeamNG's period is the CSVs', whatever the contracts say.
+		p.csvTiming(cfg, bn, fastest)
 		for i := range set {
 			set[i].s = max(set[i].s, cfg.Period)
 		}
@@ -621,74 +483,4 @@ func (p *parser) timeSync(raw *rawConfig) {
 		p.at(Error, s.ptr, "a second time-synced contract: only one contract may set \"absolute\" (the first is %s at %v); expected \"none\"",
 			strings.TrimSuffix(path, ".timeSyncMode"), pos)
 	}
-}
-
-// inputOverlap refuses two input fields that write the same slot of the same
-// vehicle's reply: one of them would silently lose.
-func (p *parser) inputOverlap(cfg *Config) {
-	type writer struct {
-		path string
-		pos  Pos
-	}
-	slots := make([][]*writer, len(cfg.Vehicles))
-	for i := range slots {
-		slots[i] = make([]*writer, cfg.Layout.Len(beamng.ToBeamNG))
-	}
-	for _, g := range cfg.Inputs {
-		for _, port := range g.Ports {
-			for _, f := range port.Fields {
-				if f.Meta != contracts.NotMeta {
-					continue
-				}
-				w := &writer{f.Path, f.Pos}
-				for i := f.Signal.Index; i < f.Signal.Index+f.ArraySize && i < len(slots[f.Vehicle]); i++ {
-					if prev := slots[f.Vehicle][i]; prev != nil {
-						s, _ := cfg.Layout.At(beamng.ToBeamNG, i)
-						p.add(Error, f.Pos, f.Path, fmt.Sprintf("writes %s (%s), which %s (%v) already writes: expected each slot written by one field", s.Ref, s.Name, prev.path, prev.pos))
-						break
-					}
-					slots[f.Vehicle][i] = w
-				}
-			}
-		}
-	}
-}
-
-// relativeField checks a cross-vehicle ("function") property: VS Connect's
-// VSAP_DISTANCE and its kin, of the field's vehicle to the one params names.
-func (p *parser) relativeField(cfg *Config, f *Field, g *Group, rp relative.Property, fptr, nameptr string) bool {
-	switch {
-	case g.Dir == beamng.ToBeamNG:
-		p.at(Error, nameptr, "%s is computed from BeamNG's data: expected it in outputs, not inputs", f.PropertyName)
-		return false
-	case len(cfg.Vehicles) < 2 || cfg.Protocol == beamng.Gen2:
-		p.at(Error, nameptr, "%s relates two vehicles: expected a config with several vehicles in beamng.vehicles (Gen 1), the field's remoteObject one and params the other", f.PropertyName)
-		return false
-	case f.ArraySize != 1:
-		p.at(Error, fptr+"/arraySize", "%d is too many: %s is a single value (expected 1)", f.ArraySize, f.PropertyName)
-		return false
-	}
-	other := -1
-	for i, v := range cfg.Vehicles {
-		if v.Name == f.Params {
-			other = i
-		}
-	}
-	switch {
-	case f.Params == "":
-		p.at(Error, fptr, "%s needs params: the other vehicle's remoteObject, e.g. %q", f.PropertyName, cfg.Vehicles[(f.Vehicle+1)%len(cfg.Vehicles)].Name)
-		return false
-	case other < 0:
-		msg := fmt.Sprintf("%q is not a vehicle of beamng.vehicles", f.Params)
-		if s := suggest.Closest(f.Params, vehicleNames(cfg)); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-		p.at(Error, fptr+"/params", "%s: expected the other vehicle of %s", msg, f.PropertyName)
-		return false
-	case other == f.Vehicle:
-		p.at(Error, fptr+"/params", "%q is the field's own vehicle: expected another one for %s", f.Params, f.PropertyName)
-		return false
-	}
-	f.Relative, f.Other = rp, other
-	return true
 }

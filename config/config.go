@@ -57,26 +57,34 @@ type Config struct {
 	// before it is a fault, in seconds; 0 means the default (5 periods, at
 	// least 25 ms).
 	ModelTimeout float64
-	Vehicles     []Vehicle // at least one
+	// Vehicles are the coupled vehicles, at least one. Each has its own
+	// message layout: with Gen 2 each its own CSV.
+	Vehicles []Vehicle
 	// Period is the coupling period: how often BeamNG sends, in seconds, a
-	// whole number of physics steps. It is the fastest contract's period.
+	// whole number of physics steps, the same for every vehicle: the
+	// fastest contract's (Gen 1), or what the CSVs' computation time comes
+	// to (Gen 2). PingTime is the config's (Gen 1) or the first vehicle's
+	// CSV's (Gen 2); each vehicle's window is its Unanswered.
 	Period   float64
 	Inputs   []Group // data to BeamNG
 	Outputs  []Group // data from BeamNG
 	Warnings Diagnostics
 
-	// Layout is the message layout: beamng.Fixed for Gen 1, the CSV's for
-	// Gen 2 (protocol "csv").
-	Layout *beamng.Layout
-	// Interface is the Gen 2 CSV's path and CSV its contents; "" and nil
-	// for Gen 1.
-	Interface string
-	CSV       *cosim.File
-	// Unanswered is how many messages BeamNG lets be in flight, when it is
-	// not ceil(pingTime / period) (Gen 2 decodes both through lpack).
-	Unanswered int
-
 	ix *index // where each value sits in the file, for Locate
+}
+
+// CSVPaths lists the CSV files the config depends on besides itself: each
+// vehicle's interface with Gen 2, in vehicle order; none with Gen 1. A run
+// that reloads the config when its file changes watches these too, and
+// re-reads the config when one of them changes.
+func (c *Config) CSVPaths() []string {
+	var out []string
+	for _, v := range c.Vehicles {
+		if v.CSV != nil {
+			out = append(out, v.CSV.Path)
+		}
+	}
+	return out
 }
 
 // Limits beyond which a config is refused: past them the coupling cannot
@@ -109,6 +117,10 @@ type Vehicle struct {
 	// CSV's for Gen 2 (CSV, nil for Gen 1).
 	Layout *beamng.Layout
 	CSV    *cosim.File
+	// Unanswered is how many messages BeamNG lets this vehicle have in
+	// flight before it blocks: ceil(pingTime / period), with Gen 2 from
+	// the vehicle's CSV as BeamNG decodes it (lpack).
+	Unanswered int
 }
 
 // Group is one port group: a contract, or a commData group.
@@ -235,7 +247,7 @@ func parse(p *parser, data []byte) (*Config, error) {
 	cfg := p.resolve(&raw)
 	cfg.ix = ix
 	p.diags = p.diags.without(schemaErrs)
-	p.diags.sortByPosition(p.file)
+	p.diags.sortByPosition(p.file, cfg.CSVPaths()...)
 	if p.diags.Errors() > 0 {
 		return nil, p.diags
 	}
@@ -257,8 +269,11 @@ type parser struct {
 	file  string
 	ix    *index
 	diags Diagnostics
-	csv   *cosim.File // a Gen 2 config's CSV
-	draft bool        // Gen 2 without its CSV: lay it out from the fields (LoadDraft)
+	draft bool // Gen 2 without its CSV: lay it out from the fields (LoadDraft)
+	// vptrs is where each vehicle is configured: "/beamng" for the one
+	// vehicle of a config without beamng.vehicles, else its entry there.
+	vptrs []string
+	rows  []rowIndex // Gen 2: each vehicle's CSV rows by name
 }
 
 func (p *parser) add(sev Severity, pos Pos, path, msg string) {
@@ -335,8 +350,9 @@ type rawBeamNG struct {
 }
 
 type rawVehicle struct {
-	LocalIP    *string `json:"localIP"`
-	LocalPort  float64 `json:"localPort"`
-	RemoteIP   *string `json:"remoteIP"`
-	RemotePort float64 `json:"remotePort"`
+	Interface  *string  `json:"interface"`
+	LocalIP    *string  `json:"localIP"`
+	LocalPort  *float64 `json:"localPort"`
+	RemoteIP   *string  `json:"remoteIP"`
+	RemotePort *float64 `json:"remotePort"`
 }

@@ -3,9 +3,11 @@ package config
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -248,7 +250,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"version": 2, "outputs": [{"ports": [[{"propertyName": "H50", "arraySize": 1}]]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse("fuzz.json", data)
+		// In testdata, so a Gen 2 config's interfaces are the fixtures' CSVs.
+		const name = "testdata/fuzz.json"
+		cfg, err := Parse(name, data)
 		if err != nil {
 			var ds Diagnostics
 			if !errors.As(err, &ds) || ds.Errors() == 0 {
@@ -256,7 +260,7 @@ func FuzzParse(f *testing.F) {
 			}
 			lines := strings.Count(string(data), "\n") + 1
 			for _, d := range ds {
-				if d.File != "fuzz.json" {
+				if d.File != name {
 					continue // placed in a Gen 2 config's CSV
 				}
 				if d.Pos.Line < 1 || d.Pos.Line > lines || d.Pos.Col < 1 {
@@ -279,7 +283,7 @@ func FuzzParse(f *testing.F) {
 			for _, g := range groups {
 				for _, p := range g.Ports {
 					for _, f := range p.Fields {
-						if f.Meta == contracts.NotMeta && f.Signal.Index+f.ArraySize > cfg.Layout.Len(g.Dir) {
+						if f.Meta == contracts.NotMeta && f.Signal.Index+f.ArraySize > cfg.Vehicles[f.Vehicle].Layout.Len(g.Dir) {
 							t.Fatalf("accepted a field past the message end: %+v", f)
 						}
 					}
@@ -301,5 +305,76 @@ func BenchmarkParse(b *testing.B) {
 		if _, err := Parse("logging.json", data); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Several vehicles on Gen 2: each vehicle's addresses, layout and window
+// come from its own CSV, and each field resolves against its vehicle's.
+func TestGen2Fleet(t *testing.T) {
+	cfg, err := Load("testdata/gen2-fleet.good.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ego, lead := cfg.Vehicles[0], cfg.Vehicles[1]
+	if ego.Local.String() != "127.0.0.1:64890" || ego.Remote.String() != "127.0.0.1:64891" ||
+		lead.Local.String() != "127.0.0.1:64892" || lead.Remote.String() != "127.0.0.1:64893" {
+		t.Errorf("addresses %v %v, %v %v", ego.Local, ego.Remote, lead.Local, lead.Remote)
+	}
+	if ego.Layout.Len(beamng.FromBeamNG) != 8 || lead.Layout.Len(beamng.FromBeamNG) != 5 || ego.Layout.Source != ego.CSV.Path {
+		t.Errorf("layouts: ego %d, lead %d doubles", ego.Layout.Len(beamng.FromBeamNG), lead.Layout.Len(beamng.FromBeamNG))
+	}
+	if ego.Unanswered != 1 || lead.Unanswered != 3 || cfg.Period != 0.005 || cfg.PingTime != 1e-5 {
+		t.Errorf("windows %d and %d, period %v, ping %v", ego.Unanswered, lead.Unanswered, cfg.Period, cfg.PingTime)
+	}
+	want := []string{filepath.Join("testdata", "gen2-ego.csv"), filepath.Join("testdata", "gen2-lead.csv")}
+	if got := cfg.CSVPaths(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("CSVPaths %v, want %v", got, want)
+	}
+	rpm := cfg.Outputs[0].Ports[1].Fields[1]
+	if rpm.Vehicle != 1 || rpm.Signal.Index != 4 || rpm.Signal.Line != 5 {
+		t.Errorf("lead's rpm resolved to vehicle %d slot %d (line %d), want lead's slot 4 (line 5)", rpm.Vehicle, rpm.Signal.Index, rpm.Signal.Line)
+	}
+	if gap := cfg.Outputs[0].Ports[0].Fields[1]; gap.Relative.String() != "gap" || gap.Vehicle != 0 || gap.Other != 1 {
+		t.Errorf("gap %+v", gap)
+	}
+	// `beamconnect csv` writes one vehicle's CSV: a fleet draft is refused.
+	if _, err := LoadDraft("testdata/gen2-fleet.good.json"); err == nil || !strings.Contains(err.Error(), "beamng.vehicles: `beamconnect csv` writes the CSV of one vehicle") {
+		t.Errorf("a fleet draft: %v", err)
+	}
+	g1, err := Load("testdata/vehicles.good.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g1.CSVPaths()) != 0 || g1.Vehicles[1].Unanswered != 1 || g1.Vehicles[1].Layout != beamng.Fixed {
+		t.Errorf("Gen 1: CSVs %v, window %d", g1.CSVPaths(), g1.Vehicles[1].Unanswered)
+	}
+}
+
+// BenchmarkLoadRows loads a Gen 2 config that maps every row of a CSV of
+// n signalTo rows, the most a message holds: each field finds its row
+// through the index, so the time per row stays flat.
+func BenchmarkLoadRows(b *testing.B) {
+	for _, n := range []int{100, 1023} {
+		dir := b.TempDir()
+		var csv, fields strings.Builder
+		csv.WriteString("Section,Subsection,Parameter Name,Parameter Value,Type,Description,Units,Notes")
+		for i := range n {
+			fmt.Fprintf(&csv, "\nsignalTo,Electrics,custom%d,,number,,,", i)
+			if i > 0 {
+				fields.WriteString(", ")
+			}
+			fmt.Fprintf(&fields, `{"propertyName": "custom%d"}`, i)
+		}
+		os.WriteFile(filepath.Join(dir, "rig.csv"), []byte(csv.String()), 0o644)
+		cfgPath := filepath.Join(dir, "rig.json")
+		os.WriteFile(cfgPath, []byte(`{"version": 2, "outputs": [{"ports": [[`+fields.String()+`]]}], "beamng": {"protocol": "csv", "interface": "rig.csv"}}`), 0o644)
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Load(cfgPath); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/row")
+		})
 	}
 }

@@ -81,10 +81,15 @@ func (ds Diagnostics) Sort() {
 }
 
 // sortByPosition orders diagnostics as a reader meets them: the config
-// file's first, then those of the files it names (a Gen 2 CSV), each in file
-// order.
-func (ds Diagnostics) sortByPosition(main string) {
+// file's first, then those of the files it names (Gen 2 CSVs, in the order
+// given, then any other in the order first met), each in file order.
+func (ds Diagnostics) sortByPosition(main string, named ...string) {
 	rank := map[string]int{main: 0}
+	for _, f := range named {
+		if _, ok := rank[f]; !ok {
+			rank[f] = len(rank)
+		}
+	}
 	for _, d := range ds {
 		if _, ok := rank[d.File]; !ok {
 			rank[d.File] = len(rank)

@@ -32,9 +32,13 @@ type index struct {
 	src        []byte
 	base       int // bytes before the JSON text (a byte order mark)
 	lineStarts []int
-	nodes      map[string]node
-	dups       []dupKey
-	overflows  []overflow
+	// wide marks the lines holding a byte beyond ASCII: only there does a
+	// column need counting runes, so a config written on one long line
+	// (machine-made) is not counted again for every position in it.
+	wide      []bool
+	nodes     map[string]node
+	dups      []dupKey
+	overflows []overflow
 }
 
 // overflow is a number too large for a double (1e400): valid JSON, but
@@ -62,10 +66,14 @@ func (e *syntaxError) Error() string { return e.msg }
 
 // newIndex walks src, whose JSON text starts at byte base.
 func newIndex(src []byte, base int) (*index, error) {
-	ix := &index{src: src, base: base, nodes: map[string]node{}, lineStarts: []int{0}}
+	ix := &index{src: src, base: base, nodes: map[string]node{}, lineStarts: []int{0}, wide: []bool{false}}
 	for i, c := range src {
-		if c == '\n' {
+		switch {
+		case c == '\n':
 			ix.lineStarts = append(ix.lineStarts, i+1)
+			ix.wide = append(ix.wide, false)
+		case c >= utf8.RuneSelf:
+			ix.wide[len(ix.wide)-1] = true
 		}
 	}
 	// Check validity first: json.Unmarshal scans byte by byte, so its
@@ -197,6 +205,9 @@ func (ix *index) pos(off int) Pos {
 	if line == 0 {
 		start = min(ix.base, off) // editors do not count a byte order mark
 	}
+	if !ix.wide[line] {
+		return Pos{Line: line + 1, Col: off - start + 1}
+	}
 	return Pos{Line: line + 1, Col: utf8.RuneCount(ix.src[start:off]) + 1}
 }
 
@@ -234,9 +245,9 @@ func (ix *index) parent(ptr string) (Pos, string) {
 	return Pos{1, 1}, ""
 }
 
-func escapePointer(key string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
-}
+func escapePointer(key string) string { return pointerEscaper.Replace(key) }
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // memberPath appends a member to a display path: .name for plain names,
 // ["any name"] for the rest (vehicle names such as "VS Vehicle 0").

@@ -36,6 +36,8 @@ func (p *parser) validateSchema(doc any) {
 		kw := e.KeywordLocation[strings.LastIndexByte(e.KeywordLocation, '/')+1:]
 		il := e.InstanceLocation
 		switch kw {
+		case "then", "else":
+			continue // "if-else failed": its leaves say what
 		case "additionalProperties":
 			at := e.AbsoluteKeywordLocation
 			at = at[strings.IndexByte(at, '#'):]

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"beamconnect/beamng"
 	"beamconnect/config"
 	"beamconnect/ports"
+	"beamconnect/relative"
 )
 
 func load(t *testing.T, name string) *ports.Plan {
@@ -123,5 +125,78 @@ func TestLoggingReadsEverythingSendsNothing(t *testing.T) {
 	}
 	if n := len(slots(p, beamng.ToBeamNG)); n != 0 {
 		t.Errorf("a logging rig sends %d values", n)
+	}
+}
+
+// The Gen 2 fleet: each vehicle laid out and addressed by its own CSV, the
+// cross-vehicle fields computed from rows both CSVs list.
+func TestGen2Follow(t *testing.T) {
+	p := load(t, "gen2-follow.json")
+	if len(p.Vehicles) != 2 || p.Vehicles[0].CSV.Path != "gen2-follow-ego.csv" || p.Vehicles[1].CSV.Path != "gen2-follow-lead.csv" ||
+		p.Vehicles[1].Local.Port() != 64892 || p.Vehicles[1].Remote.Port() != 64893 {
+		t.Fatalf("vehicles %+v", p.Vehicles)
+	}
+	for v, veh := range p.Vehicles {
+		for i, slot := range veh.State {
+			if slot == 0 {
+				t.Errorf("vehicle %d: no row for %s, which the cross-vehicle fields read", v, relative.Quantities[i])
+			}
+		}
+	}
+	if got := p.CSVPaths(); len(got) != 2 || got[1] != "gen2-follow-lead.csv" {
+		t.Errorf("CSVPaths %v", got)
+	}
+}
+
+// Reloading a Gen 2 fleet config re-reads every vehicle's CSV: a CSV edit
+// that changes a vehicle's layout is restart-only and names the vehicle; a
+// mapping edit in the config is live.
+func TestGen2FollowReload(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"gen2-follow.json", "gen2-follow-ego.csv", "gen2-follow-lead.csv"} {
+		b, _ := os.ReadFile(f)
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	cfgPath := filepath.Join(dir, "gen2-follow.json")
+	compile := func() *ports.Plan {
+		t.Helper()
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ports.Compile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := compile()
+	lead := filepath.Join(dir, "gen2-follow-lead.csv")
+	b, _ := os.ReadFile(lead)
+	os.WriteFile(lead, []byte(strings.Replace(string(b), "signalFrom,", "signalTo,Electrics,rpm,,number,,,\nsignalFrom,", 1)), 0o644)
+	ch := ports.Diff(old, compile())
+	if len(ch.RestartOnly) != 1 || !strings.Contains(ch.RestartOnly[0], `the CSV's message layout of vehicle "lead"`) {
+		t.Errorf("the lead's CSV grew a row: %+v", ch)
+	}
+	os.WriteFile(lead, b, 0o644)
+	c, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, []byte(strings.Replace(string(c), `{ "propertyName": "vehicleGroundSpeed" }, `, "", 1)), 0o644)
+	if ch := ports.Diff(old, compile()); len(ch.RestartOnly) != 0 || len(ch.Live) == 0 {
+		t.Errorf("a mapping edit: %+v", ch)
+	}
+}
+
+// cruise-torque on Gen 2: the CSV lists the eight wheel torques, which
+// BeamNG applies every step; there is no drive mode to send.
+func TestGen2CruiseTorque(t *testing.T) {
+	p := load(t, "gen2-cruise-torque.json")
+	in := slots(p, beamng.ToBeamNG)
+	for _, w := range beamng.Wheels {
+		if !in["propulsionTorque"+w] || !in["brakingTorque"+w] {
+			t.Errorf("wheel %s torques not sent", w)
+		}
+	}
+	if len(in) != 8 {
+		t.Errorf("inputs %v", in)
 	}
 }

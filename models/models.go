@@ -5,9 +5,11 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"beamconnect/beamng"
@@ -160,56 +162,98 @@ type binder struct {
 	plan    *ports.Plan
 	model   string
 	missing []string
+	// rows are the Gen 2 CSV rows a missing port needs first, by CSV file,
+	// files in the order first met.
+	rows  map[string][]string
+	files []string
 }
 
 func (b *binder) need(dir beamng.Direction, name string) ref {
 	p, e, ok := b.plan.Find(dir, name)
 	if !ok {
-		side := "outputs"
-		if dir == beamng.ToBeamNG {
-			side = "inputs"
-		}
-		b.missing = append(b.missing, side+" "+gen2Name(b.plan, dir, name))
+		b.lack(dir, name, -1)
 	}
 	return ref{p, e}
-}
-
-// gen2Name is what a Gen 1 signal is called in a Gen 2 config's CSV
-// ("groundspeed" is vehicleGroundSpeed), so a missing port is named as the
-// user must write it.
-func gen2Name(plan *ports.Plan, dir beamng.Direction, name string) string {
-	if plan.Protocol != beamng.Gen2 {
-		return name
-	}
-	for _, d := range cosim.Catalogue() {
-		if dir == beamng.ToBeamNG && !d.From {
-			continue
-		}
-		if d.Meaning == name {
-			return d.Group + "/" + d.Name
-		}
-		if d.Group == "Wheels" && d.Meaning != "" {
-			for _, w := range beamng.Wheels {
-				if strings.Replace(d.Meaning, "%s", w, 1) == name {
-					return "Wheels/" + d.Name + w
-				}
-			}
-		}
-	}
-	return name + " (Gen 1 only: BeamNG's co-simulation CSV has no such signal)"
 }
 
 // needFor binds a signal of vehicle v.
 func (b *binder) needFor(dir beamng.Direction, name string, v int) ref {
 	p, e, ok := b.plan.FindFor(dir, name, v)
 	if !ok {
-		side := "outputs"
-		if dir == beamng.ToBeamNG {
-			side = "inputs"
-		}
-		b.missing = append(b.missing, fmt.Sprintf("%s %s of vehicle %q", side, name, b.plan.Vehicles[v].Name))
+		b.lack(dir, name, v)
 	}
 	return ref{p, e}
+}
+
+// lack notes a signal the config does not map, of vehicle v (any when
+// v < 0), named as the user must write it: with Gen 2 its CSV name
+// ("groundspeed" is Kinematics/vehicleGroundSpeed) and, when the vehicle's
+// CSV has no row for it, the row to add, since BeamNG sends and applies
+// only what the CSV lists.
+func (b *binder) lack(dir beamng.Direction, name string, v int) {
+	side := "outputs"
+	if dir == beamng.ToBeamNG {
+		side = "inputs"
+	}
+	of := ""
+	if v >= 0 {
+		of = fmt.Sprintf(" of vehicle %q", b.plan.Vehicles[v].Name)
+	}
+	if b.plan.Protocol != beamng.Gen2 {
+		b.missing = append(b.missing, side+" "+name+of)
+		return
+	}
+	row, ref, ok := gen2Row(dir, name)
+	if !ok {
+		b.missing = append(b.missing, side+" "+name+of+" (Gen 1 only: BeamNG's co-simulation CSV has no such signal)")
+		return
+	}
+	b.missing = append(b.missing, side+" "+ref+of)
+	veh := b.plan.Vehicles[max(v, 0)]
+	if veh.CSV == nil {
+		return
+	}
+	if _, listed := veh.Layout.Find(dir, name); !listed {
+		f := filepath.Base(veh.CSV.Path)
+		if b.rows == nil {
+			b.rows = map[string][]string{}
+		}
+		if _, seen := b.rows[f]; !seen {
+			b.files = append(b.files, f)
+		}
+		b.rows[f] = append(b.rows[f], row)
+	}
+}
+
+// gen2Row is the CSV row that carries a Gen 1 signal in a Gen 2 coupling,
+// as BeamNG's editor writes it ("signalFrom,Wheels,propulsionTorqueRL,
+// value,number"), and its Group/name; ok is false for a signal BeamNG's
+// co-simulation catalogue does not have.
+func gen2Row(dir beamng.Direction, name string) (row, ref string, ok bool) {
+	section, kind := "signalTo", ""
+	if dir == beamng.ToBeamNG {
+		section, kind = "signalFrom", "value"
+	}
+	for _, d := range cosim.Catalogue() {
+		if dir == beamng.ToBeamNG && !d.From {
+			continue
+		}
+		sig := ""
+		switch {
+		case d.Meaning == name && d.Group != "Wheels":
+			sig = d.Name
+		case d.Group == "Wheels" && d.Meaning != "":
+			for _, w := range beamng.Wheels {
+				if strings.Replace(d.Meaning, "%s", w, 1) == name {
+					sig = d.Name + w
+				}
+			}
+		}
+		if sig != "" {
+			return strings.Join([]string{section, d.Group, sig, kind, "number"}, ","), d.Group + "/" + sig, true
+		}
+	}
+	return "", "", false
 }
 
 // needRelative binds a cross-vehicle property of vehicle v to vehicle o.
@@ -236,7 +280,18 @@ func (b *binder) err() error {
 	if len(b.missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("model %s needs the config to map %s", b.model, strings.Join(b.missing, ", "))
+	msg := fmt.Sprintf("model %s needs the config to map %s", b.model, strings.Join(b.missing, ", "))
+	for i, f := range b.files {
+		lead := ": BeamNG sends and applies only what a CSV lists, so first add to "
+		if i > 0 {
+			lead = ", and to "
+		}
+		msg += lead + f + " the rows " + strings.Join(b.rows[f], "; ")
+	}
+	if len(b.files) > 0 {
+		msg += " (in BeamNG's editor)"
+	}
+	return errors.New(msg)
 }
 
 // pi is a PI controller with anti-windup by clamping the integral.
@@ -336,6 +391,7 @@ type CruiseTorque struct {
 	speed       ref
 	prop, brake [4]ref
 	driveMode   ref
+	hasMode     bool
 	ctl         pi
 	lastT       float64
 	quality     tracking
@@ -358,7 +414,14 @@ func (m *CruiseTorque) bind(b *binder) {
 		m.prop[i] = b.need(beamng.ToBeamNG, "wheel"+w+"_propulsionTorque")
 		m.brake[i] = b.need(beamng.ToBeamNG, "wheel"+w+"_brakingTorque")
 	}
-	m.driveMode = b.need(beamng.ToBeamNG, "driveMode")
+	// Gen 1 applies wheel torques only in its torque drive mode. Gen 2 has
+	// no drive mode: BeamNG applies the torque of every wheel row its CSV
+	// lists, every step.
+	if b.plan.Protocol == beamng.Gen2 {
+		m.driveMode, m.hasMode = b.optional(beamng.ToBeamNG, "driveMode")
+		return
+	}
+	m.driveMode, m.hasMode = b.need(beamng.ToBeamNG, "driveMode"), true
 }
 
 // Rebind moves the controller to a reloaded plan; its integrator stays.
@@ -366,7 +429,9 @@ func (m *CruiseTorque) Rebind(p *ports.Plan) error { return rebind(p, "cruise-to
 
 func (m *CruiseTorque) Step(t float64, out, in [][]float64) {
 	dt := stepDt(&m.lastT, t)
-	m.driveMode.set(in, 1)
+	if m.hasMode {
+		m.driveMode.set(in, 1)
+	}
 	if out[0][0] != 3 || dt == 0 {
 		return
 	}

@@ -209,3 +209,67 @@ func TestRebindKeepsState(t *testing.T) {
 		t.Error("a failed rebind changed the bindings")
 	}
 }
+
+// cruise-torque on Gen 2: BeamNG applies the wheel torques its CSV lists
+// (there is no drive mode), so the model runs when the CSV has the eight
+// wheel-torque rows and the config maps them, and otherwise names what to
+// map and, for a CSV without them, the rows to add as the CSV writes them.
+func TestCruiseTorqueGen2(t *testing.T) {
+	for _, tt := range []struct {
+		config string
+		want   []string // error text; none: the model binds
+		not    string   // text the error must not have
+	}{
+		{config: "../examples/gen2-cruise-torque.json"},
+		{config: "../examples/gen2-cruise.json", want: []string{
+			"model cruise-torque needs the config to map inputs Wheels/propulsionTorqueFL, inputs Wheels/brakingTorqueFL,",
+			"inputs Wheels/brakingTorqueRR: BeamNG sends and applies only what a CSV lists, so first add to gen2-cruise.csv the rows " +
+				"signalFrom,Wheels,propulsionTorqueFL,value,number; signalFrom,Wheels,brakingTorqueFL,value,number;",
+			"; signalFrom,Wheels,brakingTorqueRR,value,number (in BeamNG's editor)",
+		}, not: "driveMode"},
+		{config: "testdata/gen2-torque-unmapped.json", want: []string{
+			"model cruise-torque needs the config to map inputs Wheels/propulsionTorqueFL, inputs Wheels/propulsionTorqueFR, inputs Wheels/propulsionTorqueRL, inputs Wheels/propulsionTorqueRR",
+		}, not: "add to"},
+	} {
+		p := plan(t, tt.config)
+		m, err := New("cruise-torque", Params{"setSpeed": 10.0}, p, nil)
+		if len(tt.want) == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", tt.config, err)
+				continue
+			}
+			outs, ins := vectors(p)
+			speed, _, _ := p.Find(0, "groundspeed")
+			bp, be, _ := p.Find(1, "wheelRL_brakingTorque")
+			pp, pe, _ := p.Find(1, "wheelRL_propulsionTorque")
+			outs[speed][0] = 30
+			m.Step(0, outs, ins)
+			m.Step(0.005, outs, ins)
+			if ins[bp][be] >= 0 || ins[pp][pe] != 0 || ins[0][0] != 1 {
+				t.Errorf("%s too fast: braking %v (want negative), propulsion %v, directive %v (want untouched: no drive mode)", tt.config, ins[bp][be], ins[pp][pe], ins[0][0])
+			}
+			outs[speed][0] = 2
+			m.Step(0.010, outs, ins)
+			if ins[pp][pe] <= 0 || ins[bp][be] != 0 {
+				t.Errorf("%s too slow: propulsion %v, braking %v", tt.config, ins[pp][pe], ins[bp][be])
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: accepted", tt.config)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: missing %q in\n%v", tt.config, w, err)
+			}
+		}
+		if strings.Contains(err.Error(), tt.not) {
+			t.Errorf("%s: %q in\n%v", tt.config, tt.not, err)
+		}
+	}
+	// follow binds on a Gen 2 fleet as on Gen 1: each vehicle's own CSV rows.
+	if _, err := New("follow", nil, plan(t, "../examples/gen2-follow.json"), nil); err != nil {
+		t.Errorf("follow on the Gen 2 fleet: %v", err)
+	}
+}

@@ -118,6 +118,14 @@ type Vehicle struct {
 	// vehicle read (1 + the last slot mapped): a message shorter than that
 	// lacks data the model reads.
 	Need int
+	// Unanswered is how many messages BeamNG lets this vehicle have in
+	// flight before it blocks (its window): with Gen 2 from its own CSV's
+	// Ping Time, so vehicles may differ.
+	Unanswered int
+	// State is where this vehicle's message carries each of
+	// relative.Quantities (posX … groundspeed), the cross-vehicle
+	// properties' inputs; 0 where its layout has none.
+	State [len(relative.Quantities)]int
 }
 
 // Plan is a compiled config: everything the runtime reads, and nothing it
@@ -133,11 +141,14 @@ type Plan struct {
 	Period       float64 // BeamNG's send period (simulinkTime), seconds
 	PingTime     float64 // seconds
 	SendSkips    int     // physics steps BeamNG skips between sends
-	Unanswered   int     // messages BeamNG lets be in flight before it blocks
-	DebugFile    bool
-	BusyPoll     bool           // beamng.busyPoll: read the socket by busy polling
-	Model        string         // the model the config names
-	ModelParams  map[string]any // its parameters: float64, bool, string or []string
+	// Unanswered is the largest of the vehicles' windows (each vehicle's
+	// is in Vehicles): a watchdog that expects no more than that in flight
+	// never mistakes a vehicle with a wider window for one running ahead.
+	Unanswered  int
+	DebugFile   bool
+	BusyPoll    bool           // beamng.busyPoll: read the socket by busy polling
+	Model       string         // the model the config names
+	ModelParams map[string]any // its parameters: float64, bool, string or []string
 	// ModelTimeout is how long an exec model may go without a valid answer
 	// before it is a fault (seconds): the config's, or 5 periods, at least
 	// 25 ms.
@@ -168,7 +179,6 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		Period:       cfg.Period,
 		PingTime:     cfg.PingTime,
 		SendSkips:    beamng.SendSkips(cfg.Period, cfg.PhysicsDt),
-		Unanswered:   beamng.Unanswered(cfg.PingTime, cfg.Period),
 		DebugFile:    cfg.DebugFile,
 		BusyPoll:     cfg.BusyPoll,
 		Model:        cfg.Model,
@@ -180,9 +190,6 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		Outputs: []Port{{Number: 0, Dir: beamng.FromBeamNG, Contract: -1, Width: 1, Fields: []Field{
 			{Name: "status", Source: Status, Width: 1},
 		}}},
-	}
-	if cfg.Unanswered > 0 {
-		p.Unanswered = cfg.Unanswered
 	}
 	if p.ModelTimeout <= 0 {
 		p.ModelTimeout = max(5*p.Period, DefaultModelTimeout)
@@ -199,8 +206,18 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		for i, s := range layout.Signals(beamng.ToBeamNG)[1:] {
 			t[i+1] = layout.Protocol.Unset(s)
 		}
-		p.Vehicles = append(p.Vehicles, Vehicle{Name: v.Name, Local: v.Local, Remote: v.Remote,
-			Layout: layout, CSV: v.CSV, Template: t, Need: 1})
+		veh := Vehicle{Name: v.Name, Local: v.Local, Remote: v.Remote,
+			Layout: layout, CSV: v.CSV, Template: t, Need: 1, Unanswered: v.Unanswered}
+		if veh.Unanswered < 1 {
+			veh.Unanswered = beamng.Unanswered(cfg.PingTime, cfg.Period)
+		}
+		for i, q := range relative.Quantities {
+			if s, ok := layout.Find(beamng.FromBeamNG, q); ok {
+				veh.State[i] = s.Index
+			}
+		}
+		p.Unanswered = max(p.Unanswered, veh.Unanswered)
+		p.Vehicles = append(p.Vehicles, veh)
 	}
 	for _, side := range []struct {
 		groups []config.Group
@@ -262,6 +279,19 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 	}
 	p.Contracts = append(p.Contracts, c)
 	return nil
+}
+
+// CSVPaths lists the CSV files the plan was compiled from besides its
+// config (each Gen 2 vehicle's interface; none for Gen 1): what a run
+// watches, beside the config, to reload when they change.
+func (p *Plan) CSVPaths() []string {
+	var out []string
+	for _, v := range p.Vehicles {
+		if v.CSV != nil {
+			out = append(out, v.CSV.Path)
+		}
+	}
+	return out
 }
 
 // StartCommand is the line to type into BeamNG's Lua console (with vehicle v

@@ -82,6 +82,29 @@ type State struct {
 	X, Y, Z, Yaw, VX, VY, Speed float64
 }
 
+// Quantities name what a State holds, in the order of its fields, by
+// their Gen 1 names; a Gen 2 CSV's rows carry them as their meaning
+// (Kinematics/vehiclePositionX is posX).
+var Quantities = [...]string{"posX", "posY", "posZ", "yaw", "velX", "velY", "groundspeed"}
+
+// Needs lists the quantities property p reads of the ego vehicle and of
+// the other one: a vehicle whose message lacks one cannot give p.
+func (p Property) Needs() (ego, other []string) {
+	switch p {
+	case Distance:
+		return []string{"posX", "posY", "posZ"}, []string{"posX", "posY", "posZ"}
+	case Gap:
+		return []string{"posX", "posY", "yaw"}, []string{"posX", "posY"}
+	case ClosingSpeed:
+		return []string{"yaw", "velX", "velY"}, []string{"velX", "velY"}
+	case TimeGap:
+		return []string{"posX", "posY", "yaw", "groundspeed"}, []string{"posX", "posY"}
+	case TimeToCollision:
+		return []string{"posX", "posY", "yaw", "velX", "velY"}, []string{"posX", "posY", "velX", "velY"}
+	}
+	return nil, nil
+}
+
 // Compute is property p of ego e to other o; ok is false where it is not
 // defined (a time gap at standstill, a time to collision when not closing
 // in), for which a field reports its invalidValue.

@@ -48,3 +48,40 @@ func TestParse(t *testing.T) {
 		t.Error("names")
 	}
 }
+
+// Needs is exactly what Compute reads: a quantity left out changes
+// nothing, and every quantity it lists changes the result somewhere.
+func TestNeeds(t *testing.T) {
+	set := func(s *State, q string, v float64) {
+		fields := map[string]*float64{"posX": &s.X, "posY": &s.Y, "posZ": &s.Z, "yaw": &s.Yaw, "velX": &s.VX, "velY": &s.VY, "groundspeed": &s.Speed}
+		*fields[q] = v
+	}
+	base := State{X: 1, Y: 2, Z: 0.5, Yaw: 0.3, VX: 20, VY: 3, Speed: 20}
+	other := State{X: 40, Y: 9, Z: 1, Yaw: 1, VX: 12, VY: 1, Speed: 12}
+	for _, p := range []Property{Distance, Gap, ClosingSpeed, TimeGap, TimeToCollision} {
+		ego, oth := p.Needs()
+		for _, side := range []struct {
+			name    string
+			needs   []string
+			egoSide bool
+		}{{"ego", ego, true}, {"other", oth, false}} {
+			for _, q := range Quantities {
+				e, o := base, other
+				if side.egoSide {
+					set(&e, q, 7.7)
+				} else {
+					set(&o, q, 7.7)
+				}
+				v0, _ := p.Compute(base, other)
+				v1, _ := p.Compute(e, o)
+				listed := false
+				for _, n := range side.needs {
+					listed = listed || n == q
+				}
+				if changed := v0 != v1; changed != listed {
+					t.Errorf("%v: the %s's %s changes the result: %v, but Needs lists it: %v", p, side.name, q, changed, listed)
+				}
+			}
+		}
+	}
+}

@@ -71,7 +71,7 @@ func TestProperties(t *testing.T) {
 	}{
 		{"#", []string{"$schema", "beamng", "inputs", "outputs", "remoteIP", "remoteObject", "remotePort", "timeDilation", "version"}},
 		{"#/$defs/field", []string{"arraySize", "dataSize", "dataType", "initialValue", "invalidValue", "params", "propertyName", "propertyType", "remoteObject"}},
-		{"#/$defs/vehicle", []string{"localIP", "localPort", "remoteIP", "remotePort"}},
+		{"#/$defs/vehicle", []string{"interface", "localIP", "localPort", "remoteIP", "remotePort"}},
 		{"#/$defs/nothing", []string{}},
 	} {
 		got := Properties(tt.at)

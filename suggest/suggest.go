@@ -10,13 +10,22 @@ import "strings"
 func Closest(word string, candidates []string) string {
 	best, bestDist := "", -1
 	lw := strings.ToLower(word)
+	limit := max(1, len(word)/3)
 	for _, c := range candidates {
-		d := Distance(lw, strings.ToLower(c))
+		lc := strings.ToLower(c)
+		// Words whose lengths differ by more than the limit are further
+		// apart than that: skipping them changes nothing, and keeps a long
+		// word (a garbled line) from costing its length times every
+		// candidate's.
+		if len(lw)-len(lc) > limit || len(lc)-len(lw) > limit {
+			continue
+		}
+		d := Distance(lw, lc)
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = c, d
 		}
 	}
-	if bestDist < 0 || bestDist > max(1, len(word)/3) {
+	if bestDist < 0 || bestDist > limit {
 		return ""
 	}
 	return best

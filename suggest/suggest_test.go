@@ -1,6 +1,10 @@
 package suggest
 
-import "testing"
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
 
 func TestDistance(t *testing.T) {
 	for _, tt := range []struct {
@@ -41,5 +45,40 @@ func TestClosest(t *testing.T) {
 	}
 	if got := Closest("anything", nil); got != "" {
 		t.Errorf("Closest with no candidates = %q", got)
+	}
+}
+
+// Closest skips candidates whose length alone puts them out of reach; it
+// must answer exactly as comparing with every candidate does.
+func TestClosestSkipsOnlyWhatIsOutOfReach(t *testing.T) {
+	brute := func(word string, candidates []string) string {
+		best, bestDist := "", -1
+		for _, c := range candidates {
+			if d := Distance(strings.ToLower(word), strings.ToLower(c)); bestDist < 0 || d < bestDist {
+				best, bestDist = c, d
+			}
+		}
+		if bestDist < 0 || bestDist > max(1, len(word)/3) {
+			return ""
+		}
+		return best
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		b := make([]byte, r.IntN(14))
+		for i := range b {
+			b[i] = "abcAB"[r.IntN(5)]
+		}
+		return string(b)
+	}
+	for range 20000 {
+		cands := []string{word(), word(), word(), word()}
+		w := word()
+		if got, want := Closest(w, cands), brute(w, cands); got != want {
+			t.Fatalf("Closest(%q, %q) = %q, want %q", w, cands, got, want)
+		}
+	}
+	if got := Closest(strings.Repeat("x", 1<<20), []string{"throttle", "brake"}); got != "" {
+		t.Errorf("a megabyte word is near %q", got)
 	}
 }

@@ -176,6 +176,10 @@ var PowertrainFields = []string{"inputAV", "gearRatio", "isBroken", "mode", "out
 // their base name. The slice is shared: do not modify it.
 func Catalogue() []Def { return defs }
 
+// Groups are the Subsections BeamNG knows by name; besides them, an IMU's
+// or a GPS's group is the sensor's name, which holds "IMU" or "GPS".
+var Groups = []string{"Kinematics", "Driver", "Wheels", "Electrics", "Powertrain", "Ideal RADAR", "Local Roads [Info]"}
+
 // Class says which catalogue group a CSV Subsection belongs to: the sensor
 // groups are named by the sensor ("IMU1", "Front GPS"), the rest literally.
 // It returns "" for a group BeamNG does not know.

@@ -1,8 +1,11 @@
 package cosim
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,6 +68,13 @@ func TestParseErrors(t *testing.T) {
 		{"no header", "signalTo,Kinematics,vehicleYaw,,number,,,", []string{`x.csv:1:1: BeamNG skips line 1 as the header`}},
 		{"unclosed quote", Header0 + "\nsignalTo,\"Kinematics,vehicleYaw,,number,,,", []string{`x.csv:2:10: a quoted field is never closed`}},
 		{"text after quote", Header0 + "\nsignalTo,\"Kinematics\"x,vehicleYaw,,number,,,", []string{`x.csv:2:22: 'x' after a closing quote`}},
+		// A stray quote takes the rows after it into one field, until the
+		// next quote: the finding is at the stray quote, naming the lines.
+		{"stray quote closed later", Header0 + "\nsignalTo,Kinematics,vehicleYaw,,number,,,\nsignalTo,Driver,brake,,number,\"[0,1] brake,,\n" +
+			"signalTo,Electrics,rpm,,number,,,\nsignalFrom,Driver,brake,value,number,,,\nconnection,beamngUDP,IP,127.0.0.1,string,\"BeamNG\",,",
+			[]string{`x.csv:3:31: a quoted field opens here and is closed only at 6:42, so lines 4–6 were read into it instead of as rows, and 'B' follows the closing quote: expected a " to close the field on line 3`}},
+		{"stray quote never closed", Header0 + "\nsignalTo,Driver,brake,,number,\"[0,1] brake,,\nsignalTo,Electrics,rpm,,number,,,\nsignalFrom,Driver,brake,value,number,,,",
+			[]string{`x.csv:2:31: a quoted field opens here and is never closed, so lines 3–4 were read into it instead of as rows: expected a " to close the field on line 2`}},
 		{"bad kind", Header0 + "\nsignalFrom,Driver,throttle,scaled,number,,,", []string{`x.csv:2:28: "scaled" is not a kind of signalFrom row`}},
 		{"no name", Header0 + "\nsignalTo,Kinematics,,,number,,,", []string{`x.csv:2:21: a signalTo row needs a signal name`}},
 		{"bad numbers", Header0 + "\nconnection,,3rd Party Computation Time,0,number,,,\nconnection,,Ping Time,soon,number,,,\nconnection,otherUDP,port,0,number,,,",
@@ -110,6 +120,20 @@ func TestParseWarnings(t *testing.T) {
 		`w.csv:7:10: warning: BeamNG does not know the group "Camera"`,
 		"w.csv:8:23: warning: BeamNG applies only Driver and Wheels controls",
 		"w.csv:9:25: warning: a multiply row of brake without its value row",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+	// A quoted field over two lines is legal CSV (BeamNG reads it so), but
+	// rarely meant: the line it takes in is not a row.
+	f, err = Parse("q.csv", []byte(Header0+"\nsignalTo,Kinematics,vehicleYaw,,number,\"yaw\nin rad\",,\nsignalTo,Kinematics,vehicleRoll,,number,,,"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = f.Warnings.Error()
+	for _, w := range []string{
+		"q.csv:2:40: warning: a quoted field opens here and is closed only at 3:7, so line 3 was read into it instead of as rows (BeamNG reads the file so too): if that is not meant, close the quote on line 2",
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in\n%s", w, got)
@@ -203,4 +227,77 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the layout:\n%q\n%q", data, file.Encode(""))
 		}
 	})
+}
+
+// A message BeamNG reads holds at most 8192 bytes: 1023 rows of a section
+// fit, the 1024th is refused where it stands.
+func TestRowsPerDatagram(t *testing.T) {
+	rows := func(section, kind string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "\n%s,Electrics,custom%d,%s,number,,,", section, i, kind)
+		}
+		return b.String()
+	}
+	for _, tt := range []struct {
+		name, text, want string
+	}{
+		{"1023 of each fit", Header0 + rows("signalTo", "", MaxRows) + rows("signalFrom", "value", MaxRows), ""},
+		{"1100 signalTo rows", Header0 + rows("signalTo", "", 1100),
+			"x.csv:1025:1: signalTo row 1024 of 1100 does not fit: a message BeamNG sends holds at most 8192 bytes, 1024 doubles with the message id, so at most 1023 signalTo rows: expected 77 fewer rows"},
+		{"1100 signalFrom rows", Header0 + rows("signalTo", "", 2) + rows("signalFrom", "value", 1100),
+			"x.csv:1027:1: signalFrom row 1024 of 1100 does not fit: a reply BeamNG reads holds at most 8192 bytes, 1024 doubles with the message id, so at most 1023 signalFrom rows: expected 77 fewer rows"},
+	} {
+		f, err := Parse("x.csv", []byte(tt.text))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.want == "" && (f.Layout().Len(beamng.FromBeamNG)*8 != beamng.MaxDatagram || f.Layout().Len(beamng.ToBeamNG)*8 != beamng.MaxDatagram):
+			t.Errorf("%s: layout %d/%d doubles", tt.name, f.Layout().Len(beamng.FromBeamNG), f.Layout().Len(beamng.ToBeamNG))
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: got %v\nwant %s", tt.name, err, tt.want)
+		}
+	}
+}
+
+// Cut finds where BeamNG stops building its message: the first row of a
+// group it does not know.
+func TestCut(t *testing.T) {
+	f, err := Parse("c.csv", []byte(Header0+"\nsignalTo,Kinematics,vehicleYaw,,number,,,\nsignalTo,Camera,depth,,number,,,\nsignalTo,Kinmatics,vehicleRoll,,number,,,"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, slot, ok := f.Cut(); !ok || r.Line != 3 || slot != 2 || r.Group != "Camera" {
+		t.Errorf("Cut = %+v %d %v, want line 3, slot 2", r, slot, ok)
+	}
+	g, _ := Parse("rig.csv", []byte(rig))
+	if _, _, ok := g.Cut(); ok {
+		t.Error("a CSV whose groups BeamNG knows is cut")
+	}
+}
+
+// bigCSV is n signalFrom multiply rows without value rows (each one warned
+// about twice) and a signalTo row: the worst case of the row checks.
+func bigCSV(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(Header0 + "\nsignalTo,Kinematics,vehicleGroundSpeed,,number,,,")
+	for i := range n {
+		fmt.Fprintf(&b, "\nsignalFrom,Driver,throttle%d,multiply,number,,,", i)
+	}
+	b.WriteString("\nconnection,,3rd Party Computation Time,0.0049999999999999,number,,,")
+	return b.Bytes()
+}
+
+// BenchmarkParseRows parses CSVs of 1000 to 100 000 rows: the time per row
+// must stay flat (the checks are one pass each, not a pass per row).
+func BenchmarkParseRows(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		data := bigCSV(n)
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				Parse("big.csv", data)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/row")
+		})
+	}
 }

@@ -24,6 +24,10 @@ type Diag struct {
 	Line, Col int
 	Warning   bool
 	Msg       string
+	// Cut marks the warning about the row where BeamNG stops building its
+	// message (File.Cut): a reader that knows which rows are read may
+	// replace it with an error.
+	Cut bool
 }
 
 func (d Diag) String() string {
@@ -121,97 +125,6 @@ func Load(path string) (*File, error) {
 	return Parse(path, data)
 }
 
-// field is one CSV field and where it starts.
-type field struct {
-	text      string
-	line, col int
-}
-
-// records splits CSV text into rows of fields, RFC 4180 style as BeamNG's
-// csvlib reads it: comma separator, LF, CRLF or CR line ends, double quotes
-// around a field, "" for a quote inside one, a missing final newline.
-func records(data []byte, d *Diags, file string) [][]field {
-	var rows [][]field
-	var row []field
-	var b strings.Builder
-	line, col := 1, 1
-	i := 0
-	endField := func(l, c int) {
-		row = append(row, field{b.String(), l, c})
-		b.Reset()
-	}
-	for i <= len(data) {
-		fl, fc := line, col
-		if i < len(data) && data[i] == '"' {
-			// A quoted field: up to the closing quote, "" is a quote.
-			i, col = i+1, col+1
-			closed := false
-			for i < len(data) {
-				c := data[i]
-				if c == '"' {
-					if i+1 < len(data) && data[i+1] == '"' {
-						b.WriteByte('"')
-						i, col = i+2, col+2
-						continue
-					}
-					i, col, closed = i+1, col+1, true
-					break
-				}
-				b.WriteByte(c)
-				i++
-				if c == '\n' {
-					line, col = line+1, 1
-				} else {
-					col++
-				}
-			}
-			if !closed {
-				*d = append(*d, Diag{File: file, Line: fl, Col: fc, Msg: "a quoted field is never closed: expected a \" before the end of the file"})
-				endField(fl, fc)
-				rows = append(rows, row)
-				return rows
-			}
-			if i < len(data) && data[i] != ',' && data[i] != '\n' && data[i] != '\r' {
-				*d = append(*d, Diag{File: file, Line: line, Col: col, Msg: fmt.Sprintf("%q after a closing quote: expected a comma or the end of the line", data[i])})
-				for i < len(data) && data[i] != ',' && data[i] != '\n' && data[i] != '\r' {
-					i, col = i+1, col+1
-				}
-			}
-		} else {
-			for i < len(data) && data[i] != ',' && data[i] != '\n' && data[i] != '\r' {
-				b.WriteByte(data[i])
-				i, col = i+1, col+1
-			}
-		}
-		endField(fl, fc)
-		if i >= len(data) {
-			break
-		}
-		switch data[i] {
-		case ',':
-			i, col = i+1, col+1
-			continue
-		case '\r':
-			i++
-			if i < len(data) && data[i] == '\n' {
-				i++
-			}
-		case '\n':
-			i++
-		}
-		rows = append(rows, row)
-		row = nil
-		line, col = line+1, 1
-		if i == len(data) {
-			return rows
-		}
-	}
-	if row != nil {
-		rows = append(rows, row)
-	}
-	return rows
-}
-
 // Parse reads a CSV as BeamNG and its editor write it. It returns the file
 // with its warnings, or Diags holding every error and warning.
 func Parse(path string, data []byte) (*File, error) {
@@ -276,7 +189,15 @@ func Parse(path string, data []byte) (*File, error) {
 			at(true, r.Line, r.Col(0), "%s", msg)
 		}
 	}
+	f.fit(at)
 	f.check(at)
+	if r, _, ok := f.Cut(); ok {
+		for i := range d {
+			if d[i].Warning && d[i].Line == r.Line && d[i].Col == r.Col(1) && strings.HasPrefix(d[i].Msg, "BeamNG does not know the group") {
+				d[i].Cut = true
+			}
+		}
+	}
 	if d.Errors() > 0 {
 		return nil, d
 	}
@@ -351,6 +272,41 @@ func (f *File) connection(r Row, at atFunc) {
 	}
 }
 
+// MaxRows is how many rows of one section a message can carry: BeamNG
+// reads at most beamng.MaxDatagram bytes of a datagram (LuaSocket's
+// limit), 1024 doubles with the message id.
+const MaxRows = beamng.MaxDatagram/8 - 1
+
+// fit refuses a section with more rows than a datagram carries, at the
+// first row that does not fit. beamconnect does not split a message over
+// datagrams: BeamNG's controller has no way to put one together again.
+func (f *File) fit(at atFunc) {
+	for _, sec := range []struct {
+		name, what string
+		rows       []Row
+	}{{"signalTo", "message BeamNG sends", f.To}, {"signalFrom", "reply BeamNG reads", f.From}} {
+		if len(sec.rows) <= MaxRows {
+			continue
+		}
+		r := sec.rows[MaxRows]
+		at(false, r.Line, r.Col(0), "%s row %d of %d does not fit: a %s holds at most %d bytes, %d doubles with the message id, so at most %d %s rows: expected %d fewer rows",
+			sec.name, MaxRows+1, len(sec.rows), sec.what, beamng.MaxDatagram, MaxRows+1, MaxRows, sec.name, len(sec.rows)-MaxRows)
+	}
+}
+
+// Cut is the first signalTo row whose group BeamNG does not know, and the
+// message slot it would have had: BeamNG's controller stops building its
+// message at such a row, so neither it nor any later row ever arrives. ok
+// is false when BeamNG knows every group.
+func (f *File) Cut() (r Row, slot int, ok bool) {
+	for i, r := range f.To {
+		if Class(r.Group) == "" {
+			return r, i + 1, true
+		}
+	}
+	return Row{}, 0, false
+}
+
 // check warns about rows BeamNG's controller mishandles (spec §3.3–3.5).
 func (f *File) check(at atFunc) {
 	if f.Other == f.BeamNG {
@@ -390,6 +346,15 @@ func (f *File) check(at atFunc) {
 		}
 	}
 	seenFrom := map[string]int{}
+	// The signals that have a value row: a multiply, add or freeze row
+	// without one multiplies, adds to or freezes 0. A set, so the check is
+	// one pass however many rows a CSV has.
+	valued := map[string]bool{}
+	for _, r := range f.From {
+		if r.Value == "value" {
+			valued[r.Group+"/"+r.Name] = true
+		}
+	}
 	for _, r := range f.From {
 		key := r.Group + "/" + r.Name + " " + r.Value
 		if l, dup := seenFrom[key]; dup {
@@ -408,26 +373,32 @@ func (f *File) check(at atFunc) {
 		case def.Trap != "":
 			at(true, r.Line, r.Col(2), "%s: %s", r.Name, def.Trap)
 		}
-		if r.Value != "value" && !seenFromValue(f.From, r) {
+		if r.Value != "value" && !valued[r.Group+"/"+r.Name] {
 			at(true, r.Line, r.Col(3), "a %s row of %s without its value row: BeamNG reads the value as 0", r.Value, r.Name)
 		}
 	}
 }
 
-func seenFromValue(rows []Row, r Row) bool {
-	for _, o := range rows {
-		if o.Group == r.Group && o.Name == r.Name && o.Value == "value" {
-			return true
-		}
-	}
-	return false
-}
-
 // suggestIn is the catalogue name of a class closest to name.
-func suggestIn(class, name string) string { return suggest.Closest(name, Names(class, false)) }
+func suggestIn(class, name string) string { return suggest.Closest(name, classNames[class]) }
 
 // suggestFrom is the name BeamNG applies closest to name.
-func suggestFrom(name string) string { return suggest.Closest(name, Names("", true)) }
+func suggestFrom(name string) string { return suggest.Closest(name, fromNames) }
+
+// The names suggestions are made from, listed once rather than for every
+// row that needs one.
+var (
+	fromNames  = Names("", true)
+	classNames = func() map[string][]string {
+		m := map[string][]string{}
+		for _, d := range defs {
+			if _, ok := m[d.Group]; !ok {
+				m[d.Group] = Names(d.Group, false)
+			}
+		}
+		return m
+	}()
+)
 
 // Names lists the catalogue's names as CSV rows write them (a wheel signal
 // once per wheel: wheelSpeedFL…RR), of one class or all (""), and only

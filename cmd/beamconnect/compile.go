@@ -49,14 +49,24 @@ func compileCmd(c *call) int {
 
 func printPlan(w io.Writer, p *ports.Plan) {
 	v0 := p.Vehicles[0]
-	if v0.CSV != nil {
+	switch {
+	case v0.CSV != nil && len(p.Vehicles) > 1:
+		fmt.Fprintf(w, "%s: BeamNG Gen 2 (cosimulationCoupling) coupling of %d vehicles, each laid out by its own CSV\n", p.Source, len(p.Vehicles))
+		fmt.Fprintf(w, "  BeamNG sends every %s (%d physics steps of %s; sendSkips %d) for every vehicle\n",
+			ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips)
+		for _, v := range p.Vehicles {
+			fmt.Fprintf(w, "  vehicle %q: %s: BeamNG sends %d doubles and reads %d; 3rd Party Computation Time %s arrives as %s; at most %d in flight\n",
+				v.Name, v.CSV.Path, v.Layout.Len(beamng.FromBeamNG), v.Layout.Len(beamng.ToBeamNG),
+				cosim.LuaText(v.CSV.Time.Value), strconv.FormatFloat(cosim.Arrived(v.CSV.Time.Value), 'g', -1, 64), v.Unanswered)
+		}
+	case v0.CSV != nil:
 		fmt.Fprintf(w, "%s: BeamNG Gen 2 (cosimulationCoupling) coupling laid out by %s\n", p.Source, v0.CSV.Path)
 		fmt.Fprintf(w, "  BeamNG sends %d doubles and reads %d (1 + its signalTo and signalFrom rows)\n",
 			v0.Layout.Len(beamng.FromBeamNG), v0.Layout.Len(beamng.ToBeamNG))
 		fmt.Fprintf(w, "  BeamNG sends every %s (3rd Party Computation Time %s arrives as %s: %d physics steps of %s; sendSkips %d), at most %d in flight\n",
 			ms(p.Period), cosim.LuaText(v0.CSV.Time.Value), strconv.FormatFloat(cosim.Arrived(v0.CSV.Time.Value), 'g', -1, 64),
-			p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
-	} else {
+			p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, v0.Unanswered)
+	default:
 		fmt.Fprintf(w, "%s: BeamNG Gen 1 (%s) coupling\n", p.Source, p.Protocol)
 		fmt.Fprintf(w, "  BeamNG sends every %s (%d physics steps of %s; sendSkips %d), at most %d in flight\n",
 			ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
@@ -140,10 +150,7 @@ func printPlan(w io.Writer, p *ports.Plan) {
 	if v0.CSV != nil {
 		fmt.Fprintln(w, "Reply rows no input maps carry a neutral value (multiply 1; value, add and freeze 0), applied by BeamNG every step.")
 		fmt.Fprintln(w, "BeamNG's Gen 2 has no NaN filter: a NaN or Inf from the model is replaced by the last value sent.")
-		fmt.Fprintf(w, "\nStart BeamNG's side: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, load\n  %s\nselect the vehicle, and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).\n", v0.CSV.Path)
-		fmt.Fprintf(w, "BeamNG sends to %v (beamconnect binds it) and listens on %v.\n", p.Vehicles[0].Local, p.Vehicles[0].Remote)
-		fmt.Fprintln(w, "Or, without the editor (no sensors), in BeamNG's Lua console with the vehicle's Lua selected, what the editor runs:")
-		fmt.Fprintf(w, "  %s\n", p.StartCommand(0))
+		printGen2Start(w, p)
 		return
 	}
 	fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")
@@ -154,6 +161,28 @@ func printPlan(w io.Writer, p *ports.Plan) {
 			fmt.Fprintf(w, "  -- vehicle %q (beamconnect binds %v, BeamNG binds %v)\n", v.Name, v.Local, v.Remote)
 		}
 		fmt.Fprintf(w, "  %s\n", p.StartCommand(i))
+	}
+}
+
+// printGen2Start says how to start BeamNG's side of a Gen 2 coupling: the
+// editor with each vehicle's CSV, or the line the editor runs.
+func printGen2Start(w io.Writer, p *ports.Plan) {
+	if len(p.Vehicles) == 1 {
+		v := p.Vehicles[0]
+		fmt.Fprintf(w, "\nStart BeamNG's side: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, load\n  %s\nselect the vehicle, and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).\n", v.CSV.Path)
+		fmt.Fprintf(w, "BeamNG sends to %v (beamconnect binds it) and listens on %v.\n", v.Local, v.Remote)
+		fmt.Fprintln(w, "Or, without the editor (no sensors), in BeamNG's Lua console with the vehicle's Lua selected, what the editor runs:")
+		fmt.Fprintf(w, "  %s\n", p.StartCommand(0))
+		return
+	}
+	fmt.Fprintln(w, "\nStart BeamNG's side for each vehicle: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, select the vehicle,")
+	fmt.Fprintln(w, "load its CSV and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).")
+	for _, v := range p.Vehicles {
+		fmt.Fprintf(w, "  vehicle %q: %s (BeamNG sends to %v, which beamconnect binds, and listens on %v)\n", v.Name, v.CSV.Path, v.Local, v.Remote)
+	}
+	fmt.Fprintln(w, "Or, without the editor (no sensors), in BeamNG's Lua console with each vehicle's Lua selected in turn, what the editor runs:")
+	for i, v := range p.Vehicles {
+		fmt.Fprintf(w, "  -- vehicle %q\n  %s\n", v.Name, p.StartCommand(i))
 	}
 }
 
@@ -197,6 +226,8 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		Name         string `json:"name"`
 		Local        string `json:"local"`
 		Remote       string `json:"remote"`
+		Interface    string `json:"interface,omitempty"` // Gen 2: its CSV
+		Unanswered   int    `json:"unanswered"`
 		StartCommand string `json:"start_command"`
 		MappedSlots  []int  `json:"mapped_reply_slots"`
 	}
@@ -218,7 +249,11 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 				mapped = append(mapped, s+1)
 			}
 		}
-		vs = append(vs, vehicle{v.Name, v.Local.String(), v.Remote.String(), p.StartCommand(i), mapped})
+		iface := ""
+		if v.CSV != nil {
+			iface = v.CSV.Path
+		}
+		vs = append(vs, vehicle{v.Name, v.Local.String(), v.Remote.String(), iface, v.Unanswered, p.StartCommand(i), mapped})
 	}
 	var cs []contract
 	for _, c := range p.Contracts {

@@ -71,7 +71,8 @@ func csvCmd(c *call, out string, force bool) int {
 	for _, d := range cfg.Warnings {
 		fmt.Fprintln(c.stderr, d)
 	}
-	if cfg.Protocol != beamng.Gen2 || cfg.CSV == nil {
+	csv := cfg.Vehicles[0].CSV // a draft has one vehicle
+	if cfg.Protocol != beamng.Gen2 || csv == nil {
 		fmt.Fprintf(c.stderr, "%s: csv writes the CSV of a Gen 2 config: expected \"beamng\": {\"protocol\": \"csv\"}\n", c.args[0])
 		return exitFailed
 	}
@@ -80,7 +81,7 @@ func csvCmd(c *call, out string, force bool) int {
 		return c.fail("csv", err)
 	}
 	steps := int(math.Round(plan.Period / plan.PhysicsDt))
-	data := cfg.CSV.Encode(cosim.TimeText(steps, plan.PhysicsDt))
+	data := csv.Encode(cosim.TimeText(steps, plan.PhysicsDt))
 	if out == "" {
 		c.stdout.Write(append(data, '\n'))
 		return exitOK
@@ -92,7 +93,7 @@ func csvCmd(c *call, out string, force bool) int {
 		return c.fail("csv", err)
 	}
 	fmt.Fprintf(c.stderr, "wrote %s: %d signalTo rows (BeamNG sends %d doubles), %d signalFrom rows (it reads %d), every %s\n",
-		out, len(cfg.CSV.To), plan.Vehicles[0].Layout.Len(beamng.FromBeamNG), len(cfg.CSV.From), plan.Vehicles[0].Layout.Len(beamng.ToBeamNG), ms(plan.Period))
+		out, len(csv.To), plan.Vehicles[0].Layout.Len(beamng.FromBeamNG), len(csv.From), plan.Vehicles[0].Layout.Len(beamng.ToBeamNG), ms(plan.Period))
 	return exitOK
 }
 

@@ -36,6 +36,11 @@ Gen 2 (cosimulationCoupling): --config with a "csv" config, or --csv FILE,
 lays the messages out as that CSV says (1 + signalTo rows out, 1 + signalFrom
 rows in), takes its period and ping time as BeamNG's controller decodes them
 (0.0005 gives a send every 1 ms), and its connection rows as the addresses.
+
+--config with several vehicles (beamng.vehicles) emulates every vehicle in one
+physics loop, as BeamNG runs them: each with its own socket pair and car, each
+controller loaded a few steps after the one before; with "csv" each laid out,
+timed and addressed by its own CSV.
 Replies get §3.4's semantics: value × multiply + add through freeze, the
 shared freeze slot that lets one NaN poison every control, and the Lua error
 a short reply raises; the summary counts both.
@@ -216,11 +221,18 @@ func emulateCmd(c *call, o *emulateOpts) int {
 		vc.StartStep = int64(3 * (i + 1))
 		vc.Vehicle = emulator.DefaultVehicle()
 		vc.Vehicle.Start = [3]float64{40 * float64(i+1), 0, 0}
+		vc.CSV = v.CSV // Gen 2: each vehicle laid out, timed and addressed by its own CSV
 		ve, err := emulator.New(vc, l)
 		if err != nil {
 			return usage("%v", err)
 		}
-		c.log.Info("emulating a further vehicle in the same physics loop", "vehicle", v.Name, "listen", l.LocalAddr(), "client", v.Local, "start_step", vc.StartStep)
+		attrs := []any{"vehicle", v.Name, "listen", l.LocalAddr(), "client", v.Local, "start_step", vc.StartStep}
+		if v.CSV != nil {
+			lv := v.CSV.Layout()
+			attrs = append(attrs, "csv", v.CSV.Path, "sends_doubles", lv.Len(beamng.FromBeamNG), "expects_doubles", lv.Len(beamng.ToBeamNG),
+				"sendSkips", v.CSV.SendSkips(cfg.PhysicsDt), "unanswered", v.CSV.Unanswered())
+		}
+		c.log.Info("emulating a further vehicle in the same physics loop", attrs...)
 		others, otherLinks = append(others, ve), append(otherLinks, l)
 	}
 	em.Attach(others...)
