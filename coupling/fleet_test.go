@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -169,6 +170,42 @@ func TestFollowKeepsTimeGap(t *testing.T) {
 		}
 		if q := figures(h); math.Abs(q["time gap now"]-gap/ego.V) > 0.05 || !(q["min time to collision"] > 2) || !(q["time gap error RMS after settling"] < 0.2) {
 			t.Errorf("the model reports %v", h.s.Control())
+		}
+	})
+}
+
+// Several vehicles on Gen 2, each laid out by its own CSV: the follow model
+// keeps its time gap, each vehicle's BeamNG applies only its own controls,
+// nothing is ever NaN; a reload of the fleet's config that sets a new time
+// gap goes live and the ego takes it.
+func TestGen2FleetFollows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := "../examples/gen2-follow.json"
+		text, _ := os.ReadFile(path)
+		h := rig{cfg: load(t, path), starts: []int64{0, 6}, place: [][3]float64{{0, 0, 0}, {40, 0, 0}},
+			em: emulator.Config{Steps: 120000}}.sim(t)
+		var err error
+		h.run(t, func(ctx context.Context) {
+			time.Sleep(25 * time.Second)
+			_, err = h.s.ReloadConfig(path, []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1)))
+		})
+		if err != nil {
+			t.Fatalf("the reload was refused: %v", err)
+		}
+		ego, lead := h.ems[0].Vehicle(), h.ems[1].Vehicle()
+		if tg := (lead.X - ego.X) / ego.V; math.Abs(tg-2.2) > 0.22 {
+			t.Errorf("time gap %.3f s after the reload, want 2.2 s ± 10 %%", tg)
+		}
+		for v, s := range h.sums {
+			if s.Stalls != 0 || s.LuaErrors != 0 || s.NaNApplied != 0 || s.Accepted < s.Sent-1 {
+				t.Errorf("vehicle %d's BeamNG: %v, lua errors %d, NaN %d", v, s, s.LuaErrors, s.NaNApplied)
+			}
+			if l := h.plan.Vehicles[v].Layout; h.s.Link(v).msg == nil || len(h.s.Link(v).msg) != l.Len(0) {
+				t.Errorf("vehicle %d's link reads %d doubles, its CSV says %d", v, len(h.s.Link(v).msg), l.Len(0))
+			}
+		}
+		if f := h.s.Faults(); len(f) != 0 {
+			t.Errorf("faults %q", f)
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/contracts"
 	"beamconnect/ports"
+	"beamconnect/relative"
 	"beamconnect/timesync"
 )
 
@@ -47,10 +48,10 @@ type Link struct {
 	status atomic.Int32
 
 	proto   *beamng.Protocol
-	plan    *ports.Plan          // the plan this link last stepped with
-	need    int                  // doubles of BeamNG's message the model reads
-	slots   [7]int               // where the cross-vehicle properties' data sit
-	in      []contracts.Incoming // by plan contract index (incoming ones used)
+	plan    *ports.Plan                   // the plan this link last stepped with
+	need    int                           // doubles of BeamNG's message the model reads
+	slots   [len(relative.Quantities)]int // where the cross-vehicle properties' data sit
+	in      []contracts.Incoming          // by plan contract index (incoming ones used)
 	sync    *timesync.Engine
 	msg     []float64
 	reply   []float64
@@ -89,7 +90,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 		neutral: veh.Layout.Protocol.Neutral(veh.Layout),
 		last:    make([]float64, veh.Layout.Len(beamng.ToBeamNG)),
 		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*veh.Layout.Len(beamng.ToBeamNG)),
-		slots: stateSlots(veh.Layout),
+		slots: veh.State,
 		sync:  timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
 	}
 	l.held.buf = make([]byte, beamng.MaxDatagram)
@@ -100,7 +101,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 	}
 	copy(l.last, veh.Template) // what BeamNG holds before the first reply, as far as we know
 	l.src.init(log, &l.stats, s.opt.Clock, seconds(p.Period))
-	l.lock.init(log, &l.stats, &l.ids, p.Unanswered)
+	l.lock.init(log, &l.stats, &l.ids, veh.Unanswered)
 	l.ids.policy = p.ReplyID
 	l.rebind(p)
 	l.status.Store(int32(Unknown))

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"beamconnect/beamng"
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/relative"
@@ -125,7 +124,7 @@ func (st *stage) modelTime(t float64) float64 {
 
 // capture keeps vehicle v's state from its message, under the lock, for the
 // cross-vehicle properties.
-func (st *stage) capture(v int, slots *[7]int, msg []float64) {
+func (st *stage) capture(v int, slots *[len(relative.Quantities)]int, msg []float64) {
 	at := func(i int) float64 {
 		if i <= 0 || i >= len(msg) {
 			return 0
@@ -136,18 +135,6 @@ func (st *stage) capture(v int, slots *[7]int, msg []float64) {
 	s.X, s.Y, s.Z, s.Yaw = at(slots[0]), at(slots[1]), at(slots[2]), at(slots[3])
 	s.VX, s.VY, s.Speed = at(slots[4]), at(slots[5]), at(slots[6])
 	st.seen[v] = true
-}
-
-// stateSlots says where a vehicle's message carries what the cross-vehicle
-// properties read: posX posY posZ yaw velX velY groundspeed; 0 when the
-// layout lacks one.
-func stateSlots(l *beamng.Layout) (slots [7]int) {
-	for i, name := range []string{"posX", "posY", "posZ", "yaw", "velX", "velY", "groundspeed"} {
-		if s, ok := l.Find(beamng.FromBeamNG, name); ok {
-			slots[i] = s.Index
-		}
-	}
-	return slots
 }
 
 // relative computes a cross-vehicle field from both vehicles' latest

@@ -70,6 +70,11 @@ func Diff(old, new *Plan) Changes {
 	if old.PingTime != new.PingTime {
 		live("pingTime %g → %g (BeamNG keeps the window it was started with)", old.PingTime, new.PingTime)
 	}
+	for i := range min(len(old.Vehicles), len(new.Vehicles)) {
+		if o, n := old.Vehicles[i].Unanswered, new.Vehicles[i].Unanswered; o != n && old.PingTime == new.PingTime {
+			live("messages in flight%s %d → %d (BeamNG keeps the window it was started with)", vehicleLabel(new.Vehicles[i].Name), o, n)
+		}
+	}
 	diffPorts(&c, "in", beamng.ToBeamNG, old, new, old.Inputs, new.Inputs)
 	diffPorts(&c, "out", beamng.FromBeamNG, old, new, old.Outputs, new.Outputs)
 	oc, nc := contractsByName(old), contractsByName(new)

@@ -186,6 +186,9 @@ func counterLine(name string, ks []coupling.Counter, v *coupling.Values, vehicle
 	if len(parts) == 0 || optional && !nonzero {
 		return ""
 	}
+	if name == "" {
+		return strings.Join(parts, ", ")
+	}
 	return name + ": " + strings.Join(parts, ", ")
 }
 
@@ -219,7 +222,7 @@ func printRunSummary(c *call, s runSummary) {
 	for _, name := range sortedKeys(s.Vehicles) {
 		vs := s.Vehicles[name]
 		fmt.Fprintf(w, "  vehicle %q: %s; turnaround p50 %.0f µs p99 %.0f µs; status at end %s\n", name,
-			counterLine("counters", []coupling.Counter{coupling.Messages, coupling.Replies, coupling.NeutralReplies, coupling.StallsRecovered, coupling.LockstepLost}, &vs.counters, true),
+			counterLine("", []coupling.Counter{coupling.Messages, coupling.Replies, coupling.NeutralReplies, coupling.StallsRecovered, coupling.LockstepLost}, &vs.counters, true),
 			vs.TurnaroundP50, vs.TurnaroundP99, coupling.Status(vs.StatusAtEnd))
 		if vs.Emulator != nil {
 			fmt.Fprintf(w, "    emulated BeamNG: %v\n", *vs.Emulator)
