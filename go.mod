@@ -9,4 +9,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 )
 
-require golang.org/x/sys v0.13.0 // indirect
+require (
+	github.com/ebitengine/purego v0.11.3 // indirect
+	golang.org/x/sys v0.13.0 // indirect
+)
