@@ -45,6 +45,7 @@ type Stepper struct {
 	in, out *Vars
 	par     *Vars
 	started bool
+	broken  bool    // an FMI call failed: the instance may only be freed
 	tc      float64 // the FMU's time
 	lastT   float64 // the last coupling time it was stepped at
 
@@ -98,6 +99,18 @@ func (s *Stepper) Time() (t float64, ok bool) { return s.tc, s.started }
 // (no new data). An output that is NaN or infinite is a *BadOutput error;
 // the values are still read.
 func (s *Stepper) Step(t float64, in, out []float64) (bool, error) {
+	if s.broken {
+		return false, errors.New("fmi: the FMU failed before; it must be instantiated again")
+	}
+	ok, err := s.step(t, in, out)
+	var ce *CallError
+	if errors.As(err, &ce) {
+		s.broken = true
+	}
+	return ok, err
+}
+
+func (s *Stepper) step(t float64, in, out []float64) (bool, error) {
 	h := s.setup.Period
 	if s.started && t <= s.lastT {
 		if t >= s.lastT-h/2 {
@@ -185,7 +198,7 @@ func (s *Stepper) SetParams(index []int, values []float64) error {
 // Close terminates the FMU (when it was initialized) and frees it.
 func (s *Stepper) Close() error {
 	var err error
-	if s.started {
+	if s.started && !s.broken {
 		err = s.inst.Terminate()
 	}
 	s.inst.Free()
