@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Setup is what a Stepper needs to run an FMU: where it is, what to
@@ -179,20 +180,29 @@ func (s *Stepper) catchUp(gap float64) error {
 	return nil
 }
 
-// SetParams changes parameters (only tunable ones once the FMU runs):
-// their index into Setup.Params, and the new values. The values stay set
-// across a reset.
-func (s *Stepper) SetParams(index []int, values []float64) error {
-	list := make([]Var, len(index))
-	for i, k := range index {
-		s.setup.ParamValues[k] = values[i]
-		list[i] = s.setup.Params[k]
-	}
+// SetParams sets parameters (only tunable ones once the FMU runs) to
+// values. They are set again after a reset, with the others.
+func (s *Stepper) SetParams(list []Var, values []float64) error {
 	v, err := NewVars(list)
 	if err != nil {
 		return err
 	}
-	return s.inst.Set(v, values)
+	if err := s.inst.Set(v, values); err != nil {
+		return err
+	}
+	for i, x := range list {
+		k := slices.IndexFunc(s.setup.Params, func(p Var) bool { return p.VR == x.VR && p.Kind == x.Kind })
+		if k < 0 {
+			s.setup.Params = append(s.setup.Params, x)
+			s.setup.ParamValues = append(s.setup.ParamValues, values[i])
+			continue
+		}
+		s.setup.ParamValues[k] = values[i]
+	}
+	if s.par, err = NewVars(s.setup.Params); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Close terminates the FMU (when it was initialized) and frees it.

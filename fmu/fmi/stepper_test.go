@@ -125,12 +125,22 @@ func TestStepperSetParams(t *testing.T) {
 	if out[1] == 0 {
 		t.Fatalf("15 m/s over a set speed of 10 does not brake: %v", out)
 	}
-	if err := s.SetParams([]int{0}, []float64{30}); err != nil {
+	if err := s.SetParams([]fmi.Var{{VR: 0, Kind: fmu.Float64, Name: "setSpeed"}}, []float64{30}); err != nil {
 		t.Fatal(err)
 	}
 	s.Step(0.005, []float64{15}, out)
 	if out[0] == 0 || out[1] != 0 {
 		t.Errorf("after setSpeed 30 at 15 m/s: throttle %v brake %v", out[0], out[1])
+	}
+	// A parameter the FMU was not started with (kp) joins the ones set
+	// again after a reset: with kp 0 and a fresh integral, only one step's
+	// integral acts: ki 0.05 × 15 m/s × 5 ms.
+	if err := s.SetParams([]fmi.Var{{VR: 1, Kind: fmu.Float64, Name: "kp"}}, []float64{0}); err != nil {
+		t.Fatal(err)
+	}
+	s.Step(0, []float64{15}, out) // back in time: reset
+	if s.Resets != 1 || math.Abs(out[0]-0.00375) > 1e-12 || out[1] != 0 {
+		t.Errorf("after the reset with kp 0: throttle %v brake %v (resets %d)", out[0], out[1], s.Resets)
 	}
 }
 

@@ -69,7 +69,7 @@ func Start(argv []string, dir string, setup fmi.Setup, grace time.Duration, logL
 		cmd: cmd, stdin: stdin, nIn: len(setup.Inputs), nOut: len(setup.Outputs), nParams: len(setup.Params),
 		outs: make([]float64, len(setup.Outputs)), answers: make(chan struct{}, 1), done: make(chan struct{}),
 	}
-	c.req = make([]byte, 0, 5+16+12*c.nParams+8*c.nIn)
+	c.req = make([]byte, 0, 5+16+13*c.nParams+8*c.nIn)
 	stderrDone := make(chan struct{})
 	go c.readStderr(stderr, logLine, stderrDone)
 	go func() {
@@ -203,17 +203,17 @@ func (c *Client) waitWhy() string {
 
 // Send writes a step request, unless one is still unanswered: then it
 // returns false and the data is dropped (the next request carries newer).
-// tuneIndex and tuneValue are parameter changes to apply first. It
-// allocates nothing.
-func (c *Client) Send(t float64, tuneIndex []int, tuneValue []float64, inputs []float64) bool {
+// tune and tuneValue are parameter changes to apply first. It allocates
+// nothing.
+func (c *Client) Send(t float64, tune []fmi.Var, tuneValue []float64, inputs []float64) bool {
 	if c.outstanding.Load() != 0 {
 		return false
 	}
 	b := append(c.req[:0], frameStep, 0, 0, 0, 0)
 	b = putF64(b, t)
-	b = putU32(b, uint32(len(tuneIndex)))
-	for i, k := range tuneIndex {
-		b = putF64(putU32(b, uint32(k)), tuneValue[i])
+	b = putU32(b, uint32(len(tune)))
+	for i, v := range tune {
+		b = putF64(append(putU32(b, v.VR), byte(v.Kind)), tuneValue[i])
 	}
 	for _, v := range inputs {
 		b = putF64(b, v)

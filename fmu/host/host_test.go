@@ -96,7 +96,8 @@ func step(t testing.TB, c *Client, tm float64, in []float64, out []float64) Answ
 
 func TestHostSteps(t *testing.T) {
 	for _, major := range []int{2, 3} {
-		c, _ := start(t, setup(t, testfmu.Options{FMI: major}))
+		s := setup(t, testfmu.Options{FMI: major})
+		c, _ := start(t, s)
 		out := make([]float64, 3)
 		a := step(t, c, 1, []float64{5}, out)
 		if a.Result != Stepped || out[0] != 1 || out[1] != 0 || out[2] != 1.005 || a.FMUTime != 1.005 {
@@ -104,7 +105,7 @@ func TestHostSteps(t *testing.T) {
 		}
 		// A parameter change rides on the next request: kp 0 and set speed
 		// 30 leave only the integral term at work.
-		if !c.Send(1.005, []int{0, 1}, []float64{30, 0}, []float64{5}) {
+		if !c.Send(1.005, s.Params, []float64{30, 0}, []float64{5}) {
 			t.Fatal("not sent")
 		}
 		for !c.Take(out, &a) {
@@ -194,14 +195,14 @@ func TestHostStartErrors(t *testing.T) {
 // The protocol's decoders refuse what does not fit instead of reading past
 // it, and never panic.
 func FuzzDecodeStep(f *testing.F) {
-	f.Add(encodeStep(1.5, []int{1}, []float64{2}, []float64{3, 4}), 2, 2)
-	f.Add([]byte{1, 2, 3}, 1, 0)
-	f.Fuzz(func(t *testing.T, p []byte, nIn, nParams int) {
-		if nIn < 0 || nIn > 64 || nParams < 0 || nParams > 64 {
+	f.Add(encodeStep(1.5, []fmi.Var{{VR: 7, Kind: fmu.Float64}}, []float64{2}, []float64{3, 4}), 2)
+	f.Add([]byte{1, 2, 3}, 1)
+	f.Fuzz(func(t *testing.T, p []byte, nIn int) {
+		if nIn < 0 || nIn > 64 {
 			return
 		}
 		var s Step
-		if err := decodeStep(p, nIn, nParams, &s); err == nil && len(s.Inputs) != nIn {
+		if err := decodeStep(p, nIn, &s); err == nil && len(s.Inputs) != nIn {
 			t.Fatalf("%d inputs decoded, want %d", len(s.Inputs), nIn)
 		}
 	})
@@ -221,7 +222,7 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
-func encodeStep(t float64, idx []int, vals, in []float64) []byte {
+func encodeStep(t float64, idx []fmi.Var, vals, in []float64) []byte {
 	c := &Client{}
 	var buf bytes.Buffer
 	c.stdin = nopCloser{&buf}

@@ -8,9 +8,9 @@
 // and the payload. The coupling sends:
 //
 //	'O' open:  the fmi.Setup as JSON (once, first)
-//	'S' step:  t (float64); n (uint32) parameter changes, each an index
-//	           into Setup.Params (uint32) and a value (float64); then one
-//	           float64 per input
+//	'S' step:  t (float64); n (uint32) parameter changes, each a value
+//	           reference (uint32), a kind (uint8, fmu.Kind) and a value
+//	           (float64); then one float64 per input
 //	'Q' quit:  terminate and free the FMU, then exit
 //
 // and the host answers 'R' ready (empty, or the error that stopped it)
@@ -27,6 +27,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"beamconnect/fmu"
+	"beamconnect/fmu/fmi"
 )
 
 // Frame types.
@@ -129,27 +132,24 @@ func (r *reader) u8() uint8 {
 // Step is a decoded step request.
 type Step struct {
 	T         float64
-	TuneIndex []int
+	TuneVars  []fmi.Var
 	TuneValue []float64
 	Inputs    []float64
 }
 
-// decodeStep reads a step request with nIn inputs and nParams parameters
-// into s, reusing its slices.
-func decodeStep(p []byte, nIn, nParams int, s *Step) error {
+// decodeStep reads a step request with nIn inputs into s, reusing its
+// slices.
+func decodeStep(p []byte, nIn int, s *Step) error {
 	r := reader{b: p}
 	s.T = r.f64()
 	n := int(r.u32())
-	if n > nParams {
-		return fmt.Errorf("step request: %d parameter changes, the FMU has %d parameters", n, nParams)
+	if n > len(p)/13 {
+		return fmt.Errorf("step request of %d bytes: %d parameter changes do not fit", len(p), n)
 	}
-	s.TuneIndex, s.TuneValue = s.TuneIndex[:0], s.TuneValue[:0]
+	s.TuneVars, s.TuneValue = s.TuneVars[:0], s.TuneValue[:0]
 	for range n {
-		k := int(r.u32())
-		if k >= nParams {
-			return fmt.Errorf("step request: parameter %d of %d", k, nParams)
-		}
-		s.TuneIndex = append(s.TuneIndex, k)
+		v := fmi.Var{VR: r.u32(), Kind: fmu.Kind(r.u8())}
+		s.TuneVars = append(s.TuneVars, v)
 		s.TuneValue = append(s.TuneValue, r.f64())
 	}
 	s.Inputs = s.Inputs[:0]

@@ -68,12 +68,12 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer) error {
 		case typ != frameStep:
 			return fmt.Errorf("expected a step request, got frame %q", typ)
 		}
-		if err := decodeStep(p, len(setup.Inputs), len(setup.Params), &step); err != nil {
+		if err := decodeStep(p, len(setup.Inputs), &step); err != nil {
 			return err
 		}
 		res, msg := Stepped, ""
-		if len(step.TuneIndex) > 0 {
-			if err := st.SetParams(step.TuneIndex, step.TuneValue); err != nil {
+		if len(step.TuneVars) > 0 {
+			if err := st.SetParams(step.TuneVars, step.TuneValue); err != nil {
 				res, msg = TuneFailed, "setting parameters: "+err.Error()
 			}
 		}
