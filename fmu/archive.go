@@ -184,16 +184,17 @@ func (f *FMU) Unpack(dir string) (*Unpacked, error) {
 		return nil, err
 	}
 	var total uint64
-	for _, zf := range f.files {
-		name := strings.TrimPrefix(zf.Name, "./")
-		if !filepath.IsLocal(filepath.FromSlash(name)) {
+	for _, zf := range f.files { // all checked before anything is written
+		if !filepath.IsLocal(filepath.FromSlash(strings.TrimPrefix(zf.Name, "./"))) {
 			return nil, fmt.Errorf("%s: entry %q lies outside the archive's folder", f.Path, zf.Name)
 		}
 		total += zf.UncompressedSize64
 		if total > maxUnpacked {
 			return nil, fmt.Errorf("%s unpacks to more than %d bytes", f.Path, uint64(maxUnpacked))
 		}
-		to := filepath.Join(dir, filepath.FromSlash(name))
+	}
+	for _, zf := range f.files {
+		to := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(zf.Name, "./")))
 		if strings.HasSuffix(zf.Name, "/") {
 			if err := os.MkdirAll(to, 0o755); err != nil {
 				return nil, err

@@ -38,7 +38,11 @@ func fmuFile(p Params, plan *ports.Plan) string {
 // checkFMU opens the FMU and checks everything the config asks of it. The
 // check is nil when the FMU itself cannot be used.
 func checkFMU(p Params, plan *ports.Plan) (*fmuCheck, []Finding) {
-	if _, ok := p["path"].(string); !ok {
+	if v, ok := p["path"]; ok {
+		if _, ok := v.(string); !ok {
+			return nil, nil // the parameter's type is reported already
+		}
+	} else {
 		return nil, []Finding{{Param: "path", Msg: "missing: the fmu model needs the FMU to run, e.g. \"path\": \"controller.fmu\" (relative to the config)"}}
 	}
 	c := &fmuCheck{file: fmuFile(p, plan)}

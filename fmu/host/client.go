@@ -147,7 +147,8 @@ func isCrash(line string) bool {
 // read takes the ready frame, then every answer, until the host's stdout
 // closes.
 func (c *Client) read(r *bufio.Reader, ready chan<- error) {
-	typ, p, err := readFrame(r, nil)
+	var head [5]byte
+	typ, p, err := readFrame(r, &head, nil)
 	switch {
 	case err != nil:
 		ready <- fmt.Errorf("the FMU host ended before it was ready: %s", c.waitWhy())
@@ -163,7 +164,7 @@ func (c *Client) read(r *bufio.Reader, ready chan<- error) {
 	outs := make([]float64, c.nOut)
 	var a Answer
 	for {
-		typ, p, err = readFrame(r, p)
+		typ, p, err = readFrame(r, &head, p)
 		if err != nil {
 			return // it ended: Done tells
 		}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"slices"
 	"strings"
@@ -155,7 +156,9 @@ func TestHostFaults(t *testing.T) {
 		if a.Result != Failed || !strings.Contains(a.Err, "DoStep returned fmi") {
 			t.Errorf("FMI %d error: %+v", major, a)
 		}
-		<-c.Done()
+		if a := step(t, c, 0.005, []float64{0}, out); a.Result != Failed || !strings.Contains(a.Err, "must be instantiated again") {
+			t.Errorf("FMI %d after the error: %+v", major, a)
+		}
 		if !strings.Contains(log.String(), "Error cruise: doStep fails on purpose") {
 			t.Errorf("FMI %d: the FMU's log did not come through:\n%s", major, log)
 		}
@@ -212,8 +215,9 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{'A', 3, 0, 0, 0, 1, 2, 3})
 	f.Add([]byte{'A', 255, 255, 255, 255})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		typ, p, err := readFrame(bytes.NewReader(b), nil)
-		if err == nil && (len(p) != len(b)-5 || typ != b[0]) {
+		var head [5]byte
+		typ, p, err := readFrame(bytes.NewReader(b), &head, nil)
+		if err == nil && (len(p) != int(binary.LittleEndian.Uint32(b[1:])) || len(p) > len(b)-5 || typ != b[0]) {
 			t.Fatalf("frame %q of %d bytes from %d", typ, len(p), len(b))
 		}
 		out := make([]float64, 2)

@@ -51,7 +51,7 @@ type Result uint8
 const (
 	Stepped    Result = iota // the FMU stepped; the outputs are fresh
 	NotStepped               // no new time: nothing changed
-	Failed                   // an FMI call did not return OK: the instance is unusable
+	Failed                   // an FMI call did not return OK: the instance is unusable, every later step fails too
 	BadOutput                // an output is NaN or infinite; the FMU may recover
 	TuneFailed               // setting the changed parameters failed; the step did not happen
 )
@@ -64,9 +64,9 @@ func writeFrame(w io.Writer, buf []byte, typ byte, payload []byte) ([]byte, erro
 	return buf, err
 }
 
-// readFrame reads one frame into buf (grown as needed).
-func readFrame(r io.Reader, buf []byte) (byte, []byte, error) {
-	var head [5]byte
+// readFrame reads one frame into buf (grown as needed); head is the
+// caller's, so that reading allocates nothing once buf is large enough.
+func readFrame(r io.Reader, head *[5]byte, buf []byte) (byte, []byte, error) {
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return 0, buf, err
 	}

@@ -27,7 +27,8 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 // FMU's log lines go to logw.
 func Serve(r io.Reader, w io.Writer, logw io.Writer) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	typ, p, err := readFrame(br, nil)
+	var head [5]byte
+	typ, p, err := readFrame(br, &head, nil)
 	if err != nil {
 		return fmt.Errorf("reading the open request: %w", err)
 	}
@@ -59,7 +60,7 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer) error {
 		answer  = make([]byte, 0, 64+8*len(outputs))
 	)
 	for {
-		typ, p, err = readFrame(br, p)
+		typ, p, err = readFrame(br, &head, p)
 		switch {
 		case errors.Is(err, io.EOF) || err == nil && typ == frameQuit:
 			return nil // the coupling closed or quit: st.Close terminates the FMU
@@ -100,10 +101,8 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer) error {
 		if out, err = writeFrame(w, out, frameAnswer, answer); err != nil {
 			return err
 		}
-		if res == Failed {
-			// The instance is unusable (FMI allows little but freeing it
-			// after an error); the coupling starts a new host.
-			return errors.New(msg)
-		}
+		// After Failed the instance is unusable (FMI allows little but
+		// freeing it after an error): every later step fails too, and
+		// the coupling stops this host and starts another.
 	}
 }
