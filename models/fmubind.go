@@ -106,8 +106,11 @@ type fmuPort struct {
 	v     *fmu.Variable
 	r     ref
 	bound bool
-	field string  // the config's name for it, when bound
-	start float64 // an unbound input's value: its start, or modelParams.parameters'
+	// mapped: modelParams.inputs or .outputs names its field (a name that
+	// fails is an error, not a TODO)
+	mapped bool
+	field  string  // the config's name for it, when bound
+	start  float64 // an unbound input's value: its start, or modelParams.parameters'
 }
 
 // fmuBinding is the FMU's inputs and outputs bound to a plan's ports, in
@@ -151,7 +154,7 @@ func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Fin
 				}
 				continue
 			}
-			fp := fmuPort{v: v, start: startValue(v)}
+			fp := fmuPort{v: v, start: startValue(v), mapped: mapped}
 			r, found, err := resolve(names, plan, field)
 			switch {
 			case err != nil:
@@ -284,13 +287,13 @@ func (b *fmuBinding) unboundFindings(p Params) []Finding {
 		return ""
 	}
 	for _, in := range b.inputs {
-		if !in.bound {
+		if !in.bound && !in.mapped {
 			out = append(out, Finding{Param: at("inputs"), Warning: true,
 				Msg: fmt.Sprintf("TODO: the FMU's input %q is bound to no field: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}", in.v.Name, in.start, in.v.Name)})
 		}
 	}
 	for _, o := range b.outputs {
-		if !o.bound {
+		if !o.bound && !o.mapped {
 			out = append(out, Finding{Param: at("outputs"), Warning: true,
 				Msg: fmt.Sprintf("TODO: the FMU's output %q drives no field; map it with modelParams.outputs {%q: \"FIELD\"}", o.v.Name, o.v.Name)})
 		}
