@@ -70,7 +70,6 @@ type FMU struct {
 	// Owned by the coupling's loop (Step, Rebind, Tune).
 	inputs, outputs []fmuPort
 	inVals, outVals []float64
-	lastT           float64
 	tune            []fmi.Var // parameter changes for the host's next request
 	tuneVal         []float64
 
@@ -248,7 +247,6 @@ func (m *FMU) Fault() error {
 // with a warning: the FMU itself keeps running.
 func (m *FMU) Rebind(plan *ports.Plan) error {
 	b, findings := bindFMU(m.desc, m.params, plan)
-	fmuParameters(m.desc, m.params, b)
 	for _, f := range findings {
 		m.log.Warn("after the reload", "model", "fmu", "problem", f.Error())
 	}

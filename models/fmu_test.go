@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/config"
 	"beamconnect/fmu/host"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/logtest"
@@ -40,6 +41,31 @@ func fmuRig(t *testing.T, o testfmu.Options, extra Params) (*FMU, *ports.Plan, *
 	f := m.(*FMU)
 	t.Cleanup(func() { f.Close() })
 	return f, p, log
+}
+
+// benchRig is fmuRig for a benchmark (no log kept).
+func benchRig(b *testing.B, o testfmu.Options, extra Params) (*FMU, *ports.Plan) {
+	b.Helper()
+	path := testfmu.ForTest(b, "cruise.fmu", o)
+	cfg, err := config.Load("../examples/cruise-pedals.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := ports.Compile(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	params := Params{"path": path}
+	for k, v := range extra {
+		params[k] = v
+	}
+	m, err := New("fmu", params, p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := m.(*FMU)
+	b.Cleanup(func() { f.Close() })
+	return f, p
 }
 
 // drive steps the model every period at speed until cond holds or limit

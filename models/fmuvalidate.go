@@ -39,7 +39,7 @@ func fmuFile(p Params, plan *ports.Plan) string {
 // check is nil when the FMU itself cannot be used.
 func checkFMU(p Params, plan *ports.Plan) (*fmuCheck, []Finding) {
 	if v, ok := p["path"]; ok {
-		if _, ok := v.(string); !ok {
+		if s, ok := v.(string); !ok || s == "" {
 			return nil, nil // the parameter's type is reported already
 		}
 	} else {

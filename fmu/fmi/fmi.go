@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"sync"
 	"unsafe"
@@ -163,7 +164,11 @@ func (l *Library) Instantiate(name, token, resources string, log Logger) (*Insta
 		c, _, _ = purego.SyscallN(l.f.instantiate, cstr(name), 1 /* fmi2CoSimulation */, cstr(token),
 			cstr(fileURI(resources)), cb, 0 /* visible */, 0 /* loggingOn */)
 	} else {
-		c, _, _ = purego.SyscallN(l.f.instantiate, cstr(name), cstr(token), cstr(dirPath(resources)),
+		res := uintptr(0) // NULL: the FMU has no resources folder
+		if st, err := os.Stat(resources); err == nil && st.IsDir() {
+			res = cstr(dirPath(resources))
+		}
+		c, _, _ = purego.SyscallN(l.f.instantiate, cstr(name), cstr(token), res,
 			0 /* visible */, 0 /* loggingOn */, 0 /* eventModeUsed */, 0 /* earlyReturnAllowed */, 0, 0,
 			in.env, logger3(), 0 /* intermediateUpdate */)
 	}
