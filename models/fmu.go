@@ -36,7 +36,9 @@ By default the FMU runs in a child process (beamconnect fmu-host), so that
 its crash or hang cannot take beamconnect with it. A crash, a step that runs
 longer than beamng.modelTimeoutMs, a status other than OK or Warning, or a
 NaN output is a model fault: BeamNG gets neutral controls at once, the fault
-is logged, the FMU is started again after 1 s, 2, 4 … up to 30 s
+is logged, the FMU is started again after 1 s, 2, 4 … up to 30 s (a step
+that returns late ends its fault; one still running after 1 s, and 4 model
+timeouts, has its host stopped and started again)
 (modelParams.restart: false turns that off; a NaN output ends when the
 outputs are numbers again) and run exits non-zero. Each step's answer is
 awaited up to modelParams.deadlineMs (default 80 % of the period); a later

@@ -17,6 +17,7 @@ type childFMU struct {
 	argv   []string
 	client atomic.Pointer[host.Client] // nil while the host is started again
 	first  atomic.Bool                 // the current host has not answered yet
+	slow   atomic.Bool                 // the outstanding step has run past the model timeout
 	hung   atomic.Bool                 // the current host was stopped for hanging
 	failed atomic.Bool                 // the current host was stopped after its FMU failed
 	timer  *time.Timer                 // the step's deadline
@@ -56,6 +57,7 @@ func (c *childFMU) start(m *FMU) (*host.Client, error) {
 		return nil, err
 	}
 	c.first.Store(true)
+	c.slow.Store(false)
 	c.hung.Store(false)
 	c.failed.Store(false)
 	c.client.Store(cl)
@@ -101,6 +103,7 @@ func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) bool {
 		return false
 	}
 	c.first.Store(false)
+	c.slow.Store(false)
 	a := &c.answer
 	c.last[0].Store(int64(a.CatchUps))
 	c.last[1].Store(int64(a.Resets))
@@ -126,8 +129,15 @@ func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) bool {
 	return true
 }
 
-// checkHung stops a host whose step has run past the model timeout (the
-// first step of a host may take startGrace: it initializes the FMU).
+// killAfter is how long a step may run before its host is stopped as
+// hung: long past the model timeout, so that a host the machine merely
+// held up for a while (a loaded machine) keeps its FMU's state. The fault,
+// and neutral controls, begin at the model timeout.
+const killAfter = time.Second
+
+// checkHung faults a step that has run past the model timeout (the first
+// step of a host may take startGrace: it initializes the FMU), and stops
+// its host once it has run past killAfter too.
 func (c *childFMU) checkHung(m *FMU, cl *host.Client) {
 	asked := cl.Outstanding()
 	if asked == 0 || c.hung.Load() {
@@ -137,10 +147,16 @@ func (c *childFMU) checkHung(m *FMU, cl *host.Client) {
 	if c.first.Load() {
 		limit = max(limit, startGrace)
 	}
-	if ran := time.Duration(time.Now().UnixNano() - asked); ran > limit {
+	ran := time.Duration(time.Now().UnixNano() - asked)
+	if ran <= limit {
+		return
+	}
+	if !c.slow.Swap(true) {
+		m.setFault(fmt.Errorf("the FMU's step has not returned after %v, longer than the model timeout %v", ran.Round(time.Millisecond), limit))
+	}
+	if ran > max(killAfter, 4*limit) {
 		c.hung.Store(true)
-		m.setFault(fmt.Errorf("the FMU's step has not returned after %v, longer than the model timeout %v: its host process is stopped",
-			ran.Round(time.Millisecond), limit))
+		m.log.Error("the FMU's step has not returned: stopping its host process", "fmu", filepath.Base(m.file), "running_for", ran.Round(time.Millisecond))
 		cl.Kill()
 	}
 }

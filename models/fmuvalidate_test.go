@@ -133,3 +133,24 @@ func TestValidateFMUVehicles(t *testing.T) {
 		t.Errorf("%q", f.Error())
 	}
 }
+
+// On Gen 2 the cruise FMU's names find the CSV's signals: groundspeed is
+// vehicleGroundSpeed's meaning, throttle and brake the Driver rows; the
+// CSV names bind too, with or without their group.
+func TestValidateFMUGen2(t *testing.T) {
+	here := testfmu.Platform(2)
+	if here == "" {
+		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+	}
+	path := fakeFMU(t, testfmu.Options{}, here)
+	p := plan(t, "../examples/gen2-cruise.json")
+	if fs := Validate("fmu", Params{"path": path}, p); len(fs) != 0 {
+		t.Errorf("by name: %v", fs)
+	}
+	mapped := Params{"path": path,
+		"inputs":  map[string]any{"groundspeed": "Kinematics/vehicleGroundSpeed"},
+		"outputs": map[string]any{"throttle": "Driver/throttle", "brake": "brake"}}
+	if fs := Validate("fmu", mapped, p); len(fs) != 0 {
+		t.Errorf("by CSV name: %v", fs)
+	}
+}

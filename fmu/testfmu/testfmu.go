@@ -31,7 +31,7 @@ const Token = "{8c4e810f-3df3-4a00-8276-176fa3c9f000}"
 // Options choose the FMU to build.
 type Options struct {
 	FMI   int    // 2 or 3 (0: 2)
-	Fault string // "", "crash", "hang", "error" or "nan"
+	Fault string // "", "crash", "hang", "error", "nan" or "stall" (one step of 300 ms)
 	After int    // the step the fault begins at (from 1)
 	// VariableStep sets canHandleVariableCommunicationStepSize.
 	VariableStep bool
@@ -44,7 +44,7 @@ type Options struct {
 	Extra []string
 }
 
-var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4}
+var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5}
 
 // Description is the FMU's modelDescription.xml.
 func Description(o Options) string {
@@ -190,7 +190,7 @@ func Build(out string, o Options) error {
 		}
 	}
 	lib := filepath.Join(src, "cruise.so")
-	args := []string{"-std=c99", "-O2", "-shared", "-fPIC", "-o", lib,
+	args := []string{"-std=c99", "-D_POSIX_C_SOURCE=199309L", "-O2", "-shared", "-fPIC", "-o", lib,
 		"-DFAULT_KIND=" + strconv.Itoa(kind), "-DFAULT_AFTER=" + strconv.Itoa(o.After),
 		filepath.Join(src, "cruise"+strconv.Itoa(major)+".c"), "-lm"}
 	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {

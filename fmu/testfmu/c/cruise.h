@@ -5,11 +5,13 @@
  * Built with -DFAULT_KIND=k -DFAULT_AFTER=n it misbehaves on purpose from
  * its n-th step on, for beamconnect's tests of model faults:
  * 1 crashes (a write through a null pointer), 2 hangs (a loop that never
- * ends), 3 returns an error status from doStep, 4 outputs NaN. */
+ * ends), 3 returns an error status from doStep, 4 outputs NaN, 5 stalls
+ * once: its n-th step takes 300 ms, then it goes on as before. */
 #ifndef BEAMCONNECT_CRUISE_H
 #define BEAMCONNECT_CRUISE_H
 
 #include <math.h>
+#include <time.h>
 
 #ifndef FAULT_KIND
 #define FAULT_KIND 0
@@ -43,7 +45,10 @@ static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > h
  * fault kind it acted out. */
 static int cruise_step(cruise *c, double t, double h) {
 	c->steps++;
-	if (FAULT_KIND != 0 && c->steps >= FAULT_AFTER) {
+	if (FAULT_KIND == 5 && c->steps == FAULT_AFTER) {
+		struct timespec stall = {0, 300000000};
+		nanosleep(&stall, NULL);
+	} else if (FAULT_KIND != 0 && FAULT_KIND != 5 && c->steps >= FAULT_AFTER) {
 		switch (FAULT_KIND) {
 		case 1: {
 			volatile int *nowhere = 0;
