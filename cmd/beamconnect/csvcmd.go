@@ -58,7 +58,11 @@ validates as written.
 			out := fs.StringP("output", "o", "", "write the config here instead of standard output")
 			force := fs.Bool("force", false, "overwrite an existing file")
 			return func(c *call) int {
-				if *fromFMU != "" && *from == "" {
+				switch {
+				case *fromFMU != "" && *from != "":
+					fmt.Fprintf(c.stderr, "%s init: --from-csv and --from-fmu: expected one of them\nRun '%s init --help' for usage.\n", programName, programName)
+					return exitUsage
+				case *fromFMU != "":
 					return initFMUCmd(c, *fromFMU, *out, *force)
 				}
 				return initCmd(c, *from, *out, *force)

@@ -203,4 +203,10 @@ func TestInitFromFMU(t *testing.T) {
 	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitFailed || !strings.Contains(errOut, "exists") {
 		t.Errorf("overwrite: exit %d %s", code, errOut)
 	}
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "--from-csv", "x.csv"); code != exitUsage || !strings.Contains(errOut, "expected one of them") {
+		t.Errorf("both: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", "nope.fmu"); code != exitFailed || !strings.Contains(errOut, "FMU nope.fmu: no such file") {
+		t.Errorf("missing: exit %d %s", code, errOut)
+	}
 }
