@@ -52,7 +52,7 @@ type Config struct {
 	DebugFile    bool
 	BusyPoll     bool           // beamng.busyPoll
 	Model        string         // "hold" unless the config names one
-	ModelParams  map[string]any // float64, string or []string values
+	ModelParams  map[string]any // float64, bool, string, []string or map[string]any values
 	// ModelTimeout is how long an exec model may go without a valid answer
 	// before it is a fault, in seconds; 0 means the default (5 periods, at
 	// least 25 ms).

@@ -81,12 +81,6 @@ var (
 // first request: interpreters take their time to start.
 const startGrace = 10 * time.Second
 
-// Restart backoff of a program that exited.
-const (
-	firstRestart = time.Second
-	maxRestart   = 30 * time.Second
-)
-
 // Exec is a model in an external process (see ExecProtocol).
 type Exec struct {
 	argv     []string
@@ -272,7 +266,7 @@ func (m *Exec) start() (*process, error) {
 // it again with backoff unless restarts are off or the model is closing.
 func (m *Exec) supervise(p *process) {
 	defer close(m.done)
-	backoff := firstRestart
+	b := newBackoff()
 	for {
 		started := time.Now()
 		select {
@@ -288,9 +282,7 @@ func (m *Exec) supervise(p *process) {
 			return // closing stopped it
 		default:
 		}
-		if m.answered.Load() && time.Since(started) > 10*time.Second {
-			backoff = firstRestart // it had been running well
-		}
+		b.ran(time.Since(started), m.answered.Load())
 		status := "exited"
 		if p.exit != nil {
 			status = p.exit.Error()
@@ -302,21 +294,18 @@ func (m *Exec) supervise(p *process) {
 			m.log.Error("model program ended; not restarting it (modelParams.restart is false)", "command", strings.Join(m.argv, " "), "status", status)
 			return
 		}
-		m.log.Error("model program ended; starting it again", "command", strings.Join(m.argv, " "), "status", status, "in", backoff)
+		m.log.Error("model program ended; starting it again", "command", strings.Join(m.argv, " "), "status", status, "in", b.next)
 		for {
-			select {
-			case <-time.After(backoff):
-			case <-m.closing:
+			if !b.wait(m.closing) {
 				return
 			}
-			backoff = min(2*backoff, maxRestart)
 			np, err := m.start()
 			if err == nil {
 				p = np
 				m.restarts.Add(1)
 				break
 			}
-			m.log.Error("cannot start the model program again", "err", err, "next_try_in", backoff)
+			m.log.Error("cannot start the model program again", "err", err, "next_try_in", b.next)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package models holds what stands where the Simulink model stood: the Model
-// interface a program implements, the built-in controllers of seed 000's
-// examples, "hold" for pure logging rigs, and "exec" for an external
-// process.
+// interface a program implements, the built-in controllers, "hold" for
+// pure logging rigs, "exec" for an external process, and "fmu" for a
+// co-simulation FMU.
 package models
 
 import (
@@ -89,7 +89,7 @@ func (p Params) Float(name string, def float64) (float64, error) {
 
 // Names of the built-in models.
 func Names() []string {
-	return []string{"cruise-pedals", "cruise-torque", "exec", "follow", "heading-hold", "hold"}
+	return []string{"cruise-pedals", "cruise-torque", "exec", "fmu", "follow", "heading-hold", "hold"}
 }
 
 // New builds the model called name for plan, binding it to the ports that
@@ -130,6 +130,11 @@ func New(name string, params Params, plan *ports.Plan, log *slog.Logger) (Model,
 		var ex *Exec
 		if ex, err = NewExec(params, plan, log); err == nil {
 			m = ex
+		}
+	case "fmu":
+		var f *FMU
+		if f, err = NewFMU(params, plan, log); err == nil {
+			m = f
 		}
 	}
 	if err == nil {

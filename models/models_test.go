@@ -49,7 +49,7 @@ func TestNewErrors(t *testing.T) {
 		params Params
 		want   string
 	}{
-		{"autopilot", nil, `model "autopilot": expected one of cruise-pedals, cruise-torque, exec, follow, heading-hold, hold`},
+		{"autopilot", nil, `model "autopilot": expected one of cruise-pedals, cruise-torque, exec, fmu, follow, heading-hold, hold`},
 		{"cruise-pedals", Params{"setspeed": 3.0}, `model cruise-pedals: modelParams.setspeed: model cruise-pedals has no parameter "setspeed" (did you mean "setSpeed"?)`},
 		{"cruise-pedals", Params{"speed": 3.0}, `model cruise-pedals has no parameter "speed": expected one of setSpeed, kp, ki`},
 		{"cruise-pedals", Params{"setSpeed": "fast"}, `modelParams.setSpeed: expected a number, got the string "fast"`},

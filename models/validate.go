@@ -24,7 +24,13 @@ func (f Finding) Error() string {
 	if f.Param == "" {
 		return f.Msg
 	}
-	return "modelParams." + f.Param + ": " + f.Msg
+	// Param is a JSON Pointer below modelParams (inputs/throttleCmd): say
+	// it as the config's paths are said.
+	segs := strings.Split(f.Param, "/")
+	for i, s := range segs {
+		segs[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
+	}
+	return "modelParams." + strings.Join(segs, ".") + ": " + f.Msg
 }
 
 // param is what a model accepts under one modelParams key.
@@ -42,6 +48,9 @@ const (
 	boolean
 	text    // a string
 	profile // an array of "seconds:speed" strings
+	file    // a file name
+	names   // an object of strings: names mapped to names
+	values  // an object of numbers and booleans
 )
 
 // params lists each model's parameters.
@@ -51,6 +60,8 @@ var paramSpecs = map[string][]param{
 	"cruise-torque": {{"setSpeed", number}, {"kp", number}, {"ki", number}, {"maxTorque", positive}},
 	"heading-hold":  {{"headingDeg", number}, {"setSpeed", number}, {"kp", number}},
 	"exec":          {{"command", command}, {"deadlineMs", positive}, {"restart", boolean}},
+	"fmu": {{"path", file}, {"inputs", names}, {"outputs", names}, {"parameters", values},
+		{"inProcess", boolean}, {"restart", boolean}, {"deadlineMs", positive}},
 	"follow": {{"ego", text}, {"lead", text}, {"leadProfile", profile}, {"timeGap", positive}, {"standstill", number},
 		{"kGap", positive}, {"maxSpeed", positive}, {"kp", number}, {"ki", number}},
 }
@@ -84,8 +95,11 @@ func Validate(name string, p Params, plan *ports.Plan) []Finding {
 			out = append(out, Finding{Param: k, Msg: msg})
 		}
 	}
-	if name == "exec" {
+	switch name {
+	case "exec":
 		out = append(out, validateExec(p, plan)...)
+	case "fmu":
+		out = append(out, validateFMU(p, plan)...)
 	}
 	if err := checkWith(name, p, plan); err != nil {
 		out = append(out, Finding{Msg: err.Error()})
@@ -133,6 +147,17 @@ func (s param) check(v any) string {
 		if _, err := parseProfile(v); err != nil {
 			return strings.TrimPrefix(err.Error(), "modelParams.leadProfile: ")
 		}
+	case file:
+		if s, ok := v.(string); !ok || s == "" {
+			return fmt.Sprintf("expected the FMU's file, e.g. \"controller.fmu\" (relative to the config), got %s", describe(v))
+		}
+	case names, values:
+		if _, ok := v.(map[string]any); !ok {
+			if s.kind == names {
+				return fmt.Sprintf("expected an object of FMU variable names and config field names, e.g. {\"throttleCmd\": \"throttle\"}, got %s", describe(v))
+			}
+			return fmt.Sprintf("expected an object of FMU variable names and values, e.g. {\"setSpeed\": 20}, got %s", describe(v))
+		}
 	}
 	return ""
 }
@@ -143,6 +168,8 @@ func describe(v any) string {
 		return fmt.Sprintf("the string %q", x)
 	case []string:
 		return "an array"
+	case map[string]any:
+		return "an object"
 	}
 	return fmt.Sprint(v)
 }

@@ -38,6 +38,11 @@ func binary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// The fmu model runs its FMU with os.Executable fmu-host: in the tests
+	// that is this binary, which then is the host, as beamconnect is.
+	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
+		os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv}))
+	}
 	code := m.Run()
 	if built.path != "" {
 		os.RemoveAll(filepath.Dir(built.path))

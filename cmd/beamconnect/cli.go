@@ -37,6 +37,9 @@ type command struct {
 	summary string
 	help    string // paragraphs after the synopsis
 	flags   func(fs *pflag.FlagSet) func(c *call) int
+	// internal commands are for beamconnect itself (fmu-host) and are not
+	// listed.
+	internal bool
 }
 
 // call is one invocation of a command: parsed flags, arguments, output.
@@ -104,7 +107,9 @@ func usage(w io.Writer) {
 	copy(names, commands)
 	sort.Slice(names, func(i, j int) bool { return names[i].name < names[j].name })
 	for _, c := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		if !c.internal {
+			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		}
 	}
 	fmt.Fprintf(w, "\nRun '%s COMMAND --help' for a command's flags. Every flag can also be set with\n", programName)
 	fmt.Fprintf(w, "an environment variable %s<FLAG>, e.g. %sJSON=1; the command line wins.\n", envPrefix, envPrefix)

@@ -26,7 +26,15 @@ const (
 )
 
 func TestValidate(t *testing.T) {
-	examples, _ := filepath.Glob("../../examples/*.json")
+	all, _ := filepath.Glob("../../examples/*.json")
+	var examples []string
+	for _, f := range all {
+		// Its FMU is built by a command (go run ./examples/fmu-cruise):
+		// the examples' own test builds it and validates the pair.
+		if filepath.Base(f) != "fmu-cruise.json" {
+			examples = append(examples, f)
+		}
+	}
 	out, errOut, code := exec(t, nil, append([]string{"validate"}, examples...)...)
 	if code != exitOK || errOut != "" {
 		t.Fatalf("validate examples: exit %d\n%s%s", code, out, errOut)

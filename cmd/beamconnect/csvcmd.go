@@ -40,20 +40,33 @@ start the coupling with it; 'beamconnect compile' then checks the pair.`,
 	})
 	register(&command{
 		name:    "init",
-		args:    "--from-csv FILE",
-		summary: "write a config that maps every row of an existing Gen 2 CSV",
-		help: `Writes a beamconnect config for a co-simulation CSV saved by BeamNG's editor:
-one outputs contract with a port per signalTo group, one inputs contract with a
-port per signalFrom group (every row a field; multiply, add and freeze rows
-carry their kind in params and a neutral initialValue), the contracts' period
-as BeamNG will really send, "protocol": "csv" and the CSV as "interface"
-(relative to the config). The addresses stay in the CSV. The model is "hold":
-name yours in beamng.model. The config validates as written.`,
+		args:    "--from-csv FILE | --from-fmu FILE",
+		summary: "write a config for an existing Gen 2 CSV, or for an FMU",
+		help: `--from-csv writes a beamconnect config for a co-simulation CSV saved by
+BeamNG's editor: one outputs contract with a port per signalTo group, one
+inputs contract with a port per signalFrom group (every row a field;
+multiply, add and freeze rows carry their kind in params and a neutral
+initialValue), the contracts' period as BeamNG will really send, "protocol":
+"csv" and the CSV as "interface" (relative to the config). The addresses stay
+in the CSV. The model is "hold": name yours in beamng.model. The config
+validates as written.
+
+` + initFMUHelp,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
-			from := fs.String("from-csv", "", "the CSV to map (required)")
+			from := fs.String("from-csv", "", "the CSV to map")
+			fromFMU := fs.String("from-fmu", "", "the FMU to couple")
 			out := fs.StringP("output", "o", "", "write the config here instead of standard output")
 			force := fs.Bool("force", false, "overwrite an existing file")
-			return func(c *call) int { return initCmd(c, *from, *out, *force) }
+			return func(c *call) int {
+				switch {
+				case *fromFMU != "" && *from != "":
+					fmt.Fprintf(c.stderr, "%s init: --from-csv and --from-fmu: expected one of them\nRun '%s init --help' for usage.\n", programName, programName)
+					return exitUsage
+				case *fromFMU != "":
+					return initFMUCmd(c, *fromFMU, *out, *force)
+				}
+				return initCmd(c, *from, *out, *force)
+			}
 		},
 	})
 }
@@ -115,7 +128,7 @@ func refuseOverwrite(c *call, out, input string, force bool) int {
 
 func initCmd(c *call, from, out string, force bool) int {
 	if from == "" || len(c.args) > 0 {
-		fmt.Fprintf(c.stderr, "%s init: expected --from-csv FILE and no other argument\nRun '%s init --help' for usage.\n", programName, programName)
+		fmt.Fprintf(c.stderr, "%s init: expected --from-csv FILE or --from-fmu FILE, and no other argument\nRun '%s init --help' for usage.\n", programName, programName)
 		return exitUsage
 	}
 	f, err := cosim.Load(from)

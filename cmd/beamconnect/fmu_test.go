@@ -1,0 +1,212 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"beamconnect/fmu/testfmu"
+)
+
+// fmuRig writes the cruise-pedals rig with an FMU as its model, beside
+// the FMU, and returns the config's path. The model timeout is 500 ms: a
+// loaded test machine can hold a process up for the default 25 ms.
+func fmuRig(t *testing.T, o testfmu.Options, modelParams string) string {
+	t.Helper()
+	fmuPath := testfmu.ForTest(t, "cruise.fmu", o)
+	src, err := os.ReadFile(pedals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(src), `"model": "cruise-pedals",
+    "modelParams": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 }`, `"model": "fmu",
+    "modelTimeoutMs": 500,
+    "modelParams": `+modelParams, 1)
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
+	rig := filepath.Join(filepath.Dir(fmuPath), "rig.json")
+	if err := os.WriteFile(rig, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rig
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// The cruise FMU holds 20 m/s against the emulated BeamNG, as the built-in
+// cruise-pedals does: FMI 2.0 and 3.0, in a child process and in process.
+func TestRunFMUHoldsSpeed(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		o      testfmu.Options
+		params string
+	}{
+		{"FMI 2.0", testfmu.Options{FMI: 2}, `{ "path": "cruise.fmu" }`},
+		{"FMI 3.0", testfmu.Options{FMI: 3}, `{ "path": "cruise.fmu", "parameters": { "setSpeed": 20 } }`},
+		{"FMI 2.0 in process", testfmu.Options{FMI: 2}, `{ "path": "cruise.fmu", "inProcess": true }`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rig := fmuRig(t, tt.o, tt.params)
+			rec := filepath.Join(t.TempDir(), "run.csv")
+			r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "3s", "--record", rec)
+			if r.Model != "fmu" || r.Messages < 1000 || r.Replies != r.Messages || r.Emulator == nil || r.Emulator.Stalls != 0 {
+				t.Errorf("summary %+v\n%s", r, errOut)
+			}
+			if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+				t.Errorf("speed at the end %v m/s, want the set speed 20\n%s", v, errOut)
+			}
+		})
+	}
+}
+
+// A crashing, hanging, erroring or NaN-writing FMU gives BeamNG neutral
+// controls, is logged as a model fault when it happens, and run exits 1.
+func TestRunFMUFaults(t *testing.T) {
+	for _, tt := range []struct {
+		fault, params, log string
+	}{
+		{"crash", `{ "path": "cruise.fmu" }`, "the FMU's host process ended: SIGSEGV: segmentation violation"},
+		{"hang", `{ "path": "cruise.fmu", "restart": false }`, "the FMU's step has not returned after"},
+		{"error", `{ "path": "cruise.fmu" }`, "the FMU failed: fmi2DoStep returned fmi2Error at t = "},
+		{"nan", `{ "path": "cruise.fmu" }`, "the FMU's output throttle is NaN: not a usable control value"},
+	} {
+		t.Run(tt.fault, func(t *testing.T) {
+			rig := fmuRig(t, testfmu.Options{Fault: tt.fault, After: 100}, tt.params)
+			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--duration", "2s")
+			if n, _ := s["model_faults"].(float64); n < 1 {
+				t.Errorf("model faults %v\n%s", s["model_faults"], errOut)
+			}
+			if n, _ := s["neutral_replies"].(float64); n < 1 {
+				t.Errorf("neutral replies %v: BeamNG kept the FMU's last controls\n%s", s["neutral_replies"], errOut)
+			}
+			if !hasFault(s, "model") {
+				t.Errorf("faults %v", s["faults"])
+			}
+			if !strings.Contains(errOut, "model fault") || !strings.Contains(errOut, tt.log) {
+				t.Errorf("log lacks the fault %q:\n%s", tt.log, errOut)
+			}
+		})
+	}
+}
+
+// validate opens the FMU and reports every mismatch at its line and
+// column in the config.
+func TestValidateFMUPositions(t *testing.T) {
+	rig := fmuRig(t, testfmu.Options{}, `{
+      "path": "cruise.fmu",
+      "inputs": { "grondspeed": "groundspeed" },
+      "outputs": { "throttle": "throtle" },
+      "parameters": { "maxThrotle": 0.5, "brake": 1 }
+    }`)
+	out, _, code := exec(t, nil, "validate", rig)
+	if code != exitFailed {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		`:45:33: beamng.modelParams.inputs.grondspeed: the FMU has no variable "grondspeed" (did you mean "groundspeed"?)`,
+		`:46:32: beamng.modelParams.outputs.throttle: "throtle" is not a field of the config's inputs (data to BeamNG) (did you mean "throttle"?)`,
+		`:47:51: beamng.modelParams.parameters.brake: the FMU's "brake" is an output with variability continuous: it cannot be set`,
+		`:47:37: beamng.modelParams.parameters.maxThrotle: the FMU has no variable "maxThrotle" (did you mean "maxThrottle"?)`,
+		": invalid: 4 errors, 0 warnings",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	os.Remove(filepath.Join(filepath.Dir(rig), "cruise.fmu"))
+	out, _, _ = exec(t, nil, "validate", rig)
+	if !strings.Contains(out, ":44:15: beamng.modelParams.path: FMU ") || !strings.Contains(out, "cruise.fmu: no such file") {
+		t.Errorf("a missing FMU:\n%s", out)
+	}
+}
+
+func TestFMUInspect(t *testing.T) {
+	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 3, VariableStep: true, StepSize: 0.001})
+	out, errOut, code := exec(t, nil, "fmu", "inspect", path)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		`FMI 3.0 FMU "cruise", generated by beamconnect testfmu`,
+		"binary cruise, variable step sizes yes",
+		"x86_64-linux: runs here",
+		"default experiment: start 0 s, step 1 ms",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if !hasRow(out, "groundspeed input continuous Float64 m/s 0 the vehicle's speed") ||
+		!hasRow(out, "maxThrottle parameter fixed Float64 - 1 the throttle's upper limit") {
+		t.Errorf("variables:\n%s", out)
+	}
+	out, _, _ = exec(t, nil, "fmu", "inspect", "--json", path)
+	var info fmuInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || info.FMIVersion != "3.0" || !info.Runs ||
+		len(info.Variables) != 7 || info.Variables[4].Name != "groundspeed" || info.Variables[4].Unit != "m/s" {
+		t.Errorf("%v %+v", err, info)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"fmu", "inspect"}, exitUsage, "expected 'inspect FILE'"},
+		{[]string{"fmu", "inspect", "nope.fmu"}, exitFailed, "FMU nope.fmu: no such file"},
+		{[]string{"fmu", "inspect", pedals}, exitFailed, "is not an FMU: expected a zip archive"},
+	} {
+		_, errOut, code := exec(t, nil, tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, %q", tt.args, code, errOut)
+		}
+	}
+	// The host is for beamconnect itself: not in the command list.
+	if out, _, _ := exec(t, nil, "--help"); strings.Contains(out, "fmu-host") || !strings.Contains(out, "fmu ") {
+		t.Errorf("command list:\n%s", out)
+	}
+}
+
+// init --from-fmu writes a config that validates, binds by name, leaves
+// what matches nothing as TODO warnings, and runs.
+func TestInitFromFMU(t *testing.T) {
+	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{TimeOutput: true})
+	rig := filepath.Join(filepath.Dir(path), "rig.json")
+	_, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig)
+	if code != exitOK || !strings.Contains(errOut, "1 FMU inputs and 2 outputs bound") ||
+		!strings.Contains(errOut, `TODO: the FMU's output "fmuTime" matches no BeamNG signal`) {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	out, _, code := exec(t, nil, "validate", rig)
+	if code != exitOK || !strings.Contains(out, `warning: beamng.model: TODO: the FMU's output "fmuTime" drives no field`) ||
+		!strings.Contains(out, "valid, 1 warning") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	data, _ := os.ReadFile(rig)
+	for _, want := range []string{`"propertyName": "groundspeed"`, `"propertyName": "throttle"`, `"path": "cruise.fmu"`, `"setSpeed": 20`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("config lacks %s:\n%s", want, data)
+		}
+	}
+	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "1s")
+	if r.Messages < 100 || r.Model != "fmu" {
+		t.Errorf("%+v\n%s", r, errOut)
+	}
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitFailed || !strings.Contains(errOut, "exists") {
+		t.Errorf("overwrite: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "--from-csv", "x.csv"); code != exitUsage || !strings.Contains(errOut, "expected one of them") {
+		t.Errorf("both: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", "nope.fmu"); code != exitFailed || !strings.Contains(errOut, "FMU nope.fmu: no such file") {
+		t.Errorf("missing: exit %d %s", code, errOut)
+	}
+}

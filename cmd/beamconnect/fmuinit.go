@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"beamconnect/beamng"
+	"beamconnect/fmu"
+)
+
+const initFMUHelp = `--from-fmu writes a config that couples an FMU (Gen 1 messages, "model":
+"fmu"): every FMU input named like a BeamNG signal (groundspeed, rpm,
+yaw…) becomes a field of one outputs port, every FMU output named like
+something BeamNG reads (throttle, brake, steering…) a field of one inputs
+port, starting at 0. A name that differs only in letter case, or is one typo
+away from a signal's, is bound to it through modelParams.inputs or .outputs
+and reported, so you can check it. Names that match nothing are listed, and
+validate keeps warning about them (TODO) until they are mapped. The FMU's
+parameters are written to modelParams.parameters with their start values,
+to edit. The period is the FMU's DefaultExperiment step size (rounded up to
+BeamNG's 0.5 ms physics step), or 5 ms.`
+
+// fmuBound is how init bound one FMU variable.
+type fmuBound struct {
+	variable, signal string
+	guessed          bool // not the same name: a case or typo match
+}
+
+func initFMUCmd(c *call, from, out string, force bool) int {
+	if len(c.args) > 0 {
+		fmt.Fprintf(c.stderr, "%s init: expected --from-fmu FILE and no other argument\nRun '%s init --help' for usage.\n", programName, programName)
+		return exitUsage
+	}
+	f, err := fmu.Open(from)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s init: %v\n", programName, err)
+		return exitFailed
+	}
+	defer f.Close()
+	if f.Desc.CoSim == nil {
+		return c.fail("init", f.Supported())
+	}
+	path := from
+	if out != "" {
+		if rel, err := filepath.Rel(filepath.Dir(out), from); err == nil {
+			path = rel
+		}
+	} else if abs, err := filepath.Abs(from); err == nil {
+		path = abs
+	}
+	cfg, ins, outs, todo := configFromFMU(f.Desc, filepath.ToSlash(path))
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return c.fail("init", err)
+	}
+	data = append(data, '\n')
+	if out == "" {
+		c.stdout.Write(data)
+	} else {
+		if code := refuseOverwrite(c, out, from, force); code != exitOK {
+			return code
+		}
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			return c.fail("init", err)
+		}
+		fmt.Fprintf(c.stderr, "wrote %s: %d FMU inputs and %d outputs bound to BeamNG signals; check it with 'beamconnect validate %s'\n", out, len(ins), len(outs), out)
+	}
+	for _, side := range []struct {
+		what  string
+		bound []fmuBound
+	}{{"input", ins}, {"output", outs}} {
+		for _, b := range side.bound {
+			if b.guessed {
+				fmt.Fprintf(c.stderr, "  the FMU's %s %q is bound to %s, the closest BeamNG signal: check it\n", side.what, b.variable, b.signal)
+			}
+		}
+	}
+	for _, t := range todo {
+		fmt.Fprintf(c.stderr, "  TODO: %s\n", t)
+	}
+	if f.Supported() != nil {
+		fmt.Fprintf(c.stderr, "  note: %v\n", f.Supported())
+	}
+	return exitOK
+}
+
+// configFromFMU writes the config: the bound variables, and what is left
+// to do.
+func configFromFMU(d *fmu.Description, path string) (cfg any, ins, outs []fmuBound, todo []string) {
+	params := map[string]any{"path": path}
+	bind := func(causality string, dir beamng.Direction, key string) ([]fmuBound, []jsonField) {
+		var bound []fmuBound
+		var fields []jsonField
+		mapped := map[string]any{}
+		used := map[string]bool{}
+		for _, v := range d.Variables {
+			if v.Causality != causality {
+				continue
+			}
+			if v.Kind == fmu.Unsupported || v.Array {
+				todo = append(todo, fmt.Sprintf("the FMU's %s %q (%s) cannot be bound: beamconnect exchanges scalar Real/Float64, Float32, Integer/Int32 and Boolean variables", causality, v.Name, v.Type))
+				continue
+			}
+			signal, guessed := matchSignal(dir, v.Name)
+			if signal == "" || dir == beamng.ToBeamNG && used[signal] {
+				todo = append(todo, fmt.Sprintf("the FMU's %s %q matches no BeamNG signal: map it in modelParams.%s, e.g. {%q: \"FIELD\"}, after adding the field", causality, v.Name, key, v.Name))
+				continue
+			}
+			if guessed {
+				mapped[v.Name] = signal
+			}
+			bound = append(bound, fmuBound{v.Name, signal, guessed})
+			if !used[signal] {
+				used[signal] = true
+				jf := jsonField{PropertyName: signal}
+				if dir == beamng.ToBeamNG {
+					zero := 0.0
+					jf.InitialValue = &zero
+				}
+				fields = append(fields, jf)
+			}
+		}
+		if len(mapped) > 0 {
+			params[key] = mapped
+		}
+		return bound, fields
+	}
+	ins, inFields := bind("input", beamng.FromBeamNG, "inputs")
+	outs, outFields := bind("output", beamng.ToBeamNG, "outputs")
+	values := map[string]any{}
+	for _, v := range d.Variables {
+		if v.Causality != "parameter" || !v.Settable() || v.Kind == fmu.Unsupported || v.Array || v.Start == "" {
+			continue
+		}
+		if x, err := strconv.ParseFloat(v.Start, 64); err == nil {
+			values[v.Name] = x
+		} else if b, err := strconv.ParseBool(v.Start); err == nil && v.Kind == fmu.Bool {
+			values[v.Name] = b
+		}
+	}
+	if len(values) > 0 {
+		params["parameters"] = values
+	}
+	period := initPeriod(d)
+	group := func(fields []jsonField) []jsonGroup {
+		if len(fields) == 0 {
+			return []jsonGroup{}
+		}
+		return []jsonGroup{{UpdatePeriodMs: period, Ports: [][]jsonField{fields}}}
+	}
+	return struct {
+		Version float64        `json:"version"`
+		Inputs  []jsonGroup    `json:"inputs"`
+		Outputs []jsonGroup    `json:"outputs"`
+		BeamNG  map[string]any `json:"beamng"`
+	}{2, group(outFields), group(inFields), map[string]any{"protocol": "fixed", "model": "fmu", "modelParams": params}}, ins, outs, todo
+}
+
+// matchSignal finds the BeamNG signal a variable is named like: its exact
+// name, or one in another letter case or a typo away (guessed).
+func matchSignal(dir beamng.Direction, name string) (string, bool) {
+	s, m := beamng.Lookup(dir, name)
+	switch {
+	case m == beamng.Exact:
+		return s.Name, false
+	case m == beamng.Folded:
+		return s.Name, true
+	case m == beamng.Reference:
+		return "", false // a bank reference is no variable's name
+	}
+	if sug := beamng.Suggest(dir, name); sug != "" {
+		return sug, true
+	}
+	return "", false
+}
+
+// initPeriod is the FMU's suggested step in ms, rounded up to BeamNG's
+// physics step (for a fixed-step FMU: the first multiple of its step that
+// is a whole number of physics steps), or 5 ms.
+func initPeriod(d *fmu.Description) float64 {
+	const physics = 0.0005
+	step := d.Default.StepSize
+	if step == nil || *step <= 0 {
+		return 5
+	}
+	whole := func(s float64) bool { n := math.Round(s / physics); return n >= 1 && math.Abs(s-n*physics) < 1e-12 }
+	if d.CoSim != nil && !d.CoSim.VariableStep {
+		for k := 1.0; k <= 1000; k++ {
+			if whole(k * *step) {
+				return math.Round(k**step/physics) * physics * 1000
+			}
+		}
+	}
+	return math.Ceil(*step/physics-1e-9) * physics * 1000
+}

@@ -1,0 +1,91 @@
+package examples
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"beamconnect/fmu/testfmu"
+)
+
+// fmu-cruise.json as a user runs it: the FMU built with the example's own
+// command, validated and coupled to the emulated BeamNG by the beamconnect
+// program (its FMU in a child process, the program itself as fmu-host),
+// holding 20 m/s.
+func TestFMUCruise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds beamconnect and the FMU")
+	}
+	if testfmu.Platform(2) == "" {
+		t.Skipf("the example FMU is built for x86-64 Linux; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if _, err := testfmu.Compiler(); err != nil {
+		t.Skip("building the example FMU needs a C compiler (cc, or $CC): none found")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "beamconnect")
+	// The documented build, into the test's folder.
+	for _, args := range [][]string{
+		{"run", "./fmu-cruise", "-o", filepath.Join(dir, "fmu-cruise.fmu")},
+		{"build", "-o", bin, "../cmd/beamconnect"},
+	} {
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	src, err := os.ReadFile("fmu-cruise.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := filepath.Abs("../schemas/config.schema.json")
+	rig := filepath.Join(dir, "fmu-cruise.json")
+	os.WriteFile(rig, []byte(strings.Replace(string(src), "../schemas/config.schema.json", filepath.ToSlash(schema), 1)), 0o644)
+
+	if out, err := exec.Command(bin, "validate", rig).CombinedOutput(); err != nil || !strings.HasSuffix(string(out), "fmu-cruise.json: valid\n") {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	rec := filepath.Join(dir, "run.csv")
+	cmd := exec.Command(bin, "run", rig, "--emulate", "--free-running", "--duration", "3s", "--json", "--record", rec)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var sum struct {
+		Messages    int64    `json:"messages"`
+		Model       string   `json:"model"`
+		ModelFaults int64    `json:"model_faults"`
+		Faults      []string `json:"faults"`
+	}
+	if err := json.Unmarshal(out, &sum); err != nil || sum.Model != "fmu" || sum.Messages < 1000 || sum.ModelFaults != 0 || len(sum.Faults) != 0 {
+		t.Errorf("%v %+v\n%s", err, sum, stderr.String())
+	}
+	f, err := os.Open(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("recording: %v", err)
+	}
+	col := -1
+	for i, name := range rows[0] {
+		if name == "out1.groundspeed" {
+			col = i
+		}
+	}
+	if col < 0 {
+		t.Fatalf("no speed column in %v", rows[0])
+	}
+	if v, _ := strconv.ParseFloat(rows[len(rows)-1][col], 64); v < 19 || v > 21 {
+		t.Errorf("speed at the end %v m/s, want 20", v)
+	}
+}

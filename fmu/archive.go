@@ -1,0 +1,234 @@
+package fmu
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// FMU is an opened .fmu archive.
+type FMU struct {
+	Path string
+	Desc *Description
+	// Platforms lists the folders under binaries/ that hold the
+	// co-simulation binary (modelIdentifier plus the platform's
+	// extension), e.g. "linux64" or "x86_64-windows".
+	Platforms []string
+	files     []*zip.File
+	closer    io.Closer
+}
+
+// maxDescription bounds modelDescription.xml: large FMUs have megabytes of
+// variables, nothing has a gigabyte.
+const maxDescription = 256 << 20
+
+// Open reads an FMU's modelDescription.xml and lists its binaries. The
+// error says plainly when the file is missing or not an FMU at all.
+func Open(file string) (*FMU, error) {
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, fmt.Errorf("FMU %s: %w", file, unwrapPath(err))
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("FMU %s is a directory: expected a .fmu file (a zip archive)", file)
+	}
+	zr, err := zip.OpenReader(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not an FMU: expected a zip archive (%v)", file, err)
+	}
+	f := &FMU{Path: file, files: zr.File, closer: zr}
+	md := f.file("modelDescription.xml")
+	if md == nil {
+		zr.Close()
+		return nil, fmt.Errorf("%s is not an FMU: the archive has no modelDescription.xml at its top", file)
+	}
+	data, err := readAll(md, maxDescription)
+	if err == nil {
+		f.Desc, err = ParseDescription(data)
+	}
+	if err != nil {
+		zr.Close()
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if f.Desc.CoSim != nil {
+		ext := map[string]string{".so": "", ".dll": "", ".dylib": ""}
+		for _, zf := range zr.File {
+			dir, base := path.Split(zf.Name)
+			parts := strings.Split(strings.Trim(dir, "/"), "/")
+			if len(parts) != 2 || parts[0] != "binaries" {
+				continue
+			}
+			if e := path.Ext(base); strings.TrimSuffix(base, e) == f.Desc.CoSim.ModelIdentifier {
+				if _, ok := ext[e]; ok && !slices.Contains(f.Platforms, parts[1]) {
+					f.Platforms = append(f.Platforms, parts[1])
+				}
+			}
+		}
+		slices.Sort(f.Platforms)
+	}
+	return f, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		if errors.Is(err, os.ErrNotExist) {
+			return errors.New("no such file")
+		}
+		return pe.Err
+	}
+	return err
+}
+
+// Close releases the archive.
+func (f *FMU) Close() error { return f.closer.Close() }
+
+func (f *FMU) file(name string) *zip.File {
+	for _, zf := range f.files {
+		if strings.TrimPrefix(zf.Name, "./") == name {
+			return zf
+		}
+	}
+	return nil
+}
+
+func readAll(zf *zip.File, limit int64) ([]byte, error) {
+	if zf.UncompressedSize64 > uint64(limit) {
+		return nil, fmt.Errorf("%s is %d bytes: more than %d", zf.Name, zf.UncompressedSize64, limit)
+	}
+	r, err := zf.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(io.LimitReader(r, limit))
+}
+
+// Platform names the binaries/ folder FMI uses for the machine beamconnect
+// runs on, in the FMU's FMI version, and the binary's extension. ok is
+// false where beamconnect cannot load FMUs.
+func Platform(major int) (folder, ext string, ok bool) {
+	return platformOf(major, runtime.GOOS, runtime.GOARCH)
+}
+
+func platformOf(major int, goos, goarch string) (folder, ext string, ok bool) {
+	if goarch != "amd64" {
+		return "", "", false
+	}
+	switch goos {
+	case "linux":
+		if major == 2 {
+			return "linux64", ".so", true
+		}
+		return "x86_64-linux", ".so", true
+	case "windows":
+		if major == 2 {
+			return "win64", ".dll", true
+		}
+		return "x86_64-windows", ".dll", true
+	}
+	return "", "", false
+}
+
+// Supported says whether beamconnect can run the FMU on this machine: FMI
+// 2.0 or 3.0 co-simulation with a binary for this platform. The error
+// names what the FMU has instead.
+func (f *FMU) Supported() error {
+	if f.Desc.CoSim == nil {
+		has := "no interface at all"
+		if len(f.Desc.Interfaces) > 0 {
+			has = strings.Join(f.Desc.Interfaces, " and ")
+		}
+		return fmt.Errorf("%s is not a co-simulation FMU (it has %s): beamconnect steps co-simulation FMUs, which bring their own solver", f.Path, has)
+	}
+	folder, _, ok := Platform(f.Desc.Major)
+	if !ok {
+		return fmt.Errorf("beamconnect runs FMUs on x86-64 Linux and Windows; this machine is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if slices.Contains(f.Platforms, folder) {
+		return nil
+	}
+	has := "no binary for any platform (a source-only FMU: build it for " + folder + " first)"
+	if len(f.Platforms) > 0 {
+		has = "binaries for " + strings.Join(f.Platforms, ", ") + " only"
+	}
+	return fmt.Errorf("%s has no binary for this machine (binaries/%s/%s, FMI %s): it has %s", f.Path, folder, f.Desc.CoSim.ModelIdentifier+ext(f.Desc.Major), f.Desc.FMIVersion, has)
+}
+
+func ext(major int) string {
+	_, e, _ := Platform(major)
+	return e
+}
+
+// Unpacked is an FMU extracted to a directory, ready to load.
+type Unpacked struct {
+	Dir       string // the archive's root
+	Library   string // the binary for this machine
+	Resources string // the resources folder (it may not exist)
+}
+
+// maxUnpacked bounds what an FMU may extract: a zip bomb is not a model.
+const maxUnpacked = 4 << 30
+
+// Unpack extracts the archive into dir (which must exist) and names the
+// binary for this machine.
+func (f *FMU) Unpack(dir string) (*Unpacked, error) {
+	if err := f.Supported(); err != nil {
+		return nil, err
+	}
+	var total uint64
+	for _, zf := range f.files { // all checked before anything is written
+		if !filepath.IsLocal(filepath.FromSlash(strings.TrimPrefix(zf.Name, "./"))) {
+			return nil, fmt.Errorf("%s: entry %q lies outside the archive's folder", f.Path, zf.Name)
+		}
+		total += zf.UncompressedSize64
+		if total > maxUnpacked {
+			return nil, fmt.Errorf("%s unpacks to more than %d bytes", f.Path, uint64(maxUnpacked))
+		}
+	}
+	for _, zf := range f.files {
+		to := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(zf.Name, "./")))
+		if strings.HasSuffix(zf.Name, "/") {
+			if err := os.MkdirAll(to, 0o755); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := extract(zf, to); err != nil {
+			return nil, fmt.Errorf("%s: unpacking %s: %w", f.Path, zf.Name, err)
+		}
+	}
+	folder, e, _ := Platform(f.Desc.Major)
+	return &Unpacked{
+		Dir:       dir,
+		Library:   filepath.Join(dir, "binaries", folder, f.Desc.CoSim.ModelIdentifier+e),
+		Resources: filepath.Join(dir, "resources"),
+	}, nil
+}
+
+func extract(zf *zip.File, to string) error {
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	r, err := zf.Open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	w, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, io.LimitReader(r, int64(zf.UncompressedSize64))); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}

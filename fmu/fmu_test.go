@@ -1,0 +1,218 @@
+package fmu
+
+import (
+	"archive/zip"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readDesc(t *testing.T, name string) *Description {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ParseDescription(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestParseFMI2(t *testing.T) {
+	d := readDesc(t, "fmi2-cruise.good.xml")
+	if d.Major != 2 || d.Token != "{g}" || d.ModelName != "cruise" || d.Generator != "Hand" ||
+		d.CoSim == nil || d.CoSim.ModelIdentifier != "cruise" || !d.CoSim.VariableStep ||
+		d.Default.StepSize == nil || *d.Default.StepSize != 0.005 || d.Default.StopTime == nil || d.Default.Tolerance != nil {
+		t.Errorf("%+v %+v %+v", d, d.CoSim, d.Default)
+	}
+	want := []Variable{
+		{Name: "setSpeed", VR: 0, Type: "Real", Kind: Float64, Causality: "parameter", Variability: "tunable", Unit: "m/s", Start: "20"},
+		{Name: "groundspeed", VR: 4, Type: "Real", Kind: Float64, Causality: "input", Variability: "continuous", Unit: "km/h", Start: "0"},
+		{Name: "gear", VR: 1, Type: "Integer", Kind: Int32, Causality: "output", Variability: "discrete"},
+		{Name: "on", VR: 2, Type: "Boolean", Kind: Bool, Causality: "input", Variability: "discrete", Start: "true"},
+		{Name: "label", VR: 3, Type: "String", Kind: Unsupported, Causality: "local", Variability: "fixed", Start: "x"},
+	}
+	if len(d.Variables) != len(want) {
+		t.Fatalf("%d variables", len(d.Variables))
+	}
+	for i, w := range want {
+		if d.Variables[i] != w {
+			t.Errorf("variable %d:\n got %+v\nwant %+v", i, d.Variables[i], w)
+		}
+	}
+}
+
+func TestParseFMI3(t *testing.T) {
+	d := readDesc(t, "fmi3-cruise.good.xml")
+	if d.Major != 3 || d.Token != "{t}" || d.CoSim.ModelIdentifier != "cruise3" || d.CoSim.VariableStep ||
+		d.CoSim.FixedInternalStepSize != 0.001 || strings.Join(d.Interfaces, ",") != "CoSimulation,ModelExchange" {
+		t.Errorf("%+v %+v", d, d.CoSim)
+	}
+	want := []Variable{
+		{Name: "setSpeed", VR: 0, Type: "Float64", Kind: Float64, Causality: "parameter", Variability: "fixed", Unit: "m/s", Start: "20"},
+		{Name: "throttle", VR: 5, Type: "Float32", Kind: Float32, Causality: "output", Variability: "continuous"},
+		{Name: "mode", VR: 6, Type: "Int32", Kind: Int32, Causality: "input", Variability: "discrete", Start: "1"},
+		{Name: "on", VR: 7, Type: "Boolean", Kind: Bool, Causality: "input", Variability: "discrete", Start: "false"},
+		{Name: "big", VR: 8, Type: "Int64", Kind: Unsupported, Causality: "output", Variability: "discrete"},
+		{Name: "table", VR: 9, Type: "Float64", Kind: Float64, Causality: "parameter", Variability: "tunable", Start: "1 2 3", Array: true},
+	}
+	for i, w := range want {
+		if i >= len(d.Variables) || d.Variables[i] != w {
+			t.Errorf("variable %d:\n got %+v\nwant %+v", i, d.Variables[i], w)
+		}
+	}
+	v, _ := d.Variable("setSpeed")
+	if !v.Settable() || v.Tunable() {
+		t.Errorf("a fixed parameter: settable %v tunable %v", v.Settable(), v.Tunable())
+	}
+	if v, _ := d.Variable("mode"); !v.Settable() || !v.Tunable() {
+		t.Error("an input can be set at any time")
+	}
+	if v, _ := d.Variable("throttle"); v.Settable() {
+		t.Error("an output cannot be set")
+	}
+}
+
+// Every bad description fails with the message in its .err file.
+func TestParseBad(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.bad.xml")
+	if len(files) < 10 {
+		t.Fatalf("%d fixtures", len(files))
+	}
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		want, err := os.ReadFile(strings.TrimSuffix(f, ".xml") + ".err")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ParseDescription(data)
+		if err == nil || err.Error() != strings.TrimSpace(string(want)) {
+			t.Errorf("%s:\n got %v\nwant %s", f, err, want)
+		}
+	}
+}
+
+func FuzzParseDescription(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.xml")
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ParseDescription(data)
+		if err != nil {
+			return
+		}
+		if d.Major != 2 && d.Major != 3 {
+			t.Fatalf("major %d accepted", d.Major)
+		}
+		seen := map[string]bool{}
+		for _, v := range d.Variables {
+			if v.Name == "" || seen[v.Name] {
+				t.Fatalf("variable %q accepted", v.Name)
+			}
+			seen[v.Name] = true
+		}
+	})
+}
+
+func writeZip(t *testing.T, files map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, data := range files {
+		w, _ := zw.Create(name)
+		w.Write([]byte(data))
+	}
+	zw.Close()
+	out := filepath.Join(t.TempDir(), "m.fmu")
+	os.WriteFile(out, buf.Bytes(), 0o644)
+	return out
+}
+
+func TestOpenAndUnpack(t *testing.T) {
+	md, _ := os.ReadFile("testdata/fmi2-cruise.good.xml")
+	file := writeZip(t, map[string]string{
+		"modelDescription.xml":        string(md),
+		"binaries/linux64/cruise.so":  "lib",
+		"binaries/win64/cruise.dll":   "dll",
+		"binaries/win64/helper.dll":   "not the model's",
+		"binaries/darwin64/other.so":  "not the model's",
+		"resources/table.csv":         "1,2",
+		"documentation/index.html":    "<p>",
+		"binaries/linux64/extra/x.so": "deeper",
+	})
+	f, err := Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if strings.Join(f.Platforms, ",") != "linux64,win64" {
+		t.Errorf("platforms %v", f.Platforms)
+	}
+	folder, _, ok := Platform(2)
+	if !ok || (folder != "linux64" && folder != "win64") {
+		t.Skipf("this machine (%s) runs no FMUs", folder)
+	}
+	u, err := f.Unpack(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(u.Library); err != nil || (string(b) != "lib" && string(b) != "dll") {
+		t.Errorf("library %s: %q %v", u.Library, b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(u.Resources, "table.csv")); string(b) != "1,2" {
+		t.Errorf("resources: %q", b)
+	}
+}
+
+// An archive entry that would land outside the unpacking folder is
+// refused, not written.
+func TestUnpackRefusesEscapes(t *testing.T) {
+	md, _ := os.ReadFile("testdata/fmi2-cruise.good.xml")
+	folder, ext, ok := Platform(2)
+	if !ok {
+		t.Skip("this machine runs no FMUs")
+	}
+	file := writeZip(t, map[string]string{
+		"modelDescription.xml":                 string(md),
+		"binaries/" + folder + "/cruise" + ext: "lib",
+		"../escape.txt":                        "out",
+	})
+	f, err := Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dir := t.TempDir()
+	if _, err := f.Unpack(filepath.Join(dir, "in")); err == nil || !strings.Contains(err.Error(), `entry "../escape.txt" lies outside the archive's folder`) {
+		t.Errorf("%v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "escape.txt")); err == nil {
+		t.Error("the entry was written outside")
+	}
+}
+
+func TestPlatformNames(t *testing.T) {
+	for _, tt := range []struct {
+		major       int
+		goos, arch  string
+		folder, ext string
+	}{
+		{2, "linux", "amd64", "linux64", ".so"},
+		{3, "linux", "amd64", "x86_64-linux", ".so"},
+		{2, "windows", "amd64", "win64", ".dll"},
+		{3, "windows", "amd64", "x86_64-windows", ".dll"},
+		{3, "darwin", "arm64", "", ""},
+		{2, "linux", "arm64", "", ""},
+	} {
+		folder, ext, ok := platformOf(tt.major, tt.goos, tt.arch)
+		if folder != tt.folder || ext != tt.ext || ok != (tt.folder != "") {
+			t.Errorf("%+v: %q %q %v", tt, folder, ext, ok)
+		}
+	}
+}

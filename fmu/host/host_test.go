@@ -1,0 +1,268 @@
+package host
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"beamconnect/fmu"
+	"beamconnect/fmu/fmi"
+	"beamconnect/fmu/testfmu"
+)
+
+// The test binary is the host too, as beamconnect is: run with the
+// argument fmu-host, it serves instead of testing.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
+		os.Exit(Main(os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// setup builds a cruise FMU and describes it for the host: groundspeed
+// in; throttle, brake and fmuTime out; setSpeed and kp as parameters.
+func setup(t testing.TB, o testfmu.Options) fmi.Setup {
+	t.Helper()
+	o.TimeOutput = true
+	f, err := fmu.Open(testfmu.ForTest(t, "cruise.fmu", o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u, err := f.Unpack(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := func(name string) fmi.Var {
+		x, _ := f.Desc.Variable(name)
+		return fmi.Var{VR: x.VR, Kind: x.Kind, Name: x.Name}
+	}
+	return fmi.Setup{
+		Library: u.Library, Major: f.Desc.Major, Token: f.Desc.Token, Resources: u.Resources, Name: "cruise",
+		Inputs: []fmi.Var{v("groundspeed")}, Outputs: []fmi.Var{v("throttle"), v("brake"), v("fmuTime")},
+		Params: []fmi.Var{v("setSpeed"), v("kp")}, ParamValues: []float64{10, 0.3}, Period: 0.005,
+	}
+}
+
+type lines struct {
+	mu sync.Mutex
+	l  []string
+}
+
+func (l *lines) add(s string) { l.mu.Lock(); l.l = append(l.l, s); l.mu.Unlock() }
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.l, "\n")
+}
+
+func start(t testing.TB, s fmi.Setup) (*Client, *lines) {
+	t.Helper()
+	log := &lines{}
+	c, err := Start([]string{os.Args[0], "fmu-host"}, "", s, 10*time.Second, log.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, log
+}
+
+// step sends one request and waits for its answer.
+func step(t testing.TB, c *Client, tm float64, in []float64, out []float64) Answer {
+	t.Helper()
+	if !c.Send(tm, nil, nil, in) {
+		t.Fatal("a request is still outstanding")
+	}
+	var a Answer
+	deadline := time.After(10 * time.Second)
+	for !c.Take(out, &a) {
+		select {
+		case <-c.Answers():
+		case <-c.Done():
+			if c.Take(out, &a) {
+				return a
+			}
+			t.Fatalf("the host ended: %s", c.Why())
+		case <-deadline:
+			t.Fatal("no answer in 10 s")
+		}
+	}
+	return a
+}
+
+func TestHostSteps(t *testing.T) {
+	for _, major := range []int{2, 3} {
+		s := setup(t, testfmu.Options{FMI: major})
+		c, _ := start(t, s)
+		out := make([]float64, 3)
+		a := step(t, c, 1, []float64{5}, out)
+		if a.Result != Stepped || out[0] != 1 || out[1] != 0 || out[2] != 1.005 || a.FMUTime != 1.005 {
+			t.Errorf("FMI %d: %+v %v", major, a, out)
+		}
+		// A parameter change rides on the next request: kp 0 and set speed
+		// 30 leave only the integral term at work.
+		if !c.Send(1.005, s.Params, []float64{30, 0}, []float64{5}) {
+			t.Fatal("not sent")
+		}
+		for !c.Take(out, &a) {
+			<-c.Answers()
+		}
+		if a.Result != Stepped || !(out[0] > 0 && out[0] < 0.01) {
+			t.Errorf("FMI %d after tuning: %+v %v", major, a, out)
+		}
+		if a := step(t, c, 1.005, []float64{5}, out); a.Result != NotStepped {
+			t.Errorf("FMI %d: the same time again: %+v", major, a)
+		}
+	}
+}
+
+// One request at a time: a second one is refused until the first is
+// answered.
+func TestHostOneOutstanding(t *testing.T) {
+	c, _ := start(t, setup(t, testfmu.Options{Fault: "hang", After: 1}))
+	if !c.Send(0, nil, nil, []float64{0}) {
+		t.Fatal("first request not sent")
+	}
+	if c.Send(0.005, nil, nil, []float64{0}) {
+		t.Error("a second request went while the first is unanswered")
+	}
+	if c.Outstanding() == 0 {
+		t.Error("nothing outstanding")
+	}
+	c.Kill()
+	<-c.Done()
+}
+
+// A crash ends the host with the signal on its stderr; an error status is
+// answered, then the host ends; NaN outputs are answered and it goes on.
+func TestHostFaults(t *testing.T) {
+	out := make([]float64, 3)
+	for _, major := range []int{2, 3} {
+		c, _ := start(t, setup(t, testfmu.Options{FMI: major, Fault: "crash", After: 2}))
+		step(t, c, 0, []float64{0}, out)
+		c.Send(0.005, nil, nil, []float64{0})
+		<-c.Done()
+		if why := c.Why(); !strings.Contains(why, "SIGSEGV") {
+			t.Errorf("FMI %d crash: %q", major, why)
+		}
+
+		c, log := start(t, setup(t, testfmu.Options{FMI: major, Fault: "error", After: 1}))
+		a := step(t, c, 0, []float64{0}, out)
+		if a.Result != Failed || !strings.Contains(a.Err, "DoStep returned fmi") {
+			t.Errorf("FMI %d error: %+v", major, a)
+		}
+		if a := step(t, c, 0.005, []float64{0}, out); a.Result != Failed || !strings.Contains(a.Err, "must be instantiated again") {
+			t.Errorf("FMI %d after the error: %+v", major, a)
+		}
+		if !strings.Contains(log.String(), "Error cruise: doStep fails on purpose") {
+			t.Errorf("FMI %d: the FMU's log did not come through:\n%s", major, log)
+		}
+
+		c, _ = start(t, setup(t, testfmu.Options{FMI: major, Fault: "nan", After: 1}))
+		a = step(t, c, 0, []float64{0}, out)
+		if a.Result != BadOutput || a.Err != "the FMU's output throttle is NaN: not a usable control value" {
+			t.Errorf("FMI %d NaN: %+v", major, a)
+		}
+		if a := step(t, c, 0.005, []float64{0}, out); a.Result != BadOutput {
+			t.Errorf("FMI %d NaN, then: %+v", major, a)
+		}
+	}
+}
+
+// What stops the host from getting ready is the error Start returns.
+func TestHostStartErrors(t *testing.T) {
+	s := setup(t, testfmu.Options{})
+	bad := s
+	bad.Token = "{not the token}"
+	if _, err := Start([]string{os.Args[0], "fmu-host"}, "", bad, 10*time.Second, nil); err == nil ||
+		!strings.Contains(err.Error(), "fmi2Instantiate failed") {
+		t.Errorf("%v", err)
+	}
+	bad = s
+	bad.Library = "/no/such.so"
+	if _, err := Start([]string{os.Args[0], "fmu-host"}, "", bad, 10*time.Second, nil); err == nil ||
+		!strings.Contains(err.Error(), "loading /no/such.so") {
+		t.Errorf("%v", err)
+	}
+	if _, err := Start([]string{"/no/such/program"}, "", s, time.Second, nil); err == nil ||
+		!strings.Contains(err.Error(), "starting the FMU host") {
+		t.Errorf("%v", err)
+	}
+}
+
+// The protocol's decoders refuse what does not fit instead of reading past
+// it, and never panic.
+func FuzzDecodeStep(f *testing.F) {
+	f.Add(encodeStep(1.5, []fmi.Var{{VR: 7, Kind: fmu.Float64}}, []float64{2}, []float64{3, 4}), 2)
+	f.Add([]byte{1, 2, 3}, 1)
+	f.Fuzz(func(t *testing.T, p []byte, nIn int) {
+		if nIn < 0 || nIn > 64 {
+			return
+		}
+		var s Step
+		if err := decodeStep(p, nIn, &s); err == nil && len(s.Inputs) != nIn {
+			t.Fatalf("%d inputs decoded, want %d", len(s.Inputs), nIn)
+		}
+	})
+}
+
+func FuzzReadFrame(f *testing.F) {
+	f.Add([]byte{'A', 3, 0, 0, 0, 1, 2, 3})
+	f.Add([]byte{'A', 255, 255, 255, 255})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var head [5]byte
+		typ, p, err := readFrame(bytes.NewReader(b), &head, nil)
+		if err == nil && (len(p) != int(binary.LittleEndian.Uint32(b[1:])) || len(p) > len(b)-5 || typ != b[0]) {
+			t.Fatalf("frame %q of %d bytes from %d", typ, len(p), len(b))
+		}
+		out := make([]float64, 2)
+		var a Answer
+		decodeAnswer(b, out, &a)
+	})
+}
+
+func encodeStep(t float64, idx []fmi.Var, vals, in []float64) []byte {
+	c := &Client{}
+	var buf bytes.Buffer
+	c.stdin = nopCloser{&buf}
+	c.Send(t, idx, vals, in)
+	return buf.Bytes()[5:]
+}
+
+type nopCloser struct{ *bytes.Buffer }
+
+func (nopCloser) Close() error { return nil }
+
+// Per-message cost of an FMU step in the child process: a request written
+// to the host's stdin, the FMU stepped there, the answer read back.
+// Reports the p50 and p99 round trip.
+func BenchmarkStepChild(b *testing.B) {
+	for _, major := range []int{2, 3} {
+		b.Run("FMI"+string(rune('0'+major)), func(b *testing.B) {
+			c, _ := start(b, setup(b, testfmu.Options{FMI: major}))
+			in, out := []float64{0}, make([]float64, 3)
+			var a Answer
+			lat := make([]time.Duration, 0, 1<<16)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				in[0] = float64(i % 30)
+				t0 := time.Now()
+				c.Send(float64(i)*0.005, nil, nil, in)
+				for !c.Take(out, &a) {
+					<-c.Answers()
+				}
+				if len(lat) < cap(lat) {
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+		})
+	}
+}

@@ -1,0 +1,190 @@
+// Package host runs an FMU in a child process ("beamconnect fmu-host"),
+// so that a crash or a hang of its C code cannot take the coupling with
+// it. The coupling and the host talk over the child's stdin and stdout in
+// frames: one request outstanding at a time, each carrying the newest
+// data.
+//
+// A frame is a type byte, the payload's length (uint32, little-endian)
+// and the payload. The coupling sends:
+//
+//	'O' open:  the fmi.Setup as JSON (once, first)
+//	'S' step:  t (float64); n (uint32) parameter changes, each a value
+//	           reference (uint32), a kind (uint8, fmu.Kind) and a value
+//	           (float64); then one float64 per input
+//	'Q' quit:  terminate and free the FMU, then exit
+//
+// and the host answers 'R' ready (empty, or the error that stopped it)
+// to open, and 'A' to every step: a result byte (see Result), the FMU's
+// time (float64), catch-up steps and resets so far (uint32 each), one
+// float64 per output, then the error text when the result is not OK.
+// Numbers are little-endian. What the FMU logs goes to the host's stderr,
+// one line per message.
+package host
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"beamconnect/fmu"
+	"beamconnect/fmu/fmi"
+)
+
+// Frame types.
+const (
+	frameOpen   = 'O'
+	frameStep   = 'S'
+	frameQuit   = 'Q'
+	frameReady  = 'R'
+	frameAnswer = 'A'
+)
+
+// maxFrame bounds a frame: an open carries the variable lists, a step a
+// few thousand numbers at most.
+const maxFrame = 16 << 20
+
+// Result says how a step went.
+type Result uint8
+
+const (
+	Stepped    Result = iota // the FMU stepped; the outputs are fresh
+	NotStepped               // no new time: nothing changed
+	Failed                   // an FMI call did not return OK: the instance is unusable, every later step fails too
+	BadOutput                // an output is NaN or infinite; the FMU may recover
+	TuneFailed               // setting the changed parameters failed; the step did not happen
+)
+
+func writeFrame(w io.Writer, buf []byte, typ byte, payload []byte) ([]byte, error) {
+	buf = append(buf[:0], typ, 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(buf[1:], uint32(len(payload)))
+	buf = append(buf, payload...)
+	_, err := w.Write(buf)
+	return buf, err
+}
+
+// readFrame reads one frame into buf (grown as needed); head is the
+// caller's, so that reading allocates nothing once buf is large enough.
+func readFrame(r io.Reader, head *[5]byte, buf []byte) (byte, []byte, error) {
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return 0, buf, err
+	}
+	n := binary.LittleEndian.Uint32(head[1:])
+	if n > maxFrame {
+		return 0, buf, fmt.Errorf("frame of %d bytes: more than %d", n, maxFrame)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, buf, err
+	}
+	return head[0], buf, nil
+}
+
+func putF64(b []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+}
+
+func putU32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
+
+// reader takes numbers off a payload, remembering the first shortfall.
+type reader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *reader) f64() float64 {
+	if len(r.b) < 8 {
+		r.bad = true
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	if len(r.b) < 4 {
+		r.bad = true
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
+func (r *reader) u8() uint8 {
+	if len(r.b) < 1 {
+		r.bad = true
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+// Step is a decoded step request.
+type Step struct {
+	T         float64
+	TuneVars  []fmi.Var
+	TuneValue []float64
+	Inputs    []float64
+}
+
+// decodeStep reads a step request with nIn inputs into s, reusing its
+// slices.
+func decodeStep(p []byte, nIn int, s *Step) error {
+	r := reader{b: p}
+	s.T = r.f64()
+	n := int(r.u32())
+	if n > len(p)/13 {
+		return fmt.Errorf("step request of %d bytes: %d parameter changes do not fit", len(p), n)
+	}
+	s.TuneVars, s.TuneValue = s.TuneVars[:0], s.TuneValue[:0]
+	for range n {
+		v := fmi.Var{VR: r.u32(), Kind: fmu.Kind(r.u8())}
+		s.TuneVars = append(s.TuneVars, v)
+		s.TuneValue = append(s.TuneValue, r.f64())
+	}
+	s.Inputs = s.Inputs[:0]
+	for range nIn {
+		s.Inputs = append(s.Inputs, r.f64())
+	}
+	if r.bad || len(r.b) != 0 {
+		return fmt.Errorf("step request of %d bytes: expected %d inputs", len(p), nIn)
+	}
+	return nil
+}
+
+// Answer is a decoded step answer.
+type Answer struct {
+	Result   Result
+	FMUTime  float64
+	CatchUps uint32
+	Resets   uint32
+	Err      string // for a result other than Stepped and NotStepped
+}
+
+func decodeAnswer(p []byte, out []float64, a *Answer) error {
+	r := reader{b: p}
+	a.Result = Result(r.u8())
+	a.FMUTime = r.f64()
+	a.CatchUps, a.Resets = r.u32(), r.u32()
+	for i := range out {
+		out[i] = r.f64()
+	}
+	if r.bad {
+		return fmt.Errorf("answer of %d bytes: expected %d outputs", len(p), len(out))
+	}
+	a.Err = ""
+	if len(r.b) > 0 {
+		a.Err = string(r.b)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package host
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"beamconnect/fmu/fmi"
+)
+
+// Main is the fmu-host process: it serves the coupling on stdin and
+// stdout until told to quit or its stdin closes, and returns the exit
+// status. A crash of the FMU's code ends the process with the runtime's
+// account of the signal on stderr, which the Client trims to its first
+// lines.
+func Main(stdin io.Reader, stdout, stderr io.Writer) int {
+	if err := Serve(stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "fmu-host: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// Serve runs one FMU for the coupling at the other end of r and w. The
+// FMU's log lines go to logw.
+func Serve(r io.Reader, w io.Writer, logw io.Writer) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var head [5]byte
+	typ, p, err := readFrame(br, &head, nil)
+	if err != nil {
+		return fmt.Errorf("reading the open request: %w", err)
+	}
+	if typ != frameOpen {
+		return fmt.Errorf("expected an open request first, got frame %q", typ)
+	}
+	var setup fmi.Setup
+	if err := json.Unmarshal(p, &setup); err != nil {
+		return fmt.Errorf("open request: %w", err)
+	}
+	logs := bufio.NewWriter(logw)
+	log := func(s fmi.Status, category, msg string) {
+		fmt.Fprintf(logs, "%s %s: %s\n", s.Name(setup.Major), category, msg)
+		logs.Flush()
+	}
+	st, err := fmi.NewStepper(setup, log)
+	var out []byte
+	if err != nil {
+		writeFrame(w, out, frameReady, []byte(err.Error()))
+		return err
+	}
+	defer st.Close()
+	if out, err = writeFrame(w, out, frameReady, nil); err != nil {
+		return err
+	}
+	var (
+		step    Step
+		outputs = make([]float64, len(setup.Outputs))
+		answer  = make([]byte, 0, 64+8*len(outputs))
+	)
+	for {
+		typ, p, err = readFrame(br, &head, p)
+		switch {
+		case errors.Is(err, io.EOF) || err == nil && typ == frameQuit:
+			return nil // the coupling closed or quit: st.Close terminates the FMU
+		case err != nil:
+			return fmt.Errorf("reading a request: %w", err)
+		case typ != frameStep:
+			return fmt.Errorf("expected a step request, got frame %q", typ)
+		}
+		if err := decodeStep(p, len(setup.Inputs), &step); err != nil {
+			return err
+		}
+		res, msg := Stepped, ""
+		if len(step.TuneVars) > 0 {
+			if err := st.SetParams(step.TuneVars, step.TuneValue); err != nil {
+				res, msg = TuneFailed, "setting parameters: "+err.Error()
+			}
+		}
+		if res == Stepped {
+			ok, err := st.Step(step.T, step.Inputs, outputs)
+			var bad *fmi.BadOutput
+			switch {
+			case errors.As(err, &bad):
+				res, msg = BadOutput, err.Error()
+			case err != nil:
+				res, msg = Failed, err.Error()
+			case !ok:
+				res = NotStepped
+			}
+		}
+		tc, _ := st.Time()
+		answer = append(answer[:0], byte(res))
+		answer = putF64(answer, tc)
+		answer = putU32(putU32(answer, uint32(st.CatchUps)), uint32(st.Resets))
+		for _, v := range outputs {
+			answer = putF64(answer, v)
+		}
+		answer = append(answer, msg...)
+		if out, err = writeFrame(w, out, frameAnswer, answer); err != nil {
+			return err
+		}
+		// After Failed the instance is unusable (FMI allows little but
+		// freeing it after an error): every later step fails too, and
+		// the coupling stops this host and starts another.
+	}
+}

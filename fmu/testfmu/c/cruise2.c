@@ -1,0 +1,109 @@
+/* The cruise controller as an FMI 2.0 co-simulation FMU. */
+#include <string.h>
+
+#include "cruise.h"
+#include "fmi2.h"
+
+typedef struct {
+	cruise c;
+	fmi2CallbackFunctions cb;
+	char name[64];
+} instance;
+
+static void say(instance *in, fmi2Status s, const char *msg) {
+	if (in->cb.logger) in->cb.logger(in->cb.componentEnvironment, in->name, s, "cruise", msg);
+}
+
+FMI2_EXPORT const char *fmi2GetTypesPlatform(void) { return "default"; }
+FMI2_EXPORT const char *fmi2GetVersion(void) { return "2.0"; }
+
+FMI2_EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid, fmi2String resources,
+                                          const fmi2CallbackFunctions *cb, fmi2Boolean visible, fmi2Boolean logging) {
+	(void)resources, (void)visible, (void)logging;
+	if (type != fmi2CoSimulation || !cb || !cb->allocateMemory || strcmp(guid, "{8c4e810f-3df3-4a00-8276-176fa3c9f000}") != 0)
+		return NULL;
+	instance *in = cb->allocateMemory(1, sizeof(instance));
+	if (!in) return NULL;
+	in->cb = *cb;
+	strncpy(in->name, name ? name : "", sizeof in->name - 1);
+	cruise_reset(&in->c);
+	return in;
+}
+
+FMI2_EXPORT void fmi2FreeInstance(fmi2Component c) {
+	instance *in = c;
+	if (in) in->cb.freeMemory(in);
+}
+
+FMI2_EXPORT fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean on, size_t n, const fmi2String cats[]) {
+	(void)c, (void)on, (void)n, (void)cats;
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean tolDefined, fmi2Real tol, fmi2Real start,
+                                           fmi2Boolean stopDefined, fmi2Real stop) {
+	(void)tolDefined, (void)tol, (void)stopDefined, (void)stop;
+	((instance *)c)->c.v[VR_TIME] = start;
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
+FMI2_EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
+FMI2_EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
+
+FMI2_EXPORT fmi2Status fmi2Reset(fmi2Component c) {
+	cruise_reset(&((instance *)c)->c);
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Real v[]) {
+	instance *in = c;
+	for (size_t i = 0; i < n; i++) {
+		if (vr[i] >= VR_COUNT) return fmi2Error;
+		v[i] = in->c.v[vr[i]];
+	}
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Real v[]) {
+	instance *in = c;
+	for (size_t i = 0; i < n; i++) {
+		if (vr[i] >= VR_COUNT || vr[i] == VR_THROTTLE || vr[i] == VR_BRAKE || vr[i] == VR_TIME) {
+			say(in, fmi2Error, "that variable cannot be set");
+			return fmi2Error;
+		}
+		in->c.v[vr[i]] = v[i];
+	}
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Integer v[]) {
+	(void)c, (void)vr, (void)v;
+	return n == 0 ? fmi2OK : fmi2Error;
+}
+FMI2_EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Integer v[]) {
+	(void)c, (void)vr, (void)v;
+	return n == 0 ? fmi2OK : fmi2Error;
+}
+FMI2_EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Boolean v[]) {
+	(void)c, (void)vr, (void)v;
+	return n == 0 ? fmi2OK : fmi2Error;
+}
+FMI2_EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Boolean v[]) {
+	(void)c, (void)vr, (void)v;
+	return n == 0 ? fmi2OK : fmi2Error;
+}
+
+FMI2_EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolean noSetPrior) {
+	(void)noSetPrior;
+	instance *in = c;
+	if (h <= 0) {
+		say(in, fmi2Error, "the step size must be positive");
+		return fmi2Error;
+	}
+	if (cruise_step(&in->c, t, h) == 3) {
+		say(in, fmi2Error, "doStep fails on purpose (a test FMU)");
+		return fmi2Error;
+	}
+	return fmi2OK;
+}

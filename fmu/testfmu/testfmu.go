@@ -1,0 +1,274 @@
+// Package testfmu builds the small FMUs beamconnect's tests and its
+// example use: a PI cruise controller written in C (c/cruise.h) with FMI
+// 2.0 and 3.0 wrappers, compiled with the machine's C compiler and zipped
+// with a modelDescription.xml made here. Variants misbehave on purpose
+// (crash, hang, error status, NaN outputs) to test model faults.
+package testfmu
+
+import (
+	"archive/zip"
+	"bytes"
+	"embed"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+//go:embed c/*.c c/*.h
+var sources embed.FS
+
+// Token is the cruise FMU's guid (2.0) and instantiationToken (3.0); its
+// binary refuses any other.
+const Token = "{8c4e810f-3df3-4a00-8276-176fa3c9f000}"
+
+// Options choose the FMU to build.
+type Options struct {
+	FMI   int    // 2 or 3 (0: 2)
+	Fault string // "", "crash", "hang", "error", "nan" or "stall" (one step of 300 ms)
+	After int    // the step the fault begins at (from 1)
+	// VariableStep sets canHandleVariableCommunicationStepSize.
+	VariableStep bool
+	// StepSize is the DefaultExperiment's stepSize; 0 writes none.
+	StepSize float64
+	// TimeOutput lists the output fmuTime: the FMU's time after its step.
+	TimeOutput bool
+	// Extra are more variable elements for modelDescription.xml, as
+	// written (the binary ignores them): for tests of validation.
+	Extra []string
+}
+
+var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5}
+
+// Description is the FMU's modelDescription.xml.
+func Description(o Options) string {
+	var b strings.Builder
+	major := o.FMI
+	if major == 0 {
+		major = 2
+	}
+	vs := strconv.FormatBool(o.VariableStep)
+	de := ""
+	if o.StepSize > 0 {
+		de = fmt.Sprintf("\n  <DefaultExperiment startTime=\"0\" stepSize=\"%g\"/>", o.StepSize)
+	}
+	type v struct {
+		name, causality, variability, start, unit, desc string
+		vr                                              int
+	}
+	vars := []v{
+		{"setSpeed", "parameter", "tunable", "20", "m/s", "the speed to hold", 0},
+		{"kp", "parameter", "tunable", "0.3", "", "proportional gain, per m/s", 1},
+		{"ki", "parameter", "tunable", "0.05", "", "integral gain, per m", 2},
+		{"maxThrottle", "parameter", "fixed", "1", "", "the throttle's upper limit", 3},
+		{"groundspeed", "input", "continuous", "0", "m/s", "the vehicle's speed", 4},
+		{"throttle", "output", "continuous", "", "", "throttle pedal 0..1", 5},
+		{"brake", "output", "continuous", "", "", "brake pedal 0..1", 6},
+	}
+	if o.TimeOutput {
+		vars = append(vars, v{"fmuTime", "output", "continuous", "", "s", "the FMU's time after its step", 7})
+	}
+	if major == 2 {
+		fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
+<fmiModelDescription fmiVersion="2.0" modelName="cruise" guid="%s" generationTool="beamconnect testfmu" variableNamingConvention="flat">
+  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"/>
+  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s
+  <ModelVariables>
+`, Token, vs, de)
+		for _, x := range vars {
+			start := ""
+			if x.start != "" {
+				start = ` start="` + x.start + `"`
+			}
+			if x.unit != "" {
+				start += ` unit="` + x.unit + `"`
+			}
+			initial := ""
+			if x.causality == "output" {
+				initial = ` initial="calculated"`
+			}
+			fmt.Fprintf(&b, "    <ScalarVariable name=%q valueReference=\"%d\" causality=%q variability=%q%s description=%q><Real%s/></ScalarVariable>\n",
+				x.name, x.vr, x.causality, x.variability, initial, x.desc, start)
+		}
+		for _, e := range o.Extra {
+			b.WriteString("    " + e + "\n")
+		}
+		b.WriteString("  </ModelVariables>\n  <ModelStructure>\n    <Outputs>\n")
+		for i, x := range vars {
+			if x.causality == "output" {
+				fmt.Fprintf(&b, "      <Unknown index=\"%d\"/>\n", i+1)
+			}
+		}
+		b.WriteString("    </Outputs>\n  </ModelStructure>\n</fmiModelDescription>\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
+<fmiModelDescription fmiVersion="3.0" modelName="cruise" instantiationToken="%s" generationTool="beamconnect testfmu">
+  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"/>
+  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s
+  <ModelVariables>
+`, Token, vs, de)
+	for _, x := range vars {
+		attrs := ""
+		if x.start != "" {
+			attrs = ` start="` + x.start + `"`
+		}
+		if x.unit != "" {
+			attrs += ` unit="` + x.unit + `"`
+		}
+		fmt.Fprintf(&b, "    <Float64 name=%q valueReference=\"%d\" causality=%q variability=%q description=%q%s/>\n",
+			x.name, x.vr, x.causality, x.variability, x.desc, attrs)
+	}
+	for _, e := range o.Extra {
+		b.WriteString("    " + e + "\n")
+	}
+	b.WriteString("  </ModelVariables>\n  <ModelStructure>\n")
+	for _, x := range vars {
+		if x.causality == "output" {
+			fmt.Fprintf(&b, "    <Output valueReference=\"%d\"/>\n", x.vr)
+		}
+	}
+	b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
+	return b.String()
+}
+
+// Platform is the binaries/ folder of this machine for FMI major, or ""
+// where the tests cannot build FMUs.
+func Platform(major int) string {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		return ""
+	}
+	if major == 3 {
+		return "x86_64-linux"
+	}
+	return "linux64"
+}
+
+// Compiler finds the C compiler: $CC, or cc.
+func Compiler() (string, error) {
+	name := os.Getenv("CC")
+	if name == "" {
+		name = "cc"
+	}
+	return exec.LookPath(name)
+}
+
+// Build compiles the FMU o describes and writes it to out (a .fmu file).
+func Build(out string, o Options) error {
+	major := o.FMI
+	if major == 0 {
+		major = 2
+	}
+	kind, ok := faults[o.Fault]
+	if !ok {
+		return fmt.Errorf("testfmu: no fault %q", o.Fault)
+	}
+	plat := Platform(major)
+	if plat == "" {
+		return fmt.Errorf("testfmu: building FMUs needs x86-64 Linux, this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	cc, err := Compiler()
+	if err != nil {
+		return fmt.Errorf("testfmu: no C compiler: %w", err)
+	}
+	src, err := os.MkdirTemp("", "testfmu-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(src)
+	files, _ := sources.ReadDir("c")
+	for _, f := range files {
+		data, _ := sources.ReadFile("c/" + f.Name())
+		if err := os.WriteFile(filepath.Join(src, f.Name()), data, 0o644); err != nil {
+			return err
+		}
+	}
+	lib := filepath.Join(src, "cruise.so")
+	args := []string{"-std=c99", "-D_POSIX_C_SOURCE=199309L", "-O2", "-shared", "-fPIC", "-o", lib,
+		"-DFAULT_KIND=" + strconv.Itoa(kind), "-DFAULT_AFTER=" + strconv.Itoa(o.After),
+		filepath.Join(src, "cruise"+strconv.Itoa(major)+".c"), "-lm"}
+	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("testfmu: %s %s: %v\n%s", cc, strings.Join(args, " "), err, msg)
+	}
+	bin, err := os.ReadFile(lib)
+	if err != nil {
+		return err
+	}
+	return Zip(out, map[string][]byte{
+		"modelDescription.xml":                        []byte(Description(o)),
+		"binaries/" + plat + "/cruise.so":             bin,
+		"resources/README.txt":                        []byte("The cruise FMU needs no resources; FMI lets an FMU ship files here.\n"),
+		"sources/cruise.h":                            mustRead("c/cruise.h"),
+		"sources/cruise" + strconv.Itoa(major) + ".c": mustRead("c/cruise" + strconv.Itoa(major) + ".c"),
+	})
+}
+
+func mustRead(name string) []byte {
+	b, err := sources.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Zip writes an archive of files (slash-separated names) to out.
+func Zip(out string, files map[string][]byte) error {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		w, err := zw.Create(name)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(files[name]); err != nil {
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(out, buf.Bytes(), 0o644)
+}
+
+// ForTest builds the FMU into the test's temporary directory as name, or
+// skips the test where that cannot be done (no C compiler, not x86-64
+// Linux), saying why.
+func ForTest(t testing.TB, name string, o Options) string {
+	t.Helper()
+	major := o.FMI
+	if major == 0 {
+		major = 2
+	}
+	if Platform(major) == "" {
+		t.Skipf("building test FMUs needs x86-64 Linux; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if _, err := Compiler(); err != nil {
+		t.Skip("building test FMUs needs a C compiler (cc, or $CC): none found")
+	}
+	out := filepath.Join(t.TempDir(), name)
+	if err := Build(out, o); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Fake writes an FMU whose binary is not a library: enough for what reads
+// only modelDescription.xml (inspect, validate), on any machine. major 2 or
+// 3; platforms name binaries/ folders.
+func Fake(out string, o Options, platforms ...string) error {
+	files := map[string][]byte{"modelDescription.xml": []byte(Description(o))}
+	for _, p := range platforms {
+		ext := ".so"
+		if strings.Contains(p, "win") {
+			ext = ".dll"
+		}
+		files["binaries/"+p+"/cruise"+ext] = []byte("not a library")
+	}
+	return Zip(out, files)
+}

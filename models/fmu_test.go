@@ -1,0 +1,317 @@
+package models
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"beamconnect/config"
+	"beamconnect/fmu/host"
+	"beamconnect/fmu/testfmu"
+	"beamconnect/logtest"
+	"beamconnect/ports"
+)
+
+// The test binary is an FMU host too, as beamconnect is (FMUHost runs
+// os.Executable with the argument fmu-host).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
+		os.Exit(host.Main(os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// fmuRig builds a cruise FMU and runs it as the model of the cruise-pedals
+// rig (outputs: groundspeed…; inputs: throttle, brake, driveMode).
+func fmuRig(t *testing.T, o testfmu.Options, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
+	t.Helper()
+	path := testfmu.ForTest(t, "cruise.fmu", o)
+	p := plan(t, "../examples/cruise-pedals.json")
+	p.ModelTimeout = 0.05
+	params := Params{"path": path, "parameters": map[string]any{"setSpeed": 10.0}}
+	for k, v := range extra {
+		params[k] = v
+	}
+	log := &logtest.Buffer{}
+	m, err := New("fmu", params, p, log.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := m.(*FMU)
+	t.Cleanup(func() { f.Close() })
+	return f, p, log
+}
+
+// benchRig is fmuRig for a benchmark (no log kept).
+func benchRig(b *testing.B, o testfmu.Options, extra Params) (*FMU, *ports.Plan) {
+	b.Helper()
+	path := testfmu.ForTest(b, "cruise.fmu", o)
+	cfg, err := config.Load("../examples/cruise-pedals.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := ports.Compile(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	params := Params{"path": path}
+	for k, v := range extra {
+		params[k] = v
+	}
+	m, err := New("fmu", params, p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := m.(*FMU)
+	b.Cleanup(func() { f.Close() })
+	return f, p
+}
+
+// drive steps the model every period at speed until cond holds or limit
+// passes, and returns the inputs.
+func drive(m *FMU, p *ports.Plan, speed float64, limit time.Duration, cond func(ins [][]float64) bool) ([][]float64, bool) {
+	outs, ins := vectors(p)
+	sp, spE, _ := p.Find(0, "groundspeed")
+	start := time.Now()
+	for k := 0; time.Since(start) < limit; k++ {
+		outs[0][0] = 3
+		outs[sp][spE] = speed
+		m.Step(float64(k)*p.Period, outs, ins)
+		if cond != nil && cond(ins) {
+			return ins, true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return ins, cond == nil
+}
+
+func pedals(t *testing.T, p *ports.Plan, ins [][]float64) (throttle, brake float64) {
+	th, thE, _ := p.Find(1, "throttle")
+	br, brE, _ := p.Find(1, "brake")
+	return ins[th][thE], ins[br][brE]
+}
+
+// The cruise FMU drives throttle and brake by name, in a child process and
+// in process, FMI 2.0 and 3.0.
+func TestFMUDrives(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		o     testfmu.Options
+		extra Params
+	}{
+		{"FMI 2.0 child", testfmu.Options{FMI: 2}, nil},
+		{"FMI 3.0 child", testfmu.Options{FMI: 3}, nil},
+		{"FMI 2.0 in process", testfmu.Options{FMI: 2}, Params{"inProcess": true}},
+		{"FMI 3.0 in process", testfmu.Options{FMI: 3}, Params{"inProcess": true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, p, log := fmuRig(t, tt.o, tt.extra)
+			ins, _ := drive(m, p, 5, 50*time.Millisecond, nil)
+			if th, br := pedals(t, p, ins); th != 1 || br != 0 {
+				t.Errorf("at 5 m/s for a set speed of 10: throttle %v brake %v\n%s", th, br, log)
+			}
+			ins, _ = drive(m, p, 14, 50*time.Millisecond, nil)
+			if th, br := pedals(t, p, ins); th != 0 || br < 0.5 {
+				t.Errorf("at 14 m/s: throttle %v brake %v", th, br)
+			}
+			if m.Fault() != nil || m.Restarts() != 0 || m.Failures() != 0 {
+				t.Errorf("fault %v, restarts %d, failures %d\n%s", m.Fault(), m.Restarts(), m.Failures(), log)
+			}
+		})
+	}
+}
+
+// Nothing is stepped while BeamNG is not connected: the inputs keep their
+// initial values.
+func TestFMUWaitsForConnection(t *testing.T) {
+	m, p, _ := fmuRig(t, testfmu.Options{}, nil)
+	outs, ins := vectors(p)
+	outs[0][0] = 2
+	for k := range 20 {
+		m.Step(float64(k)*p.Period, outs, ins)
+	}
+	if th, br := pedals(t, p, ins); th != 0 || br != 0 {
+		t.Errorf("throttle %v brake %v before connecting", th, br)
+	}
+}
+
+// A healthy step in a child process allocates nothing on beamconnect's
+// side.
+func TestFMUChildStepAllocs(t *testing.T) {
+	m, p, _ := fmuRig(t, testfmu.Options{}, Params{"deadlineMs": 40.0})
+	outs, ins := vectors(p)
+	outs[0][0] = 3
+	k := 0
+	step := func() { k++; m.Step(float64(k)*p.Period, outs, ins) }
+	step()
+	if n := testing.AllocsPerRun(200, step); n != 0 {
+		t.Errorf("%v allocations per step", n)
+	}
+}
+
+// Faults: each gives neutral controls (the coupling sends them while Fault
+// is not nil), is logged when it happens, and the FMU is started again
+// unless restart is false.
+func TestFMUFaults(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		o         testfmu.Options
+		extra     Params
+		fault     string // in Fault()
+		log       string // in the log
+		restarted bool
+	}{
+		{"crash", testfmu.Options{Fault: "crash", After: 5}, nil,
+			"the FMU's host process ended: SIGSEGV: segmentation violation", "starting it again", true},
+		{"crash, restart off", testfmu.Options{FMI: 3, Fault: "crash", After: 5}, Params{"restart": false},
+			"the FMU's host process ended: SIGSEGV", "not starting it again (modelParams.restart is false)", false},
+		{"hang", testfmu.Options{Fault: "hang", After: 5}, Params{"restart": false},
+			"the FMU's step has not returned after", "longer than the model timeout 50ms", false},
+		{"error status", testfmu.Options{FMI: 3, Fault: "error", After: 5}, nil,
+			"", "the FMU failed: fmi3DoStep returned fmi3Error at t = ", true},
+		{"NaN output", testfmu.Options{Fault: "nan", After: 5}, nil,
+			"the FMU's output throttle is NaN: not a usable control value", "FMU fault", false},
+		{"error status in process", testfmu.Options{Fault: "error", After: 5}, Params{"inProcess": true},
+			"", "the FMU failed; instantiating it again", true},
+		{"NaN output in process", testfmu.Options{FMI: 3, Fault: "nan", After: 5}, Params{"inProcess": true},
+			"the FMU's output throttle is NaN", "FMU fault", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m, p, log := fmuRig(t, tt.o, tt.extra)
+			_, ok := drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() != nil })
+			if !ok {
+				t.Fatalf("no fault\n%s", log)
+			}
+			if !strings.Contains(m.Fault().Error(), tt.fault) {
+				t.Errorf("fault %q, want %q", m.Fault(), tt.fault)
+			}
+			if !strings.Contains(log.String(), tt.log) {
+				t.Errorf("log lacks %q:\n%s", tt.log, log)
+			}
+			if !tt.restarted {
+				return
+			}
+			// Started again after 1 s: it answers, the fault ends (until
+			// the FMU misbehaves again at its 5th step).
+			_, ok = drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Restarts() > 0 && m.Fault() == nil })
+			if !ok {
+				t.Errorf("not started again: restarts %d, fault %v\n%s", m.Restarts(), m.Fault(), log)
+			}
+		})
+	}
+}
+
+// A step that returns late is a fault while it runs (neutral controls
+// from the model timeout on) and ends when its answer comes: the host is
+// not stopped, the FMU keeps its state.
+func TestFMUStall(t *testing.T) {
+	m, p, log := fmuRig(t, testfmu.Options{Fault: "stall", After: 5}, nil)
+	_, ok := drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() != nil })
+	if !ok || !strings.Contains(m.Fault().Error(), "the FMU's step has not returned after") {
+		t.Fatalf("fault %v\n%s", m.Fault(), log)
+	}
+	_, ok = drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() == nil })
+	if !ok || m.Restarts() != 0 || strings.Contains(log.String(), "stopping its host") {
+		t.Errorf("fault %v, restarts %d\n%s", m.Fault(), m.Restarts(), log)
+	}
+}
+
+// A reload may change tunable parameters (setSpeed), live; a fixed one
+// (maxThrottle) and anything else of modelParams are refused by name.
+func TestFMUTune(t *testing.T) {
+	for _, inProcess := range []bool{false, true} {
+		m, p, _ := fmuRig(t, testfmu.Options{FMI: 3}, Params{"inProcess": inProcess})
+		ins, _ := drive(m, p, 15, 30*time.Millisecond, nil)
+		if th, br := pedals(t, p, ins); th != 0 || br == 0 {
+			t.Fatalf("inProcess %v: at 15 m/s for 10: throttle %v brake %v", inProcess, th, br)
+		}
+		tuned := Params{}
+		for k, v := range m.params {
+			tuned[k] = v
+		}
+		tuned["parameters"] = map[string]any{"setSpeed": 30.0, "kp": 0.5}
+		if err := m.CheckTune(tuned); err != nil {
+			t.Fatal(err)
+		}
+		m.Tune(tuned)
+		ins, _ = drive(m, p, 15, 30*time.Millisecond, nil)
+		if th, br := pedals(t, p, ins); th != 1 || br != 0 {
+			t.Errorf("inProcess %v: after setSpeed 30: throttle %v brake %v", inProcess, th, br)
+		}
+
+		bad := Params{"path": "other.fmu", "inProcess": inProcess,
+			"parameters": map[string]any{"setSpeed": 30.0, "kp": 0.5, "maxThrottle": 0.5, "kq": 1.0}}
+		err := m.CheckTune(bad)
+		for _, want := range []string{
+			"modelParams.path (restart-only)",
+			"modelParams.parameters.maxThrottle (the FMU's parameter has variability fixed: restart-only)",
+			`modelParams.parameters.kq: the FMU has no variable "kq" (did you mean "kp"?)`,
+		} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("CheckTune: %v\nwant %q", err, want)
+			}
+		}
+	}
+}
+
+// A reload that drops the brake field leaves the FMU's brake output
+// driving nothing; the throttle keeps working.
+func TestFMURebind(t *testing.T) {
+	m, _, log := fmuRig(t, testfmu.Options{}, nil)
+	rig := strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `{ "propertyName": "brake", "initialValue": 0 }`, `{ "propertyName": "steering", "initialValue": 0 }`, 1)
+	np := planFrom(t, rig)
+	if err := m.Rebind(np); err != nil {
+		t.Fatal(err)
+	}
+	ins, _ := drive(m, np, 5, 30*time.Millisecond, nil)
+	th, thE, _ := np.Find(1, "throttle")
+	if ins[th][thE] != 1 || m.outputs[1].v.Name != "brake" || m.outputs[1].bound {
+		t.Errorf("throttle %v, brake bound %v\n%s", ins[th][thE], m.outputs[1].bound, log)
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func planFrom(t *testing.T, src string) *ports.Plan {
+	t.Helper()
+	f := t.TempDir() + "/rig.json"
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return plan(t, f)
+}
+
+// With several vehicles the maps name each field's vehicle: the FMU reads
+// the lead's speed and drives the ego's pedals, the lead's stay put.
+func TestFMUVehicles(t *testing.T) {
+	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 3})
+	p := plan(t, "../examples/follow.json")
+	m, err := New("fmu", Params{"path": path, "inProcess": true, "parameters": map[string]any{"setSpeed": 10.0},
+		"inputs":  map[string]any{"groundspeed": "lead.groundspeed"},
+		"outputs": map[string]any{"throttle": "ego.throttle", "brake": "ego.brake"}}, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.(*FMU).Close()
+	outs, ins := vectors(p)
+	outs[0][0] = 3
+	ego, lead := 0, 1
+	es, esE, _ := p.FindFor(0, "groundspeed", ego)
+	ls, lsE, _ := p.FindFor(0, "groundspeed", lead)
+	outs[es][esE], outs[ls][lsE] = 30, 5
+	m.Step(1, outs, ins)
+	et, etE, _ := p.FindFor(1, "throttle", ego)
+	lt, ltE, _ := p.FindFor(1, "throttle", lead)
+	if ins[et][etE] != 1 || ins[lt][ltE] != 0 {
+		t.Errorf("ego throttle %v (want 1: the lead's 5 m/s is under 10), lead throttle %v (want 0)", ins[et][etE], ins[lt][ltE])
+	}
+}

@@ -1,0 +1,303 @@
+package models
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"beamconnect/beamng"
+	"beamconnect/fmu"
+	"beamconnect/ports"
+	"beamconnect/suggest"
+)
+
+// The FMU model binds by name. An FMU input takes the value of the
+// outputs field (data from BeamNG) of the same name; an FMU output drives
+// the inputs field (data to BeamNG) of its name. A field answers to the
+// signal's canonical name (groundspeed), its Gen 2 CSV name with or
+// without its group (Driver/throttle), the propertyName the config wrote,
+// and a meta or cross-vehicle field to its label (time, gap:lead). With
+// several vehicles every name also comes prefixed with the field's
+// vehicle (ego.groundspeed); an unprefixed name that several vehicles
+// have is ambiguous.
+
+// fieldRef is a port element a name can bind to.
+type fieldRef struct {
+	r       ref
+	vehicle int
+}
+
+// fieldNames maps every name a model may bind to in one direction to the
+// port elements that answer to it.
+func fieldNames(plan *ports.Plan, dir beamng.Direction) map[string][]fieldRef {
+	names := map[string][]fieldRef{}
+	add := func(name string, fr fieldRef) {
+		if name != "" && !slices.Contains(names[name], fr) {
+			names[name] = append(names[name], fr)
+		}
+	}
+	list := plan.Outputs
+	if dir == beamng.ToBeamNG {
+		list = plan.Inputs
+	}
+	several := len(plan.Vehicles) > 1
+	for _, pt := range list[1:] {
+		for i := range pt.Fields {
+			f := &pt.Fields[i]
+			for k := range f.Width {
+				fr := fieldRef{ref{pt.Number, f.Offset + k}, f.Vehicle}
+				var own []string
+				switch f.Source {
+				case ports.Slot:
+					s := f.Signal(dir, k)
+					own = append(own, s.Name, s.Meaning)
+					if s.Group != "" {
+						own = append(own, s.Group+"/"+s.Name)
+					}
+					if f.Width == 1 {
+						own = append(own, f.Name)
+					}
+				case ports.Meta, ports.Relative:
+					if f.Width == 1 {
+						own = append(own, f.Label(plan))
+					}
+				}
+				for _, n := range own {
+					if n == "" {
+						continue
+					}
+					add(n, fr)
+					if several {
+						add(plan.Vehicles[f.Vehicle].Name+"."+n, fr)
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// resolve finds the one port element name binds to. ok is false when no
+// field answers to it; err says why a name that does cannot be used.
+func resolve(names map[string][]fieldRef, plan *ports.Plan, name string) (ref, bool, error) {
+	frs := names[name]
+	if len(frs) == 0 {
+		return ref{}, false, nil
+	}
+	for _, fr := range frs[1:] {
+		if fr.vehicle != frs[0].vehicle {
+			var qual []string
+			for _, fr := range frs {
+				q := plan.Vehicles[fr.vehicle].Name + "." + name
+				if !slices.Contains(qual, q) {
+					qual = append(qual, q)
+				}
+			}
+			return ref{}, true, fmt.Errorf("%q is a field of several vehicles: expected one of %s", name, strings.Join(qual, ", "))
+		}
+	}
+	return frs[0].r, true, nil
+}
+
+// fmuPort is one FMU input or output and where it is bound.
+type fmuPort struct {
+	v     *fmu.Variable
+	r     ref
+	bound bool
+	// mapped: modelParams.inputs or .outputs names its field (a name that
+	// fails is an error, not a TODO)
+	mapped bool
+	field  string  // the config's name for it, when bound
+	start  float64 // an unbound input's value: its start, or modelParams.parameters'
+}
+
+// fmuBinding is the FMU's inputs and outputs bound to a plan's ports, in
+// the order they are exchanged each step.
+type fmuBinding struct {
+	inputs, outputs []fmuPort
+}
+
+// bindFMU binds every FMU input and output that beamconnect can exchange
+// (scalars of a supported type), by name or by the maps in modelParams.
+// Findings name what is wrong or unbound.
+func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Finding) {
+	b := &fmuBinding{}
+	var out []Finding
+	for _, side := range []struct {
+		causality, key string
+		dir            beamng.Direction
+		list           *[]fmuPort
+	}{
+		{"input", "inputs", beamng.FromBeamNG, &b.inputs},
+		{"output", "outputs", beamng.ToBeamNG, &b.outputs},
+	} {
+		names := fieldNames(plan, side.dir)
+		explicit, _ := p[side.key].(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(explicit)) {
+			out = append(out, checkMapped(d, side.key, side.causality, k, explicit[k])...)
+		}
+		for i := range d.Variables {
+			v := &d.Variables[i]
+			if v.Causality != side.causality {
+				continue
+			}
+			field, mapped := explicit[v.Name].(string)
+			if !mapped {
+				field = v.Name
+			}
+			if v.Kind == fmu.Unsupported || v.Array {
+				if _, ok := names[field]; ok || mapped {
+					out = append(out, Finding{Param: side.key + "/" + escape(v.Name),
+						Msg: fmt.Sprintf("the FMU's %s %q is %s: beamconnect exchanges scalar Real/Float64, Float32, Integer/Int32 and Boolean variables", side.causality, v.Name, describeType(v))})
+				}
+				continue
+			}
+			fp := fmuPort{v: v, start: startValue(v), mapped: mapped}
+			r, found, err := resolve(names, plan, field)
+			switch {
+			case err != nil:
+				out = append(out, Finding{Param: side.key + "/" + escape(v.Name), Msg: err.Error()})
+			case found:
+				fp.r, fp.bound, fp.field = r, true, field
+			case mapped:
+				out = append(out, Finding{Param: side.key + "/" + escape(v.Name), Msg: notAField(names, side.dir, field)})
+			}
+			*side.list = append(*side.list, fp)
+		}
+	}
+	out = append(out, b.checkDrivers()...)
+	return b, out
+}
+
+// checkMapped checks one entry of modelParams.inputs or .outputs: the key
+// must be an FMU variable of the right causality, the value a name.
+func checkMapped(d *fmu.Description, key, causality, name string, field any) []Finding {
+	param := key + "/" + escape(name)
+	if _, ok := field.(string); !ok {
+		return []Finding{{Param: param, Msg: fmt.Sprintf("expected the name of a config field, got %s", describe(field))}}
+	}
+	v, ok := d.Variable(name)
+	if !ok {
+		return []Finding{{Param: param, Msg: unknownVariable(d, name, causality)}}
+	}
+	if v.Causality != causality {
+		hint := ""
+		switch v.Causality {
+		case "input":
+			hint = ": map it under modelParams.inputs"
+		case "output":
+			hint = ": map it under modelParams.outputs"
+		case "parameter":
+			hint = ": set it under modelParams.parameters"
+		}
+		return []Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q is a%s %s, not an %s%s", name, article(v.Causality), v.Causality, causality, hint)}}
+	}
+	return nil
+}
+
+func article(word string) string {
+	if strings.ContainsRune("aeiou", rune(word[0])) {
+		return "n"
+	}
+	return ""
+}
+
+// checkDrivers refuses two FMU outputs driving one field.
+func (b *fmuBinding) checkDrivers() []Finding {
+	var out []Finding
+	seen := map[ref]string{}
+	for _, o := range b.outputs {
+		if !o.bound {
+			continue
+		}
+		if other, ok := seen[o.r]; ok {
+			out = append(out, Finding{Param: "outputs/" + escape(o.v.Name),
+				Msg: fmt.Sprintf("the FMU's outputs %q and %q both drive %s: expected one output per field", other, o.v.Name, o.field)})
+			continue
+		}
+		seen[o.r] = o.v.Name
+	}
+	return out
+}
+
+func unknownVariable(d *fmu.Description, name, causality string) string {
+	if s := suggest.Closest(name, d.Names()); s != "" {
+		return fmt.Sprintf("the FMU has no variable %q (did you mean %q?)", name, s)
+	}
+	var list []string
+	for _, v := range d.Variables {
+		if v.Causality == causality {
+			list = append(list, v.Name)
+		}
+	}
+	if len(list) == 0 {
+		return fmt.Sprintf("the FMU has no variable %q, and no %ss at all", name, causality)
+	}
+	return fmt.Sprintf("the FMU has no variable %q: its %ss are %s", name, causality, strings.Join(list, ", "))
+}
+
+func notAField(names map[string][]fieldRef, dir beamng.Direction, field string) string {
+	side := "outputs (data from BeamNG)"
+	if dir == beamng.ToBeamNG {
+		side = "inputs (data to BeamNG)"
+	}
+	if s := suggest.Closest(field, slices.Collect(maps.Keys(names))); s != "" {
+		return fmt.Sprintf("%q is not a field of the config's %s (did you mean %q?)", field, side, s)
+	}
+	return fmt.Sprintf("%q is not a field of the config's %s: map it there first", field, side)
+}
+
+func describeType(v *fmu.Variable) string {
+	if v.Array {
+		return "an array"
+	}
+	return "of type " + v.Type
+}
+
+// startValue is a variable's start as a number (booleans 0 or 1), 0 when
+// it has none.
+func startValue(v *fmu.Variable) float64 {
+	switch strings.TrimSpace(v.Start) {
+	case "", "false":
+		return 0
+	case "true":
+		return 1
+	}
+	var f float64
+	if _, err := fmt.Sscan(v.Start, &f); err != nil {
+		return 0
+	}
+	return f
+}
+
+// escape makes a name one segment of a JSON Pointer.
+func escape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+
+// unboundFindings are the warnings validate gives for FMU inputs and
+// outputs bound to nothing, so an unmatched name is never dropped in
+// silence (init --from-fmu leaves them as TODOs).
+func (b *fmuBinding) unboundFindings(p Params) []Finding {
+	var out []Finding
+	at := func(key string) string {
+		if _, ok := p[key]; ok {
+			return key
+		}
+		return ""
+	}
+	for _, in := range b.inputs {
+		if !in.bound && !in.mapped {
+			out = append(out, Finding{Param: at("inputs"), Warning: true,
+				Msg: fmt.Sprintf("TODO: the FMU's input %q is bound to no field: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}", in.v.Name, in.start, in.v.Name)})
+		}
+	}
+	for _, o := range b.outputs {
+		if !o.bound && !o.mapped {
+			out = append(out, Finding{Param: at("outputs"), Warning: true,
+				Msg: fmt.Sprintf("TODO: the FMU's output %q drives no field; map it with modelParams.outputs {%q: \"FIELD\"}", o.v.Name, o.v.Name)})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Param < out[j].Param })
+	return out
+}

@@ -1,0 +1,156 @@
+package models
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"beamconnect/fmu/testfmu"
+	"beamconnect/ports"
+)
+
+// fakeFMU writes an FMU whose binary is a placeholder: validation reads
+// only modelDescription.xml and the archive's list of files.
+func fakeFMU(t *testing.T, o testfmu.Options, platforms ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "c.fmu")
+	if err := testfmu.Fake(out, o, platforms...); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestValidateFMU(t *testing.T) {
+	here := testfmu.Platform(2)
+	if here == "" {
+		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+	}
+	good := fakeFMU(t, testfmu.Options{}, here)
+	dir := t.TempDir()
+	notZip := filepath.Join(dir, "text.fmu")
+	os.WriteFile(notZip, []byte("hello"), 0o644)
+	noMD := filepath.Join(dir, "nomd.fmu")
+	testfmu.Zip(noMD, map[string][]byte{"binaries/linux64/cruise.so": nil})
+	fmi1 := filepath.Join(dir, "fmi1.fmu")
+	testfmu.Zip(fmi1, map[string][]byte{"modelDescription.xml": []byte(`<fmiModelDescription fmiVersion="1.0" modelName="m" guid="g"/>`)})
+	me := filepath.Join(dir, "me.fmu")
+	testfmu.Zip(me, map[string][]byte{"modelDescription.xml": []byte(`<fmiModelDescription fmiVersion="2.0" modelName="m" guid="g"><ModelExchange modelIdentifier="m"/><ModelVariables/></fmiModelDescription>`)})
+	str := testfmu.Options{Extra: []string{`<ScalarVariable name="mode" valueReference="9" causality="output"><String/></ScalarVariable>`}}
+
+	for _, tt := range []struct {
+		name   string
+		params Params
+		rig    string
+		param  string // the finding's Param
+		msg    string // in its message
+		warn   bool
+	}{
+		{"no path", Params{}, "", "path", "missing: the fmu model needs the FMU to run", false},
+		{"no such file", Params{"path": filepath.Join(dir, "nope.fmu")}, "", "path", "nope.fmu: no such file", false},
+		{"a directory", Params{"path": dir}, "", "path", "is a directory: expected a .fmu file", false},
+		{"not a zip", Params{"path": notZip}, "", "path", "text.fmu is not an FMU: expected a zip archive", false},
+		{"no description", Params{"path": noMD}, "", "path", "nomd.fmu is not an FMU: the archive has no modelDescription.xml at its top", false},
+		{"FMI 1.0", Params{"path": fmi1}, "", "path", `fmiVersion "1.0" is not supported: expected 2.0 or 3.0`, false},
+		{"model exchange", Params{"path": me}, "", "path", "is not a co-simulation FMU (it has ModelExchange)", false},
+		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, "win64", "darwin64")}, "", "path",
+			"has no binary for this machine (binaries/linux64/cruise.so, FMI 2.0): it has binaries for darwin64, win64 only", false},
+		{"source only", Params{"path": fakeFMU(t, testfmu.Options{FMI: 3})}, "", "path",
+			"no binary for any platform (a source-only FMU: build it for x86_64-linux first)", false},
+		{"unknown variable", Params{"path": good, "inputs": map[string]any{"grondspeed": "groundspeed"}}, "", "inputs/grondspeed",
+			`the FMU has no variable "grondspeed" (did you mean "groundspeed"?)`, false},
+		{"wrong causality", Params{"path": good, "inputs": map[string]any{"throttle": "groundspeed"}}, "", "inputs/throttle",
+			`the FMU's "throttle" is an output, not an input: map it under modelParams.outputs`, false},
+		{"parameter mapped", Params{"path": good, "outputs": map[string]any{"kp": "throttle"}}, "", "outputs/kp",
+			`the FMU's "kp" is a parameter, not an output: set it under modelParams.parameters`, false},
+		{"no such field", Params{"path": good, "outputs": map[string]any{"throttle": "throtle"}}, "", "outputs/throttle",
+			`"throtle" is not a field of the config's inputs (data to BeamNG) (did you mean "throttle"?)`, false},
+		{"not a name", Params{"path": good, "outputs": map[string]any{"throttle": 3.0}}, "", "outputs/throttle",
+			"expected the name of a config field, got 3", false},
+		{"two outputs, one field", Params{"path": good, "outputs": map[string]any{"brake": "throttle"}}, "", "outputs/brake",
+			`the FMU's outputs "throttle" and "brake" both drive throttle: expected one output per field`, false},
+		{"wrong type", Params{"path": fakeFMU(t, str, here), "outputs": map[string]any{"mode": "throttle", "throttle": "brake", "brake": "driveMode"}}, "", "outputs/mode",
+			`the FMU's output "mode" is of type String: beamconnect exchanges scalar Real/Float64`, false},
+		{"unknown parameter", Params{"path": good, "parameters": map[string]any{"kq": 1.0}}, "", "parameters/kq",
+			`the FMU has no variable "kq" (did you mean "kp"?)`, false},
+		{"not settable", Params{"path": good, "parameters": map[string]any{"throttle": 1.0}}, "", "parameters/throttle",
+			`the FMU's "throttle" is an output with variability continuous: it cannot be set`, false},
+		{"parameter's type", Params{"path": good, "parameters": map[string]any{"kp": "high"}}, "", "parameters/kp",
+			`the FMU's "kp" is a Real: expected a number, got the string "high"`, false},
+		{"bound input given a value", Params{"path": good, "parameters": map[string]any{"groundspeed": 3.0}}, "", "parameters/groundspeed",
+			`the FMU's input "groundspeed" is bound to the field groundspeed: the value given here is replaced`, true},
+		{"fixed step, not a multiple", Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.003}, here)}, "", "path",
+			"the FMU's DefaultExperiment stepSize is 3 ms and it cannot handle other step sizes (canHandleVariableCommunicationStepSize is false); the coupling steps it every 5 ms", false},
+		{"variable step, coarser", Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.001, VariableStep: true}, here)}, "", "path",
+			"stepSize is 1 ms; the coupling steps it every 5 ms, coarser than it suggests", true},
+		{"unbound output", Params{"path": fakeFMU(t, testfmu.Options{TimeOutput: true}, here)}, "", "",
+			`TODO: the FMU's output "fmuTime" drives no field; map it with modelParams.outputs {"fmuTime": "FIELD"}`, true},
+		{"unbound input", Params{"path": good}, "no speed", "",
+			`TODO: the FMU's input "groundspeed" is bound to no field`, true},
+		{"ambiguous between vehicles", Params{"path": good}, "../examples/follow.json", "inputs/groundspeed",
+			`"groundspeed" is a field of several vehicles: expected one of ego.groundspeed, lead.groundspeed`, false},
+		{"deadline", Params{"path": good, "deadlineMs": 100.0}, "", "deadlineMs", "100 ms is longer than the model timeout", false},
+		{"inProcess's type", Params{"path": good, "inProcess": "yes"}, "", "inProcess", `expected true or false, got the string "yes"`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var p *ports.Plan
+			switch tt.rig {
+			case "":
+				p = plan(t, "../examples/cruise-pedals.json")
+			case "no speed":
+				p = planFrom(t, strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, 1))
+			default:
+				p = plan(t, tt.rig)
+			}
+			found := ""
+			for _, f := range Validate("fmu", tt.params, p) {
+				if f.Param == tt.param && strings.Contains(f.Msg, tt.msg) && f.Warning == tt.warn {
+					return
+				}
+				found += "\n" + f.Error()
+			}
+			t.Errorf("no finding at %q with %q (warning %v); found:%s", tt.param, tt.msg, tt.warn, found)
+		})
+	}
+}
+
+// With several vehicles, a name prefixed with the vehicle binds: the
+// follow rig's ego and lead both map groundspeed, throttle and brake.
+func TestValidateFMUVehicles(t *testing.T) {
+	here := testfmu.Platform(2)
+	if here == "" {
+		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+	}
+	params := Params{"path": fakeFMU(t, testfmu.Options{}, here),
+		"inputs":  map[string]any{"groundspeed": "ego.groundspeed"},
+		"outputs": map[string]any{"throttle": "ego.throttle", "brake": "lead.brake"}}
+	if fs := Validate("fmu", params, plan(t, "../examples/follow.json")); len(fs) != 0 {
+		t.Errorf("%v", fs)
+	}
+	// The finding says where: a nested key as the config's path says it.
+	f := Finding{Param: "inputs/a~1b", Msg: "m"}
+	if f.Error() != "modelParams.inputs.a/b: m" {
+		t.Errorf("%q", f.Error())
+	}
+}
+
+// On Gen 2 the cruise FMU's names find the CSV's signals: groundspeed is
+// vehicleGroundSpeed's meaning, throttle and brake the Driver rows; the
+// CSV names bind too, with or without their group.
+func TestValidateFMUGen2(t *testing.T) {
+	here := testfmu.Platform(2)
+	if here == "" {
+		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+	}
+	path := fakeFMU(t, testfmu.Options{}, here)
+	p := plan(t, "../examples/gen2-cruise.json")
+	if fs := Validate("fmu", Params{"path": path}, p); len(fs) != 0 {
+		t.Errorf("by name: %v", fs)
+	}
+	mapped := Params{"path": path,
+		"inputs":  map[string]any{"groundspeed": "Kinematics/vehicleGroundSpeed"},
+		"outputs": map[string]any{"throttle": "Driver/throttle", "brake": "brake"}}
+	if fs := Validate("fmu", mapped, p); len(fs) != 0 {
+		t.Errorf("by CSV name: %v", fs)
+	}
+}
