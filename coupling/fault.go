@@ -52,8 +52,8 @@ func (f *faultState) init(m models.Model, timeout float64, stats *Stats, log *sl
 	f.timeout = seconds(timeout)
 	// A model whose step is pure computation cannot hang: no watchdog, and
 	// nothing of it woken while the coupling runs.
-	_, bounded := m.(models.Bounded)
-	f.watched = f.timeout > 0 && !bounded
+	b, ok := m.(models.Bounded)
+	f.watched = f.timeout > 0 && !(ok && b.Bounded())
 }
 
 // begin tells the watchdog that a step for link l's reply replyID starts.

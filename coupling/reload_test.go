@@ -17,6 +17,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
+	"beamconnect/fmu/testfmu"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
@@ -380,4 +381,43 @@ func TestModelParametersReloadLive(t *testing.T) {
 	if _, err := s.ReloadConfig("follow.json", []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1))); err != nil {
 		t.Errorf("a new time gap: %v", err)
 	}
+}
+
+// An FMU's tunable parameters reload live through the session: the cruise
+// FMU's setSpeed goes from 20 to 12 m/s while it runs (in process here; the
+// child process takes the same path), and the car follows.
+func TestFMUParametersReloadLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a C FMU on the real clock, not under -short")
+	}
+	fmuPath := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 2})
+	text := strings.Replace(string(must(os.ReadFile("../examples/fmu-cruise.json"))), `"path": "fmu-cruise.fmu"`,
+		fmt.Sprintf(`"path": %q, "inProcess": true`, fmuPath), 1)
+	path := filepath.Join(filepath.Dir(fmuPath), "fmu-cruise.json")
+	os.WriteFile(path, []byte(text), 0o644)
+	var err error
+	h := rig{cfg: load(t, path), em: emulator.Config{Steps: 100000}}.udp(t)
+	h.run(t, func(ctx context.Context) {
+		for ctx.Err() == nil && h.c.Stats().Get(Messages) < 5000 { // 25 s simulated
+			time.Sleep(time.Millisecond)
+		}
+		_, err = h.s.ReloadConfig(path, []byte(strings.Replace(text, `"setSpeed": 20`, `"setSpeed": 12`, 1)))
+	})
+	if err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	n := len(h.samples)
+	if speed := h.samples[n-1].V; math.Abs(h.samples[20].V-20) > 0.5 || math.Abs(speed-12) > 0.5 {
+		t.Errorf("speed %.2f at 20 s, %.2f at the end: want 20, then 12", h.samples[20].V, speed)
+	}
+	if v := h.s.Values(); v[Reloads] != 1 || v[ModelFaults] != 0 {
+		t.Errorf("reloads %d, model faults %d", v[Reloads], v[ModelFaults])
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -30,8 +30,9 @@ updates the output ports, steps the model and replies with the input ports, at
 whatever rate BeamNG sends. Port 0 carries the connection directive (in) and
 status (out): 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting.
 
-The model is the config's beamng.model (built-ins: ` + modelList() + `),
-unless --model names another; --model hold runs any config as a pure logger.
+The model is the config's beamng.model, unless --model names another:
+` + modelList() + `.
+--model hold runs any config as a pure logger.
 
 With --emulate, BeamNG's side runs in the same process on free loopback ports,
 so every example runs on a machine without BeamNG.
@@ -80,7 +81,9 @@ lockstep, model faults, lost recording rows; the summary lists each.
 
 ` + coupling.PingResultsLayout + `
 
-` + models.ExecProtocol,
+` + models.ExecProtocol + `
+
+` + models.FMUProtocol,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			o := &runOpts{}
 			fs.StringVar(&o.model, "model", "", "the model to run instead of the config's beamng.model")
@@ -322,15 +325,15 @@ type runError struct {
 	Config *fileResult `json:"config,omitempty"`
 }
 
-// modelList names the built-in models for the help.
+// modelList names every model for the help.
 func modelList() string {
-	var names []string
+	var builtin []string
 	for _, n := range models.Names() {
-		if n != "exec" {
-			names = append(names, n)
+		if n != "exec" && n != "fmu" {
+			builtin = append(builtin, n)
 		}
 	}
-	return strings.Join(names, ", ") + "; or exec"
+	return strings.Join(builtin, ", ") + " (built in),\nexec (a program of yours) or fmu (an FMU of yours)"
 }
 
 // runContext ends a run on Ctrl-C or SIGTERM, or after d when d > 0. After

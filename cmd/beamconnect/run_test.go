@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"beamconnect/models"
 )
 
 type runResult struct {
@@ -168,6 +170,36 @@ func TestRunHTTPAddress(t *testing.T) {
 		_, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1s", "--http", tt.addr)
 		if code != exitUsage || !strings.Contains(errOut, tt.want) {
 			t.Errorf("--http %s: exit %d\n%s\nwant %q", tt.addr, code, errOut, tt.want)
+		}
+	}
+}
+
+// run --help names every model there is.
+func TestRunHelpListsEveryModel(t *testing.T) {
+	out, errOut, _ := exec(t, nil, "run", "--help")
+	help := out + errOut
+	for _, name := range models.Names() {
+		if !strings.Contains(help, name) {
+			t.Errorf("run --help does not name model %q", name)
+		}
+	}
+}
+
+// run --json answers in JSON whatever goes wrong: a bad command line, a
+// bad config, a model that cannot start.
+func TestRunJSONErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--json"},
+		{"run", "--json", "../../config/testdata/unknown-signal.bad.json"},
+		{"run", "--json", "../../examples/cruise-pedals.json", "--model", "autopilot"},
+		{"run", "--json", "../../examples/cruise-pedals.json", "--fault", "drop-replies=2"},
+	} {
+		out, _, code := exec(t, nil, args...)
+		var r struct {
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Error == "" || code == exitOK {
+			t.Errorf("%v: exit %d, stdout %q: want a JSON error", args, code, out)
 		}
 	}
 }
