@@ -67,10 +67,11 @@ func refuseStream(w http.ResponseWriter, limit int) {
 // for one to close meanwhile.
 type limitListener struct {
 	net.Listener
-	slots     chan struct{}
+	slots     chan struct{} // a slot is taken before accepting, so one may wait for a connection
 	done      chan struct{}
 	closeOnce sync.Once
-	peak      atomic.Int64 // the most connections open at once
+	conns     atomic.Int64 // connections open
+	peak      atomic.Int64 // the most open at once
 }
 
 func newLimitListener(ln net.Listener, limit int) *limitListener {
@@ -88,7 +89,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		<-l.slots
 		return nil, err
 	}
-	for n := int64(len(l.slots)); ; {
+	for n := l.conns.Add(1); ; {
 		p := l.peak.Load()
 		if n <= p || l.peak.CompareAndSwap(p, n) {
 			break
@@ -103,7 +104,7 @@ func (l *limitListener) Close() error {
 }
 
 // open is how many connections are open now.
-func (l *limitListener) open() int { return len(l.slots) }
+func (l *limitListener) open() int { return int(l.conns.Load()) }
 
 type limitConn struct {
 	net.Conn
@@ -113,6 +114,9 @@ type limitConn struct {
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { <-c.l.slots })
+	c.once.Do(func() {
+		c.l.conns.Add(-1)
+		<-c.l.slots
+	})
 	return err
 }

@@ -25,7 +25,7 @@ import (
 // BeamNG sends, mapped) at a 0.5 ms period after its scope ring has filled:
 // the ring sized as run --http sizes it (500 samples a second for 130 s,
 // at most 4 Mi values), holding samples with realistic digits.
-func loggingServer(t testing.TB, tune func(*limits)) (*Server, string) {
+func loggingServer(t testing.TB, tune func(*Server)) (*Server, string) {
 	t.Helper()
 	src, err := os.ReadFile("../examples/logging.json")
 	if err != nil {
@@ -55,7 +55,7 @@ func loggingServer(t testing.TB, tune func(*limits)) (*Server, string) {
 	}
 	srv := New(Options{Plan: plan, Ring: ring, Config: src})
 	if tune != nil {
-		tune(&srv.limits)
+		tune(srv)
 	}
 	return srv, serve(t, srv)
 }
@@ -114,7 +114,7 @@ func heapInUse() uint64 {
 // back when they leave. Before, each copied the whole ring and encoded its
 // own backlog: 25 clients took 1.9 GB and kept it.
 func TestLateClientsShareTheBacklog(t *testing.T) {
-	srv, url := loggingServer(t, func(l *limits) { l.streams = 25 })
+	srv, url := loggingServer(t, func(s *Server) { s.limits.streams = 25 })
 	before := heapInUse()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -221,8 +221,8 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 // idle after its response, are closed; a stream outlives the request
 // timeouts.
 func TestIdleConnectionsClosed(t *testing.T) {
-	srv, url := loggingServer(t, func(l *limits) {
-		l.header, l.read, l.idle = 200*time.Millisecond, 200*time.Millisecond, 300*time.Millisecond
+	srv, url := loggingServer(t, func(s *Server) {
+		s.limits.header, s.limits.read, s.limits.idle = 200*time.Millisecond, 200*time.Millisecond, 300*time.Millisecond
 	})
 	addr := strings.TrimPrefix(url, "http://")
 	silent, err := net.Dial("tcp", addr)
@@ -272,7 +272,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 // come: a flood of idle connections takes no more file descriptors than
 // that, and a request waiting behind them is served once one closes.
 func TestConnectionLimit(t *testing.T) {
-	srv, url := loggingServer(t, func(l *limits) { l.conns, l.header = 4, time.Minute })
+	srv, url := loggingServer(t, func(s *Server) { s.limits.conns, s.limits.header = 4, time.Minute })
 	addr := strings.TrimPrefix(url, "http://")
 	var flood []net.Conn
 	defer func() {
