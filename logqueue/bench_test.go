@@ -79,7 +79,7 @@ func TestLogCallAllocs(t *testing.T) {
 	defer func() { close(g.open); q.Close(time.Second) }()
 	log := slog.New(q.Handler())
 	if n := testing.AllocsPerRun(100, func() {
-		log.LogAttrs(nil, slog.LevelWarn, "lockstep lost", slog.String("vehicle", "ego"), slog.Int("id", 7), slog.Duration("for", time.Millisecond))
+		log.LogAttrs(context.Background(), slog.LevelWarn, "lockstep lost", slog.String("vehicle", "ego"), slog.Int("id", 7), slog.Duration("for", time.Millisecond))
 	}); n != 0 {
 		t.Errorf("%v allocations per log call, want 0", n)
 	}

@@ -77,8 +77,10 @@ func TestStderrReaderGone(t *testing.T) {
 		bufio.NewReader(r).ReadString('\n')
 		r.Close()
 	}
-	sum, st, _ := runWithStderr(t, w, readOneLineThenExit, 15*time.Second,
+	sum, st, took := runWithStderr(t, w, readOneLineThenExit, 15*time.Second,
 		"run", "--json", pedals, "--emulate", "--duration", "1500ms")
+	t.Logf("--duration 1500ms with stderr's reader gone: exit %d after %v, %v messages, healthy %v",
+		st.ExitCode(), took.Round(time.Millisecond), sum["messages"], sum["healthy"])
 	if sum["messages"].(float64) < 100 || sum["connected"] != true {
 		t.Errorf("the coupling did not run on: %v", sum)
 	}
@@ -98,7 +100,8 @@ func TestStderrReaderStuck(t *testing.T) {
 	fillPipe(t, w)
 	sum, st, took := runWithStderr(t, w, nil, 15*time.Second,
 		"run", "--json", pedals, "--emulate", "--duration", "3s")
-	t.Logf("--duration 3s with a stuck stderr ended after %v", took.Round(time.Millisecond))
+	t.Logf("--duration 3s with a stuck stderr: exit %d after %v, %v messages, healthy %v",
+		st.ExitCode(), took.Round(time.Millisecond), sum["messages"], sum["healthy"])
 	if sum["messages"].(float64) < 100 || sum["connected"] != true {
 		t.Errorf("the coupling did not run: %v", sum)
 	}
