@@ -17,6 +17,7 @@ import (
 
 	"beamconnect/config"
 	"beamconnect/coupling"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/scope"
 )
@@ -53,7 +54,15 @@ func loggingServer(t testing.TB, tune func(*Server)) (*Server, string) {
 		}
 		ring.Push(float64(i)*0.002, [][]float64{row})
 	}
-	srv := New(Options{Plan: plan, Ring: ring, Config: src})
+	m, err := models.New(plan.Model, plan.ModelParams, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := coupling.New(coupling.Options{Plan: plan, Model: m, Local: loopback, Scope: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Options{Plan: plan, Session: sess, Ring: ring, Config: src})
 	if tune != nil {
 		tune(srv)
 	}
