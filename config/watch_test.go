@@ -24,7 +24,8 @@ func watch(t *testing.T) (string, *Watcher, <-chan string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go w.Run(ctx, func(b []byte) { got <- string(b) })
-	time.Sleep(50 * time.Millisecond) // the watch is in place
+	w.Force() // served by the running loop: the watch is in place
+	expect(t, got, "v0")
 	return path, w, got
 }
 
@@ -96,7 +97,8 @@ func watchLogged(t *testing.T) (string, <-chan string, *logtest.Buffer) {
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() { w.Run(ctx, func(b []byte) { got <- string(b) }); close(done) }()
-	time.Sleep(50 * time.Millisecond)
+	w.Force() // served by the running loop: the watch is in place
+	expect(t, got, "v0")
 	return path, got, log
 }
 

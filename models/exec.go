@@ -44,8 +44,9 @@ coupling period) to be used at this step; a later one is used at the next.
 "nan" in an answer sends NaN, which BeamNG reads as "keep the previous
 value". An answer is discarded, counted and logged (at most once a second)
 when it has the wrong count of numbers, something that is not a number,
-±Inf, comes when no request is outstanding, or comes later than the model
-timeout after its request.
+±Inf, is longer than 1 MB (reading goes on with the next line), comes when
+no request is outstanding, or comes later than the model timeout after its
+request.
 
 Faults: when the program exits or crashes, or gives no valid answer for
 longer than beamng.modelTimeoutMs (default 5 periods, at least 25 ms; the
@@ -59,7 +60,9 @@ exited is started again after 1 s, then 2, 4 … up to 30 s between tries
 first, like the first one.
 
 Lines starting with '#' are ignored both ways. What the program writes to
-stderr goes to beamconnect's stderr. After a config reload a new
+stderr goes to beamconnect's stderr. What the program starts ends with it:
+beamconnect kills its process group when it ends and before a restart
+(on Windows, its process tree if it has to be killed). After a config reload a new
 "# columns:" line comes before the next request, and the answers must
 follow the new columns from then on.`
 
@@ -277,6 +280,9 @@ func (m *Exec) supervise(p *process) {
 			return
 		}
 		m.lastExit = p.exit
+		// What it started (a shell's background job) ends with it: a new
+		// run must not find the old one's children still at work.
+		killLeftovers(p.cmd)
 		select {
 		case <-m.closing:
 			return // closing stopped it
@@ -367,12 +373,15 @@ func (m *Exec) write(p *process) {
 // read parses the program's answers, checks each against the outstanding
 // request, and hands valid ones to Step.
 func (m *Exec) read(p *process) {
-	sc := bufio.NewScanner(p.stdout)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	lr := lineReader{r: bufio.NewReaderSize(p.stdout, 64<<10), max: maxAnswerLine}
 	vals := make([]float64, 0, 64)
 	lim := map[string]*limiter{} // by kind of reason: each is reported at once the first time
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
+	for {
+		line, long, err := lr.next()
+		if err != nil {
+			return // the program closed its stdout or ended; supervise reports it
+		}
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
@@ -394,7 +403,13 @@ func (m *Exec) read(p *process) {
 		default:
 		}
 		var kind, reason string
-		vals, kind, reason = m.parse(line, vals[:0])
+		if long > 0 {
+			// An answer it is, only not a usable one: the program gets its
+			// next request.
+			kind, reason = "long", fmt.Sprintf("a line of %d bytes, longer than the %d an answer may have", long, maxAnswerLine)
+		} else {
+			vals, kind, reason = m.parse(line, vals[:0])
+		}
 		limit := m.timeout
 		if first {
 			limit = startGrace // the first answer: an interpreter may still be starting
@@ -614,7 +629,9 @@ func (m *Exec) Restarts() int64             { return m.restarts.Load() }
 func (m *Exec) MaxAnswerAge() time.Duration { return time.Duration(m.maxAge.Load()) }
 
 // Close ends the program: no more restarts, its stdin closes, it gets 2 s
-// to exit, then it is killed with everything it started.
+// to exit, then it is killed with everything it started; what it leaves
+// running when it exits on its own is killed too (on Unix: its process
+// group; on Windows only the first: see killTree).
 func (m *Exec) Close() error {
 	m.closeOnce.Do(func() {
 		close(m.closing)
@@ -625,9 +642,11 @@ func (m *Exec) Close() error {
 		select {
 		case <-p.done:
 		case <-time.After(2 * time.Second):
-			killGroup(p.cmd)
+			killTree(p.cmd)
 			<-p.done
 		}
+		// Nothing it started outlives beamconnect.
+		killLeftovers(p.cmd)
 		<-m.done
 	})
 	if err := m.lastExit; err != nil {

@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package models
 
@@ -6,4 +6,6 @@ import "os/exec"
 
 func ownGroup(*exec.Cmd) {}
 
-func killGroup(cmd *exec.Cmd) error { return cmd.Process.Kill() }
+func killTree(cmd *exec.Cmd) { cmd.Process.Kill() }
+
+func killLeftovers(*exec.Cmd) {}

@@ -186,3 +186,28 @@ func TestExecHung(t *testing.T) {
 		t.Error("no missed answers counted")
 	}
 }
+
+// Issue 20, item 8: an answer line over 1 MB is discarded, logged at once
+// and counted; reading goes on with the next line. Before, the reader
+// stopped silently ("token too long" was never logged), no later answer
+// was read and the model stayed faulted with no restart.
+func TestExecOverlongAnswer(t *testing.T) {
+	t.Parallel()
+	script := `read h
+read a; head -c 1200000 /dev/zero | tr '\0' '1'; echo
+while read a; do echo "1 0.25 0 0"; done`
+	m, p, log := execRig(t, script, 1, nil)
+	th, thE, _ := p.Find(1, "throttle")
+	ins, ok := stepFor(m, p, 5*time.Millisecond, 4*time.Second, func(_, ins [][]float64) bool {
+		return ins[th][thE] == 0.25
+	})
+	if !ok {
+		t.Fatalf("no answer read after the long line: throttle %v, fault %v\n%s", ins[th][thE], m.Fault(), log)
+	}
+	if m.Bad() != 1 || m.Fault() != nil {
+		t.Errorf("discarded %d, want 1; fault %v", m.Bad(), m.Fault())
+	}
+	if want := "a line of 1200001 bytes, longer than the 1048576 an answer may have"; !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, log)
+	}
+}

@@ -8,12 +8,17 @@ import (
 )
 
 // ownGroup starts the program in a process group of its own, so that
-// killing it also ends whatever it started (a shell's children).
+// killing the group also ends whatever it started (a shell's children),
+// also after the program itself has ended.
 func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
 
-func killGroup(cmd *exec.Cmd) error {
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		return cmd.Process.Kill()
+// killTree kills the running program and everything it started.
+func killTree(cmd *exec.Cmd) {
+	if syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) != nil {
+		cmd.Process.Kill()
 	}
-	return nil
 }
+
+// killLeftovers kills what the program started and left running when it
+// ended: its process group outlives it while any member runs.
+func killLeftovers(cmd *exec.Cmd) { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

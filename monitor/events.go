@@ -18,19 +18,76 @@ import (
 //	event: state    the status, counters, history and reloads (4 a second)
 //
 // Samples go out 20 times a second, at most maxRate a second per client
-// (decimated on the way out: the ring may hold more). A client that stops
-// reading holds only its own handler: the ring is copied under its lock,
-// never written to the connection under it, and a write that cannot finish
-// within writeTimeout ends the stream.
+// (thinned out as they are copied from the ring, which may hold more). A
+// client that stops reading holds only its own handler: the ring is copied
+// under its lock, never written to the connection under it, and a write
+// that cannot finish within writeTimeout ends the stream.
+//
+// A client joining gets the window the ring holds first, the backlog. It
+// is encoded once per backlogEvery and shared, read-only, by every client
+// that joins meanwhile, and it is thinned out to limits.backlogBytes: a
+// crowd of viewers opening the page costs one encoding and bounded memory,
+// not a copy of the ring each. After it, a client copies at most what it
+// sends (maxRate a second), so what one holds is bounded too.
 const (
 	streamEvery  = 50 * time.Millisecond
+	backlogEvery = 250 * time.Millisecond
 	maxRate      = 500 // samples a second per client
 	writeTimeout = 10 * time.Second
 	maxBacklog   = 60000 // samples sent on connecting
 )
 
+// backlog is the start of a stream: the layout, then the ring's window.
+type backlog struct {
+	gen    int64
+	cursor uint64 // the ring's count at the newest sample in data
+	at     time.Time
+	data   []byte // read-only once made
+}
+
+// sharedBacklog returns the backlog of the ring's current generation,
+// encoded at most backlogEvery ago; clients asking while it is encoded
+// wait for it rather than encoding their own.
+func (s *Server) sharedBacklog() (*backlog, error) {
+	s.backlogMu.Lock()
+	defer s.backlogMu.Unlock()
+	now := time.Now()
+	ring := s.opt.Ring
+	if b := s.backlog; b != nil && now.Sub(b.at) < backlogEvery && b.gen == ring.Layout().Generation {
+		return b, nil
+	}
+	l := ring.Layout()
+	// What one sample takes as JSON at most: 7 significant digits, sign,
+	// exponent and comma per value, and its time.
+	perSample := 16 * (len(l.Columns) + 1)
+	limit := max(1, min(maxBacklog, s.limits.backlogBytes/perSample))
+	var smp scope.Samples
+	cursor := ring.SinceAtMost(0, l.Generation, &smp, limit)
+	if smp.Generation != l.Generation {
+		l = ring.Layout() // a reload in between: the samples are of the new layout
+	}
+	lj, err := json.Marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	data := appendEvent(nil, "layout", lj)
+	if len(smp.T) > 0 {
+		data = appendSamples(data, &smp, 0)
+	}
+	s.backlog = &backlog{gen: smp.Generation, cursor: cursor, at: now, data: data}
+	return s.backlog, nil
+}
+
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if !s.streams.enter(s.limits.streams) {
+		refuseStream(w, s.limits.streams)
+		return
+	}
+	defer s.streams.leave()
 	rc := http.NewResponseController(w)
+	// The server's read timeout is for requests; a stream is open for as
+	// long as the page is.
+	rc.SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -38,38 +95,51 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 
 	var (
-		cursor  uint64
-		gen     int64 = -1
-		smp     scope.Samples
-		buf     []byte
-		sent    int64 = -1 // the last state sent
-		backlog       = true
+		cursor uint64
+		gen    int64 = -1
+		smp    scope.Samples
+		buf    []byte
+		sent   int64 = -1 // the last state sent
+		last         = time.Now()
 	)
+	write := func(b []byte) bool {
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	start := func() bool {
+		b, err := s.sharedBacklog()
+		if err != nil || !write(b.data) {
+			return false
+		}
+		gen, cursor, last = b.gen, b.cursor, b.at
+		return true
+	}
+	if !start() {
+		return
+	}
 	tick := time.NewTicker(streamEvery)
 	defer tick.Stop()
 	for {
 		buf = buf[:0]
-		cursor = s.opt.Ring.Since(cursor, gen, &smp)
+		// What came since the last samples sent, at maxRate: a client that
+		// was slow to take its last write gets the time since thinned out,
+		// up to a second's worth.
+		now := time.Now()
+		budget := max(1, min(maxRate, int(maxRate*now.Sub(last).Seconds())+1))
+		cursor = s.opt.Ring.SinceAtMost(cursor, gen, &smp, budget)
 		if smp.Generation != gen {
-			gen, backlog = smp.Generation, true
-			l := s.opt.Ring.Layout()
-			if l.Generation == gen {
-				b, err := json.Marshal(l)
-				if err != nil {
-					return
-				}
-				buf = appendEvent(buf, "layout", b)
+			// A reload changed the columns: the new layout and its backlog.
+			if !start() {
+				return
 			}
+			continue
 		}
-		if n := len(smp.T); n > 0 {
-			budget := maxRate * int(streamEvery) / int(time.Second)
-			if backlog {
-				// What the ring holds already: the whole window, at the
-				// rate the live samples will come.
-				budget = min(maxBacklog, int(maxRate*(smp.T[n-1]-smp.T[0]))+1)
-			}
-			buf = appendSamples(buf, &smp, budget)
-			backlog = false
+		if len(smp.T) > 0 {
+			buf = appendSamples(buf, &smp, 0)
+			last = now
 		}
 		s.mu.Lock()
 		st, seq := s.state, s.seq
@@ -78,14 +148,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			buf = appendEvent(buf, "state", st)
 			sent = seq
 		}
-		if len(buf) > 0 {
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			if err := rc.Flush(); err != nil {
-				return
-			}
+		if len(buf) > 0 && !write(buf) {
+			return
 		}
 		select {
 		case <-r.Context().Done():

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"beamconnect/coupling"
@@ -38,6 +39,10 @@ type Options struct {
 	// Config is the config file's text as the run started with it.
 	Config []byte
 	Log    *slog.Logger
+	// LogLoss, if set, says how much log output was lost so far: records
+	// dropped because stderr's reader did not keep up, and writes stderr
+	// refused (its reader gone).
+	LogLoss func() (dropped, failed uint64)
 }
 
 // Server is the monitor of one run.
@@ -55,6 +60,12 @@ type Server struct {
 	state   []byte   // the latest state, as JSON
 	seq     int64    // counts states published
 	rates   []rate
+
+	limits    limits
+	streams   gate                          // /events streams open and refused
+	listener  atomic.Pointer[limitListener] // while serving
+	backlogMu sync.Mutex                    // one backlog encoded at a time
+	backlog   *backlog                      // the latest, shared by joining streams
 }
 
 type change struct {
@@ -88,7 +99,7 @@ func New(o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opt: o, start: time.Now(), log: log, config: o.Config}
+	s := &Server{opt: o, start: time.Now(), log: log, config: o.Config, limits: defaultLimits}
 	s.rates = make([]rate, len(o.Session.Links()))
 	for i, l := range o.Session.Links() {
 		s.StatusChanged(i, l.Status()) // where each starts
@@ -170,12 +181,21 @@ func Listen(addr string) (net.Listener, error) {
 }
 
 // Serve serves on ln until ctx ends, sampling the coupling's counters
-// meanwhile.
+// meanwhile. It holds at most a fixed number of connections open at once
+// and closes idle ones, so visitors cannot take the file descriptors the
+// coupling needs.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ll := newLimitListener(ln, s.limits.conns)
+	s.listener.Store(ll)
 	srv := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: s.limits.header,
+		ReadTimeout:       s.limits.read,
+		WriteTimeout:      s.limits.write,
+		IdleTimeout:       s.limits.idle,
+		MaxHeaderBytes:    64 << 10, // a browser's GET, cookies and all
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn), // not straight to stderr
 	}
 	done := make(chan struct{})
 	go func() {
@@ -194,7 +214,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		}
 	}()
-	err := srv.Serve(ln)
+	err := srv.Serve(ll)
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

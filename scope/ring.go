@@ -144,6 +144,14 @@ type Samples struct {
 // from an older generation, or one the ring has lapped, reads from the
 // oldest sample kept.
 func (r *Ring) Since(cursor uint64, generation int64, s *Samples) uint64 {
+	return r.SinceAtMost(cursor, generation, s, 0)
+}
+
+// SinceAtMost is Since keeping at most limit samples (0: all): every k-th,
+// counted back from the newest, which is always kept. A reader that shows
+// a screen's worth copies only that, however far behind it is: its copy,
+// and the time it holds the ring, stay bounded.
+func (r *Ring) SinceAtMost(cursor uint64, generation int64, s *Samples, limit int) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s.Generation, s.Width, s.Missed = r.layout.Generation, r.width, 0
@@ -161,7 +169,12 @@ func (r *Ring) Since(cursor uint64, generation int64, s *Samples) uint64 {
 		}
 		cursor = oldest
 	}
-	for k := cursor; k < r.n; k++ {
+	step := uint64(1)
+	if n := r.n - cursor; limit > 0 && n > uint64(limit) {
+		step = (n + uint64(limit) - 1) / uint64(limit)
+		cursor += (n - 1) % step // the newest is kept
+	}
+	for k := cursor; k < r.n; k += step {
 		slot := int(k % uint64(len(r.t)))
 		s.T = append(s.T, r.t[slot])
 		s.V = append(s.V, r.v[slot*r.width:(slot+1)*r.width]...)

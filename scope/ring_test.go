@@ -91,3 +91,38 @@ func BenchmarkPush(b *testing.B) {
 		r.Push(float64(i), outs, ins)
 	}
 }
+
+// A reader asking for at most a few samples gets evenly spaced ones
+// ending with the newest, and its cursor moves past all of them.
+func TestSinceAtMost(t *testing.T) {
+	r := New(cols(1), 100, 1)
+	for i := range 10 {
+		r.Push(float64(i), [][]float64{{float64(10 * i)}})
+	}
+	var s Samples
+	for _, tt := range []struct {
+		cursor uint64
+		limit  int
+		want   []float64
+	}{
+		{0, 0, []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{0, 10, []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{0, 5, []float64{1, 3, 5, 7, 9}},
+		{0, 4, []float64{0, 3, 6, 9}},
+		{0, 1, []float64{9}},
+		{6, 2, []float64{7, 9}},
+		{10, 3, nil},
+	} {
+		cur := r.SinceAtMost(tt.cursor, 1, &s, tt.limit)
+		if cur != 10 || len(s.T) != len(tt.want) {
+			t.Errorf("from %d at most %d: times %v, cursor %d; want %v", tt.cursor, tt.limit, s.T, cur, tt.want)
+			continue
+		}
+		for i, w := range tt.want {
+			if s.T[i] != w || s.V[i] != 10*w {
+				t.Errorf("from %d at most %d: %v %v, want times %v", tt.cursor, tt.limit, s.T, s.V, tt.want)
+				break
+			}
+		}
+	}
+}

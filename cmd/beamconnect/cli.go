@@ -8,6 +8,9 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
+
+	"beamconnect/logqueue"
 
 	"github.com/lmittmann/tint"
 	"github.com/spf13/pflag"
@@ -21,6 +24,10 @@ const (
 	envPrefix   = "BEAMCONNECT_"
 	programName = "beamconnect"
 )
+
+// logFlushWait bounds how long a command's exit waits for its log to be
+// written: a stderr whose reader has stopped reading must not hold it.
+const logFlushWait = time.Second
 
 // env is the process environment, injected so tests control it.
 type env struct {
@@ -44,9 +51,12 @@ type command struct {
 
 // call is one invocation of a command: parsed flags, arguments, output.
 type call struct {
-	env
+	env  // stderr here is the log queue's writer: writes never block for long
 	args []string
 	log  *slog.Logger
+	// logs is the queue in front of stderr; its Dropped and Failed count
+	// the log output lost to a reader that did not keep up or was gone.
+	logs *logqueue.Queue
 	json bool
 }
 
@@ -141,11 +151,17 @@ func runCommand(c *command, args []string, e env) int {
 		fmt.Fprintf(e.stderr, "%s %s: %v\nRun '%s %s --help' for usage.\n", programName, c.name, err, programName, c.name)
 		return exitUsage
 	}
-	log := slog.New(tint.NewTextHandler(e.stderr, &tint.Options{
+	// Everything the command writes to stderr from here on, log records
+	// and plain lines alike, goes through one bounded queue written by its
+	// own goroutine: a log call never blocks the coupling on a slow, stuck
+	// or broken stderr (what does not fit is dropped and counted).
+	logs := logqueue.New(tint.NewTextHandler(e.stderr, &tint.Options{
 		Level:   level,
 		NoColor: !colour(*noColor, e),
-	}))
-	cl := &call{env: e, args: fs.Args(), log: log}
+	}), e.stderr, logqueue.Options{})
+	defer logs.Close(logFlushWait)
+	cl := &call{env: e, args: fs.Args(), log: slog.New(logs.Handler()), logs: logs}
+	cl.stderr = logs.Writer()
 	if f := fs.Lookup("json"); f != nil {
 		cl.json = f.Value.String() == "true"
 	}

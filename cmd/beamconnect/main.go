@@ -19,6 +19,15 @@ var hangups = func() chan os.Signal {
 }()
 
 func main() {
+	// A write to a broken pipe on stdout or stderr (the log's reader has
+	// exited) would otherwise kill the process with SIGPIPE, in the middle
+	// of a coupling, with BeamNG's last controls applied. With SIGPIPE
+	// notified, such a write fails with EPIPE instead (os/signal: "If the
+	// program calls Notify to receive SIGPIPE signals, the file descriptor
+	// number does not matter"); the log counts it and the run goes on.
+	// Notify rather than Ignore: an ignored signal would be inherited by
+	// exec models, a handled one is reset for them.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], env{
 		stdout:      os.Stdout,
 		stderr:      os.Stderr,

@@ -1,0 +1,77 @@
+//go:build unix
+
+package models
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// alive reports whether pid runs (a zombie waiting for init to reap it
+// does not run).
+func alive(pid int) bool {
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		return len(f) > 0 && f[0] != "Z"
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// waitGone waits up to 2 s for pid to end.
+func waitGone(pid int) bool {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !alive(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// pids reads the pids a script wrote, one a line, waiting for n of them.
+func pids(t *testing.T, file string, n int) []int {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(file)
+		var ps []int
+		for _, f := range strings.Fields(string(b)) {
+			p, _ := strconv.Atoi(f)
+			ps = append(ps, p)
+		}
+		if len(ps) >= n {
+			return ps
+		}
+	}
+	t.Fatalf("%s: fewer than %d pids", file, n)
+	return nil
+}
+
+// Issue 20, minor: what an exec program starts ends with it. At close the
+// program ends on its own when its stdin closes; a child it left running
+// (a shell's background job) is killed with it. At a restart, the children
+// of the program that ended go too. Before, both outlived beamconnect.
+func TestExecChildrenEndWithTheProgram(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "pids")
+	script := `sleep 300 & echo $! >> '` + file + `'
+read h; read a; echo "1 0 0 0"; read a; exit 3`
+	m, p, log := execRig(t, script, 0.05, nil)
+	first := pids(t, file, 1)[0]
+	stepFor(m, p, 5*time.Millisecond, 3*time.Second, func(_, _ [][]float64) bool { return m.Restarts() == 1 })
+	if m.Restarts() != 1 {
+		t.Fatalf("restarts %d\n%s", m.Restarts(), log)
+	}
+	if !waitGone(first) {
+		t.Errorf("the child of the program that ended (pid %d) still runs after the restart", first)
+	}
+	second := pids(t, file, 2)[1]
+	m.Close()
+	if !waitGone(second) {
+		syscall.Kill(second, syscall.SIGKILL)
+		t.Errorf("the child of the program (pid %d) still runs after Close", second)
+	}
+}
