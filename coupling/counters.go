@@ -50,6 +50,7 @@ const (
 	RecordWritten                  // rows in the recording file
 	RecordLost                     // rows that could not be written
 	LogDropped                     // log records dropped because the log's writer could not keep up
+	LogFailed                      // log writes that failed (stderr's reader gone)
 	NumCounters
 )
 
@@ -124,7 +125,8 @@ var CounterTable = [NumCounters]CounterInfo{
 		Problem: func(v *Values, _ Counter, _ string) string {
 			return fmt.Sprintf("the recording lost %d of %d rows (see the log for why)", v[RecordLost], v[RecordRows])
 		}},
-	LogDropped: {Name: "log_dropped", Help: "Log records dropped because the log's writer could not keep up.", Run: true},
+	LogDropped: {Name: "log_records_dropped", Help: "Log records dropped because stderr's reader did not keep up.", Run: true},
+	LogFailed:  {Name: "log_writes_failed", Help: "Log writes stderr refused (its reader gone).", Run: true},
 }
 
 // count is a problem line that says how many.

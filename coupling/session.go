@@ -79,6 +79,10 @@ type Options struct {
 	// Listen binds a vehicle's local address; nil binds UDP sockets
 	// (ListenUDP). Tests bind in memory (ListenMem).
 	Listen Listen
+	// LogLoss, when set, says how many log records were dropped and how
+	// many log writes failed (a slow or broken stderr): counted with the
+	// run's counters, not a fault of the coupling.
+	LogLoss func() (dropped, failed uint64)
 }
 
 // Session is one run of a config: a Link per vehicle and the model they
@@ -223,6 +227,11 @@ func (s *Session) collect() {
 		s.stats.Set(ModelDiscarded, n.Discarded)
 		s.stats.Set(ModelSkipped, n.Skipped)
 		s.stats.Set(ModelRestarts, n.Restarts)
+	}
+	if l := s.opt.LogLoss; l != nil {
+		dropped, failed := l()
+		s.stats.Set(LogDropped, int64(dropped))
+		s.stats.Set(LogFailed, int64(failed))
 	}
 	if r := s.opt.Record; r != nil {
 		s.stats.Set(RecordRows, r.Rows())

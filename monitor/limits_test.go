@@ -27,6 +27,11 @@ import (
 // the ring sized as run --http sizes it (500 samples a second for 130 s,
 // at most 4 Mi values), holding samples with realistic digits.
 func loggingServer(t testing.TB, tune func(*Server)) (*Server, string) {
+	return loggingServerWith(t, tune, nil)
+}
+
+// loggingServerWith is loggingServer with the session's options adjusted.
+func loggingServerWith(t testing.TB, tune func(*Server), opts func(*coupling.Options)) (*Server, string) {
 	t.Helper()
 	src, err := os.ReadFile("../examples/logging.json")
 	if err != nil {
@@ -58,7 +63,11 @@ func loggingServer(t testing.TB, tune func(*Server)) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := coupling.New(coupling.Options{Plan: plan, Model: m, Local: loopback, Scope: ring})
+	o := coupling.Options{Plan: plan, Model: m, Local: loopback, Scope: ring}
+	if opts != nil {
+		opts(&o)
+	}
+	sess, err := coupling.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,14 @@
 package monitor
 
-import "testing"
+import (
+	"testing"
+
+	"beamconnect/coupling"
+)
 
 // The log output lost to a stuck or vanished stderr shows in /metrics.
 func TestMetricsLogLoss(t *testing.T) {
-	_, url := loggingServer(t, func(s *Server) { s.opt.LogLoss = func() (uint64, uint64) { return 7, 2 } })
+	_, url := loggingServerWith(t, nil, func(o *coupling.Options) { o.LogLoss = func() (uint64, uint64) { return 7, 2 } })
 	fams, err := parseMetrics(get(t, url+"/metrics"))
 	if err != nil {
 		t.Fatal(err)

@@ -124,13 +124,6 @@ func (s *Server) writeMetrics(b *bytes.Buffer) {
 	sample("beamconnect_live_page_streams", "", float64(s.streams.open.Load()))
 	head("beamconnect_live_page_streams_refused_total", "counter", "Live-page event streams refused because the most served at once were open.")
 	sample("beamconnect_live_page_streams_refused_total", "", float64(s.streams.refused.Load()))
-	if s.opt.LogLoss != nil {
-		dropped, failed := s.opt.LogLoss()
-		head("beamconnect_log_records_dropped_total", "counter", "Log records dropped because stderr's reader did not keep up.")
-		sample("beamconnect_log_records_dropped_total", "", float64(dropped))
-		head("beamconnect_log_writes_failed_total", "counter", "Log writes stderr refused (its reader gone).")
-		sample("beamconnect_log_writes_failed_total", "", float64(failed))
-	}
 	if ll := s.listener.Load(); ll != nil {
 		head("beamconnect_live_page_connections", "gauge", "Connections to the live page open; more wait in the kernel's queue.")
 		sample("beamconnect_live_page_connections", "", float64(ll.open()))

@@ -39,10 +39,6 @@ type Options struct {
 	// Config is the config file's text as the run started with it.
 	Config []byte
 	Log    *slog.Logger
-	// LogLoss, if set, says how much log output was lost so far: records
-	// dropped because stderr's reader did not keep up, and writes stderr
-	// refused (its reader gone).
-	LogLoss func() (dropped, failed uint64)
 }
 
 // Server is the monitor of one run.

@@ -57,8 +57,7 @@ func prepareMonitor(addr string, plan *ports.Plan, opts *coupling.Options) (*htt
 // start serves the page until ctx ends.
 func (m *httpMonitor) start(ctx context.Context, c *call, plan *ports.Plan, sess *coupling.Session) {
 	text, _ := os.ReadFile(plan.Source)
-	m.srv = monitor.New(monitor.Options{Plan: plan, Session: sess, Ring: m.ring, Config: text, Log: c.log,
-		LogLoss: func() (uint64, uint64) { return c.logs.Dropped(), c.logs.Failed() }})
+	m.srv = monitor.New(monitor.Options{Plan: plan, Session: sess, Ring: m.ring, Config: text, Log: c.log})
 	c.log.Info("live page", "url", "http://"+m.ln.Addr().String()+"/", "metrics", "http://"+m.ln.Addr().String()+"/metrics")
 	m.wg.Go(func() {
 		if err := m.srv.Serve(ctx, m.ln); err != nil {

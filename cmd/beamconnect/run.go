@@ -203,6 +203,9 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.fail(err)
 	}
 	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Log: c.log, BusyPoll: o.busyPoll}
+	if c.logs != nil {
+		r.opts.LogLoss = func() (uint64, uint64) { return c.logs.Dropped(), c.logs.Failed() }
+	}
 	r.busyPoll()
 	if o.record != "" {
 		f, err := coupling.OpenRecording(o.record, c.args[0], o.force)

@@ -166,7 +166,7 @@ var counterGroups = []struct {
 	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelSkipped, coupling.ModelRestarts}},
 	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}},
 	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}},
-	{"log", []coupling.Counter{coupling.LogDropped}},
+	{"log", []coupling.Counter{coupling.LogDropped, coupling.LogFailed}},
 }
 
 // counterLine is one group's line: "dropped: foreign 0, wrong size 0, …",

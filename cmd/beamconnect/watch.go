@@ -64,7 +64,7 @@ func watchConfig(ctx context.Context, c *call, sess *coupling.Session, path stri
 			}
 			seen[v.CSV.Path] = true
 			csv := v.CSV.Path
-			cw := config.NewWatcher(csv, 0, c.log)
+			cw := config.NewFileWatcher("interface CSV", csv, 0, c.log)
 			wg.Go(func() {
 				cw.Run(ctx, func([]byte) {
 					c.log.Info("an interface CSV changed: re-checking the config", "csv", csv)
