@@ -4,8 +4,12 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
+	"runtime"
 	"time"
 )
+
+// yieldEvery is how often the link's loop yields to the scheduler.
+const yieldEvery = 5 * time.Millisecond
 
 // heldMessage is a message from a new port of BeamNG's host, kept until the
 // latched port has been silent long enough for it to be BeamNG's own (a
@@ -37,7 +41,15 @@ func (l *Link) receive() {
 		now, rxAt = l.clock.Now(), 0
 	}
 	l.handle(l.rx[:n], from, now, rxAt)
-	l.takeHeld(l.clock.Now())
+	l.takeHeld(now)
+	if now.Sub(l.yieldAt) > yieldEvery {
+		// A scheduling point every few milliseconds: a goroutine that only
+		// ever goes in and out of system calls looks to the runtime like
+		// one that never yields, and gets preempted with a signal (an
+		// interrupted receive, a rescheduled loop) tens of times a second.
+		runtime.Gosched()
+		l.yieldAt = now
+	}
 }
 
 // handle answers one datagram if it is BeamNG's message.
