@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -268,10 +269,43 @@ func TestVersion(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(out, "beamconnect ") {
 		t.Errorf("version: %d %q", code, out)
 	}
+	for _, want := range []string{"Gen 1 vehicleSystemsCoupling (fixed: 111 doubles from BeamNG, 64 to it)", "Gen 2 cosimulationCoupling"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version does not name the protocol %q:\n%s", want, out)
+		}
+	}
 	out, _, _ = exec(t, nil, "--version", "--json")
-	var v map[string]string
-	if json.Unmarshal([]byte(out), &v) != nil || v["go"] == "" {
+	var v buildInfo
+	if json.Unmarshal([]byte(out), &v) != nil || v.Go == "" || len(v.Protocols) != 2 {
 		t.Errorf("version --json: %q", out)
+	}
+}
+
+// What a binary built from a clone says: the module's pseudo-version, the
+// commit, its time, and whether the tree had changes.
+func TestVersionFromBuildInfo(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want []string
+	}{
+		{"a clone", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261123141545-d78539622e38"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "d78539622e383b44c241ab0b5260c41e17978d2b"}, {Key: "vcs.time", Value: "2026-11-23T14:15:45Z"}, {Key: "vcs.modified", Value: "true"}}},
+			[]string{"beamconnect v0.0.0-20261123141545-d78539622e38\n", "  revision d78539622e383b44c241ab0b5260c41e17978d2b (2026-11-23T14:15:45Z, modified)\n"}},
+		{"a tagged clean build", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "false"}}},
+			[]string{"beamconnect v1.4.0\n", "  revision abc\n"}},
+		{"no repository", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}},
+			[]string{"beamconnect devel\n", "  revision unknown (not built from a repository)\n"}},
+		{"no build info", nil, []string{"beamconnect devel\n"}},
+	} {
+		var b strings.Builder
+		printVersion(&b, readBuildInfo(tt.bi))
+		for _, w := range tt.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: want %q in\n%s", tt.name, w, b.String())
+			}
+		}
 	}
 }
 
@@ -305,6 +339,34 @@ func TestColour(t *testing.T) {
 		}}
 		if got := colour(tt.flag, e); got != tt.want {
 			t.Errorf("tty %v --no-color %v NO_COLOR %q: colour %v", tt.tty, tt.flag, tt.noColor, got)
+		}
+	}
+}
+
+// A misspelt command, flag or banks name gets the closest real one; a word
+// too far from any gets none.
+func TestSuggestions(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"valdate", "x.json"}, exitUsage, `unknown command "valdate" (did you mean "validate"?)`},
+		{[]string{"help", "plto"}, exitUsage, `no command "plto" (did you mean "plot"?)`},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"` + "\n"},
+		{[]string{"validate", "--jsn", pedals}, exitUsage, "unknown flag: --jsn (did you mean --json?)"},
+		{[]string{"plot", "--fieldz=a", "x.csv"}, exitUsage, "unknown flag: --fieldz (did you mean --fields?)"},
+		{[]string{"run", "--emulat", pedals}, exitUsage, "unknown flag: --emulat (did you mean --emulate?)"},
+		{[]string{"run", "--frobnicate", pedals}, exitUsage, "unknown flag: --frobnicate\n"},
+		{[]string{"banks", "grondspeed"}, exitFailed, `no slot matches "grondspeed" (did you mean "groundspeed"?)`},
+		{[]string{"banks", "--to", "throtle"}, exitFailed, `no slot matches "throtle" (did you mean "throttle"?)`},
+		{[]string{"banks", "rpm", "gaer"}, exitOK, `no slot matches "gaer" (did you mean "gear"?)`},
+		{[]string{"banks", "--protocol", "csv", "vehicleGrundSpeed"}, exitFailed, `no signal matches "vehicleGrundSpeed" (did you mean "vehicleGroundSpeed"?)`},
+		{[]string{"banks", "zzzz"}, exitFailed, `no slot matches "zzzz"` + "\n"},
+	} {
+		_, errOut, code := exec(t, nil, tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tt.args, code, errOut, tt.code, tt.want)
 		}
 	}
 }
