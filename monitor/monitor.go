@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"beamconnect/coupling"
@@ -48,6 +49,7 @@ type Server struct {
 	log   *slog.Logger
 
 	sampleMu sync.Mutex // one sample at a time: rates are its state
+	ended    atomic.Bool
 
 	mu      sync.Mutex
 	config  []byte
@@ -81,6 +83,9 @@ const (
 	maxHistory  = 500
 	maxEvents   = 100
 	sampleEvery = 250 * time.Millisecond
+	// endGrace is how long the streams go on after the run ended, so each
+	// sends its page the last state (they send every 50 ms).
+	endGrace = 300 * time.Millisecond
 )
 
 // New makes the monitor of a run. Call its Serve to serve it.
@@ -171,12 +176,17 @@ func Listen(addr string) (net.Listener, error) {
 }
 
 // Serve serves on ln until ctx ends, sampling the coupling's counters
-// meanwhile.
+// meanwhile. When ctx ends, the run is over: a last state says so, the
+// event streams have endGrace to send it to every page, then the server
+// stops.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// The requests' context: the streams outlive ctx by endGrace.
+	streams, stopStreams := context.WithCancel(context.Background())
+	defer stopStreams()
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return streams },
 	}
 	done := make(chan struct{})
 	go func() {
@@ -186,6 +196,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		for {
 			select {
 			case <-ctx.Done():
+				s.End(time.Now())
+				grace := time.NewTimer(endGrace)
+				<-grace.C
+				stopStreams()
 				shut, cancel := context.WithTimeout(context.Background(), time.Second)
 				srv.Shutdown(shut)
 				cancel()
@@ -201,6 +215,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// End publishes the run's last state, marked ended.
+func (s *Server) End(now time.Time) {
+	s.ended.Store(true)
+	s.sample(now)
 }
 
 func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
