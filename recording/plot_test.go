@@ -472,9 +472,37 @@ func BenchmarkPlotLongRun(b *testing.B) {
 	}
 	rec := s.String()
 	b.SetBytes(int64(len(rec)))
+	var out bytes.Buffer
 	for b.Loop() {
-		if _, err := Plot(io.Discard, "long.csv", open(rec), PlotOptions{}); err != nil {
+		out.Reset()
+		if _, err := Plot(&out, "long.csv", open(rec), PlotOptions{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.ReportMetric(float64(out.Len()), "svg-bytes")
+}
+
+// A real several-vehicle recording (run --record on examples/follow.json,
+// 6 s): --fields takes the parts of its names, the time to collision's
+// spikes are clipped, the speeds of both cars drawn.
+func TestPlotRealFollowRecording(t *testing.T) {
+	var b bytes.Buffer
+	openFile := func() (io.ReadCloser, error) { return os.Open("testdata/follow.csv") }
+	res, err := Plot(&b, "follow.csv", openFile, PlotOptions{Fields: []string{"ego.groundspeed", "lead.groundspeed", "gap", "timeGap", "timeToCollision", "throttle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, b.Bytes())
+	got := d.drawn()
+	slices.Sort(got)
+	want := []string{"in1.ego.throttle", "in2.lead.throttle", "out1.ego.groundspeed", "out2.ego.gap:lead", "out2.ego.timeGap:lead", "out2.ego.timeToCollision:lead", "out3.lead.groundspeed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("drew %v, want %v", got, want)
+	}
+	if ttc := d.panelOf(t, "out2.ego.timeToCollision:lead"); ttc.Hi > 10000 || len(ttc.Clips) == 0 {
+		t.Errorf("time to collision up to %g s, %d clip marks: the spikes were not clipped", ttc.Hi, len(ttc.Clips))
+	}
+	if len(res.Clipped) == 0 {
+		t.Error("nothing said to be clipped")
 	}
 }

@@ -194,7 +194,7 @@ func TestBanks(t *testing.T) {
 		t.Errorf("banks: exit %d, %d lines", code, strings.Count(out, "\n"))
 	}
 	out, _, _ = exec(t, nil, "banks", "--bank", "g", "--from")
-	// Bank G is wheel RR (seed 000 repeats the RL names there) and downForce is a force.
+	// Bank G is wheel RR (BeamNG's own bank tables repeat the RL names there) and downForce is a force.
 	if !hasRow(out, "G6 60 wheelRR_downForce N RR wheel load") ||
 		strings.Contains(out, "wheelRL") || strings.Contains(out, "client → BeamNG") {
 		t.Errorf("bank G:\n%s", out)

@@ -20,9 +20,13 @@ func init() {
 		summary: "show how a config maps onto BeamNG's messages, and the command that starts BeamNG's side",
 		help: `Prints the compiled plan as a table, one row per port element: which slot of
 BeamNG's message (and which bank reference) it reads or writes, its unit and its
-contract. Then prints the line to type into BeamNG's Lua console, with the
-vehicle selected, to start a coupling that matches the config. Warnings go to
-stderr; an invalid config prints its errors and exits 1.`,
+contract. Then how to couple a real BeamNG.tech with the config's values filled
+in, per vehicle: the line to type into BeamNG's Lua console (or, for Gen 2, the
+Co-Simulation Signal Editor's steps), the same line for BeamNGpy's
+vehicle.queue_lua_command, how to stop both sides, where the debug logs go,
+and for two machines the addresses and firewall rules. docs/beamng.md is the
+whole guide. Warnings go to stderr; an invalid config prints its errors and
+exits 1.`,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			fs.Bool("json", false, "print the plan as one JSON object")
 			return compileCmd
@@ -139,21 +143,11 @@ func printPlan(w io.Writer, p *ports.Plan) {
 	if p.CSV != nil {
 		fmt.Fprintln(w, "Reply rows no input maps carry a neutral value (multiply 1; value, add and freeze 0), applied by BeamNG every step.")
 		fmt.Fprintln(w, "BeamNG's Gen 2 has no NaN filter: a NaN or Inf from the model is replaced by the last value sent.")
-		fmt.Fprintf(w, "\nStart BeamNG's side: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, load\n  %s\nselect the vehicle, and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).\n", p.CSV.Path)
-		fmt.Fprintf(w, "BeamNG sends to %v (beamconnect binds it) and listens on %v.\n", p.Vehicles[0].Local, p.Vehicles[0].Remote)
-		fmt.Fprintln(w, "Or, without the editor (no sensors), in BeamNG's Lua console with the vehicle's Lua selected, what the editor runs:")
-		fmt.Fprintf(w, "  %s\n", p.StartCommand(0))
-		return
+		fmt.Fprintf(w, "BeamNG sends to %v (beamconnect binds it) and listens on %v, as the CSV says.\n", p.Vehicles[0].Local, p.Vehicles[0].Remote)
+	} else {
+		fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")
 	}
-	fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")
-
-	fmt.Fprintln(w, "\nStart BeamNG's side: in BeamNG's Lua console (~), select the vehicle, then run:")
-	for i, v := range p.Vehicles {
-		if v.Name != "" {
-			fmt.Fprintf(w, "  -- vehicle %q (beamconnect binds %v, BeamNG binds %v)\n", v.Name, v.Local, v.Remote)
-		}
-		fmt.Fprintf(w, "  %s\n", p.StartCommand(i))
-	}
+	printStartGuide(w, p, p.Source)
 }
 
 func metaUnit(f *ports.Field) string {
@@ -197,6 +191,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		Local        string `json:"local"`
 		Remote       string `json:"remote"`
 		StartCommand string `json:"start_command"`
+		StopCommand  string `json:"stop_command"`
 		MappedSlots  []int  `json:"mapped_reply_slots"`
 	}
 	type contract struct {
@@ -217,7 +212,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 				mapped = append(mapped, s+1)
 			}
 		}
-		vs = append(vs, vehicle{v.Name, v.Local.String(), v.Remote.String(), p.StartCommand(i), mapped})
+		vs = append(vs, vehicle{v.Name, v.Local.String(), v.Remote.String(), p.StartCommand(i), stopCommand(p), mapped})
 	}
 	var cs []contract
 	for _, c := range p.Contracts {

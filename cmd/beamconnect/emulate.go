@@ -36,9 +36,10 @@ Gen 2 (cosimulationCoupling): --config with a "csv" config, or --csv FILE,
 lays the messages out as that CSV says (1 + signalTo rows out, 1 + signalFrom
 rows in), takes its period and ping time as BeamNG's controller decodes them
 (0.0005 gives a send every 1 ms), and its connection rows as the addresses.
-Replies get §3.4's semantics: value × multiply + add through freeze, the
-shared freeze slot that lets one NaN poison every control, and the Lua error
-a short reply raises; the summary counts both.
+Replies get BeamNG's Gen 2 semantics (docs/protocol.md, "Gen 2's traps"):
+value × multiply + add through freeze, the shared freeze slot that lets one
+NaN poison every control, and the Lua error a short reply raises; the summary
+counts both.
 
 It prints a summary when the run ends, on Ctrl-C or SIGTERM too.
 
@@ -200,7 +201,8 @@ func emulateCmd(c *call, o *emulateOpts) int {
 		return usage("%v", err)
 	}
 	// Several vehicles: one controller, socket pair and car each, all in
-	// one physics loop (a blocking receive in one holds all, spec §4a),
+	// one physics loop (a blocking receive in one holds all, as in BeamNG:
+	// docs/protocol.md, several vehicles),
 	// each loaded a few steps after the one before, as vehicles loaded in
 	// different frames are.
 	var others []*emulator.Emulator
