@@ -188,7 +188,7 @@ func TestCompileGuide(t *testing.T) {
 			"udpSendPort=64892, udpReceivePort=64893",
 		}, nil},
 		{"../../examples/gen2-cruise.json", []string{
-			"Co-Simulation Signal Editor; select\n     the vehicle, load ../../examples/gen2-cruise.csv",
+			"Co-Simulation Signal Editor;\n     select the vehicle, load ../../examples/gen2-cruise.csv",
 			"controller.loadControllerExternal('tech/cosimulationCoupling', 'cosimulationCoupling', lpack.encode(",
 			"controller.getController('cosimulationCoupling').stop(); controller.unloadControllerExternal('cosimulationCoupling')",
 			"set the CSV's otherUDP IP to this machine's address",

@@ -87,8 +87,8 @@ func printGen1Guide(w io.Writer, p *ports.Plan) {
 }
 
 func printGen2Guide(w io.Writer, p *ports.Plan) {
-	fmt.Fprintf(w, "  2. In BeamNG.tech, open the World Editor (F11), then Window > Co-Simulation Signal Editor; select\n"+
-		"     the vehicle, load %s, and press \"Start coupling with 3rd party\".\n", p.CSV.Path)
+	fmt.Fprintf(w, "  2. In BeamNG.tech, open the World Editor (F11) and from its menus the Co-Simulation Signal Editor;\n"+
+		"     select the vehicle, load %s, and press \"Start coupling with 3rd party\".\n", p.CSV.Path)
 	fmt.Fprintln(w, "     Or, for a CSV without sensors, in the console (~) with its context set to the vehicle (bottom left),")
 	fmt.Fprintln(w, "     the line the editor runs:")
 	fmt.Fprintf(w, "       %s\n", p.StartCommand(0))
