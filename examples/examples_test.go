@@ -36,7 +36,11 @@ func load(t *testing.T, name string) *ports.Plan {
 	if err != nil {
 		t.Fatalf("%s:\n%v", name, err)
 	}
-	if len(cfg.Warnings) > 0 {
+	if want := expectedWarning[name]; want != "" {
+		if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings.Error(), want) {
+			t.Errorf("%s: want the one warning %q, got:\n%v", name, want, cfg.Warnings)
+		}
+	} else if len(cfg.Warnings) > 0 {
 		t.Errorf("%s has warnings:\n%v", name, cfg.Warnings.Error())
 	}
 	p, err := ports.Compile(cfg)
@@ -44,6 +48,12 @@ func load(t *testing.T, name string) *ports.Plan {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// expectedWarning is the warning an example is meant to give.
+var expectedWarning = map[string]string{
+	// BeamNG on another machine: beamconnect binds an address of its LAN.
+	"two-machines.json": "192.168.10.30 is not a loopback address",
 }
 
 // slots lists the message slots the plan maps in a direction.
@@ -198,5 +208,22 @@ func TestGen2CruiseTorque(t *testing.T) {
 	}
 	if len(in) != 8 {
 		t.Errorf("inputs %v", in)
+	}
+}
+
+// BeamNG on another machine: beamconnect binds its own LAN address, which
+// BeamNG sends to, and sends to BeamNG's, which BeamNG binds; both go into
+// the line that starts BeamNG's side.
+func TestTwoMachines(t *testing.T) {
+	p := load(t, "two-machines.json")
+	v := p.Vehicles[0]
+	if v.Local.String() != "192.168.10.30:64890" || v.Remote.String() != "192.168.10.20:64891" || !p.DebugFile {
+		t.Errorf("local %v, remote %v, debug logs %v", v.Local, v.Remote, p.DebugFile)
+	}
+	cmd := p.StartCommand(0)
+	for _, want := range []string{"udpSendIP='192.168.10.30'", "udpSendPort=64890", "udpReceiveIP='192.168.10.20'", "udpReceivePort=64891", "debugFile=true"} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("the start command lacks %s: %s", want, cmd)
+		}
 	}
 }

@@ -48,6 +48,7 @@ type Server struct {
 	log   *slog.Logger
 
 	sampleMu sync.Mutex // one sample at a time: rates are its state
+	ended    atomic.Bool
 
 	mu      sync.Mutex
 	config  []byte
@@ -87,6 +88,9 @@ const (
 	maxHistory  = 500
 	maxEvents   = 100
 	sampleEvery = 250 * time.Millisecond
+	// endGrace is how long the streams go on after the run ended, so each
+	// sends its page the last state (they send every 50 ms).
+	endGrace = 300 * time.Millisecond
 )
 
 // New makes the monitor of a run. Call its Serve to serve it.
@@ -179,10 +183,15 @@ func Listen(addr string) (net.Listener, error) {
 // Serve serves on ln until ctx ends, sampling the coupling's counters
 // meanwhile. It holds at most a fixed number of connections open at once
 // and closes idle ones, so visitors cannot take the file descriptors the
-// coupling needs.
+// coupling needs. When ctx ends, the run is over: a last state says so, the
+// event streams have endGrace to send it to every page, then the server
+// stops.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ll := newLimitListener(ln, s.limits.conns)
 	s.listener.Store(ll)
+	// The requests' context: the streams outlive ctx by endGrace.
+	streams, stopStreams := context.WithCancel(context.Background())
+	defer stopStreams()
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.limits.header,
@@ -190,7 +199,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      s.limits.write,
 		IdleTimeout:       s.limits.idle,
 		MaxHeaderBytes:    64 << 10, // a browser's GET, cookies and all
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return streams },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn), // not straight to stderr
 	}
 	done := make(chan struct{})
@@ -201,6 +210,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		for {
 			select {
 			case <-ctx.Done():
+				s.End(time.Now())
+				grace := time.NewTimer(endGrace)
+				<-grace.C
+				stopStreams()
 				shut, cancel := context.WithTimeout(context.Background(), time.Second)
 				srv.Shutdown(shut)
 				cancel()
@@ -216,6 +229,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// End publishes the run's last state, marked ended.
+func (s *Server) End(now time.Time) {
+	s.ended.Store(true)
+	s.sample(now)
 }
 
 func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {

@@ -36,6 +36,8 @@ type rig struct {
 	srv  *Server
 	url  string
 	ctx  context.Context
+	stop context.CancelFunc // ends the run: the server says so and stops
+	done chan struct{}      // closed when the server has stopped
 }
 
 func newRig(t testing.TB, steps int64) *rig {
@@ -82,8 +84,9 @@ func newRig(t testing.TB, steps int64) *rig {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r.ctx = ctx
+	r.ctx, r.stop = ctx, cancel
 	done := make(chan struct{})
+	r.done = done
 	go func() { r.srv.Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	r.url = "http://" + ln.Addr().String()
@@ -513,4 +516,66 @@ func TestEventsFollowALayoutChange(t *testing.T) {
 		}
 	}
 	t.Fatal("no samples after the layout change")
+}
+
+// When the run ends, every page hears so in a last state (ended, its
+// problems the run's, not the disconnection that ends every run) before
+// the stream closes, so no page goes on showing a run that is over as if
+// it were live.
+func TestRunEndReachesThePage(t *testing.T) {
+	r := newRig(t, 4000)
+	resp, err := http.Get(r.url + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ev := bufio.NewReader(resp.Body)
+	r.run(t) // the coupling is over and disconnected; the server still serves
+	r.stop()
+	type st struct {
+		Ended    bool
+		Healthy  bool
+		Status   int
+		Problems []string
+	}
+	var last st
+	for {
+		name, data, ok := tryEvent(ev)
+		if !ok {
+			break // the server closed the stream
+		}
+		if name == "state" {
+			last = st{}
+			if err := json.Unmarshal(data, &last); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	<-r.done
+	if !last.Ended || !last.Healthy || len(last.Problems) != 0 || last.Status == int(coupling.Connected) {
+		t.Errorf("the last state the page got: %+v; want ended, healthy, no problems, not connected", last)
+	}
+	if resp, err := http.Get(r.url + "/api/state"); err == nil {
+		resp.Body.Close()
+		t.Errorf("the server still answers after the run: %s", resp.Status)
+	}
+}
+
+// tryEvent reads the next event; false when the stream ended.
+func tryEvent(r *bufio.Reader) (name string, data []byte, ok bool) {
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return "", nil, false
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "" && name != "":
+			return name, data, true
+		case strings.HasPrefix(line, "event: "):
+			name = line[len("event: "):]
+		case strings.HasPrefix(line, "data: "):
+			data = []byte(line[len("data: "):])
+		}
+	}
 }

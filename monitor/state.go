@@ -10,15 +10,18 @@ import (
 
 // state is what the page shows besides the scope, refreshed by sample.
 type state struct {
-	Uptime       float64        `json:"uptime_s"`
-	Config       string         `json:"config"`
-	Protocol     string         `json:"protocol"`
-	Model        string         `json:"model"`
-	PeriodMs     float64        `json:"period_ms"`
-	TimeSync     string         `json:"time_sync"`
-	Status       int            `json:"status"`
-	StatusText   string         `json:"status_text"`
-	Healthy      bool           `json:"healthy"`
+	Uptime     float64 `json:"uptime_s"`
+	Config     string  `json:"config"`
+	Protocol   string  `json:"protocol"`
+	Model      string  `json:"model"`
+	PeriodMs   float64 `json:"period_ms"`
+	TimeSync   string  `json:"time_sync"`
+	Status     int     `json:"status"`
+	StatusText string  `json:"status_text"`
+	Healthy    bool    `json:"healthy"`
+	// Ended is set in the last state of a run that is over: the page then
+	// says so, and that its figures are the run's last.
+	Ended        bool           `json:"ended"`
 	Problems     []string       `json:"problems"`
 	Vehicles     []vehicleState `json:"vehicles"`
 	Reloads      int64          `json:"reloads"`
@@ -62,7 +65,9 @@ func (s *Server) sample(now time.Time) {
 	sess := s.opt.Session
 	overall := sess.Status()
 	st.Status, st.StatusText = int(overall), overall.String()
-	if overall != coupling.Connected {
+	st.Ended = s.ended.Load()
+	if overall != coupling.Connected && !st.Ended {
+		// Not connected at the end is how a run ends, not a problem.
 		st.Problems = append(st.Problems, "not connected: "+overall.String())
 	}
 	run := sess.Values()

@@ -7,6 +7,7 @@ package recording
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -48,28 +49,32 @@ func (e *Error) Error() string {
 
 // Scan reads a recording, calling onHeader for each header row and onRow
 // for each row, in file order. The row's Values are reused between calls.
-// Errors name the file, line and column and say what was expected.
+// Errors name the file, line and column and say what was expected. Lines
+// may be of any length (a recording of 200 000 ports has lines of
+// megabytes).
 func Scan(r io.Reader, file string, onHeader func(*Header) error, onRow func(*Header, *Row) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	br := bufio.NewReaderSize(r, 256<<10)
 	var h *Header
 	var row Row
+	var long []byte
 	line := 0
-	for sc.Scan() {
+	for {
+		text, err := readLine(br, &long)
+		if len(text) == 0 && err != nil {
+			if err != io.EOF {
+				return fmt.Errorf("%s:%d: %w", file, line+1, err)
+			}
+			break
+		}
 		line++
-		text := strings.TrimSuffix(sc.Text(), "\r")
-		if text == "" {
+		text = bytes.TrimSuffix(text, []byte("\r"))
+		if len(text) == 0 {
 			continue
 		}
-		if strings.HasPrefix(text, "time,") || text == "time" {
-			h = &Header{Line: line, Columns: strings.Split(text, ","), Vehicle: -1}
-			for i, c := range h.Columns {
-				if c == "" {
-					return &Error{file, line, column(text, i), "expected a column name, got an empty one"}
-				}
-				if c == "vehicle" && i == 1 {
-					h.Vehicle = 1
-				}
+		if bytes.HasPrefix(text, []byte("time,")) || string(text) == "time" {
+			var err error
+			if h, err = parseHeader(file, line, string(text)); err != nil {
+				return err
 			}
 			if err := onHeader(h); err != nil {
 				return err
@@ -79,46 +84,88 @@ func Scan(r io.Reader, file string, onHeader func(*Header) error, onRow func(*He
 		if h == nil {
 			return &Error{file, line, 1, `expected a recording's header row starting "time," (is this a file from run --record?)`}
 		}
-		row.Line, row.Vehicle = line, ""
-		row.Values = row.Values[:0]
-		i, start := 0, 0
-		for {
-			end := strings.IndexByte(text[start:], ',')
-			field := text[start:]
-			if end >= 0 {
-				field = text[start : start+end]
-			}
-			if i >= len(h.Columns) {
-				return &Error{file, line, start + 1, fmt.Sprintf("more values than the %d columns of the header at line %d", len(h.Columns), h.Line)}
-			}
-			if i == h.Vehicle {
-				row.Vehicle = field
-				row.Values = append(row.Values, math.NaN())
-			} else {
-				v, err := strconv.ParseFloat(field, 64)
-				if err != nil {
-					return &Error{file, line, start + 1, fmt.Sprintf("expected a number for column %q, got %q", h.Columns[i], field)}
-				}
-				row.Values = append(row.Values, v)
-			}
-			i++
-			if end < 0 {
-				break
-			}
-			start += end + 1
-		}
-		if i < len(h.Columns) {
-			return &Error{file, line, len(text) + 1, fmt.Sprintf("%d values, the header at line %d has %d columns", i, h.Line, len(h.Columns))}
+		if err := parseRow(file, line, text, h, &row); err != nil {
+			return err
 		}
 		if err := onRow(h, &row); err != nil {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", file, line+1, err)
-	}
 	if h == nil {
 		return &Error{file, 1, 0, "empty: expected a recording's header row"}
+	}
+	return nil
+}
+
+// readLine returns the next line without its newline: a slice of br's
+// buffer when the line fits (valid until the next read), else gathered in
+// *long.
+func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
+	chunk, err := br.ReadSlice('\n')
+	if err == nil {
+		return chunk[:len(chunk)-1], nil
+	}
+	if err != bufio.ErrBufferFull {
+		return chunk, err // the last line, without a newline, and io.EOF
+	}
+	*long = append((*long)[:0], chunk...)
+	for {
+		chunk, err = br.ReadSlice('\n')
+		*long = append(*long, chunk...)
+		switch {
+		case err == nil:
+			return (*long)[:len(*long)-1], nil
+		case err != bufio.ErrBufferFull:
+			return *long, err
+		}
+	}
+}
+
+func parseHeader(file string, line int, text string) (*Header, error) {
+	h := &Header{Line: line, Columns: strings.Split(text, ","), Vehicle: -1}
+	for i, c := range h.Columns {
+		if c == "" {
+			return nil, &Error{file, line, column(text, i), "expected a column name, got an empty one"}
+		}
+		if c == "vehicle" && i == 1 {
+			h.Vehicle = 1
+		}
+	}
+	return h, nil
+}
+
+// parseRow reads a row's values into row, one per column of h.
+func parseRow(file string, line int, text []byte, h *Header, row *Row) error {
+	row.Line, row.Vehicle = line, ""
+	row.Values = row.Values[:0]
+	i, start := 0, 0
+	for {
+		end := bytes.IndexByte(text[start:], ',')
+		field := text[start:]
+		if end >= 0 {
+			field = text[start : start+end]
+		}
+		if i >= len(h.Columns) {
+			return &Error{file, line, start + 1, fmt.Sprintf("more values than the %d columns of the header at line %d", len(h.Columns), h.Line)}
+		}
+		if i == h.Vehicle {
+			row.Vehicle = string(field)
+			row.Values = append(row.Values, math.NaN())
+		} else {
+			v, err := strconv.ParseFloat(string(field), 64)
+			if err != nil {
+				return &Error{file, line, start + 1, fmt.Sprintf("expected a number for column %q, got %q", h.Columns[i], field)}
+			}
+			row.Values = append(row.Values, v)
+		}
+		i++
+		if end < 0 {
+			break
+		}
+		start += end + 1
+	}
+	if i < len(h.Columns) {
+		return &Error{file, line, len(text) + 1, fmt.Sprintf("%d values, the header at line %d has %d columns", i, h.Line, len(h.Columns))}
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func TestDocumentIsValidXML(t *testing.T) {
 	p.Frame(&b, `a<b & "c"`)
 	p.ValueAxis(&b)
 	p.TimeAxis(&b, "time [s]")
-	Polyline(&b, []float64{p.PX(0), p.PX(1)}, []float64{p.PY(-1), p.PY(1)}, "#000")
+	Polyline(&b, []float64{p.PX(0), p.PX(1)}, []float64{p.PY(-1), p.PY(1)}, "#000", "")
 	Text(&b, 10, 10, "start", "", "bad \xff utf-8 \x01")
 	End(&b)
 	var doc struct {
@@ -35,12 +35,51 @@ func TestDocumentIsValidXML(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	all := strings.Join(doc.Texts, "|")
-	for _, want := range []string{`a<b & "c"`, "0.0", "0.5", "2.0", "-1", "1", "time [s]", "bad \uFFFD utf-8 \uFFFD"} {
+	for _, want := range []string{`a<b & "c"`, "0.0", "0.5", "-1.0", "|0|", "|2|", "time [s]", "bad \uFFFD utf-8 \uFFFD"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no %q in %q", want, all)
 		}
 	}
 	if p.PX(-0.5) != 40 || p.PX(2) != 340 || p.PY(-1) != 220 || p.PY(1) != 20 {
 		t.Errorf("pixels: %v %v %v %v", p.PX(-0.5), p.PX(2), p.PY(-1), p.PY(1))
+	}
+}
+
+// Neighbouring ticks never read the same, whatever the span and offset:
+// a nearly constant signal (20.1052 ± 1e-5), a huge one, a tiny one.
+func TestTickLabelsDistinct(t *testing.T) {
+	for _, tt := range []struct{ lo, hi float64 }{
+		{0, 1}, {20.10519, 20.10522}, {-1, 1e5}, {0, 3e9}, {1e9, 1e9 + 40}, {0, 2e-7}, {-3e-5, 5e-5},
+		{4999.9, 5000.1}, {0.1, 0.10000001}, {-1e12, 1e12}, {1791, 1809},
+	} {
+		ticks, step := Ticks(tt.lo, tt.hi, 5)
+		if len(ticks) < 2 {
+			t.Errorf("[%g, %g]: %d ticks", tt.lo, tt.hi, len(ticks))
+			continue
+		}
+		seen := map[string]bool{}
+		var labels []string
+		for _, v := range ticks {
+			l := FormatTick(v, step)
+			labels = append(labels, l)
+			if seen[l] {
+				t.Errorf("[%g, %g]: label %q repeats in %q", tt.lo, tt.hi, l, labels)
+			}
+			seen[l] = true
+			if len(l) > 11 {
+				t.Errorf("[%g, %g]: label %q is too long for the axis", tt.lo, tt.hi, l)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		v, step float64
+		want    string
+	}{
+		{0.5, 0.5, "0.5"}, {20.10521, 0.00001, "20.10521"}, {12000, 2000, "12000"}, {1.5e12, 5e11, "1.5e+12"}, {1.5e6, 5e5, "1500000"},
+		{2.5e-7, 5e-8, "2.5e-07"}, {-0.0, 1, "0"}, {1e5, 2e4, "100000"},
+	} {
+		if got := FormatTick(tt.v, tt.step); got != tt.want {
+			t.Errorf("FormatTick(%g, %g) = %q, want %q", tt.v, tt.step, got, tt.want)
+		}
 	}
 }

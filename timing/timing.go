@@ -1,7 +1,8 @@
 // Package timing analyses a coupling's timing from BeamNG's debug logs
 // (simulinkSendLog.csv, simulinkReceiveLog.csv, simulinkPhysicsStepsLog.csv,
 // from BeamNG or the emulator): where each reply lands, skips between
-// sends, stalls, the real-time factor. It redoes seed 001's MATLAB analysis
+// sends, stalls, lockstep, the real-time factor, and a verdict. It redoes
+// the analysis BeamNG's own timing study makes with MATLAB (docs/timing.md)
 // and draws its figures as SVG.
 package timing
 
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,7 +68,7 @@ func ReadFiles(steps, sends, receives string) (*Logs, error) {
 }
 
 // readCSV reads the first cols columns (time, then id) of every row; a
-// header row, which BeamNG writes and seed 001's script skips, is skipped.
+// header row, which BeamNG writes, is skipped.
 func readCSV(path string, cols int) ([]Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -126,6 +128,15 @@ type Report struct {
 	// receive began (or the first reply's time when there was no stall),
 	// where the start-up zoom looks; -1 when neither exists.
 	FirstStall float64 `json:"first_stall_s"`
+	// SendsAhead counts sends BeamNG made while the replies' ids were ahead
+	// of its own count of sends: out of lockstep, a standing backlog.
+	SendsAhead int `json:"sends_ahead"`
+
+	stallWall float64 // wall time spent in stalls
+
+	Healthy  bool     `json:"healthy"`
+	Problems []string `json:"problems"` // why not healthy
+	Notes    []string `json:"notes"`    // healthy, but worth knowing
 }
 
 // Analyze computes the report. dt is the physics step (0.0005 s).
@@ -179,7 +190,8 @@ func Analyze(l *Logs, dt float64) Report {
 	}
 	r.FirstStall = -1
 	for i := 1; i < len(l.Steps); i++ {
-		if l.Steps[i]-l.Steps[i-1] >= StallGap {
+		if gap := l.Steps[i] - l.Steps[i-1]; gap >= StallGap {
+			r.stallWall += gap - dt
 			r.Stalls++
 			if r.FirstStall < 0 {
 				r.FirstStall = l.Steps[i]
@@ -194,14 +206,94 @@ func Analyze(l *Logs, dt float64) Report {
 		r.WallS = l.Steps[n-1] - l.Steps[0] + dt
 		r.RealtimeFactor = r.SimS / r.WallS
 	}
+	r.SendsAhead = sendsAhead(l)
+	r.judge()
 	return r
 }
 
+// sendsAhead replays BeamNG's window from the logs (its count of sends
+// and the highest reply id it has taken, both reset by a 2 s stall) and
+// counts the sends it made with the window past empty: the replies' ids
+// ahead of its count, so that it sent without waiting for the reply to its
+// last message. That is what a reset leaves behind when the client does
+// not re-base its reply ids: BeamNG out of lockstep, a standing backlog.
+func sendsAhead(l *Logs) int {
+	n, sent, maxReply := 0, 0.0, 0.0
+	si, ri := 0, 0
+	for i, st := range l.Steps {
+		if i > 0 && st-l.Steps[i-1] >= StallGap {
+			sent, maxReply = 0, 0 // the blocking receive timed out: BeamNG's reset
+		}
+		end := math.Inf(1)
+		if i+1 < len(l.Steps) {
+			end = l.Steps[i+1]
+		}
+		// This step's receives and sends, in the order they happened.
+		for si < len(l.Sends) && l.Sends[si].T < end || ri < len(l.Receives) && l.Receives[ri].T < end {
+			if ri < len(l.Receives) && l.Receives[ri].T < end && (si >= len(l.Sends) || l.Receives[ri].T <= l.Sends[si].T) {
+				maxReply = max(maxReply, l.Receives[ri].ID)
+				ri++
+				continue
+			}
+			if sent < maxReply {
+				n++
+			}
+			sent++
+			si++
+		}
+	}
+	return n
+}
+
+// judge sets the verdict: not healthy when BeamNG stalled or ran out of
+// lockstep; healthy but noted when it ran slower than real time or the
+// replies came only just in time.
+func (r *Report) judge() {
+	r.Problems, r.Notes = []string{}, []string{}
+	if r.Sends == 0 {
+		r.Problems = append(r.Problems, "BeamNG sent nothing: its coupling never started")
+	} else if r.Receives == 0 {
+		r.Problems = append(r.Problems, "no reply reached BeamNG: nothing answered, or the replies went elsewhere (remotePort, remoteIP)")
+	}
+	if r.Stalls > 0 {
+		what := fmt.Sprintf("%d stalls: BeamNG waited 2 s for a reply %d times", r.Stalls, r.Stalls)
+		if r.Stalls == 1 {
+			what = "1 stall: BeamNG waited 2 s for a reply once"
+		}
+		r.Problems = append(r.Problems, what+" (a reply lost or late, an echoed id at start-up, a client paused)")
+	}
+	if r.SendsAhead > 0 {
+		r.Problems = append(r.Problems, fmt.Sprintf("out of lockstep: BeamNG sent %d messages without waiting for their replies (after a stall the reply ids were not re-based: a standing backlog, controls act late)", r.SendsAhead))
+	}
+	// Real time apart from the stalls, which are problems of their own.
+	if wall := r.WallS - r.stallWall; wall > 1 && r.SimS/wall < 0.95 {
+		r.Notes = append(r.Notes, fmt.Sprintf("slower than real time (%.3f× apart from stalls): the client takes longer than the send period, and BeamNG waits for it", r.SimS/wall))
+	}
+	if r.SkipsBetweenSends > 0 && r.Receives > 0 && r.RepliesBlocking*2 > r.Receives {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d replies came only in BeamNG's blocking receive at the next send: the client takes nearly the whole period", r.RepliesBlocking, r.Receives))
+	}
+	r.Healthy = len(r.Problems) == 0
+}
+
+// Verdict is the report's first line: healthy or not, and why.
+func (r Report) Verdict() string {
+	switch {
+	case !r.Healthy && len(r.Notes) > 0:
+		return "NOT healthy: " + strings.Join(r.Problems, "; ") + "; and " + strings.Join(r.Notes, "; ")
+	case !r.Healthy:
+		return "NOT healthy: " + strings.Join(r.Problems, "; ")
+	case len(r.Notes) > 0:
+		return "healthy (lockstep, no stalls), but: " + strings.Join(r.Notes, "; ")
+	}
+	return "healthy: lockstep, no stalls, every reply in time"
+}
+
 func (r Report) String() string {
-	return fmt.Sprintf(`physics steps        %d (%.3f s simulated in %.3f s: %.3f× real time)
+	return r.Verdict() + "\n" + fmt.Sprintf(`physics steps        %d (%.3f s simulated in %.3f s: %.3f× real time)
 sends                %d, median %d skip steps between them
 replies              %d: %d in the next step, %d in a later skip step, %d in a blocking receive
-stalls (2 s timeout) %d`,
+stalls (2 s timeout) %d
+sends ahead          %d (sent without waiting, the reply ids ahead of BeamNG's count: out of lockstep)`,
 		r.Steps, r.SimS, r.WallS, r.RealtimeFactor, r.Sends, r.SkipsBetweenSends,
-		r.Receives, r.RepliesSameStep, r.RepliesLaterStep, r.RepliesBlocking, r.Stalls)
+		r.Receives, r.RepliesSameStep, r.RepliesLaterStep, r.RepliesBlocking, r.Stalls, r.SendsAhead)
 }

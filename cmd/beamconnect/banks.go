@@ -71,6 +71,7 @@ func banksCmd(c *call, banks []string, from, to bool) int {
 			return exitUsage
 		}
 	}
+	matched := make([]bool, len(c.args))
 	keep := func(s beamng.Signal) bool {
 		if len(banks) > 0 {
 			ok := false
@@ -84,13 +85,13 @@ func banksCmd(c *call, banks []string, from, to bool) int {
 		if len(c.args) == 0 {
 			return true
 		}
-		for _, a := range c.args {
-			a = strings.ToLower(a)
-			if strings.Contains(strings.ToLower(s.Name), a) || strings.EqualFold(s.Ref, a) {
-				return true
+		ok := false
+		for i, a := range c.args {
+			if strings.Contains(strings.ToLower(s.Name), strings.ToLower(a)) || strings.EqualFold(s.Ref, a) {
+				ok, matched[i] = true, true
 			}
 		}
-		return false
+		return ok
 	}
 	var out []bankSlot
 	for _, d := range []struct {
@@ -114,8 +115,16 @@ func banksCmd(c *call, banks []string, from, to bool) int {
 		writeJSON(c.stdout, out)
 		return exitOK
 	}
+	var missed []string
+	for i, a := range c.args {
+		if !matched[i] {
+			missed = append(missed, a)
+		}
+	}
+	if len(out) == 0 || len(missed) > 0 && !c.json {
+		fmt.Fprintln(c.stderr, "no slot matches"+unmatched(missed, gen1Names(from, to)))
+	}
 	if len(out) == 0 {
-		fmt.Fprintln(c.stderr, "no slot matches")
 		return exitFailed
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
@@ -184,7 +193,11 @@ func catalogueCmd(c *call, onlyFrom bool) int {
 		return exitOK
 	}
 	if len(out) == 0 {
-		fmt.Fprintln(c.stderr, "no signal matches")
+		var names []string
+		for _, d := range cosim.Catalogue() {
+			names = append(names, d.Name, d.Group)
+		}
+		fmt.Fprintln(c.stderr, "no signal matches"+unmatched(c.args, names))
 		return exitFailed
 	}
 	fmt.Fprintln(c.stdout, "BeamNG's co-simulation catalogue (Gen 2): a CSV row is Section,Group,Name; FROM marks what BeamNG applies")
@@ -209,4 +222,34 @@ func catalogueCmd(c *call, onlyFrom bool) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// gen1Names are the names and bank references of the Gen 1 slots in the
+// directions listed.
+func gen1Names(from, to bool) []string {
+	var names []string
+	for _, d := range []struct {
+		on  bool
+		dir beamng.Direction
+	}{{from || !to, beamng.FromBeamNG}, {to || !from, beamng.ToBeamNG}} {
+		if d.on {
+			for _, s := range beamng.Signals(d.dir) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	return names
+}
+
+// unmatched says which NAME arguments matched nothing, with the closest
+// name for each: ` "grondspeed" (did you mean "groundspeed"?)`.
+func unmatched(args, names []string) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %q%s", a, didYouMean(a, names))
+	}
+	return b.String()
 }

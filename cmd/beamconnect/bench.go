@@ -173,6 +173,13 @@ func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, ro
 		}
 		list = append(list, resp{name, cmd})
 	}
+	var warnings []string
+	for _, r := range list {
+		if w := coreShortage(r.name, r.cmd, drv, runtime.NumCPU()); w != "" {
+			c.log.Warn(w)
+			warnings = append(warnings, w)
+		}
+	}
 	// Interleaved rounds: every responder once per round, so a drift of the
 	// machine (another tenant, thermal) touches all alike; each responder's
 	// round with the median round-trip rate is reported.
@@ -216,7 +223,33 @@ func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, ro
 	}
 	fmt.Fprintf(c.stdout, "(BeamNG's side: %s, one message in flight, %s; %s each, %d rounds; %s/%s, %d CPUs)\n",
 		who, how, d, rounds, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	for _, w := range warnings {
+		fmt.Fprintln(c.stdout, "warning: "+w)
+	}
 	return exitOK
+}
+
+// coreShortage warns when a busy-polling responder and BeamNG's side need
+// more cores than the machine gives this process: a spinning responder
+// keeps a core busy for good, so BeamNG's side (the Go emulator, its
+// runtime and the kernel's work; or a spinning driver) is left to share
+// what remains, and the figures measure that contention, not the
+// responder. "" when the cores suffice or the responder does not spin.
+func coreShortage(name, command string, drv benchDriver, cpus int) string {
+	if !strings.Contains(name+" "+command, "--busy-poll") {
+		return ""
+	}
+	need, why := 2, "one for it, one for BeamNG's side"
+	switch {
+	case drv.spin:
+		need, why = 3, "one for it, one for the spinning driver, one for everything else"
+	case drv.program == "":
+		need, why = 3, "one for it, one for the emulator, one for the Go runtime and the kernel's work"
+	}
+	if cpus >= need {
+		return ""
+	}
+	return fmt.Sprintf("%q busy-polls, a core kept busy, and needs %d cores (%s); this process may use %d, so its figures measure the contention: use --c-driver or a machine with more cores", name, need, why, cpus)
 }
 
 // measure runs the emulator against one responder for d.

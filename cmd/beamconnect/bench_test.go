@@ -127,3 +127,28 @@ func TestBenchCDriver(t *testing.T) {
 		}
 	}
 }
+
+// A busy-polling responder on too few cores is warned about, naming what
+// needs the cores; enough cores, or a responder that blocks, are not.
+func TestBenchCoreShortage(t *testing.T) {
+	emulated, cDriver, spin := benchDriver{}, benchDriver{program: "/tmp/driver"}, benchDriver{spin: true, program: "/tmp/driver"}
+	for _, tt := range []struct {
+		name, cmd string
+		drv       benchDriver
+		cpus      int
+		want      string
+	}{
+		{"beamconnect --busy-poll", "bc run {config} --busy-poll", emulated, 2, "needs 3 cores (one for it, one for the emulator, one for the Go runtime and the kernel's work); this process may use 2"},
+		{"beamconnect --busy-poll", "bc run {config} --busy-poll", emulated, 4, ""},
+		{"beamconnect --busy-poll", "bc run {config} --busy-poll", cDriver, 2, ""},
+		{"beamconnect --busy-poll", "bc run {config} --busy-poll", cDriver, 1, "needs 2 cores (one for it, one for BeamNG's side); this process may use 1"},
+		{"beamconnect --busy-poll", "bc run {config} --busy-poll", spin, 2, "needs 3 cores (one for it, one for the spinning driver, one for everything else)"},
+		{"beamconnect", "bc run {config}", emulated, 1, ""},
+		{"other", "/tmp/other {listen} {beamng} --busy-poll", emulated, 2, `"other" busy-polls`},
+	} {
+		got := coreShortage(tt.name, tt.cmd, tt.drv, tt.cpus)
+		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+			t.Errorf("%s %+v on %d cores: %q, want %q", tt.name, tt.drv, tt.cpus, got, tt.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -27,20 +28,7 @@ var docs = flag.Bool("docs", false, "write the live page's screenshot to docs/li
 // rendered page shows the status, a live value of a signal and a plot per
 // port. With -args -docs the screenshot goes to docs/live-page.png.
 func TestLivePageInBrowser(t *testing.T) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := osexec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		if os.Getenv("BEAMCONNECT_REQUIRE_BROWSER") != "" {
-			t.Fatal("no chromium, and CI requires the browser test (apt-get install -y chromium)")
-		}
-		t.Skip("no chromium (apt-get install -y chromium)")
-	}
-	bin := binary(t)
+	browser := findBrowser(t)
 	// A copy of the cruise rig, edited while it runs to see the reload.
 	cfg := filepath.Join(t.TempDir(), "rig.json")
 	orig, err := os.ReadFile("../../examples/cruise-pedals.json")
@@ -50,32 +38,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err := os.WriteFile(cfg, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := osexec.Command(bin, "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0", "--log-level", "info")
-	run.Dir = filepath.Dir(cfg)
-	stderr, _ := run.StderrPipe()
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run.Process.Kill(); run.Wait() })
-	url := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindString(sc.Text()); m != "" {
-				select {
-				case url <- m:
-				default:
-				}
-			}
-		}
-	}()
-	var page string
-	select {
-	case page = <-url:
-	case <-time.After(20 * time.Second):
-		t.Fatal("run --http never said where its page is")
-	}
+	_, page := startRun(t, filepath.Dir(cfg), "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0", "--log-level", "info")
 
 	cdp := startBrowser(t, browser)
 	session := cdp.open(t, page)
@@ -126,6 +89,7 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Fatalf("after the edit the page shows reloads %q, a config with wheelspeed %v, live values %q (%v)",
 			r.Events, strings.Contains(r.Config, "wheelspeed"), r.Plots, evalErr)
 	}
+	checkScopeLayout(t, cdp, session)
 	if *docs {
 		time.Sleep(3 * time.Second) // a few seconds of traces
 		png := cdp.screenshot(t, session)
@@ -133,6 +97,178 @@ func TestLivePageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	keepScreenshot(t, cdp, session, "live-page-running.png")
+}
+
+// checkScopeLayout measures the scope as the browser drew it: every plot
+// area starts at the same x and is as wide as the others, each value axis'
+// labels are distinct and fit the axis, and the time labels fit the
+// canvas.
+func checkScopeLayout(t *testing.T, cdp *chrome, session string) {
+	t.Helper()
+	var plots []struct {
+		Port       string
+		Left       float64
+		Width      float64
+		Labels     []string
+		LabelWidth float64
+		Axis       float64
+		TimeFits   bool
+		Chart, UW  float64
+	}
+	// A reload re-lays the scope out: give it a few frames to settle.
+	aligned := func() bool {
+		for _, p := range plots {
+			if math.Abs(p.Left-plots[0].Left) > 0.5 || math.Abs(p.Width-plots[0].Width) > 0.5 {
+				return false
+			}
+		}
+		return len(plots) > 0
+	}
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := cdp.eval(t, session, `JSON.stringify(scopeCheck())`, &plots); err != nil || len(plots) == 0 {
+			t.Fatalf("scopeCheck: %v (%d plots)", err, len(plots))
+		}
+		if aligned() || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, p := range plots {
+		if math.Abs(p.Left-plots[0].Left) > 0.5 || math.Abs(p.Width-plots[0].Width) > 0.5 {
+			t.Errorf("plot of %s: area at x %.1f, %.1f wide; the first at %.1f, %.1f wide (%+v)", p.Port, p.Left, p.Width, plots[0].Left, plots[0].Width, plots)
+		}
+		seen := map[string]bool{}
+		for _, l := range p.Labels {
+			if l != "" && seen[l] {
+				t.Errorf("plot of %s: the value label %q repeats in %q", p.Port, l, p.Labels)
+			}
+			seen[l] = true
+		}
+		if p.LabelWidth+8 > p.Axis {
+			t.Errorf("plot of %s: labels %q are %.0f px wide, the axis %.0f px: cut", p.Port, p.Labels, p.LabelWidth, p.Axis)
+		}
+		if !p.TimeFits {
+			t.Errorf("plot of %s: a time label runs off the canvas", p.Port)
+		}
+	}
+}
+
+// keepScreenshot writes the page's screenshot into $BEAMCONNECT_SCREENSHOTS,
+// when set, to look at.
+func keepScreenshot(t *testing.T, cdp *chrome, session, name string) {
+	dir := os.Getenv("BEAMCONNECT_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), cdp.screenshot(t, session), 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
+// When the run ends, the page says so plainly and shows no green
+// "healthy"; when beamconnect is killed, the page says it lost contact and
+// that the health is unknown.
+func TestLivePageAfterTheRun(t *testing.T) {
+	browser := findBrowser(t)
+	cdp := startBrowser(t, browser)
+	type view struct{ Status, Health, HealthClass, Stream, Banner, BannerClass string }
+	look := func(session string) view {
+		var v view
+		cdp.eval(t, session, `JSON.stringify({
+			Status: document.getElementById("status").textContent,
+			Health: document.getElementById("health").textContent,
+			HealthClass: document.getElementById("health").className,
+			Stream: document.getElementById("stream").textContent,
+			Banner: document.getElementById("banner").hidden ? "" : document.getElementById("banner").textContent,
+			BannerClass: document.getElementById("banner").className})`, &v)
+		return v
+	}
+	waitFor := func(session, what string, ok func(view) bool) view {
+		var v view
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if v = look(session); ok(v) {
+				return v
+			}
+		}
+		t.Fatalf("the page never showed %s: %+v", what, v)
+		return v
+	}
+	live := func(v view) bool { return v.Status == "3 connected" && v.Health == "healthy" && v.Stream == "live" }
+
+	// A run that ends by itself.
+	run, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "8s", "--http", "127.0.0.1:0")
+	session := cdp.open(t, page)
+	waitFor(session, "the run live", live)
+	run.Wait()
+	v := waitFor(session, "the run ended", func(v view) bool { return strings.Contains(v.Banner, "This run ended after") })
+	if v.Health != "ended: no faults" || strings.Contains(v.HealthClass, "good") || v.Stream != "run ended" || !strings.Contains(v.BannerClass, "ended") {
+		t.Errorf("after the run: %+v", v)
+	}
+	keepScreenshot(t, cdp, session, "live-page-ended.png")
+	// Still so a moment later: the page does not reconnect to nothing.
+	time.Sleep(time.Second)
+	if v2 := look(session); v2 != v {
+		t.Errorf("a second later the page shows %+v", v2)
+	}
+
+	// A run that is killed: no last state, the stream lost.
+	run, page = startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	session = cdp.open(t, page)
+	waitFor(session, "the run live", live)
+	run.Process.Kill()
+	run.Wait()
+	v = waitFor(session, "the stream lost", func(v view) bool { return strings.Contains(v.Banner, "Lost contact with beamconnect") })
+	if v.Health != "unknown" || strings.Contains(v.HealthClass, "good") || !strings.Contains(v.Stream, "stream lost") || !strings.Contains(v.BannerClass, "lost") {
+		t.Errorf("after the kill: %+v", v)
+	}
+	keepScreenshot(t, cdp, session, "live-page-lost.png")
+}
+
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := osexec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("BEAMCONNECT_REQUIRE_BROWSER") != "" {
+		t.Fatal("no chromium, and CI requires the browser test (apt-get install -y chromium)")
+	}
+	t.Skip("no chromium (apt-get install -y chromium)")
+	return ""
+}
+
+// startRun starts the binary in dir with args (a run with --http) and
+// returns it and the page's address once it says where that is.
+func startRun(t *testing.T, dir string, args ...string) (*osexec.Cmd, string) {
+	t.Helper()
+	run := osexec.Command(binary(t), args...)
+	run.Dir = dir
+	stderr, _ := run.StderrPipe()
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Process.Kill(); run.Wait() })
+	url := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindString(sc.Text()); m != "" {
+				select {
+				case url <- m:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case page := <-url:
+		return run, page
+	case <-time.After(20 * time.Second):
+		t.Fatal("run --http never said where its page is")
+	}
+	return nil, ""
 }
 
 // chrome talks the DevTools protocol over --remote-debugging-pipe: JSON

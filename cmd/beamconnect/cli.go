@@ -14,6 +14,8 @@ import (
 
 	"github.com/lmittmann/tint"
 	"github.com/spf13/pflag"
+
+	"beamconnect/suggest"
 )
 
 // Exit codes.
@@ -93,7 +95,7 @@ func run(args []string, e env) int {
 			if c := lookup(args[1]); c != nil {
 				return runCommand(c, []string{"--help"}, e)
 			}
-			fmt.Fprintf(e.stderr, "%s: no command %q\n", programName, args[1])
+			fmt.Fprintf(e.stderr, "%s: no command %q%s\n", programName, args[1], didYouMean(args[1], commandNames()))
 			return exitUsage
 		}
 		usage(e.stdout)
@@ -103,11 +105,45 @@ func run(args []string, e env) int {
 	}
 	c := lookup(args[0])
 	if c == nil {
-		fmt.Fprintf(e.stderr, "%s: unknown command %q\n\n", programName, args[0])
+		fmt.Fprintf(e.stderr, "%s: unknown command %q%s\n\n", programName, args[0], didYouMean(args[0], commandNames()))
 		usage(e.stderr)
 		return exitUsage
 	}
 	return runCommand(c, args[1:], e)
+}
+
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
+// didYouMean is ` (did you mean "x"?)` for the candidate closest to word,
+// or "" when none is close enough to be a typo of it.
+func didYouMean(word string, candidates []string) string {
+	if s := suggest.Closest(word, candidates); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
+// flagHint names the flag closest to an unknown one in a parse error, as
+// " (did you mean --fields?)", or "".
+func flagHint(fs *pflag.FlagSet, err error) string {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if s := suggest.Closest(name, names); s != "" {
+		return fmt.Sprintf(" (did you mean --%s?)", s)
+	}
+	return ""
 }
 
 func usage(w io.Writer) {
@@ -148,7 +184,7 @@ func runCommand(c *command, args []string, e env) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "%s %s: %v\nRun '%s %s --help' for usage.\n", programName, c.name, err, programName, c.name)
+		fmt.Fprintf(e.stderr, "%s %s: %v%s\nRun '%s %s --help' for usage.\n", programName, c.name, err, flagHint(fs, err), programName, c.name)
 		return exitUsage
 	}
 	// Everything the command writes to stderr from here on, log records
@@ -178,7 +214,7 @@ func commandUsage(w io.Writer, c *command, fs *pflag.FlagSet) {
 
 // applyEnv fills every flag not given on the command line from the
 // environment: --log-level from BEAMCONNECT_LOG_LEVEL, and so on. pflag has
-// no such fallback itself (go-notes §1.3).
+// no such fallback itself.
 func applyEnv(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {

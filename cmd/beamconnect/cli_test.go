@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -40,7 +41,11 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("validate examples: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, f := range examples {
-		if !strings.Contains(out, f+": valid\n") {
+		verdict := f + ": valid\n"
+		if strings.HasSuffix(f, "two-machines.json") {
+			verdict = f + ": valid, 1 warning\n" // BeamNG on another machine: a LAN address bound
+		}
+		if !strings.Contains(out, verdict) {
 			t.Errorf("no verdict for %s in\n%s", f, out)
 		}
 	}
@@ -125,7 +130,7 @@ func TestCompile(t *testing.T) {
 	}
 	for _, want := range []string{
 		"BeamNG sends every 5 ms (10 physics steps of 0.5 ms; sendSkips 9), at most 1 in flight",
-		"  extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({simulinkTime=0.005, pingTime=1e-05, udpSendPort=64890, udpReceivePort=64891, udpSendIP='127.0.0.1', udpReceiveIP='127.0.0.1'})\n",
+		"       extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({simulinkTime=0.005, pingTime=1e-05, udpSendPort=64890, udpReceivePort=64891, udpSendIP='127.0.0.1', udpReceiveIP='127.0.0.1'})\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
@@ -155,6 +160,66 @@ func TestCompile(t *testing.T) {
 	}
 	if _, _, code := exec(t, nil, "compile", pedals, pedals); code != exitUsage {
 		t.Errorf("two files: exit %d", code)
+	}
+}
+
+// compile says how to start and stop BeamNG's side, per vehicle, with the
+// config's values: the console line, BeamNG's default line only where the
+// config is BeamNG's default, the BeamNGpy line, the stop line, the debug
+// logs, and for two machines the addresses and firewall rules.
+func TestCompileGuide(t *testing.T) {
+	const start = "extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling("
+	for _, tt := range []struct {
+		config    string
+		want, not []string
+	}{
+		{pedals, []string{
+			"  1. Start beamconnect first; it waits for BeamNG:\n       beamconnect run " + pedals + "\n",
+			"set the console's context at its bottom left to the vehicle (BeamNG - Current Vehicle)",
+			"       " + start + "{simulinkTime=0.005, pingTime=1e-05, udpSendPort=64890, udpReceivePort=64891, udpSendIP='127.0.0.1', udpReceiveIP='127.0.0.1'})\n",
+			"controller.loadControllerExternal('tech/vehicleSystemsCoupling', 'vehicleSystemsCoupling', {})",
+			`vehicle.queue_lua_command("` + start + "{simulinkTime=0.005",
+			"       extensions.tech_vehicleSystemsCoupling.stopCoupling()\n",
+			"BeamNG on another machine: set beamng.localIP",
+		}, []string{"New-NetFirewallRule", "simulinkSendLog.csv"}},
+		{"../../examples/two-machines.json", []string{
+			"udpSendIP='192.168.10.30', udpReceiveIP='192.168.10.20', debugFile=true})",
+			"(not controller.loadControllerExternal('tech/vehicleSystemsCoupling', …) nor the shortcut",
+			"BeamNG then writes simulinkSendLog.csv, simulinkReceiveLog.csv and simulinkPhysicsStepsLog.csv",
+			"Two machines: BeamNG sends to 192.168.10.30 (this machine) and binds 192.168.10.20 (its own address).",
+			`New-NetFirewallRule -DisplayName "BeamNG coupling from beamconnect" -Direction Inbound -Protocol UDP -LocalPort 64891 -Action Allow`,
+			"sudo ufw allow 64890/udp",
+		}, []string{"'vehicleSystemsCoupling', {})"}},
+		{"../../examples/follow.json", []string{
+			`vehicle "ego" (beamconnect binds 127.0.0.1:64890, BeamNG binds 127.0.0.1:64891):`,
+			`vehicle "lead" (beamconnect binds 127.0.0.1:64892, BeamNG binds 127.0.0.1:64893):`,
+			"udpSendPort=64892, udpReceivePort=64893",
+		}, nil},
+		{"../../examples/gen2-cruise.json", []string{
+			"Co-Simulation Signal Editor;\n     select the vehicle, load ../../examples/gen2-cruise.csv",
+			"controller.loadControllerExternal('tech/cosimulationCoupling', 'cosimulationCoupling', lpack.encode(",
+			"controller.getController('cosimulationCoupling').stop(); controller.unloadControllerExternal('cosimulationCoupling')",
+			"set the CSV's otherUDP IP to this machine's address",
+		}, []string{"tech_vehicleSystemsCoupling"}},
+	} {
+		out, errOut, code := exec(t, nil, "compile", tt.config)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", tt.config, code, errOut)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: no %q in\n%s", tt.config, w, out)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(out, n) {
+				t.Errorf("%s: %q should not be in\n%s", tt.config, n, out)
+			}
+		}
+	}
+	out, _, _ := exec(t, nil, "compile", "--json", "../../examples/gen2-cruise.json")
+	if !strings.Contains(out, `"stop_command": "controller.getController('cosimulationCoupling').stop()`) {
+		t.Errorf("compile --json has no stop command:\n%s", out)
 	}
 }
 
@@ -201,7 +266,7 @@ func TestBanks(t *testing.T) {
 		t.Errorf("banks: exit %d, %d lines", code, strings.Count(out, "\n"))
 	}
 	out, _, _ = exec(t, nil, "banks", "--bank", "g", "--from")
-	// Bank G is wheel RR (seed 000 repeats the RL names there) and downForce is a force.
+	// Bank G is wheel RR (BeamNG's own bank tables repeat the RL names there) and downForce is a force.
 	if !hasRow(out, "G6 60 wheelRR_downForce N RR wheel load") ||
 		strings.Contains(out, "wheelRL") || strings.Contains(out, "client → BeamNG") {
 		t.Errorf("bank G:\n%s", out)
@@ -276,10 +341,43 @@ func TestVersion(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(out, "beamconnect ") {
 		t.Errorf("version: %d %q", code, out)
 	}
+	for _, want := range []string{"Gen 1 vehicleSystemsCoupling (fixed: 111 doubles from BeamNG, 64 to it)", "Gen 2 cosimulationCoupling"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version does not name the protocol %q:\n%s", want, out)
+		}
+	}
 	out, _, _ = exec(t, nil, "--version", "--json")
-	var v map[string]string
-	if json.Unmarshal([]byte(out), &v) != nil || v["go"] == "" {
+	var v buildInfo
+	if json.Unmarshal([]byte(out), &v) != nil || v.Go == "" || len(v.Protocols) != 2 {
 		t.Errorf("version --json: %q", out)
+	}
+}
+
+// What a binary built from a clone says: the module's pseudo-version, the
+// commit, its time, and whether the tree had changes.
+func TestVersionFromBuildInfo(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want []string
+	}{
+		{"a clone", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261123141545-d78539622e38"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "d78539622e383b44c241ab0b5260c41e17978d2b"}, {Key: "vcs.time", Value: "2026-11-23T14:15:45Z"}, {Key: "vcs.modified", Value: "true"}}},
+			[]string{"beamconnect v0.0.0-20261123141545-d78539622e38\n", "  revision d78539622e383b44c241ab0b5260c41e17978d2b (2026-11-23T14:15:45Z, modified)\n"}},
+		{"a tagged clean build", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "false"}}},
+			[]string{"beamconnect v1.4.0\n", "  revision abc\n"}},
+		{"no repository", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}},
+			[]string{"beamconnect devel\n", "  revision unknown (not built from a repository)\n"}},
+		{"no build info", nil, []string{"beamconnect devel\n"}},
+	} {
+		var b strings.Builder
+		printVersion(&b, readBuildInfo(tt.bi))
+		for _, w := range tt.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: want %q in\n%s", tt.name, w, b.String())
+			}
+		}
 	}
 }
 
@@ -313,6 +411,34 @@ func TestColour(t *testing.T) {
 		}}
 		if got := colour(tt.flag, e); got != tt.want {
 			t.Errorf("tty %v --no-color %v NO_COLOR %q: colour %v", tt.tty, tt.flag, tt.noColor, got)
+		}
+	}
+}
+
+// A misspelt command, flag or banks name gets the closest real one; a word
+// too far from any gets none.
+func TestSuggestions(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"valdate", "x.json"}, exitUsage, `unknown command "valdate" (did you mean "validate"?)`},
+		{[]string{"help", "plto"}, exitUsage, `no command "plto" (did you mean "plot"?)`},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"` + "\n"},
+		{[]string{"validate", "--jsn", pedals}, exitUsage, "unknown flag: --jsn (did you mean --json?)"},
+		{[]string{"plot", "--fieldz=a", "x.csv"}, exitUsage, "unknown flag: --fieldz (did you mean --fields?)"},
+		{[]string{"run", "--emulat", pedals}, exitUsage, "unknown flag: --emulat (did you mean --emulate?)"},
+		{[]string{"run", "--frobnicate", pedals}, exitUsage, "unknown flag: --frobnicate\n"},
+		{[]string{"banks", "grondspeed"}, exitFailed, `no slot matches "grondspeed" (did you mean "groundspeed"?)`},
+		{[]string{"banks", "--to", "throtle"}, exitFailed, `no slot matches "throtle" (did you mean "throttle"?)`},
+		{[]string{"banks", "rpm", "gaer"}, exitOK, `no slot matches "gaer" (did you mean "gear"?)`},
+		{[]string{"banks", "--protocol", "csv", "vehicleGrundSpeed"}, exitFailed, `no signal matches "vehicleGrundSpeed" (did you mean "vehicleGroundSpeed"?)`},
+		{[]string{"banks", "zzzz"}, exitFailed, `no slot matches "zzzz"` + "\n"},
+	} {
+		_, errOut, code := exec(t, nil, tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tt.args, code, errOut, tt.code, tt.want)
 		}
 	}
 }

@@ -20,9 +20,13 @@ func init() {
 		summary: "show how a config maps onto BeamNG's messages, and the command that starts BeamNG's side",
 		help: `Prints the compiled plan as a table, one row per port element: which slot of
 BeamNG's message (and which bank reference) it reads or writes, its unit and its
-contract. Then prints the line to type into BeamNG's Lua console, with the
-vehicle selected, to start a coupling that matches the config. Warnings go to
-stderr; an invalid config prints its errors and exits 1.`,
+contract. Then how to couple a real BeamNG.tech with the config's values filled
+in, per vehicle: the line to type into BeamNG's Lua console (or, for Gen 2, the
+Co-Simulation Signal Editor's steps), the same line for BeamNGpy's
+vehicle.queue_lua_command, how to stop both sides, where the debug logs go,
+and for two machines the addresses and firewall rules. docs/beamng.md is the
+whole guide. Warnings go to stderr; an invalid config prints its errors and
+exits 1.`,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			fs.Bool("json", false, "print the plan as one JSON object")
 			return compileCmd
@@ -150,40 +154,10 @@ func printPlan(w io.Writer, p *ports.Plan) {
 	if v0.CSV != nil {
 		fmt.Fprintln(w, "Reply rows no input maps carry a neutral value (multiply 1; value, add and freeze 0), applied by BeamNG every step.")
 		fmt.Fprintln(w, "BeamNG's Gen 2 has no NaN filter: a NaN or Inf from the model is replaced by the last value sent.")
-		printGen2Start(w, p)
-		return
+	} else {
+		fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")
 	}
-	fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")
-
-	fmt.Fprintln(w, "\nStart BeamNG's side: in BeamNG's Lua console (~), select the vehicle, then run:")
-	for i, v := range p.Vehicles {
-		if v.Name != "" {
-			fmt.Fprintf(w, "  -- vehicle %q (beamconnect binds %v, BeamNG binds %v)\n", v.Name, v.Local, v.Remote)
-		}
-		fmt.Fprintf(w, "  %s\n", p.StartCommand(i))
-	}
-}
-
-// printGen2Start says how to start BeamNG's side of a Gen 2 coupling: the
-// editor with each vehicle's CSV, or the line the editor runs.
-func printGen2Start(w io.Writer, p *ports.Plan) {
-	if len(p.Vehicles) == 1 {
-		v := p.Vehicles[0]
-		fmt.Fprintf(w, "\nStart BeamNG's side: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, load\n  %s\nselect the vehicle, and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).\n", v.CSV.Path)
-		fmt.Fprintf(w, "BeamNG sends to %v (beamconnect binds it) and listens on %v.\n", v.Local, v.Remote)
-		fmt.Fprintln(w, "Or, without the editor (no sensors), in BeamNG's Lua console with the vehicle's Lua selected, what the editor runs:")
-		fmt.Fprintf(w, "  %s\n", p.StartCommand(0))
-		return
-	}
-	fmt.Fprintln(w, "\nStart BeamNG's side for each vehicle: in BeamNG.tech's World Editor open the Co-Simulation Signal Editor, select the vehicle,")
-	fmt.Fprintln(w, "load its CSV and press \"Start coupling with 3rd party\". Then start beamconnect (either order works).")
-	for _, v := range p.Vehicles {
-		fmt.Fprintf(w, "  vehicle %q: %s (BeamNG sends to %v, which beamconnect binds, and listens on %v)\n", v.Name, v.CSV.Path, v.Local, v.Remote)
-	}
-	fmt.Fprintln(w, "Or, without the editor (no sensors), in BeamNG's Lua console with each vehicle's Lua selected in turn, what the editor runs:")
-	for i, v := range p.Vehicles {
-		fmt.Fprintf(w, "  -- vehicle %q\n  %s\n", v.Name, p.StartCommand(i))
-	}
+	printStartGuide(w, p, p.Source)
 }
 
 func metaUnit(f *ports.Field) string {
@@ -229,6 +203,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		Interface    string `json:"interface,omitempty"` // Gen 2: its CSV
 		Unanswered   int    `json:"unanswered"`
 		StartCommand string `json:"start_command"`
+		StopCommand  string `json:"stop_command"`
 		MappedSlots  []int  `json:"mapped_reply_slots"`
 	}
 	type contract struct {
@@ -253,7 +228,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		if v.CSV != nil {
 			iface = v.CSV.Path
 		}
-		vs = append(vs, vehicle{v.Name, v.Local.String(), v.Remote.String(), iface, v.Unanswered, p.StartCommand(i), mapped})
+		vs = append(vs, vehicle{v.Name, v.Local.String(), v.Remote.String(), iface, v.Unanswered, p.StartCommand(i), stopCommand(p), mapped})
 	}
 	var cs []contract
 	for _, c := range p.Contracts {

@@ -41,9 +41,10 @@ rows in), takes its period and ping time as BeamNG's controller decodes them
 physics loop, as BeamNG runs them: each with its own socket pair and car, each
 controller loaded a few steps after the one before; with "csv" each laid out,
 timed and addressed by its own CSV.
-Replies get §3.4's semantics: value × multiply + add through freeze, the
-shared freeze slot that lets one NaN poison every control, and the Lua error
-a short reply raises; the summary counts both.
+Replies get BeamNG's Gen 2 semantics (docs/protocol.md, "Gen 2's traps"):
+value × multiply + add through freeze, the shared freeze slot that lets one
+NaN poison every control, and the Lua error a short reply raises; the summary
+counts both.
 
 It prints a summary when the run ends, on Ctrl-C or SIGTERM too.
 
@@ -205,7 +206,8 @@ func emulateCmd(c *call, o *emulateOpts) int {
 		return usage("%v", err)
 	}
 	// Several vehicles: one controller, socket pair and car each, all in
-	// one physics loop (a blocking receive in one holds all, spec §4a),
+	// one physics loop (a blocking receive in one holds all, as in BeamNG:
+	// docs/protocol.md, several vehicles),
 	// each loaded a few steps after the one before, as vehicles loaded in
 	// different frames are.
 	var others []*emulator.Emulator

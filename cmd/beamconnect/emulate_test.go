@@ -131,8 +131,12 @@ func TestTimingOnEmulatorLogs(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("timing: exit %d %s", code, errOut)
 	}
+	var verdict struct{ Healthy bool }
+	if err := json.Unmarshal([]byte(out), &verdict); err != nil || !verdict.Healthy {
+		t.Errorf("timing --json: not healthy (%v): %s", err, out)
+	}
 	var r map[string]float64
-	json.Unmarshal([]byte(out), &r)
+	json.Unmarshal([]byte(out), &r) // the numbers; the lists and the verdict do not fit
 	for _, k := range []string{"sends", "skips_between_sends", "replies_same_step", "replies_later_step", "replies_blocking", "stalls", "realtime_factor"} {
 		if _, ok := r[k]; !ok {
 			t.Errorf("no %s in %s", k, out)

@@ -43,7 +43,7 @@ func TestRunFleetExample(t *testing.T) {
 		t.Errorf("recording header %q", head)
 	}
 	out, _, _ = exec(t, nil, "compile", followExample)
-	if !strings.Contains(out, `-- vehicle "lead" (beamconnect binds 127.0.0.1:64892, BeamNG binds 127.0.0.1:64893)`) ||
+	if !strings.Contains(out, `vehicle "lead" (beamconnect binds 127.0.0.1:64892, BeamNG binds 127.0.0.1:64893):`) ||
 		!hasRow(out, "out 2 0 gap:lead relative - - m outputs[0] ego") {
 		t.Errorf("compile:\n%s", out)
 	}

@@ -17,18 +17,30 @@ func init() {
 	register(&command{
 		name:    "plot",
 		args:    "RECORD.csv",
-		summary: "draw a recording (run --record) as SVG: one panel per port, time on x",
-		help: `Reads a recording written by 'beamconnect run --record' and draws it as SVG: one
-panel per port, a trace per field, port 0 (status and directive) last. A
-reload that changed the ports (a new header row in the file) is a dashed line;
-fields it added or removed start or stop there. Each trace keeps its minimum
-and maximum per pixel, so spikes show and long recordings make small files.
+		summary: "draw a recording (run --record) as SVG: a panel per port and unit, robust scales, one time axis",
+		help: `Reads a recording written by 'beamconnect run --record' and draws it as SVG.
+Each port is a group of panels, one per unit (m/s, 1/min, N·m, s; the units
+come from BeamNG's signal catalogues) and, within a unit, one per range of
+values: rpm and gear, a time and a serial number, a time to collision that
+reaches 1e5 s and a 1.8 s time gap each get an axis of their own. All panels
+share one time axis. Port 0 (status and directive) comes last.
+
+Scaling is robust: a field's rare outliers (beyond its central 90 % of
+values by more than that band's width) are clipped at the panel's edge,
+marked there with a triangle, and counted in the legend and on stderr. A
+reload that changed the ports (a new header row in the file) is a dashed
+line; fields it added or removed start or stop there. Each trace keeps its
+minimum and maximum per pixel, so spikes show and long recordings make small
+files.
 
   beamconnect plot run.csv                       # writes run.svg
   beamconnect plot run.csv --fields groundspeed,throttle --from 5 --to 10 -o zoom.svg
 
---fields takes full column names (out1.groundspeed) or the part after the port
-(groundspeed, which matches it on every port that has it).`,
+--fields takes the recording's column names or parts of them: out1.groundspeed;
+groundspeed (on every port and vehicle that has it); in a several-vehicle
+recording ego.groundspeed, out1.groundspeed (whatever the vehicle), gap (for
+gap:lead), a vehicle alone (ego: all its fields) or a port alone (out1).
+Without --fields at most 240 fields are drawn.`,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			out := fs.StringP("output", "o", "", "the SVG file to write (default: the recording's name with .svg; - for standard output)")
 			fields := fs.StringSlice("fields", nil, "draw only these fields (comma-separated)")
@@ -77,7 +89,8 @@ func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
 		defer os.Remove(f.Name())
 		w = f
 	}
-	if err := recording.Plot(w, in, open, o); err != nil {
+	res, err := recording.Plot(w, in, open, o)
+	if err != nil {
 		if f != nil {
 			f.Close()
 		}
@@ -93,7 +106,13 @@ func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
 		if err := os.Rename(f.Name(), out); err != nil {
 			return c.fail("plot", err)
 		}
-		fmt.Fprintf(c.stderr, "wrote %s\n", out)
+		fmt.Fprintf(c.stderr, "wrote %s: %d fields in %d panels\n", out, res.Fields, res.Panels)
+	}
+	for _, clip := range res.Clipped {
+		fmt.Fprintf(c.stderr, "  outliers clipped: %s\n", clip)
+	}
+	if res.Omitted > 0 {
+		fmt.Fprintf(c.stderr, "  %d more fields not drawn (at most %d without --fields): choose them with --fields\n", res.Omitted, res.Fields)
 	}
 	return exitOK
 }

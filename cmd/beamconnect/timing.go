@@ -14,14 +14,24 @@ func init() {
 	register(&command{
 		name:    "timing",
 		args:    "DIR | STEPS.csv SENDS.csv RECEIVES.csv",
-		summary: "analyse BeamNG's debug logs: where replies land, skips, stalls, real-time factor; draw seed 001's figures",
-		help: `Reads BeamNG's debug logs (debugFile=true; or 'beamconnect emulate --debug-logs DIR'):
-simulinkPhysicsStepsLog.csv, simulinkSendLog.csv and simulinkReceiveLog.csv in DIR,
-or the three files named in that order. Prints the numbers seed 001 reads off its
-plots: skip steps between sends, where each reply lands (the next step, a later
-skip step, or a blocking receive), 2 s stalls and the real-time factor. --svg
-writes the figures: the whole run, a zoom on the start-up and a zoom on the
-running connection, physics steps as ticks, sends and receives with their ids.`,
+		summary: "analyse BeamNG's debug logs: a verdict, where replies land, skips, stalls, lockstep, real-time factor; draw the figures",
+		help: `Reads BeamNG's debug logs (start its coupling with debugFile=true, or run
+'beamconnect emulate --debug-logs DIR'): simulinkPhysicsStepsLog.csv,
+simulinkSendLog.csv and simulinkReceiveLog.csv in DIR, or the three files named
+in that order (docs/beamng.md says where BeamNG writes them).
+
+The first line is the verdict: healthy (BeamNG and the client in lockstep, no
+2 s stalls), healthy with a note (slower than real time; replies that come
+only just in time), or NOT healthy, with why (stalls; BeamNG sending ahead of
+the replies, out of lockstep). Then the numbers: skip steps between sends,
+where each reply lands (the next step, a later skip step, or BeamNG's blocking
+receive), stalls, sends made out of lockstep and the real-time factor.
+docs/timing.md explains them. Exit status 1 when not healthy.
+
+--svg writes the figures: an overview of the whole run (every event for a
+short run; for a long one, how long BeamNG waited for each reply and the
+real-time factor over time), a zoom on the start-up and one on the running
+connection, physics steps as ticks, sends and receives with their ids.`,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			svg := fs.String("svg", "", "write the figures to this SVG file")
 			dt := fs.Float64("physics-dt", 0.0005, "BeamNG's physics step, s")
@@ -61,13 +71,17 @@ func timingCmd(c *call, svg string, dt float64) int {
 			return c.fail("timing", err)
 		}
 	}
+	code := exitOK
+	if !r.Healthy {
+		code = exitFailed
+	}
 	if c.json {
 		writeJSON(c.stdout, r)
-		return exitOK
+		return code
 	}
 	fmt.Fprintln(c.stdout, r)
 	if svg != "" {
 		fmt.Fprintf(c.stdout, "figures written to %s\n", svg)
 	}
-	return exitOK
+	return code
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/pflag"
+
+	"beamconnect/beamng"
 )
 
 // version is set at release time with -ldflags "-X main.version=v1.2.3".
@@ -14,7 +18,11 @@ var version = ""
 func init() {
 	register(&command{
 		name:    "version",
-		summary: "print beamconnect's version",
+		summary: "print beamconnect's version, the revision it was built from, and the BeamNG protocols it speaks",
+		help: `Prints the module version (a release tag, or the pseudo-version Go derives
+from the repository), the version-control revision the binary was built from
+(with "modified" when the working tree had changes), the Go toolchain, and the
+two BeamNG coupling protocols this build speaks. Quote it in a bug report.`,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			fs.Bool("json", false, "print the version as one JSON object")
 			return versionCmd
@@ -22,29 +30,87 @@ func init() {
 	})
 }
 
-func versionCmd(c *call) int {
-	v, rev := version, ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v == "" {
-			v = bi.Main.Version
+// buildInfo is what the binary knows of its own build.
+type buildInfo struct {
+	Version      string     `json:"version"`
+	Revision     string     `json:"revision"`      // full VCS revision, "" when not built from a repository
+	RevisionTime string     `json:"revision_time"` // the commit's time, RFC 3339
+	Modified     bool       `json:"modified"`      // the working tree had uncommitted changes
+	Go           string     `json:"go"`
+	Platform     string     `json:"platform"`
+	Protocols    []protocol `json:"protocols"`
+}
+
+type protocol struct {
+	Name       string `json:"name"`
+	Controller string `json:"beamng_controller"`
+	Layout     string `json:"layout"`
+}
+
+// protocols are the two generations of BeamNG's coupling controller.
+var protocols = []protocol{
+	{"Gen 1", "vehicleSystemsCoupling", fmt.Sprintf("fixed: %d doubles from BeamNG, %d to it", beamng.StateLen, beamng.ControlLen)},
+	{"Gen 2", "cosimulationCoupling", "from the Co-Simulation Signal Editor's CSV: 1 + its rows each way"},
+}
+
+// readBuildInfo is what bi says of the build (nil: nothing known), the
+// version set at release time first.
+func readBuildInfo(bi *debug.BuildInfo) buildInfo {
+	b := buildInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Protocols: protocols}
+	if bi != nil {
+		if b.Version == "" {
+			b.Version = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				rev = s.Value[:12]
+			switch s.Key {
+			case "vcs.revision":
+				b.Revision = s.Value
+			case "vcs.time":
+				b.RevisionTime = s.Value
+			case "vcs.modified":
+				b.Modified = s.Value == "true"
 			}
 		}
 	}
-	if v == "" || v == "(devel)" {
-		v = "devel"
+	if b.Version == "" || b.Version == "(devel)" {
+		b.Version = "devel"
 	}
+	return b
+}
+
+func versionCmd(c *call) int {
+	bi, _ := debug.ReadBuildInfo()
+	b := readBuildInfo(bi)
 	if c.json {
-		writeJSON(c.stdout, map[string]string{"version": v, "revision": rev, "go": runtime.Version(), "protocol": "BeamNG Gen 1 (vehicleSystemsCoupling)"})
+		writeJSON(c.stdout, b)
 		return exitOK
 	}
-	fmt.Fprintf(c.stdout, "%s %s", programName, v)
-	if rev != "" {
-		fmt.Fprintf(c.stdout, " (%s)", rev)
-	}
-	fmt.Fprintf(c.stdout, " %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	printVersion(c.stdout, b)
 	return exitOK
+}
+
+func printVersion(w io.Writer, b buildInfo) {
+	fmt.Fprintf(w, "%s %s\n", programName, b.Version)
+	switch {
+	case b.Revision != "":
+		var notes []string
+		if b.RevisionTime != "" {
+			notes = append(notes, b.RevisionTime)
+		}
+		if b.Modified {
+			notes = append(notes, "modified")
+		}
+		rev := "  revision " + b.Revision
+		if len(notes) > 0 {
+			rev += " (" + strings.Join(notes, ", ") + ")"
+		}
+		fmt.Fprintln(w, rev)
+	default:
+		fmt.Fprintln(w, "  revision unknown (not built from a repository)")
+	}
+	fmt.Fprintf(w, "  built with %s for %s\n", b.Go, b.Platform)
+	fmt.Fprintln(w, "  BeamNG protocols:")
+	for _, p := range b.Protocols {
+		fmt.Fprintf(w, "    %s %s (%s)\n", p.Name, p.Controller, p.Layout)
+	}
 }

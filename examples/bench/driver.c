@@ -1,6 +1,6 @@
 /* A BeamNG-like driver in C, for `beamconnect bench --c-driver`: it does
  * what BeamNG's coupling controller does in lockstep with no skip steps
- * (spec §4): send the 111-double state message with the next id, then wait
+ * (docs/protocol.md): send the 111-double state message with the next id, then wait
  * for the reply (64 doubles) before the next one, and time each wait.
  *     cc -O2 -o driver examples/bench/driver.c -lm
  *     ./driver LISTEN CLIENT SECONDS [spin]

@@ -1,0 +1,281 @@
+package recording
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"beamconnect/svgplot"
+)
+
+// panel is one plot area: fields of one port and unit whose ranges are
+// alike, on one value axis.
+type panel struct {
+	svgplot.Panel
+	port, unit string
+	fields     []*field
+	heading    string // the port's title, over its first panel
+}
+
+// layout is where everything goes.
+type layout struct {
+	panels        []*panel
+	width, height int
+	left          int     // the panels' left edge: unit and tick labels fit left of it
+	labelWidth    float64 // the widest value tick label
+}
+
+// Geometry, in SVG pixels.
+const (
+	docWidth     = 1240
+	legendWidth  = 330
+	panelHeight  = 110
+	legendLine   = 15
+	panelGap     = 30 // under a panel: its time tick labels
+	headingSpace = 26 // over a port's first panel
+	top          = 84
+	maxPerPanel  = 6 // fields sharing a panel, at most
+	// A field shares a panel only when its range spans at least 1/shareSpan
+	// of the panel's: it then fills a fifth of the height or more.
+	shareSpan = 5
+)
+
+var palette = []string{"#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#db2777", "#65a30d"}
+
+// layout groups the fields into panels and places them.
+func (p *plot) layout() layout {
+	for _, f := range p.fields {
+		f.robust()
+	}
+	var lay layout
+	for _, port := range p.portOrder() {
+		var mine []*panel
+		for _, f := range p.fields {
+			if f.name.Port != port {
+				continue
+			}
+			pn := joinable(mine, f)
+			if pn == nil {
+				pn = &panel{port: port, unit: f.unit}
+				mine = append(mine, pn)
+			}
+			pn.fields = append(pn.fields, f)
+			f.panel = pn
+		}
+		mine[0].heading = portTitle(port)
+		lay.panels = append(lay.panels, mine...)
+	}
+	width := 0.0
+	for _, pn := range lay.panels {
+		pn.setRange()
+		pn.H = max(panelHeight, pn.legendLines()*legendLine+8)
+		for _, l := range pn.ValueLabels() {
+			width = max(width, float64(len(l))*svgplot.CharWidth)
+		}
+	}
+	lay.width = docWidth
+	lay.left, lay.labelWidth = int(width)+34, width
+	y := top
+	for k, pn := range lay.panels {
+		if pn.heading != "" {
+			y += headingSpace
+		}
+		pn.X, pn.Y, pn.W = lay.left, y, docWidth-lay.left-legendWidth
+		pn.From, pn.To = p.t0, p.t1
+		for i, f := range pn.fields {
+			f.color = palette[i%len(palette)]
+		}
+		y += pn.H + panelGap
+		if k == len(lay.panels)-1 {
+			y += 24 // the time axis' caption
+		}
+	}
+	lay.height = y + 10
+	return lay
+}
+
+// portOrder lists the ports in the order their columns came, port 0
+// (status and directive) last.
+func (p *plot) portOrder() []string {
+	var ports []string
+	for _, f := range p.fields {
+		if !slices.Contains(ports, f.name.Port) {
+			ports = append(ports, f.name.Port)
+		}
+	}
+	zero := func(p string) int {
+		if p == "out0" || p == "in0" {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(ports, func(a, b string) int { return zero(a) - zero(b) })
+	return ports
+}
+
+// joinable is the panel of list f can share, or nil: one of the same unit
+// where, with f, every field still spans a fifth of the range or more.
+func joinable(list []*panel, f *field) *panel {
+	for _, pn := range list {
+		if pn.unit != f.unit || len(pn.fields) >= maxPerPanel {
+			continue
+		}
+		lo, hi := f.lo, f.hi
+		for _, m := range pn.fields {
+			lo, hi = min(lo, m.lo), max(hi, m.hi)
+		}
+		ok := true
+		for _, m := range append(slices.Clip(pn.fields), f) {
+			if span := m.hi - m.lo; span > 0 && span*shareSpan < hi-lo {
+				ok = false
+			}
+		}
+		if ok {
+			return pn
+		}
+	}
+	return nil
+}
+
+// setRange sets the panel's value range: its fields' ranges, with a margin.
+func (pn *panel) setRange() {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, f := range pn.fields {
+		if f.n > 0 {
+			lo, hi = min(lo, f.lo), max(hi, f.hi)
+		}
+	}
+	switch {
+	case lo > hi:
+		lo, hi = 0, 1
+	case hi > lo:
+		pad := (hi - lo) * 0.05
+		lo, hi = lo-pad, hi+pad
+	default:
+		pad := max(1, math.Abs(lo)*0.1)
+		lo, hi = lo-pad, hi+pad
+	}
+	pn.Lo, pn.Hi = lo, hi
+}
+
+// legendLines counts the legend's lines: a name per field, and a line for
+// each field that will be clipped (its values reach past the panel).
+func (pn *panel) legendLines() int {
+	n := len(pn.fields)
+	for _, f := range pn.fields {
+		if f.n > 0 && (f.max > pn.Hi || f.min < pn.Lo) {
+			n++
+		}
+	}
+	return n
+}
+
+func portTitle(p string) string {
+	switch p {
+	case "out0":
+		return "port 0 (out): connection status"
+	case "in0":
+		return "port 0 (in): connection directive"
+	}
+	if strings.HasPrefix(p, "out") {
+		return "output port " + p[3:] + " (from BeamNG)"
+	}
+	return "input port " + p[2:] + " (to BeamNG)"
+}
+
+// draw writes the SVG document.
+func (p *plot) draw(lay layout, title string) string {
+	var b strings.Builder
+	svgplot.Begin(&b, lay.width, lay.height)
+	svgplot.Text(&b, float64(lay.width)/2, 24, "middle", `font-size="16"`, title)
+	sub := fmt.Sprintf("%s s to %s s · %d fields in %d panels, one per unit and range of values", plain(p.t0), plain(p.t1), len(p.fields), len(lay.panels))
+	if len(p.reloads) > 0 {
+		sub += fmt.Sprintf(" · %d reloads that changed the ports (dashed)", len(p.reloads))
+	}
+	svgplot.Text(&b, float64(lay.width)/2, 44, "middle", `fill="#444"`, sub)
+	var notes []string
+	for _, pn := range lay.panels {
+		for _, f := range pn.fields {
+			if f.above+f.below > 0 {
+				notes = append(notes, "outliers are clipped at the panel's edge (▲ ▼ mark where), counted in the legend")
+				break
+			}
+		}
+		if len(notes) > 0 {
+			break
+		}
+	}
+	if p.omitted > 0 {
+		notes = append(notes, fmt.Sprintf("%d more fields not drawn: choose them with --fields", p.omitted))
+	}
+	if len(notes) > 0 {
+		svgplot.Text(&b, float64(lay.width)/2, 62, "middle", `fill="#b45309"`, strings.Join(notes, " · "))
+	}
+	for _, pn := range lay.panels {
+		p.drawPanel(&b, pn, lay.labelWidth)
+	}
+	last := lay.panels[len(lay.panels)-1]
+	svgplot.Text(&b, float64(last.X+last.W/2), float64(last.Y+last.H+36), "middle", `fill="#444"`, "time [s]")
+	svgplot.End(&b)
+	return b.String()
+}
+
+// plain writes a time with millisecond precision.
+func plain(t float64) string { return fmt.Sprintf("%.3f", t) }
+
+func (p *plot) drawPanel(b *strings.Builder, pn *panel, labelWidth float64) {
+	fmt.Fprintf(b, `<g class="panel" data-port="%s" data-unit="%s" data-lo="%g" data-hi="%g">`+"\n", pn.port, svgplot.Escape(pn.unit), pn.Lo, pn.Hi)
+	defer b.WriteString("</g>\n")
+	if pn.heading != "" {
+		svgplot.Text(b, float64(pn.X), float64(pn.Y-10), "start", `font-weight="bold"`, pn.heading)
+	}
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", pn.X, pn.Y, pn.W, pn.H)
+	pn.ValueAxis(b)
+	pn.TimeTicks(b)
+	unit := pn.unit
+	if unit == "" {
+		unit = "(no unit)"
+	}
+	pn.UnitLabel(b, unit, 16+labelWidth)
+	for _, rt := range p.reloads {
+		x := pn.PX(rt)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#777" stroke-dasharray="4 3"/>`+"\n", x, pn.Y, x, pn.Y+pn.H)
+		svgplot.Text(b, x+3, float64(pn.Y+12), "start", `fill="#777" font-size="10"`, "reload")
+	}
+	line := 0
+	lx := float64(pn.X + pn.W + 14)
+	for _, f := range pn.fields {
+		f.cut()
+		for _, r := range f.trace.runs {
+			svgplot.Polyline(b, r.xs, r.ys, f.color, `data-field="`+svgplot.Escape(f.name.Full)+`"`)
+		}
+		drawClips(b, pn, f)
+		y := float64(pn.Y + 12 + legendLine*line)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, y-4, lx+14, y-4, f.color)
+		svgplot.Text(b, lx+19, y, "start", `class="legend" fill="`+f.color+`"`, f.name.Full)
+		line++
+		if c := f.clipText(); c != "" {
+			svgplot.Text(b, lx+19, float64(pn.Y+12+legendLine*line), "start", `fill="#b45309" font-size="11"`, "clipped: "+c)
+			line++
+		}
+	}
+}
+
+// drawClips marks where a field was clipped: a triangle at the panel's
+// edge over each stretch of clipped pixel columns.
+func drawClips(b *strings.Builder, pn *panel, f *field) {
+	mark := func(at []int, y float64, dir float64) {
+		for i, n := 0, 0; i < len(at) && n < 300; n++ {
+			j := i
+			for j+1 < len(at) && at[j+1]-at[j] <= 3 {
+				j++
+			}
+			x := float64(at[i]+at[j]) / 2
+			fmt.Fprintf(b, `<path class="clip" data-field="%s" d="M%.1f %.1fl-4 %.1fh8z" fill="%s"/>`+"\n", svgplot.Escape(f.name.Full), x, y, 7*dir, f.color)
+			i = j + 1
+		}
+	}
+	mark(f.aboveAt, float64(pn.Y)+1, 1)
+	mark(f.belowAt, float64(pn.Y+pn.H)-1, -1)
+}

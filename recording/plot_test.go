@@ -1,0 +1,475 @@
+package recording
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// svgDoc is a plot as rendered, parsed back: panels with their frame,
+// unit, tick labels, legend, traces and clip marks.
+type svgDoc struct {
+	Texts  []svgText  `xml:"text"`
+	Panels []svgPanel `xml:"g"`
+}
+
+type svgText struct {
+	Class     string  `xml:"class,attr"`
+	Anchor    string  `xml:"text-anchor,attr"`
+	Transform string  `xml:"transform,attr"`
+	X         float64 `xml:"x,attr"`
+	Y         float64 `xml:"y,attr"`
+	Value     string  `xml:",chardata"`
+}
+
+type svgPanel struct {
+	Port  string  `xml:"data-port,attr"`
+	Unit  string  `xml:"data-unit,attr"`
+	Lo    float64 `xml:"data-lo,attr"`
+	Hi    float64 `xml:"data-hi,attr"`
+	Frame struct {
+		X, Y, W, H float64
+	} `xml:"-"`
+	Rect struct {
+		X float64 `xml:"x,attr"`
+		Y float64 `xml:"y,attr"`
+		W float64 `xml:"width,attr"`
+		H float64 `xml:"height,attr"`
+	} `xml:"rect"`
+	Texts     []svgText `xml:"text"`
+	Polylines []struct {
+		Field  string `xml:"data-field,attr"`
+		Points string `xml:"points,attr"`
+	} `xml:"polyline"`
+	Clips []struct {
+		Field string `xml:"data-field,attr"`
+	} `xml:"path"`
+	Lines []struct {
+		Dash string `xml:"stroke-dasharray,attr"`
+	} `xml:"line"`
+}
+
+func parseSVG(t *testing.T, b []byte) svgDoc {
+	t.Helper()
+	var d svgDoc
+	if err := xml.Unmarshal(b, &d); err != nil {
+		t.Fatalf("not valid SVG: %v", err)
+	}
+	return d
+}
+
+// fields are the fields a panel draws (its legend).
+func (p svgPanel) fields() []string {
+	var out []string
+	for _, tx := range p.Texts {
+		if tx.Class == "legend" {
+			out = append(out, tx.Value)
+		}
+	}
+	return out
+}
+
+// unitLabel is the turned text left of the value axis.
+func (p svgPanel) unitLabel() string {
+	for _, tx := range p.Texts {
+		if strings.HasPrefix(tx.Transform, "rotate(-90") {
+			return tx.Value
+		}
+	}
+	return ""
+}
+
+// valueLabels are the value axis' tick labels, bottom to top.
+func (p svgPanel) valueLabels() []string {
+	var out []string
+	for _, tx := range p.Texts {
+		if tx.Anchor == "end" {
+			out = append(out, tx.Value)
+		}
+	}
+	return out
+}
+
+// timeLabels are the time axis' tick labels.
+func (p svgPanel) timeLabels() []string {
+	var out []string
+	for _, tx := range p.Texts {
+		if tx.Anchor == "middle" && tx.Transform == "" && tx.Y > p.Rect.Y+p.Rect.H {
+			out = append(out, tx.Value)
+		}
+	}
+	return out
+}
+
+// extent is how much of the panel's height a field's trace covers, 0–1.
+func (p svgPanel) extent(field string) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pl := range p.Polylines {
+		if pl.Field != field {
+			continue
+		}
+		for _, pt := range strings.Fields(pl.Points) {
+			_, y, _ := strings.Cut(pt, ",")
+			v, _ := strconv.ParseFloat(y, 64)
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if lo > hi {
+		return 0
+	}
+	return (hi - lo) / p.Rect.H
+}
+
+func (d svgDoc) panelOf(t *testing.T, field string) svgPanel {
+	t.Helper()
+	for _, p := range d.Panels {
+		if slices.Contains(p.fields(), field) {
+			return p
+		}
+	}
+	t.Fatalf("no panel draws %s", field)
+	return svgPanel{}
+}
+
+func (d svgDoc) drawn() []string {
+	var out []string
+	for _, p := range d.Panels {
+		out = append(out, p.fields()...)
+	}
+	return out
+}
+
+func (d svgDoc) text() string {
+	var all []string
+	for _, tx := range d.Texts {
+		all = append(all, tx.Value)
+	}
+	for _, p := range d.Panels {
+		for _, tx := range p.Texts {
+			all = append(all, tx.Value)
+		}
+	}
+	return strings.Join(all, "|")
+}
+
+// A recording like run --record writes for a several-vehicle follow rig:
+// rpm beside gear, time beside the serial number, a time to collision
+// that spikes to 1e5 s beside a time gap of 1.8 s, a gap with an invalid
+// value at the start.
+func followRecording() string {
+	var b strings.Builder
+	b.WriteString("time,vehicle,status,id,reply_id,reloads,out1.ego.rpm,out1.ego.gear,out2.ego.time,out2.ego.serial_number," +
+		"out3.ego.gap:lead,out3.ego.timeGap:lead,out3.ego.timeToCollision:lead,out4.lead.groundspeed,directive,in1.ego.throttle,in2.lead.throttle\n")
+	for i := range 4000 {
+		t := float64(i) * 0.005
+		veh := []string{"ego", "lead"}[i%2]
+		gear := 1 + min(4, i/800)
+		rpm := 900 + 5000*float64(i%800)/800
+		gap, tg := 36+4*math.Cos(t/3), 1.8+0.05*math.Sin(t*2)
+		if i < 6 {
+			tg = -1 // invalid before the ego moves
+		}
+		ttc := 40 + 20*math.Sin(t)
+		if i%400 == 7 {
+			ttc = 1e5 // closing speed near zero for a message
+		}
+		fmt.Fprintf(&b, "%.6f,%s,3,%d,%d,0,%g,%d,%g,%d,%g,%g,%g,%g,1,%g,%g\n",
+			t, veh, i/2, i/2+1, rpm, gear, t, i/2, gap, tg, ttc, 20+math.Sin(t), 0.3+0.1*math.Sin(t), 0.2)
+	}
+	return b.String()
+}
+
+// Fields of very different scales in one port are each readable: a panel
+// per unit and per range, each trace using a good part of its panel's
+// height, outliers clipped and said so, units on the axes, and one time
+// axis for all.
+func TestPlotScalesApart(t *testing.T) {
+	var b bytes.Buffer
+	res, err := Plot(&b, "follow.csv", open(followRecording()), PlotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, b.Bytes())
+	apart := [][2]string{
+		{"out1.ego.rpm", "out1.ego.gear"},
+		{"out2.ego.time", "out2.ego.serial_number"},
+		{"out3.ego.timeGap:lead", "out3.ego.timeToCollision:lead"},
+		{"out3.ego.gap:lead", "out3.ego.timeGap:lead"},
+	}
+	for _, pair := range apart {
+		a, b := d.panelOf(t, pair[0]), d.panelOf(t, pair[1])
+		if a.Rect.Y == b.Rect.Y {
+			t.Errorf("%s and %s share a panel", pair[0], pair[1])
+		}
+	}
+	for field, unit := range map[string]string{
+		"out1.ego.rpm": "1/min", "out1.ego.gear": "(no unit)", "out2.ego.time": "s", "out2.ego.serial_number": "(no unit)",
+		"out3.ego.gap:lead": "m", "out3.ego.timeGap:lead": "s", "out3.ego.timeToCollision:lead": "s", "out4.lead.groundspeed": "m/s",
+	} {
+		if got := d.panelOf(t, field).unitLabel(); got != unit {
+			t.Errorf("%s: the axis says %q, want %q", field, got, unit)
+		}
+	}
+	// Readable: every varying trace spans at least 40 % of its panel.
+	for _, f := range d.drawn() {
+		if f == "status" || f == "directive" || strings.HasSuffix(f, "throttle") && strings.Contains(f, "lead") {
+			continue // constant
+		}
+		if e := d.panelOf(t, f).extent(f); e < 0.4 {
+			t.Errorf("%s covers %.0f %% of its panel's height", f, e*100)
+		}
+	}
+	// The spikes of 1e5 s are clipped at the edge and said to be; the time
+	// gap's invalid start too; nothing else.
+	ttc := d.panelOf(t, "out3.ego.timeToCollision:lead")
+	if ttc.Hi > 1000 {
+		t.Errorf("the time to collision's panel reaches %g s: the spikes were not clipped", ttc.Hi)
+	}
+	var clipped []string
+	for _, p := range d.Panels {
+		for _, c := range p.Clips {
+			if !slices.Contains(clipped, c.Field) {
+				clipped = append(clipped, c.Field)
+			}
+		}
+	}
+	slices.Sort(clipped)
+	if want := []string{"out3.ego.timeGap:lead", "out3.ego.timeToCollision:lead"}; !slices.Equal(clipped, want) {
+		t.Errorf("clip marks for %v, want %v", clipped, want)
+	}
+	all := d.text()
+	for _, want := range []string{"clipped: 10 values above", "(max 100000 s)", "clipped: 6 values below", "(min -1 s)", "outliers are clipped at the panel's edge"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the plot does not say %q", want)
+		}
+	}
+	if len(res.Clipped) != 2 || !strings.HasPrefix(res.Clipped[1], "out3.ego.timeToCollision:lead: 10 values above") {
+		t.Errorf("result's clipped: %q", res.Clipped)
+	}
+	// One time axis: every panel has the same left edge, width and ticks.
+	first := d.Panels[0]
+	for _, p := range d.Panels {
+		if p.Rect.X != first.Rect.X || p.Rect.W != first.Rect.W || !slices.Equal(p.timeLabels(), first.timeLabels()) {
+			t.Errorf("panel of %v: x %g width %g ticks %v; the first: x %g width %g ticks %v", p.fields(), p.Rect.X, p.Rect.W, p.timeLabels(),
+				first.Rect.X, first.Rect.W, first.timeLabels())
+		}
+		if labels := p.valueLabels(); len(labels) < 3 || len(slices.Compact(slices.Clone(labels))) != len(labels) {
+			t.Errorf("panel of %v: value ticks %q (fewer than 3, or repeated)", p.fields(), labels)
+		}
+	}
+	if got := first.timeLabels(); !slices.Equal(got, []string{"0", "2", "4", "6", "8", "10", "12", "14", "16", "18"}) {
+		t.Errorf("time ticks %v", got)
+	}
+	if res.Fields != 12 || res.Panels != len(d.Panels) {
+		t.Errorf("result %+v, %d panels drawn", res, len(d.Panels))
+	}
+}
+
+// --fields takes the names a several-vehicle recording uses, or parts of
+// them.
+func TestPlotFieldsSeveralVehicles(t *testing.T) {
+	rec := followRecording()
+	for _, tt := range []struct {
+		fields []string
+		want   []string
+	}{
+		{[]string{"ego.rpm"}, []string{"out1.ego.rpm"}},
+		{[]string{"out1.ego.rpm"}, []string{"out1.ego.rpm"}},
+		{[]string{"out1.rpm"}, []string{"out1.ego.rpm"}},
+		{[]string{"throttle"}, []string{"in1.ego.throttle", "in2.lead.throttle"}},
+		{[]string{"lead"}, []string{"out4.lead.groundspeed", "in2.lead.throttle"}},
+		{[]string{"gap"}, []string{"out3.ego.gap:lead"}},
+		{[]string{"gap:lead", "timeGap"}, []string{"out3.ego.gap:lead", "out3.ego.timeGap:lead"}},
+		{[]string{"ego.timeToCollision"}, []string{"out3.ego.timeToCollision:lead"}},
+		{[]string{"out2"}, []string{"out2.ego.time", "out2.ego.serial_number"}},
+		{[]string{"status"}, []string{"status"}},
+	} {
+		var b bytes.Buffer
+		if _, err := Plot(&b, "follow.csv", open(rec), PlotOptions{Fields: tt.fields}); err != nil {
+			t.Errorf("%v: %v", tt.fields, err)
+			continue
+		}
+		got := parseSVG(t, b.Bytes()).drawn()
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(tt.want))
+		if !slices.Equal(got, want) {
+			t.Errorf("--fields %v drew %v, want %v", tt.fields, got, want)
+		}
+	}
+	_, err := Plot(io.Discard, "follow.csv", open(rec), PlotOptions{Fields: []string{"ego.grondspeed"}})
+	if err == nil || !strings.Contains(err.Error(), `follow.csv: --fields "ego.grondspeed": no such column`) || !strings.Contains(err.Error(), "out4.lead.groundspeed") {
+		t.Errorf("a misspelt field: %v", err)
+	}
+	_, err = Plot(io.Discard, "follow.csv", open(rec), PlotOptions{Fields: []string{"ego.rmp"}})
+	if err == nil || !strings.Contains(err.Error(), `(did you mean "ego.rpm"?)`) {
+		t.Errorf("a misspelt field: %v", err)
+	}
+}
+
+// A recording with a reload: the panels of the ports, port 0 last, the
+// reload dashed in every panel, a trace broken where a NaN is.
+func TestPlotReload(t *testing.T) {
+	var b bytes.Buffer
+	if _, err := Plot(&b, "r.csv", open(reloaded), PlotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, b.Bytes())
+	all := d.text()
+	for _, want := range []string{"output port 1 (from BeamNG)", "input port 1 (to BeamNG)", "port 0 (out): connection status", "port 0 (in): connection directive",
+		"out1.groundspeed", "out1.rpm", "in1.throttle", "1 reloads that changed the ports (dashed)", "reload"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q in the texts: %s", want, all)
+		}
+	}
+	var ports []string
+	for _, p := range d.Panels {
+		ports = append(ports, p.Port)
+		dashed := 0
+		for _, l := range p.Lines {
+			if l.Dash != "" {
+				dashed++
+			}
+		}
+		if dashed != 1 {
+			t.Errorf("panel of %v: %d dashed lines, want the reload's", p.fields(), dashed)
+		}
+	}
+	if want := []string{"out1", "out1", "in1", "out0", "in0"}; !slices.Equal(ports, want) {
+		t.Errorf("panels of ports %v, want %v (groundspeed and rpm apart, port 0 last)", ports, want)
+	}
+	throttle := 0
+	for _, p := range d.Panels {
+		for _, pl := range p.Polylines {
+			if pl.Field == "in1.throttle" {
+				throttle++
+			}
+		}
+	}
+	if throttle != 2 {
+		t.Errorf("throttle in %d runs, want 2 (a NaN breaks it)", throttle)
+	}
+}
+
+func TestPlotFieldsAndWindow(t *testing.T) {
+	var b bytes.Buffer
+	if _, err := Plot(&b, "r.csv", open(reloaded), PlotOptions{Fields: []string{"rpm"}, From: 0.012, To: 0.03}); err != nil {
+		t.Fatal(err)
+	}
+	if got := parseSVG(t, b.Bytes()).drawn(); !slices.Equal(got, []string{"out1.rpm"}) {
+		t.Errorf("--fields rpm drew %v", got)
+	}
+	// --from alone: to the end of the data, not to infinity.
+	b.Reset()
+	if _, err := Plot(&b, "r.csv", open(reloaded), PlotOptions{From: 0.01, To: math.Inf(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "0.010 s to 0.025 s") {
+		t.Errorf("--from 0.01: %.400s", b.String())
+	}
+	for _, tt := range []struct {
+		o    PlotOptions
+		want string
+	}{
+		{PlotOptions{Fields: []string{"speed"}}, `r.csv: --fields "speed": no such column (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
+		{PlotOptions{Fields: []string{"groundsped"}}, `r.csv: --fields "groundsped": no such column (did you mean "groundspeed"?) (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
+		{PlotOptions{From: 5, To: 6}, "r.csv: nothing to plot: no rows between 5 s and 6 s (the run spans 0 s to 0.025 s)"},
+	} {
+		if _, err := Plot(io.Discard, "r.csv", open(reloaded), tt.o); err == nil || err.Error() != tt.want {
+			t.Errorf("%+v:\n got %v\nwant %s", tt.o, err, tt.want)
+		}
+	}
+}
+
+// A recording of thousands of ports draws the first MaxFields of them and
+// says how many more there are; --fields picks any of them.
+func TestPlotManyPorts(t *testing.T) {
+	rec := manyPorts(5000, 30)
+	var b bytes.Buffer
+	res, err := Plot(&b, "many.csv", open(rec), PlotOptions{MaxFields: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, b.Bytes())
+	if res.Fields != 50 || res.Omitted != 4951 || len(d.drawn()) != 50 || !strings.Contains(d.text(), "4951 more fields not drawn: choose them with --fields") {
+		t.Errorf("result %+v, %d drawn", res, len(d.drawn()))
+	}
+	b.Reset()
+	if _, err := Plot(&b, "many.csv", open(rec), PlotOptions{Fields: []string{"out4999.custom50"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := parseSVG(t, b.Bytes()).drawn(); !slices.Equal(got, []string{"out4999.custom50"}) {
+		t.Errorf("drew %v", got)
+	}
+}
+
+// manyPorts is a recording of n ports of one field each, rows rows.
+func manyPorts(n, rows int) string {
+	var b strings.Builder
+	b.WriteString("time,status,id,reply_id,reloads")
+	for p := 1; p <= n; p++ {
+		fmt.Fprintf(&b, ",out%d.custom%d", p, p%50+1)
+	}
+	b.WriteString("\n")
+	for r := range rows {
+		fmt.Fprintf(&b, "%.6f,3,%d,%d,0", float64(r)*0.005, r, r+1)
+		for p := 1; p <= n; p++ {
+			fmt.Fprintf(&b, ",%g", float64(p)*0.001+float64(r)*1.25)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// A real recording (run --record on the cruise rig, its config edited
+// while running to add wheelspeed to port 3): the reload marked and
+// wheelspeed drawn from there on, beside groundspeed (the same unit and
+// range), apart from rpm and gear.
+func TestPlotRealRecording(t *testing.T) {
+	var b bytes.Buffer
+	openFile := func() (io.ReadCloser, error) { return os.Open("testdata/reload.csv") }
+	if _, err := Plot(&b, "reload.csv", openFile, PlotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, b.Bytes())
+	if !strings.Contains(d.text(), "1 reloads that changed the ports") {
+		t.Errorf("texts: %s", d.text())
+	}
+	if got := d.panelOf(t, "out3.wheelspeed").fields(); !slices.Equal(got, []string{"out3.wheelspeed"}) {
+		t.Errorf("wheelspeed shares a panel with %v", got)
+	}
+	if d.panelOf(t, "out3.rpm").Rect.Y == d.panelOf(t, "out3.gear").Rect.Y {
+		t.Error("rpm and gear share a panel")
+	}
+}
+
+// A real several-vehicle recording (run --record on examples/follow.json,
+// 6 s): --fields takes the parts of its names, the time to collision's
+// spikes are clipped, the speeds of both cars drawn.
+func TestPlotRealFollowRecording(t *testing.T) {
+	var b bytes.Buffer
+	openFile := func() (io.ReadCloser, error) { return os.Open("testdata/follow.csv") }
+	res, err := Plot(&b, "follow.csv", openFile, PlotOptions{Fields: []string{"ego.groundspeed", "lead.groundspeed", "gap", "timeGap", "timeToCollision", "throttle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, b.Bytes())
+	got := d.drawn()
+	slices.Sort(got)
+	want := []string{"in1.ego.throttle", "in2.lead.throttle", "out1.ego.groundspeed", "out2.ego.gap:lead", "out2.ego.timeGap:lead", "out2.ego.timeToCollision:lead", "out3.lead.groundspeed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("drew %v, want %v", got, want)
+	}
+	if ttc := d.panelOf(t, "out2.ego.timeToCollision:lead"); ttc.Hi > 10000 || len(ttc.Clips) == 0 {
+		t.Errorf("time to collision up to %g s, %d clip marks: the spikes were not clipped", ttc.Hi, len(ttc.Clips))
+	}
+	if len(res.Clipped) == 0 {
+		t.Error("nothing said to be clipped")
+	}
+}
