@@ -72,7 +72,7 @@ type Link struct {
 	lastArrival  time.Time
 	firstID      float64
 	firstAt      time.Time
-	yieldAt      time.Time // when the loop last yielded to the scheduler
+	yieldAt      time.Time     // when the loop last yielded to the scheduler
 	interArrival time.Duration // between the last two BeamNG messages (ping_results[1])
 	fresh        bool          // the next message is the first since (re)connecting
 	silent       bool          // BeamNG went silent while connected, and has not sent since

@@ -391,7 +391,7 @@ func TestFMUParametersReloadLive(t *testing.T) {
 		t.Skip("a C FMU on the real clock, not under -short")
 	}
 	fmuPath := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 2})
-	text := strings.Replace(string(must(os.ReadFile("../examples/fmu-cruise.json"))), `"path": "fmu-cruise.fmu"`,
+	text := strings.Replace(string(must(os.ReadFile("../examples/fmu-cruise/cruise.json"))), `"path": "cruise.fmu"`,
 		fmt.Sprintf(`"path": %q, "inProcess": true`, fmuPath), 1)
 	path := filepath.Join(filepath.Dir(fmuPath), "fmu-cruise.json")
 	os.WriteFile(path, []byte(text), 0o644)

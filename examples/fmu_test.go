@@ -32,22 +32,22 @@ func TestFMUCruise(t *testing.T) {
 	bin := filepath.Join(dir, "beamconnect")
 	// The documented build, into the test's folder.
 	for _, args := range [][]string{
-		{"run", "./fmu-cruise", "-o", filepath.Join(dir, "fmu-cruise.fmu")},
+		{"run", "./fmu-cruise", "-o", filepath.Join(dir, "cruise.fmu")},
 		{"build", "-o", bin, "../cmd/beamconnect"},
 	} {
 		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	src, err := os.ReadFile("fmu-cruise.json")
+	src, err := os.ReadFile("fmu-cruise/cruise.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	schema, _ := filepath.Abs("../schemas/config.schema.json")
-	rig := filepath.Join(dir, "fmu-cruise.json")
+	rig := filepath.Join(dir, "cruise.json")
 	os.WriteFile(rig, []byte(strings.Replace(string(src), "../schemas/config.schema.json", filepath.ToSlash(schema), 1)), 0o644)
 
-	if out, err := exec.Command(bin, "validate", rig).CombinedOutput(); err != nil || !strings.HasSuffix(string(out), "fmu-cruise.json: valid\n") {
+	if out, err := exec.Command(bin, "validate", rig).CombinedOutput(); err != nil || !strings.HasSuffix(string(out), "cruise.json: valid\n") {
 		t.Fatalf("validate: %v\n%s", err, out)
 	}
 	rec := filepath.Join(dir, "run.csv")

@@ -1,11 +1,11 @@
-// Command fmu-cruise builds the example FMU of examples/fmu-cruise.json: a
+// Command fmu-cruise builds the example FMU of examples/fmu-cruise/cruise.json: a
 // PI cruise controller written in C (fmu/testfmu/c: cruise.h, and the FMI
 // 2.0 and 3.0 wrappers cruise2.c and cruise3.c), compiled with the
 // machine's C compiler (cc, or $CC) for x86-64 Linux and zipped with its
 // modelDescription.xml. From the repository's root:
 //
 //	go run ./examples/fmu-cruise
-//	go run ./cmd/beamconnect run examples/fmu-cruise.json --emulate
+//	go run ./cmd/beamconnect run examples/fmu-cruise/cruise.json --emulate
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	out := flag.String("o", "examples/fmu-cruise.fmu", "where to write the FMU")
+	out := flag.String("o", "examples/fmu-cruise/cruise.fmu", "where to write the FMU")
 	major := flag.Int("fmi", 2, "the FMI version: 2 or 3")
 	flag.Parse()
 	if err := testfmu.Build(*out, testfmu.Options{FMI: *major, StepSize: 0.005}); err != nil {
