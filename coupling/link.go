@@ -241,8 +241,11 @@ func (l *Link) run(ctx context.Context) error {
 		}
 		if l.index == 0 && l.opt.Record != nil {
 			// Whole rows every 250 ms, while BeamNG is silent too, so a crash
-			// or a silence loses at most that much; it never blocks.
+			// or a silence loses at most that much; it never blocks. Under
+			// the stage's lock, as every vehicle's rows are written.
+			st := l.enter()
 			l.opt.Record.FlushEvery(l.clock.Now(), 250*time.Millisecond)
+			st.unlock()
 		}
 	}
 	l.finish()

@@ -218,3 +218,26 @@ func TestRecorderBlockedDestination(t *testing.T) {
 		}
 	})
 }
+
+// With several vehicles every vehicle's loop records rows into one file:
+// each row whole, none torn by another vehicle's loop flushing the buffer.
+func TestFleetRecordingRowsWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, _ := os.Create(filepath.Join(t.TempDir(), "run.csv"))
+		defer f.Close()
+		h := rig{cfg: load(t, "../examples/follow.json"), starts: []int64{0, 6}, place: [][3]float64{{0, 0, 0}, {40, 0, 0}},
+			em: emulator.Config{Steps: 40000}, opts: func(_ *harness, o *Options) { o.Record = NewRecorder(f, o.Plan, nil) }}.sim(t)
+		h.run(t)
+		b, _ := os.ReadFile(f.Name())
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		want := strings.Count(lines[0], ",")
+		for i, l := range lines {
+			if strings.Count(l, ",") != want {
+				t.Fatalf("line %d of %d is torn: %q", i+1, len(lines), l)
+			}
+		}
+		if v := h.s.Values(); int64(len(lines)-1) != v[Replies] {
+			t.Errorf("%d rows for %d replies", len(lines)-1, v[Replies])
+		}
+	})
+}
