@@ -438,3 +438,37 @@ func BenchmarkHandle(b *testing.B) {
 		})
 	}
 }
+
+// discard is a socket that sends nowhere: what BenchmarkStep measures is
+// the coupling's own work on a message, not a transport's.
+type discard struct{ Transport }
+
+func (discard) Send([]byte, netip.AddrPort) error { return nil }
+
+// BenchmarkStep is one BeamNG message through the coupling's own work:
+// source and id checks, decode, contracts, the model, fault check, encode;
+// the reply handed to a socket that discards it. Compare with the codec's
+// own cost (package beamng's Codec benchmark).
+func BenchmarkStep(b *testing.B) {
+	for _, bm := range []struct{ name, file string }{
+		{"cruise-pedals", "../examples/cruise-pedals.json"},
+		{"logging-all-111", "../examples/logging.json"},
+		{"gen2-cruise", "../examples/gen2-cruise.json"},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			d := newDirect(b, load(b, bm.file), nil, nil)
+			d.l.t = discard{d.l.t}
+			d.msg[1] = 12
+			from, now := d.from(50000), d.start()
+			datagram, _ := beamngEncode(make([]byte, 8*len(d.msg)), d.msg)
+			b.ReportAllocs()
+			for b.Loop() {
+				d.msg[0]++
+				beamngEncode(datagram[:8], d.msg[:1]) // the id
+				now = now.Add(5 * time.Millisecond)
+				d.clock.now = now
+				d.l.handle(datagram, from, now, 0)
+			}
+		})
+	}
+}

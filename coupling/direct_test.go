@@ -97,3 +97,5 @@ func (d *direct) sendRaw(b []byte, from netip.AddrPort, at time.Time) ([]float64
 	}
 	return d.reply, true
 }
+
+func beamngEncode(buf []byte, msg []float64) ([]byte, error) { return beamng.Encode(buf, msg) }

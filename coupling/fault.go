@@ -39,11 +39,11 @@ type faultState struct {
 	// the message being handled with neutral controls once the step has run
 	// past the timeout.
 	watched   bool
-	stepStart atomic.Int64         // unix ns the current step began; 0 outside a step
-	pending   atomic.Pointer[Link] // the link whose message the step is for
-	pendingID atomic.Uint64        // float64 bits of the reply id the step is for
-	firedFor  atomic.Int64         // the stepStart the watchdog answered for
-	fired     atomic.Bool          // the watchdog answered the message being handled
+	stepStart atomic.Int64             // unix ns the current step began; 0 outside a step
+	pending   atomic.Pointer[answerer] // who answers the message the step is for
+	pendingID atomic.Uint64            // float64 bits of the reply id the step is for
+	firedFor  atomic.Int64             // the stepStart the watchdog answered for
+	fired     atomic.Bool              // the watchdog answered the message being handled
 }
 
 func (f *faultState) init(m models.Model, timeout float64, stats *Stats, log *slog.Logger, clock timesync.Clock) {
@@ -56,12 +56,19 @@ func (f *faultState) init(m models.Model, timeout float64, stats *Stats, log *sl
 	f.watched = f.timeout > 0 && !(ok && b.Bounded())
 }
 
-// begin tells the watchdog that a step for link l's reply replyID starts.
-func (f *faultState) begin(l *Link, replyID float64) {
+// answerer answers the message a hung step is for with neutral controls
+// (a vehicle's link).
+type answerer interface {
+	answerNeutral(replyID float64)
+}
+
+// begin tells the watchdog that a step for the reply replyID starts, which
+// a answers if the step hangs.
+func (f *faultState) begin(a *answerer, replyID float64) {
 	if !f.watched {
 		return
 	}
-	f.pending.Store(l)
+	f.pending.Store(a)
 	f.pendingID.Store(math.Float64bits(replyID))
 	f.stepStart.Store(f.clock.Now().UnixNano())
 }
@@ -137,7 +144,7 @@ func (f *faultState) transition(err error) {
 // controls under the pending reply id, on the link whose message waits, so
 // BeamNG's last controls are not the model's while it hangs, and logs at
 // once.
-func (f *faultState) watch(ctx context.Context, links []*Link) func() {
+func (f *faultState) watch(ctx context.Context) func() {
 	if !f.watched {
 		return func() {}
 	}
@@ -166,13 +173,13 @@ func (f *faultState) check(now time.Time) {
 	}
 	f.firedFor.Store(start)
 	ran := time.Duration(now.UnixNano() - start).Round(time.Millisecond)
-	l := f.pending.Load()
-	if l == nil {
+	a := f.pending.Load()
+	if a == nil {
 		f.log.Error("the model's step is hung (no BeamNG message waits on it)", "running_for", ran, "timeout", f.timeout)
 		return
 	}
 	id := math.Float64frombits(f.pendingID.Load())
-	l.sendNeutral(id)
+	(*a).answerNeutral(id)
 	f.fired.Store(true)
 	f.log.Error("model fault: its step is hung; answered BeamNG with neutral controls (pedals released, wheel torques 0)",
 		"running_for", ran, "timeout", f.timeout, "reply_id", id)

@@ -60,6 +60,7 @@ type Link struct {
 	lastMu  sync.Mutex // last, read by the hung-step watchdog
 	rx, tx  []byte
 	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
+	self    answerer    // the link, as the hung-step watchdog answers through it
 	keep    []byte      // drain's newest message
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
 	diag    diagnosis
@@ -94,6 +95,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 		slots: veh.State,
 		sync:  timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
 	}
+	l.self = l
 	l.held.buf = make([]byte, beamng.MaxDatagram)
 	l.keep = make([]byte, 0, beamng.MaxDatagram+1)
 	l.diag.startCommand = p.StartCommand(v)
@@ -381,9 +383,19 @@ func (l *Link) neutralReply(id float64) []byte {
 // send writes a reply to BeamNG.
 func (l *Link) send(b []byte) error { return l.t.Send(b, l.remote) }
 
-// sendNeutral answers the message being handled with neutral controls, from
-// the hung-step watchdog's goroutine while the loop waits on the model.
-func (l *Link) sendNeutral(id float64) {
+// enter takes the stage for link l, moving l to the plan in force.
+func (l *Link) enter() *stage {
+	st := l.stage
+	st.lock()
+	if l.plan != st.plan {
+		l.rebind(st.plan) // a reload came in between two messages
+	}
+	return st
+}
+
+// answerNeutral answers the message being handled with neutral controls,
+// from the hung-step watchdog's goroutine while the loop waits on the model.
+func (l *Link) answerNeutral(id float64) {
 	p := l.shared.Load()
 	if p == nil {
 		return

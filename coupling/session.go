@@ -131,7 +131,9 @@ func New(opt Options) (*Session, error) {
 		}
 		s.links = append(s.links, newLink(s, v, log))
 	}
-	s.stage.links = s.links
+	for _, l := range s.links {
+		s.stage.statuses = append(s.stage.statuses, &l.status)
+	}
 	s.stage.onReload = func(p *ports.Plan) {
 		if opt.Record != nil {
 			opt.Record.Header(p)
@@ -181,7 +183,7 @@ func (s *Session) Bind() error {
 // Run drives every vehicle's link until ctx ends, each on its own
 // goroutine, and then leaves BeamNG with neutral controls.
 func (s *Session) Run(ctx context.Context) error {
-	stop := s.stage.fault.watch(ctx, s.links)
+	stop := s.stage.fault.watch(ctx)
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.links))

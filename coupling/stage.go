@@ -23,15 +23,15 @@ import (
 // freezes while any vehicle's controller blocks, never waits on a pairing:
 // the only wait is this lock, held for one model step.
 type stage struct {
-	mu    sync.Mutex
-	model models.Model
-	log   *slog.Logger
-	plan  *ports.Plan // the plan the port vectors are laid out by (under mu)
-	outs  [][]float64 // output port vectors; outs[0][0] is the status
-	ins   [][]float64 // input port vectors; ins[0][0] is the directive
-	lastT float64     // the model's time never goes back, whichever vehicle steps it
-	fault faultState
-	links []*Link
+	mu       sync.Mutex
+	model    models.Model
+	log      *slog.Logger
+	plan     *ports.Plan // the plan the port vectors are laid out by (under mu)
+	outs     [][]float64 // output port vectors; outs[0][0] is the status
+	ins      [][]float64 // input port vectors; ins[0][0] is the directive
+	lastT    float64     // the model's time never goes back, whichever vehicle steps it
+	fault    faultState
+	statuses []*atomic.Int32 // each vehicle's reported status
 
 	// Each vehicle's latest position, heading and velocity, for the
 	// cross-vehicle properties.
@@ -85,16 +85,6 @@ func (st *stage) lock() {
 
 func (st *stage) unlock() { st.mu.Unlock() }
 
-// enter takes the stage for link l, moving l to the plan in force.
-func (l *Link) enter() *stage {
-	st := l.stage
-	st.lock()
-	if l.plan != st.plan {
-		l.rebind(st.plan) // a reload came in between two messages
-	}
-	return st
-}
-
 // directive reads port 0's connection directive.
 func (st *stage) directive() bool {
 	st.lock()
@@ -105,9 +95,9 @@ func (st *stage) directive() bool {
 // portStatus is port 0's connection status: the one vehicle's, or the run's
 // as a whole.
 func (st *stage) portStatus() Status {
-	s := st.links[0].Status()
-	for _, l := range st.links[1:] {
-		s = worse(s, l.Status())
+	s := Status(st.statuses[0].Load())
+	for _, v := range st.statuses[1:] {
+		s = worse(s, Status(v.Load()))
 	}
 	return s
 }

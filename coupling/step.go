@@ -34,7 +34,7 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	}
 	l.checkOverdue(t)
 	if whole {
-		st.fault.begin(l, replyID)
+		st.fault.begin(&l.self, replyID)
 		a.neutral = st.step(t)
 		a.answered = st.fault.end()
 	}
@@ -46,9 +46,13 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	st.unlock()
 
 	l.reply[0] = replyID
-	l.lastMu.Lock()
-	l.proto.Safe(l.reply, l.last)
-	l.lastMu.Unlock()
+	if st.fault.watched {
+		l.lastMu.Lock() // the hung-step watchdog reads it
+		l.proto.Safe(l.reply, l.last)
+		l.lastMu.Unlock()
+	} else {
+		l.proto.Safe(l.reply, l.last)
+	}
 	l.ids.sent(replyID)
 	a.datagram, _ = beamng.Encode(l.tx, l.reply) // tx is sized for the reply
 	return a
