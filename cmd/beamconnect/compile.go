@@ -51,7 +51,9 @@ func compileCmd(c *call) int {
 	return exitOK
 }
 
-func printPlan(w io.Writer, p *ports.Plan) {
+// printPlanHead is the plan's first lines: the protocol, the layout and
+// BeamNG's timing, per vehicle for a Gen 2 fleet.
+func printPlanHead(w io.Writer, p *ports.Plan) {
 	v0 := p.Vehicles[0]
 	switch {
 	case v0.CSV != nil && len(p.Vehicles) > 1:
@@ -76,7 +78,11 @@ func printPlan(w io.Writer, p *ports.Plan) {
 			ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
 	}
 	fmt.Fprintf(w, "  reply id: %s, time sync: %s, time dilation: %v\n\n", p.ReplyID, p.TimeSync, p.TimeDilation)
+}
 
+func printPlan(w io.Writer, p *ports.Plan) {
+	v0 := p.Vehicles[0]
+	printPlanHead(w, p)
 	several := len(p.Vehicles) > 1
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	refHead := "BANK"

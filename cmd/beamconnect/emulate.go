@@ -118,144 +118,35 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	if len(c.args) > 0 {
 		return usage("unexpected argument %q", c.args[0])
 	}
-	cfg := emulator.Config{
-		SimulinkTime: o.simulinkTime, PingTime: o.pingTime, PhysicsDt: beamng.PhysicsDt,
-		Steps: o.steps, FreeRunning: o.freeRunning, FPS: o.fps, RealTimeFactor: o.rtf, DebugLogs: o.debugLogs,
+	e, code, msg := emulationFor(c, o)
+	switch {
+	case msg != "":
+		return usage("%s", msg)
+	case e == nil:
+		return code
 	}
-	listen, client := o.listen, o.client
-	var more []ports.Vehicle // the other vehicles of a several-vehicle config
-	if o.config != "" {
-		plan, _, code := loadPlan(c, o.config)
-		if plan == nil {
-			return code
-		}
-		if len(plan.Vehicles) > 1 {
-			if o.set("listen") || o.set("client") {
-				return usage("--listen and --client name one vehicle's addresses; a config with several vehicles gives each its own")
-			}
-			more = plan.Vehicles[1:]
-		}
-		if !o.set("simulink-time") {
-			cfg.SimulinkTime = plan.Period
-		}
-		if !o.set("ping-time") {
-			cfg.PingTime = plan.PingTime
-		}
-		cfg.PhysicsDt = plan.PhysicsDt
-		if !o.set("listen") {
-			listen = plan.Vehicles[0].Remote.String()
-		}
-		if !o.set("client") {
-			client = plan.Vehicles[0].Local.String()
-		}
-		cfg.CSV = plan.Vehicles[0].CSV
-	}
-	if o.csv != "" {
-		if o.config != "" {
-			return usage("--csv and --config both name the layout: give one")
-		}
-		f, err := cosim.Load(o.csv)
-		if err != nil {
-			fmt.Fprintln(c.stderr, err)
-			return exitFailed
-		}
-		for _, w := range f.Warnings {
-			fmt.Fprintln(c.stderr, w)
-		}
-		cfg.CSV = f
-		if !o.set("listen") {
-			listen = f.BeamNG.String()
-		}
-		if !o.set("client") {
-			client = f.Other.String()
-		}
-	}
-	if o.duration < 0 || o.steps < 0 {
-		return usage("--steps and --duration cannot be negative")
-	}
-	if o.duration > 0 {
-		n := int64(o.duration.Seconds()/cfg.PhysicsDt + 0.5)
-		if cfg.Steps == 0 || n < cfg.Steps {
-			cfg.Steps = n
-		}
-	}
-	if !(cfg.SimulinkTime > 0) || !(cfg.PingTime > 0) || !(o.fps > 0) || !(o.rtf > 0) {
-		return usage("--simulink-time, --ping-time, --fps and --realtime-factor must be positive")
-	}
-	for _, spec := range o.faults {
-		if err := emulator.ParseFault(spec, &cfg.Faults); err != nil {
-			return usage("--fault: %v", err)
-		}
-	}
-	la, err := netip.ParseAddrPort(listen)
-	if err != nil {
-		return usage("--listen %q: expected IP:port, e.g. 127.0.0.1:64891", listen)
-	}
-	ca, err := netip.ParseAddrPort(client)
-	if err != nil {
-		return usage("--client %q: expected IP:port, e.g. 127.0.0.1:64890", client)
-	}
-
-	link, err := emulator.ListenUDP(la, ca)
+	link, err := emulator.ListenUDP(e.listen, e.client)
 	if err != nil {
 		return c.fail("emulate", err)
 	}
 	defer link.Close()
-	em, err := emulator.New(cfg, link)
+	em, err := emulator.New(e.cfg, link)
 	if err != nil {
 		return usage("%v", err)
 	}
-	// Several vehicles: one controller, socket pair and car each, all in
-	// one physics loop (a blocking receive in one holds all, as in BeamNG:
-	// docs/protocol.md, several vehicles),
-	// each loaded a few steps after the one before, as vehicles loaded in
-	// different frames are.
-	var others []*emulator.Emulator
-	var otherLinks []*emulator.UDP
-	for i, v := range more {
-		l, err := emulator.ListenUDP(v.Remote, v.Local)
-		if err != nil {
-			return c.fail("emulate", err)
+	others, otherLinks, err := e.further(c)
+	defer func() {
+		for _, l := range otherLinks {
+			l.Close()
 		}
-		defer l.Close()
-		vc := cfg
-		vc.Faults, vc.DebugLogs = emulator.Faults{}, ""
-		vc.StartStep = int64(3 * (i + 1))
-		vc.Vehicle = emulator.DefaultVehicle()
-		vc.Vehicle.Start = [3]float64{40 * float64(i+1), 0, 0}
-		vc.CSV = v.CSV // Gen 2: each vehicle laid out, timed and addressed by its own CSV
-		ve, err := emulator.New(vc, l)
-		if err != nil {
-			return usage("%v", err)
-		}
-		attrs := []any{"vehicle", v.Name, "listen", l.LocalAddr(), "client", v.Local, "start_step", vc.StartStep}
-		if v.CSV != nil {
-			lv := v.CSV.Layout()
-			attrs = append(attrs, "csv", v.CSV.Path, "sends_doubles", lv.Len(beamng.FromBeamNG), "expects_doubles", lv.Len(beamng.ToBeamNG),
-				"sendSkips", v.CSV.SendSkips(cfg.PhysicsDt), "unanswered", v.CSV.Unanswered())
-		}
-		c.log.Info("emulating a further vehicle in the same physics loop", attrs...)
-		others, otherLinks = append(others, ve), append(otherLinks, l)
+	}()
+	if err != nil {
+		return c.fail("emulate", err)
 	}
 	em.Attach(others...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	pacing := "paced"
-	if cfg.FreeRunning {
-		pacing = "free-running"
-	}
-	if cfg.CSV != nil {
-		l := cfg.CSV.Layout()
-		c.log.Info("emulating BeamNG's cosimulationCoupling (Gen 2)", "csv", cfg.CSV.Path,
-			"listen", link.LocalAddr(), "client", ca, "sends_doubles", l.Len(beamng.FromBeamNG), "expects_doubles", l.Len(beamng.ToBeamNG),
-			"computation_time", cosim.LuaText(cfg.CSV.Time.Value), "sendSkips", cfg.CSV.SendSkips(cfg.PhysicsDt),
-			"unanswered", cfg.CSV.Unanswered(), "pacing", pacing)
-	} else {
-		c.log.Info("emulating BeamNG's vehicleSystemsCoupling",
-			"listen", link.LocalAddr(), "client", ca,
-			"simulinkTime", cfg.SimulinkTime, "sendSkips", beamng.SendSkips(cfg.SimulinkTime, cfg.PhysicsDt),
-			"unanswered", beamng.Unanswered(cfg.PingTime, cfg.SimulinkTime), "pacing", pacing)
-	}
+	e.logStart(c, link.LocalAddr())
 	sum, err := em.Run(ctx)
 	if err != nil {
 		c.log.Error("run failed", "err", err)
@@ -275,11 +166,158 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	} else {
 		fmt.Fprintf(c.stdout, "emulated BeamNG: %v\n", sum)
 		for i, ve := range others {
-			fmt.Fprintf(c.stdout, "emulated BeamNG, vehicle %q: %v\n", more[i].Name, ve.Summary())
+			fmt.Fprintf(c.stdout, "emulated BeamNG, vehicle %q: %v\n", e.more[i].Name, ve.Summary())
 		}
 	}
 	if err != nil {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// emulation is what emulate runs: the first vehicle's controller, its
+// addresses, and the config's further vehicles.
+type emulation struct {
+	cfg            emulator.Config
+	listen, client netip.AddrPort
+	more           []ports.Vehicle // the other vehicles of a several-vehicle config
+}
+
+// emulationFor reads the flags, the config or the CSV into an emulation;
+// a usage message, or a nil emulation with an exit code, when it cannot.
+func emulationFor(c *call, o *emulateOpts) (e *emulation, code int, usage string) {
+	e = &emulation{cfg: emulator.Config{
+		SimulinkTime: o.simulinkTime, PingTime: o.pingTime, PhysicsDt: beamng.PhysicsDt,
+		Steps: o.steps, FreeRunning: o.freeRunning, FPS: o.fps, RealTimeFactor: o.rtf, DebugLogs: o.debugLogs,
+	}}
+	cfg := &e.cfg
+	listen, client := o.listen, o.client
+	if o.config != "" && o.csv != "" {
+		return nil, 0, "--csv and --config both name the layout: give one"
+	}
+	if o.config != "" {
+		plan, _, code := loadPlan(c, o.config)
+		if plan == nil {
+			return nil, code, ""
+		}
+		if len(plan.Vehicles) > 1 {
+			if o.set("listen") || o.set("client") {
+				return nil, 0, "--listen and --client name one vehicle's addresses; a config with several vehicles gives each its own"
+			}
+			e.more = plan.Vehicles[1:]
+		}
+		if !o.set("simulink-time") {
+			cfg.SimulinkTime = plan.Period
+		}
+		if !o.set("ping-time") {
+			cfg.PingTime = plan.PingTime
+		}
+		cfg.PhysicsDt = plan.PhysicsDt
+		if !o.set("listen") {
+			listen = plan.Vehicles[0].Remote.String()
+		}
+		if !o.set("client") {
+			client = plan.Vehicles[0].Local.String()
+		}
+		cfg.CSV = plan.Vehicles[0].CSV
+	}
+	if o.csv != "" {
+		f, err := cosim.Load(o.csv)
+		if err != nil {
+			fmt.Fprintln(c.stderr, err)
+			return nil, exitFailed, ""
+		}
+		for _, w := range f.Warnings {
+			fmt.Fprintln(c.stderr, w)
+		}
+		cfg.CSV = f
+		if !o.set("listen") {
+			listen = f.BeamNG.String()
+		}
+		if !o.set("client") {
+			client = f.Other.String()
+		}
+	}
+	if o.duration < 0 || o.steps < 0 {
+		return nil, 0, "--steps and --duration cannot be negative"
+	}
+	if o.duration > 0 {
+		n := int64(o.duration.Seconds()/cfg.PhysicsDt + 0.5)
+		if cfg.Steps == 0 || n < cfg.Steps {
+			cfg.Steps = n
+		}
+	}
+	if !(cfg.SimulinkTime > 0) || !(cfg.PingTime > 0) || !(o.fps > 0) || !(o.rtf > 0) {
+		return nil, 0, "--simulink-time, --ping-time, --fps and --realtime-factor must be positive"
+	}
+	for _, spec := range o.faults {
+		if err := emulator.ParseFault(spec, &cfg.Faults); err != nil {
+			return nil, 0, fmt.Sprintf("--fault: %v", err)
+		}
+	}
+	var err error
+	if e.listen, err = netip.ParseAddrPort(listen); err != nil {
+		return nil, 0, fmt.Sprintf("--listen %q: expected IP:port, e.g. 127.0.0.1:64891", listen)
+	}
+	if e.client, err = netip.ParseAddrPort(client); err != nil {
+		return nil, 0, fmt.Sprintf("--client %q: expected IP:port, e.g. 127.0.0.1:64890", client)
+	}
+	return e, exitOK, ""
+}
+
+// further starts the config's further vehicles: one controller, socket
+// pair and car each, all in one physics loop (a blocking receive in one
+// holds all, as in BeamNG: docs/protocol.md, several vehicles), each
+// loaded a few steps after the one before, as vehicles loaded in different
+// frames are.
+func (e *emulation) further(c *call) ([]*emulator.Emulator, []*emulator.UDP, error) {
+	var others []*emulator.Emulator
+	var links []*emulator.UDP
+	for i, v := range e.more {
+		l, err := emulator.ListenUDP(v.Remote, v.Local)
+		if err != nil {
+			return others, links, err
+		}
+		links = append(links, l)
+		vc := e.cfg
+		vc.Faults, vc.DebugLogs = emulator.Faults{}, ""
+		vc.StartStep = int64(3 * (i + 1))
+		vc.Vehicle = emulator.DefaultVehicle()
+		vc.Vehicle.Start = [3]float64{40 * float64(i+1), 0, 0}
+		vc.CSV = v.CSV // Gen 2: each vehicle laid out, timed and addressed by its own CSV
+		ve, err := emulator.New(vc, l)
+		if err != nil {
+			return others, links, err
+		}
+		attrs := []any{"vehicle", v.Name, "listen", l.LocalAddr(), "client", v.Local, "start_step", vc.StartStep}
+		if v.CSV != nil {
+			lv := v.CSV.Layout()
+			attrs = append(attrs, "csv", v.CSV.Path, "sends_doubles", lv.Len(beamng.FromBeamNG), "expects_doubles", lv.Len(beamng.ToBeamNG),
+				"sendSkips", v.CSV.SendSkips(e.cfg.PhysicsDt), "unanswered", v.CSV.Unanswered())
+		}
+		c.log.Info("emulating a further vehicle in the same physics loop", attrs...)
+		others = append(others, ve)
+	}
+	return others, links, nil
+}
+
+// logStart says what is emulated, where.
+func (e *emulation) logStart(c *call, listen netip.AddrPort) {
+	cfg := &e.cfg
+	pacing := "paced"
+	if cfg.FreeRunning {
+		pacing = "free-running"
+	}
+	if cfg.CSV != nil {
+		l := cfg.CSV.Layout()
+		c.log.Info("emulating BeamNG's cosimulationCoupling (Gen 2)", "csv", cfg.CSV.Path,
+			"listen", listen, "client", e.client, "sends_doubles", l.Len(beamng.FromBeamNG), "expects_doubles", l.Len(beamng.ToBeamNG),
+			"computation_time", cosim.LuaText(cfg.CSV.Time.Value), "sendSkips", cfg.CSV.SendSkips(cfg.PhysicsDt),
+			"unanswered", cfg.CSV.Unanswered(), "pacing", pacing)
+		return
+	}
+	c.log.Info("emulating BeamNG's vehicleSystemsCoupling",
+		"listen", listen, "client", e.client,
+		"simulinkTime", cfg.SimulinkTime, "sendSkips", beamng.SendSkips(cfg.SimulinkTime, cfg.PhysicsDt),
+		"unanswered", beamng.Unanswered(cfg.PingTime, cfg.SimulinkTime), "pacing", pacing)
 }

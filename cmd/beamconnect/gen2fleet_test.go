@@ -57,8 +57,8 @@ func TestGen2FleetCompile(t *testing.T) {
 		"coupling of 2 vehicles, each laid out by its own CSV",
 		"BeamNG sends every 5 ms (10 physics steps of 0.5 ms; sendSkips 9) for every vehicle",
 		`vehicle "ego": ../../examples/gen2-follow-ego.csv: BeamNG sends 8 doubles and reads 3;`,
-		`vehicle "lead": ../../examples/gen2-follow-lead.csv (BeamNG sends to 127.0.0.1:64892, which beamconnect binds, and listens on 127.0.0.1:64893)`,
-		"-- vehicle \"lead\"\n  controller.loadControllerExternal('tech/cosimulationCoupling'",
+		"select vehicle \"lead\", load ../../examples/gen2-follow-lead.csv, and press \"Start coupling with 3rd party\"\n     (BeamNG sends to 127.0.0.1:64892, which beamconnect binds, and listens on 127.0.0.1:64893)",
+		"vehicle \"lead\":\n       controller.loadControllerExternal('tech/cosimulationCoupling'",
 		"udpSendPort=64892, udpReceivePort=64893",
 	} {
 		if code != exitOK || !strings.Contains(out, want) {

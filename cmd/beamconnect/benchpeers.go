@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	osexec "os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"beamconnect/coupling"
+)
+
+// benchConfig writes a rig config for a coupling bound at listen and
+// replying to beamngAddr, at BeamNG's fastest rate, for {config}.
+func benchConfig(listen, beamngAddr netip.AddrPort) (string, error) {
+	f, err := os.CreateTemp("", "beamconnect-bench-*.json")
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(f, `{"version": 2, "remoteIP": %q, "remotePort": %d,
+  "outputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "groundspeed"}]]}],
+  "beamng": {"localIP": %q, "localPort": %d}}`, beamngAddr.Addr(), beamngAddr.Port(), listen.Addr(), listen.Port())
+	return f.Name(), f.Close()
+}
+
+// waitBound waits until the responder has bound addr. Binding the port
+// ourselves to test it could make the responder's own bind fail, so on
+// Linux the kernel's socket table is read instead; elsewhere a second
+// is allowed for the start.
+func waitBound(addr netip.AddrPort, limit time.Duration) error {
+	if _, err := os.Stat("/proc/net/udp"); err != nil {
+		time.Sleep(time.Second)
+		return nil
+	}
+	// /proc/net/udp writes 127.0.0.1:64890 as 0100007F:FD7A.
+	a := addr.Addr().As4()
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", a[3], a[2], a[1], a[0], addr.Port())
+	deadline := time.Now().Add(limit)
+	for {
+		b, _ := os.ReadFile("/proc/net/udp")
+		for _, line := range strings.Split(string(b), "\n") {
+			// The second column is the local address; the third, the
+			// remote one, also names this port for BeamNG's send socket.
+			if f := strings.Fields(line); len(f) > 2 && f[1] == want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the responder did not bind %v within %v", addr, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// freeUDPPort finds a loopback port for an external responder to bind.
+// (It binds itself, so the port is only known free a moment before.)
+func freeUDPPort() netip.AddrPort {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// measureCDriver measures one responder against the external driver: a
+// separate process that binds BeamNG's address, sends and waits in
+// lockstep, and reports what it saw as JSON.
+func measureCDriver(c *call, in benchResult, cp *coupling.Session, clientAddr netip.AddrPort, command string, d time.Duration, drv benchDriver) (res benchResult) {
+	res = in
+	beamngAddr := freeUDPPort()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // before the wait: Run ends when ctx does
+	if cp != nil {
+		cp.Link(0).SetRemote(beamngAddr)
+		wg.Go(func() { cp.Run(ctx) })
+	} else {
+		stop, err := startResponder(c, command, clientAddr, beamngAddr)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		defer func() { res.PeakRSSKiB = stop() }()
+	}
+	args := []string{beamngAddr.String(), clientAddr.String(), fmt.Sprint(d.Seconds())}
+	if drv.spin {
+		args = append(args, "spin")
+	}
+	out, err := osexec.Command(drv.program, args...).Output()
+	if err != nil {
+		res.Error = "driver: " + err.Error()
+		return res
+	}
+	var r struct {
+		RoundTrips int64   `json:"round_trips"`
+		PerSecond  float64 `json:"round_trips_per_s"`
+		P50        float64 `json:"turnaround_p50_us"`
+		P99        float64 `json:"turnaround_p99_us"`
+		P999       float64 `json:"turnaround_p999_us"`
+		Stalls     int64   `json:"stalls"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		res.Error = fmt.Sprintf("driver said %q: %v", out, err)
+		return res
+	}
+	res.RoundTrips, res.PerSecond, res.P50us, res.P99us, res.P999us, res.Stalls = r.RoundTrips, r.PerSecond, r.P50, r.P99, r.P999, r.Stalls
+	return res
+}
+
+// startResponder starts another responder's COMMAND with its addresses and
+// a rig config filled in, and waits until it has bound its port: BeamNG's
+// side must not send before, or the first message would be lost and cost a
+// 2 s stall (Python alone takes ~0.4 s to start here). stop ends it and
+// says its peak RSS (KiB).
+func startResponder(c *call, command string, listen, beamng netip.AddrPort) (stop func() int64, err error) {
+	cfgPath, err := benchConfig(listen, beamng)
+	if err != nil {
+		return nil, err
+	}
+	argv := strings.Fields(strings.NewReplacer("{listen}", listen.String(), "{beamng}", beamng.String(),
+		"{config}", cfgPath).Replace(command))
+	cmd := osexec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		os.Remove(cfgPath)
+		return nil, fmt.Errorf("cannot start: %w", err)
+	}
+	stop = func() int64 {
+		defer os.Remove(cfgPath)
+		rss := livePeakRSS(cmd.Process.Pid)
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if rss == 0 {
+			rss = childPeakRSS(cmd.ProcessState)
+		}
+		return rss
+	}
+	if err := waitBound(listen, 10*time.Second); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
