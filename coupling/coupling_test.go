@@ -416,15 +416,18 @@ func TestHandleAllocs(t *testing.T) {
 	}
 }
 
+// benchConfigs are the configs both per-message benchmarks run.
+var benchConfigs = []struct{ name, file string }{
+	{"cruise-pedals", "../examples/cruise-pedals.json"},
+	{"logging-all-111", "../examples/logging.json"},
+	{"gen2-cruise", "../examples/gen2-cruise.json"},
+}
+
 // BenchmarkHandle is the in-process turnaround: one BeamNG message checked,
 // decoded, spread over the contracts, a built-in model stepped, the reply
 // encoded and handed to an in-memory socket.
 func BenchmarkHandle(b *testing.B) {
-	for _, bm := range []struct{ name, file string }{
-		{"cruise-pedals", "../examples/cruise-pedals.json"},
-		{"logging-all-111", "../examples/logging.json"},
-		{"gen2-cruise", "../examples/gen2-cruise.json"},
-	} {
+	for _, bm := range benchConfigs {
 		b.Run(bm.name, func(b *testing.B) {
 			d := newDirect(b, load(b, bm.file), nil, nil)
 			d.msg[1] = 12
@@ -450,11 +453,7 @@ func (discard) Send([]byte, netip.AddrPort) error { return nil }
 // the reply handed to a socket that discards it. Compare with the codec's
 // own cost (package beamng's Codec benchmark).
 func BenchmarkStep(b *testing.B) {
-	for _, bm := range []struct{ name, file string }{
-		{"cruise-pedals", "../examples/cruise-pedals.json"},
-		{"logging-all-111", "../examples/logging.json"},
-		{"gen2-cruise", "../examples/gen2-cruise.json"},
-	} {
+	for _, bm := range benchConfigs {
 		b.Run(bm.name, func(b *testing.B) {
 			d := newDirect(b, load(b, bm.file), nil, nil)
 			d.l.t = discard{d.l.t}
