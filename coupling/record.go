@@ -17,6 +17,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/ports"
+	"beamconnect/recording"
 	"beamconnect/scope"
 )
 
@@ -163,15 +164,24 @@ func columnNames(plan *ports.Plan, dir beamng.Direction, fn func(port int, name 
 }
 
 // ScopeColumns is the layout of a scope sample (Options.Scope): status, the
-// outputs, the directive and the inputs, named as in a recording.
+// outputs, the directive and the inputs, named as in a recording, each with
+// its unit as a recording's plot finds it.
 func ScopeColumns(plan *ports.Plan) []scope.Column {
-	cols := []scope.Column{{Name: "status", Port: "out0"}}
+	several := len(plan.Vehicles) > 1
+	column := func(name, port string) scope.Column {
+		c := scope.Column{Name: name, Port: port}
+		if n, ok := recording.ParseName(name, several); ok {
+			c.Unit = n.Unit()
+		}
+		return c
+	}
+	cols := []scope.Column{column("status", "out0")}
 	columnNames(plan, beamng.FromBeamNG, func(port int, name string) {
-		cols = append(cols, scope.Column{Name: name, Port: "out" + strconv.Itoa(port)})
+		cols = append(cols, column(name, "out"+strconv.Itoa(port)))
 	})
-	cols = append(cols, scope.Column{Name: "directive", Port: "in0"})
+	cols = append(cols, column("directive", "in0"))
 	columnNames(plan, beamng.ToBeamNG, func(port int, name string) {
-		cols = append(cols, scope.Column{Name: name, Port: "in" + strconv.Itoa(port)})
+		cols = append(cols, column(name, "in"+strconv.Itoa(port)))
 	})
 	return cols
 }

@@ -241,3 +241,38 @@ func TestFleetRecordingRowsWhole(t *testing.T) {
 		}
 	})
 }
+
+// The scope's columns carry the units the live page splits its plots by:
+// rpm and gear, time and a serial number, a time to collision and a gap
+// each land on an axis of their own unit.
+func TestScopeColumnUnits(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want map[string]string // column → unit
+	}{
+		{"../examples/cruise-pedals.json", map[string]string{
+			"status": "", "out1.groundspeed": "m/s", "out3.rpm": "1/min", "out3.gear": "",
+			"out4.time": "s", "out4.serial_number": "", "directive": "",
+		}},
+		{"../examples/follow.json", map[string]string{
+			"out2.ego.timeToCollision:lead": "s", "out2.ego.timeGap:lead": "s", "out2.ego.gap:lead": "m",
+			"out2.ego.closingSpeed:lead": "m/s", "out1.ego.groundspeed": "m/s",
+		}},
+	} {
+		plan, err := ports.Compile(load(t, tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, c := range ScopeColumns(plan) {
+			got[c.Name] = c.Unit
+		}
+		for name, unit := range tc.want {
+			if u, ok := got[name]; !ok {
+				t.Errorf("%s: no column %s in %v", tc.file, name, got)
+			} else if u != unit {
+				t.Errorf("%s: %s has unit %q, want %q", tc.file, name, u, unit)
+			}
+		}
+	}
+}

@@ -17,11 +17,13 @@ import (
 )
 
 // Column is one value of a sample: its name as a recording's header has it
-// (out3.wheelspeed), and the port it belongs to, which the live view draws
-// as one plot.
+// (out3.wheelspeed), the port it belongs to, which the live view draws as
+// one group of plots, and its unit ("" for none), which decides the plot
+// it shares within the port.
 type Column struct {
 	Name string `json:"name"`
 	Port string `json:"port"`
+	Unit string `json:"unit"`
 }
 
 // Layout is what a sample holds. Generation changes whenever a reload

@@ -14,6 +14,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,8 +26,9 @@ var docs = flag.Bool("docs", false, "write the live page's screenshot to docs/li
 
 // The live page in a real browser: headless Chromium (Debian's chromium;
 // .ci/run installs it) loads the page of `run --emulate --http` and the
-// rendered page shows the status, a live value of a signal and a plot per
-// port. With -args -docs the screenshot goes to docs/live-page.png.
+// rendered page shows the status, a live value of a signal, a group of
+// plots per port with each unit on an axis of its own, and how well the
+// model controls. With -args -docs the screenshot goes to docs/live-page.png.
 func TestLivePageInBrowser(t *testing.T) {
 	browser := findBrowser(t)
 	// A copy of the cruise rig, edited while it runs to see the reload.
@@ -45,7 +47,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	type view struct {
 		Status string
 		Speed  string
-		Plots  int
+		Ports  int
 		Health string
 		Stream string
 	}
@@ -56,18 +58,39 @@ func TestLivePageInBrowser(t *testing.T) {
 		evalErr = cdp.eval(t, session, `JSON.stringify({
 			Status: document.getElementById("status").textContent,
 			Speed: (document.querySelector('td[data-col="out1.groundspeed"]') || {}).textContent || "",
-			Plots: document.querySelectorAll(".uplot canvas").length,
+			Ports: document.querySelectorAll(".port").length,
 			Health: document.getElementById("health").textContent,
 			Stream: document.getElementById("stream").textContent})`, &v)
 		speed, err := strconv.ParseFloat(v.Speed, 64)
-		if v.Status == "3 connected" && err == nil && speed > 1 && v.Plots == 8 {
+		if v.Status == "3 connected" && err == nil && speed > 1 && v.Ports == 8 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	speed, err := strconv.ParseFloat(v.Speed, 64)
-	if v.Status != "3 connected" || err != nil || speed <= 1 || v.Plots != 8 || v.Health != "healthy" || v.Stream != "live" {
-		t.Fatalf("the rendered page shows %+v (%v); want status 3 connected, a groundspeed above 1 m/s, 8 plots, healthy, live", v, evalErr)
+	if v.Status != "3 connected" || err != nil || speed <= 1 || v.Ports != 8 || v.Health != "healthy" || v.Stream != "live" {
+		t.Fatalf("the rendered page shows %+v (%v); want status 3 connected, a groundspeed above 1 m/s, 8 ports, healthy, live", v, evalErr)
+	}
+	// rpm beside gear, time beside a serial number: each on its own axis,
+	// the axis saying its unit.
+	panels := waitPanels(t, cdp, session, func(ps []panelView) bool {
+		return apart(ps, "out3.rpm", "out3.gear") && apart(ps, "out4.time", "out4.serial_number")
+	})
+	for name, unit := range map[string]string{"out3.rpm": "1/min", "out3.gear": "(no unit)", "out4.time": "s", "out1.groundspeed": "m/s"} {
+		if p := panelOf(panels, name); p == nil || p.Axis != unit {
+			t.Errorf("%s: its axis says %q, want %q (%+v)", name, p.axis(), unit, panels)
+		}
+	}
+	// How well the cruise control holds its speed, as the summary says it.
+	var control map[string]string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		cdp.eval(t, session, `JSON.stringify(Object.fromEntries([...document.querySelectorAll("td[data-figure]")].map(td => [td.dataset.figure, td.textContent])))`, &control)
+		if strings.HasSuffix(control["speed error now"], " m/s") {
+			break
+		}
+	}
+	if !strings.HasSuffix(control["speed error now"], " m/s") || len(control) < 3 {
+		t.Errorf("the page's control figures: %q; want the speed error now in m/s and at least 3 figures", control)
 	}
 	// An edit of the config shows as an applied reload with its diff, and
 	// the config shown is the new one.
@@ -151,6 +174,98 @@ func checkScopeLayout(t *testing.T, cdp *chrome, session string) {
 			t.Errorf("plot of %s: a time label runs off the canvas", p.Port)
 		}
 	}
+}
+
+// panelView is one plot of the scope as the page drew it (scopeCheck).
+type panelView struct {
+	Port, Unit string
+	Fields     []string
+	Lo, Hi     float64
+	Clipped    []string
+	Axis       string `json:"axisLabel"` // the value axis' caption
+}
+
+func (p *panelView) axis() string {
+	if p == nil {
+		return "(no panel)"
+	}
+	return p.Axis
+}
+
+// waitPanels reads the scope's panels until ok says they are as wanted,
+// or 20 s passed, and returns the last read.
+func waitPanels(t *testing.T, cdp *chrome, session string, ok func([]panelView) bool) []panelView {
+	t.Helper()
+	var ps []panelView
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		ps = nil
+		// Until the page has loaded, scopeCheck is not there yet.
+		if err = cdp.eval(t, session, `JSON.stringify(scopeCheck())`, &ps); err == nil && ok(ps) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("scopeCheck: %v", err)
+	}
+	return ps
+}
+
+func panelOf(ps []panelView, field string) *panelView {
+	for i := range ps {
+		if slices.Contains(ps[i].Fields, field) {
+			return &ps[i]
+		}
+	}
+	return nil
+}
+
+// apart reports whether both fields are drawn, in different panels.
+func apart(ps []panelView, a, b string) bool {
+	pa, pb := panelOf(ps, a), panelOf(ps, b)
+	return pa != nil && pb != nil && pa != pb
+}
+
+// The follow rig's relative signals: a time to collision, which reaches
+// thousands of seconds while the cars hold their distance, is drawn apart
+// from the time gap of about 1.8 s, though both are seconds, and the time
+// gap's panel shows its values over a good part of its height.
+func TestLivePageScales(t *testing.T) {
+	browser := findBrowser(t)
+	cdp := startBrowser(t, browser)
+	_, page := startRun(t, "../..", "run", "examples/follow.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	session := cdp.open(t, page)
+	const ttc, gap = "out2.ego.timeToCollision:lead", "out2.ego.timeGap:lead"
+	// The last 2 s: once the start (a time gap of hundreds of seconds while
+	// the cars stand) is out of view, the time gap's panel is about it.
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var ok bool
+		if err = cdp.eval(t, session, `(() => { const w = document.getElementById("window"); w.value = "2";
+			w.dispatchEvent(new Event("change")); return JSON.stringify(true) })()`, &ok); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow := func(ps []panelView) bool {
+		p := panelOf(ps, gap)
+		return apart(ps, ttc, gap) && p.Hi-p.Lo < 5
+	}
+	ps := waitPanels(t, cdp, session, narrow)
+	if !apart(ps, ttc, gap) {
+		t.Fatalf("%s and %s share a panel: %+v", ttc, gap, ps)
+	}
+	for _, f := range []string{ttc, gap} {
+		if p := panelOf(ps, f); p.Axis != "s" {
+			t.Errorf("%s: its axis says %q, want s", f, p.Axis)
+		}
+	}
+	if p := panelOf(ps, gap); p.Hi-p.Lo >= 5 {
+		t.Errorf("the time gap's panel spans %g to %g s: its 1.8 s are a flat line", p.Lo, p.Hi)
+	}
+	keepScreenshot(t, cdp, session, "live-page-follow.png")
 }
 
 // keepScreenshot writes the page's screenshot into $BEAMCONNECT_SCREENSHOTS,
@@ -370,11 +485,14 @@ func (c *chrome) eval(t *testing.T, session, expr string, v any) error {
 		Result struct {
 			Value string
 		}
-		ExceptionDetails *struct{ Text string }
+		ExceptionDetails *struct {
+			Text      string
+			Exception struct{ Description string }
+		}
 	}
 	c.call(t, session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r)
 	if r.ExceptionDetails != nil {
-		return fmt.Errorf("in the page: %s", r.ExceptionDetails.Text)
+		return fmt.Errorf("in the page: %s %s", r.ExceptionDetails.Text, r.ExceptionDetails.Exception.Description)
 	}
 	if err := json.Unmarshal([]byte(r.Result.Value), v); err != nil {
 		return fmt.Errorf("%v: %q", err, r.Result.Value)

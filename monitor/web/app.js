@@ -8,10 +8,11 @@ const $ = (id) => document.getElementById(id);
 const KEEP = 120; // seconds of samples kept for the widest window
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#db2777", "#65a30d", "#7c3aed", "#b45309"];
 
-let layout = null;   // {generation, columns:[{name, port}]}
+let layout = null;   // {generation, columns:[{name, port, unit}]}
 let t = [];          // sample times
 let cols = [];       // one array per column
-let plots = [];      // {port, idx:[column indexes], u: uPlot, cells:[td]}
+let panels = [];     // {port, unit, idx:[column indexes], u: uPlot, cells:[td], notes:[td], chart, lo, hi}
+let bands = [];      // per column: the range it needs drawn, {lo, hi, clip} (see measureBands)
 let dirty = false;
 let paused = false;
 let lastConfigEvents = -1;
@@ -70,10 +71,11 @@ function ySize(u, values) {
   }
   return yAxisWidth;
 }
+const HEIGHT = 170; // of each panel
 function resize() {
   relayout = 0;
-  for (const p of plots) {
-    p.u.setSize({ width: Math.max(p.chart.clientWidth, 300), height: 180 });
+  for (const p of panels) {
+    p.u.setSize({ width: Math.max(p.chart.clientWidth, 300), height: HEIGHT });
     p.u.redraw(false, true); // the axes again: the shared width may have grown
   }
 }
@@ -85,60 +87,164 @@ function portTitle(port) {
   return (m[1] === "out" ? "output port " : "input port ") + m[2] + (m[1] === "out" ? " (from BeamNG)" : " (to BeamNG)");
 }
 
+// Panels. As `beamconnect plot` draws a recording, each port is a group of
+// panels: one per unit, and within a unit one per range of values, so rpm
+// beside gear, time beside a serial number, or a time to collision of 1e5 s
+// beside a 1.8 s time gap each use the height they are drawn in. The
+// grouping follows the data shown: it is checked twice a second, and a
+// panel splits when a field in it spans less than a tenth of the panel's
+// range, two panels merge when each field would still span a fifth (the gap
+// between the two keeps a field near the edge from flapping).
+const SHARE_SPAN = 5, KEEP_SPAN = 10, MAX_PER_PANEL = 6;
+// Robust ranges, as in `beamconnect plot`: a field's central band is its
+// 5th to 95th percentile; values further from it than the band is wide are
+// clipped at the panel's edge, and said so under the field, when that shows
+// the rest at least CLIP_GAIN times taller.
+const BAND_LO = 0.05, BAND_HI = 0.95, MIN_SAMPLE = 20, CLIP_GAIN = 3, SAMPLE = 2048;
+const HEAD = 0.05; // the newest part of the samples shown, never clipped
+const CHECK_MS = 500;  // how often bands and grouping are measured
+const REGROUP_MS = 2000; // the panels are rebuilt at most this often
+
 function setLayout(l) {
   layout = l;
   t = [];
   cols = l.columns.map(() => []);
-  for (const p of plots) p.u.destroy();
-  plots = [];
+  bands = l.columns.map(() => null);
+  build(groupByUnit());
+}
+
+// The ports in the order their columns came, status and directive last:
+// the signals matter most.
+function portOrder() {
+  const ports = [];
+  for (const c of layout.columns) if (!ports.includes(c.port)) ports.push(c.port);
+  const zero = (p) => (/^(out|in)0$/.test(p) ? 1 : 0);
+  return ports.sort((a, b) => zero(a) - zero(b));
+}
+
+// groupByUnit is the first grouping, before any values came.
+function groupByUnit() {
+  const groups = [];
+  for (const port of portOrder()) {
+    const mine = [];
+    layout.columns.forEach((c, i) => {
+      if (c.port !== port) return;
+      let g = mine.find((g) => g.unit === c.unit && g.idx.length < MAX_PER_PANEL);
+      if (!g) mine.push(g = { port, unit: c.unit, idx: [] });
+      g.idx.push(i);
+    });
+    groups.push(...mine);
+  }
+  return groups;
+}
+
+// span is the range a set of columns needs: [lo, hi], or null before any
+// value.
+function span(idx) {
+  let lo = Infinity, hi = -Infinity;
+  for (const ci of idx) {
+    const b = bands[ci];
+    if (b) { lo = Math.min(lo, b.lo); hi = Math.max(hi, b.hi); }
+  }
+  return lo <= hi ? [lo, hi] : null;
+}
+
+// fits reports whether every field of idx spans at least 1/k of their
+// union (a field that does not change fits anywhere).
+function fits(idx, k) {
+  const all = span(idx);
+  if (!all) return true;
+  return idx.every((ci) => { const b = bands[ci]; return !b || b.hi === b.lo || (b.hi - b.lo) * k >= all[1] - all[0]; });
+}
+
+// groupByRange is the grouping the values shown call for: per port, each
+// field joins the first panel of its unit it fits, else opens one.
+function groupByRange() {
+  const groups = [];
+  for (const port of portOrder()) {
+    const mine = [];
+    layout.columns.forEach((c, i) => {
+      if (c.port !== port) return;
+      let g = mine.find((g) => g.unit === c.unit && g.idx.length < MAX_PER_PANEL && fits([...g.idx, i], SHARE_SPAN));
+      if (!g) mine.push(g = { port, unit: c.unit, idx: [] });
+      g.idx.push(i);
+    });
+    groups.push(...mine);
+  }
+  return groups;
+}
+
+// stale reports whether the panels no longer suit the values: a panel
+// whose fields have grown too far apart, or two that could be one.
+function stale() {
+  if (panels.some((p) => !fits(p.idx, KEEP_SPAN))) return true;
+  return panels.some((p, i) => panels.some((q, j) => j > i && p.port === q.port && p.unit === q.unit &&
+    p.idx.length + q.idx.length <= MAX_PER_PANEL && fits([...p.idx, ...q.idx], SHARE_SPAN)));
+}
+
+function portTitleBox(port) {
+  const box = document.createElement("div");
+  box.className = "port";
+  box.dataset.port = port;
+  const h = document.createElement("h3");
+  h.textContent = portTitle(port);
+  box.appendChild(h);
+  return box;
+}
+
+// build makes a uPlot per group, each port's panels in a box of its own.
+function build(groups) {
+  for (const p of panels) p.u.destroy();
+  panels = [];
   const host = $("plots");
   host.replaceChildren();
-  const byPort = new Map();
-  l.columns.forEach((c, i) => {
-    if (!byPort.has(c.port)) byPort.set(c.port, []);
-    byPort.get(c.port).push(i);
-  });
-  // Status and directive last: the signals matter most.
-  const zero = (p) => (/^(out|in)0$/.test(p) ? 1 : 0);
-  const ports = [...byPort.keys()].sort((a, b) => zero(a) - zero(b));
-  for (const port of ports) {
-    const idx = byPort.get(port);
-    const box = document.createElement("div");
-    box.className = "plot";
-    box.dataset.port = port;
+  let box = null;
+  for (const g of groups) {
+    if (!box || box.dataset.port !== g.port) host.appendChild(box = portTitleBox(g.port));
+    const row = document.createElement("div");
+    row.className = "plot";
+    row.dataset.unit = g.unit;
     const chart = document.createElement("div");
     chart.className = "chart";
-    const h = document.createElement("h3");
-    h.textContent = portTitle(port);
-    chart.appendChild(h);
     const live = document.createElement("table");
     live.className = "live";
-    const cells = idx.map((ci, k) => {
+    const cells = [], notes = [];
+    g.idx.forEach((ci, k) => {
       const tr = live.insertRow();
       const name = tr.insertCell();
-      name.textContent = l.columns[ci].name;
+      name.textContent = layout.columns[ci].name;
       name.style.color = COLORS[k % COLORS.length];
       const v = tr.insertCell();
       v.className = "v";
-      v.dataset.col = l.columns[ci].name;
+      v.dataset.col = layout.columns[ci].name;
       v.textContent = "–";
-      return v;
+      cells.push(v);
+      const nr = live.insertRow();
+      nr.className = "clipnote";
+      const note = nr.insertCell();
+      note.colSpan = 2;
+      note.dataset.col = layout.columns[ci].name;
+      nr.hidden = true;
+      notes.push(note);
     });
-    box.append(chart, live);
-    host.appendChild(box);
+    row.append(chart, live);
+    box.appendChild(row);
+    const p = { port: g.port, unit: g.unit, idx: g.idx, cells, notes, chart, lo: 0, hi: 1 };
     const opts = {
-      width: Math.max(chart.clientWidth, 300), height: 180,
+      width: Math.max(chart.clientWidth, 300), height: HEIGHT,
       padding: [10, 28, 0, 0], // room for the last time label at the right edge
-      scales: { x: { time: false } },
+      scales: { x: { time: false }, y: { auto: false, range: () => [p.lo, p.hi] } },
       axes: [{ label: "time s", font: AXIS_FONT, values: ticks },
-        { font: AXIS_FONT, values: ticks, size: ySize }],
+        { font: AXIS_FONT, values: ticks, size: ySize, label: g.unit || "(no unit)", labelFont: AXIS_FONT, labelSize: 18 }],
       series: [{ label: "t", value: (u, v) => v == null ? "–" : v.toFixed(3) }]
-        .concat(idx.map((ci, k) => ({ label: l.columns[ci].name, stroke: COLORS[k % COLORS.length], width: 1.25, value: (u, v) => fmt(v) }))),
-      legend: { live: true },
+        .concat(g.idx.map((ci, k) => ({ label: layout.columns[ci].name, stroke: COLORS[k % COLORS.length], width: 1.25, value: (u, v) => fmt(v) }))),
+      legend: { live: true }, // the values under the cursor; the newest are in the table beside
     };
-    const u = new uPlot(opts, [[], ...idx.map(() => [])], chart);
-    plots.push({ port, idx, u, cells, chart });
+    p.u = new uPlot(opts, [[], ...g.idx.map(() => [])], chart);
+    panels.push(p);
   }
+  lastRegroup = performance.now();
+  dirty = true;
   // The page grew as the plots came: a scroll bar may have narrowed the
   // columns after the first plots took their width.
   if (!relayout) relayout = requestAnimationFrame(resize);
@@ -167,17 +273,120 @@ function lowerBound(a, x) {
   return lo;
 }
 
-function draw() {
+// measureBands finds, for each column, the range it needs over the samples
+// shown (from index `from`): all of it, or its central band when clipping
+// its few outliers shows the rest CLIP_GAIN times taller.
+function measureBands(from) {
+  bands = cols.map((c) => {
+    let min = Infinity, max = -Infinity, n = 0;
+    for (let i = from; i < c.length; i++) {
+      const v = c[i];
+      if (v == null || !isFinite(v)) continue;
+      if (v < min) min = v;
+      if (v > max) max = v;
+      n++;
+    }
+    if (!n) return null;
+    const b = { lo: min, hi: max, min, max, clip: false };
+    if (n < MIN_SAMPLE || max === min) return b;
+    const step = Math.max(1, Math.floor((c.length - from) / SAMPLE));
+    const s = [];
+    for (let i = from; i < c.length; i += step) if (c[i] != null && isFinite(c[i])) s.push(c[i]);
+    s.sort((x, y) => x - y);
+    const q = (p) => s[Math.round(p * (s.length - 1))];
+    const a = q(BAND_LO), z = q(BAND_HI);
+    if (!(z > a)) return b;
+    let lo = Math.max(min, a - (z - a)), hi = Math.min(max, z + (z - a));
+    // The trace's head is never clipped: on a live view the newest values
+    // matter most, and a trend that leaves the band is not an outlier.
+    for (let i = Math.max(from, c.length - Math.ceil((c.length - from) * HEAD)); i < c.length; i++) {
+      const v = c[i];
+      if (v != null && isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    }
+    if (max - min >= CLIP_GAIN * (hi - lo)) Object.assign(b, { lo, hi, clip: true });
+    return b;
+  });
+}
+
+// setRange sets a panel's value range from its fields' bands, with a
+// margin, and says under each clipped field how many values lie beyond.
+function setRange(p, from) {
+  const s = span(p.idx);
+  let lo = 0, hi = 1;
+  if (s && s[1] > s[0]) {
+    const pad = (s[1] - s[0]) * 0.05;
+    [lo, hi] = [s[0] - pad, s[1] + pad];
+  } else if (s) {
+    const pad = Math.max(1, Math.abs(s[0]) * 0.1);
+    [lo, hi] = [s[0] - pad, s[0] + pad];
+  }
+  p.lo = lo;
+  p.hi = hi;
+  p.idx.forEach((ci, k) => {
+    const c = cols[ci];
+    let above = 0, below = 0, max = -Infinity, min = Infinity;
+    for (let i = from; i < c.length; i++) {
+      const v = c[i];
+      if (v == null) continue;
+      if (v > hi) { above++; max = Math.max(max, v); }
+      if (v < lo) { below++; min = Math.min(min, v); }
+    }
+    const unit = p.unit ? " " + p.unit : "";
+    const parts = [];
+    if (above) parts.push(`▲ ${above} values above ${short(hi)}${unit} (max ${short(max)}${unit})`);
+    if (below) parts.push(`▼ ${below} values below ${short(lo)}${unit} (min ${short(min)}${unit})`);
+    const note = p.notes[k];
+    text(note, parts.length ? "clipped: " + parts.join(", ") : "");
+    note.parentElement.hidden = !parts.length;
+  });
+}
+
+// short writes v with 4 significant digits.
+function short(v) {
+  const a = Math.abs(v);
+  if (a >= 1e4 && a < 1e10) return v.toFixed(0);
+  return String(Number(v.toPrecision(4)));
+}
+
+let lastCheck = 0, lastRegroup = 0;
+
+// grew widens the bands by the newest values (from index `from`) between
+// two measures, so the head of a trace never runs off its panel; it
+// reports whether any band grew.
+function grew(from) {
+  let any = false;
+  cols.forEach((c, ci) => {
+    for (let i = from; i < c.length; i++) {
+      const v = c[i], b = bands[ci];
+      if (v == null || !isFinite(v)) continue;
+      if (!b) { bands[ci] = { lo: v, hi: v, min: v, max: v, clip: false }; any = true; continue; }
+      if (v > b.hi) { b.hi = v; b.max = Math.max(b.max, v); any = true; }
+      if (v < b.lo) { b.lo = v; b.min = Math.min(b.min, v); any = true; }
+    }
+  });
+  return any;
+}
+
+function draw(now) {
   requestAnimationFrame(draw);
   if (!dirty || paused || !t.length) return;
   dirty = false;
   const win = Number($("window").value);
   const end = t[t.length - 1];
   const from = lowerBound(t, end - win);
+  if (now - lastCheck >= CHECK_MS) {
+    lastCheck = now;
+    measureBands(from);
+    if (now - lastRegroup >= REGROUP_MS && stale()) build(groupByRange());
+    for (const p of panels) setRange(p, from);
+  } else if (grew(Math.max(from, t.length - 256))) {
+    for (const p of panels) setRange(p, from);
+  }
   const xs = t.slice(from);
-  for (const p of plots) {
+  for (const p of panels) {
     p.u.setData([xs, ...p.idx.map((ci) => cols[ci].slice(from))], false);
     p.u.setScale("x", { min: Math.max(end - win, xs[0]), max: end });
+    p.u.setScale("y", { min: p.lo, max: p.hi });
     p.idx.forEach((ci, k) => text(p.cells[k], fmt(cols[ci][cols[ci].length - 1])));
   }
   text($("scopeinfo"), `${xs.length} samples shown, t = ${end.toFixed(3)} s`);
@@ -217,6 +426,7 @@ function setState(s) {
       v.out_of_lockstep ? "NOW" : String(v.lockstep_lost), v.model_faults];
     vals.forEach((x, k) => text(r.cells[k] || r.insertCell(), String(x)));
   });
+  showControl(s);
   const pr = $("problems");
   pr.replaceChildren(...(s.problems || []).map((p) => { const li = document.createElement("li"); li.textContent = p; return li; }));
 
@@ -243,6 +453,24 @@ function setState(s) {
     lastConfigEvents = evs.length;
     loadConfig();
   }
+}
+
+// showControl shows the model's report on how well it controls (the
+// summary's "control" line): a column per figure, "not yet" until known.
+function showControl(s) {
+  const figs = s.control || [];
+  $("control").hidden = !figs.length;
+  if (!figs.length) return;
+  text($("controlmodel"), `(model ${s.model})`);
+  const head = document.querySelector("#controltbl thead tr");
+  const body = document.querySelector("#controltbl tbody tr");
+  while (head.cells.length > figs.length) { head.deleteCell(-1); body.deleteCell(-1); }
+  figs.forEach((f, k) => {
+    text(head.cells[k] || head.appendChild(document.createElement("th")), f.name);
+    const td = body.cells[k] || body.insertCell();
+    td.dataset.figure = f.name;
+    text(td, f.value == null ? "not yet" : `${short(f.value)}${f.unit ? " " + f.unit : ""}`);
+  });
 }
 
 async function loadConfig() {
@@ -301,7 +529,7 @@ new ResizeObserver(() => { if (!relayout) relayout = requestAnimationFrame(resiz
 // scopeCheck measures the scope as drawn, for the browser test and for
 // anyone wondering: where each plot area is, its value labels and their
 // width against the axis', and whether the time labels fit the canvas.
-window.scopeCheck = () => plots.map((p) => {
+window.scopeCheck = () => panels.map((p) => {
   const over = p.u.over.getBoundingClientRect();
   const canvas = p.u.root.querySelector("canvas").getBoundingClientRect();
   const labels = tickLabels.get(p.u) || [];
@@ -314,7 +542,12 @@ window.scopeCheck = () => plots.map((p) => {
     const w = measure.measureText(xl[i]).width;
     if (x - w / 2 < canvas.left - 0.5 || x + w / 2 > canvas.right + 0.5) timeFits = false;
   });
-  return { port: p.port, chart: p.chart.clientWidth, uw: p.u.width, left: over.left, width: over.width, labels, labelWidth: labelWidth(labels), axis: yAxisWidth, timeFits };
+  return {
+    port: p.port, unit: p.unit, axisLabel: p.u.axes[1].label, fields: p.idx.map((ci) => layout.columns[ci].name), lo: p.lo, hi: p.hi,
+    clipped: p.notes.map((n) => n.textContent).filter((s) => s),
+    chart: p.chart.clientWidth, uw: p.u.width, left: over.left, width: over.width, labels,
+    labelWidth: labelWidth(labels), axis: yAxisWidth, timeFits,
+  };
 });
 connect();
 requestAnimationFrame(draw);
