@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
-	"beamconnect/config"
 	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 )
 
 // fullDisk is a file that takes `room` bytes and then fails like a full
@@ -34,15 +34,7 @@ func (d *fullDisk) Write(b []byte) (int, error) {
 	return n, syscall.ENOSPC
 }
 
-func recordPlan(t *testing.T) *ports.Plan {
-	t.Helper()
-	cfg, err := config.Load("../examples/cruise-pedals.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := ports.Compile(cfg)
-	return p
-}
+func recordPlan(t *testing.T) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
 
 // A full disk: the file keeps whole rows only, the rows that could not be
 // written are counted, the error is logged when it happens, and recording

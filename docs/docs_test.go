@@ -12,42 +12,22 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"beamconnect/testprog"
 )
 
 // maxDuration is how long a page's run, emulate or bench may take here:
 // longer --duration values are cut to it.
 const maxDuration = "1s"
 
-var built struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
+// beamconnect is built once for the test run.
+var beamconnect = testprog.Program{Package: "../cmd/beamconnect"}
 
-// binary builds beamconnect once for the test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "beamconnect-docs-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.path = filepath.Join(dir, "beamconnect")
-		built.out, built.err = exec.Command("go", "build", "-o", built.path, "../cmd/beamconnect").CombinedOutput()
-	})
-	if built.err != nil {
-		t.Fatalf("build: %v\n%s", built.err, built.out)
-	}
-	return built.path
-}
+func binary(t *testing.T) string { return beamconnect.Path(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.path != "" {
-		os.RemoveAll(filepath.Dir(built.path))
-	}
+	beamconnect.Remove()
 	os.Exit(code)
 }
 

@@ -12,6 +12,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/config"
 	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 	"beamconnect/relative"
 )
 
@@ -168,18 +169,7 @@ func TestGen2FollowReload(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
 	cfgPath := filepath.Join(dir, "gen2-follow.json")
-	compile := func() *ports.Plan {
-		t.Helper()
-		cfg, err := config.Load(cfgPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := ports.Compile(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	compile := func() *ports.Plan { return portstest.Load(t, cfgPath) }
 	old := compile()
 	lead := filepath.Join(dir, "gen2-follow-lead.csv")
 	b, _ := os.ReadFile(lead)

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/config"
 	"beamconnect/fmu/host"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/logtest"
 	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 )
 
 // The test binary is an FMU host too, as beamconnect is (FMUHost runs
@@ -47,14 +47,7 @@ func fmuRig(t *testing.T, o testfmu.Options, extra Params) (*FMU, *ports.Plan, *
 func benchRig(b *testing.B, o testfmu.Options, extra Params) (*FMU, *ports.Plan) {
 	b.Helper()
 	path := testfmu.ForTest(b, "cruise.fmu", o)
-	cfg, err := config.Load("../examples/cruise-pedals.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := ports.Compile(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := portstest.Load(b, "../examples/cruise-pedals.json")
 	params := Params{"path": path}
 	for k, v := range extra {
 		params[k] = v

@@ -7,22 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/config"
 	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 )
 
-func plan(t *testing.T, file string) *ports.Plan {
-	t.Helper()
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := ports.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func plan(t *testing.T, file string) *ports.Plan { return portstest.Load(t, file) }
 
 // vectors are port vectors at their initial values, status connected.
 func vectors(p *ports.Plan) (outs, ins [][]float64) {

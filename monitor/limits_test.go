@@ -15,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/models"
-	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 	"beamconnect/scope"
 )
 
@@ -41,14 +40,7 @@ func loggingServerWith(t testing.TB, tune func(*Server), opts func(*coupling.Opt
 	src = bytes.Replace(src, []byte(`"updatePeriodMs": 5`), []byte(`"updatePeriodMs": 0.5`), 1)
 	src = bytes.Replace(src, []byte(`"$schema": "../schemas/config.schema.json",`), nil, 1)
 	os.WriteFile(path, src, 0o644)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := ports.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := portstest.Load(t, path)
 	cols := coupling.ScopeColumns(plan)
 	capacity := min(500*130, (4<<20)/len(cols))
 	ring := scope.New(cols, capacity, 1)

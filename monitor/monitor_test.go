@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
-	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 	"beamconnect/scope"
 )
 
@@ -42,14 +42,7 @@ type rig struct {
 
 func newRig(t testing.TB, steps int64) *rig {
 	t.Helper()
-	cfg, err := config.Load("../examples/cruise-pedals.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := ports.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := portstest.Load(t, "../examples/cruise-pedals.json")
 	m, err := models.New(plan.Model, plan.ModelParams, plan, nil)
 	if err != nil {
 		t.Fatal(err)

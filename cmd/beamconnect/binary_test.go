@@ -2,40 +2,16 @@ package main
 
 import (
 	"os"
-	osexec "os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
+
+	"beamconnect/testprog"
 )
 
-var built struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
+// self is this program, built once per test run, for tests that need a
+// real process (signals, a responder of its own).
+var self = testprog.Program{Package: "."}
 
-// binary builds the beamconnect program once per test run, for tests that
-// need a real process (signals, a responder of its own).
-func binary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "beamconnect-test-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.path = filepath.Join(dir, "beamconnect")
-		built.out, built.err = osexec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
-	})
-	if built.err != nil {
-		t.Fatalf("build: %v\n%s", built.err, built.out)
-	}
-	return built.path
-}
+func binary(t *testing.T) string { return self.Path(t) }
 
 func TestMain(m *testing.M) {
 	// The fmu model runs its FMU with os.Executable fmu-host: in the tests
@@ -44,8 +20,6 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv}))
 	}
 	code := m.Run()
-	if built.path != "" {
-		os.RemoveAll(filepath.Dir(built.path))
-	}
+	self.Remove()
 	os.Exit(code)
 }
