@@ -27,15 +27,7 @@ func Windows(l *Logs, r Report, dt float64) (all, startup, running Window) {
 	first, last := l.Steps[0], l.Steps[len(l.Steps)-1]
 	all = Window{first, last + dt}
 	around := func(from float64) Window {
-		k, _ := slices.BinarySearchFunc(l.Sends, from, func(e Event, t float64) int {
-			switch {
-			case e.T < t:
-				return -1
-			case e.T > t:
-				return 1
-			}
-			return 0
-		})
+		k, _ := slices.BinarySearchFunc(l.Sends, from, cmpEvent)
 		if k >= len(l.Sends) {
 			return Window{from - dt, from + 20*dt}
 		}

@@ -122,14 +122,15 @@ function portOrder() {
   return ports.sort((a, b) => zero(a) - zero(b));
 }
 
-// groupByUnit is the first grouping, before any values came.
-function groupByUnit() {
+// group puts each port's fields in panels: a field joins the first panel
+// of its unit that has room and that takes it (ok), else opens one.
+function group(ok) {
   const groups = [];
   for (const port of portOrder()) {
     const mine = [];
     layout.columns.forEach((c, i) => {
       if (c.port !== port) return;
-      let g = mine.find((g) => g.unit === c.unit && g.idx.length < MAX_PER_PANEL);
+      let g = mine.find((g) => g.unit === c.unit && g.idx.length < MAX_PER_PANEL && ok([...g.idx, i]));
       if (!g) mine.push(g = { port, unit: c.unit, idx: [] });
       g.idx.push(i);
     });
@@ -137,6 +138,9 @@ function groupByUnit() {
   }
   return groups;
 }
+
+// groupByUnit is the first grouping, before any values came.
+const groupByUnit = () => group(() => true);
 
 // span is the range a set of columns needs: [lo, hi], or null before any
 // value.
@@ -157,22 +161,8 @@ function fits(idx, k) {
   return idx.every((ci) => { const b = bands[ci]; return !b || b.hi === b.lo || (b.hi - b.lo) * k >= all[1] - all[0]; });
 }
 
-// groupByRange is the grouping the values shown call for: per port, each
-// field joins the first panel of its unit it fits, else opens one.
-function groupByRange() {
-  const groups = [];
-  for (const port of portOrder()) {
-    const mine = [];
-    layout.columns.forEach((c, i) => {
-      if (c.port !== port) return;
-      let g = mine.find((g) => g.unit === c.unit && g.idx.length < MAX_PER_PANEL && fits([...g.idx, i], SHARE_SPAN));
-      if (!g) mine.push(g = { port, unit: c.unit, idx: [] });
-      g.idx.push(i);
-    });
-    groups.push(...mine);
-  }
-  return groups;
-}
+// groupByRange is the grouping the values shown call for.
+const groupByRange = () => group((idx) => fits(idx, SHARE_SPAN));
 
 // stale reports whether the panels no longer suit the values: a panel
 // whose fields have grown too far apart, or two that could be one.
