@@ -31,13 +31,16 @@ func TestDiff(t *testing.T) {
 			restart: []string{"the local address (beamng.localIP/localPort) (127.0.0.1:64890 → 127.0.0.1:7000)"}},
 		{name: "period", edit: func(s string) string {
 			return strings.Replace(s, `"outputs": [{`, `"outputs": [{"updatePeriodMs": 10, `, 1)
-		}, restart: []string{"the update period BeamNG sends at (BeamNG was started with simulinkTime 0.005) (0.005 → 0.01)"}},
+		}, restart: []string{"the update period BeamNG sends at (BeamNG was started with simulinkTime 0.005) (0.005 → 0.01)",
+			"beamng.modelTimeoutMs (25 → 50)"}}, // its default is 5 periods
 		{name: "time sync", edit: func(s string) string {
 			return strings.Replace(s, `"inputs": [{`, `"inputs": [{"timeSyncMode": "absolute", `, 1)
 		},
 			live: []string{"time sync: none at timeDilation 1 → master at 1", "contract inputs[0]: time sync false → true, overdue timeout -1 → -1 s"}},
 		{name: "model", edit: func(s string) string { return strings.Replace(s, `%s`, `, "beamng": {"model": "cruise-pedals"}`, 1) },
 			restart: []string{"beamng.model (hold → cruise-pedals)"}},
+		{name: "model timeout", edit: func(s string) string { return strings.Replace(s, `%s`, `, "beamng": {"modelTimeoutMs": 80}`, 1) },
+			restart: []string{"beamng.modelTimeoutMs (25 → 80)"}},
 	} {
 		src := strings.Replace(tt.edit(base), "%s", "", 1)
 		c := Diff(old, compile(t, src))
