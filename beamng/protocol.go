@@ -146,6 +146,13 @@ func (p *Protocol) Sendable(v float64) bool { return p.skipsNaN || v-v == 0 }
 // what last holds there, the value BeamNG already has. It allocates
 // nothing.
 func (p *Protocol) Safe(reply, last []float64) {
+	p.Resolve(reply, last)
+	copy(last, reply)
+}
+
+// Resolve is Safe without remembering: for a reply that may not go out,
+// whose values become BeamNG's only once it is sent.
+func (p *Protocol) Resolve(reply, last []float64) {
 	if !p.skipsNaN {
 		for i := 1; i < len(reply); i++ {
 			if v := reply[i]; v-v != 0 {
@@ -153,5 +160,4 @@ func (p *Protocol) Safe(reply, last []float64) {
 			}
 		}
 	}
-	copy(last, reply)
 }

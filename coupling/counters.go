@@ -197,13 +197,21 @@ func (s *Stats) Snapshot() Values {
 	return v
 }
 
+// droppedCounters are the counters of datagrams dropped, for their sums.
+var droppedCounters = func() (list []Counter) {
+	for k, c := range CounterTable {
+		if c.Metric == "dropped" {
+			list = append(list, Counter(k))
+		}
+	}
+	return list
+}()
+
 // Dropped counts every datagram dropped as not BeamNG's or not usable.
 func (v *Values) Dropped() int64 {
 	var n int64
-	for k, c := range CounterTable {
-		if c.Metric == "dropped" {
-			n += v[k]
-		}
+	for _, k := range droppedCounters {
+		n += v[k]
 	}
 	return n
 }

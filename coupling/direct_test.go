@@ -27,6 +27,7 @@ type direct struct {
 	reply  []float64
 	rx     []byte
 	clock  *manualClock // the session's: it reads the time each message says
+	net    *memnet.Network
 }
 
 // manualClock is the time a direct test says it is.
@@ -65,7 +66,7 @@ func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer)
 		t.Fatal(err)
 	}
 	v := plan.Vehicles[0]
-	return &direct{t: t, s: s, l: l, plan: plan, beamng: bn, clock: clock,
+	return &direct{t: t, s: s, l: l, plan: plan, beamng: bn, clock: clock, net: n,
 		msg: make([]float64, v.Layout.Len(beamng.FromBeamNG)), buf: make([]byte, beamng.MaxDatagram),
 		reply: make([]float64, v.Layout.Len(beamng.ToBeamNG)), rx: make([]byte, beamng.MaxDatagram)}
 }

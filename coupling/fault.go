@@ -38,13 +38,53 @@ type faultState struct {
 	// The hung-step watchdog, for models whose step may block: it answers
 	// the message being handled with neutral controls once the step has run
 	// past the timeout.
+	// stepStart is the unix ns the current step began, 0 outside a step,
+	// or claimed (-1) once the watchdog has answered for the step: whoever
+	// changes it first, the watchdog or the step's end, decides.
 	watched   bool
-	stepStart atomic.Int64             // unix ns the current step began; 0 outside a step
-	pending   atomic.Pointer[answerer] // who answers the message the step is for
-	pendingID atomic.Uint64            // float64 bits of the reply id the step is for
-	firedFor  atomic.Int64             // the stepStart the watchdog answered for
-	fired     atomic.Bool              // the watchdog answered the message being handled
+	stepStart atomic.Int64
+	pending   atomic.Pointer[waiter] // the message the step is for
+	// waiters are every vehicle's messages: while a step hangs, those that
+	// wait for the stage are answered too.
+	waiters []*waiter
 }
+
+// waiter is one vehicle's message in the stage or waiting for it, as the
+// hung-step watchdog sees it.
+type waiter struct {
+	a     answerer
+	name  string        // the vehicle's, for the log
+	id    atomic.Uint64 // float64 bits of the message's reply id
+	state atomic.Int32  // idle, waiting for the stage, or answered by the watchdog meanwhile
+}
+
+const (
+	idle int32 = iota
+	waiting
+	answeredWaiting
+)
+
+// await tells the watchdog the message with reply id waits for the stage.
+func (w *waiter) await(id float64) {
+	w.id.Store(math.Float64bits(id))
+	w.state.Store(waiting)
+}
+
+// entered tells the watchdog the message has the stage, and reports
+// whether the watchdog answered it while it waited.
+func (w *waiter) entered() (answered bool) { return w.state.Swap(idle) == answeredWaiting }
+
+// answerIfWaiting answers a message still waiting for the stage, once.
+func (w *waiter) answerIfWaiting() bool {
+	if !w.state.CompareAndSwap(waiting, answeredWaiting) {
+		return false
+	}
+	w.a.answerNeutral(math.Float64frombits(w.id.Load()))
+	return true
+}
+
+// claimed is stepStart once the watchdog has answered for the step.
+const claimed = -1
 
 func (f *faultState) init(m models.Model, timeout float64, stats *Stats, log *slog.Logger, clock timesync.Clock) {
 	f.log, f.stats, f.clock = log, stats, clock
@@ -62,26 +102,27 @@ type answerer interface {
 	answerNeutral(replyID float64)
 }
 
-// begin tells the watchdog that a step for the reply replyID starts, which
-// a answers if the step hangs.
-func (f *faultState) begin(a *answerer, replyID float64) {
+// begin tells the watchdog that a step for w's message starts (its reply
+// id published by await), counting from the message's arrival: the
+// timeout is milliseconds, what came before the step microseconds.
+func (f *faultState) begin(w *waiter, arrival time.Time) {
 	if !f.watched {
 		return
 	}
-	f.pending.Store(a)
-	f.pendingID.Store(math.Float64bits(replyID))
-	f.stepStart.Store(f.clock.Now().UnixNano())
+	f.pending.Store(w)
+	f.stepStart.Store(arrival.UnixNano())
 }
 
-// end tells the watchdog the step is over, and reports (once) whether the
-// watchdog answered its message already.
+// end tells the watchdog the step is over, and reports whether the
+// watchdog answered its message already. After end the watchdog cannot
+// answer for this step: the two race for stepStart.
 func (f *faultState) end() (answered bool) {
 	if !f.watched {
 		return false
 	}
-	f.stepStart.Store(0)
+	answered = f.stepStart.Swap(0) == claimed
 	f.pending.Store(nil)
-	return f.fired.Swap(false)
+	return answered
 }
 
 // step steps the model and reports whether it is faulted. A panic is
@@ -96,7 +137,7 @@ func (f *faultState) step(m models.Model, t float64, outs, ins [][]float64) bool
 	switch {
 	case f.panicked != nil:
 		err = f.panicked
-	case f.fired.Load():
+	case f.watched && f.stepStart.Load() == claimed:
 		err = errStepHung
 	case f.faulter != nil:
 		err = f.faulter.Fault()
@@ -165,22 +206,39 @@ func (f *faultState) watch(ctx context.Context) func() {
 	return func() { cancel(); wg.Wait() }
 }
 
-// check fires the watchdog if the step in progress ran past the timeout.
+// check fires the watchdog if the step in progress ran past the timeout:
+// it answers the step's message, and every other vehicle's message that
+// waits for the stage meanwhile, with neutral controls.
 func (f *faultState) check(now time.Time) {
 	start := f.stepStart.Load()
-	if start == 0 || now.UnixNano()-start < int64(f.timeout) || f.firedFor.Load() == start {
+	if start == claimed {
+		f.answerWaiting() // messages that came since
 		return
 	}
-	f.firedFor.Store(start)
+	if start <= 0 || now.UnixNano()-start < int64(f.timeout) {
+		return
+	}
+	// Read whose step it is before claiming: once claimed, the step's end
+	// may clear it.
+	w := f.pending.Load()
+	if w == nil || !f.stepStart.CompareAndSwap(start, claimed) {
+		return // the step ended meanwhile
+	}
 	ran := time.Duration(now.UnixNano() - start).Round(time.Millisecond)
-	a := f.pending.Load()
-	if a == nil {
-		f.log.Error("the model's step is hung (no BeamNG message waits on it)", "running_for", ran, "timeout", f.timeout)
-		return
-	}
-	id := math.Float64frombits(f.pendingID.Load())
-	(*a).answerNeutral(id)
-	f.fired.Store(true)
+	id := math.Float64frombits(w.id.Load())
+	w.a.answerNeutral(id)
 	f.log.Error("model fault: its step is hung; answered BeamNG with neutral controls (pedals released, wheel torques 0)",
 		"running_for", ran, "timeout", f.timeout, "reply_id", id)
+	f.answerWaiting()
+}
+
+// answerWaiting answers the other vehicles' messages that wait for the
+// hung step's stage, so no BeamNG holds the model's last controls.
+func (f *faultState) answerWaiting() {
+	for _, w := range f.waiters {
+		if w.answerIfWaiting() {
+			f.log.Error("model fault: its step is hung; answered another vehicle's waiting message with neutral controls",
+				"vehicle", w.name, "reply_id", math.Float64frombits(w.id.Load()))
+		}
+	}
 }

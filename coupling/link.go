@@ -18,6 +18,9 @@ import (
 	"beamconnect/timesync"
 )
 
+// flushEvery is how often the recording is flushed.
+const flushEvery = 250 * time.Millisecond
+
 // Bind retries back off from firstRetry to maxRetry.
 const (
 	firstRetry = 250 * time.Millisecond
@@ -57,10 +60,10 @@ type Link struct {
 	reply   []float64
 	neutral []float64  // the reply's values when the model's cannot be trusted
 	last    []float64  // the last reply's values, which BeamNG has
-	lastMu  sync.Mutex // last, read by the hung-step watchdog
+	lastMu  sync.Mutex // last, when the hung-step watchdog may answer too
 	rx, tx  []byte
 	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
-	self    answerer    // the link, as the hung-step watchdog answers through it
+	wait    waiter      // the message in hand, as the hung-step watchdog sees it
 	keep    []byte      // drain's newest message
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
 	diag    diagnosis
@@ -74,6 +77,7 @@ type Link struct {
 	firstID      float64
 	firstAt      time.Time
 	yieldAt      time.Time     // when the loop last yielded to the scheduler
+	flushAt      time.Time     // when the recording is flushed next (vehicle 0's loop)
 	interArrival time.Duration // between the last two BeamNG messages (ping_results[1])
 	fresh        bool          // the next message is the first since (re)connecting
 	silent       bool          // BeamNG went silent while connected, and has not sent since
@@ -95,7 +99,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 		slots: veh.State,
 		sync:  timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
 	}
-	l.self = l
+	l.wait.a, l.wait.name = l, veh.Name
 	l.held.buf = make([]byte, beamng.MaxDatagram)
 	l.keep = make([]byte, 0, beamng.MaxDatagram+1)
 	l.diag.startCommand = p.StartCommand(v)
@@ -180,16 +184,19 @@ func (l *Link) setState(s Status) {
 	l.report()
 }
 
-// report recomputes the reported status and logs a change.
+// report recomputes the reported status (the connection state, 4 error
+// while the model is faulted) and logs a change. Only the link's loop
+// calls it: after every step, since a step may fault or heal the model;
+// unchanged, it costs two atomic loads.
 func (l *Link) report() {
 	s := l.state
 	if l.stage.fault.active.Load() && (s == Connecting || s == Connected) {
 		s = Error
 	}
-	old := Status(l.status.Swap(int32(s)))
-	if old == s {
+	if Status(l.status.Load()) == s {
 		return
 	}
+	old := Status(l.status.Swap(int32(s)))
 	l.log.Info("connection status", "status", int(s), "is", s.String(), "was", old.String())
 	if l.opt.OnStatus != nil {
 		l.opt.OnStatus(l.index, s)
@@ -244,10 +251,13 @@ func (l *Link) run(ctx context.Context) error {
 		if l.index == 0 && l.opt.Record != nil {
 			// Whole rows every 250 ms, while BeamNG is silent too, so a crash
 			// or a silence loses at most that much; it never blocks. Under
-			// the stage's lock, as every vehicle's rows are written.
-			st := l.enter()
-			l.opt.Record.FlushEvery(l.clock.Now(), 250*time.Millisecond)
-			st.unlock()
+			// the stage's lock, as every vehicle's rows are written, taken
+			// only when a flush is due.
+			if now := l.clock.Now(); !now.Before(l.flushAt) {
+				st := l.enter()
+				l.flushAt = l.opt.Record.FlushEvery(now, flushEvery)
+				st.unlock()
+			}
 		}
 	}
 	l.finish()
@@ -368,15 +378,23 @@ func (l *Link) disconnect() {
 	l.setState(Unconnected)
 }
 
-// neutralReply builds the neutral reply with id, made safe, into the tx
-// buffer.
+// neutralReply builds the neutral reply with id into the loop's buffers,
+// and takes it as sent: the link is letting go.
 func (l *Link) neutralReply(id float64) []byte {
-	copy(l.reply, l.neutral)
-	l.reply[0] = id
+	b := l.neutralInto(l.reply, l.tx, id)
+	l.sent(l.reply)
+	return b
+}
+
+// neutralInto fills reply with neutral controls under id, "keep" resolved
+// to what BeamNG has, and encodes it into tx (sized for the reply).
+func (l *Link) neutralInto(reply []float64, tx []byte, id float64) []byte {
+	copy(reply, l.neutral)
+	reply[0] = id
 	l.lastMu.Lock()
-	l.proto.Safe(l.reply, l.last)
+	l.proto.Resolve(reply, l.last)
 	l.lastMu.Unlock()
-	b, _ := beamng.Encode(l.tx, l.reply) // tx is sized for the reply
+	b, _ := beamng.Encode(tx, reply)
 	return b
 }
 
@@ -401,14 +419,21 @@ func (l *Link) answerNeutral(id float64) {
 		return
 	}
 	reply := make([]float64, len(l.neutral)) // rare path: may allocate
-	copy(reply, l.neutral)
-	reply[0] = id
-	l.lastMu.Lock()
-	last := append([]float64(nil), l.last...)
-	l.lastMu.Unlock()
-	l.proto.Safe(reply, last) // "keep" resolved where BeamNG has no NaN filter
-	if b, err := beamng.Encode(make([]byte, 8*len(reply)), reply); err == nil {
-		p.t.SendShared(b, l.remote)
+	if p.t.SendShared(l.neutralInto(reply, make([]byte, 8*len(reply)), id), l.remote) != nil {
+		return
 	}
+	l.sent(reply)
 	l.stats.inc(NeutralReplies)
+}
+
+// sent notes the values of a reply that went out: BeamNG has them now.
+// The loop's replies and the watchdog's may both write it.
+func (l *Link) sent(reply []float64) {
+	if l.stage.fault.watched {
+		l.lastMu.Lock()
+		copy(l.last, reply)
+		l.lastMu.Unlock()
+		return
+	}
+	copy(l.last, reply)
 }

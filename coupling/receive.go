@@ -34,9 +34,11 @@ func (l *Link) receive() {
 		l.socketFailed(err)
 		return
 	}
-	if l.fresh || l.stats.Get(Messages) > 0 && now.Sub(l.lastArrival) >= RebaseGap {
+	if (l.fresh || l.stats.Get(Messages) > 0 && now.Sub(l.lastArrival) >= RebaseGap) && l.candidate(l.rx[:n], from) {
 		// After a (re)connect or a pause of our own what is queued is stale:
 		// answering only BeamNG's newest message puts it back in lockstep.
+		// (A datagram that cannot be BeamNG's is handled, and dropped, as
+		// any other; the next read drains.)
 		n, from = l.drain(n, from, now)
 		now, rxAt = l.clock.Now(), 0
 	}
@@ -59,7 +61,8 @@ func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int
 		return
 	}
 	a := l.step(id, arrival, whole)
-	if a.answered || l.clock.Now().Sub(arrival) >= RebaseGap {
+	stepped := l.clock.Now()
+	if a.answered || stepped.Sub(arrival) >= RebaseGap {
 		// The hung-step watchdog has answered this message already, or the
 		// model took so long that BeamNG has timed out and moved on.
 		l.stats.inc(Late)
@@ -73,11 +76,15 @@ func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int
 	if l.sync.Paced != paced {
 		l.stats.Pacing.Observe(l.sync.LastError)
 	}
-	sentAt := l.clock.Now()
+	sentAt := stepped
+	if held > 0 {
+		sentAt = l.clock.Now()
+	}
 	if err := l.send(a.datagram); err != nil {
 		l.log.Warn("reply failed", "err", err)
 		return
 	}
+	l.sent(l.reply)
 	l.lock.replied(id, sentAt)
 	l.stats.inc(Replies)
 	if a.neutral {
@@ -156,6 +163,7 @@ func (l *Link) quiet(now time.Time) {
 		st.step(l.sync.IdleTime())
 	}
 	st.unlock()
+	l.report() // another vehicle's step may have faulted or healed the model
 }
 
 // accept checks a datagram and places its id. It reports whether the
@@ -178,7 +186,7 @@ func (l *Link) accept(d []byte, from netip.AddrPort, now time.Time) (id float64,
 	}
 	present := l.proto.Decode(l.msg, d)
 	id = l.msg[0]
-	if !(id >= 0 && id <= 1<<53 && id == math.Trunc(id)) {
+	if !validID(id) {
 		if newPort {
 			l.src.foreign(from, l.remote, len(d), true, now)
 		} else {
@@ -309,7 +317,9 @@ func (l *Link) rebase(id float64, now time.Time) {
 }
 
 // drain reads whatever else is already queued and keeps BeamNG's newest
-// message (the highest id: the network may deliver them out of order).
+// message (the highest id: the network may deliver them out of order). The
+// datagram in l.rx[:n] is a candidate; every queued one must be one too to
+// be kept, so a stray with a high id never wins over BeamNG's messages.
 func (l *Link) drain(n int, from netip.AddrPort, now time.Time) (int, netip.AddrPort) {
 	keep := append(l.keep[:0], l.rx[:n]...)
 	for {
@@ -317,21 +327,43 @@ func (l *Link) drain(n int, from netip.AddrPort, now time.Time) (int, netip.Addr
 		if !ok {
 			break
 		}
-		switch {
-		case f.Addr().Unmap() != l.remote.Addr().Unmap() || l.src.isNew(f):
-			l.src.foreign(f, l.remote, m, l.proto.Fits(m, len(l.msg)), now)
-		case !l.proto.Fits(m, len(l.msg)):
-			l.wrongSize(m, now)
-		default:
-			l.stats.inc(Drained)
-			if !l.proto.Fits(len(keep), len(l.msg)) || messageID(l.rx[:m]) > messageID(keep) {
-				keep, from = append(keep[:0], l.rx[:m]...), f
-			}
+		if !l.candidate(l.rx[:m], f) {
+			l.reject(l.rx[:m], f, now)
+			continue
+		}
+		l.stats.inc(Drained)
+		if messageID(l.rx[:m]) > messageID(keep) {
+			keep, from = append(keep[:0], l.rx[:m]...), f
 		}
 	}
 	l.keep = keep
 	return copy(l.rx, keep), from
 }
+
+// candidate reports whether a datagram may be BeamNG's message: from
+// BeamNG's host and its latched port (any port before one is latched), of
+// a size the protocol takes, with a valid id.
+func (l *Link) candidate(d []byte, from netip.AddrPort) bool {
+	return from.Addr().Unmap() == l.remote.Addr().Unmap() && !l.src.isNew(from) &&
+		l.proto.Fits(len(d), len(l.msg)) && validID(messageID(d))
+}
+
+// reject counts a datagram that is not a candidate, as accept would.
+func (l *Link) reject(d []byte, from netip.AddrPort, now time.Time) {
+	fits := l.proto.Fits(len(d), len(l.msg))
+	switch {
+	case from.Addr().Unmap() != l.remote.Addr().Unmap() || l.src.isNew(from):
+		l.src.foreign(from, l.remote, len(d), fits, now)
+	case !fits:
+		l.wrongSize(len(d), now)
+	default:
+		l.stats.inc(Malformed)
+	}
+}
+
+// validID reports whether id can be a BeamNG message id: a whole number,
+// 0 to 2^53.
+func validID(id float64) bool { return id >= 0 && id <= 1<<53 && id == math.Trunc(id) }
 
 // messageID reads the id of an encoded message (NaN for a short one).
 func messageID(b []byte) float64 {

@@ -233,13 +233,18 @@ func (r *Recorder) add(row []byte, data bool) {
 }
 
 // FlushEvery hands the rows over to the writer when the last hand-over is
-// older than every. It never blocks: when the writer is still busy, the
-// rows wait for the next call.
-func (r *Recorder) FlushEvery(now time.Time, every time.Duration) {
-	if len(r.cur) == 0 || now.Sub(r.lastFlush) < every {
-		return
+// older than every, and says when to call again. It never blocks: when the
+// writer is still busy, the rows wait for the next call.
+func (r *Recorder) FlushEvery(now time.Time, every time.Duration) (next time.Time) {
+	if len(r.cur) > 0 && now.Sub(r.lastFlush) >= every {
+		if r.handOver(now); now.Sub(r.lastFlush) >= every {
+			return now.Add(every / 10) // the writer is busy: soon again
+		}
 	}
-	r.handOver(now)
+	if next = r.lastFlush.Add(every); !next.After(now) {
+		next = now.Add(every) // nothing to hand over
+	}
+	return next
 }
 
 func (r *Recorder) handOver(now time.Time) {

@@ -133,6 +133,7 @@ func New(opt Options) (*Session, error) {
 	}
 	for _, l := range s.links {
 		s.stage.statuses = append(s.stage.statuses, &l.status)
+		s.stage.fault.waiters = append(s.stage.fault.waiters, &l.wait)
 	}
 	s.stage.onReload = func(p *ports.Plan) {
 		if opt.Record != nil {
@@ -261,7 +262,13 @@ func (s *Session) Name(v int) string { return s.links[v].name }
 // stalled, ran out of lockstep or went silent, when the model failed, or
 // when datagrams that are not BeamNG's came in. With several vehicles each
 // vehicle's lines are named by vehicle.
-func (s *Session) Faults() []string {
+func (s *Session) Faults() []string { return s.problems(true) }
+
+// Problems lists what the counters say went wrong so far, while the run
+// goes on (the live page): Faults without what only the run's end can say.
+func (s *Session) Problems() []string { return s.problems(false) }
+
+func (s *Session) problems(final bool) []string {
 	s.collect()
 	policy := string(s.Plan().ReplyID)
 	run := s.stats.Snapshot()
@@ -274,28 +281,15 @@ func (s *Session) Faults() []string {
 		if len(s.links) > 1 {
 			prefix = fmt.Sprintf("vehicle %q: ", l.name)
 		}
-		for _, f := range l.Faults() {
+		var lines []string
+		if final {
+			lines = l.Faults()
+		} else {
+			v := l.stats.Snapshot()
+			lines = v.Problems(policy)
+		}
+		for _, f := range lines {
 			out = append(out, prefix+f)
-		}
-	}
-	return out
-}
-
-// Problems lists what the counters say went wrong so far, while the run
-// goes on (the live page): Faults without what only the run's end can say.
-func (s *Session) Problems() []string {
-	s.collect()
-	policy := string(s.Plan().ReplyID)
-	run := s.stats.Snapshot()
-	out := run.Problems(policy)
-	for _, l := range s.links {
-		v := l.stats.Snapshot()
-		prefix := ""
-		if len(s.links) > 1 {
-			prefix = fmt.Sprintf("vehicle %q: ", l.name)
-		}
-		for _, p := range v.Problems(policy) {
-			out = append(out, prefix+p)
 		}
 	}
 	return out

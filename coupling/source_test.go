@@ -9,6 +9,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
+	"beamconnect/memnet"
 	"beamconnect/models"
 )
 
@@ -170,4 +171,52 @@ func TestWrongRemoteIPWarns(t *testing.T) {
 			t.Errorf("faults %q", f)
 		}
 	})
+}
+
+// After a pause, the link answers only BeamNG's newest queued message; a
+// datagram from another host that happens to be read first, with an id
+// higher than BeamNG's, must not be the one kept: BeamNG's newest is
+// answered, the stray counted as foreign.
+func TestDrainKeepsOnlyBeamNGs(t *testing.T) {
+	d := newDirect(t, load(t, "../examples/cruise-pedals.json"), models.Hold{}, nil)
+	from := d.from(40000)
+	d.msg[0] = 1
+	d.clock.now = d.start()
+	if _, ok := d.send(from, d.start()); !ok {
+		t.Fatal("no reply to the first message")
+	}
+	stray, err := d.net.Listen(netip.MustParseAddrPort("127.0.0.9:5000"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beamng, err := d.net.Listen(from, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// BeamNG's side paused 3 s (its 2 s timeout passed): then the stray,
+	// and BeamNG's ids 2 to 4, are queued when the link reads again.
+	d.clock.now = d.start().Add(3 * time.Second)
+	queue := func(c *memnet.Conn, id float64) {
+		d.msg[0] = id
+		b, _ := beamngEncode(d.buf, d.msg)
+		if err := c.WriteTo(b, d.l.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queue(stray, 1e6)
+	for id := 2.0; id <= 4; id++ {
+		queue(beamng, id)
+	}
+	d.l.receive() // the stray: dropped
+	d.l.receive() // BeamNG's: its newest answered
+	st := d.l.Stats()
+	if _, _, ok, _ := d.beamng.ReadFrom(d.rx, 0, nil); !ok {
+		t.Fatalf("BeamNG got no reply: foreign %d, drained %d, replies %d", st.Get(Foreign), st.Get(Drained), st.Get(Replies))
+	}
+	if st.Get(Foreign) != 1 || st.Get(Replies) != 2 {
+		t.Errorf("foreign %d, replies %d, drained %d: want the stray foreign and BeamNG's newest answered", st.Get(Foreign), st.Get(Replies), st.Get(Drained))
+	}
+	if got := d.l.lastID; got != 4 {
+		t.Errorf("the message answered was id %v; want BeamNG's newest, 4", got)
+	}
 }

@@ -32,6 +32,9 @@ type stage struct {
 	lastT    float64     // the model's time never goes back, whichever vehicle steps it
 	fault    faultState
 	statuses []*atomic.Int32 // each vehicle's reported status
+	// connect is port 0's connection directive (ins[0][0] != 0), published
+	// after every step, so a link's loop reads it without the lock.
+	connect atomic.Bool
 
 	// Each vehicle's latest position, heading and velocity, for the
 	// cross-vehicle properties.
@@ -59,6 +62,7 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 		st.ins = append(st.ins, initial(pt))
 	}
 	st.active.Store(p)
+	st.connect.Store(st.ins[0][0] != 0)
 	st.fault.init(m, p.ModelTimeout, stats, log, clock)
 	return st
 }
@@ -85,12 +89,8 @@ func (st *stage) lock() {
 
 func (st *stage) unlock() { st.mu.Unlock() }
 
-// directive reads port 0's connection directive.
-func (st *stage) directive() bool {
-	st.lock()
-	defer st.unlock()
-	return st.ins[0][0] != 0
-}
+// directive reads port 0's connection directive, as the last step left it.
+func (st *stage) directive() bool { return st.connect.Load() }
 
 // portStatus is port 0's connection status: the one vehicle's, or the run's
 // as a whole.
@@ -144,5 +144,7 @@ func (st *stage) relative(f *ports.Field) float64 {
 // whether it is faulted, in which case BeamNG must get neutral controls.
 func (st *stage) step(t float64) (faulted bool) {
 	st.outs[0][0] = float64(st.portStatus())
-	return st.fault.step(st.model, st.modelTime(t), st.outs, st.ins)
+	faulted = st.fault.step(st.model, st.modelTime(t), st.outs, st.ins)
+	st.connect.Store(st.ins[0][0] != 0)
+	return faulted
 }

@@ -25,18 +25,28 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	t := l.sync.Message(id, arrival)
 	l.stats.localTime.Store(math.Float64bits(t))
 
-	l.enter()
-	replyID := l.ids.next(id, &l.lock)
 	a := answer{neutral: true}
+	var replyID float64
+	if st.fault.watched {
+		// The reply id before the stage: while another vehicle's step
+		// hangs, the watchdog answers this message with it.
+		replyID = l.ids.next(id, &l.lock)
+		l.wait.await(replyID)
+		l.enter()
+		a.answered = l.wait.entered()
+	} else {
+		l.enter()
+		replyID = l.ids.next(id, &l.lock)
+	}
 	if whole {
 		st.capture(l.index, &l.slots, l.msg)
 		l.fillOutputs(id, t)
 	}
 	l.checkOverdue(t)
 	if whole {
-		st.fault.begin(&l.self, replyID)
+		st.fault.begin(&l.wait, arrival)
 		a.neutral = st.step(t)
-		a.answered = st.fault.end()
+		a.answered = st.fault.end() || a.answered
 	}
 	if a.neutral {
 		copy(l.reply, l.neutral)
@@ -44,14 +54,17 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 		l.fillReply(id)
 	}
 	st.unlock()
+	l.report() // the step may have faulted or healed the model
 
 	l.reply[0] = replyID
+	// "Keep" resolved to what BeamNG has; l.last becomes this reply only
+	// once it is sent (handle), as it may be withheld.
 	if st.fault.watched {
-		l.lastMu.Lock() // the hung-step watchdog reads it
-		l.proto.Safe(l.reply, l.last)
+		l.lastMu.Lock() // the hung-step watchdog writes it
+		l.proto.Resolve(l.reply, l.last)
 		l.lastMu.Unlock()
 	} else {
-		l.proto.Safe(l.reply, l.last)
+		l.proto.Resolve(l.reply, l.last)
 	}
 	l.ids.sent(replyID)
 	a.datagram, _ = beamng.Encode(l.tx, l.reply) // tx is sized for the reply
@@ -160,7 +173,9 @@ func (l *Link) checkOverdue(t float64) {
 			n++
 		}
 	}
-	l.stats.Set(Overdue, n)
+	if l.stats.Get(Overdue) != n { // a gauge read by other goroutines: written only when it moves
+		l.stats.Set(Overdue, n)
+	}
 }
 
 // PingResultsLayout documents the ping_results commData port.
@@ -178,10 +193,8 @@ Elements past 8 stay NaN.`
 func (l *Link) pingResults(v []float64) {
 	s := &l.stats
 	var dropped int64
-	for k, c := range CounterTable {
-		if c.Metric == "dropped" {
-			dropped += s.Get(Counter(k))
-		}
+	for _, k := range droppedCounters {
+		dropped += s.Get(k)
 	}
 	vals := [8]float64{
 		s.Turnaround.Last().Seconds(),
