@@ -51,6 +51,13 @@ func (p *parser) vehicles(raw *rawConfig, bn *rawBeamNG) []Vehicle {
 	var out []Vehicle
 	for _, name := range names {
 		rv := bn.Vehicles[name]
+		if rv == nil {
+			// "ego": null, which the schema reports; the checks that
+			// follow (here, on the CSV, on addresses) read it as empty,
+			// so a reload of such an edit reports it instead of crashing.
+			rv = &rawVehicle{}
+			bn.Vehicles[name] = rv
+		}
 		ptr := "/beamng/vehicles/" + escapePointer(name)
 		if name == "" {
 			p.atKey(Error, ptr, "a vehicle needs a name: expected the remoteObject its fields use")
