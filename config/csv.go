@@ -280,8 +280,9 @@ func (p *parser) periodMismatch(cfg *Config, i, first int) {
 }
 
 // unmappedRows warns about signalFrom rows no inputs field writes: BeamNG
-// applies whatever comes in them every step, so beamconnect sends a neutral
-// value (multiply 1, add 0, freeze 0, a value row 0).
+// applies whatever comes in them every step, so the warning says what the
+// reply carries there: the protocol's Unset (multiply 1, add 0, freeze 0, a
+// value row 0).
 func (p *parser) unmappedRows(cfg *Config) {
 	if p.draft {
 		return
@@ -308,7 +309,7 @@ func (p *parser) unmappedRows(cfg *Config) {
 			if i == 0 || written[vi][i] {
 				continue
 			}
-			msg := fmt.Sprintf("no inputs field writes this %s row of %s: beamconnect sends %v in it every message", s.Kind, s.Name, Neutral(s.Kind))
+			msg := fmt.Sprintf("no inputs field writes this %s row of %s: beamconnect sends %v in it every message", s.Kind, s.Name, v.Layout.Protocol.Unset(s))
 			if s.Kind == "value" {
 				msg += ", and BeamNG applies it every step"
 				if s.Group == "Wheels" {
@@ -397,16 +398,6 @@ func (p *parser) dropCut(f *cosim.File) {
 			return x.Severity == Warning && x.File == d.File && x.Pos == Pos{d.Line, d.Col} && x.Msg == d.Msg
 		})
 	}
-}
-
-// Neutral is what a Gen 2 reply carries in a signalFrom row of a kind
-// that nothing writes: the value that leaves the signal as it would be
-// without the row (value rows: 0).
-func Neutral(kind string) float64 {
-	if kind == "multiply" {
-		return 1
-	}
-	return 0
 }
 
 // displayKey is a JSON Pointer as the config's paths read: beamng.localPort.
