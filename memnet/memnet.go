@@ -40,7 +40,7 @@ type Network struct {
 
 // New makes an empty network.
 func New() *Network {
-	return &Network{conns: map[netip.AddrPort]*Conn{}, nextEph: 49152}
+	return &Network{conns: map[netip.AddrPort]*Conn{}, nextEph: firstEphemeral}
 }
 
 // Listen binds addr; port 0 picks a free ephemeral port. depth ≤ 0 means
@@ -52,29 +52,42 @@ func (n *Network) Listen(addr netip.AddrPort, depth int) (*Conn, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if addr.Port() == 0 {
-		for range 16384 {
-			p := n.nextEph
-			n.nextEph++
-			if n.nextEph == 0 {
-				n.nextEph = 49152
-			}
-			if _, used := n.conns[netip.AddrPortFrom(addr.Addr(), p)]; !used {
-				addr = netip.AddrPortFrom(addr.Addr(), p)
-				break
-			}
+		p, ok := n.ephemeral(addr.Addr())
+		if !ok {
+			return nil, fmt.Errorf("memnet: listen %v: no free ephemeral port (%d to 65535 are all bound)", addr, firstEphemeral)
 		}
+		addr = netip.AddrPortFrom(addr.Addr(), p)
 	}
 	if _, used := n.conns[addr]; used {
 		return nil, fmt.Errorf("memnet: listen %v: address already in use", addr)
 	}
+	// The buffers are made as the queue first fills (deliver): most
+	// sockets of a test never hold more than a few datagrams.
 	c := &Conn{net: n, addr: addr, full: make(chan packet, depth), free: make(chan []byte, depth), closed: make(chan struct{})}
-	for range depth {
-		c.free <- make([]byte, 0, 8192)
-	}
 	c.timer = time.NewTimer(time.Hour)
 	c.timer.Stop()
 	n.conns[addr] = c
 	return c, nil
+}
+
+// firstEphemeral is the lowest port Listen picks for port 0, as IANA's
+// dynamic range starts.
+const firstEphemeral = 49152
+
+// ephemeral picks the next free port of the dynamic range on addr, going
+// round it once.
+func (n *Network) ephemeral(addr netip.Addr) (uint16, bool) {
+	for range 65536 - firstEphemeral {
+		p := n.nextEph
+		n.nextEph++
+		if n.nextEph == 0 {
+			n.nextEph = firstEphemeral
+		}
+		if _, used := n.conns[netip.AddrPortFrom(addr, p)]; !used {
+			return p, true
+		}
+	}
+	return 0, false
 }
 
 func (n *Network) lookup(a netip.AddrPort) *Conn {
@@ -131,14 +144,30 @@ func (c *Conn) deliver(b []byte, from netip.AddrPort) {
 		return
 	default:
 	}
+	if len(c.full) == cap(c.full) {
+		c.Dropped.Add(1) // full: lost without making a buffer for it
+		return
+	}
+	var buf []byte
 	select {
-	case buf := <-c.free:
-		if len(b) > MaxDatagram {
-			b = b[:MaxDatagram]
-		}
-		c.full <- packet{append(buf[:0], b...), from, time.Now().UnixNano()}
-	default:
+	case buf = <-c.free:
+	default: // none to reuse yet: append makes one
+	}
+	p := packet{append(buf[:0], b[:min(len(b), MaxDatagram)]...), from, time.Now().UnixNano()}
+	select {
+	case c.full <- p:
+	default: // another sender filled it meanwhile
 		c.Dropped.Add(1)
+		c.recycle(p.b)
+	}
+}
+
+// recycle keeps a read buffer for the next datagram. There is room unless
+// senders racing for the last slot made one too many; that one is let go.
+func (c *Conn) recycle(b []byte) {
+	select {
+	case c.free <- b:
+	default:
 	}
 }
 
@@ -172,7 +201,7 @@ func (c *Conn) ReadFrom(buf []byte, wait time.Duration, stop <-chan struct{}) (n
 	}
 	n = copy(buf, p.b)
 	c.last = p.at
-	c.free <- p.b
+	c.recycle(p.b)
 	return n, p.from, true, nil
 }
 
@@ -189,7 +218,7 @@ func (c *Conn) Discard() {
 	for {
 		select {
 		case p := <-c.full:
-			c.free <- p.b
+			c.recycle(p.b)
 		default:
 			return
 		}
