@@ -51,8 +51,8 @@ func TestLoss(t *testing.T) {
 		ca.WriteTo([]byte("x"), b)
 	}
 	ca.WriteTo([]byte("x"), netip.MustParseAddrPort("127.0.0.1:9"))
-	if cb.Queued() != 2 || cb.Dropped.Load() != 1 || n.Unbound.Load() != 1 {
-		t.Errorf("queued %d, dropped %d, unbound %d; want 2, 1, 1", cb.Queued(), cb.Dropped.Load(), n.Unbound.Load())
+	if cb.Queued() != 2 || cb.Dropped() != 1 || n.Unbound.Load() != 1 {
+		t.Errorf("queued %d, dropped %d, unbound %d; want 2, 1, 1", cb.Queued(), cb.Dropped(), n.Unbound.Load())
 	}
 }
 
@@ -148,5 +148,24 @@ func TestEphemeralPortsRunOut(t *testing.T) {
 			t.Errorf("after closing %v, port 0 bound %v (%v)", ap, c, err)
 		}
 		break
+	}
+}
+
+// A queue keeps at most its max bytes of a datagram, as a receive buffer
+// of that size does (BeamNG's side reads at most 8192); a datagram that
+// finds it full is dropped and counted, and the room a read makes is
+// reused.
+func TestQueueCutsAndDrops(t *testing.T) {
+	q := NewQueue(1, 4)
+	q.Put([]byte("abcdef"), a)
+	q.Put([]byte("lost"), b)
+	buf := make([]byte, 16)
+	n, from, ok, err := q.Get(buf, 0, nil)
+	if !ok || err != nil || string(buf[:n]) != "abcd" || from != a {
+		t.Errorf("got %q from %v (%v %v), want \"abcd\" from %v", buf[:n], from, ok, err, a)
+	}
+	q.Put([]byte("xy"), b)
+	if n, _, ok, _ := q.Get(buf, 0, nil); !ok || string(buf[:n]) != "xy" || q.Dropped() != 1 || q.Len() != 0 {
+		t.Errorf("after a drop: %q (%v), dropped %d, queued %d", buf[:n], ok, q.Dropped(), q.Len())
 	}
 }
