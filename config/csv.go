@@ -68,7 +68,7 @@ func (p *parser) interfaces(cfg *Config, raw *rawConfig, bn *rawBeamNG) {
 			continue
 		}
 		v.CSV, v.Layout = f, f.Layout()
-		p.rows[i] = newRowIndex(v.Layout, f)
+		p.rows[i] = newRowIndex(v.Layout)
 		p.csvAddresses(raw, bn, i, v)
 	}
 }

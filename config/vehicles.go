@@ -100,8 +100,10 @@ func (p *parser) distinct(cfg *Config, bn *rawBeamNG) {
 	}
 	seen := map[netip.AddrPort]string{}
 	for i, v := range cfg.Vehicles {
+		// A Gen 2 vehicle without its CSV has no addresses (its CSV's
+		// problem is reported); a Gen 1 vehicle has no CSV but its keys'.
 		if cfg.Protocol == beamng.Gen2 && v.CSV == nil {
-			continue // no addresses: its CSV's problem is reported
+			continue
 		}
 		for k, ap := range []netip.AddrPort{v.Local, v.Remote} {
 			at := p.addressAt(cfg, bn, i, k)
