@@ -92,13 +92,25 @@ func (p *Protocol) Decode(msg []float64, datagram []byte) (present int) {
 // the signal as it would be without the slot (a multiply row 1, every other
 // row 0).
 func (p *Protocol) Unset(s Signal) float64 {
-	switch {
-	case p.skipsNaN:
+	if p.skipsNaN {
 		return math.NaN()
-	case s.Kind == "multiply":
-		return 1
 	}
-	return 0
+	v, _ := modifierIdentity(s.Kind)
+	return v
+}
+
+// modifierIdentity is the value of a modifier row (multiply, add, freeze)
+// that leaves its signal as it would be without the row: 1 to multiply by,
+// 0 to add, 0 not to freeze. ok is false for value rows (and Gen 1's
+// slots), which have no such value (0 there is a control like any other).
+func modifierIdentity(kind string) (v float64, ok bool) {
+	switch kind {
+	case "multiply":
+		return 1, true
+	case "add", "freeze":
+		return 0, true
+	}
+	return 0, false
 }
 
 // neutralZero are the controls a neutral reply releases: pedals, wheel
@@ -121,12 +133,11 @@ var neutralZero = func() []string {
 func (p *Protocol) Neutral(l *Layout) []float64 {
 	r := make([]float64, l.Len(ToBeamNG))
 	for i, s := range l.Signals(ToBeamNG) {
+		identity, modifier := modifierIdentity(s.Kind)
 		switch {
 		case i == 0:
-		case s.Kind == "multiply":
-			r[i] = 1
-		case s.Kind == "add" || s.Kind == "freeze":
-			r[i] = 0
+		case modifier:
+			r[i] = identity
 		case slices.Contains(neutralZero, s.Name) || s.Meaning != "" && slices.Contains(neutralZero, s.Meaning):
 			r[i] = 0
 		default:

@@ -255,7 +255,7 @@ func (p *parser) field(cfg *Config, rf *rawField, fptr string, g *Group, groupOb
 		// Gen 2: the rows of the field's vehicle's CSV, not the fixed
 		// banks. A field whose vehicle is unknown, or whose vehicle's CSV
 		// could not be read, has been reported already.
-		return f, placed && cfg.Vehicles[f.Vehicle].CSV != nil && p.csvField(&p.rows[f.Vehicle], &f, g, fptr, nameptr) && ok
+		return f, placed && cfg.Vehicles[f.Vehicle].CSV != nil && p.csvField(&cfg.Vehicles[f.Vehicle], &p.rows[f.Vehicle], &f, g, fptr, nameptr) && ok
 	}
 	if m, isMeta := contracts.ParseMeta(f.PropertyName); isMeta && m != contracts.NotMeta {
 		if _, sig := beamng.Lookup(g.Dir, f.PropertyName); sig == beamng.NoMatch {

@@ -105,7 +105,8 @@ func (c *Config) Locate(ptr string) (Pos, string) {
 	if c.ix == nil {
 		return Pos{1, 1}, ""
 	}
-	return c.ix.value(ptr)
+	ix := *c.ix // its own cursor, so concurrent calls share no state
+	return ix.value(ptr)
 }
 
 // Vehicle is one coupled vehicle and its socket pair.

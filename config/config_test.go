@@ -249,6 +249,9 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"version": 2, "outputs": [{"ports": [[{"propertyName": "H50", "arraySize": 1}]]}]}`))
+	// null where an object is expected: the schema reports it, and the
+	// semantic checks that still run must not dereference it.
+	f.Add([]byte(`{"version": 2, "beamng": {"protocol": "csv", "vehicles": {"ego": null, "": {}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// In testdata, so a Gen 2 config's interfaces are the fixtures' CSVs.
 		const name = "testdata/fuzz.json"

@@ -68,7 +68,7 @@ func (p *parser) interfaces(cfg *Config, raw *rawConfig, bn *rawBeamNG) {
 			continue
 		}
 		v.CSV, v.Layout = f, f.Layout()
-		p.rows[i] = newRowIndex(v.Layout, f)
+		p.rows[i] = newRowIndex(v.Layout)
 		p.csvAddresses(raw, bn, i, v)
 	}
 }
@@ -176,19 +176,25 @@ func (p *parser) agree(f *cosim.File, ap *netip.AddrPort, csvAP netip.AddrPort, 
 	*ap = netip.AddrPortFrom(ip, port)
 }
 
-// arrival says how a CSV's computation time reaches BeamNG's controller:
+// sendTiming is how a CSV's computation time reaches BeamNG's controller:
 // the period it sends at, in physics steps, and a sentence saying why.
-func arrival(f *cosim.File, physicsDt float64) (period float64, steps int, how string) {
+type sendTiming struct {
+	period float64
+	steps  int
+	how    string
+}
+
+func arrival(f *cosim.File, physicsDt float64) sendTiming {
 	t := f.Time
-	period = cosim.Period(t.Value, physicsDt)
-	steps = int(math.Round(period / physicsDt))
+	period := cosim.Period(t.Value, physicsDt)
+	steps := int(math.Round(period / physicsDt))
 	arrived := strconv.FormatFloat(cosim.Arrived(t.Value), 'g', -1, 64)
 	if t.Line == 0 {
-		return period, steps, fmt.Sprintf("%s sets no 3rd Party Computation Time: BeamNG's default %v arrives as %s, so it sends every %d physics steps",
-			filepath.Base(f.Path), cosim.DefaultTime, arrived, steps)
+		return sendTiming{period, steps, fmt.Sprintf("%s sets no 3rd Party Computation Time: BeamNG's default %v arrives as %s, so it sends every %d physics steps",
+			filepath.Base(f.Path), cosim.DefaultTime, arrived, steps)}
 	}
-	return period, steps, fmt.Sprintf("%s: 3rd Party Computation Time %s arrives in BeamNG's controller as %s, so it sends every %d physics steps",
-		csvPos(f, t.Line, t.Col), cosim.LuaText(t.Value), arrived, steps)
+	return sendTiming{period, steps, fmt.Sprintf("%s: 3rd Party Computation Time %s arrives in BeamNG's controller as %s, so it sends every %d physics steps",
+		csvPos(f, t.Line, t.Col), cosim.LuaText(t.Value), arrived, steps)}
 }
 
 // csvTiming makes the period and ping times BeamNG's: what each CSV's
@@ -204,6 +210,7 @@ func (p *parser) csvTiming(cfg *Config, bn *rawBeamNG, fastest string) {
 		return
 	}
 	first := -1
+	var firstAt sendTiming
 	var pings []string
 	for i := range cfg.Vehicles {
 		v := &cfg.Vehicles[i]
@@ -211,20 +218,21 @@ func (p *parser) csvTiming(cfg *Config, bn *rawBeamNG, fastest string) {
 		if f == nil {
 			continue
 		}
-		real, _, how := arrival(f, cfg.PhysicsDt)
-		switch {
-		case first < 0:
-			first = i
-			p.firstTiming(cfg, i, fastest)
-		case math.Abs(real-cfg.Period) > 1e-12:
-			p.periodMismatch(cfg, i, first)
-		case fastest == "" && math.Abs(real-f.Time.Value) > 1e-12:
-			p.at(Warning, p.vptrs[i]+"/interface", "BeamNG will send every %s (%s)", ms(real), how)
+		at := arrival(f, cfg.PhysicsDt)
+		mismatch := false
+		if first < 0 {
+			first, firstAt = i, at
+			p.firstTiming(cfg, i, at, fastest)
+		} else if mismatch = math.Abs(at.period-cfg.Period) > 1e-12; mismatch {
+			p.periodMismatch(cfg, i, at, first, firstAt)
 		}
-		v.Unanswered = cosim.Unanswered(f.Ping.Value, f.Time.Value)
+		if fastest == "" && !mismatch && math.Abs(at.period-f.Time.Value) > 1e-12 {
+			p.at(Warning, p.vptrs[i]+"/interface", "BeamNG will send every %s (%s)", ms(at.period), at.how)
+		}
+		v.Unanswered = f.Unanswered()
 		if v.Unanswered > 1 {
 			p.atCSV(f, Warning, f.Ping.Line, f.Ping.Col, "BeamNG will let %d messages be in flight (ceil(Ping Time / computation time)) before it waits for a reply: it runs up to %s ahead of the model, not in lockstep",
-				v.Unanswered, ms(float64(v.Unanswered)*real))
+				v.Unanswered, ms(float64(v.Unanswered)*at.period))
 		}
 		if bn.PingTime != nil && math.Abs(*bn.PingTime-f.Ping.Value) > 1e-15 {
 			pings = append(pings, fmt.Sprintf("%s (Ping Time %s)", csvPos(f, f.Ping.Line, f.Ping.Col), cosim.LuaText(f.Ping.Value)))
@@ -238,50 +246,44 @@ func (p *parser) csvTiming(cfg *Config, bn *rawBeamNG, fastest string) {
 	}
 }
 
-// firstTiming makes the first vehicle's CSV's period the coupling's.
-func (p *parser) firstTiming(cfg *Config, i int, fastest string) {
+// firstTiming makes the first vehicle's CSV's period, at, the coupling's.
+func (p *parser) firstTiming(cfg *Config, i int, at sendTiming, fastest string) {
 	f := cfg.Vehicles[i].CSV
-	t := f.Time
-	real, _, how := arrival(f, cfg.PhysicsDt)
-	switch {
-	case fastest != "" && math.Abs(real-cfg.Period) > 1e-12:
+	if fastest != "" && math.Abs(at.period-cfg.Period) > 1e-12 {
 		p.at(Warning, fastest, "BeamNG will send every %s, not every %s (%s); contracts are scheduled on BeamNG's period. For %s write the time %s in the CSV (`beamconnect csv` does)",
-			ms(real), ms(cfg.Period), how, ms(cfg.Period), cosim.TimeText(int(math.Round(cfg.Period/cfg.PhysicsDt)), cfg.PhysicsDt))
-	case fastest == "" && math.Abs(real-t.Value) > 1e-12:
-		p.at(Warning, p.vptrs[i]+"/interface", "BeamNG will send every %s (%s)", ms(real), how)
+			ms(at.period), ms(cfg.Period), at.how, ms(cfg.Period), cosim.TimeText(int(math.Round(cfg.Period/cfg.PhysicsDt)), cfg.PhysicsDt))
 	}
-	if real > MaxCouplingPeriod {
-		p.atCSV(f, Error, t.Line, t.Col, "BeamNG would send every %s: expected at most %s, since beamconnect takes 1.9 s without a message for BeamNG's 2 s blocking timeout", ms(real), ms(MaxCouplingPeriod))
+	if at.period > MaxCouplingPeriod {
+		p.atCSV(f, Error, f.Time.Line, f.Time.Col, "BeamNG would send every %s: expected at most %s, since beamconnect takes 1.9 s without a message for BeamNG's 2 s blocking timeout", ms(at.period), ms(MaxCouplingPeriod))
 	}
-	cfg.Period = real
+	cfg.Period = at.period
 	cfg.PingTime = f.Ping.Value
 }
 
-// periodMismatch refuses vehicle i's CSV, whose period is not the first
-// vehicle's: one model steps every vehicle at one rate, and BeamNG cannot
-// be told to send one vehicle's messages at another's.
-func (p *parser) periodMismatch(cfg *Config, i, first int) {
+// periodMismatch refuses vehicle i's CSV, whose period (at) is not the
+// first vehicle's (firstAt): one model steps every vehicle at one rate,
+// and BeamNG cannot be told to send one vehicle's messages at another's.
+func (p *parser) periodMismatch(cfg *Config, i int, at sendTiming, first int, firstAt sendTiming) {
 	v, w := cfg.Vehicles[i], cfg.Vehicles[first]
-	real, own, _ := arrival(v.CSV, cfg.PhysicsDt)
-	_, steps, _ := arrival(w.CSV, cfg.PhysicsDt)
 	t, wt := v.CSV.Time, w.CSV.Time
 	where := "BeamNG's default"
 	if wt.Line > 0 {
 		where = csvPos(w.CSV, wt.Line, wt.Col)
 	}
 	msg := fmt.Sprintf("vehicle %q: BeamNG would send every %s (3rd Party Computation Time %s arrives as %s: %d physics steps), but vehicle %q every %s (%s): one model steps every vehicle at one rate, so every vehicle's CSV must come to the same period; expected the time %s",
-		v.Name, ms(real), cosim.LuaText(t.Value), strconv.FormatFloat(cosim.Arrived(t.Value), 'g', -1, 64), own, w.Name, ms(cfg.Period), where, cosim.TimeText(steps, cfg.PhysicsDt))
+		v.Name, ms(at.period), cosim.LuaText(t.Value), strconv.FormatFloat(cosim.Arrived(t.Value), 'g', -1, 64), at.steps, w.Name, ms(cfg.Period), where, cosim.TimeText(firstAt.steps, cfg.PhysicsDt))
 	if t.Line > 0 {
 		p.atCSV(v.CSV, Error, t.Line, t.Col, "%s here", msg)
 		return
 	}
 	p.at(Error, p.vptrs[i]+"/interface", "%s (%s sets none, so BeamNG's default %v applies): add the row connection,,3rd Party Computation Time,%s,number to %s",
-		msg, filepath.Base(v.CSV.Path), cosim.DefaultTime, cosim.TimeText(steps, cfg.PhysicsDt), filepath.Base(v.CSV.Path))
+		msg, filepath.Base(v.CSV.Path), cosim.DefaultTime, cosim.TimeText(firstAt.steps, cfg.PhysicsDt), filepath.Base(v.CSV.Path))
 }
 
 // unmappedRows warns about signalFrom rows no inputs field writes: BeamNG
-// applies whatever comes in them every step, so beamconnect sends a neutral
-// value (multiply 1, add 0, freeze 0, a value row 0).
+// applies whatever comes in them every step, so the warning says what the
+// reply carries there: the protocol's Unset (multiply 1, add 0, freeze 0, a
+// value row 0).
 func (p *parser) unmappedRows(cfg *Config) {
 	if p.draft {
 		return
@@ -308,7 +310,7 @@ func (p *parser) unmappedRows(cfg *Config) {
 			if i == 0 || written[vi][i] {
 				continue
 			}
-			msg := fmt.Sprintf("no inputs field writes this %s row of %s: beamconnect sends %v in it every message", s.Kind, s.Name, Neutral(s.Kind))
+			msg := fmt.Sprintf("no inputs field writes this %s row of %s: beamconnect sends %v in it every message", s.Kind, s.Name, v.Layout.Protocol.Unset(s))
 			if s.Kind == "value" {
 				msg += ", and BeamNG applies it every step"
 				if s.Group == "Wheels" {
@@ -397,16 +399,6 @@ func (p *parser) dropCut(f *cosim.File) {
 			return x.Severity == Warning && x.File == d.File && x.Pos == Pos{d.Line, d.Col} && x.Msg == d.Msg
 		})
 	}
-}
-
-// Neutral is what a Gen 2 reply carries in a signalFrom row of a kind
-// that nothing writes: the value that leaves the signal as it would be
-// without the row (value rows: 0).
-func Neutral(kind string) float64 {
-	if kind == "multiply" {
-		return 1
-	}
-	return 0
 }
 
 // displayKey is a JSON Pointer as the config's paths read: beamng.localPort.

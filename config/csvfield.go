@@ -16,14 +16,12 @@ import (
 // field finds its row without walking the whole CSV: a config that maps
 // every row of a large CSV stays one pass.
 type rowIndex struct {
-	layout *beamng.Layout
-	csv    *cosim.File
 	byName [2]map[string][]beamng.Signal
 	names  [2][]string // each name once, in file order, for suggestions
 }
 
-func newRowIndex(l *beamng.Layout, f *cosim.File) rowIndex {
-	ix := rowIndex{layout: l, csv: f}
+func newRowIndex(l *beamng.Layout) rowIndex {
+	var ix rowIndex
 	for d := range ix.byName {
 		m := map[string][]beamng.Signal{}
 		for _, s := range l.Signals(beamng.Direction(d))[1:] {
@@ -49,9 +47,10 @@ func (ix *rowIndex) named(dir beamng.Direction, base, group, kind string) []beam
 	return out
 }
 
-// csvField resolves a Gen 2 field against its vehicle's CSV rows: outputs
-// name signalTo rows, inputs signalFrom rows of the kind params selects.
-func (p *parser) csvField(ix *rowIndex, f *Field, g *Group, fptr, nameptr string) bool {
+// csvField resolves a Gen 2 field against its vehicle's CSV rows (v's, by
+// name in ix): outputs name signalTo rows, inputs signalFrom rows of the
+// kind params selects.
+func (p *parser) csvField(v *Vehicle, ix *rowIndex, f *Field, g *Group, fptr, nameptr string) bool {
 	name := f.PropertyName
 	group, base, hasGroup := strings.Cut(name, "/")
 	if !hasGroup {
@@ -75,7 +74,7 @@ func (p *parser) csvField(ix *rowIndex, f *Field, g *Group, fptr, nameptr string
 		section, other = other, section
 	}
 	hits := ix.named(g.Dir, base, group, kind)
-	csvName := filepath.Base(ix.csv.Path)
+	csvName := filepath.Base(v.CSV.Path)
 	groups := map[string]bool{}
 	for _, h := range hits {
 		groups[h.Group] = true
@@ -84,22 +83,22 @@ func (p *parser) csvField(ix *rowIndex, f *Field, g *Group, fptr, nameptr string
 	case len(hits) == 0 && p.draft:
 		return false // draftCSV has said why the catalogue has no such row
 	case len(hits) == 0:
-		p.explainMissing(ix, g.Dir, name, group, base, kind, section, other, csvName, nameptr)
+		p.explainMissing(v, ix, g.Dir, name, group, base, kind, section, other, nameptr)
 		return false
 	case len(groups) > 1:
 		var opts []string
 		for _, h := range hits {
-			opts = append(opts, fmt.Sprintf("%q (%s)", h.Group+"/"+h.Name, csvPos(ix.csv, h.Line, 1)))
+			opts = append(opts, fmt.Sprintf("%q (%s)", h.Group+"/"+h.Name, csvPos(v.CSV, h.Line, 1)))
 		}
 		p.at(Error, nameptr, "%q is in more than one group of %s: expected %s", name, csvName, strings.Join(opts, " or "))
 		return false
 	}
 	f.Signal = hits[0]
-	l := ix.layout
+	l := v.Layout
 	if end := f.Signal.Index + f.ArraySize - 1; end >= l.Len(g.Dir) {
 		last, _ := l.At(g.Dir, l.Len(g.Dir)-1)
 		p.at(Error, fptr+"/arraySize", "%d rows from %s run past the last %s row (%s): expected at most %d",
-			f.ArraySize, csvPos(ix.csv, f.Signal.Line, 1), section, csvPos(ix.csv, last.Line, 1), l.Len(g.Dir)-f.Signal.Index)
+			f.ArraySize, csvPos(v.CSV, f.Signal.Line, 1), section, csvPos(v.CSV, last.Line, 1), l.Len(g.Dir)-f.Signal.Index)
 		return false
 	}
 	return true
@@ -108,7 +107,8 @@ func (p *parser) csvField(ix *rowIndex, f *Field, g *Group, fptr, nameptr string
 // explainMissing says why a Gen 2 name matches no row: it is in the other
 // section, has rows of another kind, is a typo, or is a BeamNG signal the
 // CSV does not list.
-func (p *parser) explainMissing(ix *rowIndex, dir beamng.Direction, name, group, base, kind, section, other, csvName, nameptr string) {
+func (p *parser) explainMissing(v *Vehicle, ix *rowIndex, dir beamng.Direction, name, group, base, kind, section, other, nameptr string) {
+	csvName := filepath.Base(v.CSV.Path)
 	if m, isMeta := contracts.ParseMeta(name); isMeta && m != contracts.NotMeta {
 		p.at(Error, nameptr, "%q is a meta value, not a row of %s: add \"propertyType\": \"meta\"", name, csvName)
 		return
@@ -126,13 +126,13 @@ func (p *parser) explainMissing(ix *rowIndex, dir beamng.Direction, name, group,
 		if dir == beamng.FromBeamNG {
 			where = "inputs, not outputs"
 		}
-		p.at(Error, nameptr, "%q is a %s row of %s (%s): expected it in %s", name, other, csvName, csvPos(ix.csv, rows[0].Line, 1), where)
+		p.at(Error, nameptr, "%q is a %s row of %s (%s): expected it in %s", name, other, csvName, csvPos(v.CSV, rows[0].Line, 1), where)
 		return
 	}
 	rows := "it has none"
-	if n := ix.layout.Len(dir); n > 1 {
-		first, _ := ix.layout.At(dir, 1)
-		last, _ := ix.layout.At(dir, n-1)
+	if n := v.Layout.Len(dir); n > 1 {
+		first, _ := v.Layout.At(dir, 1)
+		last, _ := v.Layout.At(dir, n-1)
 		rows = fmt.Sprintf("lines %d–%d", first.Line, last.Line)
 	}
 	if s := suggest.Closest(base, ix.names[dir]); s != "" {

@@ -35,7 +35,11 @@ type index struct {
 	// wide marks the lines holding a byte beyond ASCII: only there does a
 	// column need counting runes, so a config written on one long line
 	// (machine-made) is not counted again for every position in it.
-	wide      []bool
+	wide []bool
+	// cur is the last position counted on a wide line: the checks ask for
+	// positions mostly in file order, so counting on from it keeps a
+	// machine-made one-line config with one "ë" linear, not quadratic.
+	cur       cursor
 	nodes     map[string]node
 	dups      []dupKey
 	overflows []overflow
@@ -197,6 +201,10 @@ func (ix *index) skip(off int) int {
 	return off
 }
 
+// cursor is a counted position: byte offset off is at column col of line
+// (0-based); col 0 is no position yet.
+type cursor struct{ line, off, col int }
+
 // pos converts a byte offset to a line and column.
 func (ix *index) pos(off int) Pos {
 	off = min(max(off, 0), len(ix.src))
@@ -208,7 +216,17 @@ func (ix *index) pos(off int) Pos {
 	if !ix.wide[line] {
 		return Pos{Line: line + 1, Col: off - start + 1}
 	}
-	return Pos{Line: line + 1, Col: utf8.RuneCount(ix.src[start:off]) + 1}
+	from, col := start, 1
+	if c := ix.cur; c.col > 0 && c.line == line && c.off >= start && c.off <= off {
+		from, col = c.off, c.col
+	}
+	col += utf8.RuneCount(ix.src[from:off])
+	// Counting on from off gives the same count only if no character
+	// straddles it (off is not inside a multi-byte sequence).
+	if off == len(ix.src) || utf8.RuneStart(ix.src[off]) {
+		ix.cur = cursor{line, off, col}
+	}
+	return Pos{Line: line + 1, Col: col}
 }
 
 // value is the position of the value at ptr, and its display path.

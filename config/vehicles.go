@@ -51,6 +51,13 @@ func (p *parser) vehicles(raw *rawConfig, bn *rawBeamNG) []Vehicle {
 	var out []Vehicle
 	for _, name := range names {
 		rv := bn.Vehicles[name]
+		if rv == nil {
+			// "ego": null, which the schema reports; the checks that
+			// follow (here, on the CSV, on addresses) read it as empty,
+			// so a reload of such an edit reports it instead of crashing.
+			rv = &rawVehicle{}
+			bn.Vehicles[name] = rv
+		}
 		ptr := "/beamng/vehicles/" + escapePointer(name)
 		if name == "" {
 			p.atKey(Error, ptr, "a vehicle needs a name: expected the remoteObject its fields use")
@@ -93,8 +100,10 @@ func (p *parser) distinct(cfg *Config, bn *rawBeamNG) {
 	}
 	seen := map[netip.AddrPort]string{}
 	for i, v := range cfg.Vehicles {
+		// A Gen 2 vehicle without its CSV has no addresses (its CSV's
+		// problem is reported); a Gen 1 vehicle has no CSV but its keys'.
 		if cfg.Protocol == beamng.Gen2 && v.CSV == nil {
-			continue // no addresses: its CSV's problem is reported
+			continue
 		}
 		for k, ap := range []netip.AddrPort{v.Local, v.Remote} {
 			at := p.addressAt(cfg, bn, i, k)
@@ -202,22 +211,26 @@ func (p *parser) remoteObject(cfg *Config, f *Field, own, group, top *string, fp
 		p.at(Error, fptr, "no remoteObject: with beamng.vehicles every field needs one (its own, its group's or the top-level one); expected one of %s", strings.Join(names, ", "))
 		return false
 	}
-	msg := fmt.Sprintf("%q is not a vehicle of beamng.vehicles", name)
-	if s := suggest.Closest(name, vehicleNames(cfg)); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	} else {
+	msg, suggested := notAVehicle(cfg, name)
+	if !suggested {
 		msg += ": expected one of " + strings.Join(names, ", ")
 	}
 	p.at(Error, ptr, "%s", msg)
 	return false
 }
 
-func vehicleNames(cfg *Config) []string {
-	out := make([]string, len(cfg.Vehicles))
+// notAVehicle says that name is not one of cfg's vehicles, with the one it
+// is closest to if any (suggested).
+func notAVehicle(cfg *Config, name string) (msg string, suggested bool) {
+	msg = fmt.Sprintf("%q is not a vehicle of beamng.vehicles", name)
+	names := make([]string, len(cfg.Vehicles))
 	for i, v := range cfg.Vehicles {
-		out[i] = v.Name
+		names[i] = v.Name
 	}
-	return out
+	if s := suggest.Closest(name, names); s != "" {
+		return msg + fmt.Sprintf(" (did you mean %q?)", s), true
+	}
+	return msg, false
 }
 
 // inputOverlap refuses two input fields that write the same slot of the same
@@ -277,10 +290,7 @@ func (p *parser) relativeField(cfg *Config, f *Field, g *Group, rp relative.Prop
 		p.at(Error, fptr, "%s needs params: the other vehicle's remoteObject, e.g. %q", f.PropertyName, cfg.Vehicles[(f.Vehicle+1)%len(cfg.Vehicles)].Name)
 		return false
 	case other < 0:
-		msg := fmt.Sprintf("%q is not a vehicle of beamng.vehicles", f.Params)
-		if s := suggest.Closest(f.Params, vehicleNames(cfg)); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
+		msg, _ := notAVehicle(cfg, f.Params)
 		p.at(Error, fptr+"/params", "%s: expected the other vehicle of %s", msg, f.PropertyName)
 		return false
 	case other == f.Vehicle:

@@ -87,9 +87,42 @@ func (q *Queue) Handler() slog.Handler { return &handler{q: q, next: q.base} }
 // drops the bytes (counted as dropped). It never returns an error.
 func (q *Queue) Writer() io.Writer { return writer{q} }
 
-// Dropped is how many records (and raw writes) found the queue full and
-// were not written.
-func (q *Queue) Dropped() uint64 { return q.dropped.Load() }
+// Dropped is how many records (and raw writes) found the queue full, or
+// closed, and were not written.
+func (q *Queue) Dropped() uint64 {
+	select {
+	case <-q.finished:
+		q.discardLeft() // what slipped in while the queue closed
+	default:
+	}
+	return q.dropped.Load()
+}
+
+// closed reports whether Close has been called: nothing queued from then
+// on would be written.
+func (q *Queue) closed() bool {
+	select {
+	case <-q.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// discardLeft counts as dropped the records and writes left in the queue
+// once its writer has stopped.
+func (q *Queue) discardLeft() {
+	for {
+		select {
+		case e := <-q.ch:
+			if e.flush == nil {
+				q.dropped.Add(1)
+			}
+		default:
+			return
+		}
+	}
+}
 
 // Failed is how many records (and raw writes) the stream refused, such as
 // a pipe whose reader has gone (EPIPE).
@@ -120,16 +153,21 @@ func (q *Queue) Flush(d time.Duration) bool {
 
 // Close flushes the queue, waiting at most d (a stuck stream must not
 // hold the exit), then stops its goroutine once the write it may be stuck
-// in returns. Records logged after Close are dropped. It reports whether
-// everything was written.
+// in returns. Records logged after Close are dropped (and counted). It
+// reports whether everything was written.
 func (q *Queue) Close(d time.Duration) bool {
 	ok := q.Flush(d)
 	q.stopOnce.Do(func() { close(q.stop) })
 	return ok
 }
 
-// offer queues e if there is room, and counts it dropped if not.
+// offer queues e if there is room, and counts it dropped if not, or if
+// the queue is closed.
 func (q *Queue) offer(e entry) bool {
+	if q.closed() {
+		q.dropped.Add(1)
+		return false
+	}
 	select {
 	case q.ch <- e:
 		return true
@@ -148,6 +186,7 @@ func (q *Queue) writeOut() {
 		select {
 		case e = <-q.ch:
 		case <-q.stop:
+			q.discardLeft()
 			return
 		}
 		switch {
@@ -219,13 +258,19 @@ func (w writer) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if q.closed() {
+		q.dropped.Add(1)
+		return len(p), nil
+	}
 	e := entry{raw: bytes.Clone(p)}
 	select {
 	case q.ch <- e:
 		return len(p), nil
 	default:
 	}
-	if s := q.stalledAt.Load(); s == 0 || s != q.written.Load()+1 {
+	// Wait, unless an earlier write gave up and the writer has finished
+	// nothing since (stalledAt is then written+1, never 0).
+	if q.stalledAt.Load() != q.written.Load()+1 {
 		t := time.NewTimer(q.wait)
 		defer t.Stop()
 		select {

@@ -252,3 +252,27 @@ func TestTintLinesUnchanged(t *testing.T) {
 		t.Errorf("queued\n%s\ndirect\n%s", queued.String(), direct.String())
 	}
 }
+
+// Records and writes after Close are not written, and each is counted as
+// dropped: the summary's count of lost log lines includes them.
+func TestAfterCloseCountsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newGate()
+		close(w.open)
+		q := textQueue(w, 8)
+		log := slog.New(q.Handler())
+		log.Info("before")
+		if !q.Close(time.Second) {
+			t.Fatal("not flushed")
+		}
+		log.Info("after")
+		q.Writer().Write([]byte("raw after\n"))
+		synctest.Wait() // the writer, had it taken them, would have written them
+		if got := w.String(); got != "level=INFO msg=before\n" {
+			t.Errorf("written:\n%s", got)
+		}
+		if q.Dropped() != 2 {
+			t.Errorf("dropped %d, want 2", q.Dropped())
+		}
+	})
+}

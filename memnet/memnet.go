@@ -40,7 +40,7 @@ type Network struct {
 
 // New makes an empty network.
 func New() *Network {
-	return &Network{conns: map[netip.AddrPort]*Conn{}, nextEph: 49152}
+	return &Network{conns: map[netip.AddrPort]*Conn{}, nextEph: firstEphemeral}
 }
 
 // Listen binds addr; port 0 picks a free ephemeral port. depth ≤ 0 means
@@ -52,29 +52,38 @@ func (n *Network) Listen(addr netip.AddrPort, depth int) (*Conn, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if addr.Port() == 0 {
-		for range 16384 {
-			p := n.nextEph
-			n.nextEph++
-			if n.nextEph == 0 {
-				n.nextEph = 49152
-			}
-			if _, used := n.conns[netip.AddrPortFrom(addr.Addr(), p)]; !used {
-				addr = netip.AddrPortFrom(addr.Addr(), p)
-				break
-			}
+		p, ok := n.ephemeral(addr.Addr())
+		if !ok {
+			return nil, fmt.Errorf("memnet: listen %v: no free ephemeral port (%d to 65535 are all bound)", addr, firstEphemeral)
 		}
+		addr = netip.AddrPortFrom(addr.Addr(), p)
 	}
 	if _, used := n.conns[addr]; used {
 		return nil, fmt.Errorf("memnet: listen %v: address already in use", addr)
 	}
-	c := &Conn{net: n, addr: addr, full: make(chan packet, depth), free: make(chan []byte, depth), closed: make(chan struct{})}
-	for range depth {
-		c.free <- make([]byte, 0, 8192)
-	}
-	c.timer = time.NewTimer(time.Hour)
-	c.timer.Stop()
+	c := &Conn{net: n, addr: addr, q: NewQueue(depth, MaxDatagram)}
 	n.conns[addr] = c
 	return c, nil
+}
+
+// firstEphemeral is the lowest port Listen picks for port 0, as IANA's
+// dynamic range starts.
+const firstEphemeral = 49152
+
+// ephemeral picks the next free port of the dynamic range on addr, going
+// round it once.
+func (n *Network) ephemeral(addr netip.Addr) (uint16, bool) {
+	for range 65536 - firstEphemeral {
+		p := n.nextEph
+		n.nextEph++
+		if n.nextEph == 0 {
+			n.nextEph = firstEphemeral
+		}
+		if _, used := n.conns[netip.AddrPortFrom(addr, p)]; !used {
+			return p, true
+		}
+	}
+	return 0, false
 }
 
 func (n *Network) lookup(a netip.AddrPort) *Conn {
@@ -83,25 +92,12 @@ func (n *Network) lookup(a netip.AddrPort) *Conn {
 	return n.conns[a]
 }
 
-type packet struct {
-	b    []byte
-	from netip.AddrPort
-	at   int64 // unix ns the datagram was delivered
-}
-
 // Conn is one bound socket. Reads are for one goroutine at a time; writes
 // may come from any.
 type Conn struct {
-	net    *Network
-	addr   netip.AddrPort
-	full   chan packet
-	free   chan []byte
-	timer  *time.Timer
-	closed chan struct{}
-	once   sync.Once
-	last   int64 // delivery time of the datagram read last
-	// Dropped counts datagrams lost because this socket's queue was full.
-	Dropped atomic.Int64
+	net  *Network
+	addr netip.AddrPort
+	q    *Queue
 }
 
 // LocalAddr is the address the socket is bound to.
@@ -111,35 +107,16 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.addr }
 // with nobody there, or that socket's queue full, the datagram is lost. A
 // closed socket cannot send.
 func (c *Conn) WriteTo(b []byte, to netip.AddrPort) error {
-	select {
-	case <-c.closed:
+	if c.q.isClosed() {
 		return ErrClosed
-	default:
 	}
 	dst := c.net.lookup(to)
 	if dst == nil {
 		c.net.Unbound.Add(1)
 		return nil
 	}
-	dst.deliver(b, c.addr)
+	dst.q.Put(b, c.addr)
 	return nil
-}
-
-func (c *Conn) deliver(b []byte, from netip.AddrPort) {
-	select {
-	case <-c.closed:
-		return
-	default:
-	}
-	select {
-	case buf := <-c.free:
-		if len(b) > MaxDatagram {
-			b = b[:MaxDatagram]
-		}
-		c.full <- packet{append(buf[:0], b...), from, time.Now().UnixNano()}
-	default:
-		c.Dropped.Add(1)
-	}
 }
 
 // ReadFrom copies the oldest queued datagram into buf, waiting up to wait
@@ -147,65 +124,32 @@ func (c *Conn) deliver(b []byte, from netip.AddrPort) {
 // socket is. ok is false when none came; err is ErrClosed once the socket
 // is closed. It allocates nothing.
 func (c *Conn) ReadFrom(buf []byte, wait time.Duration, stop <-chan struct{}) (n int, from netip.AddrPort, ok bool, err error) {
-	var p packet
-	select {
-	case p = <-c.full:
-	case <-c.closed:
-		return 0, from, false, ErrClosed
-	default:
-		if wait <= 0 {
-			return 0, from, false, nil
-		}
-		c.timer.Reset(wait)
-		select {
-		case p = <-c.full:
-			c.timer.Stop()
-		case <-c.timer.C:
-			return 0, from, false, nil
-		case <-stop:
-			c.timer.Stop()
-			return 0, from, false, nil
-		case <-c.closed:
-			c.timer.Stop()
-			return 0, from, false, ErrClosed
-		}
-	}
-	n = copy(buf, p.b)
-	c.last = p.at
-	c.free <- p.b
-	return n, p.from, true, nil
+	return c.q.Get(buf, wait, stop)
 }
 
 // Arrival is when the datagram read last was delivered (unix ns), as a
 // kernel stamps a datagram's arrival: a reader that gets to it later still
 // sees when it came.
-func (c *Conn) Arrival() int64 { return c.last }
+func (c *Conn) Arrival() int64 { return c.q.Arrival() }
 
 // Queued is how many datagrams wait to be read.
-func (c *Conn) Queued() int { return len(c.full) }
+func (c *Conn) Queued() int { return c.q.Len() }
+
+// Dropped counts datagrams lost because this socket's queue was full.
+func (c *Conn) Dropped() int64 { return c.q.Dropped() }
 
 // Discard throws away every queued datagram.
-func (c *Conn) Discard() {
-	for {
-		select {
-		case p := <-c.full:
-			c.free <- p.b
-		default:
-			return
-		}
-	}
-}
+func (c *Conn) Discard() { c.q.Discard() }
 
 // Close unbinds the socket: what was queued is lost, reads end with
 // ErrClosed, and datagrams sent to its address are lost.
 func (c *Conn) Close() error {
-	c.once.Do(func() {
-		close(c.closed)
+	if c.q.close() {
 		c.net.mu.Lock()
 		if c.net.conns[c.addr] == c {
 			delete(c.net.conns, c.addr)
 		}
 		c.net.mu.Unlock()
-	})
+	}
 	return nil
 }

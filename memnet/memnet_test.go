@@ -3,6 +3,7 @@ package memnet
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -50,8 +51,8 @@ func TestLoss(t *testing.T) {
 		ca.WriteTo([]byte("x"), b)
 	}
 	ca.WriteTo([]byte("x"), netip.MustParseAddrPort("127.0.0.1:9"))
-	if cb.Queued() != 2 || cb.Dropped.Load() != 1 || n.Unbound.Load() != 1 {
-		t.Errorf("queued %d, dropped %d, unbound %d; want 2, 1, 1", cb.Queued(), cb.Dropped.Load(), n.Unbound.Load())
+	if cb.Queued() != 2 || cb.Dropped() != 1 || n.Unbound.Load() != 1 {
+		t.Errorf("queued %d, dropped %d, unbound %d; want 2, 1, 1", cb.Queued(), cb.Dropped(), n.Unbound.Load())
 	}
 }
 
@@ -100,5 +101,71 @@ func TestAllocs(t *testing.T) {
 		cb.ReadFrom(buf, 0, nil)
 	}); got != 0 {
 		t.Errorf("%v allocations per datagram", got)
+	}
+}
+
+// A socket costs only its bookkeeping until datagrams queue on it: a test
+// may bind many with the default depth.
+func TestListenIsCheap(t *testing.T) {
+	n := New()
+	if got := testing.AllocsPerRun(100, func() {
+		c, err := n.Listen(a, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}); got > 10 {
+		t.Errorf("binding a socket makes %v allocations", got)
+	}
+}
+
+// When every ephemeral port is bound, binding port 0 fails as the kernel's
+// does, rather than binding port 0 itself.
+func TestEphemeralPortsRunOut(t *testing.T) {
+	n := New()
+	port0 := netip.MustParseAddrPort("127.0.0.1:0")
+	seen := map[netip.AddrPort]bool{}
+	for {
+		c, err := n.Listen(port0, 1)
+		if err != nil {
+			if !strings.Contains(err.Error(), "no free ephemeral port") {
+				t.Errorf("error %v, want one saying no ephemeral port is free", err)
+			}
+			break
+		}
+		if p := c.LocalAddr().Port(); p < 49152 || seen[c.LocalAddr()] {
+			t.Fatalf("bound %v (after %d sockets)", c.LocalAddr(), len(seen))
+		}
+		seen[c.LocalAddr()] = true
+	}
+	if len(seen) != 65536-49152 {
+		t.Errorf("%d ephemeral ports bound before running out, want %d", len(seen), 65536-49152)
+	}
+	// Closing one frees its port for the next.
+	for ap := range seen {
+		n.lookup(ap).Close()
+		if c, err := n.Listen(port0, 1); err != nil || c.LocalAddr() != ap {
+			t.Errorf("after closing %v, port 0 bound %v (%v)", ap, c, err)
+		}
+		break
+	}
+}
+
+// A queue keeps at most its max bytes of a datagram, as a receive buffer
+// of that size does (BeamNG's side reads at most 8192); a datagram that
+// finds it full is dropped and counted, and the room a read makes is
+// reused.
+func TestQueueCutsAndDrops(t *testing.T) {
+	q := NewQueue(1, 4)
+	q.Put([]byte("abcdef"), a)
+	q.Put([]byte("lost"), b)
+	buf := make([]byte, 16)
+	n, from, ok, err := q.Get(buf, 0, nil)
+	if !ok || err != nil || string(buf[:n]) != "abcd" || from != a {
+		t.Errorf("got %q from %v (%v %v), want \"abcd\" from %v", buf[:n], from, ok, err, a)
+	}
+	q.Put([]byte("xy"), b)
+	if n, _, ok, _ := q.Get(buf, 0, nil); !ok || string(buf[:n]) != "xy" || q.Dropped() != 1 || q.Len() != 0 {
+		t.Errorf("after a drop: %q (%v), dropped %d, queued %d", buf[:n], ok, q.Dropped(), q.Len())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -157,6 +158,8 @@ type Plan struct {
 	Inputs       []Port // Inputs[0] is the connection directive
 	Outputs      []Port // Outputs[0] is the connection status
 	Contracts    []Contract
+
+	csvPaths []string // the config's CSVPaths
 }
 
 // DefaultModelTimeout is the shortest default model timeout: a few
@@ -172,6 +175,7 @@ func Compile(cfg *config.Config) (*Plan, error) {
 	}
 	p := &Plan{
 		Source:       cfg.File,
+		csvPaths:     cfg.CSVPaths(),
 		Protocol:     cfg.Protocol,
 		ReplyID:      cfg.ReplyID,
 		TimeDilation: cfg.TimeDilation,
@@ -284,15 +288,7 @@ func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
 // CSVPaths lists the CSV files the plan was compiled from besides its
 // config (each Gen 2 vehicle's interface; none for Gen 1): what a run
 // watches, beside the config, to reload when they change.
-func (p *Plan) CSVPaths() []string {
-	var out []string
-	for _, v := range p.Vehicles {
-		if v.CSV != nil {
-			out = append(out, v.CSV.Path)
-		}
-	}
-	return out
-}
+func (p *Plan) CSVPaths() []string { return slices.Clone(p.csvPaths) }
 
 // StartCommand is the line to type into BeamNG's Lua console (with vehicle v
 // selected) that starts a Gen 1 coupling matching the plan: BeamNG sends to

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"beamconnect/beamng"
@@ -270,4 +271,48 @@ func FuzzCompile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The warning about a signalFrom row no field writes says what the reply
+// carries in it: the number it names is the template's, for every kind.
+func TestUnmappedRowWarningNamesTheTemplate(t *testing.T) {
+	dir := t.TempDir()
+	csv := "Section,Subsection,Parameter Name,Parameter Value,Type,Description,Units,Notes\n" +
+		"signalTo,Electrics,rpm,,number,,,\n" +
+		"signalFrom,Driver,throttle,value,number,,,\n" +
+		"signalFrom,Driver,throttle,multiply,number,,,\n" +
+		"signalFrom,Driver,throttle,add,number,,,\n" +
+		"signalFrom,Driver,throttle,freeze,number,,,\n"
+	os.WriteFile(filepath.Join(dir, "rig.csv"), []byte(csv), 0o644)
+	path := filepath.Join(dir, "rig.json")
+	os.WriteFile(path, []byte(`{"version": 2, "outputs": [{"ports": [[{"propertyName": "rpm"}]]}],
+		"beamng": {"protocol": "csv", "interface": "rig.csv"}}`), 0o644)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Vehicles[0]
+	warned := 0
+	for _, d := range cfg.Warnings {
+		_, after, ok := strings.Cut(d.Msg, "beamconnect sends ")
+		if !ok {
+			continue
+		}
+		warned++
+		said, _, _ := strings.Cut(after, " ")
+		for _, s := range v.Layout.Signals(beamng.ToBeamNG) {
+			if s.Line == d.Pos.Line {
+				if sent := strconv.FormatFloat(v.Template[s.Index], 'g', -1, 64); said != sent {
+					t.Errorf("%s row: the warning says %s is sent, the reply carries %s", s.Kind, said, sent)
+				}
+			}
+		}
+	}
+	if warned != 4 {
+		t.Errorf("%d rows warned about, want 4:\n%v", warned, cfg.Warnings)
+	}
 }

@@ -80,7 +80,9 @@ func (f *field) robust() {
 	if len(f.sample) < minSample {
 		return
 	}
-	s := slices.Clone(f.sample)
+	// The first pass is over: the sample is sorted where it is, and let go.
+	s := f.sample
+	f.sample = nil
 	slices.Sort(s)
 	q := func(p float64) float64 { return s[int(p*float64(len(s)-1)+0.5)] }
 	a, b := q(bandLo), q(bandHi)
@@ -91,7 +93,6 @@ func (f *field) robust() {
 	if (f.max - f.min) >= clipGain*(hi-lo) {
 		f.lo, f.hi = lo, hi
 	}
-	f.sample = nil // done with it
 }
 
 // clipText says what was clipped: "41 values above 4541 s (max 31746 s)",

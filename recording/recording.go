@@ -20,6 +20,25 @@ type Header struct {
 	Line    int      // its line in the file, from 1
 	Columns []string // as written, "time" first
 	Vehicle int      // the index of the vehicle column, or -1
+	// vehicles are the names met in the vehicle column, so that a row of
+	// a known vehicle reuses its string instead of making one.
+	vehicles []string
+}
+
+// vehicle is the vehicle column's text as a string, made once per name
+// (for the first few names: a fleet has a handful, and a file with a new
+// name on every row must not make each row search them all).
+func (h *Header) vehicle(field []byte) string {
+	for _, v := range h.vehicles {
+		if v == string(field) { // compared without a copy
+			return v
+		}
+	}
+	v := string(field)
+	if len(h.vehicles) < 64 {
+		h.vehicles = append(h.vehicles, v)
+	}
+	return v
 }
 
 // Row is one row: its line, and a value per column (NaN for the vehicle
@@ -149,7 +168,7 @@ func parseRow(file string, line int, text []byte, h *Header, row *Row) error {
 			return &Error{file, line, start + 1, fmt.Sprintf("more values than the %d columns of the header at line %d", len(h.Columns), h.Line)}
 		}
 		if i == h.Vehicle {
-			row.Vehicle = string(field)
+			row.Vehicle = h.vehicle(field)
 			row.Values = append(row.Values, math.NaN())
 		} else {
 			v, err := strconv.ParseFloat(string(field), 64)

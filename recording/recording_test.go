@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -120,5 +121,35 @@ func TestScanLongLines(t *testing.T) {
 	})
 	if err != nil || len(widths) != 3 || widths[0] != cols+5 || widths[1] != cols+5 || widths[2] != cols+5 || last != 2 {
 		t.Errorf("widths %v, last value %v: %v", widths, last, err)
+	}
+}
+
+// Reading a row of a several-vehicle recording allocates nothing once its
+// vehicles are known: a long run's rows are read at the disk's pace.
+func TestRowAllocs(t *testing.T) {
+	h, err := parseHeader("f.csv", 1, "time,vehicle,status,id,out1.groundspeed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := [][]byte{[]byte("0.005,ego,3,1,12.5"), []byte("0.005,lead,3,1,11.25")}
+	var row Row
+	for _, l := range lines { // learn the vehicles
+		parseRow("f.csv", 2, l, h, &row)
+	}
+	i := 0
+	if got := testing.AllocsPerRun(1000, func() {
+		if err := parseRow("f.csv", 2, lines[i%2], h, &row); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}); got != 0 {
+		t.Errorf("%v allocations per row", got)
+	}
+	if row.Vehicle != "lead" && row.Vehicle != "ego" || row.Values[4] != 12.5 && row.Values[4] != 11.25 {
+		t.Errorf("row %+v", row)
+	}
+	parseRow("f.csv", 3, []byte("0.010,ego,3,2,13"), h, &row)
+	if row.Vehicle != "ego" || row.Values[0] != 0.010 || row.Values[4] != 13 || !math.IsNaN(row.Values[1]) {
+		t.Errorf("row %+v, want ego's at 0.010", row)
 	}
 }

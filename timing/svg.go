@@ -74,7 +74,8 @@ func SVG(w io.Writer, l *Logs, r Report, dt float64, title string) error {
 	all, startup, running := Windows(l, r, dt)
 	var b strings.Builder
 	const W = 1200
-	H := 900 + 17*(len(wrap(r.Verdict(), 150))-1)
+	lines := wrap(r.Verdict(), 150)
+	H := 900 + 17*(len(lines)-1)
 	svgplot.Begin(&b, W, H)
 	svgplot.Text(&b, W/2, 24, "middle", `font-size="16"`, title)
 	color := "#15803d"
@@ -84,7 +85,6 @@ func SVG(w io.Writer, l *Logs, r Report, dt float64, title string) error {
 	case len(r.Notes) > 0:
 		color = "#b45309"
 	}
-	lines := wrap(r.Verdict(), 150)
 	for i, line := range lines {
 		class := ""
 		if i == 0 {
@@ -99,7 +99,7 @@ func SVG(w io.Writer, l *Logs, r Report, dt float64, title string) error {
 	if len(l.Sends)+len(l.Receives) <= markLimit {
 		panel(&b, l, all, 70, 96+top, W-110, 290, "Overview: physics steps, sends and receives", true)
 	} else {
-		overview(&b, l, all, 70, 96+top, W-110, dt)
+		overview(&b, l, r.stalls, all, 70, 96+top, W-110, dt)
 	}
 	startTitle := "Zoom on start-up"
 	if r.Stalls > 0 {
@@ -169,14 +169,15 @@ func panel(b *strings.Builder, l *Logs, win Window, x, y, w, h int, title string
 // for each reply in its blocking receive (a 2 s stall stands out; a
 // healthy coupling waits microseconds), on a logarithmic scale in ms, the
 // range and median per pixel column; and the real-time factor, simulated
-// time over wall time in quarter seconds.
-func overview(b *strings.Builder, l *Logs, win Window, x, y, w int, dt float64) {
+// time over wall time in quarter seconds. stalls are the steps that began
+// after a stall (Report.stalls).
+func overview(b *strings.Builder, l *Logs, stalls []int, win Window, x, y, w int, dt float64) {
 	const h = 140
 	ts, ms := blockingWaits(l)
 	p := svgplot.Panel{X: x, Y: y, W: w, H: h, From: win.From, To: win.To}
 	strip(b, p, ts, ms, "Overview: BeamNG waiting for each reply in its blocking receive [ms, log scale]")
-	for _, t := range stallTimes(l) {
-		xx := p.PX(t)
+	for _, i := range stalls {
+		xx := p.PX(l.Steps[i])
 		fmt.Fprintf(b, `<line class="stall" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#b91c1c" stroke-dasharray="3 2"/>`+"\n", xx, p.Y, xx, p.Y+h)
 	}
 	p.Y += h + 58
@@ -286,17 +287,6 @@ func realtime(b *strings.Builder, p svgplot.Panel, l *Logs, dt float64) {
 	}
 	svgplot.Polyline(b, xs, ys, "#2a2", `class="factor"`)
 	b.WriteString("</g>\n")
-}
-
-// stallTimes are the starts of the physics steps after each 2 s stall.
-func stallTimes(l *Logs) []float64 {
-	var out []float64
-	for i := 1; i < len(l.Steps); i++ {
-		if l.Steps[i]-l.Steps[i-1] >= StallGap {
-			out = append(out, l.Steps[i])
-		}
-	}
-	return out
 }
 
 func visible(ts []float64, w Window) []float64 {

@@ -133,6 +133,9 @@ type Report struct {
 	SendsAhead int `json:"sends_ahead"`
 
 	stallWall float64 // wall time spent in stalls
+	// stalls are the physics steps that began after each stall (indices
+	// into Logs.Steps), for the lockstep replay and the figures.
+	stalls []int
 
 	Healthy  bool     `json:"healthy"`
 	Problems []string `json:"problems"` // why not healthy
@@ -188,25 +191,27 @@ func Analyze(l *Logs, dt float64) Report {
 			r.RepliesLaterStep++
 		}
 	}
-	r.FirstStall = -1
 	for i := 1; i < len(l.Steps); i++ {
 		if gap := l.Steps[i] - l.Steps[i-1]; gap >= StallGap {
 			r.stallWall += gap - dt
-			r.Stalls++
-			if r.FirstStall < 0 {
-				r.FirstStall = l.Steps[i]
-			}
+			r.stalls = append(r.stalls, i)
 		}
 	}
-	if r.FirstStall < 0 && len(l.Receives) > 0 {
+	r.Stalls = len(r.stalls)
+	switch {
+	case r.Stalls > 0:
+		r.FirstStall = l.Steps[r.stalls[0]]
+	case len(l.Receives) > 0:
 		r.FirstStall = l.Receives[0].T
+	default:
+		r.FirstStall = -1
 	}
 	r.SimS = float64(len(l.Steps)) * dt
 	if n := len(l.Steps); n > 1 {
 		r.WallS = l.Steps[n-1] - l.Steps[0] + dt
 		r.RealtimeFactor = r.SimS / r.WallS
 	}
-	r.SendsAhead = sendsAhead(l)
+	r.SendsAhead = sendsAhead(l, r.stalls)
 	r.judge()
 	return r
 }
@@ -217,12 +222,14 @@ func Analyze(l *Logs, dt float64) Report {
 // ahead of its count, so that it sent without waiting for the reply to its
 // last message. That is what a reset leaves behind when the client does
 // not re-base its reply ids: BeamNG out of lockstep, a standing backlog.
-func sendsAhead(l *Logs) int {
+// stalls are the steps that began after a stall, in order.
+func sendsAhead(l *Logs, stalls []int) int {
 	n, sent, maxReply := 0, 0.0, 0.0
 	si, ri := 0, 0
-	for i, st := range l.Steps {
-		if i > 0 && st-l.Steps[i-1] >= StallGap {
+	for i := range l.Steps {
+		if len(stalls) > 0 && stalls[0] == i {
 			sent, maxReply = 0, 0 // the blocking receive timed out: BeamNG's reset
+			stalls = stalls[1:]
 		}
 		end := math.Inf(1)
 		if i+1 < len(l.Steps) {

@@ -122,6 +122,9 @@ func TestStartupStall(t *testing.T) {
 	if !strings.Contains(d.titles(), "Zoom on start-up: after the first 2 s blocking receive") || !strings.HasPrefix(d.verdict(), "NOT healthy") {
 		t.Errorf("figure: %s / %s", d.titles(), d.verdict())
 	}
+	if n := bytes.Count(svg.Bytes(), []byte(`class="stall"`)); len(logs.Sends)+len(logs.Receives) > markLimit && n != 1 {
+		t.Errorf("the overview marks %d stalls, want 1", n)
+	}
 	if *docs {
 		writeFigure(t, logs, r, "startup-echo", 0.005, 100*time.Microsecond)
 	}

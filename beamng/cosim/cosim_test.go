@@ -270,6 +270,17 @@ func TestCut(t *testing.T) {
 	if r, slot, ok := f.Cut(); !ok || r.Line != 3 || slot != 2 || r.Group != "Camera" {
 		t.Errorf("Cut = %+v %d %v, want line 3, slot 2", r, slot, ok)
 	}
+	// Only the warning at the cut is marked: a reader replaces it with an
+	// error when the config reads a row after it (line 4's is only lost).
+	var marked []string
+	for _, d := range f.Warnings {
+		if d.Cut {
+			marked = append(marked, d.String())
+		}
+	}
+	if len(marked) != 1 || !strings.HasPrefix(marked[0], `c.csv:3:10: warning: BeamNG does not know the group "Camera"`) {
+		t.Errorf("warnings marked as the cut: %q", marked)
+	}
 	g, _ := Parse("rig.csv", []byte(rig))
 	if _, _, ok := g.Cut(); ok {
 		t.Error("a CSV whose groups BeamNG knows is cut")

@@ -190,14 +190,13 @@ func Parse(path string, data []byte) (*File, error) {
 		}
 	}
 	f.fit(at)
-	f.check(at)
-	if r, _, ok := f.Cut(); ok {
-		for i := range d {
-			if d[i].Warning && d[i].Line == r.Line && d[i].Col == r.Col(1) && strings.HasPrefix(d[i].Msg, "BeamNG does not know the group") {
-				d[i].Cut = true
-			}
-		}
+	// The warning at the row where BeamNG's message is cut is marked as it
+	// is made, for a reader that replaces it (Diag.Cut).
+	cut := func(warn bool, line, col int, format string, args ...any) {
+		at(warn, line, col, format, args...)
+		d[len(d)-1].Cut = true
 	}
+	f.check(at, cut)
 	if d.Errors() > 0 {
 		return nil, d
 	}
@@ -307,13 +306,15 @@ func (f *File) Cut() (r Row, slot int, ok bool) {
 	return Row{}, 0, false
 }
 
-// check warns about rows BeamNG's controller mishandles (spec §3.3–3.5).
-func (f *File) check(at atFunc) {
+// check warns about rows BeamNG's controller mishandles (spec §3.3–3.5),
+// the row of File.Cut through cut.
+func (f *File) check(at, cut atFunc) {
 	if f.Other == f.BeamNG {
 		at(false, f.BeamNGAt[1].Line, max(f.BeamNGAt[1].Col, 1), "beamngUDP and otherUDP are both %v: expected two addresses (BeamNG's default pair is 64891 and 64890)", f.Other)
 	}
 	firstSensor := map[string]string{}
 	seenTo := map[string]int{}
+	cutFound := false
 	for _, r := range f.To {
 		key := r.Group + "/" + r.Name
 		if l, dup := seenTo[key]; dup {
@@ -323,7 +324,12 @@ func (f *File) check(at atFunc) {
 		}
 		class := Class(r.Group)
 		if class == "" {
-			at(true, r.Line, r.Col(1), "BeamNG does not know the group %q: it stops building its message at this row, so every later signalTo row is missing from what it sends", r.Group)
+			report := cut // the first such row is where the message is cut
+			if cutFound {
+				report = at
+			}
+			cutFound = true
+			report(true, r.Line, r.Col(1), "BeamNG does not know the group %q: it stops building its message at this row, so every later signalTo row is missing from what it sends", r.Group)
 			continue
 		}
 		if class == "IMU" || class == "GPS" {

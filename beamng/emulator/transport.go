@@ -39,81 +39,6 @@ type Reopener interface {
 	Reopen() error
 }
 
-// len is how many datagrams wait in the queue.
-func (q *queue) len() int { return len(q.full) }
-
-// drain empties the queue: the datagrams a closed socket held are gone.
-func (q *queue) drain() {
-	for {
-		select {
-		case b := <-q.full:
-			q.free <- b[:cap(b)]
-		default:
-			return
-		}
-	}
-}
-
-// queue is a bounded FIFO of datagrams over buffers allocated once, like a
-// socket's receive buffer: when it is full, new datagrams are dropped.
-type queue struct {
-	full    chan []byte
-	free    chan []byte
-	timer   *time.Timer
-	dropped atomic.Int64
-}
-
-func newQueue(depth int) *queue {
-	q := &queue{full: make(chan []byte, depth), free: make(chan []byte, depth)}
-	for range depth {
-		// BeamNG's receive() reads at most 8192 bytes; longer datagrams are
-		// truncated to that (spec §1).
-		q.free <- make([]byte, beamng.MaxDatagram)
-	}
-	q.timer = time.NewTimer(time.Hour)
-	q.timer.Stop()
-	return q
-}
-
-// put copies b in; it reports false when the queue was full.
-func (q *queue) put(b []byte) bool {
-	select {
-	case buf := <-q.free:
-		n := copy(buf[:cap(buf)], b)
-		q.full <- buf[:n]
-		return true
-	default:
-		q.dropped.Add(1)
-		return false
-	}
-}
-
-// get copies the oldest datagram into dst, waiting up to wait for one, or
-// until stop is closed.
-func (q *queue) get(dst []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
-	var b []byte
-	select {
-	case b = <-q.full:
-	default:
-		if wait <= 0 {
-			return 0, false
-		}
-		q.timer.Reset(wait)
-		select {
-		case b = <-q.full:
-			q.timer.Stop()
-		case <-q.timer.C:
-			return 0, false
-		case <-stop:
-			q.timer.Stop()
-			return 0, false
-		}
-	}
-	n := copy(dst, b)
-	q.free <- b[:cap(b)]
-	return n, true
-}
-
 // Mem is BeamNG's side on an in-memory network (package memnet), laid out
 // as BeamNG's controller lays out its sockets: a receive socket bound to
 // BeamNG's address and a send socket on an ephemeral port. Inside
@@ -203,7 +128,7 @@ type UDP struct {
 	recv, send *net.UDPConn
 	listen     netip.AddrPort // the receive address as bound (port 0 resolved)
 	client     netip.AddrPort
-	q          *queue
+	q          *memnet.Queue // the reader goroutine's datagrams, for Recv
 	done       chan struct{}
 	sock       *rawudp.Socket // spinning (ListenUDPSpin): the receive socket, out of the netpoller; Recv reads it itself
 	sendErrs   atomic.Int64
@@ -230,7 +155,7 @@ func listenUDP(listen, client netip.AddrPort, spin bool) (*UDP, error) {
 		rc.Close()
 		return nil, fmt.Errorf("emulator: opening the send socket to %v: %w", client, err)
 	}
-	u := &UDP{recv: rc, send: sc, client: client, q: newQueue(512), done: make(chan struct{})}
+	u := &UDP{recv: rc, send: sc, client: client, q: memnet.NewQueue(512, beamng.MaxDatagram), done: make(chan struct{})}
 	u.listen = rc.LocalAddr().(*net.UDPAddr).AddrPort()
 	if err := u.start(spin); err != nil {
 		rc.Close()
@@ -249,7 +174,7 @@ func (u *UDP) Reopen() error {
 	u.closeRecv()
 	<-u.done
 	u.send.Close()
-	u.q.drain()
+	u.q.Discard() // the datagrams a closed socket held are gone
 	// Reloading a controller (stopCoupling, rerequire, startCoupling) is
 	// not instant; a reply in flight meanwhile finds no socket and is lost,
 	// as it would be with BeamNG.
@@ -285,14 +210,14 @@ func (u *UDP) read(rc *net.UDPConn, done chan struct{}) {
 	defer close(done)
 	buf := make([]byte, beamng.MaxDatagram)
 	for {
-		n, _, err := rc.ReadFromUDPAddrPort(buf)
+		n, from, err := rc.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue // e.g. ECONNREFUSED reported on the socket: not fatal
 		}
-		u.q.put(buf[:n])
+		u.q.Put(buf[:n], from)
 	}
 }
 
@@ -312,7 +237,8 @@ func (u *UDP) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, b
 	if u.sock != nil {
 		return u.spin(buf, wait, stop)
 	}
-	return u.q.get(buf, wait, stop)
+	n, _, ok, _ := u.q.Get(buf, wait, stop)
+	return n, ok
 }
 
 // start reads the socket: a reader goroutine into the queue, or, spinning,
@@ -359,7 +285,7 @@ func (u *UDP) spin(buf []byte, wait time.Duration, stop <-chan struct{}) (int, b
 }
 
 // Dropped counts datagrams lost because the receive queue was full.
-func (u *UDP) Dropped() int64 { return u.q.dropped.Load() }
+func (u *UDP) Dropped() int64 { return u.q.Dropped() }
 
 func (u *UDP) Close() error {
 	err := errors.Join(u.closeRecv(), u.send.Close())

@@ -140,7 +140,7 @@ func TestUDPRestartRebinds(t *testing.T) {
 	beamngtestEncodeID(stale, 5000)
 	client.WriteToUDPAddrPort(stale, link.LocalAddr())
 	deadline := time.Now().Add(time.Second)
-	for link.q.len() == 0 && time.Now().Before(deadline) {
+	for link.q.Len() == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	if err := e.Restart(); err != nil {
@@ -149,7 +149,7 @@ func TestUDPRestartRebinds(t *testing.T) {
 	if link.SendAddr() == before {
 		t.Errorf("the restarted controller still sends from %v", before)
 	}
-	if n := link.q.len(); n != 0 {
+	if n := link.q.Len(); n != 0 {
 		t.Errorf("%d datagrams survived the restart in BeamNG's receive queue", n)
 	}
 	e.start = time.Now()

@@ -205,7 +205,7 @@ func configFromCSV(f *cosim.File, iface string) any {
 			jf := jsonField{PropertyName: qualify(rows, r)}
 			if inputs && r.Value != "value" {
 				jf.Params = r.Value
-				v := config.Neutral(r.Value)
+				v := beamng.Gen2.Unset(beamng.Signal{Kind: r.Value})
 				jf.InitialValue = &v
 			}
 			g.Ports[k] = append(g.Ports[k], jf)
