@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,8 +40,7 @@ type Link struct {
 
 	local, remote netip.AddrPort
 	t             Transport
-	shared        atomic.Pointer[sharedSocket] // t, for the hung-step watchdog
-	retryAt       time.Time                    // when a failed bind is tried again
+	retryAt       time.Time // when a failed bind is tried again
 	backoff       time.Duration
 
 	// state is the connection state machine, owned by the loop; status is
@@ -58,12 +56,10 @@ type Link struct {
 	sync    *timesync.Engine
 	msg     []float64
 	reply   []float64
-	neutral []float64  // the reply's values when the model's cannot be trusted
-	last    []float64  // the last reply's values, which BeamNG has
-	lastMu  sync.Mutex // last, when the hung-step watchdog may answer too
+	neutral []float64 // the reply's values when the model's cannot be trusted
+	last    []float64 // the last reply's values, which BeamNG has
 	rx, tx  []byte
 	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
-	wait    waiter      // the message in hand, as the hung-step watchdog sees it
 	keep    []byte      // drain's newest message
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
 	diag    diagnosis
@@ -99,7 +95,6 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 		slots: veh.State,
 		sync:  timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
 	}
-	l.wait.a, l.wait.name = l, veh.Name
 	l.held.buf = make([]byte, beamng.MaxDatagram)
 	l.keep = make([]byte, 0, beamng.MaxDatagram+1)
 	l.diag.startCommand = p.StartCommand(v)
@@ -142,9 +137,6 @@ func (l *Link) rebind(p *ports.Plan) {
 	l.plan, l.in = p, in
 	l.need = p.Vehicles[l.index].Need
 }
-
-// sharedSocket hands the link's socket to the hung-step watchdog.
-type sharedSocket struct{ t Transport }
 
 // Name is the vehicle's name (its remoteObject).
 func (l *Link) Name() string { return l.name }
@@ -284,10 +276,11 @@ func (l *Link) finish() {
 	l.lock.end(now)
 }
 
-// idle steps the model with no new data, then waits a little.
+// idle steps a model that wants to see the status with no new data, then
+// waits a little.
 func (l *Link) idle(ctx context.Context) {
 	st := l.enter()
-	st.step(l.sync.IdleTime())
+	st.idle(l.sync.IdleTime())
 	st.unlock()
 	t := time.NewTimer(idleStep)
 	defer t.Stop()
@@ -310,7 +303,6 @@ func (l *Link) connect() error {
 	}
 	l.backoff = 0
 	l.t = t
-	l.shared.Store(&sharedSocket{t})
 	l.local = t.LocalAddr()
 	l.fresh = true
 	l.src.unlatch() // the first message will say where BeamNG sends from
@@ -362,7 +354,6 @@ func (l *Link) closeSocket() {
 	if l.t == nil {
 		return
 	}
-	l.shared.Store(nil)
 	l.t.Close()
 	l.t = nil
 }
@@ -391,9 +382,7 @@ func (l *Link) neutralReply(id float64) []byte {
 func (l *Link) neutralInto(reply []float64, tx []byte, id float64) []byte {
 	copy(reply, l.neutral)
 	reply[0] = id
-	l.lastMu.Lock()
 	l.proto.Resolve(reply, l.last)
-	l.lastMu.Unlock()
 	b, _ := beamng.Encode(tx, reply)
 	return b
 }
@@ -411,29 +400,5 @@ func (l *Link) enter() *stage {
 	return st
 }
 
-// answerNeutral answers the message being handled with neutral controls,
-// from the hung-step watchdog's goroutine while the loop waits on the model.
-func (l *Link) answerNeutral(id float64) {
-	p := l.shared.Load()
-	if p == nil {
-		return
-	}
-	reply := make([]float64, len(l.neutral)) // rare path: may allocate
-	if p.t.SendShared(l.neutralInto(reply, make([]byte, 8*len(reply)), id), l.remote) != nil {
-		return
-	}
-	l.sent(reply)
-	l.stats.inc(NeutralReplies)
-}
-
 // sent notes the values of a reply that went out: BeamNG has them now.
-// The loop's replies and the watchdog's may both write it.
-func (l *Link) sent(reply []float64) {
-	if l.stage.fault.watched {
-		l.lastMu.Lock()
-		copy(l.last, reply)
-		l.lastMu.Unlock()
-		return
-	}
-	copy(l.last, reply)
-}
+func (l *Link) sent(reply []float64) { copy(l.last, reply) }

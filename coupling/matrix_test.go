@@ -156,9 +156,13 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "dead model", what: "exec floors the throttle, then exits: neutral controls at once", safe: true,
 			model:    execModel(`read h; i=0; while [ $i -lt 300 ]; do read a; echo "1 1 0 0"; i=$((i+1)); done; exit 1`),
 			reported: []string{"the model faulted 1 times"}},
-		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: the newest request only, no backlog",
+		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: neutral controls for every message it has no answer for in time, the newest request only, no backlog",
 			model: execModel(`read h; while read t rest; do sleep 0.01; echo "1 0.3 0 0"; done`), timeout: 0.2,
+			reported: []string{"the model could not keep up"},
 			check: func(t *testing.T, m *matrixRun) {
+				if st := m.h.c.Stats(); st.Get(NotComputed) == 0 || st.Get(NeutralReplies) != st.Get(NotComputed) || m.h.em.Vehicle().Throttle != 0 {
+					t.Errorf("no controls %d, neutral replies %d, throttle %v: want every reply neutral", st.Get(NotComputed), st.Get(NeutralReplies), m.h.em.Vehicle().Throttle)
+				}
 				ex := m.h.model.(*models.Exec)
 				// A backlog grows past a second in this row; scheduling on a
 				// loaded machine adds tens of ms at most.
@@ -175,13 +179,14 @@ func TestFaultMatrix(t *testing.T) {
 					t.Errorf("%d answers discarded", n)
 				}
 			}},
-		{name: "hung model", what: "a Go model's step hangs 400 ms: the watchdog answers with neutral controls", safe: true,
+		{name: "hung model", what: "a model's step hangs 400 ms and bounds its own wait: neutral controls at once, a fault after the model timeout", safe: true,
 			model: func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model {
-				return floorModel(200, false, 400*time.Millisecond)(p)
+				port, elem, _ := p.Find(1, "throttle")
+				return &boundedHang{throttle: ref2{port, elem}, at: 200, hang: 400 * time.Millisecond}
 			},
 			reported: []string{"the model faulted 1 times"}},
 		{name: "panicking model", what: "a Go model panics: recovered, neutral controls from then on", safe: true,
-			model:    func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model { return floorModel(200, true, 0)(p) },
+			model:    func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model { return floorModel(200)(p) },
 			reported: []string{"the model faulted 1 times"}},
 		{name: "vanished config", what: "the config's folder deleted and re-created while it runs: warned, re-armed, reloaded",
 			during: vanishConfig, fps: 60, steps: 3000},
@@ -298,8 +303,8 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 		t.Errorf("faults %q, want %q", faults, row.reported)
 	}
 	if row.safe {
-		if !m.neutral || m.h.s.Values()[ModelFaults] == 0 {
-			t.Errorf("BeamNG never got neutral controls (model faults %d)", m.h.s.Values()[ModelFaults])
+		if !m.neutral || m.h.s.Values()[ModelFaults]+st.Get(NotComputed) == 0 {
+			t.Errorf("BeamNG never got neutral controls (model faults %d, no controls %d)", m.h.s.Values()[ModelFaults], st.Get(NotComputed))
 		}
 	}
 	if row.check != nil {

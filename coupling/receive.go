@@ -62,9 +62,8 @@ func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int
 	}
 	a := l.step(id, arrival, whole)
 	stepped := l.clock.Now()
-	if a.answered || stepped.Sub(arrival) >= RebaseGap {
-		// The hung-step watchdog has answered this message already, or the
-		// model took so long that BeamNG has timed out and moved on.
+	if stepped.Sub(arrival) >= RebaseGap {
+		// The step took so long that BeamNG has timed out and moved on.
 		l.stats.inc(Late)
 		return
 	}
@@ -160,7 +159,7 @@ func (l *Link) quiet(now time.Time) {
 	st := l.enter()
 	l.checkOverdue(l.sync.IdleTime())
 	if l.state == Connecting {
-		st.step(l.sync.IdleTime())
+		st.idle(l.sync.IdleTime())
 	}
 	st.unlock()
 	l.report() // another vehicle's step may have faulted or healed the model

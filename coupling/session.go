@@ -133,7 +133,6 @@ func New(opt Options) (*Session, error) {
 	}
 	for _, l := range s.links {
 		s.stage.statuses = append(s.stage.statuses, &l.status)
-		s.stage.fault.waiters = append(s.stage.fault.waiters, &l.wait)
 	}
 	s.stage.onReload = func(p *ports.Plan) {
 		if opt.Record != nil {
@@ -184,8 +183,8 @@ func (s *Session) Bind() error {
 // Run drives every vehicle's link until ctx ends, each on its own
 // goroutine, and then leaves BeamNG with neutral controls.
 func (s *Session) Run(ctx context.Context) error {
-	stop := s.stage.fault.watch(ctx)
-	defer stop()
+	s.stage.begin()
+	defer s.stage.end()
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.links))
 	for i, l := range s.links {

@@ -405,3 +405,19 @@ func (f *Field) Label(p *Plan) string {
 	}
 	return f.Meta.String()
 }
+
+// FieldAt is the field that holds element elem of port n in a direction
+// (nil for port 0, or an element no field holds).
+func (p *Plan) FieldAt(dir beamng.Direction, n, elem int) *Field {
+	pt, ok := p.Port(dir, n)
+	if !ok || n == 0 {
+		return nil
+	}
+	for i := range pt.Fields {
+		f := &pt.Fields[i]
+		if elem >= f.Offset && elem < f.Offset+f.Width {
+			return f
+		}
+	}
+	return nil
+}
