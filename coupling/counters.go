@@ -45,6 +45,7 @@ const (
 	ModelFaults                    // times the model died, hung, panicked or answered badly
 	ModelMissed                    // the model's program answered no request in time
 	ModelDiscarded                 // answers of the model's program that were discarded
+	ModelFailed                    // steps of an FMU that failed or gave unusable outputs
 	ModelSkipped                   // requests not sent to the model's program (it was busy)
 	ModelRestarts                  // restarts of the model's program
 	Reloads                        // config reloads applied
@@ -128,7 +129,8 @@ var CounterTable = [NumCounters]CounterInfo{
 			return fmt.Sprintf("the model faulted %d times (dead, hung, panicked or answering badly): %d replies carried neutral controls", v[ModelFaults], v[NeutralReplies])
 		}},
 	ModelMissed:    {Name: "model_missed", Help: "Requests the model's program answered too late.", Run: true},
-	ModelDiscarded: {Name: "model_discarded", Help: "Answers of the model that were unusable: an exec program's malformed or late lines, an FMU's failed steps or NaN outputs.", Run: true, Problem: count("the model gave %d unusable answers (malformed or late lines of a program, failed steps or NaN outputs of an FMU: see the log for which)")},
+	ModelDiscarded: {Name: "model_discarded", Help: "Answers of the model's program that were discarded (malformed, out of turn, or later than the model timeout).", Run: true, Problem: count("the model's program gave %d answers that were discarded (see the log for why)")},
+	ModelFailed:    {Name: "model_failed", Help: "Steps of the FMU that failed, or gave NaN or infinite outputs.", Run: true, Problem: count("the FMU failed or gave NaN or infinite outputs at %d steps (see the log for which)")},
 	ModelSkipped:   {Name: "model_skipped", Help: "Requests not sent to the model's program while it was busy.", Run: true},
 	ModelRestarts:  {Name: "model_restarts", Help: "Restarts of the model's program.", Run: true},
 	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},

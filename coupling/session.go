@@ -227,6 +227,7 @@ func (s *Session) collect() {
 		n := t.Tally()
 		s.stats.Set(ModelMissed, n.Missed)
 		s.stats.Set(ModelDiscarded, n.Discarded)
+		s.stats.Set(ModelFailed, n.Failed)
 		s.stats.Set(ModelSkipped, n.Skipped)
 		s.stats.Set(ModelRestarts, n.Restarts)
 	}

@@ -220,3 +220,28 @@ while read a; do echo "1 0.25 0 0"; done`
 		t.Errorf("log lacks %q:\n%s", want, log)
 	}
 }
+
+// While BeamNG is not connected the program gets a request every 50 ms
+// (idle steps), twice the model timeout apart here: a healthy program that
+// answers each is not hung, and the first message after it connects gets
+// its answer (before, the time since the last answer was taken for a hang:
+// a fault before BeamNG connected, a neutral first reply, exit 1).
+func TestExecIdleIsNoFault(t *testing.T) {
+	t.Parallel()
+	m, p, log := execRig(t, `read h; while read t status rest; do echo "1 0.5 0 0"; done`, 0.025, Params{"deadlineMs": 20.0})
+	outs, ins := vectors(p)
+	outs[0][0] = 2
+	start := time.Now()
+	for k := 0; time.Since(start) < 1200*time.Millisecond; k++ {
+		m.Idle(time.Since(start).Seconds(), outs, ins)
+		if m.Fault() != nil {
+			t.Fatalf("after %v of idle requests: %v\n%s", time.Since(start).Round(time.Millisecond), m.Fault(), log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	outs[0][0] = 3
+	th, thE, _ := p.Find(1, "throttle")
+	if !m.Step(1.25, outs, ins) || ins[th][thE] != 0.5 || m.Fault() != nil {
+		t.Errorf("the first message after connecting: throttle %v, fault %v", ins[th][thE], m.Fault())
+	}
+}

@@ -53,6 +53,7 @@ type worker struct {
 	quit    chan struct{}
 	exited  chan struct{}
 	gone    atomic.Bool // abandoned: hung in the FMU's code
+	slow    bool        // the pending step ran past the model timeout (the loop's)
 
 	// The request.
 	t       float64
@@ -159,6 +160,7 @@ func (l *localFMU) step(m *FMU, t float64, out, in [][]float64) bool {
 	w.tune, w.tuneVal = append(w.tune[:0], m.tune...), append(w.tuneVal[:0], m.tuneVal...)
 	m.sentTune()
 	w.askedAt.Store(time.Now().UnixNano())
+	w.slow = false
 	w.state.Store(reqAsked)
 	w.req <- struct{}{}
 	if !l.await(m, w) {
@@ -247,7 +249,10 @@ func (l *localFMU) checkHung(m *FMU, w *worker) {
 	if ran <= m.timeout {
 		return
 	}
-	m.setFault(fmt.Errorf("the FMU's step has not returned after %v, longer than the model timeout %v", ran.Round(time.Millisecond), m.timeout))
+	if !w.slow {
+		w.slow = true
+		m.setFault(fmt.Errorf("the FMU's step has not returned after %v, longer than the model timeout %v", ran.Round(time.Millisecond), m.timeout))
+	}
 	if ran > max(killAfter, 4*m.timeout) {
 		m.log.Error("the FMU's step has not returned: its thread is abandoned (it runs on inside beamconnect until the run ends) and the FMU is instantiated again",
 			"fmu", m.file, "running_for", ran.Round(time.Millisecond))

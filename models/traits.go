@@ -3,7 +3,8 @@ package models
 // Tally is what a model that runs a program of its own counts.
 type Tally struct {
 	Missed    int64 // requests the program did not answer in time
-	Discarded int64 // answers that were discarded as unusable
+	Discarded int64 // answers of a program that were discarded as unusable
+	Failed    int64 // steps of an FMU that failed or gave unusable outputs
 	Skipped   int64 // requests not sent while the program was busy
 	Restarts  int64 // times the program was started again
 }
@@ -23,5 +24,5 @@ func (m *Exec) Tally() Tally {
 // sent while it was busy, its failures (an error status, a crash) and
 // restarts.
 func (m *FMU) Tally() Tally {
-	return Tally{Missed: m.Missed(), Discarded: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts()}
+	return Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts()}
 }

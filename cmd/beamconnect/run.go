@@ -343,14 +343,14 @@ func modelList() string {
 // the first signal the run winds down (neutral controls, summary); a second
 // one kills it, should a hung model hold it up.
 func runContext(d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
+		<-signalled.Done()
 		stop()
 	}()
 	if d <= 0 {
-		return ctx, stop
+		return signalled, stop
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
+	ctx, cancel := context.WithTimeout(signalled, d)
 	return ctx, func() { cancel(); stop() }
 }

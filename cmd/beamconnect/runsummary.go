@@ -162,8 +162,9 @@ var counterGroups = []struct {
 	{"replies", []coupling.Counter{coupling.Messages, coupling.Replies, coupling.NeutralReplies, coupling.Late, coupling.Drained}},
 	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}},
 	{"data", []coupling.Counter{coupling.ShortMessages, coupling.LongMessages, coupling.NonFinite, coupling.Overdue}},
+	{"neutral for", []coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting}},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}},
-	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelSkipped, coupling.ModelRestarts}},
+	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelSkipped, coupling.ModelRestarts}},
 	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}},
 	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}},
 	{"log", []coupling.Counter{coupling.LogDropped, coupling.LogFailed}},
@@ -182,7 +183,7 @@ func counterLine(name string, ks []coupling.Counter, v *coupling.Values, vehicle
 		nonzero = nonzero || v[k] != 0
 		parts = append(parts, strings.ReplaceAll(c.Name, "_", " ")+" "+strconv.FormatInt(v[k], 10))
 	}
-	optional := name == "recording" || name == "log" || name == "config" || name == "data"
+	optional := name == "recording" || name == "log" || name == "config" || name == "data" || name == "neutral for"
 	if len(parts) == 0 || optional && !nonzero {
 		return ""
 	}
