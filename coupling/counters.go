@@ -101,7 +101,7 @@ var CounterTable = [NumCounters]CounterInfo{
 			if v[NotComputed]*100 <= v[Messages] {
 				return "" // now and then, on a busy machine: counted, not a verdict
 			}
-			return fmt.Sprintf("the model could not keep up: it computed no controls in time for %d of %d messages (%.2g %%), each answered with neutral controls (a model too slow for the period, or its deadlineMs too short?)",
+			return fmt.Sprintf("the model could not keep up: it computed no controls in time for %d of %d messages (%.1f %%), each answered with neutral controls (a model too slow for the period, or its deadlineMs too short?)",
 				v[NotComputed], v[Messages], 100*float64(v[NotComputed])/float64(max(v[Messages], 1)))
 		}},
 	StaleData: {Name: "stale_data", Help: "BeamNG messages answered with neutral controls because the model reads another vehicle whose data had stopped coming.",

@@ -4,13 +4,21 @@
 // vectors, stepped by every vehicle's messages. One vehicle is a session
 // of one link; there is no other path.
 //
-// It fails safe. Datagrams that are not BeamNG's (another host, another
-// port while BeamNG's own still sends, an implausible id) are dropped and
-// reported; a message that lacks data the model reads, a model that dies,
-// hangs or panics, are answered with neutral controls; a bind that fails is
-// retried with backoff; a watchdog sees, and where the protocol allows
-// repairs, a BeamNG that is no longer in lockstep. Every fault is logged
-// when it happens and listed by Faults at the end.
+// It fails safe, by three rules kept by construction:
+//   - A reply carries the model's controls only if a model step computed
+//     them from this message's data (Model.Step says so); a message that
+//     lacks data the model reads, another vehicle's data the model reads
+//     gone stale, a model that computed nothing in time, dies, hangs or
+//     panics, are answered with neutral controls, counted.
+//   - A reload is whole or nothing: prepared off the message path, then
+//     swapped in between two messages by a step that cannot fail.
+//   - Only BeamNG's whole message reaches the model: datagrams that are not
+//     BeamNG's (another host, another port while BeamNG's own still sends,
+//     an implausible id) are dropped and reported.
+//
+// A bind that fails is retried with backoff; a watchdog sees, and where the
+// protocol allows repairs, a BeamNG that is no longer in lockstep. Every
+// fault is logged when it happens and listed by Faults at the end.
 package coupling
 
 import (

@@ -40,7 +40,9 @@ up in the pipe, so a slow program acts on data one request old at most,
 never on a backlog.
 
 An answer must come within modelParams.deadlineMs (default: 80 % of the
-coupling period) to be used at this step; a later one is used at the next.
+coupling period) to be used: a message without its answer by then gets
+neutral controls, and a later answer is dropped, never used for a later
+message.
 "nan" in an answer sends NaN, which BeamNG reads as "keep the previous
 value". An answer is discarded, counted and logged (at most once a second)
 when it has the wrong count of numbers, something that is not a number,
@@ -48,9 +50,10 @@ when it has the wrong count of numbers, something that is not a number,
 no request is outstanding, or comes later than the model timeout after its
 request.
 
-Faults: when the program exits or crashes, or gives no valid answer for
-longer than beamng.modelTimeoutMs (default 5 periods, at least 25 ms; the
-first answer after a start may take 10 s), beamconnect logs an error at
+Faults: when the program exits or crashes, or has been asked for longer
+than beamng.modelTimeoutMs without a valid answer (default 5 periods, at
+least 25 ms; the first answer after a start may take 10 s; a program
+with nothing to answer is never hung), beamconnect logs an error at
 once, reports status 4, and sends BeamNG neutral controls (pedals
 released, wheel torques 0, drive mode pedals) instead of the last ones,
 still answering every message so BeamNG does not stall; run exits non-zero

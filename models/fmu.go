@@ -41,13 +41,16 @@ that returns late ends its fault; one still running after 1 s, and 4 model
 timeouts, has its host stopped and started again)
 (modelParams.restart: false turns that off; a NaN output ends when the
 outputs are numbers again) and run exits non-zero. Each step's answer is
-awaited up to modelParams.deadlineMs (default 80 % of the period); a later
-one is used at the next message, and while a step is unanswered newer data
-is not queued. modelParams.inProcess: true loads the FMU into beamconnect
-instead: the lowest latency, but a crash of the FMU ends beamconnect and a
-hang stalls the coupling (BeamNG then gets neutral controls from its
-watchdog). A reload may change tunable parameters; anything else of
-modelParams needs a restart.`
+awaited up to modelParams.deadlineMs (default 80 % of the period); a
+message whose step has not answered by then gets neutral controls (a later
+answer is never used for a later message), and while a step is unanswered
+newer data is not queued. modelParams.inProcess: true loads the FMU into
+beamconnect instead, stepped on a thread of its own and awaited with the
+same deadline: the lowest latency, but a crash of the FMU ends beamconnect,
+and a hung step's thread can only be abandoned (after 1 s; the FMU is
+instantiated again on a new one). A reload may change tunable parameters,
+which a scratch instance of the FMU tries first (a value the FMU refuses
+refuses the reload); anything else of modelParams needs a restart.`
 
 // FMUHost is the command that runs an FMU in a process of its own: this
 // program with the argument fmu-host. Test binaries answer to it too.
