@@ -31,9 +31,9 @@ var matrixTable = flag.Bool("matrix", false, "print the fault matrix as a Markdo
 type matrixRun struct {
 	path string // the config run
 	h    *harness
-	log *logBuffer
-	rec *Recorder
-	f   *os.File
+	log  *logBuffer
+	rec  *Recorder
+	f    *os.File
 
 	mu sync.Mutex
 	// Episodes during which BeamNG was not in lockstep, from its own
@@ -86,11 +86,11 @@ func (m *matrixRun) end() {
 
 type matrixRow struct {
 	name, what string
-	config     string   // the example run (default cruise-pedals, Gen 1)
+	config     string                    // the example run (default cruise-pedals, Gen 1)
 	configFile func(t *testing.T) string // the config run, when not an example
-	faults     []string // emulator faults
-	lead       []string // the second vehicle's emulator faults (a fleet config)
-	steps      int64    // physics steps (default 10000: 1000 messages)
+	faults     []string                  // emulator faults
+	lead       []string                  // the second vehicle's emulator faults (a fleet config)
+	steps      int64                     // physics steps (default 10000: 1000 messages)
 	model      func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model
 	disk       int // > 0: the recording's disk is full after this many bytes
 	during     func(t *testing.T, m *matrixRun)
