@@ -53,7 +53,7 @@ type Link struct {
 	need    int                           // doubles of BeamNG's message the model reads
 	slots   [len(relative.Quantities)]int // where the cross-vehicle properties' data sit
 	in      []contracts.Incoming          // by plan contract index (incoming ones used)
-	sync    *timesync.Engine
+	sim     *timesync.Engine              // the simulation clock: what local time each message is stepped at
 	msg     []float64
 	reply   []float64
 	neutral []float64 // the reply's values when the model's cannot be trusted
@@ -64,9 +64,9 @@ type Link struct {
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
 	diag    diagnosis
 
-	ids  replyIDs
-	src  source
-	lock lockstep
+	ids      replyIDs
+	src      source
+	lockstep lockstep
 
 	lastID       float64
 	lastArrival  time.Time
@@ -93,7 +93,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 		last:    make([]float64, veh.Layout.Len(beamng.ToBeamNG)),
 		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*veh.Layout.Len(beamng.ToBeamNG)),
 		slots: veh.State,
-		sync:  timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
+		sim:   timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
 	}
 	l.held.buf = make([]byte, beamng.MaxDatagram)
 	l.keep = make([]byte, 0, beamng.MaxDatagram+1)
@@ -103,7 +103,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 	}
 	copy(l.last, veh.Template) // what BeamNG holds before the first reply, as far as we know
 	l.src.init(log, &l.stats, s.opt.Clock, seconds(p.Period))
-	l.lock.init(log, &l.stats, &l.ids, veh.Unanswered)
+	l.lockstep.init(log, &l.stats, &l.ids, veh.Unanswered)
 	l.ids.policy = p.ReplyID
 	l.rebind(p)
 	l.status.Store(int32(Unknown))
@@ -116,7 +116,7 @@ func (l *Link) rebind(p *ports.Plan) {
 	in := make([]contracts.Incoming, len(p.Contracts))
 	for i, ct := range p.Contracts {
 		in[i] = contracts.Incoming{Schedule: ct.Schedule, Overdue: ct.Overdue}
-		in[i].Start(l.sync.IdleTime())
+		in[i].Start(l.sim.IdleTime())
 		if l.plan == nil {
 			continue
 		}
@@ -129,7 +129,7 @@ func (l *Link) rebind(p *ports.Plan) {
 		}
 	}
 	if l.plan != nil && (l.plan.TimeSync != p.TimeSync || l.plan.TimeDilation != p.TimeDilation) {
-		l.sync.Retune(p.TimeSync, p.TimeDilation)
+		l.sim.Retune(p.TimeSync, p.TimeDilation)
 	}
 	if l.plan != nil && l.ids.switchTo(p.ReplyID) {
 		l.log.Warn("reply ids switched to echo: echoed ids lag one behind what BeamNG last applied, so BeamNG will wait 2 s once before it follows them")
@@ -159,7 +159,7 @@ func (l *Link) SetRemote(a netip.AddrPort) { l.remote = a }
 func (l *Link) Remote() netip.AddrPort { return l.remote }
 
 // Sync is the vehicle's simulation clock. Read it after Run.
-func (l *Link) Sync() *timesync.Engine { return l.sync }
+func (l *Link) Sync() *timesync.Engine { return l.sim }
 
 // SimTime is the remote simulation time the run covered: from BeamNG's
 // first message to its latest.
@@ -167,7 +167,7 @@ func (l *Link) SimTime() float64 {
 	if l.stats.Get(Messages) == 0 {
 		return 0
 	}
-	return l.sync.Remote(l.lastID) - l.sync.Remote(l.firstID)
+	return l.sim.Remote(l.lastID) - l.sim.Remote(l.firstID)
 }
 
 // setState moves the connection state machine.
@@ -199,7 +199,7 @@ func (l *Link) report() {
 func (l *Link) run(ctx context.Context) error {
 	defer l.closeSocket()
 	// Local time starts with the run.
-	l.sync = timesync.NewEngine(l.plan.TimeSync, l.plan.TimeDilation, l.plan.Period, l.clock)
+	l.sim = timesync.NewEngine(l.plan.TimeSync, l.plan.TimeDilation, l.plan.Period, l.clock)
 	for i := range l.in {
 		l.in[i].Start(0)
 	}
@@ -248,7 +248,7 @@ func (l *Link) run(ctx context.Context) error {
 			if now := l.clock.Now(); !now.Before(l.flushAt) {
 				st := l.enter()
 				l.flushAt = l.opt.Record.FlushEvery(now, flushEvery)
-				st.unlock()
+				st.leave()
 			}
 		}
 	}
@@ -273,15 +273,15 @@ func (l *Link) finish() {
 	if l.state == Connected || l.state == Connecting {
 		l.disconnect()
 	}
-	l.lock.end(now)
+	l.lockstep.end(now)
 }
 
 // idle steps a model that wants to see the status with no new data, then
 // waits a little.
 func (l *Link) idle(ctx context.Context) {
 	st := l.enter()
-	st.idle(l.sync.IdleTime())
-	st.unlock()
+	st.idle(l.sim.IdleTime())
+	st.leave()
 	t := time.NewTimer(idleStep)
 	defer t.Stop()
 	select {
@@ -393,7 +393,7 @@ func (l *Link) send(b []byte) error { return l.t.Send(b, l.remote) }
 // enter takes the stage for link l, moving l to the plan in force.
 func (l *Link) enter() *stage {
 	st := l.stage
-	st.lock()
+	st.enter()
 	if l.plan != st.plan {
 		l.rebind(st.plan) // a reload came in between two messages
 	}

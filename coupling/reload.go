@@ -150,7 +150,7 @@ func (st *stage) submit(r *prepared) {
 		st.mu.Unlock()
 		return
 	}
-	st.pending.Store(r)
+	st.reload.Store(r)
 	st.mu.Unlock()
 	for {
 		select {
@@ -161,8 +161,8 @@ func (st *stage) submit(r *prepared) {
 			// every idleStep while BeamNG is silent; one that has ended
 			// its run leaves the swap to this goroutine.
 			st.mu.Lock()
-			if !st.running && st.pending.Load() == r {
-				st.swap(st.pending.Swap(nil))
+			if !st.running && st.reload.Load() == r {
+				st.swap(st.reload.Swap(nil))
 			}
 			st.mu.Unlock()
 		}
@@ -180,7 +180,7 @@ func (st *stage) begin() {
 func (st *stage) end() {
 	st.mu.Lock()
 	st.running = false
-	if r := st.pending.Swap(nil); r != nil {
+	if r := st.reload.Swap(nil); r != nil {
 		st.swap(r)
 	}
 	st.mu.Unlock()

@@ -42,10 +42,10 @@ type stage struct {
 	state []relative.State
 	seen  []bool
 
-	// Reloads: a prepared reload waits in pending; the first link to enter
+	// Reloads: a prepared reload waits in reload; the first link to enter
 	// the stage after it swaps it in, between two messages. active is the
 	// plan replies are built from.
-	pending atomic.Pointer[prepared]
+	reload  atomic.Pointer[prepared]
 	active  atomic.Pointer[ports.Plan]
 	running bool   // a run is in progress (under mu)
 	stats   *Stats // the run's counters
@@ -81,16 +81,16 @@ func initial(pt ports.Port) []float64 {
 	return v
 }
 
-// lock takes the stage for one vehicle's step, swapping in a prepared
-// reload first if one waits.
-func (st *stage) lock() {
+// enter takes the stage for one vehicle's step, swapping in a prepared
+// reload first if one waits; leave gives it back.
+func (st *stage) enter() {
 	st.mu.Lock()
-	if st.pending.Load() != nil {
-		st.swap(st.pending.Swap(nil))
+	if st.reload.Load() != nil {
+		st.swap(st.reload.Swap(nil))
 	}
 }
 
-func (st *stage) unlock() { st.mu.Unlock() }
+func (st *stage) leave() { st.mu.Unlock() }
 
 // directive reads port 0's connection directive, as the last step left it.
 func (st *stage) directive() bool { return st.connect.Load() }
@@ -100,7 +100,7 @@ func (st *stage) directive() bool { return st.connect.Load() }
 func (st *stage) portStatus() Status {
 	s := Status(st.statuses[0].Load())
 	for _, v := range st.statuses[1:] {
-		s = worse(s, Status(v.Load()))
+		s = s.Worse(Status(v.Load()))
 	}
 	return s
 }

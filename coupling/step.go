@@ -23,11 +23,11 @@ type answer struct {
 // reads stale or not there yet, a model that computed nothing in time, a
 // model fault. It allocates nothing.
 func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
-	t := l.sync.Message(id, arrival)
+	t := l.sim.Message(id, arrival)
 	l.stats.localTime.Store(math.Float64bits(t))
 
 	st := l.enter()
-	replyID := l.ids.next(id, &l.lock)
+	replyID := l.ids.next(id, &l.lockstep)
 	if whole {
 		st.capture(l.index, &l.slots, l.msg)
 		l.fillOutputs(id, t)
@@ -45,7 +45,7 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 			l.stats.inc(why) // short messages were counted when taken; faults by the fault state
 		}
 	}
-	st.unlock()
+	st.leave()
 	l.report() // the step may have faulted or healed the model
 
 	l.reply[0] = replyID

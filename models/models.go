@@ -21,7 +21,7 @@ import (
 // message, and the coupling counts it.
 //
 // outputs holds the plan's output port vectors (data from BeamNG):
-// outputs[0][0] is the connection status 0–5 (see ports.Status). inputs
+// outputs[0][0] is the connection status, a ports.Status (ports.Connected…). inputs
 // holds the input port vectors (data to BeamNG), which the model writes:
 // inputs[0][0] is the connection directive (0 disconnects). Between steps
 // the inputs keep what the model last wrote; they start at the fields'

@@ -119,7 +119,7 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		sum.PacingP99 = max(sum.PacingP99, us(sync.PacingError(0.99)))
 		sum.Overruns += sync.Overruns
 		sum.SimS = max(sum.SimS, l.SimTime())
-		sum.StatusAtEnd = int(worseStatus(coupling.Status(sum.StatusAtEnd), st.StatusAtEnd()))
+		sum.StatusAtEnd = int(coupling.Status(sum.StatusAtEnd).Worse(st.StatusAtEnd()))
 		if sum.Vehicles == nil {
 			sum.Emulator = em.Summary(v)
 			continue
@@ -140,15 +140,6 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 	}
 	sum.Healthy = len(sum.Faults) == 0
 	return sum
-}
-
-// worseStatus is the status that speaks for two vehicles at the end: not
-// connected if either was not.
-func worseStatus(a, b coupling.Status) coupling.Status {
-	if a != coupling.Connected {
-		return a
-	}
-	return b
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
