@@ -148,7 +148,7 @@ func TestFMULateAnswerNotUsed(t *testing.T) {
 		if m.Step(3*p.Period, outs, ins) || ins[th][thE] != -7 {
 			t.Errorf("inProcess %v: the stalled step (300 ms, deadline 20 ms) says computed, throttle %v", inProcess, ins[th][thE])
 		}
-		time.Sleep(400 * time.Millisecond) // the stalled step's answer comes meanwhile
+		waitAnswered(t, m) // the stalled step's answer comes meanwhile
 		outs[sp][spE] = 15
 		if !m.Step(4*p.Period, outs, ins) {
 			t.Fatalf("inProcess %v: the step after the stall computed nothing\n%s", inProcess, log)
@@ -328,6 +328,22 @@ func TestFMUTuneRefusedByTheFMU(t *testing.T) {
 			if v == 50 {
 				t.Errorf("inProcess %v: the refused gain is kept for restarts: %v", inProcess, m.currentSetup().ParamValues)
 			}
+		}
+	}
+}
+
+// waitAnswered waits until the FMU has answered the step it was given last.
+func waitAnswered(t *testing.T, m *FMU) {
+	t.Helper()
+	answered := func() bool {
+		if m.inProcess {
+			return m.local.w.state.Load() == reqAnswered
+		}
+		return m.child.client.Load().Outstanding() == 0
+	}
+	for deadline := time.Now().Add(5 * time.Second); !answered(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the FMU never answered its step")
 		}
 	}
 }
