@@ -176,3 +176,7 @@ func New(name string, params Params, plan *ports.Plan, log *slog.Logger) (Model,
 type Hold struct{}
 
 func (Hold) Step(float64, [][]float64, [][]float64) bool { return true }
+
+// Reads: hold reads no vehicle's data, so a silent vehicle keeps none of
+// the others from their (initial) values.
+func (Hold) Reads(int) bool { return false }
