@@ -6,7 +6,8 @@
  * its n-th step on, for beamconnect's tests of model faults:
  * 1 crashes (a write through a null pointer), 2 hangs (a loop that never
  * ends), 3 returns an error status from doStep, 4 outputs NaN, 5 stalls
- * once: its n-th step takes 300 ms, then it goes on as before. */
+ * once: its n-th step takes 300 ms, then it goes on as before; 6 to 9 are
+ * faults of the process it runs in (process.h). */
 #ifndef BEAMCONNECT_CRUISE_H
 #define BEAMCONNECT_CRUISE_H
 
@@ -19,6 +20,8 @@
 #ifndef FAULT_AFTER
 #define FAULT_AFTER 0
 #endif
+
+#include "process.h"
 
 /* Value references, as modelDescription.xml lists them. */
 enum { VR_SET_SPEED, VR_KP, VR_KI, VR_MAX_THROTTLE, VR_SPEED, VR_THROTTLE, VR_BRAKE, VR_TIME, VR_COUNT };
@@ -45,10 +48,11 @@ static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > h
  * fault kind it acted out. */
 static int cruise_step(cruise *c, double t, double h) {
 	c->steps++;
+	process_step(c->steps);
 	if (FAULT_KIND == 5 && c->steps == FAULT_AFTER) {
 		struct timespec stall = {0, 300000000};
 		nanosleep(&stall, NULL);
-	} else if (FAULT_KIND != 0 && FAULT_KIND != 5 && c->steps >= FAULT_AFTER) {
+	} else if (FAULT_KIND >= 1 && FAULT_KIND <= 4 && c->steps >= FAULT_AFTER) {
 		switch (FAULT_KIND) {
 		case 1: {
 			volatile int *nowhere = 0;
