@@ -71,7 +71,7 @@ func (c *childFMU) step(m *FMU, t float64, out, in [][]float64) {
 	}
 	c.take(m, cl, in) // an answer that came after the last deadline
 	sent := false
-	if out[0][0] == 3 {
+	if stepping(out) {
 		m.gather(out)
 		if sent = cl.Send(t, m.tune, m.tuneVal, m.inVals); sent {
 			m.tune, m.tuneVal = m.tune[:0], m.tuneVal[:0]
@@ -96,6 +96,12 @@ func (c *childFMU) step(m *FMU, t float64, out, in [][]float64) {
 	}
 	c.checkHung(m, cl)
 }
+
+// stepping reports whether the FMU is stepped at this message: while
+// BeamNG is connected, and also while the coupling reports the model's
+// own fault as status 4 (error), since a restarted FMU recovers only by
+// being stepped.
+func stepping(out [][]float64) bool { return out[0][0] == 3 || out[0][0] == 4 }
 
 // take handles the newest answer, if there is one.
 func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) bool {
