@@ -25,12 +25,10 @@ type FMU struct {
 	closer    io.Closer
 }
 
-// maxDescription bounds modelDescription.xml: large FMUs have megabytes of
-// variables, nothing has a gigabyte.
-const maxDescription = 256 << 20
-
 // Open reads an FMU's modelDescription.xml and lists its binaries. The
-// error says plainly when the file is missing or not an FMU at all.
+// error says plainly when the file is missing or not an FMU at all, and
+// when the archive is one Unpack would refuse (checkEntries): whatever
+// opens an FMU (validate, inspect, run) refuses the same archives.
 func Open(file string) (*FMU, error) {
 	st, err := os.Stat(file)
 	if err != nil {
@@ -44,12 +42,20 @@ func Open(file string) (*FMU, error) {
 		return nil, fmt.Errorf("%s is not an FMU: expected a zip archive (%v)", file, err)
 	}
 	f := &FMU{Path: file, files: zr.File, closer: zr}
+	if err := f.checkEntries(); err != nil {
+		zr.Close()
+		return nil, err
+	}
 	md := f.file("modelDescription.xml")
 	if md == nil {
 		zr.Close()
 		return nil, fmt.Errorf("%s is not an FMU: the archive has no modelDescription.xml at its top", file)
 	}
-	data, err := readAll(md, maxDescription)
+	maxSize, err := descriptionLimit()
+	var data []byte
+	if err == nil {
+		data, err = readAll(md, maxSize)
+	}
 	if err == nil {
 		f.Desc, err = ParseDescription(data)
 	}
@@ -99,9 +105,10 @@ func (f *FMU) file(name string) *zip.File {
 	return nil
 }
 
+// readAll reads the model description, refusing one larger than limit.
 func readAll(zf *zip.File, limit int64) ([]byte, error) {
 	if zf.UncompressedSize64 > uint64(limit) {
-		return nil, fmt.Errorf("%s is %d bytes: more than %d", zf.Name, zf.UncompressedSize64, limit)
+		return nil, tooLarge(zf.UncompressedSize64, limit)
 	}
 	r, err := zf.Open()
 	if err != nil {
@@ -177,21 +184,30 @@ type Unpacked struct {
 // maxUnpacked bounds what an FMU may extract: a zip bomb is not a model.
 const maxUnpacked = 4 << 30
 
-// Unpack extracts the archive into dir (which must exist) and names the
-// binary for this machine.
-func (f *FMU) Unpack(dir string) (*Unpacked, error) {
-	if err := f.Supported(); err != nil {
-		return nil, err
-	}
+// checkEntries refuses an archive that could not be unpacked safely: an
+// entry whose name leads outside the folder it is unpacked to (a "zip
+// slip": ../../.bashrc, an absolute path), or entries that unpack to more
+// than maxUnpacked (a zip bomb). Open runs it, so every archive Unpack
+// sees has passed it.
+func (f *FMU) checkEntries() error {
 	var total uint64
-	for _, zf := range f.files { // all checked before anything is written
+	for _, zf := range f.files {
 		if !filepath.IsLocal(filepath.FromSlash(strings.TrimPrefix(zf.Name, "./"))) {
-			return nil, fmt.Errorf("%s: entry %q lies outside the archive's folder", f.Path, zf.Name)
+			return fmt.Errorf("%s: entry %q lies outside the archive's folder", f.Path, zf.Name)
 		}
 		total += zf.UncompressedSize64
 		if total > maxUnpacked {
-			return nil, fmt.Errorf("%s unpacks to more than %d bytes", f.Path, uint64(maxUnpacked))
+			return fmt.Errorf("%s unpacks to more than %d bytes", f.Path, uint64(maxUnpacked))
 		}
+	}
+	return nil
+}
+
+// Unpack extracts the archive into dir (which must exist) and names the
+// binary for this machine. The entries were checked when it was opened.
+func (f *FMU) Unpack(dir string) (*Unpacked, error) {
+	if err := f.Supported(); err != nil {
+		return nil, err
 	}
 	for _, zf := range f.files {
 		to := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(zf.Name, "./")))

@@ -168,21 +168,59 @@ type xmlTypeRef struct {
 	DeclaredType string `xml:"declaredType,attr"`
 }
 
+// xmlVariables is ModelVariables, decoded one variable at a time so that
+// decoding stops at the limit on variables, before the time and memory a
+// huge description would take.
 type xmlVariables struct {
-	Scalar []struct { // FMI 2.0
-		xmlVarAttrs
-		Real        *xmlTypeRef `xml:"Real"`
-		Integer     *xmlTypeRef `xml:"Integer"`
-		Boolean     *xmlTypeRef `xml:"Boolean"`
-		String      *xmlTypeRef `xml:"String"`
-		Enumeration *xmlTypeRef `xml:"Enumeration"`
-	} `xml:"ScalarVariable"`
-	Any []struct { // FMI 3.0
-		XMLName xml.Name
-		xmlVarAttrs
-		xmlTypeRef
-		Dimension []struct{} `xml:"Dimension"`
-	} `xml:",any"`
+	Scalar []xmlScalar // FMI 2.0
+	Any    []xmlAny    // FMI 3.0
+}
+
+type xmlScalar struct {
+	xmlVarAttrs
+	Real        *xmlTypeRef `xml:"Real"`
+	Integer     *xmlTypeRef `xml:"Integer"`
+	Boolean     *xmlTypeRef `xml:"Boolean"`
+	String      *xmlTypeRef `xml:"String"`
+	Enumeration *xmlTypeRef `xml:"Enumeration"`
+}
+
+type xmlAny struct {
+	XMLName xml.Name
+	xmlVarAttrs
+	xmlTypeRef
+	Dimension []struct{} `xml:"Dimension"`
+}
+
+func (v *xmlVariables) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	most, err := variablesLimit()
+	if err != nil {
+		return err
+	}
+	for n := 0; ; {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.EndElement:
+			return nil
+		case xml.StartElement:
+			if n++; n > most {
+				return tooManyVariables(most)
+			}
+			if t.Name.Local == "ScalarVariable" {
+				v.Scalar = append(v.Scalar, xmlScalar{})
+				err = d.DecodeElement(&v.Scalar[len(v.Scalar)-1], &t)
+			} else {
+				v.Any = append(v.Any, xmlAny{})
+				err = d.DecodeElement(&v.Any[len(v.Any)-1], &t)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
 }
 
 type xmlVarAttrs struct {

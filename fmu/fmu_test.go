@@ -3,10 +3,15 @@ package fmu
 import (
 	"archive/zip"
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"beamconnect/fmu/testfmu"
 )
 
 func readDesc(t *testing.T, name string) *Description {
@@ -170,30 +175,21 @@ func TestOpenAndUnpack(t *testing.T) {
 	}
 }
 
-// An archive entry that would land outside the unpacking folder is
-// refused, not written.
-func TestUnpackRefusesEscapes(t *testing.T) {
+// An archive with an entry that would land outside the unpacking folder
+// is refused when it is opened, before anything could be unpacked: by
+// validate and inspect as by run.
+func TestOpenRefusesEscapes(t *testing.T) {
 	md, _ := os.ReadFile("testdata/fmi2-cruise.good.xml")
-	folder, ext, ok := Platform(2)
-	if !ok {
-		t.Skip("this machine runs no FMUs")
-	}
-	file := writeZip(t, map[string]string{
-		"modelDescription.xml":                 string(md),
-		"binaries/" + folder + "/cruise" + ext: "lib",
-		"../escape.txt":                        "out",
-	})
-	f, err := Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dir := t.TempDir()
-	if _, err := f.Unpack(filepath.Join(dir, "in")); err == nil || !strings.Contains(err.Error(), `entry "../escape.txt" lies outside the archive's folder`) {
-		t.Errorf("%v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "escape.txt")); err == nil {
-		t.Error("the entry was written outside")
+	for _, escape := range []string{"../escape.txt", "resources/../../escape.txt", "/etc/escape.txt"} {
+		file := writeZip(t, map[string]string{
+			"modelDescription.xml":       string(md),
+			"binaries/linux64/cruise.so": "lib",
+			"binaries/win64/cruise.dll":  "lib",
+			escape:                       "out",
+		})
+		if _, err := Open(file); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("entry %q lies outside the archive's folder", escape)) {
+			t.Errorf("%s: %v", escape, err)
+		}
 	}
 }
 
@@ -214,5 +210,81 @@ func TestPlatformNames(t *testing.T) {
 		if folder != tt.folder || ext != tt.ext || ok != (tt.folder != "") {
 			t.Errorf("%+v: %q %q %v", tt, folder, ext, ok)
 		}
+	}
+}
+
+// The unpack folders of runs that ended without removing theirs (killed
+// outright) are removed by the next; those of runs still going, and
+// folders that are not beamconnect's, are not.
+func TestRemoveStaleUnpackDirs(t *testing.T) {
+	ended := exec.Command(os.Args[0], "-test.run=^$")
+	if err := ended.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	dir := func(name string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Join(d, "binaries"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	stale := dir(fmt.Sprintf("beamconnect-fmu-%d-123", ended.Process.Pid))
+	keep := []string{
+		dir(fmt.Sprintf("beamconnect-fmu-%d-456", os.Getpid())),  // this run's
+		dir(fmt.Sprintf("beamconnect-fmu-%d-789", os.Getppid())), // another run, going on
+		dir("beamconnect-fmu-2546998461"),                        // no pid in its name
+		dir("someone-else"),
+	}
+	removeStale(tmp)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the folder of an ended run is still there: %v", err)
+	}
+	for _, d := range keep {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v", filepath.Base(d), err)
+		}
+	}
+}
+
+// A model description with more variables than beamconnect reads, or
+// larger than it reads, is refused with the limit and the way out, before
+// the time and memory it would take: a 1.9 M-variable description took
+// 37 s and 2.2 GB to validate. The limits can be raised.
+func TestDescriptionLimits(t *testing.T) {
+	over := testfmu.Description(testfmu.Options{Locals: MaxVariables})
+	_, err := ParseDescription([]byte(over))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d variables, the most beamconnect reads", MaxVariables)) ||
+		!strings.Contains(err.Error(), "BEAMCONNECT_FMU_MAX_VARIABLES") {
+		t.Errorf("%d variables: %v", MaxVariables+7, err)
+	}
+	if _, err := ParseDescription([]byte(testfmu.Description(testfmu.Options{Locals: MaxVariables - 7}))); err != nil {
+		t.Errorf("%d variables, the most: %v", MaxVariables, err)
+	}
+	t.Setenv("BEAMCONNECT_FMU_MAX_VARIABLES", strconv.Itoa(2*MaxVariables))
+	if _, err := ParseDescription([]byte(over)); err != nil {
+		t.Errorf("with the limit raised: %v", err)
+	}
+	t.Setenv("BEAMCONNECT_FMU_MAX_VARIABLES", "many")
+	if _, err := ParseDescription([]byte(over)); err == nil || !strings.Contains(err.Error(), `BEAMCONNECT_FMU_MAX_VARIABLES "many": expected a whole number`) {
+		t.Errorf("a limit that is not a number: %v", err)
+	}
+
+	// The size: only declared, as a zip bomb would (the description is
+	// not read before it is refused).
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.CreateRaw(&zip.FileHeader{Name: "modelDescription.xml", Method: zip.Store, UncompressedSize64: 200 << 20, CompressedSize64: 1})
+	w.Write([]byte{'<'})
+	zw.Close()
+	file := filepath.Join(t.TempDir(), "big.fmu")
+	os.WriteFile(file, buf.Bytes(), 0o644)
+	if _, err := Open(file); err == nil || !strings.Contains(err.Error(), "modelDescription.xml is 209715200 bytes, more than the 67108864 (64 MB) beamconnect reads") ||
+		!strings.Contains(err.Error(), "BEAMCONNECT_FMU_MAX_DESCRIPTION_MB") {
+		t.Errorf("200 MB: %v", err)
+	}
+	t.Setenv("BEAMCONNECT_FMU_MAX_DESCRIPTION_MB", "300")
+	if _, err := Open(file); err == nil || strings.Contains(err.Error(), "more than") {
+		t.Errorf("200 MB, the limit raised: %v", err)
 	}
 }

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/lines"
 	"beamconnect/ports"
+	"beamconnect/proctree"
 )
 
 // ExecProtocol documents the line protocol of the "exec" model.
@@ -63,9 +65,13 @@ exited is started again after 1 s, then 2, 4 … up to 30 s between tries
 first, like the first one.
 
 Lines starting with '#' are ignored both ways. What the program writes to
-stderr goes to beamconnect's stderr. What the program starts ends with it:
-beamconnect kills its process group when it ends and before a restart
-(on Windows, its process tree if it has to be killed). After a config reload a new
+stderr goes to beamconnect's stderr. The program runs in a process group
+of its own: Ctrl-C in the terminal stops beamconnect, which then ends the
+program, rather than reaching the program itself. What the program starts
+ends with it: when it exits, when beamconnect stops it, and before a
+restart (unix: its process group; Windows: a job object). If beamconnect
+itself is killed, the program is killed too (Linux: a parent-death
+signal; Windows: the job object). After a config reload a new
 "# columns:" line comes before the next request, and the answers must
 follow the new columns from then on.`
 
@@ -82,6 +88,11 @@ var (
 	ErrModelHung        = errors.New("the model program gave no valid answer for longer than the model timeout")
 	ErrModelSilentStart = errors.New("the model program did not answer its first request within 10 s of starting")
 )
+
+// maxAnswerLine is the longest answer line read, newline included: far
+// more than any config's ports need, and a bound on what a runaway
+// program can make beamconnect hold.
+const maxAnswerLine = 1 << 20
 
 // startGrace is how long a (re)started program may take to answer its
 // first request: interpreters take their time to start.
@@ -149,7 +160,7 @@ type request struct {
 
 // process is one run of the program.
 type process struct {
-	cmd    *exec.Cmd
+	tree   *proctree.Tree
 	stdin  io.WriteCloser
 	stdout io.Reader
 	done   chan struct{} // closed when it has exited
@@ -275,11 +286,11 @@ func (m *Exec) start() (*process, error) {
 		return nil, fmt.Errorf("model exec: %w", err)
 	}
 	cmd.Stderr = os.Stderr
-	ownGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	tree, err := proctree.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("model exec: starting %q: %w", strings.Join(m.argv, " "), err)
 	}
-	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, done: make(chan struct{}), answeredReq: make(chan struct{}, 1)}
+	p := &process{tree: tree, stdin: stdin, stdout: stdout, done: make(chan struct{}), answeredReq: make(chan struct{}, 1)}
 	m.procMu.Lock()
 	m.proc = p
 	m.procMu.Unlock()
@@ -289,7 +300,9 @@ func (m *Exec) start() (*process, error) {
 	go m.write(p)
 	go m.read(p)
 	go func() {
-		p.exit = cmd.Wait()
+		// What it started (a shell's background job) ends with it: a new
+		// run must not find the old one's children still at work.
+		p.exit = tree.Wait()
 		close(p.done)
 	}()
 	return p, nil
@@ -310,9 +323,6 @@ func (m *Exec) supervise(p *process) {
 			return
 		}
 		m.lastExit = p.exit
-		// What it started (a shell's background job) ends with it: a new
-		// run must not find the old one's children still at work.
-		killLeftovers(p.cmd)
 		select {
 		case <-m.closing:
 			return // closing stopped it
@@ -409,11 +419,11 @@ func (m *Exec) write(p *process) {
 // read parses the program's answers, checks each against the outstanding
 // request, and hands valid ones to Step.
 func (m *Exec) read(p *process) {
-	lr := lineReader{r: bufio.NewReaderSize(p.stdout, 64<<10), max: maxAnswerLine}
+	lr := lines.NewReader(bufio.NewReaderSize(p.stdout, 64<<10), maxAnswerLine)
 	vals := make([]float64, 0, 64)
 	lim := map[string]*limiter{} // by kind of reason: each is reported at once the first time
 	for {
-		line, long, err := lr.next()
+		line, long, err := lr.Next()
 		if err != nil {
 			return // the program closed its stdout or ended; supervise reports it
 		}
@@ -710,8 +720,7 @@ func (m *Exec) MaxAnswerAge() time.Duration { return time.Duration(m.maxAge.Load
 
 // Close ends the program: no more restarts, its stdin closes, it gets 2 s
 // to exit, then it is killed with everything it started; what it leaves
-// running when it exits on its own is killed too (on Unix: its process
-// group; on Windows only the first: see killTree).
+// running when it exits on its own is killed too (see package proctree).
 func (m *Exec) Close() error {
 	m.closeOnce.Do(func() {
 		close(m.closing)
@@ -722,11 +731,9 @@ func (m *Exec) Close() error {
 		select {
 		case <-p.done:
 		case <-time.After(2 * time.Second):
-			killTree(p.cmd)
+			p.tree.Kill()
 			<-p.done
 		}
-		// Nothing it started outlives beamconnect.
-		killLeftovers(p.cmd)
 		<-m.done
 	})
 	if err := m.lastExit; err != nil {

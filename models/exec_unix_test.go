@@ -10,22 +10,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// alive reports whether pid runs (a zombie waiting for init to reap it
-// does not run).
-func alive(pid int) bool {
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		return len(f) > 0 && f[0] != "Z"
-	}
-	return syscall.Kill(pid, 0) == nil
-}
+	"beamconnect/proctree"
+)
 
 // waitGone waits up to 2 s for pid to end.
 func waitGone(pid int) bool {
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !alive(pid) {
+		if !proctree.Alive(pid) {
 			return true
 		}
 	}

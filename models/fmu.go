@@ -123,7 +123,7 @@ func NewFMU(params Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 	if m.timeout <= 0 {
 		m.timeout = time.Duration(max(5*plan.Period, ports.DefaultModelTimeout) * float64(time.Second))
 	}
-	if m.dir, err = os.MkdirTemp("", "beamconnect-fmu-"); err != nil {
+	if m.dir, err = fmu.UnpackDir(); err != nil {
 		return nil, fmt.Errorf("model fmu: %w", err)
 	}
 	f, err := fmu.Open(m.file)

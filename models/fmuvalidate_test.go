@@ -1,6 +1,8 @@
 package models
 
 import (
+	"archive/zip"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +39,12 @@ func TestValidateFMU(t *testing.T) {
 	me := filepath.Join(dir, "me.fmu")
 	testfmu.Zip(me, map[string][]byte{"modelDescription.xml": []byte(`<fmiModelDescription fmiVersion="2.0" modelName="m" guid="g"><ModelExchange modelIdentifier="m"/><ModelVariables/></fmiModelDescription>`)})
 	str := testfmu.Options{Extra: []string{`<ScalarVariable name="mode" valueReference="9" causality="output"><String/></ScalarVariable>`}}
+	// Archives run refuses to unpack: validate must refuse them too.
+	slip := filepath.Join(dir, "slip.fmu")
+	testfmu.Zip(slip, map[string][]byte{"modelDescription.xml": []byte(testfmu.Description(testfmu.Options{})),
+		"binaries/" + here + "/cruise.so": []byte("not a library"), "resources/../../../.bashrc": []byte("echo owned\n")})
+	bomb := filepath.Join(dir, "bomb.fmu")
+	zipBomb(t, bomb, here)
 
 	for _, tt := range []struct {
 		name   string
@@ -53,6 +61,8 @@ func TestValidateFMU(t *testing.T) {
 		{"no description", Params{"path": noMD}, "", "path", "nomd.fmu is not an FMU: the archive has no modelDescription.xml at its top", false},
 		{"FMI 1.0", Params{"path": fmi1}, "", "path", `fmiVersion "1.0" is not supported: expected 2.0 or 3.0`, false},
 		{"model exchange", Params{"path": me}, "", "path", "is not a co-simulation FMU (it has ModelExchange)", false},
+		{"entry outside", Params{"path": slip}, "", "path", `slip.fmu: entry "resources/../../../.bashrc" lies outside the archive's folder`, false},
+		{"unpacks too large", Params{"path": bomb}, "", "path", "bomb.fmu unpacks to more than 4294967296 bytes", false},
 		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, "win64", "darwin64")}, "", "path",
 			"has no binary for this machine (binaries/linux64/cruise.so, FMI 2.0): it has binaries for darwin64, win64 only", false},
 		{"source only", Params{"path": fakeFMU(t, testfmu.Options{FMI: 3})}, "", "path",
@@ -111,6 +121,27 @@ func TestValidateFMU(t *testing.T) {
 			}
 			t.Errorf("no finding at %q with %q (warning %v); found:%s", tt.param, tt.msg, tt.warn, found)
 		})
+	}
+}
+
+// zipBomb writes an FMU that says one of its files unpacks to 5 GiB (it
+// does not: the size is only declared).
+func zipBomb(t *testing.T, out, platform string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, data := range map[string]string{"modelDescription.xml": testfmu.Description(testfmu.Options{}), "binaries/" + platform + "/cruise.so": "x"} {
+		w, _ := zw.Create(name)
+		w.Write([]byte(data))
+	}
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "resources/huge.bin", Method: zip.Store, UncompressedSize64: 5 << 30, CompressedSize64: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte{0})
+	zw.Close()
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

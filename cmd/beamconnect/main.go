@@ -6,17 +6,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"beamconnect/sighup"
 )
 
 // hangups is SIGHUP, caught from the program's first moment (package
-// initialisation, before main): its default action would end a run before
-// its summary, leaving BeamNG with the last controls. run reloads the
-// config on it; other commands ignore it.
-var hangups = func() chan os.Signal {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGHUP)
-	return ch
-}()
+// sighup's initialisation, among the first of the program): its default
+// action would end a run before its summary, leaving BeamNG with the last
+// controls. run reloads the config on it; other commands ignore it.
+var hangups = sighup.Caught
 
 func main() {
 	// A write to a broken pipe on stdout or stderr (the log's reader has

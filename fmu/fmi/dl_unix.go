@@ -43,6 +43,9 @@ func loadLibc() error {
 		if err == nil {
 			libc.free, err = purego.Dlsym(h, "free")
 		}
+		if err == nil {
+			catchExit(h)
+		}
 		libc.err = err
 	})
 	return libc.err

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"beamconnect/stdout"
 )
 
 // Status is what an FMI function returns. Both versions number it alike.
@@ -84,6 +86,13 @@ type funcs struct {
 func Load(path string, major int) (*Library, error) {
 	if major != 2 && major != 3 {
 		return nil, fmt.Errorf("FMI %d is not supported: expected 2 or 3", major)
+	}
+	// What the FMU prints (a debugging printf) goes to stderr, the log,
+	// not into the program's own output: the FMU host's frames, run
+	// --json's summary. Before loading: a library's initialisers may
+	// print too.
+	if err := stdout.Divert(); err != nil {
+		return nil, fmt.Errorf("loading %s: keeping its output off the standard output: %w", path, err)
 	}
 	h, err := open(path)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -14,11 +15,13 @@ import (
 	"time"
 
 	"beamconnect/fmu/fmi"
+	"beamconnect/lines"
+	"beamconnect/proctree"
 )
 
 // Client is the coupling's end of one fmu-host process.
 type Client struct {
-	cmd                *exec.Cmd
+	tree               *proctree.Tree
 	stdin              io.WriteCloser
 	nIn, nOut, nParams int
 	req                []byte // the request frame Send builds; only Send touches it
@@ -40,9 +43,21 @@ type Client struct {
 	closeOne sync.Once
 }
 
+// drainAfterExit bounds how long the host's stdout and stderr are read
+// after it has exited: its last words and crash report come at once;
+// only a helper that escaped its process group (and so was not killed
+// with it) could hold the pipes open longer.
+const drainAfterExit = time.Second
+
 // Start runs argv (the fmu-host command) in dir, opens the FMU of setup in
 // it and waits up to grace for it to be ready. Every line the host writes
-// to stderr (the FMU's log, a crash report) is passed to logLine.
+// to stderr (the FMU's log and what it prints, a crash report) is passed
+// to logLine.
+//
+// The host and everything it starts (an FMU may start helper processes)
+// form one process tree (package proctree): the terminal's Ctrl-C passes
+// it by, it ends when beamconnect ends however that happens, and what the
+// host leaves running when it exits is killed then.
 func Start(argv []string, dir string, setup fmi.Setup, grace time.Duration, logLine func(string)) (*Client, error) {
 	open, err := json.Marshal(setup)
 	if err != nil {
@@ -50,36 +65,57 @@ func Start(argv []string, dir string, setup fmi.Setup, grace time.Duration, logL
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
+	// The pipes are ours, not exec.Cmd's: its Wait would close its own
+	// when the host exits, cutting its last words short, and would wait
+	// for a helper process that holds them.
+	var p [3][2]*os.File // stdin, stdout, stderr: read end, write end
+	for i := range p {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range p[:i] {
+				f[0].Close()
+				f[1].Close()
+			}
+			return nil, fmt.Errorf("starting the FMU host: %w", err)
+		}
+		p[i] = [2]*os.File{r, w}
 	}
-	stdout, err := cmd.StdoutPipe()
+	inW, outR, errR := p[0][1], p[1][0], p[2][0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p[0][0], p[1][1], p[2][1]
+	tree, err := proctree.StartOurs(cmd)
+	p[0][0].Close() // the host has them now
+	p[1][1].Close()
+	p[2][1].Close()
 	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
 		return nil, fmt.Errorf("starting the FMU host %q: %w", strings.Join(argv, " "), err)
 	}
 	c := &Client{
-		cmd: cmd, stdin: stdin, nIn: len(setup.Inputs), nOut: len(setup.Outputs), nParams: len(setup.Params),
+		tree: tree, stdin: inW, nIn: len(setup.Inputs), nOut: len(setup.Outputs), nParams: len(setup.Params),
 		outs: make([]float64, len(setup.Outputs)), answers: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	c.req = make([]byte, 0, 5+16+13*c.nParams+8*c.nIn)
 	stderrDone := make(chan struct{})
-	go c.readStderr(stderr, logLine, stderrDone)
+	go c.readStderr(errR, logLine, stderrDone)
+	ready := make(chan error, 1)
+	go c.read(bufio.NewReaderSize(outR, 64<<10), ready)
 	go func() {
-		<-stderrDone // Wait closes the pipe: read it to the end first
-		c.exit = cmd.Wait()
+		// The host exited (a crash, an exit of its FMU, a kill): Wait has
+		// ended what it left running, so its pipes close; the crash report
+		// on stderr is read to its end before anyone is told.
+		c.exit = tree.Wait()
+		select {
+		case <-stderrDone:
+		case <-time.After(drainAfterExit):
+		}
+		errR.Close()
+		outR.Close()
+		<-stderrDone
 		close(c.done)
 	}()
-	ready := make(chan error, 1)
-	go c.read(bufio.NewReaderSize(stdout, 64<<10), ready)
-	if _, err := writeFrame(stdin, nil, frameOpen, open); err != nil {
+	if _, err := writeFrame(inW, nil, frameOpen, open); err != nil {
 		c.Kill()
 		<-c.done
 		return nil, fmt.Errorf("the FMU host ended before it was ready: %s", c.Why())
@@ -103,13 +139,23 @@ func Start(argv []string, dir string, setup fmi.Setup, grace time.Duration, logL
 	return c, nil
 }
 
+// maxStderrLine bounds a line of the host's stderr: an FMU may log or
+// print anything; a longer line is cut, and said to be.
+const maxStderrLine = 16 << 10
+
 func (c *Client) readStderr(r io.Reader, logLine func(string), done chan struct{}) {
 	defer close(done)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64<<10)
+	lr := lines.NewReader(bufio.NewReaderSize(r, 4096), maxStderrLine)
 	crashAt, dropped := -1, 0
-	for n := 0; sc.Scan(); n++ {
-		line := sc.Text()
+	for n := 0; ; n++ {
+		b, long, err := lr.Next()
+		if err != nil {
+			break
+		}
+		line := strings.TrimRight(string(b), "\r\n")
+		if long > 0 {
+			line = fmt.Sprintf("%s… (a line of %d bytes, cut to its first %d)", line, long, len(b))
+		}
 		if crashAt < 0 && isCrash(line) {
 			crashAt = n
 			c.tailMu.Lock()
@@ -135,7 +181,6 @@ func (c *Client) readStderr(r io.Reader, logLine func(string), done chan struct{
 	if dropped > 0 && logLine != nil {
 		logLine(fmt.Sprintf("(%d more lines of the host's crash report not shown)", dropped))
 	}
-	io.Copy(io.Discard, r)
 }
 
 // isCrash reports whether a line of the host's stderr begins the Go
@@ -150,11 +195,17 @@ func (c *Client) read(r *bufio.Reader, ready chan<- error) {
 	var head [5]byte
 	typ, p, err := readFrame(r, &head, nil)
 	switch {
-	case err != nil:
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed):
 		ready <- fmt.Errorf("the FMU host ended before it was ready: %s", c.waitWhy())
 		return
-	case typ != frameReady:
-		ready <- fmt.Errorf("the FMU host answered frame %q to open", typ)
+	case err != nil || typ != frameReady:
+		// Not a frame: say what came instead (text, mostly).
+		more := p
+		if err != nil {
+			more, _ = r.Peek(r.Buffered())
+		}
+		what := append(head[:], more[:min(len(more), 60)]...)
+		ready <- fmt.Errorf("the FMU host's answer to open is not a frame of its protocol: it wrote %q…; something in it writes to its standard output", what)
 		return
 	case len(p) > 0:
 		ready <- errors.New(string(p))
@@ -279,12 +330,8 @@ func (c *Client) Why() string {
 	return status
 }
 
-// Kill ends the host at once (a hung FMU).
-func (c *Client) Kill() {
-	if c.cmd.Process != nil {
-		c.cmd.Process.Kill()
-	}
-}
+// Kill ends the host at once (a hung FMU), with everything it started.
+func (c *Client) Kill() { c.tree.Kill() }
 
 // Close asks the host to terminate the FMU and exit, and kills it if it
 // has not within 2 s.

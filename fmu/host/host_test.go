@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -16,10 +17,17 @@ import (
 )
 
 // The test binary is the host too, as beamconnect is: run with the
-// argument fmu-host, it serves instead of testing.
+// argument fmu-host, it serves instead of testing. With fmu-host-banner
+// it is a host that prints a banner on its stdout before anything else, as
+// a host whose stdout were not kept from its FMU would.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
 		os.Exit(Main(os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "fmu-host-banner" {
+		os.Stdout.WriteString("Vendor FMU runtime 4.2, licensed to: nobody\n")
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -49,21 +57,21 @@ func setup(t testing.TB, o testfmu.Options) fmi.Setup {
 	}
 }
 
-type lines struct {
+type logLines struct {
 	mu sync.Mutex
 	l  []string
 }
 
-func (l *lines) add(s string) { l.mu.Lock(); l.l = append(l.l, s); l.mu.Unlock() }
-func (l *lines) String() string {
+func (l *logLines) add(s string) { l.mu.Lock(); l.l = append(l.l, s); l.mu.Unlock() }
+func (l *logLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.l, "\n")
 }
 
-func start(t testing.TB, s fmi.Setup) (*Client, *lines) {
+func start(t testing.TB, s fmi.Setup) (*Client, *logLines) {
 	t.Helper()
-	log := &lines{}
+	log := &logLines{}
 	c, err := Start([]string{os.Args[0], "fmu-host"}, "", s, 10*time.Second, log.add)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +200,48 @@ func TestHostStartErrors(t *testing.T) {
 	if _, err := Start([]string{"/no/such/program"}, "", s, time.Second, nil); err == nil ||
 		!strings.Contains(err.Error(), "starting the FMU host") {
 		t.Errorf("%v", err)
+	}
+}
+
+// An FMU that prints to stdout while it is instantiated (a debugging
+// printf) does not keep its host from getting ready: what it prints comes
+// through as a line of its log.
+func TestHostFMUPrintsWhenInstantiated(t *testing.T) {
+	c, log := start(t, setup(t, testfmu.Options{Fault: "print"}))
+	out := make([]float64, 3)
+	if a := step(t, c, 0, []float64{0}, out); a.Result != Stepped {
+		t.Errorf("%+v", a)
+	}
+	c.Close()
+	if !strings.Contains(log.String(), "cruise: instantiated (a debugging printf on stdout)") || !strings.Contains(log.String(), "cruise: step 1") {
+		t.Errorf("what the FMU printed is not in the log:\n%s", log)
+	}
+}
+
+// A host whose stdout carries something other than the protocol before it
+// is ready: Start says what came instead of a frame, not that the host
+// ended (it has not).
+func TestHostNotSpeakingTheProtocol(t *testing.T) {
+	_, err := Start([]string{os.Args[0], "fmu-host-banner"}, "", setup(t, testfmu.Options{}), 10*time.Second, nil)
+	if err == nil || !strings.Contains(err.Error(), `is not a frame of its protocol: it wrote "Vendor FMU runtime 4.2`) {
+		t.Errorf("%v", err)
+	}
+}
+
+// A line of the host's stderr longer than the log takes (an FMU dumping
+// its state) is cut, and said to be; the lines after it still come, and a
+// crash after it is still reported as the crash.
+func TestHostLongStderrLine(t *testing.T) {
+	c, log := start(t, setup(t, testfmu.Options{Fault: "longline", After: 2}))
+	out := make([]float64, 3)
+	step(t, c, 0, []float64{0}, out)
+	c.Send(0.005, nil, nil, []float64{0})
+	<-c.Done()
+	if why := c.Why(); !strings.Contains(why, "SIGSEGV") {
+		t.Errorf("the crash is reported as %q", why)
+	}
+	if !strings.Contains(log.String(), "(a line of 102401 bytes, cut to its first") {
+		t.Errorf("the long line is not said to be cut:\n%.2000s", log)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"beamconnect/fmu/fmi"
+	"beamconnect/proctree"
 )
 
 // Main is the fmu-host process: it serves the coupling on stdin and
@@ -15,7 +16,14 @@ import (
 // status. A crash of the FMU's code ends the process with the runtime's
 // account of the signal on stderr, which the Client trims to its first
 // lines.
+//
+// stdout must be the program's own standard output (os.Stdout, which
+// package stdout has made a private copy of fd 1): loading the FMU points
+// fd 1 at stderr, so that what the FMU prints reaches the log instead of
+// the frames. The terminal's signals pass the host by, and it ends, with
+// any process its FMU started, when its parent ends (package proctree).
 func Main(stdin io.Reader, stdout, stderr io.Writer) int {
+	proctree.EndWithParent()
 	if err := Serve(stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "fmu-host: %v\n", err)
 		return 1

@@ -31,9 +31,13 @@ const Token = "{8c4e810f-3df3-4a00-8276-176fa3c9f000}"
 // Options choose the FMU to build.
 type Options struct {
 	FMI int // 2 or 3 (0: 2)
-	// Fault is "", "crash", "hang", "error", "nan", "stall" (one step of
-	// 300 ms), "hang-2s" (one step of 2 s), "slow" (every step 2 ms) or
-	// "nan-once" (NaN outputs at one step).
+	// Fault is "", "crash", "hang", "error", "nan" or "stall" (one step
+	// of 300 ms), "hang-2s" (one step of 2 s), "slow" (every step 2 ms),
+	// "nan-once" (NaN outputs at one step), or a fault of the process it
+	// runs in (c/process.h): "print" (to stdout, when instantiated and at
+	// every step), "fork" (a helper process started when instantiated;
+	// with After, a crash at that step), "exit" (exit(0)) or "longline" (a
+	// 100 KB line on stderr, then a crash).
 	Fault string
 	After int // the step the fault begins at (from 1)
 	// VariableStep sets canHandleVariableCommunicationStepSize.
@@ -45,9 +49,14 @@ type Options struct {
 	// Extra are more variable elements for modelDescription.xml, as
 	// written (the binary ignores them): for tests of validation.
 	Extra []string
+	// Locals adds that many local variables to modelDescription.xml (the
+	// binary ignores them): a model description as large as a big
+	// physical model's, for tests of the bounds on reading one.
+	Locals int
 }
 
-var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5, "hang-2s": 6, "slow": 7, "nan-once": 8}
+var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5,
+	"print": 6, "fork": 7, "exit": 8, "longline": 9, "hang-2s": 10, "slow": 11, "nan-once": 12}
 
 // Description is the FMU's modelDescription.xml.
 func Description(o Options) string {
@@ -102,6 +111,9 @@ func Description(o Options) string {
 		for _, e := range o.Extra {
 			b.WriteString("    " + e + "\n")
 		}
+		for i := range o.Locals {
+			fmt.Fprintf(&b, "    <ScalarVariable name=\"state.x%d\" valueReference=\"%d\" causality=\"local\"><Real/></ScalarVariable>\n", i, 1000+i)
+		}
 		b.WriteString("  </ModelVariables>\n  <ModelStructure>\n    <Outputs>\n")
 		for i, x := range vars {
 			if x.causality == "output" {
@@ -130,6 +142,9 @@ func Description(o Options) string {
 	}
 	for _, e := range o.Extra {
 		b.WriteString("    " + e + "\n")
+	}
+	for i := range o.Locals {
+		fmt.Fprintf(&b, "    <Float64 name=\"state.x%d\" valueReference=\"%d\" causality=\"local\"/>\n", i, 1000+i)
 	}
 	b.WriteString("  </ModelVariables>\n  <ModelStructure>\n")
 	for _, x := range vars {
@@ -193,7 +208,7 @@ func Build(out string, o Options) error {
 		}
 	}
 	lib := filepath.Join(src, "cruise.so")
-	args := []string{"-std=c99", "-D_POSIX_C_SOURCE=199309L", "-O2", "-shared", "-fPIC", "-o", lib,
+	args := []string{"-std=c99", "-D_POSIX_C_SOURCE=200809L", "-O2", "-shared", "-fPIC", "-o", lib,
 		"-DFAULT_KIND=" + strconv.Itoa(kind), "-DFAULT_AFTER=" + strconv.Itoa(o.After),
 		filepath.Join(src, "cruise"+strconv.Itoa(major)+".c"), "-lm"}
 	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
@@ -208,6 +223,7 @@ func Build(out string, o Options) error {
 		"binaries/" + plat + "/cruise.so":             bin,
 		"resources/README.txt":                        []byte("The cruise FMU needs no resources; FMI lets an FMU ship files here.\n"),
 		"sources/cruise.h":                            mustRead("c/cruise.h"),
+		"sources/process.h":                           mustRead("c/process.h"),
 		"sources/cruise" + strconv.Itoa(major) + ".c": mustRead("c/cruise" + strconv.Itoa(major) + ".c"),
 	})
 }

@@ -6,10 +6,10 @@
  * its n-th step on, for beamconnect's tests of model faults:
  * 1 crashes (a write through a null pointer), 2 hangs (a loop that never
  * ends), 3 returns an error status from doStep, 4 outputs NaN, 5 stalls
- * once: its n-th step takes 300 ms, then it goes on as before; 6 hangs
- * once, for 2 s (asleep, so an abandoned thread costs no CPU); 7 is slow:
- * every step from the n-th on takes 2 ms; 8 outputs NaN at its n-th step
- * only. */
+ * once: its n-th step takes 300 ms, then it goes on as before; 6 to 9 are
+ * faults of the process it runs in (process.h); 10 hangs once, for 2 s
+ * (asleep, so an abandoned thread costs no CPU); 11 is slow: every step
+ * from the n-th on takes 2 ms; 12 outputs NaN at its n-th step only. */
 #ifndef BEAMCONNECT_CRUISE_H
 #define BEAMCONNECT_CRUISE_H
 
@@ -22,6 +22,8 @@
 #ifndef FAULT_AFTER
 #define FAULT_AFTER 0
 #endif
+
+#include "process.h"
 
 /* Value references, as modelDescription.xml lists them. */
 enum { VR_SET_SPEED, VR_KP, VR_KI, VR_MAX_THROTTLE, VR_SPEED, VR_THROTTLE, VR_BRAKE, VR_TIME, VR_COUNT };
@@ -56,16 +58,17 @@ static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > h
  * fault kind it acted out. */
 static int cruise_step(cruise *c, double t, double h) {
 	c->steps++;
+	process_step(c->steps);
 	if (FAULT_KIND == 5 && c->steps == FAULT_AFTER) {
 		struct timespec stall = {0, 300000000};
 		nanosleep(&stall, NULL);
-	} else if (FAULT_KIND == 6 && c->steps == FAULT_AFTER) {
+	} else if (FAULT_KIND == 10 && c->steps == FAULT_AFTER) {
 		struct timespec hang = {2, 0};
 		nanosleep(&hang, NULL);
-	} else if (FAULT_KIND == 7 && c->steps >= FAULT_AFTER) {
+	} else if (FAULT_KIND == 11 && c->steps >= FAULT_AFTER) {
 		struct timespec slow = {0, 2000000};
 		nanosleep(&slow, NULL);
-	} else if (FAULT_KIND == 8 && c->steps == FAULT_AFTER) {
+	} else if (FAULT_KIND == 12 && c->steps == FAULT_AFTER) {
 		c->v[VR_THROTTLE] = NAN;
 		c->v[VR_BRAKE] = NAN;
 		c->v[VR_TIME] = t + h;

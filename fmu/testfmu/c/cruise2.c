@@ -27,6 +27,7 @@ FMI2_EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2St
 	in->cb = *cb;
 	strncpy(in->name, name ? name : "", sizeof in->name - 1);
 	cruise_reset(&in->c);
+	process_instantiated();
 	return in;
 }
 

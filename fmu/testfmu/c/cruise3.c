@@ -31,6 +31,7 @@ FMI3_EXPORT fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String
 	in->env = env;
 	in->log = log;
 	cruise_reset(&in->c);
+	process_instantiated();
 	return in;
 }
 

@@ -1,4 +1,4 @@
-package models
+package lines
 
 import (
 	"bufio"
@@ -6,22 +6,22 @@ import (
 	"testing"
 )
 
-// The line reader gives every line of its input in order, as splitting at
+// The reader gives every line of its input in order, as splitting at
 // newlines would, except that a line longer than its limit comes as its
 // first bytes and its length, and reading goes on after it.
-func FuzzLineReader(f *testing.F) {
+func FuzzReader(f *testing.F) {
 	f.Add([]byte("1 0.5 0 0\n# note\n\n1 2 3"), 8)
 	f.Add(bytes.Repeat([]byte("9"), 100), 16)
 	f.Add([]byte("short\n"+string(bytes.Repeat([]byte("x"), 40))+"\nafter\n"), 10)
 	f.Fuzz(func(t *testing.T, in []byte, max int) {
 		max = 1 + max&63
-		lr := lineReader{r: bufio.NewReaderSize(bytes.NewReader(in), 16), max: max}
+		lr := NewReader(bufio.NewReaderSize(bytes.NewReader(in), 16), max)
 		want := bytes.SplitAfter(in, []byte("\n"))
 		if len(want[len(want)-1]) == 0 {
 			want = want[:len(want)-1]
 		}
 		for i, w := range want {
-			line, long, err := lr.next()
+			line, long, err := lr.Next()
 			if err != nil {
 				t.Fatalf("line %d: %v", i, err)
 			}
@@ -32,7 +32,7 @@ func FuzzLineReader(f *testing.F) {
 				t.Fatalf("line %d: got %q (long %d), want %q", i, line, long, w)
 			}
 		}
-		if _, _, err := lr.next(); err == nil {
+		if _, _, err := lr.Next(); err == nil {
 			t.Fatal("no end after the last line")
 		}
 	})
