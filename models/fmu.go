@@ -12,6 +12,7 @@ import (
 
 	"beamconnect/fmu"
 	"beamconnect/fmu/fmi"
+	"beamconnect/fmu/host"
 	"beamconnect/ports"
 )
 
@@ -67,6 +68,7 @@ type FMU struct {
 	inProcess         bool
 	restart           bool
 	deadline, timeout time.Duration
+	handoff           host.Handoff // how steps pass to a child process
 
 	setupMu sync.Mutex
 	setup   fmi.Setup // what a (re)started instance is made from
@@ -117,6 +119,10 @@ func NewFMU(params Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 		closing: make(chan struct{}),
 	}
 	m.inProcess, _ = params["inProcess"].(bool)
+	if plan.BusyPoll {
+		// Busy polling: both sides of a step spin, never asleep.
+		m.handoff = host.Handoff{ClientSpin: m.deadline, HostSpin: -1}
+	}
 	if r, ok := params["restart"].(bool); ok {
 		m.restart = r
 	}

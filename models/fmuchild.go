@@ -20,7 +20,6 @@ type childFMU struct {
 	slow   atomic.Bool                 // the outstanding step has run past the model timeout
 	hung   atomic.Bool                 // the current host was stopped for hanging
 	failed atomic.Bool                 // the current host was stopped after its FMU failed
-	timer  *time.Timer                 // the step's deadline
 	answer host.Answer
 	// Catch-ups and resets of hosts that ended, and of the current one.
 	base, last [2]atomic.Int64
@@ -32,8 +31,7 @@ func (m *FMU) startChild() error {
 	if err != nil {
 		return err
 	}
-	c := &childFMU{argv: argv, timer: time.NewTimer(time.Hour)}
-	c.timer.Stop()
+	c := &childFMU{argv: argv}
 	cl, err := c.start(m)
 	if err != nil {
 		return err
@@ -52,7 +50,7 @@ func (c *childFMU) start(m *FMU) (*host.Client, error) {
 			m.log.Warn("FMU host", "fmu", filepath.Base(m.file), "says", line, "lines_since_last_shown", n)
 		}
 	}
-	cl, err := host.Start(c.argv, m.dir, m.currentSetup(), startGrace, logLine)
+	cl, err := host.StartWith(c.argv, m.dir, m.currentSetup(), startGrace, logLine, m.handoff)
 	if err != nil {
 		return nil, err
 	}
@@ -78,23 +76,11 @@ func (c *childFMU) step(m *FMU, t float64, out, in [][]float64) bool {
 	}
 	m.sentTune()
 	computed := false
-	c.timer.Reset(m.deadline)
-wait:
-	for {
-		if got, applied := c.take(m, cl, in); got {
-			computed = applied
-			break
-		}
-		select {
-		case <-cl.Answers():
-		case <-c.timer.C:
-			m.missed.Add(1) // this message gets neutral controls
-			break wait
-		case <-cl.Done():
-			break wait
-		}
+	if cl.Wait(time.Now().Add(m.deadline)) {
+		_, computed = c.take(m, cl, in)
+	} else {
+		m.missed.Add(1) // this message gets neutral controls
 	}
-	c.timer.Stop()
 	c.checkHung(m, cl)
 	return computed
 }

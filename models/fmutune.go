@@ -165,16 +165,13 @@ func (m *FMU) trial(b *fmuBinding, list []fmi.Var, vals []float64) error {
 	if !cl.Send(0, list, vals, inputs) {
 		return errors.New("model fmu: trying the new parameters: the scratch instance took no request")
 	}
-	timer := time.NewTimer(startGrace)
-	defer timer.Stop()
 	outs := make([]float64, len(b.outputs))
 	var a host.Answer
-	for !cl.Take(outs, &a) {
+	if !cl.Wait(time.Now().Add(startGrace)) || !cl.Take(outs, &a) {
 		select {
-		case <-cl.Answers():
 		case <-cl.Done():
 			return fmt.Errorf("model fmu: trying the new parameters, the scratch instance ended: %s", cl.Why())
-		case <-timer.C:
+		default:
 			return fmt.Errorf("model fmu: trying the new parameters: the scratch instance did not answer within %v", startGrace)
 		}
 	}

@@ -205,6 +205,12 @@ func (r *runner) prepare() (code int, ok bool) {
 	for _, d := range res.Diagnostics {
 		printDiag(c.stderr, d)
 	}
+	if o.busyPoll && !plan.BusyPoll {
+		// The model spins too (an FMU's child process): the plan says so.
+		p := *plan
+		p.BusyPoll = true
+		plan = &p
+	}
 	r.plan = plan
 	if err := r.newModel(); err != nil {
 		return r.fail(err)

@@ -16,6 +16,7 @@ import (
 
 	"beamconnect/fmu/fmi"
 	"beamconnect/lines"
+	"beamconnect/mailbox"
 	"beamconnect/proctree"
 )
 
@@ -33,7 +34,19 @@ type Client struct {
 	answer  Answer
 	outs    []float64
 	has     bool
-	answers chan struct{} // signalled when an answer arrives
+	answers chan struct{} // signalled when an answer arrives (pipes)
+
+	// Steps through shared memory (shm; otherwise through the pipes).
+	// The coupling's goroutine asks and awaits under boxMu; once the host
+	// has ended, its exit's goroutine releases the memory under it too
+	// (box nil). timer is the pipe mode's wait's.
+	shm       bool
+	boxMu     sync.Mutex
+	box       *mailbox.Box
+	spin      time.Duration
+	boxOuts   []float64
+	boxAnswer Answer
+	timer     *time.Timer
 
 	done     chan struct{} // closed once the process has exited
 	exit     error
@@ -59,12 +72,62 @@ const drainAfterExit = time.Second
 // it by, it ends when beamconnect ends however that happens, and what the
 // host leaves running when it exits is killed then.
 func Start(argv []string, dir string, setup fmi.Setup, grace time.Duration, logLine func(string)) (*Client, error) {
+	return StartWith(argv, dir, setup, grace, logLine, Handoff{})
+}
+
+// Handoff says how steps pass between the coupling and the host: through
+// shared memory (unless Pipes), each side spinning before it sleeps, the
+// coupling awaiting an answer for ClientSpin (0: DefaultSpin), the host
+// awaiting the next request for HostSpin (0: DefaultHostSpin; < 0: for
+// ever, busy polling).
+type Handoff struct {
+	ClientSpin, HostSpin time.Duration
+	Pipes                bool // the steps through the pipes, as where there is no shared memory
+}
+
+// The spins by default: an answer usually comes within a few
+// microseconds of its request, and at full rate the next request within
+// tens of them; a sleeping side costs a wake-up (tens of microseconds).
+const (
+	DefaultSpin     = 50 * time.Microsecond
+	DefaultHostSpin = 100 * time.Microsecond
+)
+
+// hostSpinEnv hands the host its spin.
+const hostSpinEnv = "BEAMCONNECT_FMU_HOST_SPIN"
+
+// mailbox sizes: a step request (its time, parameter changes and inputs)
+// and an answer (outputs and an error text, cut to fit).
+const (
+	maxRequest = 64 << 10
+	maxErrText = 4 << 10
+)
+
+// StartWith is Start with the steps' handoff as h says.
+func StartWith(argv []string, dir string, setup fmi.Setup, grace time.Duration, logLine func(string), h Handoff) (*Client, error) {
 	open, err := json.Marshal(setup)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	if h.ClientSpin <= 0 {
+		h.ClientSpin = DefaultSpin
+	}
+	if h.HostSpin == 0 {
+		h.HostSpin = DefaultHostSpin
+	}
+	// Steps go through shared memory where there is some; the pipes stay
+	// for open, ready and quit (and carry the steps where there is none).
+	var box *mailbox.Box
+	if !h.Pipes {
+		if box, err = mailbox.Create(maxRequest, 64+8*len(setup.Outputs)+maxErrText); err == nil {
+			box.Attach(cmd)
+			cmd.Env = append(cmd.Env, hostSpinEnv+"="+h.HostSpin.String())
+		} else {
+			box = nil
+		}
+	}
 	// The pipes are ours, not exec.Cmd's: its Wait would close its own
 	// when the host exits, cutting its last words short, and would wait
 	// for a helper process that holds them.
@@ -90,12 +153,18 @@ func Start(argv []string, dir string, setup fmi.Setup, grace time.Duration, logL
 		inW.Close()
 		outR.Close()
 		errR.Close()
+		if box != nil {
+			box.Close()
+			box.Release()
+		}
 		return nil, fmt.Errorf("starting the FMU host %q: %w", strings.Join(argv, " "), err)
 	}
 	c := &Client{
 		tree: tree, stdin: inW, nIn: len(setup.Inputs), nOut: len(setup.Outputs), nParams: len(setup.Params),
 		outs: make([]float64, len(setup.Outputs)), answers: make(chan struct{}, 1), done: make(chan struct{}),
+		shm: box != nil, box: box, spin: h.ClientSpin, boxOuts: make([]float64, len(setup.Outputs)), timer: time.NewTimer(time.Hour),
 	}
+	c.timer.Stop()
 	c.req = make([]byte, 0, 5+16+13*c.nParams+8*c.nIn)
 	stderrDone := make(chan struct{})
 	go c.readStderr(errR, logLine, stderrDone)
@@ -113,6 +182,13 @@ func Start(argv []string, dir string, setup fmi.Setup, grace time.Duration, logL
 		errR.Close()
 		outR.Close()
 		<-stderrDone
+		if c.shm {
+			c.box.Close() // a wait for its answer ends now; then the memory goes
+			c.boxMu.Lock()
+			c.box.Release()
+			c.box = nil
+			c.boxMu.Unlock()
+		}
 		close(c.done)
 	}()
 	if _, err := writeFrame(inW, nil, frameOpen, open); err != nil {
@@ -229,12 +305,7 @@ func (c *Client) read(r *bufio.Reader, ready chan<- error) {
 		copy(c.outs, outs)
 		c.has = true
 		if asked := c.outstanding.Swap(0); asked != 0 {
-			for age := now - asked; ; {
-				old := c.maxAge.Load()
-				if age <= old || c.maxAge.CompareAndSwap(old, age) {
-					break
-				}
-			}
+			c.observeAge(now - asked)
 		}
 		c.mu.Unlock()
 		select {
@@ -253,23 +324,30 @@ func (c *Client) waitWhy() string {
 	return c.Why()
 }
 
-// Send writes a step request, unless one is still unanswered: then it
-// returns false and the data is dropped (the next request carries newer).
-// tune and tuneValue are parameter changes to apply first. It allocates
-// nothing.
+// Send hands the host a step request, unless one is still unanswered:
+// then it returns false and the data is dropped (the next request carries
+// newer). tune and tuneValue are parameter changes to apply first. It
+// allocates nothing.
 func (c *Client) Send(t float64, tune []fmi.Var, tuneValue []float64, inputs []float64) bool {
+	if c.shm {
+		c.boxMu.Lock()
+		defer c.boxMu.Unlock()
+		if c.box == nil || c.outstanding.Load() != 0 && !c.collect(time.Now()) {
+			return false
+		}
+		req := c.box.Request()
+		b := appendStep(req[:0], t, tune, tuneValue, inputs)
+		if len(b) > 0 && &b[0] != &req[0] {
+			return false // more than a request can hold: not sent (Validate bounds the variables)
+		}
+		c.outstanding.Store(time.Now().UnixNano())
+		return c.box.Ask(len(b)) == nil
+	}
 	if c.outstanding.Load() != 0 {
 		return false
 	}
 	b := append(c.req[:0], frameStep, 0, 0, 0, 0)
-	b = putF64(b, t)
-	b = putU32(b, uint32(len(tune)))
-	for i, v := range tune {
-		b = putF64(append(putU32(b, v.VR), byte(v.Kind)), tuneValue[i])
-	}
-	for _, v := range inputs {
-		b = putF64(b, v)
-	}
+	b = appendStep(b, t, tune, tuneValue, inputs)
 	binary.LittleEndian.PutUint32(b[1:], uint32(len(b)-5))
 	c.req = b
 	c.outstanding.Store(time.Now().UnixNano())
@@ -279,15 +357,91 @@ func (c *Client) Send(t float64, tune []fmi.Var, tuneValue []float64, inputs []f
 	return true
 }
 
+// Wait waits until the request sent has its answer (Take then gives it),
+// until the deadline, or until the host ends; it reports whether the
+// answer came. The coupling's goroutine calls it, as it calls Send.
+func (c *Client) Wait(deadline time.Time) bool {
+	if c.shm {
+		c.boxMu.Lock()
+		defer c.boxMu.Unlock()
+		return c.box != nil && c.collect(deadline)
+	}
+	c.timer.Reset(time.Until(deadline))
+	defer c.timer.Stop()
+	for {
+		c.mu.Lock()
+		has := c.has
+		c.mu.Unlock()
+		if has {
+			return true
+		}
+		select {
+		case <-c.answers:
+		case <-c.timer.C:
+			return false
+		case <-c.done:
+			return false
+		}
+	}
+}
+
+// collect takes the answer to the outstanding request from the mailbox,
+// waiting for it until the deadline (now: only if it is there already).
+// Under boxMu, with the box there.
+func (c *Client) collect(deadline time.Time) bool {
+	if c.outstanding.Load() == 0 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.has
+	}
+	p, err := c.box.Await(c.spin, deadline)
+	switch {
+	case errors.Is(err, mailbox.ErrTorn):
+		c.Kill() // it wrote over its own answer: nothing it says can be trusted
+		return false
+	case err != nil:
+		return false
+	}
+	if decodeAnswer(p, c.boxOuts, &c.boxAnswer) != nil {
+		c.Kill()
+		return false
+	}
+	now := time.Now().UnixNano()
+	c.mu.Lock()
+	c.answer = c.boxAnswer
+	copy(c.outs, c.boxOuts)
+	c.has = true
+	c.mu.Unlock()
+	if asked := c.outstanding.Swap(0); asked != 0 {
+		c.observeAge(now - asked)
+	}
+	return true
+}
+
+// observeAge keeps the longest a request waited for its answer.
+func (c *Client) observeAge(age int64) {
+	for {
+		old := c.maxAge.Load()
+		if age <= old || c.maxAge.CompareAndSwap(old, age) {
+			return
+		}
+	}
+}
+
 // Outstanding is when the unanswered request was sent (unix ns), 0 when
 // none is.
 func (c *Client) Outstanding() int64 { return c.outstanding.Load() }
 
-// Answers is signalled when an answer arrives.
-func (c *Client) Answers() <-chan struct{} { return c.answers }
-
-// Take moves the newest answer into a and its outputs into outs.
+// Take moves the newest answer into a and its outputs into outs: one
+// that came after its Wait gave up too.
 func (c *Client) Take(outs []float64, a *Answer) bool {
+	if c.shm && c.outstanding.Load() != 0 {
+		c.boxMu.Lock()
+		if c.box != nil {
+			c.collect(time.Now())
+		}
+		c.boxMu.Unlock()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.has {
@@ -334,7 +488,7 @@ func (c *Client) Why() string {
 func (c *Client) Kill() { c.tree.Kill() }
 
 // Close asks the host to terminate the FMU and exit, and kills it if it
-// has not within 2 s.
+// has not within 2 s. Call it from the goroutine that steps.
 func (c *Client) Close() {
 	c.closeOne.Do(func() {
 		writeFrame(c.stdin, nil, frameQuit, nil)

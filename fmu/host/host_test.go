@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -70,9 +71,13 @@ func (l *logLines) String() string {
 }
 
 func start(t testing.TB, s fmi.Setup) (*Client, *logLines) {
+	return startWith(t, s, Handoff{})
+}
+
+func startWith(t testing.TB, s fmi.Setup, h Handoff) (*Client, *logLines) {
 	t.Helper()
 	log := &logLines{}
-	c, err := Start([]string{os.Args[0], "fmu-host"}, "", s, 10*time.Second, log.add)
+	c, err := StartWith([]string{os.Args[0], "fmu-host"}, "", s, 10*time.Second, log.add, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,26 +92,30 @@ func step(t testing.TB, c *Client, tm float64, in []float64, out []float64) Answ
 		t.Fatal("a request is still outstanding")
 	}
 	var a Answer
-	deadline := time.After(10 * time.Second)
-	for !c.Take(out, &a) {
+	if !c.Wait(time.Now().Add(10*time.Second)) || !c.Take(out, &a) {
 		select {
-		case <-c.Answers():
 		case <-c.Done():
-			if c.Take(out, &a) {
-				return a
-			}
 			t.Fatalf("the host ended: %s", c.Why())
-		case <-deadline:
+		default:
 			t.Fatal("no answer in 10 s")
 		}
 	}
 	return a
 }
 
+// The host steps the FMU, takes parameter changes with a step, and says
+// when a time brings nothing new: through shared memory, and through the
+// pipes (where there is no shared memory).
 func TestHostSteps(t *testing.T) {
+	for _, h := range []Handoff{{}, {Pipes: true}} {
+		t.Run(fmt.Sprintf("pipes %v", h.Pipes), func(t *testing.T) { testHostSteps(t, h) })
+	}
+}
+
+func testHostSteps(t *testing.T, h Handoff) {
 	for _, major := range []int{2, 3} {
 		s := setup(t, testfmu.Options{FMI: major})
-		c, _ := start(t, s)
+		c, _ := startWith(t, s, h)
 		out := make([]float64, 3)
 		a := step(t, c, 1, []float64{5}, out)
 		if a.Result != Stepped || out[0] != 1 || out[1] != 0 || out[2] != 1.005 || a.FMUTime != 1.005 {
@@ -117,8 +126,8 @@ func TestHostSteps(t *testing.T) {
 		if !c.Send(1.005, s.Params, []float64{30, 0}, []float64{5}) {
 			t.Fatal("not sent")
 		}
-		for !c.Take(out, &a) {
-			<-c.Answers()
+		if !c.Wait(time.Now().Add(10*time.Second)) || !c.Take(out, &a) {
+			t.Fatal("no answer")
 		}
 		if a.Result != Stepped || !(out[0] > 0 && out[0] < 0.01) {
 			t.Errorf("FMI %d after tuning: %+v %v", major, a, out)
@@ -292,9 +301,12 @@ func (nopCloser) Close() error { return nil }
 // to the host's stdin, the FMU stepped there, the answer read back.
 // Reports the p50 and p99 round trip.
 func BenchmarkStepChild(b *testing.B) {
-	for _, major := range []int{2, 3} {
-		b.Run("FMI"+string(rune('0'+major)), func(b *testing.B) {
-			c, _ := start(b, setup(b, testfmu.Options{FMI: major}))
+	for _, tt := range []struct {
+		name string
+		h    Handoff
+	}{{"shared memory", Handoff{}}, {"pipes", Handoff{Pipes: true}}} {
+		b.Run(tt.name, func(b *testing.B) {
+			c, _ := startWith(b, setup(b, testfmu.Options{FMI: 2}), tt.h)
 			in, out := []float64{0}, make([]float64, 3)
 			var a Answer
 			lat := make([]time.Duration, 0, 1<<16)
@@ -303,8 +315,8 @@ func BenchmarkStepChild(b *testing.B) {
 				in[0] = float64(i % 30)
 				t0 := time.Now()
 				c.Send(float64(i)*0.005, nil, nil, in)
-				for !c.Take(out, &a) {
-					<-c.Answers()
+				if !c.Wait(time.Now().Add(10*time.Second)) || !c.Take(out, &a) {
+					b.Fatal("no answer")
 				}
 				if len(lat) < cap(lat) {
 					lat = append(lat, time.Since(t0))

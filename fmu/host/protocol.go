@@ -19,6 +19,13 @@
 // float64 per output, then the error text when the result is not OK.
 // Numbers are little-endian. What the FMU logs goes to the host's stderr,
 // one line per message.
+//
+// Where the platform has one (Linux, Windows), steps do not go through the
+// pipes: the host inherits a shared-memory mailbox (package mailbox), and a
+// step request and its answer (the same payloads, without the frame's
+// header) pass through it with a spin and, when the other side sleeps, a
+// wake-up, at the speed of memory. Open, ready and quit stay on the pipes,
+// and a host whose pipes close ends.
 package host
 
 import (
@@ -127,6 +134,30 @@ func (r *reader) u8() uint8 {
 	v := r.b[0]
 	r.b = r.b[1:]
 	return v
+}
+
+// appendStep appends a step request's payload to b.
+func appendStep(b []byte, t float64, tune []fmi.Var, tuneValue []float64, inputs []float64) []byte {
+	b = putF64(b, t)
+	b = putU32(b, uint32(len(tune)))
+	for i, v := range tune {
+		b = putF64(append(putU32(b, v.VR), byte(v.Kind)), tuneValue[i])
+	}
+	for _, v := range inputs {
+		b = putF64(b, v)
+	}
+	return b
+}
+
+// appendAnswer appends a step answer's payload to b.
+func appendAnswer(b []byte, res Result, tc float64, catchUps, resets int64, outputs []float64, msg string) []byte {
+	b = append(b, byte(res))
+	b = putF64(b, tc)
+	b = putU32(putU32(b, uint32(catchUps)), uint32(resets))
+	for _, v := range outputs {
+		b = putF64(b, v)
+	}
+	return append(b, msg...)
 }
 
 // Step is a decoded step request.

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"time"
 
 	"beamconnect/fmu/fmi"
+	"beamconnect/mailbox"
 	"beamconnect/proctree"
 )
 
@@ -24,7 +27,19 @@ import (
 // any process its FMU started, when its parent ends (package proctree).
 func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	proctree.EndWithParent()
-	if err := Serve(stdin, stdout, stderr); err != nil {
+	box, err := mailbox.FromEnv()
+	switch {
+	case errors.Is(err, mailbox.ErrNoBox):
+		box = nil // steps come through stdin
+	case err != nil:
+		fmt.Fprintf(stderr, "fmu-host: %v\n", err)
+		return 1
+	}
+	spin, _ := time.ParseDuration(os.Getenv(hostSpinEnv))
+	if spin < 0 {
+		spin = 1<<63 - 1 // busy polling: never asleep
+	}
+	if err := Serve(stdin, stdout, stderr, box, spin); err != nil {
 		fmt.Fprintf(stderr, "fmu-host: %v\n", err)
 		return 1
 	}
@@ -32,8 +47,10 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // Serve runs one FMU for the coupling at the other end of r and w. The
-// FMU's log lines go to logw.
-func Serve(r io.Reader, w io.Writer, logw io.Writer) error {
+// FMU's log lines go to logw. With a mailbox (box not nil) the steps come
+// through it, the host spinning for spin before it sleeps; r then only
+// says when to quit.
+func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time.Duration) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var head [5]byte
 	typ, p, err := readFrame(br, &head, nil)
@@ -67,18 +84,9 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer) error {
 		outputs = make([]float64, len(setup.Outputs))
 		answer  = make([]byte, 0, 64+8*len(outputs))
 	)
-	for {
-		typ, p, err = readFrame(br, &head, p)
-		switch {
-		case errors.Is(err, io.EOF) || err == nil && typ == frameQuit:
-			return nil // the coupling closed or quit: st.Close terminates the FMU
-		case err != nil:
-			return fmt.Errorf("reading a request: %w", err)
-		case typ != frameStep:
-			return fmt.Errorf("expected a step request, got frame %q", typ)
-		}
+	stepOnce := func(p []byte) ([]byte, error) {
 		if err := decodeStep(p, len(setup.Inputs), &step); err != nil {
-			return err
+			return nil, err
 		}
 		res, msg := Stepped, ""
 		if len(step.TuneVars) > 0 {
@@ -98,19 +106,70 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer) error {
 				res = NotStepped
 			}
 		}
-		tc, _ := st.Time()
-		answer = append(answer[:0], byte(res))
-		answer = putF64(answer, tc)
-		answer = putU32(putU32(answer, uint32(st.CatchUps)), uint32(st.Resets))
-		for _, v := range outputs {
-			answer = putF64(answer, v)
-		}
-		answer = append(answer, msg...)
-		if out, err = writeFrame(w, out, frameAnswer, answer); err != nil {
-			return err
-		}
 		// After Failed the instance is unusable (FMI allows little but
 		// freeing it after an error): every later step fails too, and
 		// the coupling stops this host and starts another.
+		tc, _ := st.Time()
+		answer = appendAnswer(answer[:0], res, tc, st.CatchUps, st.Resets, outputs, msg)
+		return answer, nil
+	}
+	if box != nil {
+		return serveBox(br, &head, box, spin, stepOnce)
+	}
+	for {
+		typ, p, err = readFrame(br, &head, p)
+		switch {
+		case errors.Is(err, io.EOF) || err == nil && typ == frameQuit:
+			return nil // the coupling closed or quit: st.Close terminates the FMU
+		case err != nil:
+			return fmt.Errorf("reading a request: %w", err)
+		case typ != frameStep:
+			return fmt.Errorf("expected a step request, got frame %q", typ)
+		}
+		if answer, err = stepOnce(p); err != nil {
+			return err
+		}
+		if out, err = writeFrame(w, out, frameAnswer, answer); err != nil {
+			return err
+		}
+	}
+}
+
+// serveBox answers the steps that come through the mailbox until the
+// coupling quits (a quit frame, or its end of the pipe closing), which
+// closes the box.
+func serveBox(br *bufio.Reader, head *[5]byte, box *mailbox.Box, spin time.Duration, step func([]byte) ([]byte, error)) error {
+	quit := make(chan error, 1)
+	go func() {
+		typ, _, err := readFrame(br, head, nil)
+		switch {
+		case errors.Is(err, io.EOF) || err == nil && typ == frameQuit:
+			quit <- nil
+		case err != nil:
+			quit <- fmt.Errorf("reading a request: %w", err)
+		default:
+			quit <- fmt.Errorf("expected quit, got frame %q", typ)
+		}
+		box.Close()
+	}()
+	for {
+		p, err := box.Next(spin)
+		if errors.Is(err, mailbox.ErrClosed) {
+			return <-quit
+		}
+		if err != nil {
+			return err
+		}
+		a, err := step(p)
+		if err != nil {
+			return err
+		}
+		out := box.Answer()
+		if len(a) > len(out) {
+			a = a[:len(out)] // only an error text can be this long: cut
+		}
+		if err := box.Reply(copy(out, a)); err != nil {
+			return err
+		}
 	}
 }
