@@ -339,7 +339,7 @@ func waitAnswered(t *testing.T, m *FMU) {
 		if m.inProcess {
 			return m.local.w.state.Load() == reqAnswered
 		}
-		return m.child.client.Load().Outstanding() == 0
+		return m.child.client.Load().Wait(time.Now().Add(5 * time.Millisecond))
 	}
 	for deadline := time.Now().Add(5 * time.Second); !answered(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
