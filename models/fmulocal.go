@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"beamconnect/fmu/fmi"
+	"beamconnect/fmu/host"
 )
 
 // localFMU is an FMU loaded into beamconnect (modelParams.inProcess). Its C
@@ -25,9 +26,14 @@ type localFMU struct {
 }
 
 // localSpin is how long a step spins on the worker's answer before it
-// sleeps: an FMU's step usually takes microseconds, far less than waking a
-// sleeping goroutine.
-const localSpin = 20 * time.Microsecond
+// sleeps, and workerSpin how long the worker spins for the next request
+// before it sleeps: an FMU's step usually takes microseconds and, at full
+// rate, the next request comes tens of them later, far less than waking a
+// sleeping thread takes. The child process's handoff spins alike.
+const (
+	localSpin  = host.DefaultSpin
+	workerSpin = host.DefaultHostSpin
+)
 
 // A worker's request is idle, requested (the worker has it) or answered
 // (its result waits for the loop).
@@ -109,9 +115,7 @@ func (w *worker) run(setup fmi.Setup, log fmi.Logger, ready chan<- error) {
 	w.st = st
 	ready <- nil
 	for {
-		select {
-		case <-w.req:
-		case <-w.quit:
+		if !w.awaitRequest(workerSpin) {
 			st.Close()
 			return
 		}
@@ -131,6 +135,26 @@ func (w *worker) run(setup fmi.Setup, log fmi.Logger, ready chan<- error) {
 		select {
 		case w.done <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// awaitRequest waits for the loop's next request: spinning for spin, then
+// asleep; false when told to quit.
+func (w *worker) awaitRequest(spin time.Duration) bool {
+	for start := time.Now(); time.Since(start) < spin; {
+		if w.state.Load() == reqAsked {
+			return true
+		}
+	}
+	for {
+		select {
+		case <-w.req: // a token may be an older request's, taken by the spin
+			if w.state.Load() == reqAsked {
+				return true
+			}
+		case <-w.quit:
+			return false
 		}
 	}
 }
@@ -162,7 +186,10 @@ func (l *localFMU) step(m *FMU, t float64, out, in [][]float64) bool {
 	w.askedAt.Store(time.Now().UnixNano())
 	w.slow = false
 	w.state.Store(reqAsked)
-	w.req <- struct{}{}
+	select {
+	case w.req <- struct{}{}:
+	default: // a token is there already: the worker takes this request with it
+	}
 	if !l.await(m, w) {
 		m.missed.Add(1) // its result is collected at the next message
 		l.checkHung(m, w)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -52,6 +53,10 @@ it), which measures the responders, not the driver:
                     --responder "c=/tmp/responder {listen} {beamng}" \
                     --responder "c spin=/tmp/responder {listen} {beamng} spin"
 
+--fmu FILE adds the binary stepping that FMU at every message (bound by
+name: groundspeed in, throttle and brake out, as examples/fmu-cruise's FMU),
+in its child process and in process: what the safe default costs.
+
 --soak runs beamconnect (in process, with a recording) against BeamNG's side
 paced in real time at its fastest rate, a message every 0.5 ms, for
 --duration (default 10 minutes) with faults on (--fault, repeatable; by
@@ -70,6 +75,7 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 			driver := fs.String("driver", "blocking", "how BeamNG's side waits for a reply: blocking (as BeamNG does) or spin (busy-polling, Linux)")
 			rounds := fs.Int("rounds", 1, "measure the responders in turn this many times (interleaved, against drift) and report each one's median round")
 			cDriver := fs.String("c-driver", "", "play BeamNG's side with this program instead of the emulator (examples/bench/driver.c: a BeamNG-like driver in C, in its own process)")
+			fmuPath := fs.String("fmu", "", "measure beamconnect stepping this FMU too (its inputs groundspeed, its outputs throttle and brake, as the cruise FMU's), in its child process and in process")
 			soak := fs.Bool("soak", false, "soak instead: beamconnect against BeamNG's side at 0.5 ms, paced in real time, with faults on; report losses, stalls, recovery and memory growth")
 			faults := fs.StringArray("fault", nil, "with --soak: the faults to inflict (repeatable; default: every kind, at low rates)")
 			vehicles := fs.IntSlice("vehicles", nil, "several vehicles instead: the vehicle counts to measure, e.g. 1,2,4,8,16")
@@ -121,7 +127,15 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 					fmt.Fprintf(c.stderr, "%s bench: --rounds must be at least 1\n", programName)
 					return exitUsage
 				}
-				return benchCmd(c, *d, *rs, benchDriver{spin: *driver == "spin", program: *cDriver}, *rounds)
+				drv := benchDriver{spin: *driver == "spin", program: *cDriver}
+				if *fmuPath != "" {
+					abs, err := filepath.Abs(*fmuPath)
+					if err != nil {
+						return c.fail("bench", err)
+					}
+					drv.fmu = abs
+				}
+				return benchCmd(c, *d, *rs, drv, *rounds)
 			}
 		},
 	})
@@ -146,6 +160,7 @@ type benchResult struct {
 type benchDriver struct {
 	spin    bool
 	program string
+	fmu     string // --fmu: the FMU the FMU responders run
 }
 
 func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, rounds int) int {
@@ -160,6 +175,12 @@ func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, ro
 	if exe, err := os.Executable(); err == nil && !strings.HasSuffix(exe, ".test") {
 		list = append(list, resp{"beamconnect", exe + " run {config} --no-watch --model hold --log-level error"})
 		list = append(list, resp{"beamconnect --busy-poll", exe + " run {config} --no-watch --model hold --log-level error --busy-poll"})
+		if drv.fmu != "" {
+			// The same binary stepping an FMU each message: in its child
+			// process (the default), and loaded into beamconnect.
+			list = append(list, resp{"beamconnect FMU in its child", exe + " run {fmu-config} --no-watch --log-level error"},
+				resp{"beamconnect FMU in process", exe + " run {fmu-config-in-process} --no-watch --log-level error"})
+		}
 	}
 	for _, r := range responders {
 		name, cmd, ok := strings.Cut(r, "=")
@@ -298,7 +319,7 @@ func measure(c *call, name, command string, d time.Duration, drv benchDriver) be
 		wg.Add(1)
 		go func() { defer wg.Done(); cp.Run(ctx) }()
 	} else {
-		stop, err := startResponder(c, command, clientAddr, link.LocalAddr())
+		stop, err := startResponder(c, command, clientAddr, link.LocalAddr(), drv.fmu)
 		if err != nil {
 			res.Error = err.Error()
 			return res

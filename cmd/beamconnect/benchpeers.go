@@ -17,16 +17,30 @@ import (
 )
 
 // benchConfig writes a rig config for a coupling bound at listen and
-// replying to beamngAddr, at BeamNG's fastest rate, for {config}.
-func benchConfig(listen, beamngAddr netip.AddrPort) (string, error) {
+// replying to beamngAddr, at BeamNG's fastest rate, for {config}; with
+// model, that model's beamng keys (an FMU's, for {fmu-config}) and
+// period (an FMU takes the period it was exported for: the driver sends
+// as fast as the replies come whatever the period says).
+func benchConfig(listen, beamngAddr netip.AddrPort, model string, periodMs float64) (string, error) {
 	f, err := os.CreateTemp("", "beamconnect-bench-*.json")
 	if err != nil {
 		return "", err
 	}
 	fmt.Fprintf(f, `{"version": 2, "remoteIP": %q, "remotePort": %d,
-  "outputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "groundspeed"}]]}],
-  "beamng": {"localIP": %q, "localPort": %d}}`, beamngAddr.Addr(), beamngAddr.Port(), listen.Addr(), listen.Port())
+  "outputs": [{"updatePeriodMs": %v, "ports": [[{"propertyName": "groundspeed"}]]}],
+  "inputs": [{"updatePeriodMs": %v, "ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
+  "beamng": {"localIP": %q, "localPort": %d%s}}`, beamngAddr.Addr(), beamngAddr.Port(), periodMs, periodMs, listen.Addr(), listen.Port(), model)
 	return f.Name(), f.Close()
+}
+
+// fmuBenchPeriodMs is the period of the FMU responders' rig: the cruise
+// FMU's step size.
+const fmuBenchPeriodMs = 5
+
+// fmuModel is the beamng keys of a rig stepping the FMU at path.
+func fmuModel(path string, inProcess bool) string {
+	b, _ := json.Marshal(path)
+	return fmt.Sprintf(`, "model": "fmu", "modelParams": {"path": %s, "inProcess": %v}`, b, inProcess)
 }
 
 // waitBound waits until the responder has bound addr. Binding the port
@@ -93,7 +107,7 @@ func measureCDriver(c *call, in benchResult, cp *coupling.Session, clientAddr ne
 		cp.Link(0).SetRemote(beamngAddr)
 		wg.Go(func() { cp.Run(ctx) })
 	} else {
-		stop, err := startResponder(c, command, clientAddr, beamngAddr)
+		stop, err := startResponder(c, command, clientAddr, beamngAddr, drv.fmu)
 		if err != nil {
 			res.Error = err.Error()
 			return res
@@ -130,8 +144,16 @@ func measureCDriver(c *call, in benchResult, cp *coupling.Session, clientAddr ne
 // side must not send before, or the first message would be lost and cost a
 // 2 s stall (Python alone takes ~0.4 s to start here). stop ends it and
 // says its peak RSS (KiB).
-func startResponder(c *call, command string, listen, beamng netip.AddrPort) (stop func() int64, err error) {
-	cfgPath, err := benchConfig(listen, beamng)
+func startResponder(c *call, command string, listen, beamng netip.AddrPort, fmuPath string) (stop func() int64, err error) {
+	model, period := "", 0.5
+	switch {
+	case strings.Contains(command, "{fmu-config-in-process}"):
+		model, period = fmuModel(fmuPath, true), fmuBenchPeriodMs
+	case strings.Contains(command, "{fmu-config}"):
+		model, period = fmuModel(fmuPath, false), fmuBenchPeriodMs
+	}
+	command = strings.NewReplacer("{fmu-config-in-process}", "{config}", "{fmu-config}", "{config}").Replace(command)
+	cfgPath, err := benchConfig(listen, beamng, model, period)
 	if err != nil {
 		return nil, err
 	}
