@@ -160,7 +160,7 @@ func TestOpenRecording(t *testing.T) {
 		{"/dev/null", false, "not a regular file"},
 		{"/dev/null", true, ""},
 	} {
-		f, err := OpenRecording(tt.path, cfg, tt.force)
+		f, _, err := OpenRecording(tt.path, cfg, "", tt.force)
 		if f != nil {
 			f.Close()
 		}
