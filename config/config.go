@@ -43,7 +43,7 @@ const (
 // what ports.Compile reads; nothing in it refers back to the JSON.
 type Config struct {
 	File         string
-	Text         []byte // the file's contents, as parsed
+	Text         []byte  // the file's contents, as parsed
 	TimeDilation float64 // ≤ 0: unthrottled
 	RemoteObject string  // top-level default, "" when unset
 	Protocol     *beamng.Protocol

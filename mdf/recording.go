@@ -110,7 +110,7 @@ func NewRecording(f Output, o recording.Options) (*Recording, error) {
 		props = append(props, [2]string{"config", o.ConfigName})
 	}
 	w, err := NewWriter(f, Options{Start: o.Start, Program: Program, Tool: "beamconnect", Version: o.Version,
-		Comment: comment + ": per vehicle a channel group from BeamNG and one to BeamNG, a sample per message; reloads, faults, status changes and diagnoses as events; the config attached",
+		Comment:    comment + ": per vehicle a channel group from BeamNG and one to BeamNG, a sample per message; reloads, faults, status changes and diagnoses as events; the config attached",
 		Properties: props}, atts...)
 	if err != nil {
 		return nil, err
