@@ -274,6 +274,9 @@ func (f *File) readGroup(at int64) (*GroupInfo, error) {
 		return nil, &Error{f.Name, at, "a channel group of variable-length signal data: not read here"}
 	}
 	g.RecordSize = int(binary.LittleEndian.Uint32(cg.data[24:])) + int(binary.LittleEndian.Uint32(cg.data[28:]))
+	if int64(g.RecordSize) > f.size {
+		return nil, &Error{f.Name, at, fmt.Sprintf("records of %d bytes in a file of %d bytes", g.RecordSize, f.size)}
+	}
 	if g.Name, err = f.text(cg.links[2]); err != nil {
 		return nil, err
 	}
