@@ -68,6 +68,7 @@ type Recorder struct {
 	evMu    sync.Mutex
 	events  []recording.Event // from any goroutine, waiting for the next hand-over
 	dropped int
+	untimed atomic.Bool // an event waits for the next row's time
 
 	rows     atomic.Int64 // rows recorded (handed over)
 	written  atomic.Int64 // rows in the file
@@ -162,6 +163,9 @@ func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, re
 		r.Event(*r.reload)
 		r.reload = nil
 	}
+	if r.untimed.Load() {
+		r.stamp(t)
+	}
 	r.lastT = t
 	r.vals = r.layout.Flatten(r.vals, t, int(s), id, replyID, reloads, outs, ins)
 	before := len(r.cur.data)
@@ -179,7 +183,8 @@ func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, re
 }
 
 // Event records something that happened, at e.Time (NaN: at the time of
-// the next row). Safe from any goroutine; it never blocks for long.
+// the next row, the message whose step it happened in). Safe from any
+// goroutine; it never blocks for long.
 func (r *Recorder) Event(e recording.Event) {
 	if r == nil {
 		return
@@ -191,6 +196,21 @@ func (r *Recorder) Event(e recording.Event) {
 		return
 	}
 	r.events = append(r.events, e)
+	if math.IsNaN(e.Time) {
+		r.untimed.Store(true)
+	}
+}
+
+// stamp gives the events waiting for a row's time the time t.
+func (r *Recorder) stamp(t float64) {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	for i := range r.events {
+		if math.IsNaN(r.events[i].Time) {
+			r.events[i].Time = t
+		}
+	}
+	r.untimed.Store(false)
 }
 
 // FlushEvery hands the rows over to the writer when the last hand-over is
@@ -226,20 +246,16 @@ func (r *Recorder) handOver(now time.Time) {
 	}
 }
 
-// takeEvents moves the events waiting into b; those waiting for a row's
-// time get the last row's (before the first row, they wait).
+// takeEvents moves the events waiting into b, but those still waiting
+// for a row's time.
 func (r *Recorder) takeEvents(b *batch) {
 	r.evMu.Lock()
 	defer r.evMu.Unlock()
 	kept := r.events[:0]
 	for _, e := range r.events {
-		switch {
-		case !math.IsNaN(e.Time):
-		case math.IsNaN(r.lastT):
+		if math.IsNaN(e.Time) {
 			kept = append(kept, e)
 			continue
-		default:
-			e.Time = r.lastT
 		}
 		b.events = append(b.events, e)
 	}
@@ -260,11 +276,17 @@ func (r *Recorder) Close() error {
 	r.closeOnce.Do(func() {
 		wait := time.NewTimer(closeWait)
 		defer wait.Stop()
+		// What waits for a row's time when none comes: the last row's.
+		last := r.lastT
+		if math.IsNaN(last) {
+			last = 0
+		}
 		if r.reload != nil {
-			r.reload.Time = r.lastT
+			r.reload.Time = last
 			r.Event(*r.reload)
 			r.reload = nil
 		}
+		r.stamp(last)
 		r.takeEvents(r.cur)
 		if len(r.cur.data) > 0 || len(r.cur.events) > 0 {
 			select {

@@ -34,7 +34,7 @@ func (d *fullDisk) Write(b []byte) (int, error) {
 	return n, syscall.ENOSPC
 }
 
-func recordPlan(t *testing.T) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
+func recordPlan(t testing.TB) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
 
 // A full disk: the file keeps whole rows only, the rows that could not be
 // written are counted, the error is logged when it happens, and recording
@@ -84,22 +84,6 @@ func TestRecorderFullDisk(t *testing.T) {
 		if strings.Count(l, ",") != want {
 			t.Fatalf("line %d is not a whole row: %q", i+1, l)
 		}
-	}
-}
-
-// Rows cost no allocation.
-func TestRecorderRowAllocs(t *testing.T) {
-	var sink bytes.Buffer
-	r := NewRecorder(&sink, recordPlan(t), nil)
-	defer r.Close()
-	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
-	ins := [][]float64{{1}, {0.25, 0}, {0}}
-	i := 0
-	if a := testing.AllocsPerRun(1000, func() {
-		i++
-		r.Row(float64(i), 0, Connected, float64(i), float64(i+1), 0, outs, ins)
-	}); a != 0 {
-		t.Errorf("%v allocations per row", a)
 	}
 }
 
