@@ -133,21 +133,27 @@ func TestRecordMDFEvents(t *testing.T) {
 	})
 }
 
+// formatRecorder records plan's run in a new file of format.
+func formatRecorder(t testing.TB, format string, plan *ports.Plan) (*Recorder, *os.File) {
+	t.Helper()
+	f, fm, err := OpenRecording(filepath.Join(t.TempDir(), "run"), "", format, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	w, err := fm.Create(f, recording.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewRecorderOf(w, f.Name(), plan, nil), f
+}
+
 // Rows cost no allocation, in either format.
 func TestRecorderRowAllocsEveryFormat(t *testing.T) {
 	plan := recordPlan(t)
 	for _, format := range []string{"csv", "mdf"} {
 		t.Run(format, func(t *testing.T) {
-			f, fm, err := OpenRecording(filepath.Join(t.TempDir(), "run"), "", format, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			w, err := fm.Create(f, recording.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := NewRecorderOf(w, f.Name(), plan, nil)
+			r, _ := formatRecorder(t, format, plan)
 			defer r.Close()
 			outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 			ins := [][]float64{{1}, {0.25, 0}, {0}}
@@ -176,13 +182,7 @@ func BenchmarkRecorderRow(b *testing.B) {
 	plan := recordPlan(b)
 	for _, format := range []string{"csv", "mdf"} {
 		b.Run(format, func(b *testing.B) {
-			f, fm, err := OpenRecording(filepath.Join(b.TempDir(), "run"), "", format, false)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			w, _ := fm.Create(f, recording.Options{})
-			r := NewRecorderOf(w, f.Name(), plan, nil)
+			r, f := formatRecorder(b, format, plan)
 			outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 			ins := [][]float64{{1}, {0.25, 0}, {0}}
 			now := time.Now()
