@@ -28,6 +28,7 @@ type File struct {
 
 	r    io.ReaderAt
 	size int64
+	seen map[int64]bool // the DG, CG, CN, EV and AT blocks met: each once
 }
 
 // GroupInfo is a channel group (in a sorted data group of its own).
@@ -104,7 +105,7 @@ const maxMeta = 16 << 20
 // an error naming the block and what was expected. Only sorted data groups
 // (one channel group each) of uncompressed data are read.
 func Read(r io.ReaderAt, size int64, name string) (*File, error) {
-	f := &File{Name: name, r: r, size: size}
+	f := &File{Name: name, r: r, size: size, seen: map[int64]bool{}}
 	id := make([]byte, idSize)
 	if size < idSize+hdSize {
 		return nil, &Error{name, -1, fmt.Sprintf("%d bytes: too short for an MDF 4 file (an ID and a header block)", size)}
@@ -219,14 +220,23 @@ func (f *File) text(at int64) (string, error) {
 	return "", &Error{f.Name, at, kind + " block without its terminating zero byte"}
 }
 
-// chain bounds a linked list's length: no list of a file can be longer
-// than its blocks can be many, so a loop is an error, not a hang.
+// chain guards a linked list: a block of the file's structure is met
+// once (a list that loops, or two that share a block, would make a reader
+// read forever or read the same data twice), and no list is longer than
+// the file's blocks can be many.
 func (f *File) chain(what string) func(at int64) error {
 	limit, n := f.size/headerSize+1, int64(0)
 	return func(at int64) error {
 		if n++; n > limit {
 			return &Error{f.Name, at, "the " + what + " list loops"}
 		}
+		if what == "DL" {
+			return nil // data lists are bounded by their bytes (checkData)
+		}
+		if f.seen[at] {
+			return &Error{f.Name, at, "a " + what + " block linked twice: the " + what + " list loops or shares a block with another"}
+		}
+		f.seen[at] = true
 		return nil
 	}
 }
@@ -261,6 +271,10 @@ func (f *File) readGroups(at int64, unfin uint16) error {
 }
 
 func (f *File) readGroup(at int64) (*GroupInfo, error) {
+	if f.seen[at] {
+		return nil, &Error{f.Name, at, "a CG block linked twice"}
+	}
+	f.seen[at] = true
 	cg, err := f.block(at, "CG", cgLinks, 32)
 	if err != nil {
 		return nil, err
@@ -420,7 +434,11 @@ func (f *File) checkData(g *GroupInfo, unfin uint16) error {
 		if !ok {
 			break
 		}
-		total += uint64(n)
+		if total += uint64(n); total > uint64(f.size) {
+			// Every block holds bytes of its own: a list that refers to a
+			// block twice, or loops, must not make a reader read forever.
+			return &Error{f.Name, g.at, fmt.Sprintf("channel group %q: its data blocks hold more bytes than the file: a data list refers to a block twice", g.Name)}
+		}
 	}
 	if g.RecordSize == 0 {
 		if total != 0 {
