@@ -192,7 +192,9 @@ func (r *Recorder) Event(e recording.Event) {
 	r.evMu.Lock()
 	defer r.evMu.Unlock()
 	if len(r.events) >= maxEvents {
-		r.dropped++
+		if r.dropped++; r.dropped == 1 {
+			r.log.Warn("recording: events come faster than they are written; dropping them", "file", r.name)
+		}
 		return
 	}
 	r.events = append(r.events, e)

@@ -109,9 +109,12 @@ func NewRecording(f Output, o recording.Options) (*Recording, error) {
 		comment += " of " + o.ConfigName
 		props = append(props, [2]string{"config", o.ConfigName})
 	}
+	comment += ": per vehicle a channel group from BeamNG and one to BeamNG, a sample per message; reloads, faults, status changes and diagnoses as events"
+	if o.Config != nil {
+		comment += "; the config attached"
+	}
 	w, err := NewWriter(f, Options{Start: o.Start, Program: Program, Tool: "beamconnect", Version: o.Version,
-		Comment:    comment + ": per vehicle a channel group from BeamNG and one to BeamNG, a sample per message; reloads, faults, status changes and diagnoses as events; the config attached",
-		Properties: props}, atts...)
+		Comment: comment, Properties: props}, atts...)
 	if err != nil {
 		return nil, err
 	}
@@ -253,10 +256,10 @@ func (r *Recording) Write(buf []byte, events []recording.Event) (written, lost i
 			v := int(buf[1]) | int(buf[2])<<8
 			buf = buf[3:]
 			g := r.written.first + 2*v
-			n := r.w.Group(g).RecordSize()
+			n := r.w.RecordSize(g)
 			r.w.Append(g, buf[:n])
 			buf = buf[n:]
-			m := r.w.Group(g + 1).RecordSize()
+			m := r.w.RecordSize(g + 1)
 			r.w.Append(g+1, buf[:m])
 			buf = buf[m:]
 			rows++

@@ -227,6 +227,9 @@ func (w *Writer) AddGroups(gs ...Group) int {
 // Group is group i as added.
 func (w *Writer) Group(i int) *Group { return &w.groups[i].Group }
 
+// RecordSize is the bytes of a record of group i.
+func (w *Writer) RecordSize(i int) int { return w.groups[i].size }
+
 // Append queues a record of group g: RecordSize bytes, the time first.
 func (w *Writer) Append(g int, record []byte) {
 	gr := w.groups[g]
