@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -244,5 +245,70 @@ func BenchmarkRecorderWrite(b *testing.B) {
 			b.StopTimer()
 			w.Close()
 		})
+	}
+}
+
+// fullFile is a file that takes room bytes and then fails like a full
+// disk; freeing makes room again.
+type fullFile struct {
+	*os.File
+	room int64
+}
+
+func (d *fullFile) WriteAt(b []byte, at int64) (int, error) {
+	if at+int64(len(b)) > d.room {
+		n, _ := d.File.WriteAt(b[:max(0, d.room-at)], at)
+		return n, syscall.ENOSPC
+	}
+	return d.File.WriteAt(b, at)
+}
+
+// A full disk under an MDF recording: reported when it happens, the rows
+// counted lost, the file readable with what it holds, and recording goes
+// on when there is room again.
+func TestRecorderMDFFullDisk(t *testing.T) {
+	plan := recordPlan(t)
+	f, err := os.Create(filepath.Join(t.TempDir(), "run.mf4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	disk := &fullFile{File: f, room: 1 << 30}
+	w, err := mdf.NewRecording(disk, recording.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &logBuffer{}
+	r := NewRecorderOf(w, f.Name(), plan, log.Logger())
+	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
+	ins := [][]float64{{1}, {0.25, 0}, {0}}
+	now := time.Now()
+	rows := func(from, to int) {
+		for i := from; i < to; i++ {
+			r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins)
+			if i%50 == 49 {
+				now = now.Add(time.Second)
+				r.FlushEvery(now, flushEvery)
+				for len(r.full) > 0 || len(r.free) < 2 { // the writer took it and is done
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}
+	}
+	rows(0, 100)
+	st, _ := f.Stat()
+	disk.room = st.Size() + 1000 // less than 50 rows need
+	rows(100, 200)
+	if !log.Has("recording: a write failed (disk full?); the coupling goes on") {
+		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
+	}
+	disk.room = 1 << 30
+	rows(200, 300)
+	if err := r.Close(); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Close: %v, want the disk-full error", err)
+	}
+	mf := readMDF(t, f.Name())
+	if got := int64(mf.Groups[0].Cycles); got != r.Written() || r.Written()+r.Lost() != 300 || r.Lost() == 0 || !mf.Finalized {
+		t.Errorf("%d rows in the file; rows %d, written %d, lost %d", got, r.Rows(), r.Written(), r.Lost())
 	}
 }
