@@ -510,8 +510,12 @@ func (w *Writer) eventBlocks() {
 		for i, r := range refs {
 			b.link(ev, evLinks+len(scope)+i, r)
 		}
+		rng := e.Range
+		if rng == End && (e.BeginOf == nil || e.BeginOf.at == 0) {
+			rng = Point // its beginning was lost (a failed write): no range to end
+		}
 		d := b.data(ev, n)
-		d[0], d[1], d[2], d[3] = byte(e.Type), syncTime, byte(e.Range), byte(e.Cause)
+		d[0], d[1], d[2], d[3] = byte(e.Type), syncTime, byte(rng), byte(e.Cause)
 		binary.LittleEndian.PutUint32(d[8:], uint32(len(scope)))
 		binary.LittleEndian.PutUint16(d[12:], uint16(len(refs)))
 		binary.LittleEndian.PutUint64(d[16:], uint64(int64(math.Round(e.Time*1e9))))
