@@ -312,3 +312,46 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 		t.Errorf("%d rows in the file; rows %d, written %d, lost %d", got, r.Rows(), r.Written(), r.Lost())
 	}
 }
+
+// Memory does not grow with the run: recording five times as many rows
+// leaves the heap as it was, in either format.
+func TestRecorderMemoryFlat(t *testing.T) {
+	plan := recordPlan(t)
+	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
+	ins := [][]float64{{1}, {0.25, 0}, {0}}
+	for _, format := range []string{"csv", "mdf"} {
+		t.Run(format, func(t *testing.T) {
+			r, _ := formatRecorder(t, format, plan)
+			defer r.Close()
+			now := time.Now()
+			i := 0
+			rows := func(n int) {
+				for end := i + n; i < end; i++ {
+					r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins)
+					if i%50 == 49 {
+						now = now.Add(250 * time.Millisecond)
+						r.FlushEvery(now, flushEvery)
+						for len(r.full) > 0 || len(r.free) < 2 {
+							runtime.Gosched()
+						}
+					}
+				}
+			}
+			heap := func() uint64 {
+				var m runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&m)
+				return m.HeapAlloc
+			}
+			rows(20000)
+			before := heap()
+			rows(80000)
+			if after := heap(); after > before+256<<10 {
+				t.Errorf("the heap grew from %d to %d bytes over 80000 more rows", before, after)
+			}
+			if r.Lost() != 0 {
+				t.Errorf("%d rows lost", r.Lost())
+			}
+		})
+	}
+}
