@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -252,12 +253,12 @@ func BenchmarkRecorderWrite(b *testing.B) {
 // disk; freeing makes room again.
 type fullFile struct {
 	*os.File
-	room int64
+	room atomic.Int64
 }
 
 func (d *fullFile) WriteAt(b []byte, at int64) (int, error) {
-	if at+int64(len(b)) > d.room {
-		n, _ := d.File.WriteAt(b[:max(0, d.room-at)], at)
+	if room := d.room.Load(); at+int64(len(b)) > room {
+		n, _ := d.File.WriteAt(b[:max(0, room-at)], at)
 		return n, syscall.ENOSPC
 	}
 	return d.File.WriteAt(b, at)
@@ -273,7 +274,8 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	disk := &fullFile{File: f, room: 1 << 30}
+	disk := &fullFile{File: f}
+	disk.room.Store(1 << 30)
 	w, err := mdf.NewRecording(disk, recording.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -297,12 +299,12 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 	}
 	rows(0, 100)
 	st, _ := f.Stat()
-	disk.room = st.Size() + 1000 // less than 50 rows need
+	disk.room.Store(st.Size() + 1000) // less than 50 rows need
 	rows(100, 200)
 	if !log.Has("recording: a write failed (disk full?); the coupling goes on") {
 		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
 	}
-	disk.room = 1 << 30
+	disk.room.Store(1 << 30)
 	rows(200, 300)
 	if err := r.Close(); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("Close: %v, want the disk-full error", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -21,10 +22,13 @@ import (
 // disk, writing part of what it was given first; freeing makes room again.
 type fullDisk struct {
 	*os.File
+	mu   sync.Mutex // the test frees room while the writer writes
 	room int
 }
 
 func (d *fullDisk) Write(b []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if len(b) <= d.room {
 		d.room -= len(b)
 		return d.File.Write(b)
@@ -32,6 +36,12 @@ func (d *fullDisk) Write(b []byte) (int, error) {
 	n, _ := d.File.Write(b[:d.room])
 	d.room = 0
 	return n, syscall.ENOSPC
+}
+
+func (d *fullDisk) free(room int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.room = room
 }
 
 func recordPlan(t testing.TB) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
@@ -63,7 +73,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	if !log.Has("recording: a write failed (disk full?); the coupling goes on") {
 		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
 	}
-	disk.room = 1 << 20 // room again
+	disk.free(1 << 20) // room again
 	for i := 100; i < 200; i++ {
 		row(i)
 	}
