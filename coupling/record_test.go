@@ -126,7 +126,7 @@ func TestRecordFlushedWhileBeamNGSilent(t *testing.T) {
 }
 
 // --record refuses the config being run, and files that are not a
-// recording unless forced.
+// recording (of either format) unless forced; MDF 4 only to a regular file.
 func TestOpenRecording(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rig.json")
@@ -138,23 +138,40 @@ func TestOpenRecording(t *testing.T) {
 	os.WriteFile(old, []byte(recordHeader+",directive\n0,3,1,2,0,1\n"), 0o644)
 	empty := filepath.Join(dir, "empty.csv")
 	os.WriteFile(empty, nil, 0o644)
+	// MDF files: one beamconnect wrote, one of another tool (a real
+	// vehicle's measurement, say).
+	ours, err := os.ReadFile("../mdf/testdata/golden/run.mf4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldMDF, theirs := filepath.Join(dir, "old.mf4"), filepath.Join(dir, "vehicle.mf4")
+	os.WriteFile(oldMDF, ours, 0o644)
+	other := append([]byte{}, ours...)
+	copy(other[16:24], "CANape  ")
+	os.WriteFile(theirs, other, 0o644)
 	for _, tt := range []struct {
-		path  string
-		force bool
-		want  string // "" for success
+		path   string
+		force  bool
+		want   string // "" for success
+		format string
 	}{
-		{filepath.Join(dir, "new.csv"), false, ""},
-		{old, false, ""},
-		{empty, false, ""},
-		{notes, false, "the file exists and is not a recording"},
-		{notes, true, ""},
-		{cfg, false, "is the config file being run"},
-		{cfg, true, "is the config file being run"},
-		{filepath.Join(dir, "link.json"), true, "is the config file being run"},
-		{"/dev/null", false, "not a regular file"},
-		{"/dev/null", true, ""},
+		{filepath.Join(dir, "new.csv"), false, "", ""},
+		{old, false, "", ""},
+		{empty, false, "", ""},
+		{notes, false, "the file exists and is not a recording", ""},
+		{notes, true, "", ""},
+		{cfg, false, "is the config file being run", ""},
+		{cfg, true, "is the config file being run", ""},
+		{filepath.Join(dir, "link.json"), true, "is the config file being run", ""},
+		{"/dev/null", false, "not a regular file", ""},
+		{"/dev/null", true, "", ""},
+		{oldMDF, false, "", ""},
+		{theirs, false, "the file exists and is not a recording", ""},
+		{theirs, true, "", ""},
+		{"/dev/null", true, "not a regular file: the mdf format writes in place", "mdf"},
+		{filepath.Join(dir, "new.csv"), false, `recording format "xls": expected one of csv, mdf`, "xls"},
 	} {
-		f, _, err := OpenRecording(tt.path, cfg, "", tt.force)
+		f, _, err := OpenRecording(tt.path, cfg, tt.format, tt.force)
 		if f != nil {
 			f.Close()
 		}
