@@ -25,6 +25,9 @@ const (
 	Duplicates                     // an id already answered: dropped
 	IDJumps                        // an id further ahead than BeamNG can have sent: dropped
 	ShortMessages                  // messages that lacked fields the model reads: answered with neutral controls
+	NotComputed                    // messages the model computed no controls for in time: answered with neutral controls
+	StaleData                      // messages answered with neutral controls: the model reads another vehicle whose data stopped coming
+	Waiting                        // messages answered with neutral controls: the model reads another vehicle that has not sent yet
 	LongMessages                   // messages longer than the layout: the extra values ignored
 	NonFinite                      // NaN or Inf values the model wrote that BeamNG must not get
 	Drained                        // stale messages skipped after a (re)connect or a pause
@@ -42,6 +45,7 @@ const (
 	ModelFaults                    // times the model died, hung, panicked or answered badly
 	ModelMissed                    // the model's program answered no request in time
 	ModelDiscarded                 // answers of the model's program that were discarded
+	ModelFailed                    // steps of an FMU that failed or gave unusable outputs
 	ModelSkipped                   // requests not sent to the model's program (it was busy)
 	ModelRestarts                  // restarts of the model's program
 	Reloads                        // config reloads applied
@@ -92,6 +96,17 @@ var CounterTable = [NumCounters]CounterInfo{
 		Problem: count("%d datagrams had an id further ahead than BeamNG can have sent (stray or spoofed?): dropped")},
 	ShortMessages: {Name: "short_messages", Help: "BeamNG messages that lacked fields the model reads: answered with neutral controls.",
 		Problem: count("%d of BeamNG's messages lacked fields the model reads (shorter than the CSV says: a row BeamNG cannot resolve?): each was answered with neutral controls")},
+	NotComputed: {Name: "no_controls", Help: "BeamNG messages the model computed no controls for in time (a step past its deadline, or still busy with an older one): answered with neutral controls.",
+		Problem: func(v *Values, _ Counter, _ string) string {
+			if v[NotComputed]*100 <= v[Messages] {
+				return "" // now and then, on a busy machine: counted, not a verdict
+			}
+			return fmt.Sprintf("the model could not keep up: it computed no controls in time for %d of %d messages (%.1f %%), each answered with neutral controls (a model too slow for the period, or its deadlineMs too short?)",
+				v[NotComputed], v[Messages], 100*float64(v[NotComputed])/float64(max(v[Messages], 1)))
+		}},
+	StaleData: {Name: "stale_data", Help: "BeamNG messages answered with neutral controls because the model reads another vehicle whose data had stopped coming.",
+		Problem: count("%d messages were answered with neutral controls: the model reads another vehicle whose data had stopped coming (its BeamNG silent), and is never stepped on stale data")},
+	Waiting: {Name: "waiting_for_vehicles", Help: "BeamNG messages answered with neutral controls while another vehicle the model reads had not sent yet (start-up)."},
 	LongMessages: {Name: "long_messages", Help: "BeamNG messages longer than the layout: the extra values were ignored.",
 		Problem: count("%d of BeamNG's messages were longer than the CSV says (BeamNG runs another CSV?): the extra values were ignored")},
 	NonFinite: {Name: "non_finite", Help: "NaN or Inf values the model wrote that BeamNG must not get: the last value sent went instead.",
@@ -114,7 +129,8 @@ var CounterTable = [NumCounters]CounterInfo{
 			return fmt.Sprintf("the model faulted %d times (dead, hung, panicked or answering badly): %d replies carried neutral controls", v[ModelFaults], v[NeutralReplies])
 		}},
 	ModelMissed:    {Name: "model_missed", Help: "Requests the model's program answered too late.", Run: true},
-	ModelDiscarded: {Name: "model_discarded", Help: "Answers of the model's program that were discarded.", Run: true, Problem: count("the model's program gave %d answers that were discarded (see the log for why)")},
+	ModelDiscarded: {Name: "model_discarded", Help: "Answers of the model's program that were discarded (malformed, out of turn, or later than the model timeout).", Run: true, Problem: count("the model's program gave %d answers that were discarded (see the log for why)")},
+	ModelFailed:    {Name: "model_failed", Help: "Steps of the FMU that failed, or gave NaN or infinite outputs.", Run: true, Problem: count("the FMU failed or gave NaN or infinite outputs at %d steps (see the log for which)")},
 	ModelSkipped:   {Name: "model_skipped", Help: "Requests not sent to the model's program while it was busy.", Run: true},
 	ModelRestarts:  {Name: "model_restarts", Help: "Restarts of the model's program.", Run: true},
 	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},

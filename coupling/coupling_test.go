@@ -89,7 +89,7 @@ type pauser struct {
 	n     int
 }
 
-func (p *pauser) Step(t float64, out, in [][]float64) {
+func (p *pauser) Step(t float64, out, in [][]float64) bool {
 	if out[0][0] == float64(Connected) {
 		p.n++
 		if p.n == p.at {
@@ -97,6 +97,7 @@ func (p *pauser) Step(t float64, out, in [][]float64) {
 		}
 	}
 	p.Model.Step(t, out, in)
+	return true
 }
 
 // After a 2.5 s pause of the client, BeamNG times out once; beamconnect
@@ -150,20 +151,19 @@ type toggler struct {
 	n, idle int
 }
 
-func (m *toggler) Step(t float64, out, in [][]float64) {
-	switch Status(out[0][0]) {
-	case Connected:
-		m.n++
-		if m.n == 100 {
-			in[0][0] = 0
-		}
-	case Unconnected:
-		m.idle++
-		if m.idle == 3 {
+func (m *toggler) Step(t float64, out, in [][]float64) bool {
+	if m.n++; m.n == 100 {
+		in[0][0] = 0
+	}
+	return m.Model.Step(t, out, in)
+}
+
+func (m *toggler) Idle(t float64, out, in [][]float64) {
+	if Status(out[0][0]) == Unconnected {
+		if m.idle++; m.idle == 3 {
 			in[0][0] = 1
 		}
 	}
-	m.Model.Step(t, out, in)
 }
 
 // The directive walks the status through 3 → 5 → 1 → 2 → 3, and
@@ -292,7 +292,9 @@ func TestBindErrorDirectiveOff(t *testing.T) {
 // directiveOff asks to disconnect as soon as it sees the error.
 type directiveOff struct{}
 
-func (directiveOff) Step(t float64, out, in [][]float64) {
+func (directiveOff) Step(t float64, out, in [][]float64) bool { return true }
+
+func (directiveOff) Idle(t float64, out, in [][]float64) {
 	if Status(out[0][0]) == Error {
 		in[0][0] = 0
 	}

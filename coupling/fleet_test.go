@@ -54,11 +54,16 @@ func newPerVehicle(t testing.TB, p *ports.Plan) *perVehicle {
 	return m
 }
 
-func (m *perVehicle) Step(_ float64, _ [][]float64, in [][]float64) {
+func (m *perVehicle) Step(_ float64, _ [][]float64, in [][]float64) bool {
 	for v, r := range m.throttle {
 		in[r.port][r.elem] = 0.1 * float64(v+1)
 	}
+	return true
 }
+
+// Reads: perVehicle reads no vehicle's data, so no vehicle's silence
+// keeps the others from being controlled.
+func (m *perVehicle) Reads(int) bool { return false }
 
 // Two and four vehicles in one physics loop, loaded on different steps of
 // the period: none stalls, every one stays in lockstep and gets its own

@@ -23,7 +23,7 @@ type nanEvery struct {
 	port, el int
 }
 
-func (m *nanEvery) Step(_ float64, _ [][]float64, in [][]float64) {
+func (m *nanEvery) Step(_ float64, _ [][]float64, in [][]float64) bool {
 	m.k++
 	in[m.port][m.el] = 0.4
 	if m.k%m.n == 0 {
@@ -32,6 +32,7 @@ func (m *nanEvery) Step(_ float64, _ [][]float64, in [][]float64) {
 			in[m.port][m.el] = math.Inf(1)
 		}
 	}
+	return true
 }
 
 // One NaN poisons a Gen 2 BeamNG for good. A model's NaN or Inf never
@@ -120,14 +121,15 @@ type steerThenPanic struct {
 	throttle, steering ref2
 }
 
-func (m *steerThenPanic) Step(_ float64, out, in [][]float64) {
+func (m *steerThenPanic) Step(_ float64, out, in [][]float64) bool {
 	if Status(out[0][0]) != Connected {
-		return
+		return true
 	}
 	if m.n++; m.n > 1 {
 		panic("the user's model failed")
 	}
 	in[m.throttle.port][m.throttle.elem], in[m.steering.port][m.steering.elem] = 0.6, 0.25
+	return true
 }
 
 // Gen 2's neutral controls: a faulted model releases the pedals and resets

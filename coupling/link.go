@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,8 +40,7 @@ type Link struct {
 
 	local, remote netip.AddrPort
 	t             Transport
-	shared        atomic.Pointer[sharedSocket] // t, for the hung-step watchdog
-	retryAt       time.Time                    // when a failed bind is tried again
+	retryAt       time.Time // when a failed bind is tried again
 	backoff       time.Duration
 
 	// state is the connection state machine, owned by the loop; status is
@@ -55,22 +53,20 @@ type Link struct {
 	need    int                           // doubles of BeamNG's message the model reads
 	slots   [len(relative.Quantities)]int // where the cross-vehicle properties' data sit
 	in      []contracts.Incoming          // by plan contract index (incoming ones used)
-	sync    *timesync.Engine
+	sim     *timesync.Engine              // the simulation clock: what local time each message is stepped at
 	msg     []float64
 	reply   []float64
-	neutral []float64  // the reply's values when the model's cannot be trusted
-	last    []float64  // the last reply's values, which BeamNG has
-	lastMu  sync.Mutex // last, when the hung-step watchdog may answer too
+	neutral []float64 // the reply's values when the model's cannot be trusted
+	last    []float64 // the last reply's values, which BeamNG has
 	rx, tx  []byte
 	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
-	wait    waiter      // the message in hand, as the hung-step watchdog sees it
 	keep    []byte      // drain's newest message
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
 	diag    diagnosis
 
-	ids  replyIDs
-	src  source
-	lock lockstep
+	ids      replyIDs
+	src      source
+	lockstep lockstep
 
 	lastID       float64
 	lastArrival  time.Time
@@ -97,9 +93,8 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 		last:    make([]float64, veh.Layout.Len(beamng.ToBeamNG)),
 		rx:      make([]byte, beamng.MaxDatagram+1), tx: make([]byte, 8*veh.Layout.Len(beamng.ToBeamNG)),
 		slots: veh.State,
-		sync:  timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
+		sim:   timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
 	}
-	l.wait.a, l.wait.name = l, veh.Name
 	l.held.buf = make([]byte, beamng.MaxDatagram)
 	l.keep = make([]byte, 0, beamng.MaxDatagram+1)
 	l.diag.startCommand = p.StartCommand(v)
@@ -108,7 +103,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 	}
 	copy(l.last, veh.Template) // what BeamNG holds before the first reply, as far as we know
 	l.src.init(log, &l.stats, s.opt.Clock, seconds(p.Period))
-	l.lock.init(log, &l.stats, &l.ids, veh.Unanswered)
+	l.lockstep.init(log, &l.stats, &l.ids, veh.Unanswered)
 	l.ids.policy = p.ReplyID
 	l.rebind(p)
 	l.status.Store(int32(Unknown))
@@ -121,7 +116,7 @@ func (l *Link) rebind(p *ports.Plan) {
 	in := make([]contracts.Incoming, len(p.Contracts))
 	for i, ct := range p.Contracts {
 		in[i] = contracts.Incoming{Schedule: ct.Schedule, Overdue: ct.Overdue}
-		in[i].Start(l.sync.IdleTime())
+		in[i].Start(l.sim.IdleTime())
 		if l.plan == nil {
 			continue
 		}
@@ -134,7 +129,7 @@ func (l *Link) rebind(p *ports.Plan) {
 		}
 	}
 	if l.plan != nil && (l.plan.TimeSync != p.TimeSync || l.plan.TimeDilation != p.TimeDilation) {
-		l.sync.Retune(p.TimeSync, p.TimeDilation)
+		l.sim.Retune(p.TimeSync, p.TimeDilation)
 	}
 	if l.plan != nil && l.ids.switchTo(p.ReplyID) {
 		l.log.Warn("reply ids switched to echo: echoed ids lag one behind what BeamNG last applied, so BeamNG will wait 2 s once before it follows them")
@@ -142,9 +137,6 @@ func (l *Link) rebind(p *ports.Plan) {
 	l.plan, l.in = p, in
 	l.need = p.Vehicles[l.index].Need
 }
-
-// sharedSocket hands the link's socket to the hung-step watchdog.
-type sharedSocket struct{ t Transport }
 
 // Name is the vehicle's name (its remoteObject).
 func (l *Link) Name() string { return l.name }
@@ -167,7 +159,7 @@ func (l *Link) SetRemote(a netip.AddrPort) { l.remote = a }
 func (l *Link) Remote() netip.AddrPort { return l.remote }
 
 // Sync is the vehicle's simulation clock. Read it after Run.
-func (l *Link) Sync() *timesync.Engine { return l.sync }
+func (l *Link) Sync() *timesync.Engine { return l.sim }
 
 // SimTime is the remote simulation time the run covered: from BeamNG's
 // first message to its latest.
@@ -175,7 +167,7 @@ func (l *Link) SimTime() float64 {
 	if l.stats.Get(Messages) == 0 {
 		return 0
 	}
-	return l.sync.Remote(l.lastID) - l.sync.Remote(l.firstID)
+	return l.sim.Remote(l.lastID) - l.sim.Remote(l.firstID)
 }
 
 // setState moves the connection state machine.
@@ -208,7 +200,7 @@ func (l *Link) report() {
 func (l *Link) run(ctx context.Context) error {
 	defer l.closeSocket()
 	// Local time starts with the run.
-	l.sync = timesync.NewEngine(l.plan.TimeSync, l.plan.TimeDilation, l.plan.Period, l.clock)
+	l.sim = timesync.NewEngine(l.plan.TimeSync, l.plan.TimeDilation, l.plan.Period, l.clock)
 	for i := range l.in {
 		l.in[i].Start(0)
 	}
@@ -257,7 +249,7 @@ func (l *Link) run(ctx context.Context) error {
 			if now := l.clock.Now(); !now.Before(l.flushAt) {
 				st := l.enter()
 				l.flushAt = l.opt.Record.FlushEvery(now, flushEvery)
-				st.unlock()
+				st.leave()
 			}
 		}
 	}
@@ -282,14 +274,15 @@ func (l *Link) finish() {
 	if l.state == Connected || l.state == Connecting {
 		l.disconnect()
 	}
-	l.lock.end(now)
+	l.lockstep.end(now)
 }
 
-// idle steps the model with no new data, then waits a little.
+// idle steps a model that wants to see the status with no new data, then
+// waits a little.
 func (l *Link) idle(ctx context.Context) {
 	st := l.enter()
-	st.step(l.sync.IdleTime())
-	st.unlock()
+	st.idle(l.sim.IdleTime())
+	st.leave()
 	t := time.NewTimer(idleStep)
 	defer t.Stop()
 	select {
@@ -311,7 +304,6 @@ func (l *Link) connect() error {
 	}
 	l.backoff = 0
 	l.t = t
-	l.shared.Store(&sharedSocket{t})
 	l.local = t.LocalAddr()
 	l.fresh = true
 	l.src.unlatch() // the first message will say where BeamNG sends from
@@ -363,7 +355,6 @@ func (l *Link) closeSocket() {
 	if l.t == nil {
 		return
 	}
-	l.shared.Store(nil)
 	l.t.Close()
 	l.t = nil
 }
@@ -392,9 +383,7 @@ func (l *Link) neutralReply(id float64) []byte {
 func (l *Link) neutralInto(reply []float64, tx []byte, id float64) []byte {
 	copy(reply, l.neutral)
 	reply[0] = id
-	l.lastMu.Lock()
 	l.proto.Resolve(reply, l.last)
-	l.lastMu.Unlock()
 	b, _ := beamng.Encode(tx, reply)
 	return b
 }
@@ -405,36 +394,12 @@ func (l *Link) send(b []byte) error { return l.t.Send(b, l.remote) }
 // enter takes the stage for link l, moving l to the plan in force.
 func (l *Link) enter() *stage {
 	st := l.stage
-	st.lock()
+	st.enter()
 	if l.plan != st.plan {
 		l.rebind(st.plan) // a reload came in between two messages
 	}
 	return st
 }
 
-// answerNeutral answers the message being handled with neutral controls,
-// from the hung-step watchdog's goroutine while the loop waits on the model.
-func (l *Link) answerNeutral(id float64) {
-	p := l.shared.Load()
-	if p == nil {
-		return
-	}
-	reply := make([]float64, len(l.neutral)) // rare path: may allocate
-	if p.t.SendShared(l.neutralInto(reply, make([]byte, 8*len(reply)), id), l.remote) != nil {
-		return
-	}
-	l.sent(reply)
-	l.stats.inc(NeutralReplies)
-}
-
 // sent notes the values of a reply that went out: BeamNG has them now.
-// The loop's replies and the watchdog's may both write it.
-func (l *Link) sent(reply []float64) {
-	if l.stage.fault.watched {
-		l.lastMu.Lock()
-		copy(l.last, reply)
-		l.lastMu.Unlock()
-		return
-	}
-	copy(l.last, reply)
-}
+func (l *Link) sent(reply []float64) { copy(l.last, reply) }

@@ -71,125 +71,125 @@ type sentReply struct {
 	at int64   // unix ns the reply was handed to the socket
 }
 
-func (l *lockstep) init(log *slog.Logger, stats *Stats, ids *replyIDs, window int) {
-	l.log, l.stats, l.ids = log, stats, ids
-	l.window = max(window, 1)
-	l.sent = make([]sentReply, min(l.window, 256))
-	l.reset()
+func (w *lockstep) init(log *slog.Logger, stats *Stats, ids *replyIDs, window int) {
+	w.log, w.stats, w.ids = log, stats, ids
+	w.window = max(window, 1)
+	w.sent = make([]sentReply, min(w.window, 256))
+	w.reset()
 }
 
 // reset forgets the replies sent: BeamNG's window restarted (its 2 s
 // timeout, a reload, a new session), so what came before tells nothing.
 // A repair in progress ends too, since its ids were counted against the
 // old window.
-func (l *lockstep) reset() {
-	for i := range l.sent {
-		l.sent[i].id = -1
+func (w *lockstep) reset() {
+	for i := range w.sent {
+		w.sent[i].id = -1
 	}
-	l.evidence, l.boost, l.repeat = 0, 0, false
+	w.evidence, w.boost, w.repeat = 0, 0, false
 }
 
-func (l *lockstep) slot(id float64) *sentReply {
-	return &l.sent[uint64(id)%uint64(len(l.sent))]
+func (w *lockstep) slot(id float64) *sentReply {
+	return &w.sent[uint64(id)%uint64(len(w.sent))]
 }
 
 // replied records when the reply to message id went out.
-func (l *lockstep) replied(id float64, at time.Time) {
-	if l.window > len(l.sent) {
+func (w *lockstep) replied(id float64, at time.Time) {
+	if w.window > len(w.sent) {
 		return
 	}
-	*l.slot(id) = sentReply{id, at.UnixNano()}
+	*w.slot(id) = sentReply{id, at.UnixNano()}
 }
 
 // observe looks at the message just handled (before its reply goes out):
 // did it arrive before the reply BeamNG should have waited for?
-func (l *lockstep) observe(id float64, rxAt int64, now time.Time) {
-	if rxAt == 0 || l.window > len(l.sent) {
+func (w *lockstep) observe(id float64, rxAt int64, now time.Time) {
+	if rxAt == 0 || w.window > len(w.sent) {
 		return // no arrival times, or a window too wide to track
 	}
-	prev := id - float64(l.window)
+	prev := id - float64(w.window)
 	ahead := false
 	if prev >= 0 {
-		r := l.slot(prev)
+		r := w.slot(prev)
 		ahead = r.id == prev && rxAt < r.at
 	}
-	l.evidence <<= 1
+	w.evidence <<= 1
 	if ahead {
-		l.evidence |= 1
+		w.evidence |= 1
 	}
-	recent := bits.OnesCount64(l.evidence & (1<<lockstepWindow - 1))
+	recent := bits.OnesCount64(w.evidence & (1<<lockstepWindow - 1))
 	switch {
-	case !l.lost && ahead && recent >= lockstepEvidence:
-		l.lose(id, prev, recent, now)
-	case l.lost && ahead:
-		l.quiet = 0
-	case l.lost && l.boost == 0:
-		if l.quiet++; l.quiet >= lockstepQuiet {
-			l.regain(now, "BeamNG waits for every reply again")
+	case !w.lost && ahead && recent >= lockstepEvidence:
+		w.lose(id, prev, recent, now)
+	case w.lost && ahead:
+		w.quiet = 0
+	case w.lost && w.boost == 0:
+		if w.quiet++; w.quiet >= lockstepQuiet {
+			w.regain(now, "BeamNG waits for every reply again")
 		}
 	}
 }
 
-func (l *lockstep) lose(id, prev float64, recent int, now time.Time) {
-	l.lost, l.since, l.quiet = true, now, 0
-	l.stats.inc(LockstepLost)
-	l.stats.lockstepSince.Store(now.UnixNano())
+func (w *lockstep) lose(id, prev float64, recent int, now time.Time) {
+	w.lost, w.since, w.quiet = true, now, 0
+	w.stats.inc(LockstepLost)
+	w.stats.lockstepSince.Store(now.UnixNano())
 	args := []any{"message", id, "sent_before_the_reply_to", prev, "in_the_last", lockstepWindow, "times", recent,
 		"likely", "a late reply of ours was accepted after BeamNG's 2 s timeout reset its window (reordered or delayed on the network), or another program answers BeamNG"}
-	if l.ids.policy == config.ReplyEcho || now.Sub(l.lastRepair) < repairEvery {
-		l.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting", args...)
+	if w.ids.policy == config.ReplyEcho || now.Sub(w.lastRepair) < repairEvery {
+		w.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting", args...)
 		return
 	}
-	l.lastRepair = now
+	w.lastRepair = now
 	// From the next message: the first reply above every id sent so far,
 	// then every other reply repeating the previous id.
-	l.boost = l.ids.max - l.lastNormal
-	l.repeat = false
-	l.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting; repairing its window: reply ids jump above every id sent so their controls apply, then every other reply closes the gap",
-		append(args, "gap_messages", l.boost)...)
+	w.boost = w.ids.max - w.lastNormal
+	w.repeat = false
+	w.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting; repairing its window: reply ids jump above every id sent so their controls apply, then every other reply closes the gap",
+		append(args, "gap_messages", w.boost)...)
 }
 
-func (l *lockstep) regain(now time.Time, why string) {
-	d := now.Sub(l.since)
-	l.lost = false
-	l.stats.add(OutOfLockstep, int64(d))
-	l.stats.lockstepSince.Store(0)
-	l.log.Info("BeamNG is back in lockstep", "why", why, "after", d.Round(time.Millisecond))
+func (w *lockstep) regain(now time.Time, why string) {
+	d := now.Sub(w.since)
+	w.lost = false
+	w.stats.add(OutOfLockstep, int64(d))
+	w.stats.lockstepSince.Store(0)
+	w.log.Info("BeamNG is back in lockstep", "why", why, "after", d.Round(time.Millisecond))
 }
 
 // rebased is told that the reply ids were re-based because BeamNG's window
 // restarted: a lost lockstep ends there.
-func (l *lockstep) rebased(now time.Time) {
-	if l.lost {
-		l.regain(now, "BeamNG's window restarted")
+func (w *lockstep) rebased(now time.Time) {
+	if w.lost {
+		w.regain(now, "BeamNG's window restarted")
 	}
-	l.reset()
+	w.reset()
 }
 
 // adjust turns the policy's reply id r into the one sent, while a repair
 // is in progress (last is the previous reply id sent).
-func (l *lockstep) adjust(r, last float64) float64 {
-	l.lastNormal = r
-	if l.boost <= 0 {
+func (w *lockstep) adjust(r, last float64) float64 {
+	w.lastNormal = r
+	if w.boost <= 0 {
 		return r
 	}
-	if l.repeat {
+	if w.repeat {
 		// BeamNG rejects an id it has: its send counter gains one on its
 		// highest accepted id, closing the gap by one.
-		l.repeat = false
-		l.boost--
+		w.repeat = false
+		w.boost--
 		return last
 	}
-	l.repeat = true
-	return r + l.boost
+	w.repeat = true
+	return r + w.boost
 }
 
 // end closes an open episode when the run ends.
-func (l *lockstep) end(now time.Time) {
-	if l.lost {
-		l.stats.add(OutOfLockstep, int64(now.Sub(l.since)))
-		l.stats.lockstepSince.Store(0)
-		l.stats.openAtEnd.Store(true)
-		l.lost = false
+func (w *lockstep) end(now time.Time) {
+	if w.lost {
+		w.stats.add(OutOfLockstep, int64(now.Sub(w.since)))
+		w.stats.lockstepSince.Store(0)
+		w.stats.openAtEnd.Store(true)
+		w.lost = false
 	}
 }

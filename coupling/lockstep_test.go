@@ -116,9 +116,10 @@ type sleepy struct {
 	d time.Duration
 }
 
-func (s *sleepy) Step(t float64, out, in [][]float64) {
+func (s *sleepy) Step(t float64, out, in [][]float64) bool {
 	time.Sleep(s.d)
 	s.Model.Step(t, out, in)
+	return true
 }
 
 // In lockstep nothing is reported: BeamNG never sends before it has the

@@ -4,12 +4,19 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"beamconnect/fmu/host"
 )
 
 // TestMain lets the fault matrix's rows run six at a time: most of a row's
 // time is spent waiting out BeamNG's 2 s timeouts, not on a CPU, and the
 // default of one row per CPU makes the matrix take half a minute.
 func TestMain(m *testing.M) {
+	// The test binary is an FMU host too, as beamconnect is: an FMU model
+	// runs os.Executable with the argument fmu-host.
+	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
+		os.Exit(host.Main(os.Stdin, os.Stdout, os.Stderr))
+	}
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })

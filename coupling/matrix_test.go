@@ -18,6 +18,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
+	"beamconnect/fmu/testfmu"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
@@ -28,10 +29,11 @@ var matrixTable = flag.Bool("matrix", false, "print the fault matrix as a Markdo
 // (cruise-pedals' ports, a recording), against the emulator over loopback,
 // with BeamNG's side watched step by step.
 type matrixRun struct {
-	h   *harness
-	log *logBuffer
-	rec *Recorder
-	f   *os.File
+	path string // the config run
+	h    *harness
+	log  *logBuffer
+	rec  *Recorder
+	f    *os.File
 
 	mu sync.Mutex
 	// Episodes during which BeamNG was not in lockstep, from its own
@@ -84,9 +86,11 @@ func (m *matrixRun) end() {
 
 type matrixRow struct {
 	name, what string
-	config     string   // the example run (default cruise-pedals, Gen 1)
-	faults     []string // emulator faults
-	steps      int64    // physics steps (default 10000: 1000 messages)
+	config     string                    // the example run (default cruise-pedals, Gen 1)
+	configFile func(t *testing.T) string // the config run, when not an example
+	faults     []string                  // emulator faults
+	lead       []string                  // the second vehicle's emulator faults (a fleet config)
+	steps      int64                     // physics steps (default 10000: 1000 messages)
 	model      func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model
 	disk       int // > 0: the recording's disk is full after this many bytes
 	during     func(t *testing.T, m *matrixRun)
@@ -156,9 +160,16 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "dead model", what: "exec floors the throttle, then exits: neutral controls at once", safe: true,
 			model:    execModel(`read h; i=0; while [ $i -lt 300 ]; do read a; echo "1 1 0 0"; i=$((i+1)); done; exit 1`),
 			reported: []string{"the model faulted 1 times"}},
-		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: the newest request only, no backlog",
+		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: neutral controls for every message it has no answer for in time, the newest request only, no backlog",
 			model: execModel(`read h; while read t rest; do sleep 0.01; echo "1 0.3 0 0"; done`), timeout: 0.2,
+			reported: []string{"the model could not keep up"},
 			check: func(t *testing.T, m *matrixRun) {
+				// Every reply neutral: for want of an answer in time (or, on a
+				// machine loaded enough to hold the program up past the model
+				// timeout, for the fault that is).
+				if st := m.h.c.Stats(); st.Get(NotComputed) == 0 || st.Get(NeutralReplies) != st.Get(Replies) || m.h.em.Vehicle().Throttle != 0 {
+					t.Errorf("no controls %d, neutral replies %d of %d, throttle %v: want every reply neutral", st.Get(NotComputed), st.Get(NeutralReplies), st.Get(Replies), m.h.em.Vehicle().Throttle)
+				}
 				ex := m.h.model.(*models.Exec)
 				// A backlog grows past a second in this row; scheduling on a
 				// loaded machine adds tens of ms at most.
@@ -169,20 +180,58 @@ func TestFaultMatrix(t *testing.T) {
 			}},
 		{name: "garbage model", what: "exec answers junk, then good lines: discarded, counted, neutral while it lasts",
 			model:    execModel(`read h; i=0; while read a; do i=$((i+1)); if [ $i -le 200 ]; then echo "1 x"; else echo "1 0.3 0 0"; fi; done`),
-			reported: []string{"the model faulted 1 times"},
+			reported: []string{"the model faulted", "the model's program gave 200 answers that were discarded"},
 			check: func(t *testing.T, m *matrixRun) {
 				if n := m.h.model.(*models.Exec).Bad(); n < 100 || !m.log.Has("model answer discarded") {
 					t.Errorf("%d answers discarded", n)
 				}
 			}},
-		{name: "hung model", what: "a Go model's step hangs 400 ms: the watchdog answers with neutral controls", safe: true,
+		{name: "hung model", what: "a model's step hangs 400 ms and bounds its own wait: neutral controls at once, a fault after the model timeout", safe: true, fps: 60,
 			model: func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model {
-				return floorModel(200, false, 400*time.Millisecond)(p)
+				port, elem, _ := p.Find(1, "throttle")
+				return &boundedHang{throttle: ref2{port, elem}, at: 200, hang: 400 * time.Millisecond}
 			},
 			reported: []string{"the model faulted 1 times"}},
 		{name: "panicking model", what: "a Go model panics: recovered, neutral controls from then on", safe: true,
-			model:    func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model { return floorModel(200, true, 0)(p) },
+			model:    func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model { return floorModel(200)(p) },
 			reported: []string{"the model faulted 1 times"}},
+		{name: "reload moves every port", what: "Gen 2 follow: a reload swaps the two vehicles' inputs groups, so every input port moves; the model rebinds by field identity, the lead keeps the lead's controls",
+			config: "gen2-follow", steps: 16000, fps: 60, during: swapGroups,
+			check: func(t *testing.T, m *matrixRun) {
+				ego, lead := m.h.ems[0].Vehicle(), m.h.ems[1].Vehicle()
+				if lead.V < 19 || lead.V > 21 || ego.V < 10 || ego.V > 25 || m.h.s.Values()[Reloads] != 1 {
+					t.Errorf("after the reload: the lead at %.1f m/s (its profile: 20), the ego at %.1f; reloads %d", lead.V, ego.V, m.h.s.Values()[Reloads])
+				}
+				m.extra = fmt.Sprintf("lead %.1f m/s, ego %.1f m/s at the end", lead.V, ego.V)
+			}},
+		{name: "a vehicle's BeamNG silent", what: "follow: the lead's BeamNG stops for 1.5 s; the model reads it, so the ego's replies go neutral, never the model's last controls",
+			config: "follow", steps: 8000, fps: 60, lead: []string{"stop=1500ms@1s"},
+			reported: []string{"the model reads another vehicle whose data had stopped coming", `vehicle "lead": BeamNG went silent`},
+			check: func(t *testing.T, m *matrixRun) {
+				ego := m.h.s.Link(0).Stats()
+				if ego.Get(StaleData) < 150 || m.h.ems[0].Vehicle().Throttle == 0 && m.h.ems[0].Vehicle().Brake == 0 {
+					t.Errorf("the ego: %d stale replies; controlled again at the end: throttle %v brake %v", ego.Get(StaleData), m.h.ems[0].Vehicle().Throttle, m.h.ems[0].Vehicle().Brake)
+				}
+				m.extra = fmt.Sprintf("%d of the ego's replies neutral, controlled again after", ego.Get(StaleData))
+			}},
+		{name: "a fault that ends", what: "an FMU in its child process outputs NaN once (status 4 meanwhile): neutral controls, then the FMU's again",
+			configFile: fmuRig(testfmu.Options{Fault: "nan-once", After: 300}), safe: true,
+			reported: []string{"the model faulted 1 times", "the FMU failed or gave NaN or infinite outputs at 1 steps"},
+			check: func(t *testing.T, m *matrixRun) {
+				if !m.log.Has("model recovered") || m.h.em.Vehicle().Throttle == 0 {
+					t.Errorf("not recovered: throttle %v\n%s", m.h.em.Vehicle().Throttle, m.log)
+				}
+				m.extra = "recovered at the next step"
+			}},
+		{name: "a reload the model refuses", what: "an FMU in its child process: kp 50, which it refuses, tried on a scratch instance first: refused whole, nothing applied",
+			configFile: fmuRig(testfmu.Options{}), steps: 6000, fps: 60, during: refusedReload,
+			check: func(t *testing.T, m *matrixRun) {
+				v := m.h.s.Values()
+				if v[ReloadErrors] != 1 || v[Reloads] != 0 || v[ModelFaults] != 0 {
+					t.Errorf("reload errors %d, reloads %d, model faults %d", v[ReloadErrors], v[Reloads], v[ModelFaults])
+				}
+				m.extra = "1 reload error, the running parameters kept"
+			}},
 		{name: "vanished config", what: "the config's folder deleted and re-created while it runs: warned, re-armed, reloaded",
 			during: vanishConfig, fps: 60, steps: 3000},
 		{name: "full disk", what: "the recording's disk fills: whole rows kept, the loss counted and logged at once", disk: 20000,
@@ -229,14 +278,22 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if row.config == "" {
 		row.config = "cruise-pedals"
 	}
-	cfg, err := config.Load("../examples/" + row.config + ".json")
+	m := &matrixRun{log: &logBuffer{}, path: "../examples/" + row.config + ".json"}
+	if row.configFile != nil {
+		m.path = row.configFile(t)
+	}
+	cfg, err := config.Load(m.path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &matrixRun{log: &logBuffer{}}
-	var f emulator.Faults
+	var f, lead emulator.Faults
 	for _, spec := range row.faults {
 		if err := emulator.ParseFault(spec, &f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, spec := range row.lead {
+		if err := emulator.ParseFault(spec, &lead); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -248,7 +305,9 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if row.model != nil {
 		model = func(p *ports.Plan) models.Model { return row.model(t, p, m.log) }
 	}
-	cfg.ModelTimeout = row.timeout
+	if row.timeout != 0 {
+		cfg.ModelTimeout = row.timeout
+	}
 	m.f, _ = os.Create(filepath.Join(t.TempDir(), "run.csv"))
 	defer m.f.Close()
 	var w interface {
@@ -257,8 +316,9 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if row.disk > 0 {
 		w = &fullDisk{File: m.f, room: row.disk}
 	}
-	m.h = rig{cfg: cfg, model: model, em: emulator.Config{Steps: steps, Faults: f, FPS: row.fps, RealTimeFactor: row.rtf,
-		Trace: func(r *emulator.StepRecord) { m.trace(r) }},
+	m.h = rig{cfg: cfg, model: model, faults: map[int]emulator.Faults{1: lead},
+		em: emulator.Config{Steps: steps, Faults: f, FPS: row.fps, RealTimeFactor: row.rtf,
+			Trace: func(r *emulator.StepRecord) { m.trace(r) }},
 		opts: func(h *harness, o *Options) {
 			h.log, o.Log = m.log, m.log.Logger()
 			m.rec = NewRecorder(w, o.Plan, m.log.Logger())
@@ -280,12 +340,19 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if m.endBad && !(row.loss && containsAll(faults, "still out of lockstep at the end")) {
 		t.Errorf("BeamNG ended out of lockstep, unreported: %v\nfaults %q", m.h.emSum, faults)
 	}
-	// Nothing lost from the record: a row per reply, whole rows only.
+	// Nothing lost from the record: a row per reply (of every vehicle),
+	// whole rows only.
 	m.rec.Close()
 	b, _ := os.ReadFile(m.f.Name())
-	rows := int64(bytes.Count(b, []byte("\n"))) - int64(bytes.Count(b, []byte(recordHeader)))
-	if row.disk == 0 && (m.rec.Written() != st.Get(Replies) || m.rec.Lost() != 0 || rows != st.Get(Replies)) {
-		t.Errorf("recording: %d rows in the file, %d written, %d lost, for %d replies", rows, m.rec.Written(), m.rec.Lost(), st.Get(Replies))
+	var rows int64 // data rows: lines that are not a header (one at the start, one per reload)
+	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		if len(line) > 0 && !bytes.HasPrefix(line, []byte("time,")) {
+			rows++
+		}
+	}
+	replies := m.h.s.Values()[Replies]
+	if row.disk == 0 && (m.rec.Written() != replies || m.rec.Lost() != 0 || rows != replies) {
+		t.Errorf("recording: %d rows in the file, %d written, %d lost, for %d replies", rows, m.rec.Written(), m.rec.Lost(), replies)
 	}
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		t.Error("the recording ends in a partial row")
@@ -298,8 +365,8 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 		t.Errorf("faults %q, want %q", faults, row.reported)
 	}
 	if row.safe {
-		if !m.neutral || m.h.s.Values()[ModelFaults] == 0 {
-			t.Errorf("BeamNG never got neutral controls (model faults %d)", m.h.s.Values()[ModelFaults])
+		if !m.neutral || m.h.s.Values()[ModelFaults]+st.Get(NotComputed) == 0 {
+			t.Errorf("BeamNG never got neutral controls (model faults %d, no controls %d)", m.h.s.Values()[ModelFaults], st.Get(NotComputed))
 		}
 	}
 	if row.check != nil {
@@ -340,6 +407,45 @@ func ms(d time.Duration) string {
 		return "0"
 	}
 	return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000)
+}
+
+// fmuRig writes the FMU example's rig with the test's cruise FMU, in its
+// child process, and returns the config's path. The deadline is 100 ms
+// and the model timeout 500 ms: a loaded test machine can hold a process
+// up for the defaults.
+func fmuRig(o testfmu.Options) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		path := testfmu.ForTest(t, "cruise.fmu", o)
+		text := strings.Replace(string(must(os.ReadFile("../examples/fmu-cruise/cruise.json"))), `"path": "cruise.fmu"`,
+			`"path": "`+filepath.ToSlash(path)+`", "deadlineMs": 100`, 1)
+		text = strings.Replace(text, `"model": "fmu",`, `"model": "fmu", "modelTimeoutMs": 500,`, 1)
+		rig := filepath.Join(filepath.Dir(path), "fmu-cruise.json")
+		os.WriteFile(rig, []byte(text), 0o644)
+		return rig
+	}
+}
+
+// swapGroups reloads the Gen 2 follow rig with its inputs groups swapped,
+// 800 messages in.
+func swapGroups(t *testing.T, m *matrixRun) {
+	src := string(must(os.ReadFile("../examples/gen2-follow.json")))
+	for m.h.c.Stats().Get(Messages) < 800 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := m.h.s.ReloadConfig("../examples/gen2-follow.json", []byte(swapInputs(t, src))); err != nil {
+		t.Errorf("reload: %v", err)
+	}
+}
+
+// refusedReload reloads the FMU rig with a gain the FMU refuses.
+func refusedReload(t *testing.T, m *matrixRun) {
+	for m.h.c.Stats().Get(Messages) < 200 {
+		time.Sleep(time.Millisecond)
+	}
+	text := strings.Replace(string(must(os.ReadFile(m.path))), `"kp": 0.3`, `"kp": 50`, 1)
+	if _, err := m.h.s.ReloadConfig(m.path, []byte(text)); err == nil || !strings.Contains(err.Error(), "a gain must be within 0..10") {
+		t.Errorf("a gain of 50: %v", err)
+	}
 }
 
 // execModel is an sh program as the exec model, with restarts off.

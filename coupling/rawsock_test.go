@@ -60,7 +60,7 @@ func TestReceiveAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.SetRemote(beamngSide.LocalAddr().(*net.UDPAddr).AddrPort())
-		c.sync.Anchor(0, time.Now())
+		c.sim.Anchor(0, time.Now())
 		msg := make([]float64, beamng.StateLen)
 		buf := make([]byte, 8*beamng.StateLen)
 		reply := make([]byte, beamng.MaxDatagram)

@@ -16,10 +16,10 @@ const yieldEvery = 5 * time.Millisecond
 // reloaded controller waits, blocked, for its reply) or until the latched
 // port sends again, which makes it a stranger's.
 type heldMessage struct {
-	buf     []byte
-	n       int
-	from    netip.AddrPort
-	pending int // messages held since the last decision; the newest is kept
+	buf   []byte
+	n     int
+	from  netip.AddrPort
+	count int // messages held since the last decision; the newest is kept
 }
 
 // receive waits for one datagram, or the idle step, and answers it.
@@ -34,7 +34,7 @@ func (l *Link) receive() {
 		l.socketFailed(err)
 		return
 	}
-	if (l.fresh || l.stats.Get(Messages) > 0 && now.Sub(l.lastArrival) >= RebaseGap) && l.candidate(l.rx[:n], from) {
+	if (l.fresh || l.stats.Get(Messages) > 0 && now.Sub(l.lastArrival) >= RebaseGap) && l.isBeamNGs(l.rx[:n], from) {
 		// After a (re)connect or a pause of our own what is queued is stale:
 		// answering only BeamNG's newest message puts it back in lockstep.
 		// (A datagram that cannot be BeamNG's is handled, and dropped, as
@@ -62,22 +62,21 @@ func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int
 	}
 	a := l.step(id, arrival, whole)
 	stepped := l.clock.Now()
-	if a.answered || stepped.Sub(arrival) >= RebaseGap {
-		// The hung-step watchdog has answered this message already, or the
-		// model took so long that BeamNG has timed out and moved on.
+	if stepped.Sub(arrival) >= RebaseGap {
+		// The step took so long that BeamNG has timed out and moved on.
 		l.stats.inc(Late)
 		return
 	}
-	l.lock.observe(id, rxAt, arrival)
+	l.lockstep.observe(id, rxAt, arrival)
 	// Master time sync: the reply waits for its time, so BeamNG, which
 	// blocks when its window is full, cannot run ahead of the local clock.
-	paced := l.sync.Paced
-	held := l.sync.Hold(id)
-	if l.sync.Paced != paced {
-		l.stats.Pacing.Observe(l.sync.LastError)
+	paced := l.sim.Paced
+	waited := l.sim.Hold(id)
+	if l.sim.Paced != paced {
+		l.stats.Pacing.Observe(l.sim.LastError)
 	}
 	sentAt := stepped
-	if held > 0 {
+	if waited > 0 {
 		sentAt = l.clock.Now()
 	}
 	if err := l.send(a.datagram); err != nil {
@@ -85,12 +84,12 @@ func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int
 		return
 	}
 	l.sent(l.reply)
-	l.lock.replied(id, sentAt)
+	l.lockstep.replied(id, sentAt)
 	l.stats.inc(Replies)
 	if a.neutral {
 		l.stats.inc(NeutralReplies)
 	}
-	l.stats.Turnaround.Observe(l.clock.Now().Sub(arrival) - held)
+	l.stats.Turnaround.Observe(l.clock.Now().Sub(arrival) - waited)
 	l.observed(id, a.neutral)
 }
 
@@ -105,14 +104,14 @@ func (l *Link) observed(id float64, neutral bool) {
 		if neutral {
 			ins = l.wireInputs()
 		}
-		t := l.sync.Local()
+		t := l.sim.Local()
 		if o.Record != nil {
 			o.Record.Row(t, l.index, l.Status(), id, l.reply[0], st.stats.Get(Reloads), st.outs, ins)
 		}
 		if o.Scope != nil {
 			o.Scope.Push(t, st.outs, ins)
 		}
-		st.unlock()
+		st.leave()
 	}
 	if o.OnMessage != nil {
 		o.OnMessage(l.index, id, l.reply[0])
@@ -158,56 +157,83 @@ func (l *Link) quiet(now time.Time) {
 		l.setState(Connecting)
 	}
 	st := l.enter()
-	l.checkOverdue(l.sync.IdleTime())
+	l.checkOverdue(l.sim.IdleTime())
 	if l.state == Connecting {
-		st.step(l.sync.IdleTime())
+		st.idle(l.sim.IdleTime())
 	}
-	st.unlock()
+	st.leave()
 	l.report() // another vehicle's step may have faulted or healed the model
+}
+
+// kind is what a datagram is, as the link sees it: classify says it once,
+// for the message in hand (accept) and for those drained behind it.
+type kind uint8
+
+const (
+	beamngs   kind = iota // from BeamNG's host and latched port (any, before one is latched), of a size its protocol sends, with a valid id
+	newPort               // the same, but from another port of BeamNG's host
+	foreign               // another host, or another port whose datagram is not even well formed
+	wrongSize             // BeamNG's address, a length it does not send
+	malformed             // BeamNG's address and size, an id it cannot have sent
+)
+
+// classify says what datagram d from `from` is, and whether its length is
+// one BeamNG's protocol sends.
+func (l *Link) classify(d []byte, from netip.AddrPort) (k kind, fits bool) {
+	fits = l.proto.Fits(len(d), len(l.msg))
+	if from.Addr().Unmap() != l.remote.Addr().Unmap() {
+		return foreign, fits
+	}
+	isNew := l.src.isNew(from)
+	switch {
+	case !fits && isNew, isNew && !validID(messageID(d)):
+		return foreign, fits
+	case !fits:
+		return wrongSize, fits
+	case !validID(messageID(d)):
+		return malformed, fits
+	case isNew:
+		return newPort, fits
+	}
+	return beamngs, fits
+}
+
+// reject counts and reports a datagram that is not BeamNG's message.
+func (l *Link) reject(k kind, d []byte, fits bool, from netip.AddrPort, now time.Time) {
+	switch k {
+	case foreign:
+		l.src.foreign(from, l.remote, len(d), fits, now)
+	case wrongSize:
+		l.wrongSize(len(d), now)
+	case malformed:
+		l.stats.inc(Malformed)
+	}
 }
 
 // accept checks a datagram and places its id. It reports whether the
 // datagram is BeamNG's message to answer, and whether it holds every field
 // the model reads (whole); only BeamNG's whole messages reach the model.
 func (l *Link) accept(d []byte, from netip.AddrPort, now time.Time) (id float64, whole, ok bool) {
-	fits := l.proto.Fits(len(d), len(l.msg))
-	if from.Addr().Unmap() != l.remote.Addr().Unmap() {
-		l.src.foreign(from, l.remote, len(d), fits, now)
+	k, fits := l.classify(d, from)
+	switch {
+	case k != beamngs && k != newPort:
+		l.reject(k, d, fits, from, now)
 		return 0, false, false
-	}
-	newPort := l.src.isNew(from)
-	if !fits {
-		if newPort {
-			l.src.foreign(from, l.remote, len(d), false, now)
-		} else {
-			l.wrongSize(len(d), now)
+	case k == newPort && !l.src.mayTake(now):
+		l.hold(d, from)
+		return 0, false, false
+	case k == newPort:
+		l.takeSource(from, messageID(d), now)
+	case l.src.latched.IsValid():
+		l.src.seen(now)
+		if l.held.count > 0 {
+			// BeamNG's own port still sends: the held messages were a stranger's.
+			l.src.stranger(l.held.from, int64(l.held.count), now)
+			l.held.count = 0
 		}
-		return 0, false, false
 	}
 	present := l.proto.Decode(l.msg, d)
 	id = l.msg[0]
-	if !validID(id) {
-		if newPort {
-			l.src.foreign(from, l.remote, len(d), true, now)
-		} else {
-			l.stats.inc(Malformed)
-		}
-		return 0, false, false
-	}
-	switch {
-	case newPort && !l.src.mayTake(now):
-		l.hold(d, from)
-		return 0, false, false
-	case newPort:
-		l.takeSource(from, id, now)
-	case l.src.latched.IsValid():
-		l.src.seen(now)
-		if l.held.pending > 0 {
-			// BeamNG's own port still sends: the held messages were a stranger's.
-			l.src.stranger(l.held.from, int64(l.held.pending), now)
-			l.held.pending = 0
-		}
-	}
 	if !l.place(id, from, now) {
 		return 0, false, false
 	}
@@ -291,17 +317,17 @@ func (l *Link) takeSource(from netip.AddrPort, id float64, now time.Time) {
 func (l *Link) hold(d []byte, from netip.AddrPort) {
 	l.held.n = copy(l.held.buf, d)
 	l.held.from = from
-	l.held.pending++
+	l.held.count++
 }
 
 // takeHeld answers the held message once the latched port has been silent
 // long enough for it to be BeamNG's.
 func (l *Link) takeHeld(now time.Time) bool {
-	if l.held.pending == 0 || !l.src.mayTake(now) {
+	if l.held.count == 0 || !l.src.mayTake(now) {
 		return false
 	}
-	l.stats.add(Drained, int64(l.held.pending-1)) // only the newest is answered
-	l.held.pending = 0
+	l.stats.add(Drained, int64(l.held.count-1)) // only the newest is answered
+	l.held.count = 0
 	n := copy(l.rx, l.held.buf[:l.held.n])
 	l.handle(l.rx[:n], l.held.from, now, 0)
 	return true
@@ -312,14 +338,14 @@ func (l *Link) takeHeld(now time.Time) bool {
 // there, so a stall is not followed by a burst.
 func (l *Link) rebase(id float64, now time.Time) {
 	l.ids.rebase(id)
-	l.sync.Anchor(id, now)
-	l.lock.rebased(now)
+	l.sim.Anchor(id, now)
+	l.lockstep.rebased(now)
 }
 
 // drain reads whatever else is already queued and keeps BeamNG's newest
 // message (the highest id: the network may deliver them out of order). The
-// datagram in l.rx[:n] is a candidate; every queued one must be one too to
-// be kept, so a stray with a high id never wins over BeamNG's messages.
+// datagram in l.rx[:n] is BeamNG's; every queued one must be too to be
+// kept, so a stray with a high id never wins over BeamNG's messages.
 func (l *Link) drain(n int, from netip.AddrPort, now time.Time) (int, netip.AddrPort) {
 	keep := append(l.keep[:0], l.rx[:n]...)
 	for {
@@ -327,8 +353,12 @@ func (l *Link) drain(n int, from netip.AddrPort, now time.Time) (int, netip.Addr
 		if !ok {
 			break
 		}
-		if !l.candidate(l.rx[:m], f) {
-			l.reject(l.rx[:m], f, now)
+		if k, fits := l.classify(l.rx[:m], f); k != beamngs {
+			if k != newPort {
+				l.reject(k, l.rx[:m], fits, f, now)
+			} else {
+				l.src.foreign(f, l.remote, m, fits, now)
+			}
 			continue
 		}
 		l.stats.inc(Drained)
@@ -340,25 +370,12 @@ func (l *Link) drain(n int, from netip.AddrPort, now time.Time) (int, netip.Addr
 	return copy(l.rx, keep), from
 }
 
-// candidate reports whether a datagram may be BeamNG's message: from
+// isBeamNGs reports whether a datagram may be BeamNG's message: from
 // BeamNG's host and its latched port (any port before one is latched), of
 // a size the protocol takes, with a valid id.
-func (l *Link) candidate(d []byte, from netip.AddrPort) bool {
-	return from.Addr().Unmap() == l.remote.Addr().Unmap() && !l.src.isNew(from) &&
-		l.proto.Fits(len(d), len(l.msg)) && validID(messageID(d))
-}
-
-// reject counts a datagram that is not a candidate, as accept would.
-func (l *Link) reject(d []byte, from netip.AddrPort, now time.Time) {
-	fits := l.proto.Fits(len(d), len(l.msg))
-	switch {
-	case from.Addr().Unmap() != l.remote.Addr().Unmap() || l.src.isNew(from):
-		l.src.foreign(from, l.remote, len(d), fits, now)
-	case !fits:
-		l.wrongSize(len(d), now)
-	default:
-		l.stats.inc(Malformed)
-	}
+func (l *Link) isBeamNGs(d []byte, from netip.AddrPort) bool {
+	k, _ := l.classify(d, from)
+	return k == beamngs
 }
 
 // validID reports whether id can be a BeamNG message id: a whole number,

@@ -418,10 +418,10 @@ func (l *Link) diagnosed(level slog.Level, msg string, args ...any) {
 
 // eventTime is local time now, on the rows' time base.
 func (l *Link) eventTime() float64 {
-	if l.sync == nil {
+	if l.sim == nil {
 		return 0
 	}
-	return l.sync.IdleTime()
+	return l.sim.IdleTime()
 }
 
 // ErrNotRecording is returned by OpenRecording for a file that is not a

@@ -56,9 +56,12 @@ type faultWindow struct {
 	t, from, to float64
 }
 
-func (m *faultWindow) Step(t float64, out, in [][]float64) { m.t = t; in[1][0] = 0.3 }
+func (m *faultWindow) Step(t float64, out, in [][]float64) bool { m.t = t; in[1][0] = 0.3; return true }
 
 var errStopped = errors.New("the model's program stopped answering")
+
+// Rebind takes any reloaded config: the model reads no port.
+func (m *faultWindow) Rebind(*ports.Plan, models.Params, models.Params) (func(), error) { return func() {}, nil }
 
 func (m *faultWindow) Fault() error {
 	if m.t >= m.from && m.t < m.to {

@@ -3,8 +3,8 @@ package coupling
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
+	"time"
 
 	"beamconnect/beamng"
 	"beamconnect/config"
@@ -30,116 +30,183 @@ func (s *Session) ReloadConfig(path string, data []byte) (ports.Changes, error) 
 	return s.Reload(p)
 }
 
-// Reload checks a compiled plan against the running one, as nats-server
-// validates a whole reload before applying any of it: if anything that
-// cannot change live changed, nothing is applied and the error names it.
-// Otherwise the plan replaces the running one between two messages, for
-// every vehicle at once, so every reply is built from one plan only. Safe
-// to call while Run runs.
+// Reload moves the run to a compiled plan, whole or not at all, as Caddy
+// provisions a config before it swaps it in. Everything that can fail is
+// done first, off the message path, while the coupling goes on with the
+// running plan: what cannot change live (nats-server's check of a whole
+// reload), the model's rebind to the new ports and its new parameters
+// (tried where the model can refuse them), the new port vectors. Only then
+// is it swapped in between two messages, for every vehicle at once, by a
+// step that cannot fail, and Reload returns once it has been (so the next
+// reload is compared with what runs). A refused reload changes nothing:
+// the running plan, the model and its parameters, what the next reload is
+// compared with. Safe to call while Run runs.
 func (s *Session) Reload(p *ports.Plan) (ports.Changes, error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	ch := ports.Diff(s.latest, p)
-	if err := s.check(ch, p); err != nil {
-		s.stats.inc(ReloadErrors)
-		return ch, fmt.Errorf("reload refused, nothing applied: %w", err)
-	}
 	if ch.None() {
 		return ch, nil
 	}
+	r, err := s.prepare(ch, p)
+	if err != nil {
+		s.stats.inc(ReloadErrors)
+		return ch, fmt.Errorf("reload refused, nothing applied: %w", err)
+	}
+	s.stage.submit(r)
 	s.latest = p
-	s.stage.pending.Store(p)
 	return ch, nil
 }
 
-// check says why a new plan cannot replace the running one, if it cannot.
-func (s *Session) check(ch ports.Changes, p *ports.Plan) error {
-	restart := ch.RestartOnly
-	if ch.Params != "" {
-		t, ok := s.stage.model.(models.Tuner)
-		switch {
-		case s.opt.ModelName != p.Model:
-			restart = append(restart, ch.Params+" (the model running is "+s.opt.ModelName+", not the config's)")
-		case !ok:
-			restart = append(restart, ch.Params+" (model "+p.Model+" takes its parameters at the start only)")
-		default:
-			if err := t.CheckTune(p.ModelParams); err != nil {
-				return err
-			}
-		}
-	}
-	if len(restart) > 0 {
-		return fmt.Errorf("these cannot change while running (restart beamconnect for them): %s", strings.Join(restart, "; "))
-	}
-	var bad []string
-	for _, f := range models.Validate(s.opt.ModelName, p.ModelParams, p) {
-		if !f.Warning {
-			bad = append(bad, f.Error())
-		}
-	}
-	if len(bad) > 0 {
-		return errors.New(strings.Join(bad, "; "))
-	}
-	if len(p.Vehicles) != len(s.links) {
-		return errors.New("the number of vehicles changed: restart beamconnect")
-	}
-	return nil
+// prepared is a reload ready to be swapped in: the plan, the model's
+// commit, the new port vectors (port 0 aside, which carries over) and how
+// the running values move into them.
+type prepared struct {
+	plan      *ports.Plan
+	commit    func()
+	outs, ins [][]float64
+	outMoves  []move
+	inMoves   []move
+	swappedIn chan struct{}
 }
 
-// apply swaps in a reloaded plan, under the stage's lock, between two
-// messages. Port values carry over for fields that still carry the same
-// thing (the same signal of the same vehicle, or the same meta value of the
-// same contract), so the model's inputs and the outputs it reads do not
-// jump; the model rebinds and keeps its state, and takes new parameters.
-// The links move to the plan at their next message.
-func (st *stage) apply(p *ports.Plan) {
-	old := st.plan
-	keep := map[string][]float64{}
-	save := func(dir beamng.Direction, list []ports.Port, vecs [][]float64) {
-		for i := range list[1:] {
-			pt := &list[i+1]
-			for fi := range pt.Fields {
-				f := &pt.Fields[fi]
-				keep[dir.String()+":"+ports.FieldKey(dir, f, contractName(old, pt))] = vecs[pt.Number][f.Offset : f.Offset+f.Width]
+// move copies a field's running values to its place in the new vectors.
+type move struct{ fromPort, from, toPort, to, width int }
+
+// prepare does all of a reload that can fail, or says why it cannot be.
+func (s *Session) prepare(ch ports.Changes, p *ports.Plan) (*prepared, error) {
+	restart := ch.RestartOnly
+	if ch.Params != "" && s.opt.ModelName != p.Model {
+		restart = append(restart, ch.Params+" (the model running is "+s.opt.ModelName+", not the config's)")
+	}
+	if len(restart) > 0 {
+		return nil, fmt.Errorf("these cannot change while running (restart beamconnect for them): %s", strings.Join(restart, "; "))
+	}
+	if len(p.Vehicles) != len(s.links) {
+		return nil, errors.New("the number of vehicles changed: restart beamconnect")
+	}
+	rb, ok := s.stage.model.(models.Rebinder)
+	if !ok {
+		return nil, fmt.Errorf("model %s cannot move to a reloaded config while it runs: restart beamconnect for this change", s.opt.ModelName)
+	}
+	commit, err := rb.Rebind(p, s.params(s.latest), s.params(p))
+	if err != nil {
+		return nil, err
+	}
+	r := &prepared{plan: p, commit: commit, swappedIn: make(chan struct{})}
+	old := s.latest
+	r.outs, r.outMoves = carry(beamng.FromBeamNG, old, p, old.Outputs, p.Outputs)
+	r.ins, r.inMoves = carry(beamng.ToBeamNG, old, p, old.Inputs, p.Inputs)
+	return r, nil
+}
+
+// params are the modelParams of plan p that the running model takes: the
+// config's, unless the model running is another (run --model).
+func (s *Session) params(p *ports.Plan) models.Params {
+	if s.opt.ModelName != p.Model {
+		return nil
+	}
+	return p.ModelParams
+}
+
+// carry makes the new plan's port vectors (ports 1 on, at their initial
+// values) and the moves that carry the running values over, for fields
+// that still carry the same thing (the same signal of the same vehicle, or
+// the same meta value of the same contract) with an unchanged initial
+// value, so the model's inputs and the outputs it reads do not jump. A
+// changed initial value is the user's intent: it applies.
+func carry(dir beamng.Direction, old, p *ports.Plan, was, now []ports.Port) ([][]float64, []move) {
+	at := map[string]move{}
+	for i := range was[1:] {
+		pt := &was[i+1]
+		for fi := range pt.Fields {
+			f := &pt.Fields[fi]
+			at[ports.FieldKey(dir, f, contractName(old, pt))] = move{fromPort: pt.Number, from: f.Offset, width: f.Width}
+		}
+	}
+	vecs := [][]float64{nil} // port 0 carries over as it is
+	var moves []move
+	for i := range now[1:] {
+		pt := &now[i+1]
+		vecs = append(vecs, initial(*pt))
+		for fi := range pt.Fields {
+			f := &pt.Fields[fi]
+			mv, ok := at[ports.FieldKey(dir, f, contractName(p, pt))]
+			if ok && mv.width == f.Width && sameInitial(old, dir, f) {
+				mv.toPort, mv.to = pt.Number, f.Offset
+				moves = append(moves, mv)
 			}
 		}
 	}
-	save(beamng.FromBeamNG, old.Outputs, st.outs)
-	save(beamng.ToBeamNG, old.Inputs, st.ins)
-	restore := func(dir beamng.Direction, list []ports.Port, port0 []float64) [][]float64 {
-		vecs := [][]float64{port0}
-		for i := range list[1:] {
-			pt := &list[i+1]
-			v := initial(*pt)
-			for fi := range pt.Fields {
-				f := &pt.Fields[fi]
-				// A changed initial value is the user's intent: apply it.
-				if was, ok := keep[dir.String()+":"+ports.FieldKey(dir, f, contractName(p, pt))]; ok && sameInitial(old, dir, f) {
-					copy(v[f.Offset:f.Offset+f.Width], was)
-				}
-			}
-			vecs = append(vecs, v)
-		}
-		return vecs
+	return vecs, moves
+}
+
+// submit hands a prepared reload to the running links and waits until one
+// has swapped it in; with no run in progress it swaps it in at once.
+func (st *stage) submit(r *prepared) {
+	st.mu.Lock()
+	if !st.running {
+		st.swap(r)
+		st.mu.Unlock()
+		return
 	}
-	outs := restore(beamng.FromBeamNG, p.Outputs, st.outs[0])
-	ins := restore(beamng.ToBeamNG, p.Inputs, st.ins[0])
-	if rb, ok := st.model.(models.Rebinder); ok {
-		if err := rb.Rebind(p); err != nil {
-			// Reload checked the binding; this is not expected.
-			st.log.Error("model rebind failed; keeping the previous plan", "err", err)
+	st.reload.Store(r)
+	st.mu.Unlock()
+	for {
+		select {
+		case <-r.swappedIn:
 			return
+		case <-time.After(idleStep):
+			// The links enter the stage at every message and at least
+			// every idleStep while BeamNG is silent; one that has ended
+			// its run leaves the swap to this goroutine.
+			st.mu.Lock()
+			if !st.running && st.reload.Load() == r {
+				st.swap(st.reload.Swap(nil))
+			}
+			st.mu.Unlock()
 		}
 	}
-	if t, ok := st.model.(models.Tuner); ok && !reflect.DeepEqual(old.ModelParams, p.ModelParams) {
-		t.Tune(p.ModelParams)
+}
+
+// begin and end mark the run: while it runs, reloads are swapped in by
+// the links between two messages.
+func (st *stage) begin() {
+	st.mu.Lock()
+	st.running = true
+	st.mu.Unlock()
+}
+
+func (st *stage) end() {
+	st.mu.Lock()
+	st.running = false
+	if r := st.reload.Swap(nil); r != nil {
+		st.swap(r)
 	}
-	st.plan, st.outs, st.ins = p, outs, ins
-	st.active.Store(p)
+	st.mu.Unlock()
+}
+
+// swap puts a prepared reload in force, under the stage's lock, between
+// two messages: the running values move into the new vectors, the model
+// switches over, and the plan replies are built from is the new one. It
+// cannot fail. The links move to the plan at their next message.
+func (st *stage) swap(r *prepared) {
+	r.outs[0], r.ins[0] = st.outs[0], st.ins[0]
+	for _, mv := range r.outMoves {
+		copy(r.outs[mv.toPort][mv.to:mv.to+mv.width], st.outs[mv.fromPort][mv.from:mv.from+mv.width])
+	}
+	for _, mv := range r.inMoves {
+		copy(r.ins[mv.toPort][mv.to:mv.to+mv.width], st.ins[mv.fromPort][mv.from:mv.from+mv.width])
+	}
+	r.commit()
+	st.plan, st.outs, st.ins = r.plan, r.outs, r.ins
+	st.fresh.reads = modelReads(st.model, r.plan)
+	st.active.Store(r.plan)
 	st.stats.inc(Reloads)
 	if st.onReload != nil {
-		st.onReload(p)
+		st.onReload(r.plan)
 	}
+	close(r.swappedIn)
 }
 
 // sameInitial reports whether the field's initial value is unchanged (or

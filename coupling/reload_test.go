@@ -192,8 +192,8 @@ func TestReloadRefusesRestartOnly(t *testing.T) {
 		!strings.Contains(err.Error(), "the local address (beamng.localIP/localPort) (127.0.0.1:64890 → 127.0.0.1:7000)") {
 		t.Fatalf("error %v", err)
 	}
-	s.stage.lock()
-	s.stage.unlock()
+	s.stage.enter()
+	s.stage.leave()
 	if s.Plan() != before || s.Plan().ReplyID != "next" {
 		t.Error("a refused reload changed the running plan")
 	}

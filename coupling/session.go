@@ -4,13 +4,21 @@
 // vectors, stepped by every vehicle's messages. One vehicle is a session
 // of one link; there is no other path.
 //
-// It fails safe. Datagrams that are not BeamNG's (another host, another
-// port while BeamNG's own still sends, an implausible id) are dropped and
-// reported; a message that lacks data the model reads, a model that dies,
-// hangs or panics, are answered with neutral controls; a bind that fails is
-// retried with backoff; a watchdog sees, and where the protocol allows
-// repairs, a BeamNG that is no longer in lockstep. Every fault is logged
-// when it happens and listed by Faults at the end.
+// It fails safe, by three rules kept by construction:
+//   - A reply carries the model's controls only if a model step computed
+//     them from this message's data (Model.Step says so); a message that
+//     lacks data the model reads, another vehicle's data the model reads
+//     gone stale, a model that computed nothing in time, dies, hangs or
+//     panics, are answered with neutral controls, counted.
+//   - A reload is whole or nothing: prepared off the message path, then
+//     swapped in between two messages by a step that cannot fail.
+//   - Only BeamNG's whole message reaches the model: datagrams that are not
+//     BeamNG's (another host, another port while BeamNG's own still sends,
+//     an implausible id) are dropped and reported.
+//
+// A bind that fails is retried with backoff; a watchdog sees, and where the
+// protocol allows repairs, a BeamNG that is no longer in lockstep. Every
+// fault is logged when it happens and listed by Faults at the end.
 package coupling
 
 import (
@@ -134,7 +142,6 @@ func New(opt Options) (*Session, error) {
 	}
 	for _, l := range s.links {
 		s.stage.statuses = append(s.stage.statuses, &l.status)
-		s.stage.fault.waiters = append(s.stage.fault.waiters, &l.wait)
 	}
 	s.stage.onReload = func(p *ports.Plan) {
 		if opt.Record != nil {
@@ -185,8 +192,8 @@ func (s *Session) Bind() error {
 // Run drives every vehicle's link until ctx ends, each on its own
 // goroutine, and then leaves BeamNG with neutral controls.
 func (s *Session) Run(ctx context.Context) error {
-	stop := s.stage.fault.watch(ctx)
-	defer stop()
+	s.stage.begin()
+	defer s.stage.end()
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.links))
 	for i, l := range s.links {
@@ -229,6 +236,7 @@ func (s *Session) collect() {
 		n := t.Tally()
 		s.stats.Set(ModelMissed, n.Missed)
 		s.stats.Set(ModelDiscarded, n.Discarded)
+		s.stats.Set(ModelFailed, n.Failed)
 		s.stats.Set(ModelSkipped, n.Skipped)
 		s.stats.Set(ModelRestarts, n.Restarts)
 	}

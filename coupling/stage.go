@@ -32,6 +32,7 @@ type stage struct {
 	lastT    float64     // the model's time never goes back, whichever vehicle steps it
 	fault    faultState
 	statuses []*atomic.Int32 // each vehicle's reported status
+	fresh    freshness       // whose data are recent enough to step the model on
 	// connect is port 0's connection directive (ins[0][0] != 0), published
 	// after every step, so a link's loop reads it without the lock.
 	connect atomic.Bool
@@ -41,11 +42,12 @@ type stage struct {
 	state []relative.State
 	seen  []bool
 
-	// Reloads: a checked plan waits in pending; the first link to step
-	// after it swaps it in, between two messages. active is the plan
-	// replies are built from.
-	pending atomic.Pointer[ports.Plan]
+	// Reloads: a prepared reload waits in reload; the first link to enter
+	// the stage after it swaps it in, between two messages. active is the
+	// plan replies are built from.
+	reload  atomic.Pointer[prepared]
 	active  atomic.Pointer[ports.Plan]
+	running bool   // a run is in progress (under mu)
 	stats   *Stats // the run's counters
 	// onReload, when set, hears of every plan swapped in (the recording's
 	// header, the scope's columns), under the lock.
@@ -63,7 +65,8 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 	}
 	st.active.Store(p)
 	st.connect.Store(st.ins[0][0] != 0)
-	st.fault.init(m, p.ModelTimeout, stats, log, clock)
+	st.fault.init(m, stats, log, clock)
+	st.fresh.init(p, modelReads(m, p))
 	return st
 }
 
@@ -78,16 +81,16 @@ func initial(pt ports.Port) []float64 {
 	return v
 }
 
-// lock takes the stage for one vehicle's step, swapping in a reloaded plan
-// first if one waits.
-func (st *stage) lock() {
+// enter takes the stage for one vehicle's step, swapping in a prepared
+// reload first if one waits; leave gives it back.
+func (st *stage) enter() {
 	st.mu.Lock()
-	if p := st.pending.Load(); p != nil {
-		st.apply(st.pending.Swap(nil))
+	if st.reload.Load() != nil {
+		st.swap(st.reload.Swap(nil))
 	}
 }
 
-func (st *stage) unlock() { st.mu.Unlock() }
+func (st *stage) leave() { st.mu.Unlock() }
 
 // directive reads port 0's connection directive, as the last step left it.
 func (st *stage) directive() bool { return st.connect.Load() }
@@ -97,7 +100,7 @@ func (st *stage) directive() bool { return st.connect.Load() }
 func (st *stage) portStatus() Status {
 	s := Status(st.statuses[0].Load())
 	for _, v := range st.statuses[1:] {
-		s = worse(s, Status(v.Load()))
+		s = s.Worse(Status(v.Load()))
 	}
 	return s
 }
@@ -140,11 +143,38 @@ func (st *stage) relative(f *ports.Field) float64 {
 	return v
 }
 
-// step steps the model at local time t, under the lock, and reports
-// whether it is faulted, in which case BeamNG must get neutral controls.
-func (st *stage) step(t float64) (faulted bool) {
+// neutral says why a reply carries neutral controls rather than the
+// model's: the counter that counts it (NeutralReplies itself for none in
+// particular).
+type neutral = Counter
+
+// step steps the model at local time t on vehicle v's message (id), under
+// the lock. It reports what the reply must carry: the model's controls
+// (ok), or neutral ones and why: the model reads another vehicle whose
+// data are stale (StaleData) or have not come yet (Waiting), the model
+// computed none for these data in time (NotComputed), or it is faulted
+// (ModelFaults).
+func (st *stage) step(v int, id, t float64) (why neutral, ok bool) {
 	st.outs[0][0] = float64(st.portStatus())
-	faulted = st.fault.step(st.model, st.modelTime(t), st.outs, st.ins)
+	if why, ok := st.fresh.check(v, id); !ok {
+		st.fault.update()
+		return why, false
+	}
+	computed, faulted := st.fault.step(st.model, st.modelTime(t), st.outs, st.ins)
 	st.connect.Store(st.ins[0][0] != 0)
-	return faulted
+	switch {
+	case faulted:
+		return ModelFaults, false
+	case !computed:
+		return NotComputed, false
+	}
+	return 0, true
+}
+
+// idle steps a model that wants to see the status while no data come, at
+// local time t, under the lock.
+func (st *stage) idle(t float64) {
+	st.outs[0][0] = float64(st.portStatus())
+	st.fault.idle(st.model, st.modelTime(t), st.outs, st.ins)
+	st.connect.Store(st.ins[0][0] != 0)
 }

@@ -13,60 +13,47 @@ import (
 type answer struct {
 	datagram []byte // the reply (valid until the next step)
 	neutral  bool   // it carries neutral controls, not the model's
-	answered bool   // the hung-step watchdog already answered the message
 }
 
 // step answers BeamNG message id: the contracts that are due fill the
-// output ports, the model steps, and its controls go into the reply, or
-// neutral controls when they cannot be trusted: a message that lacks data
-// the model reads (whole is false), or a model fault. It allocates nothing.
+// output ports, the model steps, and its controls go into the reply only
+// when it computed them from this message's data; otherwise the reply
+// carries neutral controls and the reason is counted: a message that lacks
+// data the model reads (whole is false), another vehicle's data the model
+// reads stale or not there yet, a model that computed nothing in time, a
+// model fault. It allocates nothing.
 func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
-	st := l.stage
-	t := l.sync.Message(id, arrival)
+	t := l.sim.Message(id, arrival)
 	l.stats.localTime.Store(math.Float64bits(t))
 
-	a := answer{neutral: true}
-	var replyID float64
-	if st.fault.watched {
-		// The reply id before the stage: while another vehicle's step
-		// hangs, the watchdog answers this message with it.
-		replyID = l.ids.next(id, &l.lock)
-		l.wait.await(replyID)
-		l.enter()
-		a.answered = l.wait.entered()
-	} else {
-		l.enter()
-		replyID = l.ids.next(id, &l.lock)
-	}
+	st := l.enter()
+	replyID := l.ids.next(id, &l.lockstep)
 	if whole {
 		st.capture(l.index, &l.slots, l.msg)
 		l.fillOutputs(id, t)
 	}
 	l.checkOverdue(t)
+	why, ok := ShortMessages, false
 	if whole {
-		st.fault.begin(&l.wait, arrival)
-		a.neutral = st.step(t)
-		a.answered = st.fault.end() || a.answered
+		why, ok = st.step(l.index, id, t)
 	}
-	if a.neutral {
-		copy(l.reply, l.neutral)
-	} else {
+	if ok {
 		l.fillReply(id)
+	} else {
+		copy(l.reply, l.neutral)
+		if why != ShortMessages && why != ModelFaults {
+			l.stats.inc(why) // short messages were counted when taken; faults by the fault state
+		}
 	}
-	st.unlock()
+	st.leave()
 	l.report() // the step may have faulted or healed the model
 
 	l.reply[0] = replyID
 	// "Keep" resolved to what BeamNG has; l.last becomes this reply only
 	// once it is sent (handle), as it may be withheld.
-	if st.fault.watched {
-		l.lastMu.Lock() // the hung-step watchdog writes it
-		l.proto.Resolve(l.reply, l.last)
-		l.lastMu.Unlock()
-	} else {
-		l.proto.Resolve(l.reply, l.last)
-	}
+	l.proto.Resolve(l.reply, l.last)
 	l.ids.sent(replyID)
+	a := answer{neutral: !ok}
 	a.datagram, _ = beamng.Encode(l.tx, l.reply) // tx is sized for the reply
 	return a
 }

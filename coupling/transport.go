@@ -26,11 +26,8 @@ type Transport interface {
 	// Queued reads a datagram that is already waiting, without waiting;
 	// ok is false when none is.
 	Queued(buf []byte) (n int, from netip.AddrPort, ok bool)
-	// Send writes one datagram; it is called from the link's loop.
+	// Send writes one datagram. Only the link's loop writes its socket.
 	Send(b []byte, to netip.AddrPort) error
-	// SendShared is Send from another goroutine (the hung-step watchdog):
-	// safe while the loop reads, and against Close.
-	SendShared(b []byte, to netip.AddrPort) error
 	LocalAddr() netip.AddrPort
 	// Close releases the socket; it is called from the link's loop.
 	Close() error
@@ -124,7 +121,6 @@ func (s *netSocket) Send(b []byte, to netip.AddrPort) error {
 	return err
 }
 
-func (s *netSocket) SendShared(b []byte, to netip.AddrPort) error { return s.Send(b, to) }
 func (s *netSocket) LocalAddr() netip.AddrPort {
 	return s.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
@@ -170,9 +166,8 @@ func (s *rawSocket) Queued(buf []byte) (int, netip.AddrPort, bool) {
 	return n, from, err == nil
 }
 
-func (s *rawSocket) Send(b []byte, to netip.AddrPort) error       { return s.sock.Send(b, to) }
-func (s *rawSocket) SendShared(b []byte, to netip.AddrPort) error { return s.sock.SendShared(b, to) }
-func (s *rawSocket) LocalAddr() netip.AddrPort                    { return s.sock.LocalAddr() }
+func (s *rawSocket) Send(b []byte, to netip.AddrPort) error { return s.sock.Send(b, to) }
+func (s *rawSocket) LocalAddr() netip.AddrPort              { return s.sock.LocalAddr() }
 
 // waitSocket reads with one blocking recvmsg, bounded by SO_RCVTIMEO.
 type waitSocket struct{ rawSocket }
@@ -261,7 +256,6 @@ func (s *memSocket) Queued(buf []byte) (int, netip.AddrPort, bool) {
 	return n, from, ok
 }
 
-func (s *memSocket) Send(b []byte, to netip.AddrPort) error       { return s.conn.WriteTo(b, to) }
-func (s *memSocket) SendShared(b []byte, to netip.AddrPort) error { return s.conn.WriteTo(b, to) }
-func (s *memSocket) LocalAddr() netip.AddrPort                    { return s.conn.LocalAddr() }
-func (s *memSocket) Close() error                                 { return s.conn.Close() }
+func (s *memSocket) Send(b []byte, to netip.AddrPort) error { return s.conn.WriteTo(b, to) }
+func (s *memSocket) LocalAddr() netip.AddrPort              { return s.conn.LocalAddr() }
+func (s *memSocket) Close() error                           { return s.conn.Close() }

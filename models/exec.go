@@ -40,7 +40,9 @@ up in the pipe, so a slow program acts on data one request old at most,
 never on a backlog.
 
 An answer must come within modelParams.deadlineMs (default: 80 % of the
-coupling period) to be used at this step; a later one is used at the next.
+coupling period) to be used: a message without its answer by then gets
+neutral controls, and a later answer is dropped, never used for a later
+message.
 "nan" in an answer sends NaN, which BeamNG reads as "keep the previous
 value". An answer is discarded, counted and logged (at most once a second)
 when it has the wrong count of numbers, something that is not a number,
@@ -48,9 +50,10 @@ when it has the wrong count of numbers, something that is not a number,
 no request is outstanding, or comes later than the model timeout after its
 request.
 
-Faults: when the program exits or crashes, or gives no valid answer for
-longer than beamng.modelTimeoutMs (default 5 periods, at least 25 ms; the
-first answer after a start may take 10 s), beamconnect logs an error at
+Faults: when the program exits or crashes, or has been asked for longer
+than beamng.modelTimeoutMs without a valid answer (default 5 periods, at
+least 25 ms; the first answer after a start may take 10 s; a program
+with nothing to answer is never hung), beamconnect logs an error at
 once, reports status 4, and sends BeamNG neutral controls (pedals
 released, wheel torques 0, drive mode pedals) instead of the last ones,
 still answering every message so BeamNG does not stall; run exits non-zero
@@ -98,29 +101,34 @@ type Exec struct {
 
 	// Requests: only the newest waits; the writer sends it once the program
 	// has answered the previous one. Buffers rotate between Step, pending
-	// and the writer, so steady state allocates nothing.
+	// and the writer, so steady state allocates nothing. Each request has a
+	// sequence number and the count of numbers its answer must have (the
+	// plan's when it was made), so an answer is matched to its request.
 	reqMu    sync.Mutex
-	pending  []byte
+	pending  request
 	hasReq   bool
 	reqReady chan struct{}
 	stepBuf  []byte
+	seq      uint64 // the last request's; owned by Step
 
 	// Answers: only the newest waits for Step.
 	ansMu    sync.Mutex
 	answer   []float64
+	ansSeq   uint64 // the request answer answers
 	hasAns   bool
 	ansReady chan struct{}
 	stepAns  []float64
 	timer    *time.Timer
 
 	// Health.
-	dead      atomic.Pointer[error] // why the program is not running; nil while it runs
-	hung      atomic.Pointer[error] // set by Step: ErrModelHung or ErrModelSilentStart
-	lastGood  atomic.Int64          // unix ns of the last valid answer
-	startedAt atomic.Int64          // unix ns the current program started
-	answered  atomic.Bool           // the current program has answered validly
-	spoke     atomic.Bool           // the current program has answered at all: it has started
-	maxAge    atomic.Int64          // ns: the oldest request a used answer was for
+	dead     atomic.Pointer[error] // why the program is not running; nil while it runs
+	hung     atomic.Pointer[error] // set by Step: ErrModelHung or ErrModelSilentStart
+	answered atomic.Bool           // the current program has answered validly
+	spoke    atomic.Bool           // the current program has answered at all: it has started
+	// unanswered is when the first request since the last valid answer
+	// was written (unix ns); 0 when every request written has had one.
+	unanswered atomic.Int64
+	maxAge     atomic.Int64 // ns: the oldest request a used answer was for
 
 	missed, bad, skipped, restarts atomic.Int64
 
@@ -132,15 +140,26 @@ type Exec struct {
 	lastExit  error
 }
 
+// request is one step's request to the program.
+type request struct {
+	buf   []byte
+	seq   uint64
+	width int // numbers its answer must have
+}
+
 // process is one run of the program.
 type process struct {
-	cmd           *exec.Cmd
-	stdin         io.WriteCloser
-	stdout        io.Reader
-	done          chan struct{} // closed when it has exited
-	exit          error
-	outstandingAt atomic.Int64  // unix ns the unanswered request was written; 0: none
-	answeredReq   chan struct{} // the outstanding request got an answer
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.Reader
+	done   chan struct{} // closed when it has exited
+	exit   error
+	// The request written and not answered yet: its sequence number and
+	// width are stored before outstandingAt, which the reader swaps to 0.
+	outstandingAt    atomic.Int64 // unix ns it was written; 0: none
+	outstandingSeq   atomic.Uint64
+	outstandingWidth atomic.Int64
+	answeredReq      chan struct{} // the outstanding request got an answer
 }
 
 // NewExec starts the program of params["command"].
@@ -168,7 +187,7 @@ func NewExec(params Params, plan *ports.Plan, log *slog.Logger) (*Exec, error) {
 		deadline: time.Duration(deadline * float64(time.Millisecond)),
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		reqReady: make(chan struct{}, 1), ansReady: make(chan struct{}, 1),
-		pending: make([]byte, 0, 4096), stepBuf: make([]byte, 0, 4096),
+		pending: request{buf: make([]byte, 0, 4096)}, stepBuf: make([]byte, 0, 4096),
 		timer:   time.NewTimer(time.Hour),
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -189,17 +208,29 @@ func NewExec(params Params, plan *ports.Plan, log *slog.Logger) (*Exec, error) {
 }
 
 func (m *Exec) setPlan(plan *ports.Plan) {
+	m.use(columns(plan), inputWidth(plan))
+}
+
+// use makes header and width the plan's: the next request starts with the
+// header, and its answer must have width numbers.
+func (m *Exec) use(header string, width int) {
+	m.header.Store(&header)
+	m.width.Store(int64(width))
+	m.ansMu.Lock()
+	if cap(m.answer) < width {
+		m.answer = make([]float64, 0, width)
+		m.stepAns = make([]float64, 0, width)
+	}
+	m.ansMu.Unlock()
+}
+
+// inputWidth is how many numbers an answer has: every input port element.
+func inputWidth(plan *ports.Plan) int {
 	width := 0
 	for _, p := range plan.Inputs {
 		width += p.Width
 	}
-	h := columns(plan)
-	m.header.Store(&h)
-	m.width.Store(int64(width))
-	m.ansMu.Lock()
-	m.answer = make([]float64, 0, width)
-	m.stepAns = make([]float64, 0, width)
-	m.ansMu.Unlock()
+	return width
 }
 
 // columns is the header line naming every number of the protocol.
@@ -254,7 +285,6 @@ func (m *Exec) start() (*process, error) {
 	m.procMu.Unlock()
 	m.answered.Store(false)
 	m.spoke.Store(false)
-	m.startedAt.Store(time.Now().UnixNano())
 	m.hung.Store(nil)
 	go m.write(p)
 	go m.read(p)
@@ -348,14 +378,20 @@ func (m *Exec) write(p *process) {
 			m.reqMu.Unlock()
 			continue
 		}
-		buf, m.pending = m.pending, buf[:0]
+		req := m.pending
+		m.pending.buf = buf[:0]
+		buf = req.buf
 		m.hasReq = false
 		m.reqMu.Unlock()
 		if h := m.header.Load(); h != header {
 			header = h
 			w.WriteString(*h)
 		}
-		p.outstandingAt.Store(time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		p.outstandingSeq.Store(req.seq)
+		p.outstandingWidth.Store(int64(req.width))
+		p.outstandingAt.Store(now)
+		m.unanswered.CompareAndSwap(0, now)
 		w.Write(buf)
 		if w.Flush() != nil {
 			return // the program is gone; supervise reports it
@@ -390,7 +426,6 @@ func (m *Exec) read(p *process) {
 		// model timeout applies, valid answers or not.
 		first := !m.spoke.Load() && m.current(p)
 		if first {
-			m.lastGood.Store(now.UnixNano())
 			m.spoke.Store(true)
 		}
 		asked := p.outstandingAt.Swap(0)
@@ -398,6 +433,7 @@ func (m *Exec) read(p *process) {
 			m.discard(lim, "unsolicited", "no request is outstanding: the program answered more lines than it was sent", line)
 			continue
 		}
+		seq, width := p.outstandingSeq.Load(), int(p.outstandingWidth.Load())
 		select {
 		case p.answeredReq <- struct{}{}:
 		default:
@@ -408,7 +444,7 @@ func (m *Exec) read(p *process) {
 			// next request.
 			kind, reason = "long", fmt.Sprintf("a line of %d bytes, longer than the %d an answer may have", long, maxAnswerLine)
 		} else {
-			vals, kind, reason = m.parse(line, vals[:0])
+			vals, kind, reason = parse(line, vals[:0], width)
 		}
 		limit := m.timeout
 		if first {
@@ -430,12 +466,13 @@ func (m *Exec) read(p *process) {
 		}
 		m.ansMu.Lock()
 		m.answer = append(m.answer[:0], vals...)
+		m.ansSeq = seq
 		m.hasAns = true
 		m.ansMu.Unlock()
 		if !m.current(p) {
 			continue // the last words of a program that has ended
 		}
-		m.lastGood.Store(now.UnixNano())
+		m.unanswered.Store(0)
 		if !m.answered.Swap(true) && m.dead.Load() != nil {
 			m.log.Info("model program answering again after its restart", "command", strings.Join(m.argv, " "))
 		}
@@ -459,10 +496,9 @@ func (m *Exec) current(p *process) bool {
 	return m.proc == p
 }
 
-// parse reads one answer line into vals, or says why it is unusable: the
-// kind of reason, and the reason.
-func (m *Exec) parse(line []byte, vals []float64) ([]float64, string, string) {
-	want := int(m.width.Load())
+// parse reads one answer line of want numbers into vals, or says why it
+// is unusable: the kind of reason, and the reason.
+func parse(line []byte, vals []float64, want int) ([]float64, string, string) {
 	for _, f := range bytes.Fields(line) {
 		v, err := strconv.ParseFloat(string(f), 64)
 		if err != nil {
@@ -516,35 +552,41 @@ func (l *limiter) allow(now time.Time) (int, bool) {
 }
 
 // Step sends the outputs as the newest request and waits up to the
-// deadline for an answer, which then sets the inputs. It allocates nothing.
-func (m *Exec) Step(t float64, out, in [][]float64) {
-	b := strconv.AppendFloat(m.stepBuf[:0], t, 'g', -1, 64)
-	for _, p := range out {
-		for _, v := range p {
-			b = strconv.AppendFloat(append(b, ' '), v, 'g', -1, 64)
-		}
+// deadline for the program's answer to it, which then sets the inputs. It
+// reports whether that answer came: an answer to an older request (one the
+// program answered after its deadline) is not this message's, and is
+// dropped. It allocates nothing.
+func (m *Exec) Step(t float64, out, in [][]float64) bool {
+	if m.exchange(t, out, in) {
+		return true
 	}
-	b = append(b, '\n')
-	m.reqMu.Lock()
-	if m.hasReq {
-		m.skipped.Add(1) // the program was still busy: it only ever gets the newest
+	if m.dead.Load() == nil {
+		m.missed.Add(1) // BeamNG gets neutral controls for this message
 	}
-	m.stepBuf, m.pending = m.pending[:0], b
-	m.hasReq = true
-	m.reqMu.Unlock()
-	select {
-	case m.reqReady <- struct{}{}:
-	default:
-	}
+	return false
+}
 
-	got := m.take()
-	if !got && m.dead.Load() == nil {
+// Idle sends a request while BeamNG sends nothing, so the program sees the
+// status and can set the directive; its answer, if it comes in time, sets
+// the inputs (nothing of them reaches BeamNG until a message step).
+func (m *Exec) Idle(t float64, out, in [][]float64) { m.exchange(t, out, in) }
+
+// exchange sends a request and waits up to the deadline for its answer,
+// which then sets the inputs; it reports whether the answer came.
+func (m *Exec) exchange(t float64, out, in [][]float64) bool {
+	seq := m.request(t, out)
+	if m.dead.Load() != nil {
+		m.checkHung()
+		return false
+	}
+	got := m.take(seq)
+	if !got {
 		m.timer.Reset(m.deadline)
 	wait:
 		for !got && m.dead.Load() == nil {
 			select {
 			case <-m.ansReady:
-				got = m.take()
+				got = m.take(seq)
 			case <-m.timer.C:
 				break wait
 			}
@@ -553,10 +595,7 @@ func (m *Exec) Step(t float64, out, in [][]float64) {
 	}
 	m.checkHung()
 	if !got {
-		if m.dead.Load() == nil {
-			m.missed.Add(1) // the inputs keep their last values
-		}
-		return
+		return false
 	}
 	i := 0
 	for _, p := range in {
@@ -567,33 +606,69 @@ func (m *Exec) Step(t float64, out, in [][]float64) {
 			i++
 		}
 	}
+	return true
 }
 
-// take moves the newest answer to stepAns, if there is one.
-func (m *Exec) take() bool {
+// request formats the outputs as the newest request, replacing one the
+// program has not taken yet, and returns its sequence number.
+func (m *Exec) request(t float64, out [][]float64) uint64 {
+	b := strconv.AppendFloat(m.stepBuf[:0], t, 'g', -1, 64)
+	for _, p := range out {
+		for _, v := range p {
+			b = strconv.AppendFloat(append(b, ' '), v, 'g', -1, 64)
+		}
+	}
+	b = append(b, '\n')
+	m.seq++
+	m.reqMu.Lock()
+	if m.hasReq {
+		m.skipped.Add(1) // the program was still busy: it only ever gets the newest
+	}
+	m.stepBuf = m.pending.buf[:0]
+	m.pending = request{buf: b, seq: m.seq, width: int(m.width.Load())}
+	m.hasReq = true
+	m.reqMu.Unlock()
+	select {
+	case m.reqReady <- struct{}{}:
+	default:
+	}
+	return m.seq
+}
+
+// take moves the answer to request seq to stepAns, if it has come. An
+// answer to an older request is dropped: its step is over.
+func (m *Exec) take(seq uint64) bool {
 	m.ansMu.Lock()
 	defer m.ansMu.Unlock()
 	if !m.hasAns {
 		return false
 	}
-	m.stepAns, m.answer = m.answer, m.stepAns[:0]
 	m.hasAns = false
+	if m.ansSeq != seq {
+		return false
+	}
+	m.stepAns, m.answer = m.answer, m.stepAns[:0]
 	return true
 }
 
-// checkHung sets the hung fault from the time since the last valid answer
-// (or since the start, before the first).
+// checkHung sets the hung fault from how long the program has been asked
+// without a valid answer: since the first request written after its last
+// valid one, longer than the model timeout (or, for a program that has not
+// answered since it started, than startGrace). A program with nothing to
+// answer is not hung, however long ago its last answer was (while BeamNG
+// is not connected, requests come every 50 ms).
 func (m *Exec) checkHung() {
-	now := time.Now().UnixNano()
 	var err *error
-	switch {
-	case m.dead.Load() != nil:
-	case m.spoke.Load():
-		if now-m.lastGood.Load() > int64(m.timeout) {
+	if since := m.unanswered.Load(); since != 0 && m.dead.Load() == nil {
+		waited := time.Now().UnixNano() - since
+		switch {
+		case !m.spoke.Load():
+			if waited > int64(startGrace) {
+				err = &ErrModelSilentStart
+			}
+		case waited > int64(m.timeout):
 			err = &ErrModelHung
 		}
-	case now-m.startedAt.Load() > int64(startGrace):
-		err = &ErrModelSilentStart
 	}
 	m.hung.Store(err)
 }
@@ -610,12 +685,17 @@ func (m *Exec) Fault() error {
 	return nil
 }
 
-// Rebind tells the program about a reloaded plan: the next request starts
-// with a new "# columns:" line, and answers must have the new width. The
-// program keeps running.
-func (m *Exec) Rebind(plan *ports.Plan) error {
-	m.setPlan(plan)
-	return nil
+// Rebind prepares telling the program about a reloaded plan: once
+// committed, the next request starts with a new "# columns:" line, and its
+// answer must have the new width (an answer to a request from before still
+// has the old one). The program keeps running; its modelParams cannot
+// change while it runs.
+func (m *Exec) Rebind(plan *ports.Plan, running, params Params) (func(), error) {
+	if err := restartOnlyParams("exec", running, params); err != nil {
+		return nil, err
+	}
+	header, width := columns(plan), inputWidth(plan)
+	return func() { m.use(header, width) }, nil
 }
 
 // Counters: steps that got no answer in time (Missed), answers discarded

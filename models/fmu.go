@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -30,7 +29,8 @@ unbound config fields their initial values.
 The FMU is initialized at the first message's time t and stepped with
 doStep(t, h), h the coupling's period. A message lost makes it catch up (one
 step over the gap when it can handle variable steps, else whole periods); a
-time that goes back (BeamNG restarted its coupling) resets it.
+time that goes back (BeamNG restarted its coupling) resets it. Its controls
+reach BeamNG only when its step for that message returned in time.
 
 By default the FMU runs in a child process (beamconnect fmu-host), so that
 its crash or hang cannot take beamconnect with it. A crash, a step that runs
@@ -41,13 +41,16 @@ that returns late ends its fault; one still running after 1 s, and 4 model
 timeouts, has its host stopped and started again)
 (modelParams.restart: false turns that off; a NaN output ends when the
 outputs are numbers again) and run exits non-zero. Each step's answer is
-awaited up to modelParams.deadlineMs (default 80 % of the period); a later
-one is used at the next message, and while a step is unanswered newer data
-is not queued. modelParams.inProcess: true loads the FMU into beamconnect
-instead: the lowest latency, but a crash of the FMU ends beamconnect and a
-hang stalls the coupling (BeamNG then gets neutral controls from its
-watchdog). A reload may change tunable parameters; anything else of
-modelParams needs a restart.`
+awaited up to modelParams.deadlineMs (default 80 % of the period); a
+message whose step has not answered by then gets neutral controls (a later
+answer is never used for a later message), and while a step is unanswered
+newer data is not queued. modelParams.inProcess: true loads the FMU into
+beamconnect instead, stepped on a thread of its own and awaited with the
+same deadline: the lowest latency, but a crash of the FMU ends beamconnect,
+and a hung step's thread can only be abandoned (after 1 s; the FMU is
+instantiated again on a new one). A reload may change tunable parameters,
+which a scratch instance of the FMU tries first (a value the FMU refuses
+refuses the reload); anything else of modelParams needs a restart.`
 
 // FMUHost is the command that runs an FMU in a process of its own: this
 // program with the argument fmu-host. Test binaries answer to it too.
@@ -61,7 +64,6 @@ type FMU struct {
 	log               *slog.Logger
 	file, dir         string
 	desc              *fmu.Description
-	params            Params
 	inProcess         bool
 	restart           bool
 	deadline, timeout time.Duration
@@ -71,9 +73,11 @@ type FMU struct {
 
 	// Owned by the coupling's loop (Step, Rebind, Tune).
 	inputs, outputs []fmuPort
+	vehicles        vehicles // whose data the inputs are bound to
 	inVals, outVals []float64
-	tune            []fmi.Var // parameter changes for the host's next request
+	tune            []fmi.Var // parameter changes for the next step request
 	tuneVal         []float64
+	untuned         []untuned // values the changes sent replace, until taken
 
 	local *localFMU // in process
 	child *childFMU // in a child process
@@ -105,7 +109,7 @@ func NewFMU(params Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 		return nil, err
 	}
 	m := &FMU{
-		log: log, file: c.file, desc: c.desc, params: params, restart: true,
+		log: log, file: c.file, desc: c.desc, restart: true, vehicles: c.bind.reads(plan),
 		deadline: time.Duration(deadline * float64(time.Millisecond)),
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		inputs:   c.bind.inputs, outputs: c.bind.outputs,
@@ -181,16 +185,18 @@ func (m *FMU) fmuLog(status fmi.Status, category, msg string) {
 	m.log.Log(context.Background(), level, "the FMU says", "status", status.Name(m.desc.Major), "category", category, "message", msg)
 }
 
-// Step gives the FMU the outputs' newest values and steps it, once per
-// new model time while BeamNG is connected, and drives the inputs from
-// its outputs.
-func (m *FMU) Step(t float64, out, in [][]float64) {
+// Step gives the FMU this message's data and steps it, waiting for it up
+// to the deadline, and drives the inputs from its outputs; it reports
+// whether they were computed from this message's data.
+func (m *FMU) Step(t float64, out, in [][]float64) bool {
 	if m.inProcess {
-		m.local.step(m, t, out, in)
-		return
+		return m.local.step(m, t, out, in)
 	}
-	m.child.step(m, t, out, in)
+	return m.child.step(m, t, out, in)
 }
+
+// Reads reports whether the FMU's inputs are bound to vehicle v's data.
+func (m *FMU) Reads(v int) bool { return m.vehicles.Reads(v) }
 
 // gather collects the FMU's inputs from the output ports.
 func (m *FMU) gather(out [][]float64) {
@@ -220,6 +226,7 @@ func (m *FMU) healthy() {
 		m.procFault.Store(nil)
 	}
 	m.fault.Store(nil)
+	m.tuneTaken()
 }
 
 // setFault starts (or changes) a fault, logging it at once; the coupling
@@ -241,24 +248,6 @@ func (m *FMU) Fault() error {
 	if e := m.fault.Load(); e != nil {
 		return *e
 	}
-	return nil
-}
-
-// Rebind binds the FMU to a reloaded plan. Names that no longer find a
-// field leave the FMU input at its value and the output driving nothing,
-// with a warning: the FMU itself keeps running.
-func (m *FMU) Rebind(plan *ports.Plan) error {
-	b, findings := bindFMU(m.desc, m.params, plan)
-	for _, f := range findings {
-		m.log.Warn("after the reload", "model", "fmu", "problem", f.Error())
-	}
-	if len(b.inputs) != len(m.inputs) || len(b.outputs) != len(m.outputs) {
-		return errors.New("model fmu: the FMU's variables changed") // the same description: not expected
-	}
-	for i := range b.inputs {
-		b.inputs[i].start = m.inputs[i].start // as tuned
-	}
-	m.inputs, m.outputs = b.inputs, b.outputs
 	return nil
 }
 

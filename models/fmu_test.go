@@ -3,6 +3,7 @@ package models
 import (
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,8 +40,17 @@ func fmuRig(t *testing.T, o testfmu.Options, extra Params) (*FMU, *ports.Plan, *
 		t.Fatal(err)
 	}
 	f := m.(*FMU)
+	rigParams.Store(f, params)
 	t.Cleanup(func() { f.Close() })
 	return f, p, log
+}
+
+// rigParams are the modelParams each rig's FMU runs with.
+var rigParams sync.Map // *FMU → Params
+
+func paramsOf(m *FMU) Params {
+	p, _ := rigParams.Load(m)
+	return p.(Params)
 }
 
 // benchRig is fmuRig for a benchmark (no log kept).
@@ -62,13 +72,17 @@ func benchRig(b *testing.B, o testfmu.Options, extra Params) (*FMU, *ports.Plan)
 }
 
 // drive steps the model every period at speed until cond holds or limit
-// passes, and returns the inputs.
+// passes, and returns the inputs. Port 0 says 4 (error) while the model is
+// faulted, as the coupling's does.
 func drive(m *FMU, p *ports.Plan, speed float64, limit time.Duration, cond func(ins [][]float64) bool) ([][]float64, bool) {
 	outs, ins := vectors(p)
 	sp, spE, _ := p.Find(0, "groundspeed")
 	start := time.Now()
 	for k := 0; time.Since(start) < limit; k++ {
 		outs[0][0] = 3
+		if m.Fault() != nil {
+			outs[0][0] = 4
+		}
 		outs[sp][spE] = speed
 		m.Step(float64(k)*p.Period, outs, ins)
 		if cond != nil && cond(ins) {
@@ -115,17 +129,35 @@ func TestFMUDrives(t *testing.T) {
 	}
 }
 
-// Nothing is stepped while BeamNG is not connected: the inputs keep their
-// initial values.
-func TestFMUWaitsForConnection(t *testing.T) {
-	m, p, _ := fmuRig(t, testfmu.Options{}, nil)
-	outs, ins := vectors(p)
-	outs[0][0] = 2
-	for k := range 20 {
-		m.Step(float64(k)*p.Period, outs, ins)
-	}
-	if th, br := pedals(t, p, ins); th != 0 || br != 0 {
-		t.Errorf("throttle %v brake %v before connecting", th, br)
+// A step's controls are that step's: an answer that comes after its
+// deadline is not used at the next message (Step says so, and leaves the
+// inputs alone), in a child process and in process alike.
+func TestFMULateAnswerNotUsed(t *testing.T) {
+	for _, inProcess := range []bool{false, true} {
+		m, p, log := fmuRig(t, testfmu.Options{Fault: "stall", After: 3}, Params{"inProcess": inProcess, "deadlineMs": 20.0})
+		outs, ins := vectors(p)
+		sp, spE, _ := p.Find(0, "groundspeed")
+		outs[sp][spE] = 5
+		th, thE, _ := p.Find(1, "throttle")
+		for k := 1; k <= 2; k++ {
+			if !m.Step(float64(k)*p.Period, outs, ins) {
+				t.Fatalf("inProcess %v: step %d computed nothing\n%s", inProcess, k, log)
+			}
+		}
+		ins[th][thE] = -7 // what the model wrote last, as far as the test can tell
+		if m.Step(3*p.Period, outs, ins) || ins[th][thE] != -7 {
+			t.Errorf("inProcess %v: the stalled step (300 ms, deadline 20 ms) says computed, throttle %v", inProcess, ins[th][thE])
+		}
+		waitAnswered(t, m) // the stalled step's answer comes meanwhile
+		outs[sp][spE] = 15
+		if !m.Step(4*p.Period, outs, ins) {
+			t.Fatalf("inProcess %v: the step after the stall computed nothing\n%s", inProcess, log)
+		}
+		// At 15 m/s for a set speed of 10 the controller brakes: a throttle
+		// of 1 would be the stalled step's answer (5 m/s).
+		if th, br := pedals(t, p, ins); th != 0 || br == 0 {
+			t.Errorf("inProcess %v: after the stall: throttle %v brake %v: want this message's controls", inProcess, th, br)
+		}
 	}
 }
 
@@ -169,6 +201,12 @@ func TestFMUFaults(t *testing.T) {
 			"", "the FMU failed; instantiating it again", true},
 		{"NaN output in process", testfmu.Options{FMI: 3, Fault: "nan", After: 5}, Params{"inProcess": true},
 			"the FMU's output throttle is NaN", "FMU fault", false},
+		{"one NaN output", testfmu.Options{Fault: "nan-once", After: 5}, nil,
+			"the FMU's output throttle is NaN", "FMU fault", false},
+		{"one NaN output in process", testfmu.Options{Fault: "nan-once", After: 5}, Params{"inProcess": true},
+			"the FMU's output throttle is NaN", "FMU fault", false},
+		{"hang in process", testfmu.Options{Fault: "hang-2s", After: 5}, Params{"inProcess": true},
+			"the FMU's step has not returned after", "FMU fault", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -183,6 +221,12 @@ func TestFMUFaults(t *testing.T) {
 			if !strings.Contains(log.String(), tt.log) {
 				t.Errorf("log lacks %q:\n%s", tt.log, log)
 			}
+			if strings.Contains(tt.o.Fault, "once") {
+				// A fault that ends with its cause: the next step answers.
+				if _, ok := drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() == nil }); !ok || m.Restarts() != 0 {
+					t.Errorf("the fault did not end with its cause: %v, restarts %d\n%s", m.Fault(), m.Restarts(), log)
+				}
+			}
 			if !tt.restarted {
 				return
 			}
@@ -191,6 +235,9 @@ func TestFMUFaults(t *testing.T) {
 			_, ok = drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Restarts() > 0 && m.Fault() == nil })
 			if !ok {
 				t.Errorf("not started again: restarts %d, fault %v\n%s", m.Restarts(), m.Fault(), log)
+			}
+			if tt.o.Fault == "hang-2s" && !strings.Contains(log.String(), "its step hung; instantiating it again") {
+				t.Errorf("the hung thread was not abandoned:\n%s", log)
 			}
 		})
 	}
@@ -220,33 +267,95 @@ func TestFMUTune(t *testing.T) {
 		if th, br := pedals(t, p, ins); th != 0 || br == 0 {
 			t.Fatalf("inProcess %v: at 15 m/s for 10: throttle %v brake %v", inProcess, th, br)
 		}
-		tuned := Params{}
-		for k, v := range m.params {
-			tuned[k] = v
-		}
-		tuned["parameters"] = map[string]any{"setSpeed": 30.0, "kp": 0.5}
-		if err := m.CheckTune(tuned); err != nil {
+		running := paramsOf(m)
+		tuned := with(running, "parameters", map[string]any{"setSpeed": 30.0, "kp": 0.5})
+		commit, err := m.Rebind(p, running, tuned)
+		if err != nil {
 			t.Fatal(err)
 		}
-		m.Tune(tuned)
+		commit()
 		ins, _ = drive(m, p, 15, 30*time.Millisecond, nil)
 		if th, br := pedals(t, p, ins); th != 1 || br != 0 {
 			t.Errorf("inProcess %v: after setSpeed 30: throttle %v brake %v", inProcess, th, br)
 		}
 
-		bad := Params{"path": "other.fmu", "inProcess": inProcess,
-			"parameters": map[string]any{"setSpeed": 30.0, "kp": 0.5, "maxThrottle": 0.5, "kq": 1.0}}
-		err := m.CheckTune(bad)
-		for _, want := range []string{
-			"modelParams.path (restart-only)",
-			"modelParams.parameters.maxThrottle (the FMU's parameter has variability fixed: restart-only)",
-			`modelParams.parameters.kq: the FMU has no variable "kq" (did you mean "kp"?)`,
+		for _, c := range []struct {
+			params    Params
+			want, not []string
+		}{
+			{with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeed": 30.0, "kp": 0.5, "maxThrottle": 0.5}), []string{
+				"cannot change while the FMU runs (restart beamconnect for them)",
+				`modelParams.path (`, `→ "other.fmu")`,
+				"modelParams.parameters.maxThrottle (the FMU's parameter has variability fixed)",
+			}, nil},
+			// An unknown name is an unknown name, not a restart-only change.
+			{with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeeed": 30.0}), []string{
+				`modelParams.parameters.setSpeeed: the FMU has no variable "setSpeeed" (did you mean "setSpeed"?)`,
+			}, []string{"restart"}},
 		} {
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("CheckTune: %v\nwant %q", err, want)
+			_, err := m.Rebind(p, tuned, c.params)
+			for _, want := range c.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("Rebind: %v\nwant %q", err, want)
+				}
+			}
+			for _, not := range c.not {
+				if err != nil && strings.Contains(err.Error(), not) {
+					t.Errorf("Rebind: %v\nwant no %q", err, not)
+				}
 			}
 		}
 	}
+}
+
+// A value the FMU refuses (a gain of 50; it takes 0..10) is refused with
+// the reload, before anything is applied: a scratch instance tries it
+// first. The running FMU goes on with its parameters, unharmed, and a
+// restarted one is made with them too.
+func TestFMUTuneRefusedByTheFMU(t *testing.T) {
+	for _, inProcess := range []bool{false, true} {
+		m, p, log := fmuRig(t, testfmu.Options{}, Params{"inProcess": inProcess})
+		running := paramsOf(m)
+		_, err := m.Rebind(p, running, with(running, "parameters", map[string]any{"setSpeed": 10.0, "kp": 50.0}))
+		if err == nil || !strings.Contains(err.Error(), "the FMU refused the new parameters (") || !strings.Contains(err.Error(), "a gain must be within 0..10") {
+			t.Fatalf("inProcess %v: %v", inProcess, err)
+		}
+		ins, ok := drive(m, p, 5, 30*time.Millisecond, nil)
+		if th, _ := pedals(t, p, ins); !ok || th != 1 || m.Fault() != nil {
+			t.Errorf("inProcess %v: after the refused reload: throttle %v, fault %v\n%s", inProcess, th, m.Fault(), log)
+		}
+		for _, v := range m.currentSetup().ParamValues {
+			if v == 50 {
+				t.Errorf("inProcess %v: the refused gain is kept for restarts: %v", inProcess, m.currentSetup().ParamValues)
+			}
+		}
+	}
+}
+
+// waitAnswered waits until the FMU has answered the step it was given last.
+func waitAnswered(t *testing.T, m *FMU) {
+	t.Helper()
+	answered := func() bool {
+		if m.inProcess {
+			return m.local.w.state.Load() == reqAnswered
+		}
+		return m.child.client.Load().Outstanding() == 0
+	}
+	for deadline := time.Now().Add(5 * time.Second); !answered(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the FMU never answered its step")
+		}
+	}
+}
+
+// with is params with key set to v (params itself unchanged).
+func with(params Params, key string, v any) Params {
+	out := Params{}
+	for k, x := range params {
+		out[k] = x
+	}
+	out[key] = v
+	return out
 }
 
 // A reload that drops the brake field leaves the FMU's brake output
@@ -255,9 +364,11 @@ func TestFMURebind(t *testing.T) {
 	m, _, log := fmuRig(t, testfmu.Options{}, nil)
 	rig := strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `{ "propertyName": "brake", "initialValue": 0 }`, `{ "propertyName": "steering", "initialValue": 0 }`, 1)
 	np := planFrom(t, rig)
-	if err := m.Rebind(np); err != nil {
+	commit, err := m.Rebind(np, paramsOf(m), paramsOf(m))
+	if err != nil {
 		t.Fatal(err)
 	}
+	commit()
 	ins, _ := drive(m, np, 5, 30*time.Millisecond, nil)
 	th, thE, _ := np.Find(1, "throttle")
 	if ins[th][thE] != 1 || m.outputs[1].v.Name != "brake" || m.outputs[1].bound {

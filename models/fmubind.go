@@ -119,6 +119,17 @@ type fmuBinding struct {
 	inputs, outputs []fmuPort
 }
 
+// reads are the vehicles whose data the bound inputs carry.
+func (b *fmuBinding) reads(plan *ports.Plan) vehicles {
+	r := make(vehicles, len(plan.Vehicles))
+	for _, in := range b.inputs {
+		if in.bound {
+			r = r.add(plan, in.r)
+		}
+	}
+	return r
+}
+
 // bindFMU binds every FMU input and output that beamconnect can exchange
 // (scalars of a supported type), by name or by the maps in modelParams.
 // Findings name what is wrong or unbound.

@@ -64,43 +64,47 @@ func (c *childFMU) start(m *FMU) (*host.Client, error) {
 	return cl, nil
 }
 
-func (c *childFMU) step(m *FMU, t float64, out, in [][]float64) {
+func (c *childFMU) step(m *FMU, t float64, out, in [][]float64) bool {
 	cl := c.client.Load()
 	if cl == nil {
-		return // being started again
+		return false // being started again: the fault says so
 	}
-	c.take(m, cl, in) // an answer that came after the last deadline
-	sent := false
-	if out[0][0] == 3 {
-		m.gather(out)
-		if sent = cl.Send(t, m.tune, m.tuneVal, m.inVals); sent {
-			m.tune, m.tuneVal = m.tune[:0], m.tuneVal[:0]
-		} else {
-			m.skipped.Add(1) // still busy with an older request: this data is dropped
+	c.take(m, cl, nil) // an older message's answer: its health counts, its outputs do not
+	m.gather(out)
+	if !cl.Send(t, m.tune, m.tuneVal, m.inVals) {
+		m.skipped.Add(1) // still busy with an older message's step
+		c.checkHung(m, cl)
+		return false
+	}
+	m.sentTune()
+	computed := false
+	c.timer.Reset(m.deadline)
+wait:
+	for {
+		if got, applied := c.take(m, cl, in); got {
+			computed = applied
+			break
+		}
+		select {
+		case <-cl.Answers():
+		case <-c.timer.C:
+			m.missed.Add(1) // this message gets neutral controls
+			break wait
+		case <-cl.Done():
+			break wait
 		}
 	}
-	if sent {
-		c.timer.Reset(m.deadline)
-	wait:
-		for !c.take(m, cl, in) {
-			select {
-			case <-cl.Answers():
-			case <-c.timer.C:
-				m.missed.Add(1) // its answer is used at the next message
-				break wait
-			case <-cl.Done():
-				break wait
-			}
-		}
-		c.timer.Stop()
-	}
+	c.timer.Stop()
 	c.checkHung(m, cl)
+	return computed
 }
 
-// take handles the newest answer, if there is one.
-func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) bool {
+// take handles the newest answer, if there is one, and applies its outputs
+// to in (nil: an older message's answer, not applied): got says whether
+// there was one, applied whether in was set.
+func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) (got, applied bool) {
 	if !cl.Take(m.outVals, &c.answer) {
-		return false
+		return false, false
 	}
 	c.first.Store(false)
 	c.slow.Store(false)
@@ -111,8 +115,11 @@ func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) bool {
 	m.resets.Store(c.base[1].Load() + int64(a.Resets))
 	switch a.Result {
 	case host.Stepped:
-		m.apply(in)
 		m.healthy()
+		if in != nil {
+			m.apply(in)
+			applied = true
+		}
 	case host.BadOutput:
 		m.failures.Add(1)
 		m.setFault(errors.New(a.Err))
@@ -123,10 +130,12 @@ func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) bool {
 			cl.Kill() // its instance is unusable: a new host makes a new one
 		}
 	case host.TuneFailed:
-		m.failures.Add(1)
-		m.setFault(errors.New("the FMU failed: " + a.Err))
+		m.tuneRefused(errors.New(a.Err))
+		if !c.failed.Swap(true) {
+			cl.Kill() // an instance that refused a call may be unusable: a new host makes a new one
+		}
 	}
-	return true
+	return true, applied
 }
 
 // killAfter is how long a step may run before its host is stopped as

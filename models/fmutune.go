@@ -7,9 +7,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"beamconnect/fmu"
 	"beamconnect/fmu/fmi"
+	"beamconnect/fmu/host"
+	"beamconnect/ports"
 )
 
 // tuneChange is one parameter a reload changes.
@@ -18,22 +21,18 @@ type tuneChange struct {
 	value float64
 }
 
-// CheckTune accepts new modelParams when they change only tunable
-// parameters of the FMU (and inputs' values); anything else, a fixed
-// parameter or another key of modelParams, needs a restart and is named.
-func (m *FMU) CheckTune(p Params) error {
-	_, err := m.tuneChanges(p)
-	return err
-}
-
-func (m *FMU) tuneChanges(p Params) ([]tuneChange, error) {
-	var problems []string
-	for _, k := range union(m.params, p) {
-		if k != "parameters" && !reflect.DeepEqual(m.params[k], p[k]) {
-			problems = append(problems, fmt.Sprintf("modelParams.%s (restart-only)", k))
+// tuneChanges are the parameter changes from running to params: tunable
+// parameters of the FMU (and inputs' values) only; anything else, a fixed
+// parameter or another key of modelParams, needs a restart and is named,
+// as are unknown names and bad values.
+func (m *FMU) tuneChanges(running, p Params) ([]tuneChange, error) {
+	var restart, bad []string
+	for _, k := range union(running, p) {
+		if k != "parameters" && !reflect.DeepEqual(running[k], p[k]) {
+			restart = append(restart, fmt.Sprintf("modelParams.%s (%s → %s)", k, jsonText(running[k]), jsonText(p[k])))
 		}
 	}
-	was, _ := m.params["parameters"].(map[string]any)
+	was, _ := running["parameters"].(map[string]any)
 	now, _ := p["parameters"].(map[string]any)
 	var out []tuneChange
 	for _, name := range union(was, now) {
@@ -44,24 +43,28 @@ func (m *FMU) tuneChanges(p Params) ([]tuneChange, error) {
 		v, ok := m.desc.Variable(name)
 		switch {
 		case !ok:
-			problems = append(problems, "modelParams.parameters."+name+": "+unknownVariable(m.desc, name, "parameter"))
+			bad = append(bad, "modelParams.parameters."+name+": "+unknownVariable(m.desc, name, "parameter"))
 			continue
 		case !v.Tunable():
-			problems = append(problems, fmt.Sprintf("modelParams.parameters.%s (the FMU's %s has variability %s: restart-only)", name, v.Causality, v.Variability))
+			restart = append(restart, fmt.Sprintf("modelParams.parameters.%s (the FMU's %s has variability %s)", name, v.Causality, v.Variability))
 			continue
 		}
 		value := startValue(v) // a parameter taken out goes back to its start
 		if given {
 			var msg string
 			if value, msg = paramValue(v, nv); msg != "" {
-				problems = append(problems, "modelParams.parameters."+name+": "+msg)
+				bad = append(bad, "modelParams.parameters."+name+": "+msg)
 				continue
 			}
 		}
 		out = append(out, tuneChange{v, value})
 	}
-	if len(problems) > 0 {
-		return nil, errors.New("cannot change while the FMU runs (restart beamconnect for them): " + strings.Join(problems, "; "))
+	// An unknown name is an unknown name, whatever else the reload changes.
+	if len(bad) > 0 {
+		return nil, errors.New(strings.Join(bad, "; "))
+	}
+	if len(restart) > 0 {
+		return nil, errors.New("these cannot change while the FMU runs (restart beamconnect for them): " + strings.Join(restart, "; "))
 	}
 	return out, nil
 }
@@ -77,45 +80,133 @@ func union[V any](a, b map[string]V) []string {
 	return keys
 }
 
-// Tune applies parameters CheckTune accepted, between two messages: in
-// process at once, to a child process with its next step request. Inputs'
-// values change at once either way.
-func (m *FMU) Tune(p Params) {
-	changes, err := m.tuneChanges(p)
+// Rebind prepares the FMU for a reloaded plan and modelParams, off the
+// message path: its inputs and outputs bound by name to the new plan, the
+// parameter changes checked (tunable ones only), and the new values tried
+// on a scratch instance of the FMU in a process of its own, which must
+// take them, so a value the FMU refuses is a refused reload rather than a
+// broken instance. commit binds, changes inputs' values at once and sends
+// the parameters with the next step; a restarted FMU gets them too.
+func (m *FMU) Rebind(plan *ports.Plan, running, params Params) (func(), error) {
+	changes, err := m.tuneChanges(running, params)
 	if err != nil {
-		m.log.Error("model fmu: tuning refused", "err", err)
-		return
+		return nil, err
+	}
+	b, findings := bindFMU(m.desc, params, plan)
+	var warn, bad []string
+	for _, f := range findings {
+		if f.Warning {
+			warn = append(warn, f.Error())
+		} else {
+			bad = append(bad, f.Error())
+		}
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("model fmu: %s", strings.Join(bad, "; "))
+	}
+	if len(b.inputs) != len(m.inputs) || len(b.outputs) != len(m.outputs) {
+		return nil, errors.New("model fmu: the FMU's variables changed") // the same description: not expected
+	}
+	for i := range b.inputs {
+		b.inputs[i].start = m.inputs[i].start // as tuned so far
 	}
 	var list []fmi.Var
 	var vals []float64
-	m.setupMu.Lock()
 	for _, c := range changes {
 		if c.v.Causality == "input" {
-			for i := range m.inputs {
-				if m.inputs[i].v.Name == c.v.Name {
-					m.inputs[i].start = c.value
+			for i := range b.inputs {
+				if b.inputs[i].v.Name == c.v.Name {
+					b.inputs[i].start = c.value
 				}
 			}
 			continue
 		}
-		fv := fmiVar(c.v)
-		list, vals = append(list, fv), append(vals, c.value)
-		if k := slices.IndexFunc(m.setup.Params, func(x fmi.Var) bool { return x.VR == fv.VR && x.Kind == fv.Kind }); k >= 0 {
-			m.setup.ParamValues[k] = c.value
-		} else {
-			m.setup.Params = append(m.setup.Params, fv)
-			m.setup.ParamValues = append(m.setup.ParamValues, c.value)
+		list, vals = append(list, fmiVar(c.v)), append(vals, c.value)
+	}
+	if len(list) > 0 {
+		if err := m.trial(b, list, vals); err != nil {
+			return nil, err
 		}
 	}
+	reads := b.reads(plan)
+	return func() {
+		for _, w := range warn {
+			m.log.Warn("after the reload", "model", "fmu", "problem", w)
+		}
+		m.inputs, m.outputs, m.vehicles = b.inputs, b.outputs, reads
+		if len(list) > 0 {
+			m.tuneTo(list, vals)
+		}
+	}, nil
+}
+
+// trial sets parameters on a scratch instance of the FMU, in a host
+// process of its own, made as the running one was made: an error is why
+// the FMU refused them.
+func (m *FMU) trial(b *fmuBinding, list []fmi.Var, vals []float64) error {
+	argv, err := FMUHost()
+	if err != nil {
+		return fmt.Errorf("model fmu: trying the new parameters: %w", err)
+	}
+	var said []string // what the FMU logs: why it refuses
+	cl, err := host.Start(argv, m.dir, m.currentSetup(), startGrace, func(line string) {
+		if len(said) < 8 {
+			said = append(said, line)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("model fmu: trying the new parameters on a scratch instance: %w", err)
+	}
+	defer cl.Close()
+	inputs := make([]float64, len(b.inputs))
+	for i, in := range b.inputs {
+		inputs[i] = in.start
+	}
+	if !cl.Send(0, list, vals, inputs) {
+		return errors.New("model fmu: trying the new parameters: the scratch instance took no request")
+	}
+	timer := time.NewTimer(startGrace)
+	defer timer.Stop()
+	outs := make([]float64, len(b.outputs))
+	var a host.Answer
+	for !cl.Take(outs, &a) {
+		select {
+		case <-cl.Answers():
+		case <-cl.Done():
+			return fmt.Errorf("model fmu: trying the new parameters, the scratch instance ended: %s", cl.Why())
+		case <-timer.C:
+			return fmt.Errorf("model fmu: trying the new parameters: the scratch instance did not answer within %v", startGrace)
+		}
+	}
+	if a.Result == host.TuneFailed {
+		why := strings.TrimPrefix(a.Err, "setting parameters: ")
+		cl.Close() // its stderr read to the end
+		if len(said) > 0 {
+			why += "; it said: " + strings.Join(said, "; ")
+		}
+		return fmt.Errorf("model fmu: the FMU refused the new parameters (%s): nothing of the reload is applied", why)
+	}
+	return nil
+}
+
+// tuneTo makes list take vals: in the setup a restarted instance is made
+// from, and with the next step. The values they replace are kept until the
+// running instance has taken them.
+func (m *FMU) tuneTo(list []fmi.Var, vals []float64) {
+	m.setupMu.Lock()
+	for i, fv := range list {
+		k := slices.IndexFunc(m.setup.Params, func(x fmi.Var) bool { return x.VR == fv.VR && x.Kind == fv.Kind })
+		if k < 0 {
+			m.setup.Params = append(m.setup.Params, fv)
+			m.setup.ParamValues = append(m.setup.ParamValues, vals[i])
+			k = len(m.setup.Params) - 1
+			m.untuned = append(m.untuned, untuned{fv, startValueOf(m, fv)})
+		} else {
+			m.untuned = append(m.untuned, untuned{fv, m.setup.ParamValues[k]})
+		}
+		m.setup.ParamValues[k] = vals[i]
+	}
 	m.setupMu.Unlock()
-	m.params = p
-	if len(list) == 0 {
-		return
-	}
-	if m.local != nil {
-		m.local.tune(m, list, vals)
-		return
-	}
 	for i, v := range list {
 		if k := slices.IndexFunc(m.tune, func(x fmi.Var) bool { return x.VR == v.VR && x.Kind == v.Kind }); k >= 0 {
 			m.tuneVal[k] = vals[i]
@@ -123,4 +214,47 @@ func (m *FMU) Tune(p Params) {
 		}
 		m.tune, m.tuneVal = append(m.tune, v), append(m.tuneVal, vals[i])
 	}
+}
+
+// untuned is a parameter's value before a reload changed it.
+type untuned struct {
+	v     fmi.Var
+	value float64
+}
+
+// startValueOf is the start value of the FMU's variable fv.
+func startValueOf(m *FMU, fv fmi.Var) float64 {
+	for i := range m.desc.Variables {
+		if v := &m.desc.Variables[i]; v.VR == fv.VR && v.Kind == fv.Kind {
+			return startValue(v)
+		}
+	}
+	return 0
+}
+
+// sentTune notes that the queued parameter changes went out with a step.
+func (m *FMU) sentTune() { m.tune, m.tuneVal = m.tune[:0], m.tuneVal[:0] }
+
+// tuneTaken notes that the running instance answered a step after taking
+// every change sent: the values before them are forgotten.
+func (m *FMU) tuneTaken() {
+	if len(m.untuned) > 0 && len(m.tune) == 0 {
+		m.untuned = m.untuned[:0]
+	}
+}
+
+// tuneRefused is the running instance refusing parameters that a scratch
+// instance took: a model fault. The setup goes back to the values before
+// the reload, so the instance made next does not refuse them again.
+func (m *FMU) tuneRefused(err error) {
+	m.failures.Add(1)
+	m.setupMu.Lock()
+	for _, u := range slices.Backward(m.untuned) { // the oldest value wins
+		if k := slices.IndexFunc(m.setup.Params, func(x fmi.Var) bool { return x.VR == u.v.VR && x.Kind == u.v.Kind }); k >= 0 {
+			m.setup.ParamValues[k] = u.value
+		}
+	}
+	m.setupMu.Unlock()
+	m.untuned, m.tune, m.tuneVal = m.untuned[:0], m.tune[:0], m.tuneVal[:0]
+	m.setFault(fmt.Errorf("the FMU refused the tuned parameters although a scratch instance took them (%w): it is made again with the parameters it had before", err))
 }

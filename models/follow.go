@@ -24,19 +24,27 @@ import (
 // gap is the config's "gap" field of the ego to the lead (a cross-vehicle
 // property, centre to centre along the ego's heading).
 type Follow struct {
-	params                              Params
-	egoName, leadName                   string
+	egoName, leadName                   string // restart-only: the binding
 	timeGap, standstill, kGap, maxSpeed float64
 	profile                             []profilePoint
 
+	refs      followRefs
+	ego, lead pi
+	lastT, t0 float64
+	quality   tracking
+	gapNow    atomic.Uint64 // float64 bits
+	minTTC    atomic.Uint64
+}
+
+// followRefs are what follow is bound to in a plan.
+type followRefs struct {
 	egoSpeed, leadSpeed                            ref
 	gap                                            ref
 	egoThrottle, egoBrake, leadThrottle, leadBrake ref
-	ego, lead                                      pi
-	lastT, t0                                      float64
-	quality                                        tracking
-	gapNow, minTTC                                 atomic.Uint64 // float64 bits
+	vehicles
 }
+
+var followParams = numbers{names: []string{"timeGap", "standstill", "kGap", "maxSpeed", "kp", "ki"}, defs: []float64{1.8, 5, 0.3, 35, 0.3, 0.05}}
 
 // timeGapBand is where follow counts as settled: its time gap within 0.1 s.
 const timeGapBand = 0.1
@@ -48,23 +56,49 @@ type profilePoint struct{ t, v float64 }
 var DefaultLeadProfile = []string{"0:20", "20:12", "40:25"}
 
 func newFollow(b *binder, params Params) (Model, error) {
-	v, err := floats(params, []string{"timeGap", "standstill", "kGap", "maxSpeed", "kp", "ki"}, []float64{1.8, 5, 0.3, 35, 0.3, 0.05})
+	v, err := followParams.read(params)
 	if err != nil {
 		return nil, err
 	}
-	m := &Follow{params: params, timeGap: v[0], standstill: v[1], kGap: v[2], maxSpeed: v[3],
-		ego: pi{kp: v[4], ki: v[5], lo: -1, hi: 1}, lead: pi{kp: v[4], ki: v[5], lo: -1, hi: 1}, lastT: math.NaN(), t0: math.NaN()}
-	if m.profile, err = parseProfile(params["leadProfile"]); err != nil {
+	profile, err := parseProfile(params["leadProfile"])
+	if err != nil {
 		return nil, err
 	}
+	m := &Follow{ego: pi{lo: -1, hi: 1}, lead: pi{lo: -1, hi: 1}, lastT: math.NaN(), t0: math.NaN(), timeGap: math.NaN()}
 	m.egoName, _ = params["ego"].(string)
 	m.leadName, _ = params["lead"].(string)
-	m.quality.reset(timeGapBand)
+	m.tune(v, profile)
 	m.gapNow.Store(math.Float64bits(math.NaN()))
 	m.minTTC.Store(math.Float64bits(math.Inf(1)))
-	m.bind(b)
+	m.refs = m.bind(b)
 	return m, nil
 }
+
+// Rebind moves follow to a reloaded plan (its ego and lead stay: they are
+// restart-only) and parameters; its controllers keep their integrators.
+func (m *Follow) Rebind(p *ports.Plan, running, params Params) (func(), error) {
+	r, v, err := prepare("follow", p, running, params, followParams, m.bind)
+	if err != nil {
+		return nil, err
+	}
+	profile, err := parseProfile(params["leadProfile"])
+	if err != nil {
+		return nil, err
+	}
+	return func() { m.refs = r; m.tune(v, profile) }, nil
+}
+
+func (m *Follow) tune(v []float64, profile []profilePoint) {
+	if v[0] != m.timeGap {
+		m.quality.reset(timeGapBand)
+	}
+	m.timeGap, m.standstill, m.kGap, m.maxSpeed, m.profile = v[0], v[1], v[2], v[3], profile
+	m.ego.retune(v[4], v[5])
+	m.lead.retune(v[4], v[5])
+}
+
+// Reads reports whether follow reads vehicle v's data.
+func (m *Follow) Reads(v int) bool { return m.refs.Reads(v) }
 
 // parseProfile reads "t:speed" points (s, m/s); the speed holds from each
 // point to the next.
@@ -104,24 +138,27 @@ func vehicleIndex(p *ports.Plan, name string, def int) int {
 	return -1
 }
 
-func (m *Follow) bind(b *binder) {
+func (m *Follow) bind(b *binder) followRefs {
+	var r followRefs
 	ego := vehicleIndex(b.plan, m.egoName, 0)
 	lead := vehicleIndex(b.plan, m.leadName, 1)
 	switch {
 	case len(b.plan.Vehicles) < 2:
 		b.missing = append(b.missing, "two vehicles in beamng.vehicles (follow couples an ego and a lead)")
-		return
+		return r
 	case ego < 0 || lead < 0 || ego == lead:
 		b.missing = append(b.missing, fmt.Sprintf("two different vehicles named by modelParams.ego and .lead (got %q and %q)", m.egoName, m.leadName))
-		return
+		return r
 	}
-	m.egoSpeed = b.needFor(beamng.FromBeamNG, "groundspeed", ego)
-	m.leadSpeed = b.needFor(beamng.FromBeamNG, "groundspeed", lead)
-	m.egoThrottle = b.needFor(beamng.ToBeamNG, "throttle", ego)
-	m.egoBrake = b.needFor(beamng.ToBeamNG, "brake", ego)
-	m.leadThrottle = b.needFor(beamng.ToBeamNG, "throttle", lead)
-	m.leadBrake = b.needFor(beamng.ToBeamNG, "brake", lead)
-	m.gap = b.needRelative(relative.Gap, ego, lead)
+	r.egoSpeed = b.needFor(beamng.FromBeamNG, "groundspeed", ego)
+	r.leadSpeed = b.needFor(beamng.FromBeamNG, "groundspeed", lead)
+	r.egoThrottle = b.needFor(beamng.ToBeamNG, "throttle", ego)
+	r.egoBrake = b.needFor(beamng.ToBeamNG, "brake", ego)
+	r.leadThrottle = b.needFor(beamng.ToBeamNG, "throttle", lead)
+	r.leadBrake = b.needFor(beamng.ToBeamNG, "brake", lead)
+	r.gap = b.needRelative(relative.Gap, ego, lead)
+	r.vehicles = b.reads
+	return r
 }
 
 func (m *Follow) leadTarget(t float64) float64 {
@@ -134,19 +171,20 @@ func (m *Follow) leadTarget(t float64) float64 {
 	return v
 }
 
-func (m *Follow) Step(t float64, out, in [][]float64) {
+func (m *Follow) Step(t float64, out, in [][]float64) bool {
 	dt := stepDt(&m.lastT, t)
-	if dt == 0 || out[0][0] != 3 {
-		return // not every vehicle connected: no fresh data to act on
+	r := &m.refs
+	ve, vl, gap := r.egoSpeed.get(out), r.leadSpeed.get(out), r.gap.get(out)
+	if ve != ve || vl != vl {
+		return false // no speeds to act on
 	}
 	if math.IsNaN(m.t0) {
 		m.t0 = t
 	}
-	lead := m.lead.step(m.leadTarget(t-m.t0)-m.leadSpeed.get(out), dt)
-	m.leadThrottle.set(in, math.Max(0, lead))
-	m.leadBrake.set(in, math.Max(0, -lead))
+	lead := m.lead.step(m.leadTarget(t-m.t0)-vl, dt)
+	r.leadThrottle.set(in, math.Max(0, lead))
+	r.leadBrake.set(in, math.Max(0, -lead))
 
-	ve, vl, gap := m.egoSpeed.get(out), m.leadSpeed.get(out), m.gap.get(out)
 	target := m.maxSpeed
 	if gap == gap { // the gap is invalid until both vehicles have reported
 		target = vl + m.kGap*(gap-math.Max(m.standstill, m.timeGap*ve))
@@ -154,8 +192,9 @@ func (m *Follow) Step(t float64, out, in [][]float64) {
 	}
 	target = math.Min(m.maxSpeed, math.Max(0, target))
 	u := m.ego.step(target-ve, dt)
-	m.egoThrottle.set(in, math.Max(0, u))
-	m.egoBrake.set(in, math.Max(0, -u))
+	r.egoThrottle.set(in, math.Max(0, u))
+	r.egoBrake.set(in, math.Max(0, -u))
+	return true
 }
 
 // observe keeps the follow model's figures: the time gap now and its

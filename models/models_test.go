@@ -80,12 +80,12 @@ func TestCruisePedalsStep(t *testing.T) {
 	if ins[th][thE] != 0 || ins[br][brE] <= 0 {
 		t.Errorf("above the set speed: throttle %v brake %v", ins[th][thE], ins[br][brE])
 	}
-	// Not connected: no action on stale data.
-	outs[0][0], outs[speed][0] = 2, 10
-	m.Step(0.015, outs, ins)
-	if ins[th][thE] != 0 {
-		t.Error("acted while not connected")
+	// No speed (BeamNG sent none that is finite): no controls computed.
+	outs[speed][0] = math.NaN()
+	if m.Step(0.015, outs, ins) || ins[th][thE] != 0 {
+		t.Error("acted on no speed")
 	}
+	outs[speed][0] = 10
 	if a := testing.AllocsPerRun(100, func() { m.Step(0.02, outs, ins) }); a != 0 {
 		t.Errorf("%v allocs per step", a)
 	}
@@ -183,18 +183,23 @@ func TestRebindKeepsState(t *testing.T) {
 	integral := cp.ctl.integral
 	// The same signals on other ports: groundspeed moves behind yaw.
 	q := plan(t, "../examples/heading-hold.json")
-	if err := m.(Rebinder).Rebind(q); err != nil {
+	commit, err := m.(Rebinder).Rebind(q, nil, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if ps, _, _ := p.Find(0, "groundspeed"); cp.refs.speed.port != ps {
+		t.Error("preparing the rebind changed the running binding")
+	}
+	commit()
 	if cp.ctl.integral != integral || integral == 0 {
 		t.Errorf("integral %v → %v", integral, cp.ctl.integral)
 	}
-	if qs, _, _ := q.Find(0, "groundspeed"); cp.speed.port != qs {
-		t.Errorf("speed bound to port %d, want %d", cp.speed.port, qs)
+	if qs, _, _ := q.Find(0, "groundspeed"); cp.refs.speed.port != qs {
+		t.Errorf("speed bound to port %d, want %d", cp.refs.speed.port, qs)
 	}
-	if err := m.(Rebinder).Rebind(plan(t, "../examples/logging.json")); err == nil {
+	if _, err := m.(Rebinder).Rebind(plan(t, "../examples/logging.json"), nil, nil); err == nil {
 		t.Error("rebinding to a plan without throttle succeeded")
-	} else if qs, _, _ := q.Find(0, "groundspeed"); cp.speed.port != qs {
+	} else if qs, _, _ := q.Find(0, "groundspeed"); cp.refs.speed.port != qs {
 		t.Error("a failed rebind changed the bindings")
 	}
 }

@@ -3,33 +3,51 @@ package models
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"strings"
+
+	"beamconnect/ports"
 )
 
-// Tuner is a Model whose parameters (beamng.modelParams) can change while
-// it runs, as a Simulink user tunes a running model's parameters. A config
-// reload that changes only parameters is checked with CheckTune before
-// anything of it is applied, and applied with Tune between two messages.
-type Tuner interface {
-	// CheckTune reports whether params can replace the running parameters.
-	// The error names every parameter that cannot change while the model
-	// runs (restart-only) or has a bad value; nothing is applied then.
-	CheckTune(params Params) error
-	// Tune applies params, which CheckTune accepted. It runs on the
-	// coupling's loop between two messages and must be quick.
-	Tune(params Params)
-}
-
-// The built-in controllers take new parameters while they run: set points
-// and gains at once, bumplessly (a PI controller's integral is rescaled so
-// a new ki does not step its output). What a model is bound by (follow's
-// ego and lead) cannot change while it runs.
+// A reload reaches a running model through Rebind (see Rebinder). The
+// built-in controllers take new parameters while they run: set points and
+// gains at once, bumplessly (a PI controller's integral is rescaled so a
+// new ki does not step its output). What a model is bound by (follow's ego
+// and lead) cannot change while it runs.
 
 // restartOnly are the parameters of each model that a running model
 // cannot take.
 var restartOnly = map[string][]string{"follow": {"ego", "lead"}}
+
+// prepare is what a built-in controller's Rebind does that can fail:
+// parameters a running model cannot take, the parameters' values, and the
+// binding to plan, which bind makes into a fresh value so the running
+// binding is untouched.
+func prepare[R any](model string, plan *ports.Plan, running, params Params, nums numbers, bind func(*binder) R) (R, []float64, error) {
+	var zero R
+	if err := checkTune(model, running, params); err != nil {
+		return zero, nil, err
+	}
+	var bad []string
+	for _, f := range Validate(model, params, plan) {
+		if !f.Warning {
+			bad = append(bad, f.Error())
+		}
+	}
+	if len(bad) > 0 {
+		return zero, nil, fmt.Errorf("model %s: %s", model, strings.Join(bad, "; "))
+	}
+	v, err := nums.read(params)
+	if err != nil {
+		return zero, nil, err
+	}
+	b := &binder{plan: plan, model: model}
+	r := bind(b)
+	if err := b.err(); err != nil {
+		return zero, nil, err
+	}
+	return r, v, nil
+}
 
 // checkTune refuses params that change a restart-only parameter of model,
 // naming each with both values as the config writes them.
@@ -67,67 +85,28 @@ func (c *pi) retune(kp, ki float64) {
 	c.kp, c.ki = kp, ki
 }
 
-func (m *CruisePedals) CheckTune(p Params) error { return checkTune("cruise-pedals", m.params, p) }
-
-func (m *CruisePedals) Tune(p Params) {
-	v, err := floats(p, []string{"setSpeed", "kp", "ki"}, []float64{20, 0.3, 0.05})
-	if err != nil {
-		return // Validate refused such a reload before it got here
+// Rebind: hold writes nothing, so any plan will do; it takes no
+// parameters.
+func (Hold) Rebind(p *ports.Plan, _, params Params) (func(), error) {
+	for _, f := range Validate("hold", params, p) {
+		if !f.Warning {
+			return nil, f
+		}
 	}
-	if v[0] != m.SetSpeed {
-		m.quality.reset(speedBand(v[0])) // a new set point: it settles anew
-	}
-	m.SetSpeed = v[0]
-	m.ctl.retune(v[1], v[2])
-	m.params = p
+	return func() {}, nil
 }
 
-func (m *CruiseTorque) CheckTune(p Params) error { return checkTune("cruise-torque", m.params, p) }
-
-func (m *CruiseTorque) Tune(p Params) {
-	v, err := floats(p, []string{"setSpeed", "kp", "ki", "maxTorque"}, []float64{20, 300, 60, 1200})
-	if err != nil {
-		return
+// restartOnlyParams refuses any change of the modelParams of a model that
+// takes them at its start only, naming each.
+func restartOnlyParams(model string, running, params Params) error {
+	var changed []string
+	for _, k := range union(running, params) {
+		if !reflect.DeepEqual(running[k], params[k]) {
+			changed = append(changed, fmt.Sprintf("modelParams.%s (%s → %s)", k, jsonText(running[k]), jsonText(params[k])))
+		}
 	}
-	if v[0] != m.SetSpeed {
-		m.quality.reset(speedBand(v[0]))
+	if len(changed) > 0 {
+		return fmt.Errorf("model %s takes its parameters at the start only (restart beamconnect for them): %s", model, strings.Join(changed, "; "))
 	}
-	m.SetSpeed = v[0]
-	m.ctl.retune(v[1], v[2])
-	m.ctl.lo, m.ctl.hi = -v[3], v[3]
-	m.params = p
-}
-
-func (m *HeadingHold) CheckTune(p Params) error { return checkTune("heading-hold", m.params, p) }
-
-func (m *HeadingHold) Tune(p Params) {
-	v, err := floats(p, []string{"headingDeg", "setSpeed", "kp"}, []float64{30, 10, 2})
-	if err != nil {
-		return
-	}
-	if h := v[0] * math.Pi / 180; h != m.Heading {
-		m.quality.reset(headingBand)
-	}
-	m.Heading, m.SetSpeed, m.kp = v[0]*math.Pi/180, v[1], v[2]
-	m.params = p
-}
-
-func (m *Follow) CheckTune(p Params) error { return checkTune("follow", m.params, p) }
-
-func (m *Follow) Tune(p Params) {
-	v, err := floats(p, []string{"timeGap", "standstill", "kGap", "maxSpeed", "kp", "ki"}, []float64{1.8, 5, 0.3, 35, 0.3, 0.05})
-	if err != nil {
-		return
-	}
-	profile, err := parseProfile(p["leadProfile"])
-	if err != nil {
-		return
-	}
-	if v[0] != m.timeGap {
-		m.quality.reset(timeGapBand)
-	}
-	m.timeGap, m.standstill, m.kGap, m.maxSpeed, m.profile = v[0], v[1], v[2], v[3], profile
-	m.ego.retune(v[4], v[5])
-	m.lead.retune(v[4], v[5])
-	m.params = p
+	return nil
 }

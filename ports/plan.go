@@ -24,11 +24,11 @@ import (
 type Source uint8
 
 const (
-	Slot      Source = iota // a slot of BeamNG's message
-	Meta                    // a value computed about a contract or the link
-	Directive               // port 0 in: connect (non-zero) or disconnect (0)
-	Status                  // port 0 out: connection status 0–5
-	Relative                // a cross-vehicle property computed from two vehicles' data
+	Slot            Source = iota // a slot of BeamNG's message
+	Meta                          // a value computed about a contract or the link
+	DirectiveSource               // port 0 in: connect (non-zero) or disconnect (0)
+	StatusSource                  // port 0 out: connection status 0–5 (a Status)
+	Relative                      // a cross-vehicle property computed from two vehicles' data
 )
 
 func (s Source) String() string {
@@ -39,9 +39,9 @@ func (s Source) String() string {
 		return "meta"
 	case Relative:
 		return "relative"
-	case Directive:
+	case DirectiveSource:
 		return "directive"
-	case Status:
+	case StatusSource:
 		return "status"
 	}
 	return "Source(" + strconv.Itoa(int(s)) + ")"
@@ -191,10 +191,10 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		ModelParams:  cfg.ModelParams,
 		ModelTimeout: cfg.ModelTimeout,
 		Inputs: []Port{{Number: 0, Dir: beamng.ToBeamNG, Contract: -1, Width: 1, Fields: []Field{
-			{Name: "directive", Source: Directive, Width: 1, Initial: 1},
+			{Name: "directive", Source: DirectiveSource, Width: 1, Initial: 1},
 		}}},
 		Outputs: []Port{{Number: 0, Dir: beamng.FromBeamNG, Contract: -1, Width: 1, Fields: []Field{
-			{Name: "status", Source: Status, Width: 1},
+			{Name: "status", Source: StatusSource, Width: 1},
 		}}},
 	}
 	if p.ModelTimeout <= 0 {
@@ -406,4 +406,20 @@ func (f *Field) Label(p *Plan) string {
 		return f.Relative.String() + ":" + p.Vehicles[f.Other].Name
 	}
 	return f.Meta.String()
+}
+
+// FieldAt is the field that holds element elem of port n in a direction
+// (nil for port 0, or an element no field holds).
+func (p *Plan) FieldAt(dir beamng.Direction, n, elem int) *Field {
+	pt, ok := p.Port(dir, n)
+	if !ok || n == 0 {
+		return nil
+	}
+	for i := range pt.Fields {
+		f := &pt.Fields[i]
+		if elem >= f.Offset && elem < f.Offset+f.Width {
+			return f
+		}
+	}
+	return nil
 }

@@ -51,10 +51,10 @@ func TestCompileLayout(t *testing.T) {
 		t.Errorf("plan header: period %v skips %d window %d sync %v reply %v", p.Period, p.SendSkips, p.Unanswered, p.TimeSync, p.ReplyID)
 	}
 	// Port 0 of each side: the directive (default 1: connect) and the status.
-	if in0 := p.Inputs[0]; in0.Width != 1 || in0.Fields[0].Source != Directive || in0.Fields[0].Initial != 1 || in0.Contract != -1 {
+	if in0 := p.Inputs[0]; in0.Width != 1 || in0.Fields[0].Source != DirectiveSource || in0.Fields[0].Initial != 1 || in0.Contract != -1 {
 		t.Errorf("input port 0: %+v", in0)
 	}
-	if out0 := p.Outputs[0]; out0.Width != 1 || out0.Fields[0].Source != Status || out0.Contract != -1 {
+	if out0 := p.Outputs[0]; out0.Width != 1 || out0.Fields[0].Source != StatusSource || out0.Contract != -1 {
 		t.Errorf("output port 0: %+v", out0)
 	}
 	type want struct {

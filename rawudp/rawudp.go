@@ -21,5 +21,5 @@ var ErrAgain = errors.New("rawudp: no datagram waiting")
 // (everywhere but Linux): keep using the net.UDPConn.
 var ErrUnsupported = errors.New("raw UDP sockets need Linux")
 
-// ErrClosed is the answer of SendShared once the socket is closed.
+// ErrClosed is the answer of Close to a socket already closed.
 var ErrClosed = errors.New("rawudp: socket closed")

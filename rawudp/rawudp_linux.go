@@ -4,21 +4,18 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"syscall"
 	"time"
 	"unsafe"
 )
 
 // Socket is a UDP socket (IPv4 or IPv6) out of Go's netpoller. Poll, Wait
-// and Send are for one goroutine, the one that closes it; SendShared may be
-// called from any other and holds off Close.
+// and Send are for one goroutine, the one that closes it: the socket has
+// one writer.
 type Socket struct {
-	fd    uintptr
-	inet6 bool
-	local netip.AddrPort
-
-	mu     sync.RWMutex // Close against SendShared: no send on a reused descriptor
+	fd     uintptr
+	inet6  bool
+	local  netip.AddrPort
 	closed bool
 
 	msg  syscall.Msghdr
@@ -189,22 +186,9 @@ func (s *Socket) Send(b []byte, to netip.AddrPort) error {
 	return nil
 }
 
-// SendShared is Send for a goroutine other than the socket's own: it holds
-// off Close, so it never writes to a descriptor number already reused.
-func (s *Socket) SendShared(b []byte, to netip.AddrPort) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return s.Send(b, to)
-}
-
 // Close closes the socket. A Wait in progress returns within SetWait's
 // bound.
 func (s *Socket) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}

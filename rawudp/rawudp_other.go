@@ -22,8 +22,7 @@ func (*Socket) Wait(buf, oob []byte) (int, int, netip.AddrPort, error) {
 	return 0, 0, netip.AddrPort{}, ErrUnsupported
 }
 
-func (*Socket) SetWait(time.Duration) error             { return ErrUnsupported }
-func (*Socket) Send([]byte, netip.AddrPort) error       { return ErrUnsupported }
-func (*Socket) SendShared([]byte, netip.AddrPort) error { return ErrUnsupported }
-func (*Socket) LocalAddr() netip.AddrPort               { return netip.AddrPort{} }
-func (*Socket) Close() error                            { return ErrUnsupported }
+func (*Socket) SetWait(time.Duration) error       { return ErrUnsupported }
+func (*Socket) Send([]byte, netip.AddrPort) error { return ErrUnsupported }
+func (*Socket) LocalAddr() netip.AddrPort         { return netip.AddrPort{} }
+func (*Socket) Close() error                      { return ErrUnsupported }

@@ -111,7 +111,7 @@ func printPlan(w io.Writer, p *ports.Plan) {
 			for fi := range port.Fields {
 				f := &port.Fields[fi]
 				vehicle := p.Vehicles[f.Vehicle].Name
-				if f.Source == ports.Directive || f.Source == ports.Status {
+				if f.Source == ports.DirectiveSource || f.Source == ports.StatusSource {
 					vehicle = "all" // one link state for the whole coupling
 				}
 				for k := range f.Width {
@@ -138,7 +138,7 @@ func printPlan(w io.Writer, p *ports.Plan) {
 							name += "[" + strconv.Itoa(k) + "]"
 						}
 						dirText, unit = "meta", metaUnit(f)
-					case ports.Directive, ports.Status:
+					case ports.DirectiveSource, ports.StatusSource:
 						dirText = "link"
 					}
 					if unit == "" {

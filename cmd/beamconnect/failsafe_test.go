@@ -117,7 +117,13 @@ func TestRecordSurvivesSIGKILL(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // 1 s simulated in a blink, then BeamNG's pause
+	// 1 s simulated in a blink, then BeamNG's pause: kill it once the 200
+	// messages before the pause are on disk (or never, and the test says so).
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(rec); strings.Count(string(b), "\n") >= 201 {
+			break
+		}
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	b, _ := os.ReadFile(rec)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	osexec "os/exec"
 	"syscall"
 	"testing"
@@ -13,16 +14,27 @@ import (
 // receive for a client that never comes, exits at once with its summary.
 func TestEmulateInterrupted(t *testing.T) {
 	bin := binary(t)
-	cmd := osexec.Command(bin, "emulate", "--json", "--listen", freePort(t).String(), "--client", freePort(t).String())
+	// The client never answers, but it listens: its first datagram says
+	// BeamNG's side has sent id 0 and is blocked waiting for the reply.
+	client, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	cmd := osexec.Command(bin, "emulate", "--json", "--listen", freePort(t).String(), "--client", client.LocalAddr().String())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // started, sent id 0, blocked waiting for a reply
+	client.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, _, err := client.ReadFromUDP(make([]byte, 2048)); err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("no message from the emulated BeamNG: %v\n%s", err, stderr.String())
+	}
 	sent := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if took := time.Since(sent); err != nil || took > time.Second {
 		t.Fatalf("exit %v after %v\n%s", err, took, stderr.String())
 	}

@@ -52,10 +52,17 @@ port is taken only once that one has been silent for 10 periods, at least
 of the length its protocol sends, with ids it can have sent; others are
 counted and warned about, naming the address seen and the one expected. A
 message that lacks fields the model reads (a Gen 2 CSV row BeamNG could not
-resolve) is answered with neutral controls. A model that dies, hangs (longer than
+resolve) is answered with neutral controls. A reply carries the model's
+controls only when the model computed them from that message's data, by its
+deadline; otherwise they are neutral (pedals released, wheel torques 0) and
+counted. A model that reads another vehicle whose data stopped coming is not
+stepped on them. A model that dies, hangs (longer than
 beamng.modelTimeoutMs) or panics is a fault: an error is logged at once,
-status 4 is reported, BeamNG gets neutral controls (pedals released, wheel
-torques 0) instead of the last ones and keeps being answered. A bind that
+status 4 is reported, BeamNG gets neutral controls instead of the last ones
+and keeps being answered; a fault ends when its cause does. A reload is
+prepared whole (the model's new binding and parameters included) while the
+coupling goes on, then swapped in between two messages; anything in it that
+fails refuses all of it. A bind that
 fails (another program on the port) is retried with backoff. A watchdog
 sees BeamNG run ahead of the replies (out of lockstep) and repairs its
 window where the protocol allows. --record writes whole rows every 250 ms,
@@ -287,7 +294,7 @@ func (r *runner) newModel() error {
 // busyPoll gives the Go runtime a P per spinning link and no more: other
 // Ps would only add threads that compete with BeamNG for the remaining
 // cores (and spin looking for work); the rest of beamconnect (status line,
-// recorder, watchdog) runs when a link yields, at least every millisecond
+// recorder, watchers) runs when a link yields, at least every millisecond
 // or so. The in-process emulator needs one more.
 func (r *runner) busyPoll() {
 	if !(r.o.busyPoll || r.plan.BusyPoll) || runtime.GOOS != "linux" {
@@ -373,14 +380,14 @@ func modelList() string {
 // the first signal the run winds down (neutral controls, summary); a second
 // one kills it, should a hung model hold it up.
 func runContext(d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
+		<-signalled.Done()
 		stop()
 	}()
 	if d <= 0 {
-		return ctx, stop
+		return signalled, stop
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
+	ctx, cancel := context.WithTimeout(signalled, d)
 	return ctx, func() { cancel(); stop() }
 }

@@ -117,8 +117,25 @@ func TestRunExecPython(t *testing.T) {
 	if _, err := osexec.LookPath("python3"); err != nil {
 		t.Skip("no python3 on this machine")
 	}
-	rec := filepath.Join(t.TempDir(), "run.csv")
-	r, errOut := runJSON(t, "../../examples/exec-cruise.json", "--emulate", "--free-running", "--duration", "3s", "--record", rec)
+	// The example as it is, but with a deadline a loaded test machine
+	// meets: a step without an answer in time gets neutral controls.
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/exec-cruise.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(src), `"deadlineMs": 4`, `"deadlineMs": 100`, 1)
+	cfg = strings.Replace(cfg, `"replyId": "next",`, `"replyId": "next", "modelTimeoutMs": 500,`, 1)
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
+	for _, f := range []string{"exec-cruise.json", "exec-cruise.py"} {
+		b, _ := os.ReadFile("../../examples/" + f)
+		if f == "exec-cruise.json" {
+			b = []byte(cfg)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	rec := filepath.Join(dir, "run.csv")
+	r, errOut := runJSON(t, filepath.Join(dir, "exec-cruise.json"), "--emulate", "--free-running", "--duration", "3s", "--record", rec)
 	if r.Model != "exec" || r.Messages < 1000 || r.Emulator.Stalls != 0 {
 		t.Errorf("%+v\n%s", r, errOut)
 	}
@@ -202,4 +219,12 @@ func TestRunJSONErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q: want a JSON error", args, code, out)
 		}
 	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

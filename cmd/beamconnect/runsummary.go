@@ -119,7 +119,7 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		sum.PacingP99 = max(sum.PacingP99, us(sync.PacingError(0.99)))
 		sum.Overruns += sync.Overruns
 		sum.SimS = max(sum.SimS, l.SimTime())
-		sum.StatusAtEnd = int(worseStatus(coupling.Status(sum.StatusAtEnd), st.StatusAtEnd()))
+		sum.StatusAtEnd = int(coupling.Status(sum.StatusAtEnd).Worse(st.StatusAtEnd()))
 		if sum.Vehicles == nil {
 			sum.Emulator = em.Summary(v)
 			continue
@@ -142,15 +142,6 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 	return sum
 }
 
-// worseStatus is the status that speaks for two vehicles at the end: not
-// connected if either was not.
-func worseStatus(a, b coupling.Status) coupling.Status {
-	if a != coupling.Connected {
-		return a
-	}
-	return b
-}
-
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 // counterGroups lay the counters out in the text summary: each line names
@@ -162,8 +153,9 @@ var counterGroups = []struct {
 	{"replies", []coupling.Counter{coupling.Messages, coupling.Replies, coupling.NeutralReplies, coupling.Late, coupling.Drained}},
 	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}},
 	{"data", []coupling.Counter{coupling.ShortMessages, coupling.LongMessages, coupling.NonFinite, coupling.Overdue}},
+	{"neutral for", []coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting}},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}},
-	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelSkipped, coupling.ModelRestarts}},
+	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelSkipped, coupling.ModelRestarts}},
 	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}},
 	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}},
 	{"log", []coupling.Counter{coupling.LogDropped, coupling.LogFailed}},
@@ -182,7 +174,7 @@ func counterLine(name string, ks []coupling.Counter, v *coupling.Values, vehicle
 		nonzero = nonzero || v[k] != 0
 		parts = append(parts, strings.ReplaceAll(c.Name, "_", " ")+" "+strconv.FormatInt(v[k], 10))
 	}
-	optional := name == "recording" || name == "log" || name == "config" || name == "data"
+	optional := name == "recording" || name == "log" || name == "config" || name == "data" || name == "neutral for"
 	if len(parts) == 0 || optional && !nonzero {
 		return ""
 	}

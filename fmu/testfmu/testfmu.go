@@ -30,9 +30,12 @@ const Token = "{8c4e810f-3df3-4a00-8276-176fa3c9f000}"
 
 // Options choose the FMU to build.
 type Options struct {
-	FMI   int    // 2 or 3 (0: 2)
-	Fault string // "", "crash", "hang", "error", "nan" or "stall" (one step of 300 ms)
-	After int    // the step the fault begins at (from 1)
+	FMI int // 2 or 3 (0: 2)
+	// Fault is "", "crash", "hang", "error", "nan", "stall" (one step of
+	// 300 ms), "hang-2s" (one step of 2 s), "slow" (every step 2 ms) or
+	// "nan-once" (NaN outputs at one step).
+	Fault string
+	After int // the step the fault begins at (from 1)
 	// VariableStep sets canHandleVariableCommunicationStepSize.
 	VariableStep bool
 	// StepSize is the DefaultExperiment's stepSize; 0 writes none.
@@ -44,7 +47,7 @@ type Options struct {
 	Extra []string
 }
 
-var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5}
+var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5, "hang-2s": 6, "slow": 7, "nan-once": 8}
 
 // Description is the FMU's modelDescription.xml.
 func Description(o Options) string {

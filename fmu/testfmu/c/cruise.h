@@ -6,7 +6,10 @@
  * its n-th step on, for beamconnect's tests of model faults:
  * 1 crashes (a write through a null pointer), 2 hangs (a loop that never
  * ends), 3 returns an error status from doStep, 4 outputs NaN, 5 stalls
- * once: its n-th step takes 300 ms, then it goes on as before. */
+ * once: its n-th step takes 300 ms, then it goes on as before; 6 hangs
+ * once, for 2 s (asleep, so an abandoned thread costs no CPU); 7 is slow:
+ * every step from the n-th on takes 2 ms; 8 outputs NaN at its n-th step
+ * only. */
 #ifndef BEAMCONNECT_CRUISE_H
 #define BEAMCONNECT_CRUISE_H
 
@@ -39,6 +42,14 @@ static void cruise_reset(cruise *c) {
 	c->steps = 0;
 }
 
+/* cruise_refuses says why a value cannot be set, or NULL when it can: the
+ * gains are kept within 0..10, as a real controller's would be. */
+static const char *cruise_refuses(unsigned vr, double v) {
+	if (vr >= VR_COUNT || vr == VR_THROTTLE || vr == VR_BRAKE || vr == VR_TIME) return "that variable cannot be set";
+	if ((vr == VR_KP || vr == VR_KI) && !(v >= 0 && v <= 10)) return "a gain must be within 0..10";
+	return 0;
+}
+
 static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 /* cruise_step advances the controller from t by h. It returns 0, or the
@@ -48,7 +59,18 @@ static int cruise_step(cruise *c, double t, double h) {
 	if (FAULT_KIND == 5 && c->steps == FAULT_AFTER) {
 		struct timespec stall = {0, 300000000};
 		nanosleep(&stall, NULL);
-	} else if (FAULT_KIND != 0 && FAULT_KIND != 5 && c->steps >= FAULT_AFTER) {
+	} else if (FAULT_KIND == 6 && c->steps == FAULT_AFTER) {
+		struct timespec hang = {2, 0};
+		nanosleep(&hang, NULL);
+	} else if (FAULT_KIND == 7 && c->steps >= FAULT_AFTER) {
+		struct timespec slow = {0, 2000000};
+		nanosleep(&slow, NULL);
+	} else if (FAULT_KIND == 8 && c->steps == FAULT_AFTER) {
+		c->v[VR_THROTTLE] = NAN;
+		c->v[VR_BRAKE] = NAN;
+		c->v[VR_TIME] = t + h;
+		return 4;
+	} else if (FAULT_KIND >= 1 && FAULT_KIND <= 4 && c->steps >= FAULT_AFTER) {
 		switch (FAULT_KIND) {
 		case 1: {
 			volatile int *nowhere = 0;

@@ -68,8 +68,9 @@ FMI2_EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[
 FMI2_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Real v[]) {
 	instance *in = c;
 	for (size_t i = 0; i < n; i++) {
-		if (vr[i] >= VR_COUNT || vr[i] == VR_THROTTLE || vr[i] == VR_BRAKE || vr[i] == VR_TIME) {
-			say(in, fmi2Error, "that variable cannot be set");
+		const char *why = cruise_refuses(vr[i], v[i]);
+		if (why) {
+			say(in, fmi2Error, why);
 			return fmi2Error;
 		}
 		in->c.v[vr[i]] = v[i];

@@ -67,8 +67,9 @@ FMI3_EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference v
 	instance *in = i;
 	if (nv != n) return fmi3Error;
 	for (size_t k = 0; k < n; k++) {
-		if (vr[k] >= VR_COUNT || vr[k] == VR_THROTTLE || vr[k] == VR_BRAKE || vr[k] == VR_TIME) {
-			say(in, fmi3Error, "that variable cannot be set");
+		const char *why = cruise_refuses(vr[k], v[k]);
+		if (why) {
+			say(in, fmi3Error, why);
 			return fmi3Error;
 		}
 		in->c.v[vr[k]] = v[k];

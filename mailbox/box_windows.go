@@ -1,0 +1,120 @@
+package mailbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+var (
+	kernel32     = syscall.NewLazyDLL("kernel32.dll")
+	procCreateEv = kernel32.NewProc("CreateEventW")
+	procSetEvent = kernel32.NewProc("SetEvent")
+)
+
+// waker sleeps and wakes on two auto-reset event objects, one per
+// direction, which the child inherits.
+type waker struct{ req, ans syscall.Handle }
+
+func (w waker) event(off int) syscall.Handle {
+	if off == offReqSeq {
+		return w.req
+	}
+	return w.ans
+}
+
+func (w waker) wait(b *Box, off int, _ uint32, left time.Duration) {
+	ms := uint32(syscall.INFINITE)
+	if left >= 0 {
+		ms = uint32((left + time.Millisecond - 1) / time.Millisecond)
+	}
+	syscall.WaitForSingleObject(w.event(off), ms)
+}
+
+func (w waker) wake(b *Box, off int) { procSetEvent.Call(uintptr(w.event(off))) }
+
+func newEvent(sa *syscall.SecurityAttributes) (syscall.Handle, error) {
+	h, _, err := procCreateEv.Call(uintptr(unsafe.Pointer(sa)), 0, 0, 0)
+	if h == 0 {
+		return 0, fmt.Errorf("mailbox: CreateEvent: %w", err)
+	}
+	return syscall.Handle(h), nil
+}
+
+// Create makes a box for requests and answers of at most reqCap and ansCap
+// bytes: a mapping of the paging file and two events, inheritable.
+func Create(reqCap, ansCap int) (*Box, error) {
+	sa := &syscall.SecurityAttributes{InheritHandle: 1}
+	sa.Length = uint32(unsafe.Sizeof(*sa))
+	size := layout(reqCap, ansCap)
+	m, err := syscall.CreateFileMapping(syscall.InvalidHandle, sa, syscall.PAGE_READWRITE, 0, uint32(size), nil)
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: CreateFileMapping: %w", err)
+	}
+	w := waker{}
+	if w.req, err = newEvent(sa); err == nil {
+		w.ans, err = newEvent(sa)
+	}
+	if err != nil {
+		syscall.CloseHandle(m)
+		return nil, err
+	}
+	return mapView(m, w, size, reqCap, ansCap)
+}
+
+func mapView(m syscall.Handle, w waker, size, reqCap, ansCap int) (*Box, error) {
+	addr, err := syscall.MapViewOfFile(m, syscall.FILE_MAP_WRITE, 0, 0, uintptr(size))
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: MapViewOfFile: %w", err)
+	}
+	b := &Box{wake: w, mapping: m}
+	var base *byte // the view's address, as a pointer (vet rightly distrusts uintptr to Pointer conversions)
+	*(*uintptr)(unsafe.Pointer(&base)) = addr
+	b.init(unsafe.Slice(base, size), reqCap, ansCap)
+	b.release = func() error {
+		err := syscall.UnmapViewOfFile(addr)
+		syscall.CloseHandle(m)
+		syscall.CloseHandle(w.req)
+		syscall.CloseHandle(w.ans)
+		return err
+	}
+	return b, nil
+}
+
+// Attach hands the box to cmd, which must not have started: the child
+// inherits the mapping and the events and finds them with FromEnv.
+func (b *Box) Attach(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.AdditionalInheritedHandles = append(cmd.SysProcAttr.AdditionalInheritedHandles, b.mapping, b.wake.req, b.wake.ans)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=map:%d,reqev:%d,ansev:%d,req:%d,ans:%d", envName, b.mapping, b.wake.req, b.wake.ans, b.reqCap, b.ansCap))
+}
+
+// FromEnv takes the box this process was handed (ErrNoBox if none).
+func FromEnv() (*Box, error) {
+	v, ok := os.LookupEnv(envName)
+	if !ok {
+		return nil, ErrNoBox
+	}
+	got := map[string]uint64{}
+	for _, kv := range strings.Split(v, ",") {
+		k, n, _ := strings.Cut(kv, ":")
+		x, err := strconv.ParseUint(n, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("mailbox: %s=%q: %w", envName, v, err)
+		}
+		got[k] = x
+	}
+	w := waker{req: syscall.Handle(got["reqev"]), ans: syscall.Handle(got["ansev"])}
+	req, ans := int(got["req"]), int(got["ans"])
+	return mapView(syscall.Handle(got["map"]), w, layout(req, ans), req, ans)
+}

@@ -1,0 +1,5 @@
+//go:build !windows
+
+package mailbox
+
+type mapHandle = uintptr

@@ -1,0 +1,5 @@
+package mailbox
+
+import "syscall"
+
+type mapHandle = syscall.Handle

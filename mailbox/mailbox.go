@@ -1,0 +1,219 @@
+// Package mailbox passes a request and its answer, one at a time, between
+// two processes through memory they share: the asker writes the request
+// and a sequence number, the answerer spins briefly on the number, then
+// sleeps until woken (a futex on Linux, an event object on Windows), and
+// answers the same way. A handoff costs a few memory writes when the other
+// side is awake, and one wake-up when it sleeps: far less than a pipe's
+// two system calls and buffer copies each way.
+//
+// The asker is beamconnect, the answerer a child process it starts (the
+// FMU host): Create makes the box, Attach hands it to the child's command,
+// and the child takes it with FromEnv.
+package mailbox
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Errors of a handoff.
+var (
+	ErrDeadline = errors.New("mailbox: no answer by the deadline")
+	ErrClosed   = errors.New("mailbox: closed")
+	ErrTorn     = errors.New("mailbox: the answer is torn (its sequence numbers disagree)")
+	ErrTooLong  = errors.New("mailbox: the message is longer than the box")
+	ErrNoBox    = errors.New("mailbox: this process was given no box")
+)
+
+// envName carries the box to the child: what it inherited, and the sizes.
+const envName = "BEAMCONNECT_MAILBOX"
+
+// The control block: each word the two sides write on its own cache line,
+// so one side's writes do not slow the other's reads.
+const (
+	offReqSeq   = 0   // the request's sequence number (a futex word)
+	offReqLen   = 4   // its length
+	offReqSleep = 8   // the answerer sleeps (or is about to)
+	offAnsSeq   = 64  // the sequence number of the request answered (a futex word)
+	offAnsLen   = 68  // the answer's length
+	offAnsSleep = 72  // the asker sleeps (or is about to)
+	offClosed   = 128 // either side closed the box
+	ctlSize     = 192
+	// An answer is framed by its sequence number before and after it, so
+	// an answer being written (or scribbled over) cannot pass for whole.
+	ansFrame = 8
+)
+
+// Box is one end of a mailbox.
+type Box struct {
+	mem      []byte
+	reqCap   int
+	ansCap   int
+	req, ans []byte
+	seq      uint32 // the asker's last request; the answerer's last seen
+	wake     waker
+	release  func() error
+	file     *os.File  // the shared memory's file (unix)
+	mapping  mapHandle // the shared memory's mapping (Windows)
+}
+
+// layout sizes a box for requests and answers of at most reqCap and ansCap
+// bytes.
+func layout(reqCap, ansCap int) int { return ctlSize + reqCap + ansCap + ansFrame }
+
+func (b *Box) init(mem []byte, reqCap, ansCap int) {
+	b.mem, b.reqCap, b.ansCap = mem, reqCap, ansCap
+	b.req = mem[ctlSize : ctlSize+reqCap]
+	b.ans = mem[ctlSize+reqCap : ctlSize+reqCap+ansCap+ansFrame]
+}
+
+func (b *Box) word(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&b.mem[off])) }
+
+// Request is where the asker writes its next request.
+func (b *Box) Request() []byte { return b.req }
+
+// Ask publishes the request written in Request()[:n] and wakes the
+// answerer if it sleeps. One request is outstanding at a time: Ask after
+// an Await that failed replaces a request the answerer has not taken, or
+// follows one it is still answering (its answer then is not this one's).
+func (b *Box) Ask(n int) error {
+	if n > b.reqCap {
+		return ErrTooLong
+	}
+	if b.word(offClosed).Load() != 0 {
+		return ErrClosed
+	}
+	b.seq++
+	b.word(offReqLen).Store(uint32(n))
+	b.word(offReqSeq).Store(b.seq)
+	if b.word(offReqSleep).Load() != 0 {
+		b.wake.wake(b, offReqSeq)
+	}
+	return nil
+}
+
+// Await waits for the answer to the last request: spinning for spin, then
+// asleep until the deadline. The answer is valid until the next Ask. An
+// answer to an older request is passed over.
+func (b *Box) Await(spin time.Duration, deadline time.Time) ([]byte, error) {
+	if !b.awaitWord(offAnsSeq, offAnsSleep, b.seq, spin, deadline) {
+		if b.word(offClosed).Load() != 0 {
+			return nil, ErrClosed
+		}
+		return nil, ErrDeadline
+	}
+	n := int(b.word(offAnsLen).Load())
+	if n > b.ansCap {
+		return nil, ErrTorn
+	}
+	if binary.LittleEndian.Uint32(b.ans) != b.seq || binary.LittleEndian.Uint32(b.ans[4+n:]) != b.seq {
+		return nil, ErrTorn
+	}
+	return b.ans[4 : 4+n], nil
+}
+
+// Next waits for a new request, spinning for spin, then asleep; it returns
+// the request, valid until Reply. It ends with ErrClosed when the asker
+// closes the box.
+func (b *Box) Next(spin time.Duration) ([]byte, error) {
+	for {
+		if b.awaitWord(offReqSeq, offReqSleep, b.seq+1, spin, time.Time{}) {
+			break
+		}
+		if b.word(offClosed).Load() != 0 {
+			return nil, ErrClosed
+		}
+	}
+	b.seq = b.word(offReqSeq).Load()
+	n := int(b.word(offReqLen).Load())
+	if n > b.reqCap {
+		return nil, ErrTooLong
+	}
+	return b.req[:n], nil
+}
+
+// Answer is where the answerer writes its answer.
+func (b *Box) Answer() []byte { return b.ans[4 : 4+b.ansCap] }
+
+// Reply publishes the answer written in Answer()[:n] to the request Next
+// returned, and wakes the asker if it sleeps.
+func (b *Box) Reply(n int) error {
+	if n > b.ansCap {
+		return ErrTooLong
+	}
+	binary.LittleEndian.PutUint32(b.ans, b.seq)
+	binary.LittleEndian.PutUint32(b.ans[4+n:], b.seq)
+	b.word(offAnsLen).Store(uint32(n))
+	b.word(offAnsSeq).Store(b.seq)
+	if b.word(offAnsSleep).Load() != 0 {
+		b.wake.wake(b, offAnsSeq)
+	}
+	return nil
+}
+
+// awaitWord waits until the word at off reaches want (a sequence number:
+// it only grows, and wraps), spinning first, then sleeping while sleep is
+// set so the other side wakes it; the zero deadline waits for ever. It
+// reports false at the deadline or once the box is closed.
+func (b *Box) awaitWord(off, sleep int, want uint32, spin time.Duration, deadline time.Time) bool {
+	w := b.word(off)
+	reached := func() bool { return int32(w.Load()-want) >= 0 }
+	if reached() {
+		return true
+	}
+	if spin > 0 {
+		for start := time.Now(); time.Since(start) < spin; {
+			if reached() {
+				return true
+			}
+		}
+	}
+	closed := b.word(offClosed)
+	for {
+		cur := w.Load()
+		if int32(cur-want) >= 0 {
+			return true
+		}
+		if closed.Load() != 0 {
+			return false
+		}
+		var left time.Duration = -1
+		if !deadline.IsZero() {
+			if left = time.Until(deadline); left <= 0 {
+				return false
+			}
+		}
+		b.word(sleep).Store(1)
+		if int32(w.Load()-want) < 0 && closed.Load() == 0 {
+			b.wake.wait(b, off, cur, left)
+		}
+		b.word(sleep).Store(0)
+	}
+}
+
+// Close closes the box for both sides: a wait on either ends. The memory
+// is released when both have let go of it.
+func (b *Box) Close() error {
+	if b.mem == nil {
+		return nil
+	}
+	b.word(offClosed).Store(1)
+	b.wake.wake(b, offReqSeq)
+	b.wake.wake(b, offAnsSeq)
+	return nil
+}
+
+// Release unmaps the box; call it after Close, once no wait can be in
+// progress on this side.
+func (b *Box) Release() error {
+	if b.mem == nil || b.release == nil {
+		return nil
+	}
+	err := b.release()
+	b.mem, b.req, b.ans = nil, nil, nil
+	return err
+}

@@ -1,0 +1,242 @@
+package mailbox
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// The test binary is the answering child too: with the environment
+// variable set it serves its box (echo: each request's float64 doubled)
+// until the box is closed.
+func TestMain(m *testing.M) {
+	switch os.Getenv("MAILBOX_TEST_CHILD") {
+	case "echo":
+		b, err := FromEnv()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		spin, _ := time.ParseDuration(os.Getenv("MAILBOX_TEST_SPIN"))
+		serve(b, spin)
+		os.Exit(0)
+	case "silent":
+		if _, err := FromEnv(); err != nil {
+			os.Exit(2)
+		}
+		select {} // takes the box, never answers
+	}
+	os.Exit(m.Run())
+}
+
+// serve answers each request with its float64 doubled, until closed.
+func serve(b *Box, spin time.Duration) {
+	for {
+		req, err := b.Next(spin)
+		if err != nil {
+			return
+		}
+		x := math.Float64frombits(binary.LittleEndian.Uint64(req))
+		binary.LittleEndian.PutUint64(b.Answer(), math.Float64bits(2*x))
+		b.Reply(8)
+	}
+}
+
+// peer is the other end of b in this process: the same memory, its own
+// sequence.
+func peer(b *Box) *Box {
+	p := &Box{wake: b.wake}
+	p.init(b.mem, b.reqCap, b.ansCap)
+	return p
+}
+
+func ask(t testing.TB, b *Box, x float64, spin time.Duration, wait time.Duration) (float64, error) {
+	binary.LittleEndian.PutUint64(b.Request(), math.Float64bits(x))
+	if err := b.Ask(8); err != nil {
+		return 0, err
+	}
+	a, err := b.Await(spin, time.Now().Add(wait))
+	if err != nil {
+		return 0, err
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(a)), nil
+}
+
+// servePeer serves b from a goroutine until the test ends, and lets go of
+// the memory only once it has returned.
+func servePeer(t testing.TB, b *Box, spin time.Duration) {
+	done := make(chan struct{})
+	go func() { serve(peer(b), spin); close(done) }()
+	t.Cleanup(func() { b.Close(); <-done })
+}
+
+func newBox(t testing.TB) *Box {
+	b, err := Create(64, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(); b.Release() })
+	return b
+}
+
+// Requests and answers go round, one at a time, whether the answerer spins
+// or sleeps between them.
+func TestRoundTrips(t *testing.T) {
+	for _, spin := range []time.Duration{0, 100 * time.Microsecond} {
+		b := newBox(t)
+		servePeer(t, b, spin)
+		for i := range 1000 {
+			if got, err := ask(t, b, float64(i), spin, 5*time.Second); err != nil || got != 2*float64(i) {
+				t.Fatalf("spin %v, request %d: %v, %v", spin, i, got, err)
+			}
+		}
+	}
+}
+
+// An answerer that takes no request leaves the asker waiting only until
+// its deadline; an answer to an older request never passes for the
+// newest; a torn answer is said to be one.
+func TestFaults(t *testing.T) {
+	b := newBox(t)
+	p := peer(b)
+	start := time.Now()
+	if _, err := ask(t, b, 1, 0, 20*time.Millisecond); !errors.Is(err, ErrDeadline) || time.Since(start) > time.Second {
+		t.Errorf("no answer: %v after %v", err, time.Since(start))
+	}
+	// The answerer takes the first request late and answers it: the
+	// asker, on its second request, must not take that answer.
+	if _, err := p.Next(0); err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint64(b.Request(), 2)
+	b.Ask(8)
+	p.seq = 1 // still answering the first
+	binary.LittleEndian.PutUint64(p.Answer(), 99)
+	p.Reply(8)
+	if a, err := b.Await(0, time.Now().Add(20*time.Millisecond)); !errors.Is(err, ErrDeadline) {
+		t.Errorf("an old request's answer was taken: %v, %v", a, err)
+	}
+	// A torn answer: its trailing sequence number is not yet written.
+	p.seq = b.seq
+	p.Reply(8)
+	binary.LittleEndian.PutUint32(p.ans[4+8:], p.seq-1)
+	if _, err := b.Await(0, time.Now().Add(20*time.Millisecond)); !errors.Is(err, ErrTorn) {
+		t.Errorf("a torn answer: %v", err)
+	}
+}
+
+// Closing ends a wait on either side at once.
+func TestCloseEndsWaits(t *testing.T) {
+	b := newBox(t)
+	p := peer(b)
+	next := make(chan error)
+	go func() { _, err := p.Next(0); next <- err }()
+	b.Close()
+	select {
+	case err := <-next:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("Next after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the answerer's wait")
+	}
+	b2 := newBox(t)
+	await := make(chan error)
+	go func() { _, err := ask(t, b2, 1, 0, time.Hour); await <- err }()
+	time.Sleep(10 * time.Millisecond) // whether it spins or sleeps by now, Close must end it
+	peer(b2).Close()
+	select {
+	case err := <-await:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("Await after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the asker's wait")
+	}
+}
+
+// child starts this test binary as the box's answering child.
+func child(t testing.TB, b *Box, mode string, spin time.Duration) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	b.Attach(cmd)
+	cmd.Env = append(cmd.Env, "MAILBOX_TEST_CHILD="+mode, "MAILBOX_TEST_SPIN="+spin.String())
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(); cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// Across processes: the child inherits the box and answers through it;
+// when it dies without answering, the asker's wait ends at its deadline.
+func TestChildProcess(t *testing.T) {
+	b := newBox(t)
+	child(t, b, "echo", 50*time.Microsecond)
+	for i := range 200 {
+		if got, err := ask(t, b, float64(i), 20*time.Microsecond, 10*time.Second); err != nil || got != 2*float64(i) {
+			t.Fatalf("request %d: %v, %v", i, got, err)
+		}
+	}
+	b2 := newBox(t)
+	cmd := child(t, b2, "silent", 0)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := ask(t, b2, 1, 0, 50*time.Millisecond); !errors.Is(err, ErrDeadline) {
+		t.Errorf("a dead child: %v", err)
+	}
+}
+
+// A handoff allocates nothing on either side.
+func TestAllocs(t *testing.T) {
+	b := newBox(t)
+	servePeer(t, b, time.Millisecond)
+	x := 0.0
+	if n := testing.AllocsPerRun(200, func() { x++; ask(t, b, x, time.Millisecond, 5*time.Second) }); n != 0 {
+		t.Errorf("%v allocations per round trip", n)
+	}
+}
+
+// Round trips back to back, in one process and to a child process, with
+// the answerer spinning between requests or asleep.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, tt := range []struct {
+		name  string
+		spin  time.Duration
+		child bool
+	}{
+		{"goroutine spin", 100 * time.Microsecond, false},
+		{"goroutine sleep", 0, false},
+		{"child spin", 100 * time.Microsecond, true},
+		{"child sleep", 0, true},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			box := newBox(b)
+			if tt.child {
+				child(b, box, "echo", tt.spin)
+			} else {
+				servePeer(b, box, tt.spin)
+			}
+			ask(b, box, 0, tt.spin, 10*time.Second) // the child is up
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				start := time.Now()
+				if _, err := ask(b, box, float64(i), tt.spin, 10*time.Second); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportQuantiles(b, lat)
+		})
+	}
+}
