@@ -61,7 +61,9 @@ func (m *faultWindow) Step(t float64, out, in [][]float64) bool { m.t = t; in[1]
 var errStopped = errors.New("the model's program stopped answering")
 
 // Rebind takes any reloaded config: the model reads no port.
-func (m *faultWindow) Rebind(*ports.Plan, models.Params, models.Params) (func(), error) { return func() {}, nil }
+func (m *faultWindow) Rebind(*ports.Plan, models.Params, models.Params) (func(), error) {
+	return func() {}, nil
+}
 
 func (m *faultWindow) Fault() error {
 	if m.t >= m.from && m.t < m.to {
