@@ -43,6 +43,7 @@ const (
 // what ports.Compile reads; nothing in it refers back to the JSON.
 type Config struct {
 	File         string
+	Text         []byte  // the file's contents, as parsed
 	TimeDilation float64 // ≤ 0: unthrottled
 	RemoteObject string  // top-level default, "" when unset
 	Protocol     *beamng.Protocol
@@ -253,6 +254,7 @@ func parse(p *parser, data []byte) (*Config, error) {
 		return nil, p.diags
 	}
 	cfg.Warnings = p.diags
+	cfg.Text = data
 	return cfg, nil
 }
 

@@ -2,6 +2,7 @@ package coupling
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"beamconnect/beamng"
@@ -44,7 +45,7 @@ func (l *Link) noMessages(now time.Time) {
 	if d.startCommand != "" {
 		args = append(args, "start_with", d.startCommand)
 	}
-	l.log.Warn("nothing has come from BeamNG yet", args...)
+	l.diagnosed(slog.LevelWarn, "nothing has come from BeamNG yet", args...)
 }
 
 // stalled notes one of BeamNG's 2 s stalls: several in a row, each after a
@@ -61,7 +62,7 @@ func (l *Link) stalled() {
 		return
 	}
 	d.repliesSaid = true
-	l.log.Error("BeamNG waits 2 s for a reply after every message although each one is answered: the replies go where BeamNG is not listening",
+	l.diagnosed(slog.LevelError, "BeamNG waits 2 s for a reply after every message although each one is answered: the replies go where BeamNG is not listening",
 		"replies_to", l.remote,
 		"hint", fmt.Sprintf("set remoteIP and remotePort (Gen 2: the CSV's beamngUDP rows) to the address BeamNG's coupling listens on (its udpReceiveIP and udpReceivePort, 64891 by default); beamconnect sends to %v", l.remote))
 }
@@ -85,7 +86,7 @@ func (l *Link) wrongSize(n int, now time.Time) {
 	default:
 		args = append(args, "hint", "longer than BeamNG reads whole: not BeamNG's coupling")
 	}
-	l.log.Warn("dropped datagrams from BeamNG's address of a length this coupling does not send", args...)
+	l.diagnosed(slog.LevelWarn, "dropped datagrams from BeamNG's address of a length this coupling does not send", args...)
 }
 
 // shortWarn says, once, that a message lacked fields the model reads, and
@@ -100,7 +101,7 @@ func (l *Link) shortWarn(present int, now time.Time) {
 	if present == beamng.StateLen {
 		hint = "111 doubles is Gen 1's vehicleSystemsCoupling: set beamng.protocol to \"fixed\", or start BeamNG's co-simulation coupling with this config's CSV"
 	}
-	l.log.Error("BeamNG's message lacks fields the model reads: answered with neutral controls, the model not stepped",
+	l.diagnosed(slog.LevelError, "BeamNG's message lacks fields the model reads: answered with neutral controls, the model not stepped",
 		"doubles", present, "hint", hint)
 }
 
@@ -116,5 +117,5 @@ func (l *Link) longWarn(present int) {
 	if present == beamng.StateLen {
 		hint = "111 doubles is Gen 1's vehicleSystemsCoupling: set beamng.protocol to \"fixed\", or start BeamNG's co-simulation coupling with this config's CSV"
 	}
-	l.log.Warn("BeamNG's messages are longer than this coupling's layout: the extra values are ignored", "doubles", present, "hint", hint)
+	l.diagnosed(slog.LevelWarn, "BeamNG's messages are longer than this coupling's layout: the extra values are ignored", "doubles", present, "hint", hint)
 }

@@ -31,6 +31,7 @@ type faultState struct {
 	panicked error          // a panic in Step: the model is not stepped again
 	current  error          // the fault in force; nil while healthy
 	since    time.Time
+	record   *Recorder   // hears of faults and recoveries (nil: no recording)
 	active   atomic.Bool // current != nil, for the links' status
 }
 
@@ -102,6 +103,7 @@ func (f *faultState) transition(err error) {
 	default:
 		f.log.Error("model fault", "fault", err.Error(), "was", f.current.Error())
 	}
+	f.record.fault(f.current, err, now.Sub(f.since))
 	f.current = err
 	f.active.Store(err != nil)
 }

@@ -190,6 +190,7 @@ func (l *Link) report() {
 	}
 	old := Status(l.status.Swap(int32(s)))
 	l.log.Info("connection status", "status", int(s), "is", s.String(), "was", old.String())
+	l.recordStatus(s, old)
 	if l.opt.OnStatus != nil {
 		l.opt.OnStatus(l.index, s)
 	}

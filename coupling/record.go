@@ -1,242 +1,225 @@
 package coupling
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"beamconnect/beamng"
 	"beamconnect/ports"
 	"beamconnect/recording"
 	"beamconnect/scope"
 )
 
-// truncater is a file the recorder can cut back to its last whole row.
-type truncater interface {
-	Truncate(size int64) error
-	Seek(offset int64, whence int) (int64, error)
-}
-
-// recordHeader starts every header row of a recording; a file that starts
-// with it is a recording, which --record may replace.
+// recordHeader starts every header row of a CSV recording.
 const recordHeader = "time,status,id,reply_id,reloads"
-
-// fleetHeader starts the header rows of a several-vehicle recording.
-const fleetHeader = "time,vehicle,status,id,reply_id,reloads"
 
 // Recording buffers: the loop fills one while a writer goroutine writes
 // another, so a slow or full disk never holds the loop up. Past
-// maxBuffered bytes waiting, rows are counted lost rather than kept.
+// maxBuffered bytes waiting, rows are counted lost rather than kept; past
+// maxEvents waiting, events are dropped.
 const (
 	recordBufSize = 256 << 10
 	maxBuffered   = 8 << 20
+	maxEvents     = 1024
 )
 
-// Recorder writes one CSV row per BeamNG message: local time, status,
-// BeamNG's id, the reply id, the reload count, then every output and input
-// port element.
+// Recorder records one row per BeamNG message, in the format its
+// recording.Writer writes (CSV, MDF 4): local time, status, BeamNG's id,
+// the reply id, the reload count, then every output and input port
+// element; and what happens during the run (reloads, model faults, status
+// changes, diagnoses) for formats that keep events.
 //
-// It loses nothing it could keep. Rows are formatted without allocating
+// It loses nothing it could keep. Rows are encoded without allocating
 // into a buffer of whole rows; the coupling hands the buffer to a writer
 // goroutine every 250 ms, while BeamNG is silent too, so a crash loses at
-// most that; the file only ever receives whole rows (after a failed write
-// it is cut back to the last whole row); a write error (a full disk) is
-// logged at once, the rows are counted lost, the coupling goes on, and
-// later rows are written if the disk has room again.
+// most that; the format keeps its file whole (a CSV file whole rows, an
+// MDF file linked blocks); a write error (a full disk) is logged at once,
+// the rows are counted lost, the coupling goes on, and later rows are
+// written if the disk has room again.
 type Recorder struct {
-	w    io.Writer
-	file truncater // when w can: cut back to whole rows after a failed write
+	f    recording.Writer
 	name string
 	log  *slog.Logger
-	// vehicles names the vehicles of a several-vehicle plan (a vehicle
-	// column); nil for one vehicle.
-	vehicles []string
 
-	cur       []byte // rows the loop is filling
-	line      []byte
+	// Under the stage's lock (the loop's side).
+	layout    *recording.Layout
+	plan      *ports.Plan
+	vals      []float64
+	cur       *batch // rows the loop is filling
 	lastFlush time.Time
-	full      chan []byte // to the writer
-	free      chan []byte // back from it
+	lastT     float64
+	reload    *recording.Event // a reload waiting for the time of its first row
+
+	full      chan *batch // to the writer
+	free      chan *batch // back from it
 	done      chan struct{}
 	closeOnce sync.Once
 	abandoned atomic.Bool // Close gave up on the writer: it counts nothing more
 
+	evMu    sync.Mutex
+	events  []recording.Event // from any goroutine, waiting for the next hand-over
+	dropped int
+	untimed atomic.Bool // an event waits for the next row's time
+
 	rows     atomic.Int64 // rows recorded (handed over)
 	written  atomic.Int64 // rows in the file
 	lost     atomic.Int64 // rows that could not be written
-	offset   int64        // bytes of whole rows in the file (writer goroutine)
 	failures int          // failed writes (writer goroutine)
 	errMu    sync.Mutex
 	err      error // the first write error
 }
 
-// NewRecorder writes the header for plan's ports to w. log (may be nil)
-// hears of write errors when they happen.
+// batch is what one hand-over carries: encoded rows, and events.
+type batch struct {
+	data   []byte
+	events []recording.Event
+}
+
+// NewRecorder records plan's run to w as CSV. log (may be nil) hears of
+// write errors when they happen.
 func NewRecorder(w io.Writer, plan *ports.Plan, log *slog.Logger) *Recorder {
+	name := "the recording"
+	if f, ok := w.(interface{ Name() string }); ok {
+		name = f.Name()
+	}
+	return NewRecorderOf(recording.NewCSV(w), name, plan, log)
+}
+
+// NewRecorderOf records plan's run with w, a format's writer; name names
+// the file in errors.
+func NewRecorderOf(w recording.Writer, name string, plan *ports.Plan, log *slog.Logger) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Recorder{
-		w: w, log: log, name: "the recording",
-		cur: make([]byte, 0, recordBufSize), line: make([]byte, 0, 8192),
-		full: make(chan []byte, 1), free: make(chan []byte, 3), done: make(chan struct{}),
+		f: w, log: log, name: name, lastT: math.NaN(),
+		cur:  &batch{data: make([]byte, 0, recordBufSize)},
+		full: make(chan *batch, 1), free: make(chan *batch, 3), done: make(chan struct{}),
 	}
-	if f, ok := w.(truncater); ok {
-		r.file = f
-	}
-	if f, ok := w.(interface{ Name() string }); ok {
-		r.name = f.Name()
-	}
-	r.free <- make([]byte, 0, recordBufSize)
-	r.free <- make([]byte, 0, recordBufSize)
+	r.free <- &batch{data: make([]byte, 0, recordBufSize)}
+	r.free <- &batch{data: make([]byte, 0, recordBufSize)}
 	go r.write()
 	r.Header(plan)
 	return r
 }
 
-// Header writes a header row for plan's ports. A config reload that
-// changes the ports writes a new one, so a reader splits the file at rows
-// starting with "time,".
+// Header starts the rows of plan: at the start, and at every reload,
+// which is recorded as an event at the time of the first row it applies
+// to, with what changed and the config's text.
 func (r *Recorder) Header(plan *ports.Plan) {
-	h := []byte(recordHeader)
-	r.vehicles = nil
-	if len(plan.Vehicles) > 1 {
-		// A row per message of any vehicle: which one, and every field
-		// named by its vehicle.
-		h = []byte(fleetHeader)
-		for _, v := range plan.Vehicles {
-			r.vehicles = append(r.vehicles, v.Name)
+	if r.plan != nil {
+		ch := ports.Diff(r.plan, plan)
+		what := append(append([]string{}, ch.Live...), ch.RestartOnly...)
+		if ch.Params != "" {
+			what = append(what, ch.Params)
 		}
-	}
-	name := func(_ int, name string) { h = append(append(h, ','), name...) }
-	columnNames(plan, beamng.FromBeamNG, name)
-	h = append(h, ",directive"...)
-	columnNames(plan, beamng.ToBeamNG, name)
-	h = append(h, '\n')
-	r.add(h, false)
-}
-
-// columnNames names the values of the ports after port 0 in one direction,
-// as a recording's header does: out3.wheelspeed, in2.throttle, and with
-// several vehicles out3.lead.wheelspeed. It calls fn with each value's port
-// number and name, in the order of a recording's row.
-func columnNames(plan *ports.Plan, dir beamng.Direction, fn func(port int, name string)) {
-	prefix, list := "out", plan.Outputs
-	if dir == beamng.ToBeamNG {
-		prefix, list = "in", plan.Inputs
-	}
-	several := len(plan.Vehicles) > 1
-	var h []byte
-	for _, p := range list[1:] {
-		for i := range p.Fields {
-			f := &p.Fields[i]
-			for k := range f.Width {
-				h = append(h[:0], prefix...)
-				h = strconv.AppendInt(h, int64(p.Number), 10)
-				h = append(h, '.')
-				if several {
-					h = append(h, plan.Vehicles[f.Vehicle].Name...)
-					h = append(h, '.')
-				}
-				switch f.Source {
-				case ports.Slot:
-					h = append(h, f.Signal(dir, k).Name...)
-				default:
-					h = append(h, f.Label(plan)...)
-					if f.Width > 1 {
-						h = strconv.AppendInt(append(h, '_'), int64(k), 10)
-					}
-				}
-				fn(p.Number, string(h))
-			}
+		text := strings.Join(what, "; ")
+		if text == "" {
+			text = "nothing that changes the recording"
 		}
+		r.reload = &recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.Reload, Name: "reload", Text: text, Config: plan.Config}
 	}
+	r.plan = plan
+	r.layout = recording.LayoutOf(plan)
+	// A header is never dropped: the rows after it are read by it.
+	r.cur.data = r.f.Header(r.cur.data, r.layout)
 }
 
 // ScopeColumns is the layout of a scope sample (Options.Scope): status, the
 // outputs, the directive and the inputs, named as in a recording, each with
-// its unit as a recording's plot finds it.
+// its unit.
 func ScopeColumns(plan *ports.Plan) []scope.Column {
-	several := len(plan.Vehicles) > 1
-	column := func(name, port string) scope.Column {
-		c := scope.Column{Name: name, Port: port}
-		if n, ok := recording.ParseName(name, several); ok {
-			c.Unit = n.Unit()
+	var cols []scope.Column
+	for _, c := range recording.LayoutOf(plan).Columns {
+		port := ""
+		switch {
+		case c.Name == "status" && c.Role == recording.Own:
+			port = "out0"
+		case c.Name == "directive" && c.Role == recording.Own:
+			port = "in0"
+		case c.Role == recording.Field:
+			port, _, _ = strings.Cut(c.Name, ".")
+		default:
+			continue
 		}
-		return c
+		cols = append(cols, scope.Column{Name: c.Name, Port: port, Unit: c.Unit})
 	}
-	cols := []scope.Column{column("status", "out0")}
-	columnNames(plan, beamng.FromBeamNG, func(port int, name string) {
-		cols = append(cols, column(name, "out"+strconv.Itoa(port)))
-	})
-	cols = append(cols, column("directive", "in0"))
-	columnNames(plan, beamng.ToBeamNG, func(port int, name string) {
-		cols = append(cols, column(name, "in"+strconv.Itoa(port)))
-	})
 	return cols
 }
 
 // Row records one message. It allocates nothing.
 func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, reloads int64, outs, ins [][]float64) {
-	b := strconv.AppendFloat(r.line[:0], t, 'f', 6, 64)
-	b = append(b, ',')
-	if r.vehicles != nil {
-		b = append(b, r.vehicles[vehicle]...)
-		b = append(b, ',')
+	if r.reload != nil {
+		r.reload.Time = t
+		r.Event(*r.reload)
+		r.reload = nil
 	}
-	b = strconv.AppendInt(b, int64(s), 10)
-	b = append(b, ',')
-	b = strconv.AppendFloat(b, id, 'f', -1, 64)
-	b = append(b, ',')
-	b = strconv.AppendFloat(b, replyID, 'f', -1, 64)
-	b = strconv.AppendInt(append(b, ','), reloads, 10)
-	for _, p := range outs[1:] {
-		for _, v := range p {
-			b = strconv.AppendFloat(append(b, ','), v, 'g', -1, 64)
-		}
+	if r.untimed.Load() {
+		r.stamp(t)
 	}
-	for _, p := range ins {
-		for _, v := range p {
-			b = strconv.AppendFloat(append(b, ','), v, 'g', -1, 64)
-		}
+	r.lastT = t
+	r.vals = r.layout.Flatten(r.vals, t, int(s), id, replyID, reloads, outs, ins)
+	before := len(r.cur.data)
+	r.cur.data = r.f.Row(r.cur.data, vehicle, r.vals)
+	if len(r.cur.data) > maxBuffered {
+		// The writer is far behind: the row is counted lost, not kept.
+		r.cur.data = r.cur.data[:before]
+		r.lost.Add(1)
+		return
 	}
-	r.line = append(b, '\n')
-	r.add(r.line, true)
-	if len(r.cur) >= recordBufSize*3/4 {
+	r.rows.Add(1)
+	if len(r.cur.data) >= recordBufSize*3/4 {
 		r.handOver(time.Now()) // before the buffer would have to grow
 	}
 }
 
-// add appends a whole row to the buffer being filled, or counts it lost
-// when the writer is so far behind that too much already waits.
-func (r *Recorder) add(row []byte, data bool) {
-	if len(r.cur)+len(row) > maxBuffered {
-		if data {
-			r.lost.Add(1)
+// Event records something that happened, at e.Time (NaN: at the time of
+// the next row, the message whose step it happened in). Safe from any
+// goroutine; it never blocks for long.
+func (r *Recorder) Event(e recording.Event) {
+	if r == nil {
+		return
+	}
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	if len(r.events) >= maxEvents {
+		if r.dropped++; r.dropped == 1 {
+			r.log.Warn("recording: events come faster than they are written; dropping them", "file", r.name)
 		}
 		return
 	}
-	r.cur = append(r.cur, row...)
-	if data {
-		r.rows.Add(1)
+	r.events = append(r.events, e)
+	if math.IsNaN(e.Time) {
+		r.untimed.Store(true)
 	}
+}
+
+// stamp gives the events waiting for a row's time the time t.
+func (r *Recorder) stamp(t float64) {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	for i := range r.events {
+		if math.IsNaN(r.events[i].Time) {
+			r.events[i].Time = t
+		}
+	}
+	r.untimed.Store(false)
 }
 
 // FlushEvery hands the rows over to the writer when the last hand-over is
 // older than every, and says when to call again. It never blocks: when the
 // writer is still busy, the rows wait for the next call.
 func (r *Recorder) FlushEvery(now time.Time, every time.Duration) (next time.Time) {
-	if len(r.cur) > 0 && now.Sub(r.lastFlush) >= every {
+	if (len(r.cur.data) > 0 || r.eventsWaiting()) && now.Sub(r.lastFlush) >= every {
 		if r.handOver(now); now.Sub(r.lastFlush) >= every {
 			return now.Add(every / 10) // the writer is busy: soon again
 		}
@@ -247,14 +230,39 @@ func (r *Recorder) FlushEvery(now time.Time, every time.Duration) (next time.Tim
 	return next
 }
 
+func (r *Recorder) eventsWaiting() bool {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	return len(r.events) > 0
+}
+
 func (r *Recorder) handOver(now time.Time) {
 	// Only this goroutine sends on full and receives from free, so the
 	// lengths can only move in its favour between check and use.
 	if len(r.full) == 0 && len(r.free) > 0 {
 		r.lastFlush = now
+		r.takeEvents(r.cur)
 		r.full <- r.cur
-		r.cur = (<-r.free)[:0]
+		r.cur = <-r.free
+		r.cur.data, r.cur.events = r.cur.data[:0], r.cur.events[:0]
 	}
+}
+
+// takeEvents moves the events waiting into b, but those still waiting
+// for a row's time.
+func (r *Recorder) takeEvents(b *batch) {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	kept := r.events[:0]
+	for _, e := range r.events {
+		if math.IsNaN(e.Time) {
+			kept = append(kept, e)
+			continue
+		}
+		b.events = append(b.events, e)
+	}
+	clear(r.events[len(kept):])
+	r.events = kept
 }
 
 // closeWait bounds how long Close waits for the writer: a destination
@@ -262,14 +270,27 @@ func (r *Recorder) handOver(now time.Time) {
 // end of a run, its summary, or its exit.
 var closeWait = 2 * time.Second
 
-// Close writes what is left and waits for the writer, at most closeWait.
-// It returns the first write error, or, when the destination did not take
-// the rows in time, says so: those rows are counted lost.
+// Close writes what is left, ends the file (an MDF file is finalized) and
+// waits for the writer, at most closeWait. It returns the first write
+// error, or, when the destination did not take the rows in time, says so:
+// those rows are counted lost.
 func (r *Recorder) Close() error {
 	r.closeOnce.Do(func() {
 		wait := time.NewTimer(closeWait)
 		defer wait.Stop()
-		if len(r.cur) > 0 {
+		// What waits for a row's time when none comes: the last row's.
+		last := r.lastT
+		if math.IsNaN(last) {
+			last = 0
+		}
+		if r.reload != nil {
+			r.reload.Time = last
+			r.Event(*r.reload)
+			r.reload = nil
+		}
+		r.stamp(last)
+		r.takeEvents(r.cur)
+		if len(r.cur.data) > 0 || len(r.cur.events) > 0 {
 			select {
 			case r.full <- r.cur:
 				r.cur = nil
@@ -319,51 +340,26 @@ func (r *Recorder) Lost() int64    { return r.lost.Load() }
 // write is the writer goroutine.
 func (r *Recorder) write() {
 	defer close(r.done)
-	for buf := range r.full {
-		n, err := r.w.Write(buf)
-		if err == nil && n < len(buf) {
-			err = io.ErrShortWrite
-		}
-		// Whole rows that made it count as written; a part of a row is cut
-		// off the file again, so it holds whole rows only.
-		whole := 0
-		if err == nil {
-			whole = n
-		} else if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			whole = i + 1
-		}
-		r.offset += int64(whole)
+	for b := range r.full {
+		written, lost, err := r.f.Write(b.data, b.events)
 		if r.abandoned.Load() {
 			return // the rows were counted lost when Close gave up
 		}
-		r.written.Add(dataRows(buf[:whole]))
+		r.written.Add(written)
 		if err != nil {
-			r.failed(err, n > whole, dataRows(buf[whole:]))
+			r.failed(err, lost)
 		}
-		r.free <- buf[:0]
+		r.free <- b
+	}
+	if err := r.f.Close(); err != nil && !r.abandoned.Load() {
+		r.failed(err, 0)
 	}
 }
 
-// dataRows counts the rows in b that are not header rows.
-func dataRows(b []byte) int64 {
-	// A data row starts with a number; a header row with "time,".
-	n := int64(bytes.Count(b, []byte{'\n'}))
-	n -= int64(bytes.Count(b, []byte("\ntime,")))
-	if bytes.HasPrefix(b, []byte("time,")) {
-		n--
-	}
-	return n
-}
-
-// failed handles a write that did not go through: the file is cut back to
-// its last whole row, the rows are counted lost, and the error is logged
-// at once (the first time, then once per 100 failed writes).
-func (r *Recorder) failed(err error, partial bool, rows int64) {
-	if r.file != nil && partial {
-		if r.file.Truncate(r.offset) == nil {
-			r.file.Seek(r.offset, io.SeekStart)
-		}
-	}
+// failed handles a write that did not go through: the rows are counted
+// lost, and the error is logged at once (the first time, then once per 100
+// failed writes).
+func (r *Recorder) failed(err error, rows int64) {
 	lost := r.lost.Add(rows)
 	r.errMu.Lock()
 	if r.err == nil {
@@ -376,44 +372,107 @@ func (r *Recorder) failed(err error, partial bool, rows int64) {
 	}
 }
 
+// fault records a model fault beginning, changing or ending (was → now),
+// at the time of the message whose step saw it.
+func (r *Recorder) fault(was, now error, lasted time.Duration) {
+	if r == nil {
+		return
+	}
+	e := recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.FaultBegin, Name: "model fault"}
+	if now == nil {
+		e.Kind, e.Text = recording.FaultEnd, fmt.Sprintf("the model recovered after %v: %v", lasted.Round(time.Millisecond), was)
+	} else {
+		e.Text = now.Error() + "; BeamNG gets neutral controls until the model recovers"
+	}
+	r.Event(e)
+}
+
+// recordStatus records a vehicle's status change.
+func (l *Link) recordStatus(now, was Status) {
+	if l.opt.Record == nil {
+		return
+	}
+	name := "status " + now.String()
+	if l.name != "" && len(l.plan.Vehicles) > 1 {
+		name = l.name + " " + name
+	}
+	l.opt.Record.Event(recording.Event{Time: l.eventTime(), Vehicle: l.index, Kind: recording.StatusChange,
+		Name: name, Text: fmt.Sprintf("connection status %d (%s), was %s", now, now, was)})
+}
+
+// diagnosed logs a live diagnosis and records it: the message, and the
+// hint among args.
+func (l *Link) diagnosed(level slog.Level, msg string, args ...any) {
+	l.log.Log(context.Background(), level, msg, args...)
+	if l.opt.Record == nil {
+		return
+	}
+	text := msg
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "hint" {
+			text += "; " + fmt.Sprint(args[i+1])
+		}
+	}
+	l.opt.Record.Event(recording.Event{Time: l.eventTime(), Vehicle: l.index, Kind: recording.Diagnosis, Name: "diagnosis", Text: text})
+}
+
+// eventTime is local time now, on the rows' time base.
+func (l *Link) eventTime() float64 {
+	if l.sim == nil {
+		return 0
+	}
+	return l.sim.IdleTime()
+}
+
 // ErrNotRecording is returned by OpenRecording for a file that is not a
 // recording, which --record does not overwrite without --force.
-var ErrNotRecording = errors.New("not a recording")
+var ErrNotRecording = recording.ErrNotRecording
 
-// OpenRecording creates the file for --record. It refuses the config file
-// being run, always, and any existing file that is not an earlier
-// recording (whose first row starts "time,status,id,reply_id") unless force
-// is set: a typo must not destroy a config or a log.
-func OpenRecording(path, configPath string, force bool) (*os.File, error) {
+// OpenRecording creates the file for --record, for format (a registered
+// recording format's name; "" for the one path's extension says). It
+// refuses the config file being run, always, and any existing file that is
+// not an earlier recording (a CSV whose first row starts
+// "time,status,id,reply_id", an MDF file beamconnect wrote) unless force is
+// set: a typo must not destroy a config, a log or a measurement.
+func OpenRecording(path, configPath, format string, force bool) (*os.File, *recording.Format, error) {
+	fm, err := recording.FormatFor(path, format)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--record-format: %w", err)
+	}
 	if fi, err := os.Stat(path); err == nil {
 		if cfi, err := os.Stat(configPath); err == nil && os.SameFile(fi, cfi) {
-			return nil, fmt.Errorf("--record %s is the config file being run: expected another file, such as %s",
-				path, filepath.Join(filepath.Dir(path), "run.csv"))
+			return nil, nil, fmt.Errorf("%s is the config file being run: expected another file, such as %s",
+				path, filepath.Join(filepath.Dir(path), "run"+fm.Exts[0]))
 		}
 		if !force && fi.Mode().IsRegular() && fi.Size() > 0 {
 			f, err := os.Open(path)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			first, _ := bufio.NewReader(f).Peek(len(fleetHeader))
+			head := make([]byte, 64)
+			n, _ := io.ReadFull(f, head)
 			f.Close()
-			if !bytes.HasPrefix(first, []byte(recordHeader)) && !bytes.HasPrefix(first, []byte(fleetHeader)) {
-				return nil, fmt.Errorf("--record %s: the file exists and is %w (its first row does not start %q): expected a new file, an earlier recording, or --force to overwrite it",
+			if recording.Detect(head[:n]) == nil {
+				return nil, nil, fmt.Errorf("%s: the file exists and is %w (neither a CSV whose first row starts %q nor an MDF file beamconnect wrote): expected a new file, an earlier recording, or --force to overwrite it",
 					path, ErrNotRecording, recordHeader)
 			}
 		}
 		if !fi.Mode().IsRegular() {
+			if fm.Seekable {
+				return nil, nil, fmt.Errorf("%s: not a regular file: the %s format writes in place (it links what it wrote before); record CSV to a pipe or a device", path, fm.Name)
+			}
 			if !force {
-				return nil, fmt.Errorf("--record %s: not a regular file: give --force to write to it anyway", path)
+				return nil, nil, fmt.Errorf("%s: not a regular file: give --force to write to it anyway", path)
 			}
 			// A pipe or a device: opening it must not wait for a reader
 			// (a FIFO with none would hold the run before it starts).
 			f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 			if err != nil {
-				return nil, fmt.Errorf("--record %s: %w (a pipe needs its reader started first)", path, err)
+				return nil, nil, fmt.Errorf("%s: %w (a pipe needs its reader started first)", path, err)
 			}
-			return f, nil
+			return f, fm, nil
 		}
 	}
-	return os.Create(path)
+	f, err := os.Create(path)
+	return f, fm, err
 }

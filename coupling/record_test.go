@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -21,10 +22,13 @@ import (
 // disk, writing part of what it was given first; freeing makes room again.
 type fullDisk struct {
 	*os.File
+	mu   sync.Mutex // the test frees room while the writer writes
 	room int
 }
 
 func (d *fullDisk) Write(b []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if len(b) <= d.room {
 		d.room -= len(b)
 		return d.File.Write(b)
@@ -34,7 +38,13 @@ func (d *fullDisk) Write(b []byte) (int, error) {
 	return n, syscall.ENOSPC
 }
 
-func recordPlan(t *testing.T) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
+func (d *fullDisk) free(room int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.room = room
+}
+
+func recordPlan(t testing.TB) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
 
 // A full disk: the file keeps whole rows only, the rows that could not be
 // written are counted, the error is logged when it happens, and recording
@@ -63,7 +73,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	if !log.Has("recording: a write failed (disk full?); the coupling goes on") {
 		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
 	}
-	disk.room = 1 << 20 // room again
+	disk.free(1 << 20) // room again
 	for i := 100; i < 200; i++ {
 		row(i)
 	}
@@ -84,22 +94,6 @@ func TestRecorderFullDisk(t *testing.T) {
 		if strings.Count(l, ",") != want {
 			t.Fatalf("line %d is not a whole row: %q", i+1, l)
 		}
-	}
-}
-
-// Rows cost no allocation.
-func TestRecorderRowAllocs(t *testing.T) {
-	var sink bytes.Buffer
-	r := NewRecorder(&sink, recordPlan(t), nil)
-	defer r.Close()
-	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
-	ins := [][]float64{{1}, {0.25, 0}, {0}}
-	i := 0
-	if a := testing.AllocsPerRun(1000, func() {
-		i++
-		r.Row(float64(i), 0, Connected, float64(i), float64(i+1), 0, outs, ins)
-	}); a != 0 {
-		t.Errorf("%v allocations per row", a)
 	}
 }
 
@@ -132,7 +126,7 @@ func TestRecordFlushedWhileBeamNGSilent(t *testing.T) {
 }
 
 // --record refuses the config being run, and files that are not a
-// recording unless forced.
+// recording (of either format) unless forced; MDF 4 only to a regular file.
 func TestOpenRecording(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rig.json")
@@ -144,23 +138,40 @@ func TestOpenRecording(t *testing.T) {
 	os.WriteFile(old, []byte(recordHeader+",directive\n0,3,1,2,0,1\n"), 0o644)
 	empty := filepath.Join(dir, "empty.csv")
 	os.WriteFile(empty, nil, 0o644)
+	// MDF files: one beamconnect wrote, one of another tool (a real
+	// vehicle's measurement, say).
+	ours, err := os.ReadFile("../mdf/testdata/golden/run.mf4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldMDF, theirs := filepath.Join(dir, "old.mf4"), filepath.Join(dir, "vehicle.mf4")
+	os.WriteFile(oldMDF, ours, 0o644)
+	other := append([]byte{}, ours...)
+	copy(other[16:24], "CANape  ")
+	os.WriteFile(theirs, other, 0o644)
 	for _, tt := range []struct {
-		path  string
-		force bool
-		want  string // "" for success
+		path   string
+		force  bool
+		want   string // "" for success
+		format string
 	}{
-		{filepath.Join(dir, "new.csv"), false, ""},
-		{old, false, ""},
-		{empty, false, ""},
-		{notes, false, "the file exists and is not a recording"},
-		{notes, true, ""},
-		{cfg, false, "is the config file being run"},
-		{cfg, true, "is the config file being run"},
-		{filepath.Join(dir, "link.json"), true, "is the config file being run"},
-		{"/dev/null", false, "not a regular file"},
-		{"/dev/null", true, ""},
+		{filepath.Join(dir, "new.csv"), false, "", ""},
+		{old, false, "", ""},
+		{empty, false, "", ""},
+		{notes, false, "the file exists and is not a recording", ""},
+		{notes, true, "", ""},
+		{cfg, false, "is the config file being run", ""},
+		{cfg, true, "is the config file being run", ""},
+		{filepath.Join(dir, "link.json"), true, "is the config file being run", ""},
+		{"/dev/null", false, "not a regular file", ""},
+		{"/dev/null", true, "", ""},
+		{oldMDF, false, "", ""},
+		{theirs, false, "the file exists and is not a recording", ""},
+		{theirs, true, "", ""},
+		{"/dev/null", true, "not a regular file: the mdf format writes in place", "mdf"},
+		{filepath.Join(dir, "new.csv"), false, `recording format "xls": expected one of csv, mdf`, "xls"},
 	} {
-		f, err := OpenRecording(tt.path, cfg, tt.force)
+		f, _, err := OpenRecording(tt.path, cfg, tt.format, tt.force)
 		if f != nil {
 			f.Close()
 		}

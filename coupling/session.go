@@ -132,6 +132,7 @@ func New(opt Options) (*Session, error) {
 	}
 	s := &Session{opt: opt, log: opt.Log, latest: p}
 	s.stage = newStage(p, opt.Model, &s.stats, opt.Log, opt.Clock)
+	s.stage.fault.record = opt.Record
 	for v := range p.Vehicles {
 		log := opt.Log
 		if len(p.Vehicles) > 1 {

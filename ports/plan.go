@@ -134,6 +134,7 @@ type Vehicle struct {
 // share it and a reload swaps in a whole new one.
 type Plan struct {
 	Source       string // the config file
+	Config       []byte // its text, as compiled (recordings keep it)
 	Protocol     *beamng.Protocol
 	ReplyID      config.ReplyID
 	TimeSync     timesync.Mode
@@ -175,6 +176,7 @@ func Compile(cfg *config.Config) (*Plan, error) {
 	}
 	p := &Plan{
 		Source:       cfg.File,
+		Config:       cfg.Text,
 		csvPaths:     cfg.CSVPaths(),
 		Protocol:     cfg.Protocol,
 		ReplyID:      cfg.ReplyID,

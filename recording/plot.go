@@ -47,19 +47,18 @@ const defaultMaxFields = 240
 // A dashed line marks a reload that started a new header; a trace breaks
 // where its column is absent (a reload removed it) or time went back
 // (BeamNG reloaded). Each trace keeps its minimum and maximum per pixel
-// column, so spikes survive and a long recording makes a small file. open
-// is called twice: the file is streamed once for ranges and once for the
-// traces.
-func Plot(w io.Writer, file string, open func() (io.ReadCloser, error), o PlotOptions) (PlotResult, error) {
+// column, so spikes survive and a long recording makes a small file.
+// src is read twice: once for the ranges and once for the traces.
+func Plot(w io.Writer, file string, src Source, o PlotOptions) (PlotResult, error) {
 	if o.MaxFields <= 0 {
 		o.MaxFields = defaultMaxFields
 	}
-	p, err := measure(file, open, o)
+	p, err := measure(file, src, o)
 	if err != nil {
 		return PlotResult{}, err
 	}
 	lay := p.layout()
-	if err := p.trace(file, open); err != nil {
+	if err := p.trace(src); err != nil {
 		return PlotResult{}, err
 	}
 	title := o.Title
@@ -91,12 +90,12 @@ type plot struct {
 
 // measure is the first pass: which fields, their ranges, the time span and
 // the reloads.
-func measure(file string, open func() (io.ReadCloser, error), o PlotOptions) (*plot, error) {
+func measure(file string, src Source, o PlotOptions) (*plot, error) {
 	p := &plot{byName: map[string]*field{}, t0: math.Inf(1), t1: math.Inf(-1),
 		window: o.To > o.From, from: o.From, to: o.To}
 	matched := make([]bool, len(o.Fields))
 	headers, pending := 0, false
-	err := scanFile(file, open, func(h *Header) error {
+	err := src(func(h *Header) error {
 		headers++
 		pending = headers > 1
 		p.idx = p.idx[:0]
@@ -133,13 +132,13 @@ func measure(file string, open func() (io.ReadCloser, error), o PlotOptions) (*p
 	}
 	for i, spec := range o.Fields {
 		if !matched[i] {
-			return nil, noSuchField(file, spec, allNames(file, open))
+			return nil, noSuchField(file, spec, allNames(src))
 		}
 	}
 	if len(p.fields) == 0 || p.t0 > p.t1 {
 		what := "no rows"
 		if p.window {
-			what = fmt.Sprintf("no rows between %g s and %g s (the run spans %s)", o.From, o.To, span(file, open))
+			what = fmt.Sprintf("no rows between %g s and %g s (the run spans %s)", o.From, o.To, span(src))
 		}
 		return nil, fmt.Errorf("%s: nothing to plot: %s", file, what)
 	}
@@ -184,10 +183,10 @@ func (p *plot) pick(n Name, ok bool, o PlotOptions, matched []bool) (f *field, o
 }
 
 // allNames lists the plottable columns, for an error message.
-func allNames(file string, open func() (io.ReadCloser, error)) []Name {
+func allNames(src Source) []Name {
 	var names []Name
 	seen := map[string]bool{}
-	scanFile(file, open, func(h *Header) error {
+	src(func(h *Header) error {
 		for _, c := range h.Columns {
 			if n, ok := ParseName(c, h.Vehicle >= 0); ok && !seen[c] {
 				seen[c] = true
@@ -225,9 +224,9 @@ func noSuchField(file, spec string, names []Name) error {
 }
 
 // trace is the second pass: each field's drawing.
-func (p *plot) trace(file string, open func() (io.ReadCloser, error)) error {
+func (p *plot) trace(src Source) error {
 	headers := 0
-	return scanFile(file, open, func(h *Header) error {
+	return src(func(h *Header) error {
 		headers++
 		p.idx = p.idx[:0]
 		for _, col := range h.Columns {
@@ -257,19 +256,10 @@ func (p *plot) trace(file string, open func() (io.ReadCloser, error)) error {
 	})
 }
 
-func scanFile(file string, open func() (io.ReadCloser, error), onHeader func(*Header) error, onRow func(*Header, *Row) error) error {
-	rc, err := open()
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	return Scan(rc, file, onHeader, onRow)
-}
-
 // span says the time the recording covers, for an error message.
-func span(file string, open func() (io.ReadCloser, error)) string {
+func span(src Source) string {
 	t0, t1 := math.Inf(1), math.Inf(-1)
-	scanFile(file, open, func(*Header) error { return nil }, func(_ *Header, r *Row) error {
+	src(func(*Header) error { return nil }, func(_ *Header, r *Row) error {
 		t0, t1 = min(t0, r.Time()), max(t1, r.Time())
 		return nil
 	})

@@ -16,7 +16,7 @@ func BenchmarkPlotManyPorts(b *testing.B) {
 	rec := manyPorts(200_000, 20)
 	b.SetBytes(int64(len(rec)))
 	for b.Loop() {
-		if _, err := Plot(io.Discard, "many.csv", open(rec), PlotOptions{}); err != nil {
+		if _, err := Plot(io.Discard, "many.csv", CSVSource("many.csv", open(rec)), PlotOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -35,7 +35,7 @@ func BenchmarkPlotLongRun(b *testing.B) {
 	var out bytes.Buffer
 	for b.Loop() {
 		out.Reset()
-		if _, err := Plot(&out, "long.csv", open(rec), PlotOptions{}); err != nil {
+		if _, err := Plot(&out, "long.csv", CSVSource("long.csv", open(rec)), PlotOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

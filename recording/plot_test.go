@@ -192,7 +192,7 @@ func followRecording() string {
 // axis for all.
 func TestPlotScalesApart(t *testing.T) {
 	var b bytes.Buffer
-	res, err := Plot(&b, "follow.csv", open(followRecording()), PlotOptions{})
+	res, err := Plot(&b, "follow.csv", CSVSource("follow.csv", open(followRecording())), PlotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestPlotFieldsSeveralVehicles(t *testing.T) {
 		{[]string{"status"}, []string{"status"}},
 	} {
 		var b bytes.Buffer
-		if _, err := Plot(&b, "follow.csv", open(rec), PlotOptions{Fields: tt.fields}); err != nil {
+		if _, err := Plot(&b, "follow.csv", CSVSource("follow.csv", open(rec)), PlotOptions{Fields: tt.fields}); err != nil {
 			t.Errorf("%v: %v", tt.fields, err)
 			continue
 		}
@@ -303,11 +303,11 @@ func TestPlotFieldsSeveralVehicles(t *testing.T) {
 			t.Errorf("--fields %v drew %v, want %v", tt.fields, got, want)
 		}
 	}
-	_, err := Plot(io.Discard, "follow.csv", open(rec), PlotOptions{Fields: []string{"ego.grondspeed"}})
+	_, err := Plot(io.Discard, "follow.csv", CSVSource("follow.csv", open(rec)), PlotOptions{Fields: []string{"ego.grondspeed"}})
 	if err == nil || !strings.Contains(err.Error(), `follow.csv: --fields "ego.grondspeed": no such column`) || !strings.Contains(err.Error(), "out4.lead.groundspeed") {
 		t.Errorf("a misspelt field: %v", err)
 	}
-	_, err = Plot(io.Discard, "follow.csv", open(rec), PlotOptions{Fields: []string{"ego.rmp"}})
+	_, err = Plot(io.Discard, "follow.csv", CSVSource("follow.csv", open(rec)), PlotOptions{Fields: []string{"ego.rmp"}})
 	if err == nil || !strings.Contains(err.Error(), `(did you mean "ego.rpm"?)`) {
 		t.Errorf("a misspelt field: %v", err)
 	}
@@ -317,7 +317,7 @@ func TestPlotFieldsSeveralVehicles(t *testing.T) {
 // reload dashed in every panel, a trace broken where a NaN is.
 func TestPlotReload(t *testing.T) {
 	var b bytes.Buffer
-	if _, err := Plot(&b, "r.csv", open(reloaded), PlotOptions{}); err != nil {
+	if _, err := Plot(&b, "r.csv", CSVSource("r.csv", open(reloaded)), PlotOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	d := parseSVG(t, b.Bytes())
@@ -359,7 +359,7 @@ func TestPlotReload(t *testing.T) {
 
 func TestPlotFieldsAndWindow(t *testing.T) {
 	var b bytes.Buffer
-	if _, err := Plot(&b, "r.csv", open(reloaded), PlotOptions{Fields: []string{"rpm"}, From: 0.012, To: 0.03}); err != nil {
+	if _, err := Plot(&b, "r.csv", CSVSource("r.csv", open(reloaded)), PlotOptions{Fields: []string{"rpm"}, From: 0.012, To: 0.03}); err != nil {
 		t.Fatal(err)
 	}
 	if got := parseSVG(t, b.Bytes()).drawn(); !slices.Equal(got, []string{"out1.rpm"}) {
@@ -367,7 +367,7 @@ func TestPlotFieldsAndWindow(t *testing.T) {
 	}
 	// --from alone: to the end of the data, not to infinity.
 	b.Reset()
-	if _, err := Plot(&b, "r.csv", open(reloaded), PlotOptions{From: 0.01, To: math.Inf(1)}); err != nil {
+	if _, err := Plot(&b, "r.csv", CSVSource("r.csv", open(reloaded)), PlotOptions{From: 0.01, To: math.Inf(1)}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "0.010 s to 0.025 s") {
@@ -381,7 +381,7 @@ func TestPlotFieldsAndWindow(t *testing.T) {
 		{PlotOptions{Fields: []string{"groundsped"}}, `r.csv: --fields "groundsped": no such column (did you mean "groundspeed"?) (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
 		{PlotOptions{From: 5, To: 6}, "r.csv: nothing to plot: no rows between 5 s and 6 s (the run spans 0 s to 0.025 s)"},
 	} {
-		if _, err := Plot(io.Discard, "r.csv", open(reloaded), tt.o); err == nil || err.Error() != tt.want {
+		if _, err := Plot(io.Discard, "r.csv", CSVSource("r.csv", open(reloaded)), tt.o); err == nil || err.Error() != tt.want {
 			t.Errorf("%+v:\n got %v\nwant %s", tt.o, err, tt.want)
 		}
 	}
@@ -392,7 +392,7 @@ func TestPlotFieldsAndWindow(t *testing.T) {
 func TestPlotManyPorts(t *testing.T) {
 	rec := manyPorts(5000, 30)
 	var b bytes.Buffer
-	res, err := Plot(&b, "many.csv", open(rec), PlotOptions{MaxFields: 50})
+	res, err := Plot(&b, "many.csv", CSVSource("many.csv", open(rec)), PlotOptions{MaxFields: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestPlotManyPorts(t *testing.T) {
 		t.Errorf("result %+v, %d drawn", res, len(d.drawn()))
 	}
 	b.Reset()
-	if _, err := Plot(&b, "many.csv", open(rec), PlotOptions{Fields: []string{"out4999.custom50"}}); err != nil {
+	if _, err := Plot(&b, "many.csv", CSVSource("many.csv", open(rec)), PlotOptions{Fields: []string{"out4999.custom50"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := parseSVG(t, b.Bytes()).drawn(); !slices.Equal(got, []string{"out4999.custom50"}) {
@@ -434,7 +434,7 @@ func manyPorts(n, rows int) string {
 func TestPlotRealRecording(t *testing.T) {
 	var b bytes.Buffer
 	openFile := func() (io.ReadCloser, error) { return os.Open("testdata/reload.csv") }
-	if _, err := Plot(&b, "reload.csv", openFile, PlotOptions{}); err != nil {
+	if _, err := Plot(&b, "reload.csv", CSVSource("reload.csv", openFile), PlotOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	d := parseSVG(t, b.Bytes())
@@ -455,7 +455,7 @@ func TestPlotRealRecording(t *testing.T) {
 func TestPlotRealFollowRecording(t *testing.T) {
 	var b bytes.Buffer
 	openFile := func() (io.ReadCloser, error) { return os.Open("testdata/follow.csv") }
-	res, err := Plot(&b, "follow.csv", openFile, PlotOptions{Fields: []string{"ego.groundspeed", "lead.groundspeed", "gap", "timeGap", "timeToCollision", "throttle"}})
+	res, err := Plot(&b, "follow.csv", CSVSource("follow.csv", openFile), PlotOptions{Fields: []string{"ego.groundspeed", "lead.groundspeed", "gap", "timeGap", "timeToCollision", "throttle"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,6 +140,16 @@ func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
 	}
 }
 
+// NewHeader is the header of a recording's columns (as a CSV header row
+// names them), for a reader of another format.
+func NewHeader(columns []string) *Header {
+	h := &Header{Columns: columns, Vehicle: -1}
+	if len(columns) > 1 && columns[1] == "vehicle" {
+		h.Vehicle = 1
+	}
+	return h
+}
+
 func parseHeader(file string, line int, text string) (*Header, error) {
 	h := &Header{Line: line, Columns: strings.Split(text, ","), Vehicle: -1}
 	for i, c := range h.Columns {

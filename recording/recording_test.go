@@ -75,7 +75,7 @@ func FuzzScan(f *testing.F) {
 	f.Add("time\n1e400\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		var b bytes.Buffer
-		_, err := Plot(&b, "f.csv", open(s), PlotOptions{})
+		_, err := Plot(&b, "f.csv", CSVSource("f.csv", open(s)), PlotOptions{})
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f.csv:") {
 				t.Fatalf("error without the file: %v", err)

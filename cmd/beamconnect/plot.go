@@ -10,15 +10,17 @@ import (
 
 	"github.com/spf13/pflag"
 
+	_ "beamconnect/mdf" // plots MDF 4 recordings
 	"beamconnect/recording"
 )
 
 func init() {
 	register(&command{
 		name:    "plot",
-		args:    "RECORD.csv",
-		summary: "draw a recording (run --record) as SVG: a panel per port and unit, robust scales, one time axis",
-		help: `Reads a recording written by 'beamconnect run --record' and draws it as SVG.
+		args:    "RECORD",
+		summary: "draw a recording (run --record, CSV or MDF 4) as SVG: a panel per port and unit, robust scales, one time axis",
+		help: `Reads a recording written by 'beamconnect run --record' (CSV, or ASAM MDF 4 in
+an .mf4 file) and draws it as SVG.
 Each port is a group of panels, one per unit (m/s, 1/min, N·m, s; the units
 come from BeamNG's signal catalogues) and, within a unit, one per range of
 values: rpm and gear, a time and a serial number, a time to collision that
@@ -29,11 +31,13 @@ Scaling is robust: a field's rare outliers (beyond its central 90 % of
 values by more than that band's width) are clipped at the panel's edge,
 marked there with a triangle, and counted in the legend and on stderr. A
 reload that changed the ports (a new header row in the file) is a dashed
-line; fields it added or removed start or stop there. Each trace keeps its
+line (in an MDF 4 recording, a reload event); fields it added or removed
+start or stop there. Each trace keeps its
 minimum and maximum per pixel, so spikes show and long recordings make small
 files.
 
   beamconnect plot run.csv                       # writes run.svg
+  beamconnect plot run.mf4
   beamconnect plot run.csv --fields groundspeed,throttle --from 5 --to 10 -o zoom.svg
 
 --fields takes the recording's column names or parts of them: out1.groundspeed;
@@ -76,7 +80,10 @@ func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
 		return c.fail("plot", err)
 	}
 	o.Title = "beamconnect recording: " + filepath.Base(in)
-	open := func() (io.ReadCloser, error) { return os.Open(in) }
+	src, err := recording.Open(in)
+	if err != nil {
+		return c.fail("plot", err)
+	}
 	var w io.Writer = c.stdout
 	var f *os.File
 	if out != "-" {
@@ -89,7 +96,7 @@ func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
 		defer os.Remove(f.Name())
 		w = f
 	}
-	res, err := recording.Plot(w, in, open, o)
+	res, err := recording.Plot(w, in, src, o)
 	if err != nil {
 		if f != nil {
 			f.Close()

@@ -6,7 +6,9 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,8 +18,10 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
+	_ "beamconnect/mdf" // the MDF 4 recording format
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/recording"
 )
 
 func init() {
@@ -64,7 +68,12 @@ sees BeamNG run ahead of the replies (out of lockstep) and repairs its
 window where the protocol allows. --record writes whole rows every 250 ms,
 even while BeamNG is silent; it refuses the config file, and any existing
 file that is not a recording unless --force; a write error (a full disk)
-is logged at once and the coupling goes on.
+is logged at once and the coupling goes on. A name ending .mf4 records ASAM
+MDF 4 (CANape, INCA, MATLAB's mdfRead, asammdf, DIAdem open it): a channel
+group per vehicle and direction with units and meanings, reloads, model
+faults, status changes and diagnoses as events, the config attached; a run
+that is killed leaves a file that opens with everything up to the last
+250 ms. 'beamconnect convert' turns one format into the other.
 
 A config with several vehicles (beamng.vehicles) couples every one of them:
 a socket pair, reply ids and counters per vehicle, one model for all, stepped
@@ -97,7 +106,8 @@ lockstep, model faults, lost recording rows; the summary lists each.
 			fs.BoolVar(&o.emulate, "emulate", false, "run BeamNG's side in process on free loopback ports")
 			fs.BoolVar(&o.freeRunning, "free-running", false, "with --emulate: step as fast as the coupling allows instead of in real time")
 			fs.DurationVar(&o.duration, "duration", 0, "stop after this long (wall clock); 0 runs until interrupted")
-			fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this CSV file")
+			fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this file: CSV, or ASAM MDF 4 for a name ending .mf4")
+			fs.StringVar(&o.recordFormat, "record-format", "", "the --record file's format where its name does not say: csv or mdf (ASAM MDF 4)")
 			fs.BoolVar(&o.force, "force", false, "let --record overwrite an existing file that is not a recording (never the config itself)")
 			fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
 			fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
@@ -111,6 +121,7 @@ lockstep, model faults, lost recording rows; the summary lists each.
 
 type runOpts struct {
 	model, record, http  string
+	recordFormat         string
 	emulate, freeRunning bool
 	noWatch, force       bool
 	busyPoll             bool
@@ -185,6 +196,8 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.usage("--duration %v: expected 0 (run until interrupted) or a positive duration", o.duration)
 	case o.freeRunning && !o.emulate:
 		return r.usage("--free-running applies to --emulate only")
+	case o.recordFormat != "" && o.record == "":
+		return r.usage("--record-format applies to --record only")
 	case len(o.faults) > 0 && !o.emulate:
 		return r.usage("--fault applies to --emulate only (it makes the emulated BeamNG misbehave)")
 	}
@@ -221,12 +234,16 @@ func (r *runner) prepare() (code int, ok bool) {
 	}
 	r.busyPoll()
 	if o.record != "" {
-		f, err := coupling.OpenRecording(o.record, c.args[0], o.force)
+		f, format, err := coupling.OpenRecording(o.record, c.args[0], o.recordFormat, o.force)
 		if err != nil {
 			return r.fail(err)
 		}
 		r.closers = append(r.closers, func() { f.Close() })
-		r.opts.Record = coupling.NewRecorder(f, plan, c.log)
+		w, err := format.Create(f, recordingOptions(plan))
+		if err != nil {
+			return r.fail(fmt.Errorf("--record %s: %w", o.record, err))
+		}
+		r.opts.Record = coupling.NewRecorderOf(w, f.Name(), plan, c.log)
 	}
 	if o.emulate {
 		r.opts.Local = netip.MustParseAddrPort("127.0.0.1:0")
@@ -243,6 +260,19 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.fail(err)
 	}
 	return exitOK, true
+}
+
+// recordingOptions are what a recording keeps of the run besides its rows:
+// when it started, the config's text and the Gen 2 CSV it names.
+func recordingOptions(plan *ports.Plan) recording.Options {
+	bi, _ := debug.ReadBuildInfo()
+	o := recording.Options{Start: time.Now(), Version: readBuildInfo(bi).Version, Config: plan.Config, ConfigName: filepath.Base(plan.Source)}
+	for _, p := range plan.CSVPaths() {
+		if data, err := os.ReadFile(p); err == nil {
+			o.Files = append(o.Files, recording.NamedFile{Name: filepath.Base(p), Data: data})
+		}
+	}
+	return o
 }
 
 // newModel builds the config's model, or the one --model names.

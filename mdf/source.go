@@ -1,0 +1,337 @@
+package mdf
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"beamconnect/recording"
+)
+
+// Open reads a recording beamconnect wrote as MDF 4 the way a CSV
+// recording is read: a header per layout (and one more at every reload, as
+// the CSV writes), then a row per message, in time order. With several
+// vehicles each row is one vehicle's message; the other vehicles' columns
+// hold their latest values (NaN before their first message).
+func Open(path string) (recording.Source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Read(f, st.Size(), path); err != nil {
+		return nil, err
+	}
+	return func(onHeader func(*recording.Header) error, onRow func(*recording.Header, *recording.Row) error) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		mf, err := Read(f, st.Size(), path)
+		if err != nil {
+			return err
+		}
+		return scan(mf, onHeader, onRow)
+	}, nil
+}
+
+// segment is the groups of one layout: a vehicle's pair of groups each.
+type segment struct {
+	vehicles []string
+	from, to []*GroupInfo
+}
+
+// segments splits a file's groups into layouts: a layout's groups come
+// together, each vehicle's "from BeamNG" then "to BeamNG"; the next
+// layout starts where a vehicle's group comes again.
+func segments(f *File) ([]*segment, error) {
+	var segs []*segment
+	var cur *segment
+	for _, g := range f.Groups {
+		v, from, ok := groupName(g.Name)
+		if !ok {
+			return nil, &Error{f.Name, g.at, fmt.Sprintf("channel group %q: not a beamconnect recording's (expected %q or %q, with several vehicles %q)", g.Name, fromName, toName, "ego: "+fromName)}
+		}
+		i := -1
+		if cur != nil {
+			i = slices.Index(cur.vehicles, v)
+		}
+		if cur == nil || i >= 0 && (from && cur.from[i] != nil || !from && cur.to[i] != nil) {
+			cur = &segment{}
+			segs = append(segs, cur)
+			i = -1
+		}
+		if i < 0 {
+			cur.vehicles = append(cur.vehicles, v)
+			cur.from, cur.to = append(cur.from, nil), append(cur.to, nil)
+			i = len(cur.vehicles) - 1
+		}
+		if from {
+			cur.from[i] = g
+		} else {
+			cur.to[i] = g
+		}
+	}
+	for _, s := range segs {
+		for i, v := range s.vehicles {
+			if s.from[i] == nil || s.to[i] == nil {
+				return nil, &Error{f.Name, -1, fmt.Sprintf("vehicle %q has a channel group %q but not %q", v, pick(s.from[i] == nil, toName, fromName), pick(s.from[i] == nil, fromName, toName))}
+			}
+		}
+	}
+	return segs, nil
+}
+
+func pick(c bool, a, b string) string {
+	if c {
+		return a
+	}
+	return b
+}
+
+// groupName takes a group's name apart: "ego: from BeamNG" is vehicle
+// ego, from BeamNG.
+func groupName(name string) (vehicle string, from bool, ok bool) {
+	for _, dir := range []string{fromName, toName} {
+		if name == dir {
+			return "", dir == fromName, true
+		}
+		if v, ok := strings.CutSuffix(name, ": "+dir); ok {
+			return v, dir == fromName, true
+		}
+	}
+	return "", false, false
+}
+
+// source is where a column's value comes from: a channel of a vehicle's
+// group; for a row's own columns (status, id…), the channel of each
+// vehicle's group (own).
+type source struct {
+	vehicle int
+	from    bool
+	ch      *ChannelInfo
+	own     []*ChannelInfo
+}
+
+func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording.Header, *recording.Row) error) error {
+	segs, err := segments(f)
+	if err != nil {
+		return err
+	}
+	var reloads []float64
+	for _, e := range f.Events {
+		if e.Name == "reload" {
+			reloads = append(reloads, e.Time)
+		}
+	}
+	sort.Float64s(reloads)
+	line := 0
+	for k, s := range segs {
+		cols, srcs := columns(s)
+		h := recording.NewHeader(cols)
+		if err := onHeader(h); err != nil {
+			return err
+		}
+		// The cursors, and each vehicle's next row time.
+		type next struct {
+			from, to *Cursor
+			time     *ChannelInfo
+			t        float64
+			rf, rt   []byte
+		}
+		vs := make([]*next, len(s.vehicles))
+		for i := range s.vehicles {
+			g := s.from[i]
+			if len(g.Channels) == 0 || !g.Channels[0].Master || g.Channels[0].Unsupported != "" {
+				return &Error{f.Name, g.at, fmt.Sprintf("channel group %q has no time channel", g.Name)}
+			}
+			vs[i] = &next{from: f.Cursor(g), to: f.Cursor(s.to[i]), time: g.Channels[0]}
+		}
+		advance := func(n *next) error {
+			rf, err := n.from.Next()
+			if err != nil {
+				return err
+			}
+			rt, err := n.to.Next()
+			if err != nil {
+				return err
+			}
+			n.rf, n.rt = rf, rt
+			n.t = math.Inf(1)
+			if rf != nil && rt != nil {
+				n.t = n.time.Value(rf)
+			}
+			return nil
+		}
+		for _, n := range vs {
+			if err := advance(n); err != nil {
+				return err
+			}
+		}
+		row := &recording.Row{Values: make([]float64, len(cols))}
+		for i := range row.Values {
+			row.Values[i] = math.NaN()
+		}
+		first := true
+		for {
+			best := -1
+			for i, n := range vs {
+				if n.rf != nil && n.rt != nil && (best < 0 || n.t < vs[best].t) {
+					best = i
+				}
+			}
+			if best < 0 {
+				break
+			}
+			n := vs[best]
+			// Reloads: the segment's own header stands for the reload that
+			// started it; a reload within it repeats the header, as the
+			// CSV writer does.
+			for len(reloads) > 0 && reloads[0] <= n.t+1e-9 {
+				if !(first && k > 0) {
+					h = recording.NewHeader(cols)
+					if err := onHeader(h); err != nil {
+						return err
+					}
+				}
+				reloads = reloads[1:]
+			}
+			first = false
+			row.Values[0] = n.t
+			for i, src := range srcs {
+				ch := src.ch
+				if src.own != nil {
+					ch = src.own[best]
+				} else if src.vehicle != best {
+					continue
+				}
+				if ch == nil {
+					continue
+				}
+				rec := n.rt
+				if src.from {
+					rec = n.rf
+				}
+				row.Values[i] = ch.Value(rec)
+			}
+			if len(s.vehicles) > 1 {
+				row.Vehicle = s.vehicles[best]
+			}
+			line++
+			row.Line = line
+			if err := onRow(h, row); err != nil {
+				return err
+			}
+			if err := advance(n); err != nil {
+				return err
+			}
+		}
+	}
+	if len(segs) == 0 {
+		return &Error{f.Name, -1, "no channel groups: expected a recording's"}
+	}
+	return nil
+}
+
+// columns lays a segment's channels out as a CSV recording's columns:
+// time, the vehicle (several), status, id, reply_id, reloads, the output
+// ports' values (by port, then vehicle), the directive, the input ports'.
+// A row's own columns come from the row's vehicle's groups (vehicle -1).
+func columns(s *segment) ([]string, []source) {
+	several := len(s.vehicles) > 1
+	cols := []string{"time"}
+	srcs := []source{{vehicle: -1}}
+	if several {
+		cols = append(cols, "vehicle")
+		srcs = append(srcs, source{vehicle: -1})
+	}
+	own := func(name string, from bool) {
+		cols = append(cols, name)
+		src := source{vehicle: -1, from: from, own: make([]*ChannelInfo, len(s.vehicles))}
+		for v := range s.vehicles {
+			g := s.to[v]
+			if from {
+				g = s.from[v]
+			}
+			for _, c := range g.Channels {
+				if c.Name == name && !c.Master {
+					src.own[v] = c
+				}
+			}
+		}
+		srcs = append(srcs, src)
+	}
+	own("status", true)
+	own("id", true)
+	own("reply_id", false)
+	own("reloads", true)
+	type field struct {
+		port, vehicle, order int
+		src                  source
+		name                 string
+	}
+	fields := func(from bool) {
+		var list []field
+		for v := range s.vehicles {
+			g := s.to[v]
+			if from {
+				g = s.from[v]
+			}
+			for i, c := range g.Channels {
+				if c.Master || isOwn(c.Name) {
+					continue
+				}
+				list = append(list, field{port: portNumber(c.Name), vehicle: v, order: i, src: source{vehicle: v, from: from, ch: c}, name: c.Name})
+			}
+		}
+		slices.SortStableFunc(list, func(a, b field) int {
+			if a.port != b.port {
+				return a.port - b.port
+			}
+			if a.vehicle != b.vehicle {
+				return a.vehicle - b.vehicle
+			}
+			return a.order - b.order
+		})
+		for _, f := range list {
+			cols = append(cols, f.name)
+			srcs = append(srcs, f.src)
+		}
+	}
+	fields(true)
+	own("directive", false)
+	fields(false)
+	return cols, srcs
+}
+
+func isOwn(name string) bool {
+	switch name {
+	case "status", "id", "reply_id", "reloads", "directive":
+		return true
+	}
+	return false
+}
+
+// portNumber is the number of a column's port: 3 for out3.rpm.
+func portNumber(name string) int {
+	p, _, _ := strings.Cut(name, ".")
+	p = strings.TrimPrefix(strings.TrimPrefix(p, "out"), "in")
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return math.MaxInt
+	}
+	return n
+}

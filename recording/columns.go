@@ -1,0 +1,267 @@
+package recording
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"beamconnect/beamng"
+	"beamconnect/contracts"
+	"beamconnect/ports"
+)
+
+// Layout is the columns of a recording's rows, the same in every format:
+// time, the vehicle (with several vehicles), status, id, reply_id, reloads,
+// every output port's values, the directive, every input port's values.
+// A row is a value per column (NaN for the vehicle column).
+type Layout struct {
+	Vehicles []string // the vehicles' names; one vehicle: one name, maybe ""
+	Columns  []Column
+}
+
+// Column is one column: its name as a CSV header writes it, and what a
+// reader of the recording should know of it.
+type Column struct {
+	Name    string
+	Unit    string
+	Comment string
+	Role    Role
+	// Vehicle is the vehicle whose value it is (an index into Vehicles)
+	// for a field; a row's own columns (status, id…) are the row's vehicle's.
+	Vehicle int
+	Out     bool // from BeamNG's side: an output port, the status, BeamNG's message id
+}
+
+// Role says what a column holds.
+type Role uint8
+
+const (
+	Field   Role = iota // a port's value
+	Time                // the row's time: local time of the message, s
+	Vehicle             // the vehicle the row is for
+	Own                 // the row's vehicle's: status, id, reply_id, reloads, directive
+)
+
+// The comments of the columns every recording has.
+var ownComments = map[string]string{
+	"time":      "local time of the message, on the run's time base (the summary's and the plot's), s",
+	"status":    "connection status (port 0 out): 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting",
+	"id":        "BeamNG's message id",
+	"reply_id":  "the id of beamconnect's reply to the message",
+	"reloads":   "config reloads applied so far",
+	"directive": "connection directive (port 0 in): 0 disconnect, otherwise connect",
+}
+
+// Several reports whether the rows are of several vehicles (a vehicle
+// column).
+func (l *Layout) Several() bool { return len(l.Vehicles) > 1 }
+
+// Names lists the column names, as a CSV header row.
+func (l *Layout) Names() []string {
+	names := make([]string, len(l.Columns))
+	for i, c := range l.Columns {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// Equal reports whether two layouts have the same columns (names, units,
+// vehicles) for the same vehicles.
+func (l *Layout) Equal(o *Layout) bool {
+	return slices.Equal(l.Vehicles, o.Vehicles) && slices.EqualFunc(l.Columns, o.Columns, func(a, b Column) bool {
+		return a.Name == b.Name && a.Unit == b.Unit && a.Role == b.Role && a.Vehicle == b.Vehicle && a.Out == b.Out
+	})
+}
+
+// VehicleIndex is the index of a vehicle's name, -1 when it has none.
+func (l *Layout) VehicleIndex(name string) int { return slices.Index(l.Vehicles, name) }
+
+// LayoutOf is the layout of a run of plan: the columns named as they have
+// always been (out3.wheelspeed, in2.throttle, and with several vehicles
+// out3.lead.wheelspeed), each with its unit and what it is, from BeamNG's
+// catalogue or the Gen 2 CSV.
+func LayoutOf(plan *ports.Plan) *Layout {
+	l := &Layout{}
+	for _, v := range plan.Vehicles {
+		l.Vehicles = append(l.Vehicles, v.Name)
+	}
+	l.own("time", Time, false)
+	if l.Several() {
+		l.Columns = append(l.Columns, Column{Name: "vehicle", Role: Vehicle, Vehicle: -1, Comment: "the vehicle whose message the row is"})
+	}
+	l.own("status", Own, true)
+	l.own("id", Own, true)
+	l.own("reply_id", Own, false)
+	l.own("reloads", Own, true)
+	l.fields(plan, beamng.FromBeamNG)
+	l.own("directive", Own, false)
+	l.fields(plan, beamng.ToBeamNG)
+	return l
+}
+
+func (l *Layout) own(name string, role Role, out bool) {
+	unit := ""
+	if role == Time {
+		unit = "s"
+	}
+	l.Columns = append(l.Columns, Column{Name: name, Unit: unit, Comment: ownComments[name], Role: role, Vehicle: -1, Out: out})
+}
+
+// fields adds the values of the ports after port 0 in one direction.
+func (l *Layout) fields(plan *ports.Plan, dir beamng.Direction) {
+	prefix, list := "out", plan.Outputs
+	if dir == beamng.ToBeamNG {
+		prefix, list = "in", plan.Inputs
+	}
+	several := l.Several()
+	var h []byte
+	for pi := range list[1:] {
+		p := &list[pi+1]
+		for i := range p.Fields {
+			f := &p.Fields[i]
+			for k := range f.Width {
+				h = append(h[:0], prefix...)
+				h = strconv.AppendInt(h, int64(p.Number), 10)
+				h = append(h, '.')
+				if several {
+					h = append(h, plan.Vehicles[f.Vehicle].Name...)
+					h = append(h, '.')
+				}
+				c := Column{Role: Field, Vehicle: f.Vehicle, Out: dir == beamng.FromBeamNG}
+				switch f.Source {
+				case ports.Slot:
+					s := f.Signal(dir, k)
+					h = append(h, s.Name...)
+					c.Unit, c.Comment = s.Unit, signalComment(s)
+				default:
+					h = append(h, f.Label(plan)...)
+					if f.Width > 1 {
+						h = strconv.AppendInt(append(h, '_'), int64(k), 10)
+					}
+					c.Unit, c.Comment = derivedMeaning(plan, p, f)
+				}
+				c.Name = string(h)
+				if c.Unit == "" {
+					// A signal the catalogue gives no unit (a powertrain
+					// device's field): as a reader of the name finds it.
+					if n, ok := ParseName(c.Name, several); ok {
+						c.Unit = n.Unit()
+					}
+				}
+				l.Columns = append(l.Columns, c)
+			}
+		}
+	}
+}
+
+// signalComment says what a signal of BeamNG's is: its meaning, and
+// where it comes from (the bank reference, the CSV's group and line).
+func signalComment(s beamng.Signal) string {
+	var b strings.Builder
+	if s.Group != "" {
+		b.WriteString(s.Group + "/" + s.Name)
+	} else {
+		b.WriteString(s.Name)
+	}
+	if s.Desc != "" {
+		b.WriteString(": " + s.Desc)
+	}
+	if s.Ref != "" {
+		b.WriteString(" [" + s.Ref + "]")
+	}
+	return b.String()
+}
+
+// derivedMeaning is the unit and meaning of a field beamconnect computes: a
+// contract's meta value or a property relating two vehicles.
+func derivedMeaning(plan *ports.Plan, p *ports.Port, f *ports.Field) (unit, comment string) {
+	if f.Source == ports.Relative {
+		return f.Relative.Unit(), f.Relative.String() + " from " + name(plan, f.Vehicle) + " to " + name(plan, f.Other) + ", computed by beamconnect"
+	}
+	group := ""
+	if p.Contract >= 0 && p.Contract < len(plan.Contracts) {
+		group = " of " + plan.Contracts[p.Contract].Name
+	}
+	switch f.Meta {
+	case contracts.Time:
+		return "s", "remote (BeamNG's) simulation time of the message" + group
+	case contracts.ReceiveTimeOffset:
+		return "s", "local minus remote time of the message" + group
+	case contracts.SerialNumber:
+		return "", "serial number of the update" + group
+	case contracts.PingResults:
+		return "", "round-trip statistics" + group
+	}
+	return "", ""
+}
+
+func name(plan *ports.Plan, v int) string {
+	if v >= 0 && v < len(plan.Vehicles) && plan.Vehicles[v].Name != "" {
+		return plan.Vehicles[v].Name
+	}
+	return "the vehicle"
+}
+
+// LayoutOfHeader is the layout of a CSV header row's columns: the
+// vehicles from the names, units as Name.Unit finds them, meanings from
+// BeamNG's catalogue where the name is there.
+func LayoutOfHeader(h *Header) *Layout {
+	l := &Layout{}
+	several := h.Vehicle >= 0
+	for i, col := range h.Columns {
+		c := Column{Name: col, Vehicle: -1, Comment: ownComments[col]}
+		switch {
+		case i == 0:
+			c.Role, c.Unit = Time, "s"
+		case i == h.Vehicle:
+			c.Role = Vehicle
+		case ownComments[col] != "":
+			c.Role, c.Out = Own, col == "status" || col == "id" || col == "reloads"
+		default:
+			n, ok := ParseName(col, several)
+			if !ok {
+				c.Role = Own // a column of no port: kept, as the row's
+				break
+			}
+			c.Role, c.Unit, c.Out = Field, n.Unit(), strings.HasPrefix(n.Port, "out")
+			c.Vehicle = 0
+			if several {
+				if c.Vehicle = l.VehicleIndex(n.Vehicle); c.Vehicle < 0 {
+					c.Vehicle = len(l.Vehicles)
+					l.Vehicles = append(l.Vehicles, n.Vehicle)
+				}
+			}
+			dir := beamng.FromBeamNG
+			if !c.Out {
+				dir = beamng.ToBeamNG
+			}
+			if s, m := beamng.Lookup(dir, n.Field); m == beamng.Exact {
+				c.Comment = signalComment(s)
+			}
+		}
+		l.Columns = append(l.Columns, c)
+	}
+	if !several {
+		l.Vehicles = []string{""}
+	}
+	return l
+}
+
+// Flatten appends a row's values in the layout's order: the time, the
+// vehicle column (NaN), status, id, reply_id, reloads, the output ports
+// after port 0, then the input ports (port 0, the directive, first).
+func (l *Layout) Flatten(vals []float64, t float64, status int, id, replyID float64, reloads int64, outs, ins [][]float64) []float64 {
+	vals = append(vals[:0], t)
+	if l.Several() {
+		vals = append(vals, math.NaN())
+	}
+	vals = append(vals, float64(status), id, replyID, float64(reloads))
+	for _, p := range outs[1:] {
+		vals = append(vals, p...)
+	}
+	for _, p := range ins {
+		vals = append(vals, p...)
+	}
+	return vals
+}

@@ -1,0 +1,149 @@
+package recording
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Source streams a recording's header rows and rows, in order, as Scan
+// does for a CSV file; it reads the file again at every call.
+type Source func(onHeader func(*Header) error, onRow func(*Header, *Row) error) error
+
+// Format is a recording format: how to tell its files, write them and
+// read them. CSV is built in; package mdf registers ASAM MDF 4, as image
+// formats register with package image.
+type Format struct {
+	Name string   // as --record-format says it: "csv", "mdf"
+	Exts []string // file name extensions, lower case, the usual one first
+	// Is reports whether a file starting with head (its first 64 bytes or
+	// fewer) is a recording of this format.
+	Is func(head []byte) bool
+	// Seekable formats write in place: the destination must be a regular
+	// file.
+	Seekable bool
+	Create   func(f *os.File, o Options) (Writer, error)
+	Open     func(path string) (Source, error)
+}
+
+// Options are what a format may keep of the run besides its rows.
+type Options struct {
+	Start   time.Time // when time 0 of the rows was
+	Version string    // beamconnect's
+	// Config is the text of the config run (ConfigName its file's name),
+	// Files the other files it names (a Gen 2 CSV).
+	Config     []byte
+	ConfigName string
+	Files      []NamedFile
+}
+
+// NamedFile is a file's name and contents.
+type NamedFile struct {
+	Name string
+	Data []byte
+}
+
+var formats []*Format
+
+// Register adds a format.
+func Register(f *Format) { formats = append(formats, f) }
+
+// Formats lists the registered formats' names.
+func Formats() []string {
+	var names []string
+	for _, f := range formats {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// FormatFor is the format of a file named path: the one called name when
+// name is not "", else the one its extension says; CSV for extensions no
+// format claims.
+func FormatFor(path, name string) (*Format, error) {
+	if name != "" {
+		for _, f := range formats {
+			if f.Name == name {
+				return f, nil
+			}
+		}
+		return nil, fmt.Errorf("recording format %q: expected one of %s", name, strings.Join(Formats(), ", "))
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	for _, f := range formats {
+		if slices.Contains(f.Exts, ext) {
+			return f, nil
+		}
+	}
+	return csvFormat, nil
+}
+
+// Detect is the format of a file starting with head, nil for none.
+func Detect(head []byte) *Format {
+	for _, f := range formats {
+		if f.Is(head) {
+			return f
+		}
+	}
+	return nil
+}
+
+// ErrNotRecording is the error of a file that is no recording of any
+// format.
+var ErrNotRecording = errors.New("not a recording")
+
+// Open reads the recording at path, in the format its first bytes show
+// (or, for a file too short to tell, its extension says).
+func Open(path string) (Source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	format := Detect(head[:n])
+	if format == nil {
+		format, _ = FormatFor(path, "") // its reader says what is wrong
+	}
+	return format.Open(path)
+}
+
+// The header rows a CSV recording starts with: a file that starts so is
+// a recording, which --record may replace.
+const (
+	csvHeader      = "time,status,id,reply_id,reloads"
+	csvFleetHeader = "time,vehicle,status,id,reply_id,reloads"
+)
+
+var csvFormat = &Format{
+	Name: "csv",
+	Exts: []string{".csv", ".txt"},
+	Is: func(head []byte) bool {
+		return bytes.HasPrefix(head, []byte(csvHeader)) || bytes.HasPrefix(head, []byte(csvFleetHeader))
+	},
+	Create: func(f *os.File, _ Options) (Writer, error) { return NewCSV(f), nil },
+	Open: func(path string) (Source, error) {
+		return CSVSource(path, func() (io.ReadCloser, error) { return os.Open(path) }), nil
+	},
+}
+
+func init() { Register(csvFormat) }
+
+// CSVSource reads the CSV recording open opens, named file in errors.
+func CSVSource(file string, open func() (io.ReadCloser, error)) Source {
+	return func(onHeader func(*Header) error, onRow func(*Header, *Row) error) error {
+		rc, err := open()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		return Scan(rc, file, onHeader, onRow)
+	}
+}
