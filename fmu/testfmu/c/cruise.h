@@ -2,23 +2,45 @@
  * and brake to hold setSpeed, as beamconnect's built-in cruise-pedals
  * does. The FMI 2.0 and 3.0 wrappers (cruise2.c, cruise3.c) share it.
  *
- * Built with -DFAULT_KIND=k -DFAULT_AFTER=n it misbehaves on purpose from
- * its n-th step on, for beamconnect's tests of model faults:
- * 1 crashes (a write through a null pointer), 2 hangs (a loop that never
- * ends), 3 returns an error status from doStep, 4 outputs NaN, 5 stalls
- * once: its n-th step takes 300 ms, then it goes on as before. */
+ * It misbehaves on purpose from its n-th step on when its fault is set, for
+ * beamconnect's tests of model faults: 1 crashes (a write through a null
+ * pointer), 2 hangs (a loop that never ends), 3 returns an error status from
+ * doStep, 4 outputs NaN, 5 stalls once: its n-th step takes 300 ms, then it
+ * goes on as before. The fault is data, not code: testfmu compiles the
+ * library once and writes a variant's kind and n over the digits of
+ * fault_spec in the compiled binary, so one build serves every variant (and
+ * a library cross-compiled for Windows serves tests that cannot compile). */
 #ifndef BEAMCONNECT_CRUISE_H
 #define BEAMCONNECT_CRUISE_H
 
 #include <math.h>
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <time.h>
+#endif
 
-#ifndef FAULT_KIND
-#define FAULT_KIND 0
+/* "beamconnect-testfmu-fault:" then the kind (one digit) and n (ten
+ * digits). volatile: the compiler must read the bytes the binary holds. */
+static volatile const char fault_spec[] = "beamconnect-testfmu-fault:0:0000000000";
+#define FAULT_SPEC_DIGITS (sizeof "beamconnect-testfmu-fault:" - 1)
+
+static int fault_kind(void) { return fault_spec[FAULT_SPEC_DIGITS] - '0'; }
+
+static long fault_after(void) {
+	long n = 0;
+	for (int i = FAULT_SPEC_DIGITS + 2; i < FAULT_SPEC_DIGITS + 12; i++) n = n * 10 + (fault_spec[i] - '0');
+	return n;
+}
+
+static void stall(void) {
+#if defined(_WIN32)
+	Sleep(300);
+#else
+	struct timespec d = {0, 300000000};
+	nanosleep(&d, NULL);
 #endif
-#ifndef FAULT_AFTER
-#define FAULT_AFTER 0
-#endif
+}
 
 /* Value references, as modelDescription.xml lists them. */
 enum { VR_SET_SPEED, VR_KP, VR_KI, VR_MAX_THROTTLE, VR_SPEED, VR_THROTTLE, VR_BRAKE, VR_TIME, VR_COUNT };
@@ -44,12 +66,12 @@ static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > h
 /* cruise_step advances the controller from t by h. It returns 0, or the
  * fault kind it acted out. */
 static int cruise_step(cruise *c, double t, double h) {
+	int kind = fault_kind();
 	c->steps++;
-	if (FAULT_KIND == 5 && c->steps == FAULT_AFTER) {
-		struct timespec stall = {0, 300000000};
-		nanosleep(&stall, NULL);
-	} else if (FAULT_KIND != 0 && FAULT_KIND != 5 && c->steps >= FAULT_AFTER) {
-		switch (FAULT_KIND) {
+	if (kind == 5 && c->steps == fault_after()) {
+		stall();
+	} else if (kind != 0 && kind != 5 && c->steps >= fault_after()) {
+		switch (kind) {
 		case 1: {
 			volatile int *nowhere = 0;
 			*nowhere = 1;
