@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	osexec "os/exec"
-	"syscall"
 	"testing"
 	"time"
+
+	"beamconnect/testprog"
 )
 
 // The real binary, interrupted while BeamNG's side waits in a 2 s blocking
@@ -21,7 +22,10 @@ func TestEmulateInterrupted(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond) // started, sent id 0, blocked waiting for a reply
 	sent := time.Now()
-	cmd.Process.Signal(syscall.SIGINT)
+	if err := testprog.Interrupt(cmd.Process); err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
 	err := cmd.Wait()
 	if took := time.Since(sent); err != nil || took > time.Second {
 		t.Fatalf("exit %v after %v\n%s", err, took, stderr.String())
