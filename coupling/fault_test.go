@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"os/exec"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,6 +12,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
 	"beamconnect/models"
+	"beamconnect/models/exectest"
 	"beamconnect/ports"
 )
 
@@ -31,8 +31,8 @@ func (tt *throttleTrace) trace(*emulator.StepRecord) {
 // controls and keeps being answered, and the run reports the fault. (A real
 // process: over real sockets and the real clock.)
 func TestDeadExecModelFailsSafe(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil || testing.Short() {
-		t.Skip("needs sh; real sockets and a real process on the real clock, not under -short")
+	if testing.Short() {
+		t.Skip("real sockets and a real process on the real clock, not under -short")
 	}
 	loggedAt := int64(-1)
 	tr := &throttleTrace{}
@@ -40,7 +40,7 @@ func TestDeadExecModelFailsSafe(t *testing.T) {
 	h := rig{cfg: load(t, "../examples/cruise-pedals.json"),
 		model: func(p *ports.Plan) models.Model {
 			m, err := models.New("exec", models.Params{
-				"command": []string{"sh", "-c", `read h; i=0; while [ $i -lt 100 ]; do read a; echo "1 1 0 0"; i=$((i+1)); done; exit 1`},
+				"command": exectest.Command("header", "answer:100=1 1 0 0", "exit=1"),
 				"restart": false,
 			}, p, log.Logger())
 			if err != nil {

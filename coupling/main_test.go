@@ -4,12 +4,15 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"beamconnect/models/exectest"
 )
 
 // TestMain lets the fault matrix's rows run six at a time: most of a row's
 // time is spent waiting out BeamNG's 2 s timeouts, not on a CPU, and the
 // default of one row per CPU makes the matrix take half a minute.
 func TestMain(m *testing.M) {
+	exectest.Main() // the exec models' program
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/models"
+	"beamconnect/models/exectest"
 	"beamconnect/ports"
 )
 
@@ -109,9 +109,6 @@ func TestFaultMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real sockets on the real clock: timing a race detector would distort")
 	}
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("the model rows need sh")
-	}
 	rows := []matrixRow{
 		{name: "none", what: "a clean run"},
 		{name: "drop-replies=0.001", what: "a lost reply: BeamNG waits 2 s, ids re-based", faults: []string{"drop-replies=0.001", "seed=1"},
@@ -154,10 +151,10 @@ func TestFaultMatrix(t *testing.T) {
 			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.2", 300) },
 			reported: []string{"not BeamNG's"}},
 		{name: "dead model", what: "exec floors the throttle, then exits: neutral controls at once", safe: true,
-			model:    execModel(`read h; i=0; while [ $i -lt 300 ]; do read a; echo "1 1 0 0"; i=$((i+1)); done; exit 1`),
+			model:    execModel("header", "answer:300=1 1 0 0", "exit=1"),
 			reported: []string{"the model faulted 1 times"}},
 		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: the newest request only, no backlog",
-			model: execModel(`read h; while read t rest; do sleep 0.01; echo "1 0.3 0 0"; done`), timeout: 0.2,
+			model: execModel("header", "delay=10ms", "answer:*=1 0.3 0 0"), timeout: 0.2,
 			check: func(t *testing.T, m *matrixRun) {
 				ex := m.h.model.(*models.Exec)
 				// A backlog grows past a second in this row; scheduling on a
@@ -168,7 +165,7 @@ func TestFaultMatrix(t *testing.T) {
 				m.extra = fmt.Sprintf("oldest answer used %.0f ms", float64(ex.MaxAnswerAge().Microseconds())/1000)
 			}},
 		{name: "garbage model", what: "exec answers junk, then good lines: discarded, counted, neutral while it lasts",
-			model:    execModel(`read h; i=0; while read a; do i=$((i+1)); if [ $i -le 200 ]; then echo "1 x"; else echo "1 0.3 0 0"; fi; done`),
+			model:    execModel("header", "answer:200=1 x", "answer:*=1 0.3 0 0"),
 			reported: []string{"the model faulted 1 times"},
 			check: func(t *testing.T, m *matrixRun) {
 				if n := m.h.model.(*models.Exec).Bad(); n < 100 || !m.log.Has("model answer discarded") {
@@ -342,10 +339,10 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000)
 }
 
-// execModel is an sh program as the exec model, with restarts off.
-func execModel(script string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
+// execModel is an exectest script as the exec model, with restarts off.
+func execModel(script ...string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 	return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
-		m, err := models.New("exec", models.Params{"command": []string{"sh", "-c", script}, "restart": false}, p, log.Logger())
+		m, err := models.New("exec", models.Params{"command": exectest.Command(script...), "restart": false}, p, log.Logger())
 		if err != nil {
 			t.Fatal(err)
 		}

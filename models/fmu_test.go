@@ -9,13 +9,15 @@ import (
 	"beamconnect/fmu/host"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/logtest"
+	"beamconnect/models/exectest"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
 )
 
 // The test binary is an FMU host too, as beamconnect is (FMUHost runs
-// os.Executable with the argument fmu-host).
+// os.Executable with the argument fmu-host), and the exec tests' program.
 func TestMain(m *testing.M) {
+	exectest.Main() // and the exec tests' program
 	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
 		os.Exit(host.Main(os.Stdin, os.Stdout, os.Stderr))
 	}
