@@ -10,4 +10,4 @@ require (
 	github.com/spf13/pflag v1.0.10
 )
 
-require golang.org/x/sys v0.13.0 // indirect
+require golang.org/x/sys v0.13.0
