@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"beamconnect/models"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
+	"beamconnect/wine"
 )
 
 var matrixTable = flag.Bool("matrix", false, "print the fault matrix as a Markdown table (for the README)")
@@ -291,8 +294,14 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if len(row.reported) == 0 && len(faults) != 0 {
 		t.Errorf("faults %q for a run that should be healthy", faults)
 	}
-	if !containsAll(faults, row.reported...) {
-		t.Errorf("faults %q, want %q", faults, row.reported)
+	want := row.reported
+	if runtime.GOOS != "linux" {
+		// The lockstep watchdog needs the datagrams' arrival times, which
+		// only Linux gives (rxtime_linux.go): elsewhere it cannot tell.
+		want = slices.DeleteFunc(slices.Clone(want), func(f string) bool { return f == "BeamNG ran out of lockstep" })
+	}
+	if !containsAll(faults, want...) {
+		t.Errorf("faults %q, want %q", faults, want)
 	}
 	if row.safe {
 		if !m.neutral || m.h.s.Values()[ModelFaults] == 0 {
@@ -342,6 +351,9 @@ func ms(d time.Duration) string {
 // execModel is an exectest script as the exec model, with restarts off.
 func execModel(script ...string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 	return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
+		if wine.Running() && p.ModelTimeout < 0.25 {
+			p.ModelTimeout = 0.25 // wine.Pipes: late answers would be faults of their own
+		}
 		m, err := models.New("exec", models.Params{"command": exectest.Command(script...), "restart": false}, p, log.Logger())
 		if err != nil {
 			t.Fatal(err)

@@ -52,10 +52,11 @@ func childPids(t *testing.T, file string, n int) []int {
 }
 
 // What a running exec program started ends with the run: Close ends the
-// program's whole tree, on Windows too.
+// program's whole tree, on Windows too. (The program does not end when its
+// input closes, so Close has a running tree to end.)
 func TestExecTreeEndsAtClose(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pids")
-	m, p, log := execRig(t, []string{"spawn=" + file, "header", "answer:*=1 0 0 0"}, 1, nil)
+	m, p, log := execRig(t, []string{"spawn=" + file, "header", "answer=1 0 0 0", "sleep=1h"}, 1, nil)
 	child := childPids(t, file, 1)[0]
 	th, thE, _ := p.Find(1, "throttle")
 	if _, ok := stepFor(m, p, 5*time.Millisecond, 10*time.Second, func(_, ins [][]float64) bool { return ins[th][thE] == 0 && m.Fault() == nil }); !ok {
@@ -74,10 +75,11 @@ func TestExecTreeEndsAtClose(t *testing.T) {
 	}
 }
 
-// A child the program left running when it ended ends too, before the
-// program is started again: Windows finds no tree of a program that has
-// ended, only a Job object the program was started in does.
-func TestExecLeftoversEndAtRestart(t *testing.T) {
+// A child the program left running when it ended ends too: before the
+// program is started again, and at Close when the program ended as its
+// input closed. Windows finds no tree of a program that has ended; only a
+// Job object the program was started in does.
+func TestExecLeftoversEnd(t *testing.T) {
 	t.Skip("needs the Job object (branch host)")
 	file := filepath.Join(t.TempDir(), "pids")
 	m, p, log := execRig(t, []string{"spawn=" + file, "header", "answer=1 0 0 0", "read", "exit=3"}, 0.05, nil)
@@ -89,5 +91,11 @@ func TestExecLeftoversEndAtRestart(t *testing.T) {
 	if !waitGone(first) {
 		t.Errorf("the child of the program that ended (pid %d) still runs after the restart", first)
 	}
+	// The program started again: it ends as its input closes at Close,
+	// leaving its child behind.
+	second := childPids(t, file, 2)[1]
 	m.Close()
+	if !waitGone(second) {
+		t.Errorf("the child of the program (pid %d) still runs after Close", second)
+	}
 }

@@ -3,6 +3,8 @@ package models
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,9 +26,15 @@ func fakeFMU(t *testing.T, o testfmu.Options, platforms ...string) string {
 func TestValidateFMU(t *testing.T) {
 	here := testfmu.Platform(2)
 	if here == "" {
-		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+		t.Skip("the FMU fixtures carry x86-64 Linux or Windows binaries")
 	}
 	good := fakeFMU(t, testfmu.Options{}, here)
+	// An FMU with binaries for the other platforms only.
+	elsewhere := slices.DeleteFunc([]string{"darwin64", "linux64", "win64"}, func(p string) bool { return p == here })
+	ext := ".so"
+	if runtime.GOOS == "windows" {
+		ext = ".dll"
+	}
 	dir := t.TempDir()
 	notZip := filepath.Join(dir, "text.fmu")
 	os.WriteFile(notZip, []byte("hello"), 0o644)
@@ -53,10 +61,10 @@ func TestValidateFMU(t *testing.T) {
 		{"no description", Params{"path": noMD}, "", "path", "nomd.fmu is not an FMU: the archive has no modelDescription.xml at its top", false},
 		{"FMI 1.0", Params{"path": fmi1}, "", "path", `fmiVersion "1.0" is not supported: expected 2.0 or 3.0`, false},
 		{"model exchange", Params{"path": me}, "", "path", "is not a co-simulation FMU (it has ModelExchange)", false},
-		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, "win64", "darwin64")}, "", "path",
-			"has no binary for this machine (binaries/linux64/cruise.so, FMI 2.0): it has binaries for darwin64, win64 only", false},
+		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, elsewhere...)}, "", "path",
+			"has no binary for this machine (binaries/" + here + "/cruise" + ext + ", FMI 2.0): it has binaries for " + strings.Join(elsewhere, ", ") + " only", false},
 		{"source only", Params{"path": fakeFMU(t, testfmu.Options{FMI: 3})}, "", "path",
-			"no binary for any platform (a source-only FMU: build it for x86_64-linux first)", false},
+			"no binary for any platform (a source-only FMU: build it for " + testfmu.Platform(3) + " first)", false},
 		{"unknown variable", Params{"path": good, "inputs": map[string]any{"grondspeed": "groundspeed"}}, "", "inputs/grondspeed",
 			`the FMU has no variable "grondspeed" (did you mean "groundspeed"?)`, false},
 		{"wrong causality", Params{"path": good, "inputs": map[string]any{"throttle": "groundspeed"}}, "", "inputs/throttle",
@@ -119,7 +127,7 @@ func TestValidateFMU(t *testing.T) {
 func TestValidateFMUVehicles(t *testing.T) {
 	here := testfmu.Platform(2)
 	if here == "" {
-		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+		t.Skip("the FMU fixtures carry x86-64 Linux or Windows binaries")
 	}
 	params := Params{"path": fakeFMU(t, testfmu.Options{}, here),
 		"inputs":  map[string]any{"groundspeed": "ego.groundspeed"},
@@ -140,7 +148,7 @@ func TestValidateFMUVehicles(t *testing.T) {
 func TestValidateFMUGen2(t *testing.T) {
 	here := testfmu.Platform(2)
 	if here == "" {
-		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+		t.Skip("the FMU fixtures carry x86-64 Linux or Windows binaries")
 	}
 	path := fakeFMU(t, testfmu.Options{}, here)
 	p := plan(t, "../examples/gen2-cruise.json")

@@ -26,6 +26,9 @@ const (
 	// Windows) and a free-running coupling makes a few hundred messages a
 	// second, not thousands.
 	Loopback Limit = "a loopback UDP round trip takes 1–3 ms under Wine (wineserver carries each socket operation), so a free-running coupling makes hundreds of messages a second, not thousands"
+	// Pipes: a line through a pipe between two processes takes tens of
+	// milliseconds now and then under Wine on a loaded machine.
+	Pipes Limit = "a line through a pipe between two processes takes tens of milliseconds now and then under Wine on a loaded machine"
 	// CtrlBreak: GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, group) returns
 	// success, and the process group never sees the event.
 	CtrlBreak Limit = "Wine does not deliver CTRL_BREAK_EVENT to a process group"
