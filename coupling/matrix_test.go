@@ -99,6 +99,7 @@ type matrixRow struct {
 	loss       bool     // BeamNG may end out of lockstep, if it is reported
 	fps, rtf   float64  // fps > 0: paced like BeamNG, in frame batches, rtf× real time
 	timeout    float64  // the model timeout, s (0: the default)
+	program    bool     // the model is an exec program
 }
 
 // The fault matrix (issue 10): every fault the emulator can inflict and
@@ -154,10 +155,12 @@ func TestFaultMatrix(t *testing.T) {
 			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.2", 300) },
 			reported: []string{"not BeamNG's"}},
 		{name: "dead model", what: "exec floors the throttle, then exits: neutral controls at once", safe: true,
+			program:  true,
 			model:    execModel("header", "answer:300=1 1 0 0", "exit=1"),
 			reported: []string{"the model faulted 1 times"}},
 		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: the newest request only, no backlog",
-			model: execModel("header", "delay=10ms", "answer:*=1 0.3 0 0"), timeout: 0.2,
+			program: true,
+			model:   execModel("header", "delay=10ms", "answer:*=1 0.3 0 0"), timeout: 0.2,
 			check: func(t *testing.T, m *matrixRun) {
 				ex := m.h.model.(*models.Exec)
 				// A backlog grows past a second in this row; scheduling on a
@@ -168,6 +171,7 @@ func TestFaultMatrix(t *testing.T) {
 				m.extra = fmt.Sprintf("oldest answer used %.0f ms", float64(ex.MaxAnswerAge().Microseconds())/1000)
 			}},
 		{name: "garbage model", what: "exec answers junk, then good lines: discarded, counted, neutral while it lasts",
+			program:  true,
 			model:    execModel("header", "answer:200=1 x", "answer:*=1 0.3 0 0"),
 			reported: []string{"the model faulted 1 times"},
 			check: func(t *testing.T, m *matrixRun) {
@@ -226,6 +230,11 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 func runMatrixRow(t *testing.T, row matrixRow) string {
+	if row.program {
+		// Its counts of faults need every answer within the model
+		// timeout, which Wine's pipes miss now and then.
+		wine.Skip(t, wine.Pipes)
+	}
 	if row.config == "" {
 		row.config = "cruise-pedals"
 	}
@@ -351,9 +360,6 @@ func ms(d time.Duration) string {
 // execModel is an exectest script as the exec model, with restarts off.
 func execModel(script ...string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 	return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
-		if wine.Running() && p.ModelTimeout < 0.25 {
-			p.ModelTimeout = 0.25 // wine.Pipes: late answers would be faults of their own
-		}
 		m, err := models.New("exec", models.Params{"command": exectest.Command(script...), "restart": false}, p, log.Logger())
 		if err != nil {
 			t.Fatal(err)

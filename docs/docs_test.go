@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"beamconnect/testprog"
+	"beamconnect/wine"
 )
 
 // maxDuration is how long a page's run, emulate or bench may take here:
@@ -212,8 +213,10 @@ func run(t *testing.T, bin, dir string, c command) *proc {
 	}
 	if c.interrupt {
 		// It runs until interrupted: still running after a second, and
-		// ending as the page says on Ctrl-C.
-		if p.wait(time.Second) {
+		// ending as the page says on Ctrl-C. (Four under Wine, whose
+		// programs take longer to start: a Ctrl-C before the program
+		// listens for it ends it as Windows does, with 0xC000013A.)
+		if p.wait(wine.Stretch(time.Second)) {
 			t.Errorf("%s: ended by itself (exit %d); the page says it runs until Ctrl-C\n%s", where, cmd.ProcessState.ExitCode(), out.String())
 			return nil
 		}

@@ -27,8 +27,8 @@ const (
 	// second, not thousands.
 	Loopback Limit = "a loopback UDP round trip takes 1–3 ms under Wine (wineserver carries each socket operation), so a free-running coupling makes hundreds of messages a second, not thousands"
 	// Pipes: a line through a pipe between two processes takes tens of
-	// milliseconds now and then under Wine on a loaded machine.
-	Pipes Limit = "a line through a pipe between two processes takes tens of milliseconds now and then under Wine on a loaded machine"
+	// milliseconds, at times hundreds, under Wine on a loaded machine.
+	Pipes Limit = "a line through a pipe between two processes takes tens to hundreds of milliseconds now and then under Wine on a loaded machine"
 	// CtrlBreak: GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, group) returns
 	// success, and the process group never sees the event.
 	CtrlBreak Limit = "Wine does not deliver CTRL_BREAK_EVENT to a process group"
