@@ -225,7 +225,13 @@ func TestFMUStall(t *testing.T) {
 func TestFMUTune(t *testing.T) {
 	for _, inProcess := range []bool{false, true} {
 		m, p, _ := fmuRig(t, testfmu.Options{FMI: 3}, Params{"inProcess": inProcess})
-		ins, _ := drive(m, p, 15, 30*time.Millisecond, nil)
+		// Until it brakes (the FMU host's first answers take a while
+		// under Wine), for at least 30 ms.
+		start := time.Now()
+		ins, _ := drive(m, p, 15, 5*time.Second, func(ins [][]float64) bool {
+			_, br := pedals(t, p, ins)
+			return br > 0 && time.Since(start) > 30*time.Millisecond
+		})
 		if th, br := pedals(t, p, ins); th != 0 || br == 0 {
 			t.Fatalf("inProcess %v: at 15 m/s for 10: throttle %v brake %v", inProcess, th, br)
 		}
@@ -238,7 +244,11 @@ func TestFMUTune(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.Tune(tuned)
-		ins, _ = drive(m, p, 15, 30*time.Millisecond, nil)
+		start = time.Now()
+		ins, _ = drive(m, p, 15, 5*time.Second, func(ins [][]float64) bool {
+			th, _ := pedals(t, p, ins)
+			return th == 1 && time.Since(start) > 30*time.Millisecond
+		})
 		if th, br := pedals(t, p, ins); th != 1 || br != 0 {
 			t.Errorf("inProcess %v: after setSpeed 30: throttle %v brake %v", inProcess, th, br)
 		}
