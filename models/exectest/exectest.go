@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -47,14 +48,20 @@ func Main() {
 	case "exectest":
 		if err := run(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "exectest:", err)
-			os.Exit(1)
+			exit(1)
 		}
-		os.Exit(0)
+		exit(0)
 	case "exectest-child":
 		time.Sleep(time.Hour) // until killed
-		os.Exit(0)
+		exit(0)
 	}
 }
+
+// exit ends the program at once, as a small program does: os.Exit in a
+// test binary built with -race first runs the race detector's checks,
+// which take long enough for the model to see a silent program rather
+// than one that ended.
+func exit(code int) { syscall.Exit(code) }
 
 func run(steps []string) error {
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
@@ -83,7 +90,7 @@ func run(steps []string) error {
 				}
 				if a, b, pattern := strings.Cut(arg, "*"); pattern && (!strings.HasPrefix(h, a) || !strings.HasSuffix(h, b)) {
 					fmt.Fprintf(os.Stderr, "exectest: header %q, want %q\n", h, arg)
-					os.Exit(1)
+					exit(1)
 				}
 			case "read":
 				if _, ok := read(); !ok {
@@ -136,7 +143,7 @@ func run(steps []string) error {
 			case "exit":
 				out.Flush()
 				code, _ := strconv.Atoi(arg)
-				os.Exit(code)
+				exit(code)
 			default:
 				return fmt.Errorf("step %q: no such verb", steps[i])
 			}
