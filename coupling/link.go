@@ -333,9 +333,9 @@ func (l *Link) retryLater() time.Duration {
 // bindHint says what usually causes a bind error.
 func bindHint(err error, addr netip.AddrPort) string {
 	switch {
-	case errors.Is(err, syscall.EADDRINUSE):
-		return fmt.Sprintf("another program has %v: a second beamconnect on this config, BeamNG's Simulink S-function or FMU, or a second vehicle on the same port? (on Linux: ss -ulpn 'sport = :%d')", addr, addr.Port())
-	case errors.Is(err, syscall.EADDRNOTAVAIL):
+	case errors.Is(err, errAddrInUse):
+		return fmt.Sprintf("another program has %v: a second beamconnect on this config, BeamNG's Simulink S-function or FMU, or a second vehicle on the same port? (on Linux: ss -ulpn 'sport = :%d'; on Windows: netstat -ano -p udp)", addr, addr.Port())
+	case errors.Is(err, errAddrNotAvail):
 		return fmt.Sprintf("%v is not an address of this machine: check beamng.localIP", addr.Addr())
 	case errors.Is(err, syscall.EACCES):
 		return fmt.Sprintf("port %d needs privileges: use a port above 1023", addr.Port())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
+	"beamconnect/wine"
 )
 
 // fullDisk is a file that takes `room` bytes and then fails like a full
@@ -131,7 +133,6 @@ func TestOpenRecording(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rig.json")
 	os.WriteFile(cfg, []byte(`{"version": 2}`), 0o644)
-	os.Symlink(cfg, filepath.Join(dir, "link.json"))
 	notes := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notes, []byte("lab notes\n"), 0o644)
 	old := filepath.Join(dir, "old.csv")
@@ -162,7 +163,6 @@ func TestOpenRecording(t *testing.T) {
 		{notes, true, "", ""},
 		{cfg, false, "is the config file being run", ""},
 		{cfg, true, "is the config file being run", ""},
-		{filepath.Join(dir, "link.json"), true, "is the config file being run", ""},
 		{"/dev/null", false, "not a regular file", ""},
 		{"/dev/null", true, "", ""},
 		{oldMDF, false, "", ""},
@@ -182,6 +182,38 @@ func TestOpenRecording(t *testing.T) {
 	if b, _ := os.ReadFile(cfg); string(b) != `{"version": 2}` {
 		t.Errorf("the config was touched: %q", b)
 	}
+	t.Run("spelt otherwise", func(t *testing.T) {
+		// Windows' names ignore case and take either slash: each of these
+		// is the config, and must be refused as it is.
+		if runtime.GOOS != "windows" {
+			t.Skip("names that differ only in case or slashes are one file on Windows only")
+		}
+		for _, p := range []string{strings.ToUpper(cfg), strings.ToLower(cfg), filepath.ToSlash(cfg), dir + `\x\..\rig.json`} {
+			if f, _, err := OpenRecording(p, cfg, "", true); err == nil || !strings.Contains(err.Error(), "is the config file being run") {
+				if f != nil {
+					f.Close()
+				}
+				t.Errorf("%s (force true): %v, want \"is the config file being run\"", p, err)
+			}
+		}
+		if b, _ := os.ReadFile(cfg); string(b) != `{"version": 2}` {
+			t.Errorf("the config was touched: %q", b)
+		}
+	})
+	t.Run("through a symbolic link", func(t *testing.T) {
+		link := filepath.Join(dir, "link.json")
+		wine.Symlink(t, cfg, link)
+		f, _, err := OpenRecording(link, cfg, "", true)
+		if f != nil {
+			f.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "is the config file being run") {
+			t.Errorf("%s (force true): %v, want \"is the config file being run\"", link, err)
+		}
+		if b, _ := os.ReadFile(cfg); string(b) != `{"version": 2}` {
+			t.Errorf("the config was touched: %q", b)
+		}
+	})
 }
 
 // stuck is a destination that takes nothing: a hung network disk, a pipe

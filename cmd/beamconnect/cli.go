@@ -239,9 +239,11 @@ func colour(noColorFlag bool, e env) bool {
 	return e.stderrIsTTY && !noColorFlag && v == ""
 }
 
-// isTerminal reports whether f is a character device, without a dependency
-// beyond the four the project allows.
+// isTerminal reports whether f is a terminal that shows colours: a
+// character device, without a dependency beyond the four the project
+// allows, and on Windows a console that takes escape sequences
+// (takesColour).
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && takesColour(f)
 }

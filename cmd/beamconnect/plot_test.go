@@ -32,6 +32,13 @@ func TestPlotCommand(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(out, "<svg") || !strings.Contains(out, "in1.throttle") || strings.Contains(out, "groundspeed") {
 		t.Errorf("plot -o - --fields throttle: %d\n%.300s", code, out)
 	}
+	// A missing recording is named in the system's words ("no such file
+	// or directory" on Linux).
+	missing := filepath.Join(dir, "missing.csv")
+	_, notFound := os.Stat(missing)
+	if notFound == nil {
+		t.Fatal(missing + " exists")
+	}
 	for _, tt := range []struct {
 		args []string
 		code int
@@ -40,7 +47,7 @@ func TestPlotCommand(t *testing.T) {
 		{[]string{"plot", rec, "-o", rec}, exitFailed, "is the recording itself"},
 		{[]string{"plot"}, exitUsage, "expected one recording"},
 		{[]string{"plot", rec, "--from", "2", "--to", "1"}, exitUsage, "--to 1 must be after --from 2"},
-		{[]string{"plot", filepath.Join(dir, "missing.csv")}, exitFailed, "no such file"},
+		{[]string{"plot", missing}, exitFailed, notFound.Error()},
 	} {
 		if _, errOut, code := exec(t, nil, tt.args...); code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, want %d\n%s\nwant %q", tt.args, code, tt.code, errOut, tt.want)

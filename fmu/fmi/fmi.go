@@ -65,7 +65,20 @@ type Logger func(status Status, category, message string)
 type Library struct {
 	Major int
 	path  string
+	h     uintptr
 	f     funcs
+}
+
+// Close unloads the library; its instances must have been freed. (FMI
+// lets an importer unload the binary once every instance is freed; on
+// Windows the unpacked FMU's folder cannot be deleted until then.)
+func (l *Library) Close() error {
+	if l.h == 0 {
+		return nil
+	}
+	h := l.h
+	l.h = 0
+	return unload(h)
 }
 
 // funcs holds the library's entry points. Functions with floating-point
@@ -98,7 +111,7 @@ func Load(path string, major int) (*Library, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	l := &Library{Major: major, path: path}
+	l := &Library{Major: major, path: path, h: h}
 	var missing []string
 	sym := func(name string) uintptr {
 		p, err := symbol(h, name)
@@ -126,6 +139,7 @@ func Load(path string, major int) (*Library, error) {
 	}
 	doStep = sym(p + "DoStep")
 	if len(missing) > 0 {
+		l.Close()
 		return nil, fmt.Errorf("%s lacks FMI %d.0 co-simulation functions: %v", path, major, missing)
 	}
 	if major == 2 {

@@ -81,10 +81,12 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 		log = func(Status, string, string) {}
 	}
 	if st.inst, err = st.lib.Instantiate(s.Name, s.Token, s.Resources, log); err != nil {
+		st.lib.Close()
 		return nil, err
 	}
 	if err := st.inst.Set(st.par, s.ParamValues); err != nil {
 		st.inst.Free()
+		st.lib.Close()
 		return nil, fmt.Errorf("setting the parameters: %w", err)
 	}
 	return st, nil
@@ -205,13 +207,15 @@ func (s *Stepper) SetParams(list []Var, values []float64) error {
 	return nil
 }
 
-// Close terminates the FMU (when it was initialized) and frees it.
+// Close terminates the FMU (when it was initialized), frees it and unloads
+// its library.
 func (s *Stepper) Close() error {
 	var err error
 	if s.started && !s.broken {
 		err = s.inst.Terminate()
 	}
 	s.inst.Free()
+	s.lib.Close()
 	return err
 }
 
