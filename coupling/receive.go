@@ -106,10 +106,10 @@ func (l *Link) observed(id float64, neutral bool) {
 		}
 		t := l.sync.Local()
 		if o.Record != nil {
-			o.Record.Row(t, l.index, l.Status(), id, l.reply[0], st.stats.Get(Reloads), st.outs, ins)
+			o.Record.Row(t, l.index, l.Status(), id, l.reply[0], st.stats.Get(Reloads), st.outs, ins, st.loops.set)
 		}
 		if o.Scope != nil {
-			o.Scope.Push(t, st.outs, ins)
+			o.Scope.Push(t, st.outs, ins, st.loops.group)
 		}
 		st.unlock()
 	}

@@ -122,6 +122,9 @@ func (r *Recorder) Header(plan *ports.Plan) {
 	columnNames(plan, beamng.FromBeamNG, name)
 	h = append(h, ",directive"...)
 	columnNames(plan, beamng.ToBeamNG, name)
+	for _, c := range setpointColumns(plan) {
+		name(0, c)
+	}
 	h = append(h, '\n')
 	r.add(h, false)
 }
@@ -183,11 +186,19 @@ func ScopeColumns(plan *ports.Plan) []scope.Column {
 	columnNames(plan, beamng.ToBeamNG, func(port int, name string) {
 		cols = append(cols, column(name, "in"+strconv.Itoa(port)))
 	})
+	for _, name := range setpointColumns(plan) {
+		c := column(name, "")
+		if n, ok := recording.ParseName(name, several); ok {
+			c.Port = n.Port // drawn with the value it is the setpoint of
+		}
+		cols = append(cols, c)
+	}
 	return cols
 }
 
-// Row records one message. It allocates nothing.
-func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, reloads int64, outs, ins [][]float64) {
+// Row records one message, set the setpoints of beamng.quality's loops
+// after the ports. It allocates nothing.
+func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, reloads int64, outs, ins [][]float64, set []float64) {
 	b := strconv.AppendFloat(r.line[:0], t, 'f', 6, 64)
 	b = append(b, ',')
 	if r.vehicles != nil {
@@ -209,6 +220,9 @@ func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, re
 		for _, v := range p {
 			b = strconv.AppendFloat(append(b, ','), v, 'g', -1, 64)
 		}
+	}
+	for _, v := range set {
+		b = strconv.AppendFloat(append(b, ','), v, 'g', -1, 64)
 	}
 	r.line = append(b, '\n')
 	r.add(r.line, true)

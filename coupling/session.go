@@ -32,6 +32,7 @@ import (
 
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/quality"
 	"beamconnect/scope"
 	"beamconnect/timesync"
 )
@@ -132,6 +133,12 @@ func New(opt Options) (*Session, error) {
 	}
 	s := &Session{opt: opt, log: opt.Log, latest: p}
 	s.stage = newStage(p, opt.Model, &s.stats, opt.Log, opt.Clock)
+	loops, err := newControlLoops(p)
+	if err != nil {
+		return nil, fmt.Errorf("beamng.quality: %w", err)
+	}
+	s.stage.loops = loops
+	s.stage.shown.Store(loops)
 	for v := range p.Vehicles {
 		log := opt.Log
 		if len(p.Vehicles) > 1 {
@@ -251,11 +258,21 @@ func (s *Session) collect() {
 	}
 }
 
-// Control is the model's report on how well it controls (nil when it
-// gives none).
-func (s *Session) Control() []models.Figure {
+// Control is how well the model controls now, a report per loop: those
+// of beamng.quality when the config names any, else the model's own
+// (models.Reporter); nil when there is neither.
+func (s *Session) Control() []quality.Report { return s.control(false) }
+
+// FinalControl is Control at the end of the run: a loop that never
+// settled did not settle.
+func (s *Session) FinalControl() []quality.Report { return s.control(true) }
+
+func (s *Session) control(final bool) []quality.Report {
+	if c := s.stage.shown.Load(); len(c.loops) > 0 {
+		return c.reports(final)
+	}
 	if r, ok := s.stage.model.(models.Reporter); ok {
-		return r.Quality()
+		return r.Quality(final)
 	}
 	return nil
 }

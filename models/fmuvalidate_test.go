@@ -98,7 +98,7 @@ func TestValidateFMU(t *testing.T) {
 			case "":
 				p = plan(t, "../examples/cruise-pedals.json")
 			case "no speed":
-				p = planFrom(t, strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, 1))
+				p = planFrom(t, strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, -1))
 			default:
 				p = plan(t, tt.rig)
 			}

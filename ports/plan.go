@@ -158,6 +158,8 @@ type Plan struct {
 	Inputs       []Port // Inputs[0] is the connection directive
 	Outputs      []Port // Outputs[0] is the connection status
 	Contracts    []Contract
+	// Quality lists the controlled quantities of beamng.quality.
+	Quality []Loop
 
 	csvPaths []string // the config's CSVPaths
 }
@@ -167,8 +169,9 @@ type Plan struct {
 // model.
 const DefaultModelTimeout = 0.025
 
-// Compile lays a checked config out for the runtime. It fails only on a
-// config that did not come from config.Parse.
+// Compile lays a checked config out for the runtime. It fails on a config
+// that did not come from config.Parse, and with config.Diagnostics, placed
+// in the file, when beamng.quality names what is not a field.
 func Compile(cfg *config.Config) (*Plan, error) {
 	if cfg == nil || len(cfg.Vehicles) == 0 || cfg.Period <= 0 || cfg.PhysicsDt <= 0 {
 		return nil, errors.New("ports: config is not a checked config (use config.Load)")
@@ -237,6 +240,9 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		if c.TimeSync {
 			p.TimeSync = timesync.ModeFor(p.Contracts[i].Dir)
 		}
+	}
+	if ds := p.compileQuality(cfg); len(ds) > 0 {
+		return nil, ds
 	}
 	return p, nil
 }

@@ -13,6 +13,7 @@ import (
 	"beamconnect/coupling"
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/quality"
 )
 
 // runSummary is what a run reports at the end. Its counters come from the
@@ -40,8 +41,9 @@ type runSummary struct {
 	Overruns       int64    `json:"pacing_overruns"`
 	Faults         []string `json:"faults"`
 	Healthy        bool     `json:"healthy"`
-	// Control is the model's own report on how well it controlled.
-	Control []models.Figure `json:"control,omitempty"`
+	// Control is how well the model controlled: a verdict per loop
+	// (beamng.quality's, or a built-in model's own).
+	Control []quality.Report `json:"control,omitempty"`
 
 	Emulator *emulator.Summary `json:"emulator,omitempty"`
 	// Vehicles holds each vehicle's own figures when the config couples
@@ -101,7 +103,7 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		counters: sess.Values(), Connected: true, StatusAtEnd: int(coupling.Connected),
 		FinalStatus: int(sess.Status()), ReplyID: string(plan.ReplyID), Model: model,
 		TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
-		Faults: sess.Faults(), Control: sess.Control(),
+		Faults: sess.Faults(), Control: sess.FinalControl(),
 	}
 	sum.Dropped = sum.counters.Dropped()
 	sum.OutOfLockstepS = time.Duration(sum.counters[coupling.OutOfLockstep]).Seconds()
@@ -208,12 +210,8 @@ func printRunSummary(c *call, s runSummary) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
-	if len(s.Control) > 0 {
-		parts := make([]string, len(s.Control))
-		for i, f := range s.Control {
-			parts[i] = f.String()
-		}
-		fmt.Fprintf(w, "  control (model %s): %s\n", s.Model, strings.Join(parts, ", "))
+	for _, r := range s.Control {
+		fmt.Fprintf(w, "  control %s\n", r.Line())
 	}
 	fmt.Fprintf(w, "  out of lockstep %.3f s; status at the end %d (%s), after disconnecting %d (%s)\n",
 		s.OutOfLockstepS, s.StatusAtEnd, coupling.Status(s.StatusAtEnd), s.FinalStatus, coupling.Status(s.FinalStatus))

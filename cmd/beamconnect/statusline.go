@@ -98,8 +98,8 @@ func statusParts(sess *coupling.Session, now, start time.Time, r *rates) []part 
 		parts = append(parts, part{fmt.Sprintf("waiting %.0f s for BeamNG to send to %v", now.Sub(start).Seconds(), l.LocalAddr()), 0},
 			part{fmt.Sprintf("is its coupling started, replying to %v? see: beamconnect compile", l.Remote()), 1})
 	}
-	if c := sess.Control(); len(c) > 0 {
-		parts = append(parts, part{c[0].String(), 2})
+	for _, r := range sess.Control() {
+		parts = append(parts, part{r.Short(), 2})
 	}
 	if n := run[coupling.ModelFaults]; n > 0 {
 		parts = append(parts, part{fmt.Sprintf("MODEL FAULTS %d", n), 1})
