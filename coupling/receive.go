@@ -217,7 +217,7 @@ func (l *Link) accept(d []byte, from netip.AddrPort, now time.Time) (id float64,
 		l.shortWarn(present, now)
 	case present > len(l.msg):
 		l.stats.inc(LongMessages)
-		l.longWarn(present)
+		l.longWarn(present, now)
 	}
 	return id, whole, true
 }
@@ -237,7 +237,7 @@ func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
 		l.stats.inc(Connects)
 	case gap >= RebaseGap:
 		l.stats.inc(StallsRecovered)
-		l.stalled()
+		l.stalled(now)
 		if gap < stallGap && l.silent {
 			l.stats.inc(stallSilences) // the silence was BeamNG's own 2 s timeout
 		}

@@ -289,6 +289,39 @@ func (s *Session) Name(v int) string { return s.links[v].name }
 // vehicle's lines are named by vehicle.
 func (s *Session) Faults() []string { return s.problems(true) }
 
+// Diagnosis is one of a vehicle's live diagnoses.
+type VehicleDiagnosis struct {
+	Vehicle string `json:"vehicle,omitempty"`
+	Diagnosis
+}
+
+// Diagnoses are the classic mistakes diagnosed live so far, every
+// vehicle's, each saying whether it holds at now.
+func (s *Session) Diagnoses(now time.Time) []VehicleDiagnosis {
+	var out []VehicleDiagnosis
+	for _, l := range s.links {
+		for _, d := range l.Diagnoses(now) {
+			out = append(out, VehicleDiagnosis{Vehicle: l.name, Diagnosis: d})
+		}
+	}
+	return out
+}
+
+// Notes lists what the run's end says that is not a fault (BeamNG stopped
+// before beamconnect was), one line each, named by vehicle with several.
+func (s *Session) Notes() []string {
+	var out []string
+	for _, l := range s.links {
+		for _, n := range l.Notes() {
+			if len(s.links) > 1 {
+				n = fmt.Sprintf("vehicle %q: %s", l.name, n)
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Problems lists what the counters say went wrong so far, while the run
 // goes on (the live page): Faults without what only the run's end can say.
 func (s *Session) Problems() []string { return s.problems(false) }
@@ -311,7 +344,7 @@ func (s *Session) problems(final bool) []string {
 			lines = l.Faults()
 		} else {
 			v := l.stats.Snapshot()
-			lines = v.Problems(policy)
+			lines = append(l.diagnosisFaults(), v.Problems(policy)...)
 		}
 		for _, f := range lines {
 			out = append(out, prefix+f)

@@ -6,8 +6,9 @@ import (
 )
 
 // Faults lists, one line each, what went wrong for this vehicle during the
-// run: never connected, the counters' problems, and not connected at the
-// end. Read it after Run returns.
+// run: never connected, what was diagnosed live (the cause and its fix),
+// the counters' problems, and not connected at the end. Read it after Run
+// returns.
 func (l *Link) Faults() []string {
 	s := &l.stats
 	var out []string
@@ -20,6 +21,7 @@ func (l *Link) Faults() []string {
 	} else if n := s.Get(BindFailures); n > 0 {
 		out = append(out, fmt.Sprintf("the local address could not be bound %d times (each retried)", n))
 	}
+	out = append(out, l.diagnosisFaults()...)
 	v := s.Snapshot()
 	for _, p := range v.Problems(string(l.ids.policy)) {
 		if v[LockstepLost] > 0 && s.EndedOutOfLockstep() && p == lockstepLine(&v, LockstepLost, "") {
@@ -27,12 +29,24 @@ func (l *Link) Faults() []string {
 		}
 		out = append(out, p)
 	}
-	if end := s.StatusAtEnd(); s.Get(Connects) > 0 && end != Connected {
+	if end := s.StatusAtEnd(); s.Get(Connects) > 0 && end != Connected && s.Get(stopSilences) == 0 {
 		msg := fmt.Sprintf("BeamNG was not connected when the run ended (status %s)", end)
 		if d := time.Duration(s.endSilence.Load()); d > 0 {
-			msg += fmt.Sprintf(": silent for its last %.1f s", d.Seconds())
+			msg += fmt.Sprintf(": silent for its last %.1f s, and the run ended by its duration, which BeamNG was to send throughout (stop beamconnect with Ctrl-C or SIGTERM once BeamNG has stopped, and that is a clean stop)", d.Seconds())
 		}
 		out = append(out, msg)
 	}
 	return out
+}
+
+// Notes lists what the run's end says that is not a fault: BeamNG stopped
+// sending some time before beamconnect was stopped (its coupling stopped,
+// then beamconnect was). Read it after Run returns.
+func (l *Link) Notes() []string {
+	s := &l.stats
+	if s.Get(stopSilences) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("BeamNG stopped sending %.1f s before beamconnect was stopped (at local time %.3f s): its coupling stopped, and then beamconnect was; a clean stop, not a fault",
+		time.Duration(s.endSilence.Load()).Seconds(), s.LocalTime())}
 }

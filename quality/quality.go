@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -269,44 +270,50 @@ func (r *Report) judge(settled, final bool) {
 			r.Why = "nothing was measured (the model never stepped)"
 		}
 	case !settled && final:
-		r.Verdict, r.Why = NotSettled, fmt.Sprintf("never within its band (%s): the error was %s%s at the end", band, num(r.Error), u)
+		r.Verdict, r.Why = NotSettled, fmt.Sprintf("never within %s, the error %s%s at the end", band, num(r.Error), u)
 	case !settled:
-		r.Verdict, r.Why = Settling, fmt.Sprintf("not within its band (%s) yet: error %s%s", band, num(r.Error), u)
+		r.Verdict, r.Why = Settling, fmt.Sprintf("not within %s yet, the error %s%s", band, num(r.Error), u)
 	case r.RMS > r.Band:
-		r.Verdict, r.Why = Poor, fmt.Sprintf("settled after %s s, then the error's RMS was %s%s, more than its band (%s): it oscillates or drifts", num(r.SettledAfter), num(r.RMS), u, band)
+		r.Verdict, r.Why = Poor, fmt.Sprintf("settled after %s s, then its error's RMS (%s%s) exceeded %s: it oscillates or drifts", num(r.SettledAfter), num(r.RMS), u, band)
 	case r.Max > strayFactor*r.Band:
-		r.Verdict, r.Why = Poor, fmt.Sprintf("settled after %s s, then strayed up to %s%s from the setpoint, more than %d times its band (%s)", num(r.SettledAfter), num(r.Max), u, strayFactor, band)
+		r.Verdict, r.Why = Poor, fmt.Sprintf("settled after %s s, then strayed up to %s%s from the setpoint, over %d times %s", num(r.SettledAfter), num(r.Max), u, strayFactor, band)
 	default:
-		r.Verdict, r.Why = Good, fmt.Sprintf("settled after %s s and held within %s since (RMS %s%s)", num(r.SettledAfter), band, num(r.RMS), u)
+		r.Verdict, r.Why = Good, fmt.Sprintf("settled after %s s and held within %s since", num(r.SettledAfter), band)
 	}
 }
 
-// Line is the report in one line, as the summary prints it.
+// Line is the report as the summary prints it: the verdict and why, then
+// the figures known.
 func (r Report) Line() string {
 	u := unitSuffix(r.Unit)
-	s := fmt.Sprintf("%s: %s (%s)", r.Name, r.Verdict, r.Why)
+	parts := []string{fmt.Sprintf("%s: %s: %s", r.Name, r.Verdict, r.Why)}
 	if finite(r.Value) {
-		s += fmt.Sprintf("; setpoint %s%s", num(r.Value), u)
+		p := "setpoint " + num(r.Value) + u
 		if r.Setpoint != "" && r.Setpoint != num(r.Value) {
-			s += " (" + r.Setpoint + ")"
+			p += " from " + r.Setpoint
 		}
+		parts = append(parts, p)
 	}
-	parts := []string{"error now " + orNA(r.Error, u), "RMS after settling " + orNA(r.RMS, u),
-		"max after settling " + orNA(r.Max, u), "overshoot " + orNA(r.Overshoot, u)}
-	if finite(r.OvershootPct) {
-		parts[3] += fmt.Sprintf(" (%.1f %%)", r.OvershootPct)
+	if finite(r.Error) {
+		parts = append(parts, "error now "+num(r.Error)+u)
 	}
-	parts = append(parts, "settled after "+orNA(r.SettledAfter, " s"))
+	if finite(r.RMS) {
+		parts = append(parts, "after settling RMS "+num(r.RMS)+u+", max "+num(r.Max)+u)
+	}
+	if finite(r.Overshoot) && finite(r.Error) {
+		p := "overshoot " + num(r.Overshoot) + u
+		if finite(r.OvershootPct) {
+			p += fmt.Sprintf(" (%.1f %% of the step)", r.OvershootPct)
+		}
+		parts = append(parts, p)
+	}
 	if r.Steps > 1 {
-		parts = append(parts, fmt.Sprintf("%d setpoint steps (figures since the last)", r.Steps))
+		parts = append(parts, fmt.Sprintf("%d setpoint steps, the figures since the last", r.Steps))
 	}
 	for _, f := range r.Extra {
 		parts = append(parts, f.String())
 	}
-	for _, p := range parts {
-		s += ", " + p
-	}
-	return s
+	return strings.Join(parts, "; ")
 }
 
 // Short is the report in a few words, for a status line: "groundspeed

@@ -59,7 +59,7 @@ func TestVerdicts(t *testing.T) {
 		{name: "a loop that never gets there", final: true, verdict: NotSettled,
 			feed: func(q *Tracker) { approach(q, 0, 3, 0, 20, 1, 0) },
 			check: func(t *testing.T, r Report) {
-				if !math.IsNaN(r.SettledAfter) || !strings.Contains(r.Why, "never within its band (±0.4 m/s)") {
+				if !math.IsNaN(r.SettledAfter) || !strings.Contains(r.Why, "never within ±0.4 m/s") {
 					t.Errorf("settled after %g: %s", r.SettledAfter, r.Why)
 				}
 			}},
@@ -68,7 +68,7 @@ func TestVerdicts(t *testing.T) {
 		{name: "a loop that oscillates", verdict: Poor,
 			feed: func(q *Tracker) { approach(q, 0, 20, 0, 20, 1, 1.2) },
 			check: func(t *testing.T, r Report) {
-				if !strings.Contains(r.Why, "oscillates or drifts") {
+				if !strings.Contains(r.Why, "it oscillates or drifts") {
 					t.Errorf("why: %s", r.Why)
 				}
 			}},

@@ -88,10 +88,36 @@ func statusParts(sess *coupling.Session, now, start time.Time, r *rates) []part 
 	plan := sess.Plan()
 	links := sess.Links()
 	run := sess.Values()
-	parts := []part{{sess.Status().String(), 0}}
 	var msgs int64
 	for _, l := range links {
 		msgs += l.Stats().Get(coupling.Messages)
+	}
+	// A diagnosis that holds says what is wrong instead of a status that
+	// flips (BeamNG connected for one message, silent for 2 s, again);
+	// after BeamNG stopped, how to end the run.
+	var parts []part
+	for _, d := range sess.Diagnoses(now) {
+		if d.Holds && d.Kind != "nothing" { // the waiting part says that
+			who := ""
+			if d.Vehicle != "" {
+				who = d.Vehicle + ": "
+			}
+			parts = append(parts, part{who + d.Short, 0})
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, part{sess.Status().String(), 0})
+	}
+	if msgs > 0 {
+		for _, l := range links {
+			if last := l.Stats().LastArrival(); l.Status() != coupling.Connected && now.Sub(last) > 2*time.Second {
+				who := "BeamNG"
+				if len(links) > 1 {
+					who = l.Name() + "'s BeamNG"
+				}
+				parts = append(parts, part{fmt.Sprintf("%s stopped sending %.0f s ago (Ctrl-C ends the run cleanly)", who, now.Sub(last).Seconds()), 0})
+			}
+		}
 	}
 	if msgs == 0 {
 		l := links[0]
