@@ -136,7 +136,9 @@ type diagnosis struct {
 // bound nothingFor ago.
 func (l *Link) noMessages(now time.Time) {
 	d := &l.diag
-	if d.nothingSaid || l.stats.Get(Messages) > 0 || d.boundAt.IsZero() || now.Sub(d.boundAt) < nothingFor {
+	// Datagrams of a length this coupling does not send are something,
+	// and their own diagnosis says what.
+	if d.nothingSaid || d.sizeSaid || l.stats.Get(Messages) > 0 || d.boundAt.IsZero() || now.Sub(d.boundAt) < nothingFor {
 		return
 	}
 	d.nothingSaid = true

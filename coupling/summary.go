@@ -11,7 +11,7 @@ import (
 // returns.
 func (l *Link) Faults() []string {
 	s := &l.stats
-	var out []string
+	out := l.diagnosisFaults()
 	if s.Get(Connects) == 0 {
 		if n := s.Get(BindFailures); n > 0 {
 			out = append(out, fmt.Sprintf("never connected: %v could not be bound (%d tries; see the log for why)", l.local, n))
@@ -21,7 +21,6 @@ func (l *Link) Faults() []string {
 	} else if n := s.Get(BindFailures); n > 0 {
 		out = append(out, fmt.Sprintf("the local address could not be bound %d times (each retried)", n))
 	}
-	out = append(out, l.diagnosisFaults()...)
 	v := s.Snapshot()
 	for _, p := range v.Problems(string(l.ids.policy)) {
 		if v[LockstepLost] > 0 && s.EndedOutOfLockstep() && p == lockstepLine(&v, LockstepLost, "") {

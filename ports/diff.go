@@ -3,7 +3,9 @@ package ports
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,7 +47,7 @@ func Diff(old, new *Plan) Changes {
 	// when they start.
 	restart("beamng.modelTimeoutMs", old.ModelTimeout*1000, new.ModelTimeout*1000)
 	if !reflect.DeepEqual(old.ModelParams, new.ModelParams) {
-		c.Params = "beamng.modelParams " + jsonText(old.ModelParams) + " → " + jsonText(new.ModelParams)
+		c.Params = strings.Join(paramChanges("beamng.modelParams", old.ModelParams, new.ModelParams), "; ")
 	}
 	if len(old.Vehicles) != len(new.Vehicles) {
 		restart("the number of vehicles", len(old.Vehicles), len(new.Vehicles))
@@ -123,6 +125,40 @@ func FieldKey(dir beamng.Direction, f *Field, contract string) string {
 		return strconv.Itoa(f.Vehicle) + "/" + f.Relative.String() + "/" + strconv.Itoa(f.Other)
 	}
 	return f.Source.String()
+}
+
+// paramChanges says what changed between two parameter objects, key by
+// key, nested objects down to their keys: "beamng.modelParams.parameters
+// .setSpeed 20 → 25", "… added", "… removed", in key order.
+func paramChanges(path string, old, new map[string]any) []string {
+	keys := map[string]bool{}
+	for k := range old {
+		keys[k] = true
+	}
+	for k := range new {
+		keys[k] = true
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		o, inOld := old[k]
+		n, inNew := new[k]
+		at := path + "." + k
+		switch {
+		case !inOld:
+			out = append(out, at+" added: "+jsonText(n))
+		case !inNew:
+			out = append(out, at+" removed (was "+jsonText(o)+")")
+		case !reflect.DeepEqual(o, n):
+			om, ok1 := o.(map[string]any)
+			nm, ok2 := n.(map[string]any)
+			if ok1 && ok2 {
+				out = append(out, paramChanges(at, om, nm)...)
+				continue
+			}
+			out = append(out, at+" "+jsonText(o)+" → "+jsonText(n))
+		}
+	}
+	return out
 }
 
 // jsonText writes a value as a config writes it.

@@ -191,10 +191,15 @@ func runCommand(c *command, args []string, e env) int {
 	// and plain lines alike, goes through one bounded queue written by its
 	// own goroutine: a log call never blocks the coupling on a slow, stuck
 	// or broken stderr (what does not fit is dropped and counted).
-	logs := logqueue.New(tint.NewTextHandler(e.stderr, &tint.Options{
+	var handler slog.Handler = tint.NewTextHandler(e.stderr, &tint.Options{
 		Level:   level,
 		NoColor: !colour(*noColor, e),
-	}), e.stderr, logqueue.Options{})
+	})
+	if e.stderrIsTTY && level > slog.LevelDebug {
+		// A terminal's log lines stay lines: long values are cut to fit.
+		handler = cutHandler{handler, max(terminalWidth(&call{env: e})-40, 40)}
+	}
+	logs := logqueue.New(handler, e.stderr, logqueue.Options{})
 	defer logs.Close(logFlushWait)
 	cl := &call{env: e, args: fs.Args(), log: slog.New(logs.Handler()), logs: logs}
 	cl.stderr = logs.Writer()

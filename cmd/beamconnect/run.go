@@ -147,10 +147,12 @@ type runner struct {
 	closers []func()
 }
 
+// close releases what the run set up, once.
 func (r *runner) close() {
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		r.closers[i]()
 	}
+	r.closers = nil
 }
 
 // usage reports a wrong command line (as JSON with --json).
@@ -314,6 +316,15 @@ func (r *runner) run(hup <-chan os.Signal) int {
 
 	sum := summarize(r.sess, r.plan, r.name, r.model, r.opts.Record, em)
 	sum.WallS = time.Since(start).Seconds()
+	// The summary comes after the last log line: what stopping the model
+	// and the emulator logs, then everything queued, is written first.
+	r.close()
+	if em != nil {
+		em.Close()
+	}
+	if c.logs != nil {
+		c.logs.Flush(logFlushWait)
+	}
 	if c.json {
 		writeJSON(c.stdout, sum)
 	} else {

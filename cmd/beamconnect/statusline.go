@@ -17,9 +17,11 @@ import (
 // goes on, when stderr is a terminal. It reads only counters. The line fits
 // the terminal: the most important parts first (the status, what to check
 // while waiting for BeamNG, problems), the rest while there is room. The
-// returned func stops it and clears the line.
+// log's queue draws it (logqueue.SetStatus): cleared before each log line
+// and drawn again after, so the two never share a line. The returned func
+// stops it and clears the line.
 func statusLine(c *call, sess *coupling.Session) func() {
-	if !c.stderrIsTTY {
+	if !c.stderrIsTTY || c.logs == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -32,11 +34,11 @@ func statusLine(c *call, sess *coupling.Session) func() {
 		for {
 			select {
 			case <-done:
-				fmt.Fprint(c.stderr, "\r\033[K")
+				c.logs.SetStatus("")
 				return
 			case now := <-t.C:
 				width := terminalWidth(c)
-				fmt.Fprint(c.stderr, "\r\033[K"+fitLine(statusParts(sess, now, start, rates), width-1))
+				c.logs.SetStatus(fitLine(statusParts(sess, now, start, rates), width-1))
 			}
 		}
 	})
