@@ -30,8 +30,11 @@ func (l *Link) Faults() []string {
 	}
 	if end := s.StatusAtEnd(); s.Get(Connects) > 0 && end != Connected && s.Get(stopSilences) == 0 {
 		msg := fmt.Sprintf("BeamNG was not connected when the run ended (status %s)", end)
-		if d := time.Duration(s.endSilence.Load()); d > 0 {
+		switch d := time.Duration(s.endSilence.Load()); {
+		case d >= stallGap:
 			msg += fmt.Sprintf(": silent for its last %.1f s, and the run ended by its duration, which BeamNG was to send throughout (stop beamconnect with Ctrl-C or SIGTERM once BeamNG has stopped, and that is a clean stop)", d.Seconds())
+		case d > 0:
+			msg += fmt.Sprintf(": silent for its last %.1f s, within its own 2 s wait for a reply", d.Seconds())
 		}
 		out = append(out, msg)
 	}

@@ -234,3 +234,34 @@ func TestTerminalOf80Columns(t *testing.T) {
 		t.Errorf("the reload's lines that name setSpeed: %q; want one short line of the change", reload)
 	}
 }
+
+// A diagnosis that holds is what the status line says, instead of a status
+// that flips between connected and connecting every 2 s; the summary's
+// faults begin with it, its fix included.
+func TestTerminalSaysTheDiagnosis(t *testing.T) {
+	tm, code := runInPTY(t, 80, "../..", nil, "run", "examples/cruise-pedals.json", "--emulate", "--duration", "12s", "--fault", "drop-replies=1")
+	shown := strings.Join(tm.screen(), "\n")
+	if code != exitFailed {
+		t.Fatalf("exit %d:\n%s", code, shown)
+	}
+	said := -1
+	statuses := tm.statusLines()
+	for i, s := range statuses {
+		if strings.HasPrefix(s, "REPLIES DO NOT REACH BeamNG") {
+			if said < 0 {
+				said = i
+			}
+			continue
+		}
+		if said >= 0 {
+			t.Errorf("after the diagnosis the status line said %q", s)
+		}
+	}
+	if said < 0 || said == len(statuses)-1 {
+		t.Fatalf("the status line never said the diagnosis for long: %q", statuses)
+	}
+	i := strings.Index(shown, "FAULTS (exit status 1):")
+	if flat := strings.Join(strings.Fields(shown[max(i, 0):]), " "); i < 0 || !strings.HasPrefix(flat, "FAULTS (exit status 1): - diagnosed: BeamNG waits 2 s for a reply after every message although each one is answered: the replies go where BeamNG is not listening: set remoteIP and remotePort") {
+		t.Errorf("the faults do not begin with the diagnosis:\n%s", shown)
+	}
+}
