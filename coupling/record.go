@@ -176,6 +176,7 @@ func ScopeColumns(plan *ports.Plan) []scope.Column {
 		if n, ok := recording.ParseName(name, several); ok {
 			c.Unit = n.Unit()
 		}
+		c.MinSpan = recording.UnitSpan(c.Unit)
 		return c
 	}
 	cols := []scope.Column{column("status", "out0")}
