@@ -86,6 +86,17 @@ func (ls *loops) reports() []quality.Report {
 	return out
 }
 
+// control is the verdict on each loop whose measured value is drawn.
+func (p *plot) control() []quality.Report {
+	var out []quality.Report
+	for _, r := range p.loops.reports() {
+		if p.byName[r.Signal] != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // columnChanges says what a reload changed in the recording's columns:
 // the ports added and removed, or that they stayed (a parameter, a
 // setting).

@@ -76,7 +76,7 @@ func (p *plot) layout() layout {
 	}
 	lay.width = docWidth
 	lay.left, lay.labelWidth = int(width)+34, width
-	y := top + 18*len(p.loops.reports())
+	y := top + 18*len(p.control())
 	for k, pn := range lay.panels {
 		if pn.heading != "" {
 			y += headingSpace
@@ -198,7 +198,7 @@ func (p *plot) draw(lay layout, title string) string {
 		sub += fmt.Sprintf(" · %d reloads (dashed): %s", len(p.reloads), strings.Join(p.reloadText(), "; "))
 	}
 	svgplot.Text(&b, float64(lay.width)/2, 44, "middle", `fill="#444"`, sub)
-	for i, r := range p.loops.reports() {
+	for i, r := range p.control() {
 		color := "#15803d"
 		if !r.Good() {
 			color = "#b91c1c"

@@ -74,7 +74,7 @@ func Plot(w io.Writer, file string, open func() (io.ReadCloser, error), o PlotOp
 	if title == "" {
 		title = file
 	}
-	res := PlotResult{Fields: len(p.fields), Panels: len(lay.panels), Omitted: p.omitted, Control: p.loops.reports(), Reloads: p.reloadText()}
+	res := PlotResult{Fields: len(p.fields), Panels: len(lay.panels), Omitted: p.omitted, Control: p.control(), Reloads: p.reloadText()}
 	for _, f := range p.fields {
 		if c := f.clipText(); c != "" {
 			res.Clipped = append(res.Clipped, f.name.Full+": "+c)
