@@ -47,7 +47,7 @@ func newControlLoops(plan *ports.Plan) (*controlLoops, error) {
 	for _, spec := range plan.Quality {
 		l := controlLoop{spec: spec, value: spec.SetValue, column: columns[spec.Measured]}
 		if spec.Set == ports.SetParam {
-			v, err := models.ParamValue(plan.Model, plan.ModelParams, spec.SetName, plan.FieldNames())
+			v, err := models.ParamValue(plan, spec.SetName)
 			if err != nil {
 				return nil, err
 			}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 
+	"beamconnect/fmu"
+	"beamconnect/ports"
 	"beamconnect/suggest"
 )
 
@@ -17,12 +19,14 @@ var builtinNumbers = map[string]numbers{
 	"follow":        followParams,
 }
 
-// ParamValue is the value of the model's parameter name, as a setpoint of
-// beamng.quality reads it: an FMU's from modelParams.parameters, a
-// built-in controller's from modelParams or its default, another model's
-// from a number in modelParams. others are names that are not parameters
-// but could have been meant (the config's fields), for a "did you mean".
-func ParamValue(model string, p Params, name string, others []string) (float64, error) {
+// ParamValue is the value of the plan's model's parameter name, as a
+// setpoint of beamng.quality reads it: an FMU's from
+// modelParams.parameters, or else its start value in the FMU; a built-in
+// controller's from modelParams or its default; another model's from a
+// number in modelParams. An unknown name gets a "did you mean" among the
+// parameters and the config's fields.
+func ParamValue(plan *ports.Plan, name string) (float64, error) {
+	model, p, others := plan.Model, Params(plan.ModelParams), plan.FieldNames()
 	var known []string
 	if model == "fmu" {
 		set, _ := p["parameters"].(map[string]any)
@@ -36,6 +40,17 @@ func ParamValue(model string, p Params, name string, others []string) (float64, 
 			return 0, nil
 		}
 		known = slices.Collect(maps.Keys(set))
+		if f, err := fmu.Open(fmuFile(p, plan)); err == nil {
+			defer f.Close()
+			if v, ok := f.Desc.Variable(name); ok && (v.Causality == "parameter" || v.Causality == "input") && !v.Array {
+				return startValue(v), nil // the FMU's own value: a parameter the config leaves alone
+			}
+			for _, v := range f.Desc.Variables {
+				if v.Causality == "parameter" {
+					known = append(known, v.Name)
+				}
+			}
+		}
 	} else if n, ok := builtinNumbers[model]; ok {
 		if i := slices.Index(n.names, name); i >= 0 {
 			return p.Float(name, n.defs[i])
@@ -57,7 +72,7 @@ func ParamValue(model string, p Params, name string, others []string) (float64, 
 	}
 	switch {
 	case model == "fmu":
-		return 0, fmt.Errorf("%s: expected a field, a number, or a parameter set in modelParams.parameters (beamconnect reads its value there)", msg)
+		return 0, fmt.Errorf("%s: expected a field, a number, or a parameter of the FMU", msg)
 	case len(known) > 0:
 		slices.Sort(known)
 		return 0, fmt.Errorf("%s: expected a field, a number, or one of its parameters %v", msg, known)

@@ -102,7 +102,7 @@ func checkPlan(cfg *config.Config, ds config.Diagnostics) (*ports.Plan, config.D
 		if l.Set != ports.SetParam {
 			continue
 		}
-		if _, err := models.ParamValue(plan.Model, plan.ModelParams, l.SetName, plan.FieldNames()); err != nil {
+		if _, err := models.ParamValue(plan, l.SetName); err != nil {
 			pos, path := cfg.Locate(l.Ptr + "/setpoint")
 			ds = append(ds, config.Diagnostic{File: cfg.File, Pos: pos, Path: path, Severity: config.Error, Msg: err.Error()})
 		}
