@@ -55,6 +55,8 @@ func TestValidateFMU(t *testing.T) {
 		{"model exchange", Params{"path": me}, "", "path", "is not a co-simulation FMU (it has ModelExchange)", false},
 		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, "win64", "darwin64")}, "", "path",
 			"has no binary for this machine (binaries/linux64/cruise.so, FMI 2.0): it has binaries for darwin64, win64 only", false},
+		{"Windows only", Params{"path": fakeFMU(t, testfmu.Options{}, "win64")}, "", "path",
+			"it has binaries for win64 only: run beamconnect.exe on the Windows machine, the BeamNG PC (docs/beamng.md, two machines: the same config, its addresses swapped), or export the FMU for Linux as well", false},
 		{"source only", Params{"path": fakeFMU(t, testfmu.Options{FMI: 3})}, "", "path",
 			"no binary for any platform (a source-only FMU: build it for x86_64-linux first)", false},
 		{"unknown variable", Params{"path": good, "inputs": map[string]any{"grondspeed": "groundspeed"}}, "", "inputs/grondspeed",
