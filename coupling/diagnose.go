@@ -2,11 +2,13 @@ package coupling
 
 import (
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/ports"
 )
 
 // The classic mistakes of a new rig, diagnosed live, once each, with the
@@ -132,6 +134,12 @@ type diagnosis struct {
 	startCommand string
 }
 
+// SendTo is where BeamNG must send: the bound address, or when it binds
+// every interface (0.0.0.0), this machine's address on the way to BeamNG.
+func (l *Link) SendTo() netip.AddrPort {
+	return ports.Vehicle{Local: l.local, Remote: l.remote}.SendTo()
+}
+
 // noMessages says, once, that BeamNG has sent nothing since the link was
 // bound nothingFor ago.
 func (l *Link) noMessages(now time.Time) {
@@ -142,13 +150,13 @@ func (l *Link) noMessages(now time.Time) {
 		return
 	}
 	d.nothingSaid = true
-	hint := fmt.Sprintf("BeamNG's coupling must send to %v (its udpSendIP/udpSendPort, the CSV's otherUDP rows) and listen on %v; start it in BeamNG (see `beamconnect compile` and docs/beamng.md)", l.local, l.remote)
+	hint := fmt.Sprintf("BeamNG's coupling must send to %v (its udpSendIP/udpSendPort, the CSV's otherUDP rows) and listen on %v; start it in BeamNG (see `beamconnect compile` and docs/beamng.md)", l.SendTo(), l.remote)
 	args := []any{"waiting_for", now.Sub(d.boundAt).Round(time.Second), "bound", l.local, "hint", hint}
 	if d.startCommand != "" {
 		args = append(args, "start_with", d.startCommand)
 	}
 	l.log.Warn("nothing has come from BeamNG yet", args...)
-	l.say(diagNothing, now, "nothing has come from BeamNG", hint, fmt.Sprintf("NOTHING FROM BeamNG: it must send to %v", l.local))
+	l.say(diagNothing, now, "nothing has come from BeamNG", hint, fmt.Sprintf("NOTHING FROM BeamNG: it must send to %v", l.SendTo()))
 }
 
 // stalled notes one of BeamNG's 2 s stalls: several in a row, each after a

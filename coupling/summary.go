@@ -34,7 +34,7 @@ func (l *Link) Faults() []string {
 		case d >= stallGap:
 			msg += fmt.Sprintf(": silent for its last %.1f s, and the run ended by its duration, which BeamNG was to send throughout (stop beamconnect with Ctrl-C or SIGTERM once BeamNG has stopped, and that is a clean stop)", d.Seconds())
 		case d > 0:
-			msg += fmt.Sprintf(": silent for its last %.1f s, within its own 2 s wait for a reply", d.Seconds())
+			msg += fmt.Sprintf(": silent for its last %.1f s (BeamNG's own 2 s wait for a reply, or its stop)", d.Seconds())
 		}
 		out = append(out, msg)
 	}

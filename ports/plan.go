@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -307,7 +308,7 @@ func (p *Plan) StartCommand(v int) string {
 	var b strings.Builder
 	b.WriteString("extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({")
 	fmt.Fprintf(&b, "simulinkTime=%s, pingTime=%s, udpSendPort=%d, udpReceivePort=%d, udpSendIP='%s', udpReceiveIP='%s'",
-		luaNumber(p.Period), luaNumber(p.PingTime), veh.Local.Port(), veh.Remote.Port(), veh.Local.Addr(), veh.Remote.Addr())
+		luaNumber(p.Period), luaNumber(p.PingTime), veh.Local.Port(), veh.Remote.Port(), veh.SendTo().Addr(), veh.Remote.Addr())
 	if p.DebugFile {
 		b.WriteString(", debugFile=true")
 	}
@@ -386,7 +387,7 @@ func (p *Plan) gen2Command(veh Vehicle) string {
 	steps := int(math.Round(p.Period / p.PhysicsDt))
 	fmt.Fprintf(&b, "}, sensorMap={}, time3rdParty=%s, pingTime=%s, udpSendPort=%d, udpReceivePort=%d, udpSendIP=%s, udpReceiveIP=%s}}))",
 		cosim.TimeText(steps, p.PhysicsDt), cosim.LuaText(veh.CSV.Ping.Value), veh.Local.Port(), veh.Remote.Port(),
-		luaString(veh.Local.Addr().String()), luaString(veh.Remote.Addr().String()))
+		luaString(veh.SendTo().Addr().String()), luaString(veh.Remote.Addr().String()))
 	return b.String()
 }
 
@@ -426,4 +427,21 @@ func (p *Plan) FieldAt(dir beamng.Direction, n, elem int) *Field {
 		}
 	}
 	return nil
+}
+
+// SendTo is the address BeamNG must send to: the local address, or when
+// it binds every interface (0.0.0.0), this machine's address on the way to
+// BeamNG's (the one the system would send from: no datagram is sent to
+// find it).
+func (v Vehicle) SendTo() netip.AddrPort {
+	if !v.Local.Addr().IsUnspecified() {
+		return v.Local
+	}
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(v.Remote))
+	if err != nil {
+		return v.Local
+	}
+	defer c.Close()
+	a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+	return netip.AddrPortFrom(a, v.Local.Port())
 }

@@ -198,6 +198,23 @@ func TestInitFromFMU(t *testing.T) {
 			t.Errorf("config lacks %s:\n%s", want, data)
 		}
 	}
+	// The addresses of a config of the user's instead of the defaults.
+	tm := filepath.Join(filepath.Dir(path), "two.json")
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "--addresses-from", "../../examples/two-machines.json", "-o", tm); code != exitOK {
+		t.Fatalf("--addresses-from: exit %d\n%s", code, errOut)
+	}
+	two, _ := os.ReadFile(tm)
+	for _, want := range []string{`"remoteIP": "192.168.10.20"`, `"remotePort": 64891`, `"remoteObject": "VS Vehicle 0"`, `"localIP": "192.168.10.30"`, `"localPort": 64890`} {
+		if !strings.Contains(string(two), want) {
+			t.Errorf("--addresses-from: the config lacks %s:\n%s", want, two)
+		}
+	}
+	if out, _, code := exec(t, nil, "validate", tm); code != exitOK {
+		t.Errorf("--addresses-from: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "--addresses-from", "../../examples/gen2-cruise.json"); code != exitFailed || !strings.Contains(errOut, "a Gen 2 config's addresses are in its CSV") {
+		t.Errorf("--addresses-from a Gen 2 config: exit %d\n%s", code, errOut)
+	}
 	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "1s")
 	if r.Messages < 100 || r.Model != "fmu" {
 		t.Errorf("%+v\n%s", r, errOut)

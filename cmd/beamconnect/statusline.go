@@ -123,7 +123,7 @@ func statusParts(sess *coupling.Session, now, start time.Time, r *rates) []part 
 	}
 	if msgs == 0 {
 		l := links[0]
-		parts = append(parts, part{fmt.Sprintf("waiting %.0f s for BeamNG to send to %v", now.Sub(start).Seconds(), l.LocalAddr()), 0},
+		parts = append(parts, part{fmt.Sprintf("waiting %.0f s for BeamNG to send to %v", now.Sub(start).Seconds(), l.SendTo()), 0},
 			part{fmt.Sprintf("is its coupling started, replying to %v? see: beamconnect compile", l.Remote()), 1})
 	}
 	for _, r := range sess.Control() {
