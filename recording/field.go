@@ -27,7 +27,7 @@ const (
 	bandLo, bandHi = 0.05, 0.95
 	minSample      = 20
 	clipGain       = 10
-	rareShare      = 0.01
+	rareShare      = 0.05
 )
 
 // field is one column drawn: its range from the first pass, its trace and

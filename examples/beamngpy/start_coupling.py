@@ -14,7 +14,7 @@ line is queued on its vehicle with BeamNGpy's Vehicle.queue_lua_command, which
 runs it in the vehicle's Lua, where the coupling controller lives.
 
 Ctrl-C stops BeamNG's side of the coupling on every vehicle and leaves BeamNG
-running; then stop beamconnect (within 2 s, or it reports BeamNG's silence).
+running; then stop beamconnect (whenever you like: a clean stop).
 --dry-run prints what would be sent, without BeamNG or BeamNGpy.
 See docs/beamng.md.
 """
