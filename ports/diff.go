@@ -80,6 +80,9 @@ func Diff(old, new *Plan) Changes {
 			live("messages in flight%s %d → %d (BeamNG keeps the window it was started with)", vehicleLabel(new.Vehicles[i].Name), o, n)
 		}
 	}
+	if !reflect.DeepEqual(old.Quality, new.Quality) {
+		live("beamng.quality: %s → %s", loopsText(old.Quality), loopsText(new.Quality))
+	}
 	diffPorts(&c, "in", beamng.ToBeamNG, old, new, old.Inputs, new.Inputs)
 	diffPorts(&c, "out", beamng.FromBeamNG, old, new, old.Outputs, new.Outputs)
 	oc, nc := contractsByName(old), contractsByName(new)
@@ -159,6 +162,16 @@ func paramChanges(path string, old, new map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// loopsText lists control loops for a diff line: [groundspeed: setSpeed
+// (model parameter)].
+func loopsText(ls []Loop) string {
+	var parts []string
+	for i := range ls {
+		parts = append(parts, ls[i].Name+": "+ls[i].Setpoint())
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // jsonText writes a value as a config writes it.

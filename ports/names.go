@@ -3,6 +3,7 @@ package ports
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"beamconnect/beamng"
@@ -23,7 +24,9 @@ func (e Element) Get(v [][]float64) float64 { return v[e.Port][e.Elem] }
 // CSV name with or without its group (Driver/throttle), the propertyName
 // the config wrote, a meta or cross-vehicle field's label (time,
 // gap:lead); with several vehicles every name also prefixed with the
-// field's vehicle (ego.groundspeed).
+// field's vehicle (ego.groundspeed); and each of these prefixed with its
+// port as a recording names its column (out2.throttle beside
+// in1.throttle, out1.ego.groundspeed).
 func (p *Plan) Names(dir beamng.Direction) map[string][]Element {
 	names := map[string][]Element{}
 	add := func(name string, e Element) {
@@ -36,7 +39,12 @@ func (p *Plan) Names(dir beamng.Direction) map[string][]Element {
 		list = p.Inputs
 	}
 	several := len(p.Vehicles) > 1
+	side := "out"
+	if dir == beamng.ToBeamNG {
+		side = "in"
+	}
 	for _, pt := range list[1:] {
+		port := side + strconv.Itoa(pt.Number) + "."
 		for i := range pt.Fields {
 			f := &pt.Fields[i]
 			for k := range f.Width {
@@ -61,10 +69,12 @@ func (p *Plan) Names(dir beamng.Direction) map[string][]Element {
 					if n == "" {
 						continue
 					}
-					add(n, e)
 					if several {
-						add(p.Vehicles[f.Vehicle].Name+"."+n, e)
+						n = p.Vehicles[f.Vehicle].Name + "." + n
+						add(n[len(p.Vehicles[f.Vehicle].Name)+1:], e)
 					}
+					add(n, e)
+					add(port+n, e)
 				}
 			}
 		}
