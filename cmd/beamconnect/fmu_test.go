@@ -56,6 +56,16 @@ func TestRunFMUHoldsSpeed(t *testing.T) {
 			rig := fmuRig(t, tt.o, tt.params)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "3s", "--record", rec)
+			// The FMU judged as the built-ins are: beamng.quality's loop, its
+			// setpoint the FMU's parameter (its start value when the config
+			// sets none), in --json and beside the ports in the recording.
+			if c := r.Control; len(c) != 1 || c[0].Name != "groundspeed" || c[0].Signal != "out1.groundspeed" ||
+				c[0].Setpoint != "setSpeed (model parameter)" || c[0].Value != 20 || c[0].Verdict != "good" {
+				t.Errorf("control %+v", r.Control)
+			}
+			if v := lastValue(t, rec, "setpoint:out1.groundspeed"); v != 20 {
+				t.Errorf("the recorded setpoint %v, want 20", v)
+			}
 			if r.Model != "fmu" || r.Messages < 1000 || r.Replies != r.Messages || r.Emulator == nil || r.Emulator.Stalls != 0 {
 				t.Errorf("summary %+v\n%s", r, errOut)
 			}

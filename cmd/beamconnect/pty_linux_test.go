@@ -9,6 +9,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -194,6 +195,12 @@ func TestTerminalOf80Columns(t *testing.T) {
 	}
 	if len(tm.statusLines()) < 4 {
 		t.Fatalf("no status line drawn:\n%q", tm.raw.String())
+	}
+	// The status line says how the loop does.
+	if !slices.ContainsFunc(tm.statusLines(), func(s string) bool {
+		return strings.Contains(s, "| groundspeed settling, err ") || strings.Contains(s, "| groundspeed good, err ")
+	}) {
+		t.Errorf("no status line says how the speed loop does: %q", tm.statusLines())
 	}
 	for _, s := range tm.statusLines() {
 		if utf8.RuneCountInString(s) >= 80 {

@@ -22,6 +22,10 @@ type runResult struct {
 	P99                                         float64 `json:"turnaround_p99_us"`
 	Model                                       string
 	Emulator                                    *struct{ Stalls, Sent, Accepted int64 }
+	Control                                     []struct {
+		Name, Signal, Setpoint, Verdict string
+		Value                           float64 `json:"setpoint_value"`
+	}
 }
 
 func runJSON(t *testing.T, args ...string) (runResult, string) {
