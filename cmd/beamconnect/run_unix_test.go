@@ -10,6 +10,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -130,18 +131,46 @@ func rigOnPorts(t *testing.T, local, remote int) string {
 	return rig
 }
 
+// syncBuffer is a process's output, read while it writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the output says want, at most 30 s.
+func (b *syncBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never said %q:\n%s", want, b)
+		}
+	}
+}
+
 // startProcess starts the binary with args; its stdout and stderr are
-// buffers read once it ended.
-func startProcess(t *testing.T, args ...string) (*osexec.Cmd, *strings.Builder, *strings.Builder) {
+// buffers that may be read while it runs.
+func startProcess(t *testing.T, args ...string) (*osexec.Cmd, *syncBuffer, *syncBuffer) {
 	t.Helper()
 	cmd := osexec.Command(binary(t), args...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd, &out, &errb
+	return cmd, out, errb
 }
 
 // waitExit waits for cmd at most limit and returns its exit status.
@@ -169,11 +198,16 @@ func TestCleanStops(t *testing.T) {
 	free := freeUDPPorts(t, 2)
 	rig := rigOnPorts(t, free[0], free[1])
 	run, out, errb := startProcess(t, "run", "--json", rig)
+	errb.waitFor(t, "waiting for BeamNG")
 	emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "2s")
 	if code := waitExit(t, emu, 30*time.Second, "emulate --duration 2s"); code != exitOK {
 		t.Fatalf("emulate: exit %d\n%s", code, emuErr)
 	}
-	time.Sleep(3 * time.Second) // BeamNG stopped; beamconnect waits, then its user stops it
+	// BeamNG stopped; beamconnect says so, and its user stops it a while
+	// later (longer than BeamNG's own 2 s wait for a reply, which a silence
+	// may be too).
+	errb.waitFor(t, "BeamNG went silent")
+	time.Sleep(2 * time.Second)
 	run.Process.Signal(os.Interrupt)
 	code := waitExit(t, run, 30*time.Second, "run after SIGINT")
 	var s struct {
@@ -188,10 +222,13 @@ func TestCleanStops(t *testing.T) {
 
 	// The other way round: beamconnect leaves, BeamNG's side stops by
 	// itself once it has been gone 2 s.
+	run, _, errb = startProcess(t, "run", rig)
+	errb.waitFor(t, "waiting for BeamNG")
 	emu, _, emuErr = startProcess(t, "emulate", "--config", rig, "--duration", "600s", "--client-gone", "2s")
-	run, _, errb = startProcess(t, "run", rig, "--duration", "3s")
-	if code := waitExit(t, run, 30*time.Second, "run --duration 3s"); code != exitOK {
-		t.Errorf("run: exit %d\n%s", code, errb) // it ends by its duration while BeamNG still sends: healthy
+	errb.waitFor(t, "is=connected")
+	run.Process.Signal(os.Interrupt)
+	if code := waitExit(t, run, 30*time.Second, "run after SIGINT"); code != exitOK {
+		t.Errorf("run: exit %d\n%s", code, errb) // stopped while BeamNG still sends: healthy
 	}
 	start := time.Now()
 	if code := waitExit(t, emu, 30*time.Second, "emulate after its client left"); code != exitOK {
