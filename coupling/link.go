@@ -63,6 +63,7 @@ type Link struct {
 	keep    []byte      // drain's newest message
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
 	diag    diagnosis
+	diags   diagnoses
 
 	ids      replyIDs
 	src      source
@@ -253,13 +254,15 @@ func (l *Link) run(ctx context.Context) error {
 			}
 		}
 	}
-	l.finish()
+	l.finish(errors.Is(ctx.Err(), context.Canceled))
 	return nil
 }
 
 // finish notes how the run ended for this vehicle and leaves BeamNG with
-// neutral controls, not the last ones.
-func (l *Link) finish() {
+// neutral controls, not the last ones. stopped says the run was stopped
+// (Ctrl-C, SIGTERM: its context cancelled) rather than ended by its
+// duration.
+func (l *Link) finish(stopped bool) {
 	now := l.clock.Now()
 	l.stats.endLink.Store(int32(l.state))
 	if l.silent {
@@ -267,8 +270,11 @@ func (l *Link) finish() {
 		// than calling it longer than BeamNG's 2 s timeout.
 		gap := now.Sub(l.lastArrival)
 		l.stats.endSilence.Store(int64(gap))
-		if gap < stallGap {
+		switch {
+		case gap < stallGap:
 			l.stats.inc(stallSilences)
+		case stopped:
+			l.stats.inc(stopSilences) // BeamNG stopped, then beamconnect was: a clean stop
 		}
 	}
 	if l.state == Connected || l.state == Connecting {

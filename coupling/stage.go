@@ -52,6 +52,10 @@ type stage struct {
 	// onReload, when set, hears of every plan swapped in (the recording's
 	// header, the scope's columns), under the lock.
 	onReload func(*ports.Plan)
+	// loops are beamng.quality's control loops (under mu), published in
+	// shown for readers.
+	loops *controlLoops
+	shown atomic.Pointer[controlLoops]
 }
 
 func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clock timesync.Clock) *stage {
@@ -67,6 +71,8 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 	st.connect.Store(st.ins[0][0] != 0)
 	st.fault.init(m, stats, log, clock)
 	st.fresh.init(p, modelReads(m, p))
+	st.loops = &controlLoops{}
+	st.shown.Store(st.loops)
 	return st
 }
 

@@ -36,6 +36,7 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	why, ok := ShortMessages, false
 	if whole {
 		why, ok = st.step(l.index, id, t)
+		st.loops.observe(l.index, t, st.outs, st.ins)
 	}
 	if ok {
 		l.fillReply(id)

@@ -311,6 +311,12 @@ func TestFMUTune(t *testing.T) {
 			{with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeeed": 30.0}), []string{
 				`modelParams.parameters.setSpeeed: the FMU has no variable "setSpeeed" (did you mean "setSpeed"?)`,
 			}, []string{"restart"}},
+			// A parameter written beside "parameters", and a typo there:
+			// unknown names, said so, not restart-only ones.
+			{with(tuned, "setSpeed", 25.0), []string{
+				`modelParams.setSpeed: model fmu has no parameter "setSpeed": the FMU's parameters go under modelParams.parameters`,
+			}, []string{"restart beamconnect"}},
+			{with(tuned, "setSpeeed", 25.0), []string{`modelParams.setSpeeed: model fmu has no parameter "setSpeeed" (did you mean parameters.setSpeed?)`}, []string{"restart beamconnect"}},
 		} {
 			_, err := m.Rebind(p, tuned, c.params)
 			for _, want := range c.want {

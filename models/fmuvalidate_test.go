@@ -33,6 +33,11 @@ func TestValidateFMU(t *testing.T) {
 	good := fakeFMU(t, testfmu.Options{}, here)
 	// An FMU with binaries for the other platforms only.
 	elsewhere := slices.DeleteFunc([]string{"darwin64", "linux64", "win64"}, func(p string) bool { return p == here })
+	// An FMU for the other OS of a rig: the way out is the other machine.
+	otherOS, otherOSAdvice := "win64", "it has binaries for win64 only: run beamconnect.exe on the Windows machine, the BeamNG PC (docs/beamng.md, two machines: the same config, its addresses swapped), or export the FMU for Linux as well"
+	if runtime.GOOS == "windows" {
+		otherOS, otherOSAdvice = "linux64", "it has binaries for linux64 only"
+	}
 	ext := ".so"
 	if runtime.GOOS == "windows" {
 		ext = ".dll"
@@ -73,6 +78,7 @@ func TestValidateFMU(t *testing.T) {
 		{"unpacks too large", Params{"path": bomb}, "", "path", "bomb.fmu unpacks to more than 4294967296 bytes", false},
 		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, elsewhere...)}, "", "path",
 			"has no binary for this machine (binaries/" + here + "/cruise" + ext + ", FMI 2.0): it has binaries for " + strings.Join(elsewhere, ", ") + " only", false},
+		{"for the other OS only", Params{"path": fakeFMU(t, testfmu.Options{}, otherOS)}, "", "path", otherOSAdvice, false},
 		{"source only", Params{"path": fakeFMU(t, testfmu.Options{FMI: 3})}, "", "path",
 			"no binary for any platform (a source-only FMU: build it for " + testfmu.Platform(3) + " first)", false},
 		{"unknown variable", Params{"path": good, "inputs": map[string]any{"grondspeed": "groundspeed"}}, "", "inputs/grondspeed",
@@ -116,7 +122,7 @@ func TestValidateFMU(t *testing.T) {
 			case "":
 				p = plan(t, "../examples/cruise-pedals.json")
 			case "no speed":
-				p = planFrom(t, strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, 1))
+				p = planFrom(t, strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, -1))
 			default:
 				p = plan(t, tt.rig)
 			}

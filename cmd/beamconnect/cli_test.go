@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // exec runs the CLI in-process with the given environment variables.
@@ -440,6 +442,46 @@ func TestSuggestions(t *testing.T) {
 		_, errOut, code := exec(t, nil, tt.args...)
 		if code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tt.args, code, errOut, tt.code, tt.want)
+		}
+	}
+}
+
+// Every command with --json answers JSON on stdout whatever goes wrong: a
+// usage error, a file that is not there, a config with a typo.
+func TestJSONOnEveryError(t *testing.T) {
+	typo := filepath.Join(t.TempDir(), "typo.json")
+	src, _ := os.ReadFile(pedals)
+	os.WriteFile(typo, bytes.Replace(src, []byte(`"groundspeed"`), []byte(`"groundsped"`), 1), 0o644)
+	cases := map[string][][]string{
+		"banks":    {{"banks", "--json", "--bank", "Z"}},
+		"bench":    {{"bench", "--json", "--vehicles", "0"}},
+		"compile":  {{"compile", "--json", typo}, {"compile", "--json"}, {"compile", "--json", "--bogus", pedals}},
+		"emulate":  {{"emulate", "--json", "--duration", "-1s"}},
+		"fmu":      {{"fmu", "inspect", "--json", "missing.fmu"}},
+		"run":      {{"run", "--json", typo}, {"run", "--json", "--duration", "-1s", pedals}},
+		"timing":   {{"timing", "--json", t.TempDir()}},
+		"validate": {{"validate", "--json", typo}},
+		"version":  {{"version", "--json", "--bogus"}},
+	}
+	for _, c := range commands {
+		var fs = pflag.NewFlagSet(c.name, pflag.ContinueOnError)
+		c.flags(fs)
+		if fs.Lookup("json") == nil || c.internal {
+			continue
+		}
+		if len(cases[c.name]) == 0 {
+			t.Errorf("%s has --json and no case here", c.name)
+		}
+		for _, args := range cases[c.name] {
+			out, _, code := exec(t, nil, args...)
+			var v map[string]any
+			if code == exitOK || json.Unmarshal([]byte(out), &v) != nil {
+				t.Errorf("%v: exit %d, stdout %q: want JSON", args, code, out)
+				continue
+			}
+			if _, ok := v["error"]; !ok && v["valid"] != false {
+				t.Errorf("%v: %s; want an error in it", args, out)
+			}
 		}
 	}
 }

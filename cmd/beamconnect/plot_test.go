@@ -28,6 +28,14 @@ func TestPlotCommand(t *testing.T) {
 	})); err != nil || !strings.Contains(string(svg), "out1.groundspeed") {
 		t.Errorf("not an SVG of the recording: %v", err)
 	}
+	// The rig's loop: its setpoint drawn dashed, its verdict said.
+	if !strings.Contains(string(svg), `data-field="setpoint:out1.groundspeed" stroke-dasharray`) || !strings.Contains(string(svg), "control groundspeed: ") {
+		t.Errorf("the plot draws no setpoint or says no verdict")
+	}
+	if _, errOut, code := exec(t, nil, "plot", rec, "--no-clip", "-o", filepath.Join(dir, "all.svg")); code != exitOK || strings.Contains(errOut, "clipped") ||
+		!strings.Contains(errOut, "control groundspeed: ") {
+		t.Errorf("plot --no-clip: %d\n%s", code, errOut)
+	}
 	out, _, code := exec(t, nil, "plot", rec, "-o", "-", "--fields", "throttle", "--from", "0.2", "--to", "0.8")
 	if code != exitOK || !strings.HasPrefix(out, "<svg") || !strings.Contains(out, "in1.throttle") || strings.Contains(out, "groundspeed") {
 		t.Errorf("plot -o - --fields throttle: %d\n%.300s", code, out)

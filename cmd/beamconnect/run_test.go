@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -23,6 +24,10 @@ type runResult struct {
 	P99                                         float64 `json:"turnaround_p99_us"`
 	Model                                       string
 	Emulator                                    *struct{ Stalls, Sent, Accepted int64 }
+	Control                                     []struct {
+		Name, Signal, Setpoint, Verdict string
+		Value                           float64 `json:"setpoint_value"`
+	}
 }
 
 func runJSON(t *testing.T, args ...string) (runResult, string) {
@@ -240,4 +245,35 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// run --emulate on ports the user fixes: given, or the config's own.
+func TestRunEmulatePorts(t *testing.T) {
+	free := freeUDPPorts(t, 2)
+	client, listen := free[0], free[1]
+	want := fmt.Sprintf("beamng=127.0.0.1:%d beamconnect=127.0.0.1:%d", listen, client)
+	_, errOut, code := exec(t, nil, "run", pedals, "--emulate", "--duration", "1s",
+		"--emulate-client", fmt.Sprintf("127.0.0.1:%d", client), "--emulate-listen", fmt.Sprintf("127.0.0.1:%d", listen))
+	if code != exitOK || !strings.Contains(errOut, "emulating BeamNG in process "+want) {
+		t.Errorf("given ports: exit %d\n%s\nwant %q", code, errOut, want)
+	}
+	src, _ := os.ReadFile(pedals)
+	cfg := strings.Replace(string(src), `"remotePort": 64891`, fmt.Sprintf(`"remotePort": %d`, listen), 1)
+	cfg = strings.Replace(cfg, `"localPort": 64890`, fmt.Sprintf(`"localPort": %d`, client), 1)
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
+	rig := filepath.Join(t.TempDir(), "rig.json")
+	os.WriteFile(rig, []byte(cfg), 0o644)
+	_, errOut, code = exec(t, nil, "run", rig, "--emulate", "--duration", "1s", "--emulate-client", "config", "--emulate-listen", "config")
+	if code != exitOK || !strings.Contains(errOut, "emulating BeamNG in process "+want) {
+		t.Errorf("the config's ports: exit %d\n%s\nwant %q", code, errOut, want)
+	}
+	for _, args := range [][]string{
+		{"run", pedals, "--emulate-client", "config"},
+		{"run", pedals, "--emulate", "--emulate-listen", "localhost"},
+		{"run", "../../examples/follow.json", "--emulate", "--emulate-client", "127.0.0.1:7000"},
+	} {
+		if _, errOut, code := exec(t, nil, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, errOut)
+		}
+	}
 }
