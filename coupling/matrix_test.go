@@ -106,7 +106,7 @@ type matrixRow struct {
 	program    bool     // the model is an exec program
 }
 
-// The fault matrix (issue 10): every fault the emulator can inflict and
+// The fault matrix: every fault the emulator can inflict and
 // every failure of the client side, each against the coupling run uses,
 // asserting for each: no panic, BeamNG back in lockstep (or the loss
 // reported), nothing lost from the recording (or the loss counted and

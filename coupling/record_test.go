@@ -99,7 +99,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 7: rows are written out on a timer, while BeamNG is
+// Rows are written out on a timer, while BeamNG is
 // silent too; before, they waited for the next message, and a SIGKILL
 // during a silence lost them.
 func TestRecordFlushedWhileBeamNGSilent(t *testing.T) {

@@ -91,7 +91,7 @@ func TestExecNewestRequestOnly(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 4: answers that cannot be used are counted and logged
+// Answers that cannot be used are counted and logged
 // with their reason, each kind at once.
 func TestExecBadAnswers(t *testing.T) {
 	t.Parallel()
@@ -120,7 +120,7 @@ func TestExecBadAnswers(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 2: a program that floors the throttle and exits is a
+// A program that floors the throttle and exits is a
 // fault at once (logged when it happens, not at the end), and it is started
 // again with backoff; answering again ends the fault.
 func TestExecDiesAndRestarts(t *testing.T) {
@@ -187,7 +187,7 @@ func TestExecHung(t *testing.T) {
 	}
 }
 
-// Issue 20, item 8: an answer line over 1 MB is discarded, logged at once
+// An answer line over 1 MB is discarded, logged at once
 // and counted; reading goes on with the next line. Before, the reader
 // stopped silently ("token too long" was never logged), no later answer
 // was read and the model stayed faulted with no restart.

@@ -42,7 +42,7 @@ func pids(t *testing.T, file string, n int) []int {
 	return nil
 }
 
-// Issue 20, minor: what an exec program starts ends with it. At close the
+// What an exec program starts ends with it. At close the
 // program ends on its own when its stdin closes; a child it left running
 // (as a shell's background job) is killed with it. At a restart, the children
 // of the program that ended go too. Before, both outlived beamconnect.
