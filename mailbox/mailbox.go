@@ -14,7 +14,11 @@ package mailbox
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -29,8 +33,35 @@ var (
 	ErrNoBox    = errors.New("mailbox: this process was given no box")
 )
 
-// envName carries the box to the child: what it inherited, and the sizes.
+// envName carries the box to the child: what it inherited, and the sizes,
+// as key:number pairs.
 const envName = "BEAMCONNECT_MAILBOX"
+
+// fromEnv reads the box's key:number pairs from the environment.
+func fromEnv() (map[string]uint64, error) {
+	v, ok := os.LookupEnv(envName)
+	if !ok {
+		return nil, ErrNoBox
+	}
+	got := map[string]uint64{}
+	for _, kv := range strings.Split(v, ",") {
+		k, n, _ := strings.Cut(kv, ":")
+		x, err := strconv.ParseUint(n, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("mailbox: %s=%q: %w", envName, v, err)
+		}
+		got[k] = x
+	}
+	return got, nil
+}
+
+// setEnv hands the pairs to cmd's environment.
+func setEnv(cmd *exec.Cmd, pairs string) {
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, envName+"="+pairs)
+}
 
 // The control block: each word the two sides write on its own cache line,
 // so one side's writes do not slow the other's reads.
