@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/logtest"
+	"beamconnect/internal/logtest"
 )
 
 // watch runs a watcher on a fresh file and returns a channel of what it

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/logtest"
-	"beamconnect/wine"
+	"beamconnect/internal/logtest"
+	"beamconnect/internal/wine"
 )
 
 // watchPath runs a watcher on path (which exists), named what, with a

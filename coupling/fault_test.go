@@ -10,10 +10,10 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
+	"beamconnect/internal/wine"
 	"beamconnect/models"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
-	"beamconnect/wine"
 )
 
 // throttleTrace records the emulated car's throttle at every step.

@@ -14,7 +14,7 @@ import (
 	"beamconnect/beamng/cosim"
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
-	"beamconnect/logtest"
+	"beamconnect/internal/logtest"
 	"beamconnect/memnet"
 	"beamconnect/models"
 	"beamconnect/ports"

@@ -20,10 +20,10 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/fmu/testfmu"
+	"beamconnect/internal/wine"
 	"beamconnect/models"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
-	"beamconnect/wine"
 )
 
 var matrixTable = flag.Bool("matrix", false, "print the fault matrix as a Markdown table (for the README)")

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
+	"beamconnect/internal/wine"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
-	"beamconnect/wine"
 )
 
 // fullDisk is a file that takes `room` bytes and then fails like a full

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/testprog"
-	"beamconnect/wine"
+	"beamconnect/internal/testprog"
+	"beamconnect/internal/wine"
 )
 
 // maxDuration is how long a page's run, emulate or bench may take here:

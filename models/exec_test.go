@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/logtest"
+	"beamconnect/internal/logtest"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
 )

@@ -10,7 +10,7 @@ import (
 
 	"beamconnect/fmu/host"
 	"beamconnect/fmu/testfmu"
-	"beamconnect/logtest"
+	"beamconnect/internal/logtest"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"

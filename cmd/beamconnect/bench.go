@@ -3,24 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/netip"
+	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
-	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
-	"beamconnect/config"
-	"beamconnect/coupling"
-	"beamconnect/models"
-	"beamconnect/ports"
+	"beamconnect/bench"
 )
 
 func init() {
@@ -83,7 +79,7 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 			fs.Bool("json", false, "print the results as JSON")
 			return func(c *call) int {
 				if len(*vehicles) > 0 {
-					var rs []fleetResult
+					var rs []bench.FleetResult
 					for _, p := range *periods {
 						for _, n := range *vehicles {
 							if n < 1 || p < 500*time.Microsecond || p > 500*time.Millisecond {
@@ -91,7 +87,7 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 								return exitUsage
 							}
 							c.log.Info("measuring", "vehicles", n, "period", p, "for", *d)
-							r, err := benchFleet(context.Background(), n, p, *d)
+							r, err := bench.Fleet(context.Background(), n, p, *d)
 							if err != nil {
 								return c.fail("bench", err)
 							}
@@ -127,13 +123,13 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 					fmt.Fprintf(c.stderr, "%s bench: --rounds must be at least 1\n", programName)
 					return exitUsage
 				}
-				drv := benchDriver{spin: *driver == "spin", program: *cDriver}
+				drv := bench.Driver{Spin: *driver == "spin", Program: *cDriver}
 				if *fmuPath != "" {
 					abs, err := filepath.Abs(*fmuPath)
 					if err != nil {
 						return c.fail("bench", err)
 					}
-					drv.fmu = abs
+					drv.FMU = abs
 				}
 				return benchCmd(c, *d, *rs, drv, *rounds)
 			}
@@ -141,79 +137,22 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 	})
 }
 
-type benchResult struct {
-	Name           string  `json:"name"`
-	RoundTrips     int64   `json:"round_trips"`
-	PerSecond      float64 `json:"round_trips_per_s"`
-	P50, P99, P999 float64 `json:"-"`
-	P50us          float64 `json:"turnaround_p50_us"`
-	P99us          float64 `json:"turnaround_p99_us"`
-	P999us         float64 `json:"turnaround_p999_us"`
-	AllocsPerRT    float64 `json:"allocs_per_round_trip"` // -1: not measured
-	PeakRSSKiB     int64   `json:"peak_rss_kib"`
-	Stalls         int64   `json:"stalls"`
-	Error          string  `json:"error,omitempty"`
-}
-
-// benchDriver is how BeamNG's side is played: by the emulator in process,
-// or by program (--c-driver); waiting for replies blocked or spinning.
-type benchDriver struct {
-	spin    bool
-	program string
-	fmu     string // --fmu: the FMU the FMU responders run
-}
-
-func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, rounds int) int {
+func benchCmd(c *call, d time.Duration, responders []string, drv bench.Driver, rounds int) int {
 	if d <= 0 {
 		fmt.Fprintf(c.stderr, "%s bench: --duration must be positive\n", programName)
 		return exitUsage
 	}
-	type resp struct{ name, cmd string }
-	list := []resp{{"beamconnect in process", ""}}
-	// The fair comparison with other programs: beamconnect's own binary
-	// running a coupling in a process of its own.
-	// (Not a test binary, x.test or x.test.exe: given "run", it would run
-	// its tests.)
-	if exe, err := os.Executable(); err == nil && !strings.HasSuffix(strings.TrimSuffix(exe, ".exe"), ".test") {
-		list = append(list, resp{"beamconnect", exe + " run {config} --no-watch --model hold --log-level error"})
-		list = append(list, resp{"beamconnect --busy-poll", exe + " run {config} --no-watch --model hold --log-level error --busy-poll"})
-		if drv.fmu != "" {
-			// The same binary stepping an FMU each message: in its child
-			// process (the default), and loaded into beamconnect.
-			list = append(list, resp{"beamconnect FMU in its child", exe + " run {fmu-config} --no-watch --log-level error"},
-				resp{"beamconnect FMU in process", exe + " run {fmu-config-in-process} --no-watch --log-level error"})
-		}
-	}
+	exe, _ := os.Executable()
+	list := bench.Responders(exe, drv)
 	for _, r := range responders {
 		name, cmd, ok := strings.Cut(r, "=")
 		if !ok || name == "" || strings.TrimSpace(cmd) == "" {
 			fmt.Fprintf(c.stderr, "%s bench: --responder %q: expected NAME=COMMAND\n", programName, r)
 			return exitUsage
 		}
-		list = append(list, resp{name, cmd})
+		list = append(list, bench.Responder{Name: name, Command: cmd})
 	}
-	var warnings []string
-	for _, r := range list {
-		if w := coreShortage(r.name, r.cmd, drv, runtime.NumCPU()); w != "" {
-			c.log.Warn(w)
-			warnings = append(warnings, w)
-		}
-	}
-	// Interleaved rounds: every responder once per round, so a drift of the
-	// machine (another tenant, thermal) touches all alike; each responder's
-	// round with the median round-trip rate is reported.
-	all := make([][]benchResult, len(list))
-	for round := range rounds {
-		for i, r := range list {
-			c.log.Info("measuring", "responder", r.name, "for", d, "round", round+1)
-			all[i] = append(all[i], measure(c, r.name, r.cmd, d, drv))
-		}
-	}
-	var results []benchResult
-	for _, rs := range all {
-		slices.SortFunc(rs, func(a, b benchResult) int { return cmpFloat(a.PerSecond, b.PerSecond) })
-		results = append(results, rs[len(rs)/2])
-	}
+	results, warnings := bench.Run(bench.Options{Responders: list, Driver: drv, Duration: d, Rounds: rounds, Log: c.log, Stderr: c.stderr})
 	if c.json {
 		writeJSON(c.stdout, results)
 		return exitOK
@@ -233,12 +172,12 @@ func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, ro
 	}
 	tw.Flush()
 	how := "waiting for each reply in a blocking receive, as BeamNG does"
-	if drv.spin {
+	if drv.Spin {
 		how = "busy-polling for each reply"
 	}
 	who := "the emulator, free-running, simulinkTime 0.5 ms"
-	if drv.program != "" {
-		who = drv.program + ", its own process, a message as soon as the last reply is in"
+	if drv.Program != "" {
+		who = drv.Program + ", its own process, a message as soon as the last reply is in"
 	}
 	fmt.Fprintf(c.stdout, "(BeamNG's side: %s, one message in flight, %s; %s each, %d rounds; %s/%s, %d CPUs)\n",
 		who, how, d, rounds, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
@@ -248,128 +187,58 @@ func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, ro
 	return exitOK
 }
 
-// coreShortage warns when a busy-polling responder and BeamNG's side need
-// more cores than the machine gives this process: a spinning responder
-// keeps a core busy for good, so BeamNG's side (the Go emulator, its
-// runtime and the kernel's work; or a spinning driver) is left to share
-// what remains, and the figures measure that contention, not the
-// responder. "" when the cores suffice or the responder does not spin.
-func coreShortage(name, command string, drv benchDriver, cpus int) string {
-	if !strings.Contains(name+" "+command, "--busy-poll") {
-		return ""
+// soakCmd soaks for d and prints the report.
+func soakCmd(c *call, d time.Duration, faults []string) int {
+	for _, spec := range faults {
+		var f emulator.Faults
+		if err := emulator.ParseFault(spec, &f); err != nil {
+			fmt.Fprintf(c.stderr, "%s bench: --fault: %v\n", programName, err)
+			return exitUsage
+		}
 	}
-	need, why := 2, "one for it, one for BeamNG's side"
-	switch {
-	case drv.spin:
-		need, why = 3, "one for it, one for the spinning driver, one for everything else"
-	case drv.program == "":
-		need, why = 3, "one for it, one for the emulator, one for the Go runtime and the kernel's work"
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := bench.Soak(ctx, d, faults, c.log)
+	if err != nil {
+		return c.fail("bench", err)
 	}
-	if cpus >= need {
-		return ""
+	if c.json {
+		writeJSON(c.stdout, r)
+	} else {
+		printSoak(c.stdout, r)
 	}
-	return fmt.Sprintf("%q busy-polls, a core kept busy, and needs %d cores (%s); this process may use %d, so its figures measure the contention: use --c-driver or a machine with more cores", name, need, why, cpus)
+	return exitOK
 }
 
-// measure runs the emulator against one responder for d.
-func measure(c *call, name, command string, d time.Duration, drv benchDriver) benchResult {
-	spin := drv.spin
-	res := benchResult{Name: name, AllocsPerRT: -1}
-	lo := netip.MustParseAddrPort("127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+func printFleetBench(w io.Writer, rs []bench.FleetResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VEHICLES\tPERIOD\tREAL-TIME FACTOR\tSTALLS\tREPLIES APPLIED\tROUND TRIPS/S\tPER CPU-SECOND\tCPU CORES\tTURNAROUND P99\tHOLDS REAL TIME")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%d\t%g ms\t%.3f\t%d\t%d of %d\t%.0f\t%.0f\t%.2f\t%.0f µs\t%v\n", r.Vehicles, r.PeriodMs, r.RealtimeFactor, r.Stalls,
+			r.Accepted, r.Sent, r.PerSecond, r.PerCPUSecond, r.CPUCores, r.P99us, r.RealTime)
+	}
+	tw.Flush()
+}
 
-	var clientAddr netip.AddrPort
-	var stopClient func() (int64, error)
-	var cp *coupling.Session
-	if command == "" {
-		cfg, err := config.Parse("bench.json", []byte(`{"version": 2, "outputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "groundspeed"}]]}]}`))
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		plan, _ := ports.Compile(cfg)
-		cp, err = coupling.New(coupling.Options{Plan: plan, Model: models.Hold{}, Local: lo})
-		if err == nil {
-			err = cp.Bind()
-		}
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		clientAddr = cp.Link(0).LocalAddr()
+func printSoak(w io.Writer, r bench.SoakResult) {
+	fmt.Fprintf(w, "soak: %s at BeamNG's fastest rate (a message every 0.5 ms physics step), paced like BeamNG, with faults %s\n", r.Duration, strings.Join(r.Faults, " "))
+	fmt.Fprintf(w, "  BeamNG sent %d messages; beamconnect answered %d; unanswered %d: %d dropped or cut by the faults, %d stale after stalls, %d other\n",
+		r.Sent, r.Answered, r.Unanswered, r.LostToFaults, r.Drained, r.LostOther)
+	fmt.Fprintf(w, "  BeamNG accepted %d replies, rejected %d; dropped datagrams %d\n", r.Accepted, r.Rejected, r.Dropped)
+	fmt.Fprintf(w, "  stalls %d; lockstep lost %d times (%.3f s); episodes out of lockstep (BeamNG's counters) %d, recovery p50 %.1f ms, max %.1f ms; ended in lockstep %v\n",
+		r.Stalls, r.LockstepLost, r.OutOfLockstepS, r.Episodes, r.RecoveryP50ms, r.RecoveryMaxms, r.EndedInLockstep)
+	fmt.Fprintf(w, "  recording: %d rows, %d lost\n", r.RecordRows, r.RecordLost)
+	if r.HeapStartMiB > 0 {
+		fmt.Fprintf(w, "  memory: heap in use %.2f MiB after 10 s, %.2f MiB at the end (max %.2f); RSS %.1f → %.1f MiB; %d GCs after 10 s; %.4f allocations per message in the process (both sides)\n",
+			r.HeapStartMiB, r.HeapEndMiB, r.HeapMaxMiB, r.RSSStartMiB, r.RSSEndMiB, r.GCs, r.AllocsPerMsg)
 	} else {
-		clientAddr = freeUDPPort()
+		fmt.Fprintf(w, "  memory: heap in use %.2f MiB at the end, RSS %.1f MiB (growth needs a soak over 10 s)\n", r.HeapEndMiB, r.RSSEndMiB)
 	}
-	if drv.program != "" {
-		return measureCDriver(c, res, cp, clientAddr, command, d, drv)
+	fmt.Fprintf(w, "  turnaround p50 %.1f µs, p99 %.1f µs\n", r.TurnaroundP50us, r.TurnaroundP99us)
+	if r.Injected != nil {
+		fmt.Fprintf(w, "  injected: %+v\n", *r.Injected)
 	}
-	listen := emulator.ListenUDP
-	if spin {
-		listen = emulator.ListenUDPSpin
+	for _, f := range r.ReportedFaults {
+		fmt.Fprintf(w, "  reported: %s\n", f)
 	}
-	link, err := listen(lo, clientAddr)
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	defer link.Close()
-
-	var wg sync.WaitGroup
-	if cp != nil {
-		cp.Link(0).SetRemote(link.LocalAddr())
-		wg.Add(1)
-		go func() { defer wg.Done(); cp.Run(ctx) }()
-	} else {
-		stop, err := startResponder(c, command, clientAddr, link.LocalAddr(), drv.fmu)
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		stopClient = func() (int64, error) { return stop(), nil }
-	}
-
-	// Lockstep with no skips: every step sends, and blocks for the reply.
-	var waits []time.Duration
-	var measuring bool
-	var started time.Time
-	var first, last int64
-	em, _ := emulator.New(emulator.Config{SimulinkTime: beamng.PhysicsDt, FreeRunning: true, Trace: func(r *emulator.StepRecord) {
-		if !measuring && r.Accepted {
-			measuring, started = true, time.Now()
-			first = r.Step
-		}
-		if measuring && r.Blocking && r.Got && r.Accepted {
-			waits = append(waits, r.Waited)
-			last = r.Step
-		}
-	}}, link)
-	waits = make([]time.Duration, 0, 1<<20)
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	runCtx, stopRun := context.WithTimeout(ctx, d+500*time.Millisecond)
-	sum, _ := em.Run(runCtx)
-	stopRun()
-	runtime.ReadMemStats(&ms1)
-	elapsed := time.Since(started)
-	cancel()
-	wg.Wait()
-	res.Stalls = sum.Stalls
-	res.PeakRSSKiB = selfPeakRSS()
-	if stopClient != nil {
-		res.PeakRSSKiB, _ = stopClient()
-	}
-	if len(waits) == 0 {
-		res.Error = "no replies"
-		return res
-	}
-	res.RoundTrips = int64(len(waits))
-	res.PerSecond = float64(len(waits)) / elapsed.Seconds()
-	slices.Sort(waits)
-	q := func(p float64) float64 { return float64(waits[int(p*float64(len(waits)-1))].Nanoseconds()) / 1e3 }
-	res.P50us, res.P99us, res.P999us = q(0.5), q(0.99), q(0.999)
-	if cp != nil && last > first {
-		res.AllocsPerRT = float64(ms1.Mallocs-ms0.Mallocs) / float64(len(waits))
-	}
-	return res
 }

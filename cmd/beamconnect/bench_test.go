@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"beamconnect/wine"
+	"beamconnect/bench"
+	"beamconnect/internal/wine"
 )
 
 // bench measures beamconnect (in process and as its own binary) and any
@@ -24,7 +25,7 @@ func TestBench(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	var rs []benchResult
+	var rs []bench.Result
 	if err := json.Unmarshal([]byte(out), &rs); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -58,7 +59,7 @@ func TestSoak(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	var r soakResult
+	var r bench.SoakResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -87,7 +88,7 @@ func TestBenchBusyPoll(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	var rs []benchResult
+	var rs []bench.Result
 	if err := json.Unmarshal([]byte(out), &rs); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -125,7 +126,7 @@ func TestBenchCDriver(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	var rs []benchResult
+	var rs []bench.Result
 	if err := json.Unmarshal([]byte(out), &rs); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -135,31 +136,6 @@ func TestBenchCDriver(t *testing.T) {
 	for _, r := range rs {
 		if r.Error != "" || r.RoundTrips < 100 || r.Stalls != 0 || r.P50us <= 0 || r.P99us < r.P50us {
 			t.Errorf("%s: %+v", r.Name, r)
-		}
-	}
-}
-
-// A busy-polling responder on too few cores is warned about, naming what
-// needs the cores; enough cores, or a responder that blocks, are not.
-func TestBenchCoreShortage(t *testing.T) {
-	emulated, cDriver, spin := benchDriver{}, benchDriver{program: "/tmp/driver"}, benchDriver{spin: true, program: "/tmp/driver"}
-	for _, tt := range []struct {
-		name, cmd string
-		drv       benchDriver
-		cpus      int
-		want      string
-	}{
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", emulated, 2, "needs 3 cores (one for it, one for the emulator, one for the Go runtime and the kernel's work); this process may use 2"},
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", emulated, 4, ""},
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", cDriver, 2, ""},
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", cDriver, 1, "needs 2 cores (one for it, one for BeamNG's side); this process may use 1"},
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", spin, 2, "needs 3 cores (one for it, one for the spinning driver, one for everything else)"},
-		{"beamconnect", "bc run {config}", emulated, 1, ""},
-		{"other", "/tmp/other {listen} {beamng} --busy-poll", emulated, 2, `"other" busy-polls`},
-	} {
-		got := coreShortage(tt.name, tt.cmd, tt.drv, tt.cpus)
-		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
-			t.Errorf("%s %+v on %d cores: %q, want %q", tt.name, tt.drv, tt.cpus, got, tt.want)
 		}
 	}
 }

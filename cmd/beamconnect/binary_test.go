@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"beamconnect/testprog"
+	"beamconnect/internal/testprog"
 )
 
 // self is this program, built once per test run, for tests that need a

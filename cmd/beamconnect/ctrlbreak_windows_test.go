@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/wine"
+	"beamconnect/internal/wine"
 )
 
 // Ctrl-Break ends a run as Ctrl-C does: at once, with its summary. It goes

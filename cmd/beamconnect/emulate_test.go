@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"beamconnect/beamng/beamngtest"
-	"beamconnect/wine"
+	"beamconnect/internal/wine"
 )
 
 // startClient opens a +1 client on a free loopback port; serve answers

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/wine"
+	"beamconnect/internal/wine"
 )
 
 const followExample = "../../examples/follow.json"

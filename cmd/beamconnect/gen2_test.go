@@ -11,8 +11,8 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/config"
+	"beamconnect/internal/wine"
 	"beamconnect/ports"
-	"beamconnect/wine"
 )
 
 const gen2Example = "../../examples/gen2-cruise.json"

@@ -14,7 +14,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/beamngtest"
-	"beamconnect/wine"
+	"beamconnect/internal/wine"
 )
 
 const gen2Fleet = "../../examples/gen2-follow.json"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/testprog"
+	"beamconnect/internal/testprog"
 )
 
 // The real binary, interrupted while BeamNG's side waits in a 2 s blocking

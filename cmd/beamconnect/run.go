@@ -18,6 +18,7 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
+	"beamconnect/emulated"
 	_ "beamconnect/mdf" // the MDF 4 recording format
 	"beamconnect/models"
 	"beamconnect/ports"
@@ -353,15 +354,16 @@ func (r *runner) run(hup <-chan os.Signal) int {
 	c, o := r.c, r.o
 	ctx, cancel := runContext(o.duration)
 	defer cancel()
-	var em *emulated
+	var em *emulated.Scene
 	var emWait sync.WaitGroup
 	if o.emulate {
 		var err error
-		em, err = emulate(r.sess, r.plan, o.freeRunning, c.log, func(v int, cfg *emulator.Config) {
-			if v == 0 {
-				cfg.Faults = r.faults
-			}
-		}, r.emulatedListen)
+		em, err = emulated.Start(r.sess, r.plan, emulated.Options{FreeRunning: o.freeRunning, Log: c.log, Listen: r.emulatedListen,
+			Tune: func(v int, cfg *emulator.Config) {
+				if v == 0 {
+					cfg.Faults = r.faults
+				}
+			}})
 		if err != nil {
 			code, _ := r.fail(err)
 			return code

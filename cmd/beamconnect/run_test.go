@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/internal/wine"
 	"beamconnect/models"
-	"beamconnect/wine"
 )
 
 type runResult struct {

@@ -11,6 +11,7 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
+	"beamconnect/emulated"
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/quality"
@@ -98,7 +99,7 @@ func withCounters(vals coupling.Values, vehicle bool, v any) ([]byte, error) {
 
 // summarize reads the session's, the model's and the recording's figures at
 // the end of a run, and lists the faults.
-func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.Model, rec *coupling.Recorder, em *emulated) runSummary {
+func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.Model, rec *coupling.Recorder, em *emulated.Scene) runSummary {
 	if rec != nil {
 		rec.Close()
 	}

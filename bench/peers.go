@@ -1,9 +1,10 @@
-package main
+package bench
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -96,8 +97,8 @@ func cmpFloat(a, b float64) int {
 // measureCDriver measures one responder against the external driver: a
 // separate process that binds BeamNG's address, sends and waits in
 // lockstep, and reports what it saw as JSON.
-func measureCDriver(c *call, in benchResult, cp *coupling.Session, clientAddr netip.AddrPort, command string, d time.Duration, drv benchDriver) (res benchResult) {
-	res = in
+func measureCDriver(o Options, in Result, cp *coupling.Session, clientAddr netip.AddrPort, command string, d time.Duration) (res Result) {
+	res, drv := in, o.Driver
 	beamngAddr := freeUDPPort()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -107,7 +108,7 @@ func measureCDriver(c *call, in benchResult, cp *coupling.Session, clientAddr ne
 		cp.Link(0).SetRemote(beamngAddr)
 		wg.Go(func() { cp.Run(ctx) })
 	} else {
-		stop, err := startResponder(c, command, clientAddr, beamngAddr, drv.fmu)
+		stop, err := startResponder(o.Stderr, command, clientAddr, beamngAddr, drv.FMU)
 		if err != nil {
 			res.Error = err.Error()
 			return res
@@ -115,10 +116,10 @@ func measureCDriver(c *call, in benchResult, cp *coupling.Session, clientAddr ne
 		defer func() { res.PeakRSSKiB = stop() }()
 	}
 	args := []string{beamngAddr.String(), clientAddr.String(), fmt.Sprint(d.Seconds())}
-	if drv.spin {
+	if drv.Spin {
 		args = append(args, "spin")
 	}
-	out, err := osexec.Command(drv.program, args...).Output()
+	out, err := osexec.Command(drv.Program, args...).Output()
 	if err != nil {
 		res.Error = "driver: " + err.Error()
 		return res
@@ -144,7 +145,7 @@ func measureCDriver(c *call, in benchResult, cp *coupling.Session, clientAddr ne
 // side must not send before, or the first message would be lost and cost a
 // 2 s stall (Python alone takes ~0.4 s to start here). stop ends it and
 // says its peak RSS (KiB).
-func startResponder(c *call, command string, listen, beamng netip.AddrPort, fmuPath string) (stop func() int64, err error) {
+func startResponder(stderr io.Writer, command string, listen, beamng netip.AddrPort, fmuPath string) (stop func() int64, err error) {
 	model, period := "", 0.5
 	switch {
 	case strings.Contains(command, "{fmu-config-in-process}"):
@@ -160,7 +161,7 @@ func startResponder(c *call, command string, listen, beamng netip.AddrPort, fmuP
 	argv := strings.Fields(strings.NewReplacer("{listen}", listen.String(), "{beamng}", beamng.String(),
 		"{config}", cfgPath).Replace(command))
 	cmd := osexec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = c.stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		os.Remove(cfgPath)
 		return nil, fmt.Errorf("cannot start: %w", err)

@@ -1,24 +1,22 @@
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/coupling"
+	"beamconnect/emulated"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
 
-// fleetResult is one line of bench --vehicles: N vehicles at one period.
-type fleetResult struct {
+// FleetResult is N vehicles at one period.
+type FleetResult struct {
 	Vehicles       int     `json:"vehicles"`
 	PeriodMs       float64 `json:"period_ms"`
 	RealtimeFactor float64 `json:"realtime_factor"`
@@ -46,10 +44,12 @@ func fleetConfigText(n int, period time.Duration) string {
 		strings.Join(outs, ","), strings.Join(ins, ","), strings.Join(vehicles, ","))
 }
 
-// benchFleet couples n vehicles to emulated ones stepped in one physics
-// loop paced in real time, each loaded on another step of the period, for d.
-func benchFleet(ctx context.Context, n int, period, d time.Duration) (fleetResult, error) {
-	r := fleetResult{Vehicles: n, PeriodMs: period.Seconds() * 1000}
+// Fleet couples n vehicles (one config, one process) to emulated ones
+// stepped in one physics loop paced in real time, each loaded on another
+// step of the period, for d: does real time hold with no stalls, and at
+// what cost in CPU.
+func Fleet(ctx context.Context, n int, period, d time.Duration) (FleetResult, error) {
+	r := FleetResult{Vehicles: n, PeriodMs: period.Seconds() * 1000}
 	text := fleetConfigText(n, period)
 	if n == 1 {
 		text = strings.Replace(text, `"remoteObject": "car0", `, "", 2)
@@ -67,9 +67,9 @@ func benchFleet(ctx context.Context, n int, period, d time.Duration) (fleetResul
 	if err != nil {
 		return r, err
 	}
-	em, err := emulate(sess, plan, false, slog.New(slog.DiscardHandler), func(v int, cfg *emulator.Config) {
+	em, err := emulated.Start(sess, plan, emulated.Options{Tune: func(v int, cfg *emulator.Config) {
 		cfg.Steps = int64(d.Seconds() / plan.PhysicsDt)
-	}, nil)
+	}})
 	if err != nil {
 		return r, err
 	}
@@ -98,14 +98,4 @@ func benchFleet(ctx context.Context, n int, period, d time.Duration) (fleetResul
 	}
 	r.RealTime = r.Stalls == 0 && r.RealtimeFactor >= 0.98 && r.Accepted >= r.Sent-int64(n)
 	return r, nil
-}
-
-func printFleetBench(w io.Writer, rs []fleetResult) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VEHICLES\tPERIOD\tREAL-TIME FACTOR\tSTALLS\tREPLIES APPLIED\tROUND TRIPS/S\tPER CPU-SECOND\tCPU CORES\tTURNAROUND P99\tHOLDS REAL TIME")
-	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%g ms\t%.3f\t%d\t%d of %d\t%.0f\t%.0f\t%.2f\t%.0f µs\t%v\n", r.Vehicles, r.PeriodMs, r.RealtimeFactor, r.Stalls,
-			r.Accepted, r.Sent, r.PerSecond, r.PerCPUSecond, r.CPUCores, r.P99us, r.RealTime)
-	}
-	tw.Flush()
 }

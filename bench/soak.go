@@ -1,37 +1,36 @@
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/netip"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/coupling"
+	"beamconnect/emulated"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
 
-// soakFaults are the faults a soak inflicts unless --fault names others:
+// SoakFaults are the faults a soak inflicts unless --fault names others:
 // every kind, at rates that make each happen a few to a few hundred times
 // in 10 minutes at 2000 messages a second.
-var soakFaults = []string{
+var SoakFaults = []string{
 	"drop-replies=0.000005", "drop-messages=0.000005", "truncate-messages=0.000005",
 	"dup-replies=0.0005", "dup-messages=0.0005", "delay-replies=1ms:0.0005", "delay-messages=1ms:0.0005",
 	"truncate-replies=0.0001", "reorder-messages=0.000002", "garbage=0.0005", "seed=1",
 }
 
-// soakResult is what a soak reports.
-type soakResult struct {
+// SoakResult is what a soak reports.
+type SoakResult struct {
 	Duration        string             `json:"duration"`
 	Faults          []string           `json:"faults"`
 	Sent            int64              `json:"beamng_sent"`
@@ -98,19 +97,20 @@ func (e *episodeTracker) end() []time.Duration {
 	return slices.Clone(e.ds)
 }
 
-// soakCmd runs the coupling against BeamNG's side paced in real time at
-// its fastest rate (a message every 0.5 ms physics step) for d, with
-// faults on, and reports what was lost, the stalls, the time to recover
-// and the memory growth.
-func soakCmd(c *call, d time.Duration, faults []string) int {
+// Soak runs the coupling (the cruise-pedals model, with a recording)
+// against BeamNG's side paced in real time at its fastest rate (a message
+// every 0.5 ms physics step) until ctx ends, with faults on (emulator
+// fault specs; nil: SoakFaults), and reports what was lost, the stalls,
+// the time to recover and the memory growth. d is the soak's planned
+// length, for the report.
+func Soak(ctx context.Context, d time.Duration, faults []string, log *slog.Logger) (SoakResult, error) {
 	if len(faults) == 0 {
-		faults = soakFaults
+		faults = SoakFaults
 	}
 	var f emulator.Faults
 	for _, spec := range faults {
 		if err := emulator.ParseFault(spec, &f); err != nil {
-			fmt.Fprintf(c.stderr, "%s bench: --fault: %v\n", programName, err)
-			return exitUsage
+			return SoakResult{}, fmt.Errorf("--fault: %w", err)
 		}
 	}
 	cfg, err := config.Parse("soak.json", []byte(`{"version": 2,
@@ -118,53 +118,46 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 		"inputs": [{"ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
 		"beamng": {"model": "cruise-pedals", "modelParams": {"setSpeed": 20}}}`))
 	if err != nil {
-		return c.fail("bench", err)
+		return SoakResult{}, err
 	}
 	plan, _ := ports.Compile(cfg)
-	model, err := models.New(plan.Model, plan.ModelParams, plan, c.log)
+	model, err := models.New(plan.Model, plan.ModelParams, plan, log)
 	if err != nil {
-		return c.fail("bench", err)
+		return SoakResult{}, err
 	}
 	rec, err := os.CreateTemp("", "beamconnect-soak-*.csv")
 	if err != nil {
-		return c.fail("bench", err)
+		return SoakResult{}, err
 	}
 	defer os.Remove(rec.Name())
 	defer rec.Close()
-	recorder := coupling.NewRecorder(rec, plan, c.log)
-	sess, err := coupling.New(coupling.Options{Plan: plan, Model: model, Log: c.log, Local: netip.MustParseAddrPort("127.0.0.1:0"), Record: recorder})
+	recorder := coupling.NewRecorder(rec, plan, log)
+	sess, err := coupling.New(coupling.Options{Plan: plan, Model: model, Log: log, Local: netip.MustParseAddrPort("127.0.0.1:0"), Record: recorder})
 	if err != nil {
-		return c.fail("bench", err)
+		return SoakResult{}, err
 	}
 	var eps episodeTracker
-	em, err := emulate(sess, plan, false, c.log, func(_ int, cfg *emulator.Config) { cfg.Faults, cfg.Trace = f, eps.step }, nil)
+	em, err := emulated.Start(sess, plan, emulated.Options{Log: log, Tune: func(_ int, cfg *emulator.Config) { cfg.Faults, cfg.Trace = f, eps.step }})
 	if err != nil {
-		return c.fail("bench", err)
+		return SoakResult{}, err
 	}
 	defer em.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
 	st := sess.Link(0).Stats()
 	wg.Go(func() { sess.Run(ctx) })
 	mem := &memWatch{}
-	wg.Go(func() { mem.watch(ctx, c, st) })
-	c.log.Info("soaking", "for", d, "faults", strings.Join(faults, " "))
+	wg.Go(func() { mem.watch(ctx, log, st) })
+	log.Info("soaking", "for", d, "faults", strings.Join(faults, " "))
 	em.Run(ctx)
 	cancel()
 	wg.Wait()
 	recorder.Close()
 	r := soakReport(d, faults, *em.Summary(0), st, &eps, mem, recorder)
 	r.ReportedFaults = sess.Faults()
-	if c.json {
-		writeJSON(c.stdout, r)
-	} else {
-		printSoak(c.stdout, r)
-	}
-	return exitOK
+	return r, nil
 }
 
 // memWatch samples the heap after a warm-up, then every 10 s.
@@ -175,7 +168,7 @@ type memWatch struct {
 	warmRSS   int64
 }
 
-func (m *memWatch) watch(ctx context.Context, c *call, st *coupling.Stats) {
+func (m *memWatch) watch(ctx context.Context, log *slog.Logger, st *coupling.Stats) {
 	t := time.NewTicker(10 * time.Second)
 	defer t.Stop()
 	var ms runtime.MemStats
@@ -191,17 +184,17 @@ func (m *memWatch) watch(ctx context.Context, c *call, st *coupling.Stats) {
 			if first {
 				m.warm, m.warmMsgs, m.warmRSS, first = ms, st.Get(coupling.Messages), currentRSS(), false
 			}
-			c.log.Info("soak", "messages", st.Get(coupling.Messages), "heap_in_use_mib", float64(ms.HeapInuse)/(1<<20),
+			log.Info("soak", "messages", st.Get(coupling.Messages), "heap_in_use_mib", float64(ms.HeapInuse)/(1<<20),
 				"stalls", st.Get(coupling.StallsRecovered), "lockstep_lost", st.Get(coupling.LockstepLost))
 		}
 	}
 }
 
 // soakReport is what a soak measured.
-func soakReport(d time.Duration, faults []string, sum emulator.Summary, st *coupling.Stats, eps *episodeTracker, mem *memWatch, rec *coupling.Recorder) soakResult {
+func soakReport(d time.Duration, faults []string, sum emulator.Summary, st *coupling.Stats, eps *episodeTracker, mem *memWatch, rec *coupling.Recorder) SoakResult {
 	ds := eps.end()
 	v := st.Snapshot()
-	r := soakResult{
+	r := SoakResult{
 		Duration: d.String(), Faults: faults,
 		Sent: sum.Sent, Answered: v[coupling.Replies], Accepted: sum.Accepted, Rejected: sum.Rejected,
 		Stalls: sum.Stalls, LockstepLost: v[coupling.LockstepLost], OutOfLockstepS: time.Duration(v[coupling.OutOfLockstep]).Seconds(),
@@ -230,27 +223,4 @@ func soakReport(d time.Duration, faults []string, sum emulator.Summary, st *coup
 		r.RecoveryMaxms = float64(ds[len(ds)-1].Microseconds()) / 1000
 	}
 	return r
-}
-
-func printSoak(w io.Writer, r soakResult) {
-	fmt.Fprintf(w, "soak: %s at BeamNG's fastest rate (a message every 0.5 ms physics step), paced like BeamNG, with faults %s\n", r.Duration, strings.Join(r.Faults, " "))
-	fmt.Fprintf(w, "  BeamNG sent %d messages; beamconnect answered %d; unanswered %d: %d dropped or cut by the faults, %d stale after stalls, %d other\n",
-		r.Sent, r.Answered, r.Unanswered, r.LostToFaults, r.Drained, r.LostOther)
-	fmt.Fprintf(w, "  BeamNG accepted %d replies, rejected %d; dropped datagrams %d\n", r.Accepted, r.Rejected, r.Dropped)
-	fmt.Fprintf(w, "  stalls %d; lockstep lost %d times (%.3f s); episodes out of lockstep (BeamNG's counters) %d, recovery p50 %.1f ms, max %.1f ms; ended in lockstep %v\n",
-		r.Stalls, r.LockstepLost, r.OutOfLockstepS, r.Episodes, r.RecoveryP50ms, r.RecoveryMaxms, r.EndedInLockstep)
-	fmt.Fprintf(w, "  recording: %d rows, %d lost\n", r.RecordRows, r.RecordLost)
-	if r.HeapStartMiB > 0 {
-		fmt.Fprintf(w, "  memory: heap in use %.2f MiB after 10 s, %.2f MiB at the end (max %.2f); RSS %.1f → %.1f MiB; %d GCs after 10 s; %.4f allocations per message in the process (both sides)\n",
-			r.HeapStartMiB, r.HeapEndMiB, r.HeapMaxMiB, r.RSSStartMiB, r.RSSEndMiB, r.GCs, r.AllocsPerMsg)
-	} else {
-		fmt.Fprintf(w, "  memory: heap in use %.2f MiB at the end, RSS %.1f MiB (growth needs a soak over 10 s)\n", r.HeapEndMiB, r.RSSEndMiB)
-	}
-	fmt.Fprintf(w, "  turnaround p50 %.1f µs, p99 %.1f µs\n", r.TurnaroundP50us, r.TurnaroundP99us)
-	if r.Injected != nil {
-		fmt.Fprintf(w, "  injected: %+v\n", *r.Injected)
-	}
-	for _, f := range r.ReportedFaults {
-		fmt.Fprintf(w, "  reported: %s\n", f)
-	}
 }
