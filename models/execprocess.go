@@ -1,0 +1,104 @@
+package models
+
+import (
+	"beamconnect/proctree"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// The exec model's program: started, supervised, restarted after it
+// ends.
+
+// start runs the program once, with its writer and reader.
+func (m *Exec) start() (*process, error) {
+	cmd := exec.Command(m.argv[0], m.argv[1:]...)
+	cmd.Dir = m.dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("model exec: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("model exec: %w", err)
+	}
+	cmd.Stderr = os.Stderr
+	tree, err := proctree.Start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("model exec: starting %q: %w", strings.Join(m.argv, " "), err)
+	}
+	p := &process{tree: tree, stdin: stdin, stdout: stdout, done: make(chan struct{}), answeredReq: make(chan struct{}, 1)}
+	m.procMu.Lock()
+	m.proc = p
+	m.procMu.Unlock()
+	m.answered.Store(false)
+	m.spoke.Store(false)
+	m.hung.Store(nil)
+	go m.write(p)
+	go m.read(p)
+	go func() {
+		// What it started (a shell's background job) ends with it: a new
+		// run must not find the old one's children still at work.
+		p.exit = tree.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// supervise waits for the program to exit, reports it at once, and starts
+// it again with backoff unless restarts are off or the model is closing.
+func (m *Exec) supervise(p *process) {
+	defer close(m.done)
+	b := newBackoff()
+	for {
+		started := time.Now()
+		select {
+		case <-p.done:
+		case <-m.closing:
+			<-p.done
+			m.lastExit = p.exit
+			return
+		}
+		m.lastExit = p.exit
+		select {
+		case <-m.closing:
+			return // closing stopped it
+		default:
+		}
+		b.ran(time.Since(started), m.answered.Load())
+		status := "exited"
+		if p.exit != nil {
+			status = p.exit.Error()
+		}
+		why := fmt.Errorf("the model program %q ended (%s)", strings.Join(m.argv, " "), status)
+		m.dead.Store(&why)
+		m.wake()
+		if !m.restart {
+			m.log.Error("model program ended; not restarting it (modelParams.restart is false)", "command", strings.Join(m.argv, " "), "status", status)
+			return
+		}
+		m.log.Error("model program ended; starting it again", "command", strings.Join(m.argv, " "), "status", status, "in", b.next)
+		for {
+			if !b.wait(m.closing) {
+				return
+			}
+			np, err := m.start()
+			if err == nil {
+				p = np
+				m.restarts.Add(1)
+				break
+			}
+			m.log.Error("cannot start the model program again", "err", err, "next_try_in", b.next)
+		}
+	}
+}
+
+// wake ends a Step's wait early (the program ended).
+func (m *Exec) wake() {
+	select {
+	case m.ansReady <- struct{}{}:
+	default:
+	}
+}
