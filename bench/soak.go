@@ -16,7 +16,7 @@ import (
 	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/emulated"
-	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 )
 
@@ -121,7 +121,7 @@ func Soak(ctx context.Context, d time.Duration, faults []string, log *slog.Logge
 		return SoakResult{}, err
 	}
 	plan, _ := ports.Compile(cfg)
-	model, err := models.New(plan.Model, plan.ModelParams, plan, log)
+	model, err := catalog.New(plan.Model, plan.ModelParams, plan, log)
 	if err != nil {
 		return SoakResult{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"beamconnect/config"
 	"beamconnect/memnet"
 	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 )
 
@@ -108,7 +109,7 @@ func TestPauseRecovery(t *testing.T) {
 		var sends []emulator.StepRecord
 		h := rig{cfg: load(t, "../examples/cruise-pedals.json"),
 			model: func(p *ports.Plan) models.Model {
-				m, _ := models.New("cruise-pedals", p.ModelParams, p, nil)
+				m, _ := catalog.New("cruise-pedals", p.ModelParams, p, nil)
 				return &pauser{Model: m, at: 50, pause: 2500 * time.Millisecond}
 			},
 			em: emulator.Config{Steps: 12000, Trace: func(r *emulator.StepRecord) {
@@ -175,7 +176,7 @@ func TestDirective(t *testing.T) {
 		var h *harness
 		released := false
 		h = rig{cfg: load(t, "../examples/cruise-torque.json"), model: func(p *ports.Plan) models.Model {
-			m, _ := models.New("cruise-torque", p.ModelParams, p, nil)
+			m, _ := catalog.New("cruise-torque", p.ModelParams, p, nil)
 			return &toggler{Model: m}
 		}, em: emulator.Config{Steps: 20000, Trace: func(*emulator.StepRecord) {
 			if h.c.Status() == Unconnected && !h.em.Vehicle().TorqueMode {

@@ -9,6 +9,7 @@ import (
 	"beamconnect/config"
 	"beamconnect/memnet"
 	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 )
 
@@ -43,7 +44,7 @@ func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer)
 		t.Fatal(err)
 	}
 	if m == nil {
-		if m, err = models.New(plan.Model, plan.ModelParams, plan, nil); err != nil {
+		if m, err = catalog.New(plan.Model, plan.ModelParams, plan, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

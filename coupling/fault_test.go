@@ -12,6 +12,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/internal/wine"
 	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
 )
@@ -40,7 +41,7 @@ func TestDeadExecModelFailsSafe(t *testing.T) {
 	log := &logBuffer{}
 	h := rig{cfg: load(t, "../examples/cruise-pedals.json"),
 		model: func(p *ports.Plan) models.Model {
-			m, err := models.New("exec", models.Params{
+			m, err := catalog.New("exec", models.Params{
 				"command": exectest.Command("header", "answer:100=1 1 0 0", "exit=1"),
 				"restart": false,
 			}, p, log.Logger())

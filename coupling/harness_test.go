@@ -17,6 +17,7 @@ import (
 	"beamconnect/internal/logtest"
 	"beamconnect/memnet"
 	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 	"beamconnect/timesync"
 )
@@ -110,7 +111,7 @@ func (r rig) build(t testing.TB, h *harness, listen Listen, clock timesync.Clock
 	h.plan, h.log = plan, &logBuffer{}
 	if r.model != nil {
 		h.model = r.model(plan)
-	} else if h.model, err = models.New(plan.Model, plan.ModelParams, plan, h.log.Logger()); err != nil {
+	} else if h.model, err = catalog.New(plan.Model, plan.ModelParams, plan, h.log.Logger()); err != nil {
 		t.Fatal(err)
 	}
 	opt := Options{Plan: plan, Model: h.model, Log: h.log.Logger(), Local: loopback, Listen: listen, Clock: clock,

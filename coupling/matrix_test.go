@@ -22,7 +22,9 @@ import (
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/wine"
 	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/models/exectest"
+	"beamconnect/models/program"
 	"beamconnect/ports"
 )
 
@@ -175,7 +177,7 @@ func TestFaultMatrix(t *testing.T) {
 				if st := m.h.c.Stats(); st.Get(NotComputed) == 0 || st.Get(NeutralReplies) < st.Get(Replies)*95/100 {
 					t.Errorf("no controls %d, neutral replies %d of %d: want the replies neutral", st.Get(NotComputed), st.Get(NeutralReplies), st.Get(Replies))
 				}
-				ex := m.h.model.(*models.Exec)
+				ex := m.h.model.(*program.Exec)
 				// A backlog grows past a second in this row; scheduling on a
 				// loaded machine adds tens of ms at most.
 				if age := ex.MaxAnswerAge(); age > 250*time.Millisecond || ex.Skipped() == 0 {
@@ -188,7 +190,7 @@ func TestFaultMatrix(t *testing.T) {
 			model:    execModel("header", "answer:200=1 x", "answer:*=1 0.3 0 0"),
 			reported: []string{"the model faulted", "the model's program gave 200 answers that were discarded"},
 			check: func(t *testing.T, m *matrixRun) {
-				if n := m.h.model.(*models.Exec).Bad(); n < 100 || !m.log.Has("model answer discarded") {
+				if n := m.h.model.(*program.Exec).Bad(); n < 100 || !m.log.Has("model answer discarded") {
 					t.Errorf("%d answers discarded", n)
 				}
 			}},
@@ -468,7 +470,7 @@ func refusedReload(t *testing.T, m *matrixRun) {
 // execModel is an exectest script as the exec model, with restarts off.
 func execModel(script ...string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 	return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
-		m, err := models.New("exec", models.Params{"command": exectest.Command(script...), "restart": false}, p, log.Logger())
+		m, err := catalog.New("exec", models.Params{"command": exectest.Command(script...), "restart": false}, p, log.Logger())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,7 @@ package coupling
 import (
 	"math"
 
-	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 	"beamconnect/quality"
 	"beamconnect/recording"
@@ -45,7 +45,7 @@ func newControlLoops(plan *ports.Plan) (*controlLoops, error) {
 	for _, spec := range plan.Quality {
 		l := controlLoop{spec: spec, value: spec.SetValue, column: columns[spec.Measured]}
 		if spec.Set == ports.SetParam {
-			v, err := models.ParamValue(plan, spec.SetName)
+			v, err := catalog.ParamValue(plan, spec.SetName)
 			if err != nil {
 				return nil, err
 			}

@@ -8,7 +8,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
-	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 	"beamconnect/scope"
 )
@@ -44,7 +44,7 @@ func TestReceiveAllocs(t *testing.T) {
 			break // busy polling needs Linux: elsewhere the same socket again
 		}
 		plan, _ := ports.Compile(load(t, "../examples/cruise-pedals.json"))
-		m, _ := models.New(plan.Model, plan.ModelParams, plan, nil)
+		m, _ := catalog.New(plan.Model, plan.ModelParams, plan, nil)
 		// With a live scope attached: its sample is on the same path.
 		ring := scope.New(ScopeColumns(plan), 1000, 1)
 		s, err := New(Options{Plan: plan, Model: m, Local: loopback, BusyPoll: busy, Scope: ring})

@@ -85,6 +85,7 @@ type FMU struct {
 	child *childFMU // in a child process
 
 	fault                               atomic.Pointer[error] // the step's fault: a hang, a failed call, a NaN
+	faultSeen                           atomic.Bool           // Fault has reported fault since it was set
 	procFault                           atomic.Pointer[error] // the instance or process is gone
 	missed, skipped, restarts, failures atomic.Int64
 	catchUps, resets                    atomic.Int64
@@ -231,13 +232,19 @@ func (m *FMU) healthy() {
 		m.log.Info("the FMU is answering again after its restart", "fmu", m.file)
 		m.procFault.Store(nil)
 	}
-	m.fault.Store(nil)
+	// A fault the coupling has not seen yet stays for it to see: an
+	// older message's answer with a NaN, taken in the step that also
+	// takes a good answer, would otherwise begin and end unseen.
+	if m.faultSeen.Load() {
+		m.fault.Store(nil)
+	}
 	m.tuneTaken()
 }
 
 // setFault starts (or changes) a fault, logging it at once; the coupling
 // logs it too and sends neutral controls.
 func (m *FMU) setFault(err error) {
+	m.faultSeen.Store(false)
 	if old := m.fault.Load(); old != nil && (*old).Error() == err.Error() {
 		return
 	}
@@ -252,6 +259,7 @@ func (m *FMU) Fault() error {
 		return *e
 	}
 	if e := m.fault.Load(); e != nil {
+		m.faultSeen.Store(true)
 		return *e
 	}
 	return nil

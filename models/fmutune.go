@@ -32,11 +32,11 @@ func (m *FMU) tuneChanges(running, p Params) ([]tuneChange, error) {
 		if k == "parameters" || reflect.DeepEqual(running[k], p[k]) {
 			continue
 		}
-		if _, given := p[k]; given && !slices.ContainsFunc(paramSpecs["fmu"], func(s param) bool { return s.name == k }) {
+		if _, given := p[k]; given && !slices.ContainsFunc(fmuParams, func(s Param) bool { return s.Name == k }) {
 			// A key the fmu model does not have: an unknown name, not a
 			// restart-only change (a tunable parameter written outside
 			// "parameters" is said so).
-			msg := unknownParam("fmu", k, paramSpecs["fmu"])
+			msg := unknownParam("fmu", k, fmuParams)
 			if v, ok := m.desc.Variable(k); ok && v.Tunable() {
 				msg = fmt.Sprintf("model fmu has no parameter %q: the FMU's parameters go under modelParams.parameters (\"parameters\": {%q: …})", k, k)
 			} else if s := suggest.Closest(k, m.desc.Names()); s != "" {

@@ -1,15 +1,17 @@
-// Package models holds what stands where the Simulink model stood: the Model
-// interface a program implements, the built-in controllers, "hold" for
-// pure logging rigs, "exec" for an external process, and "fmu" for a
-// co-simulation FMU.
+// Package models is the contract of what stands where the Simulink model
+// stood: the Model interface and the optional ones the coupling looks for
+// (Idler, Rebinder, Reader, Faulter, Tallier, Reporter, Closer), a model's
+// Params and the Findings about them, and "hold", the model that writes
+// nothing. The models themselves live below: models/builtin (the built-in
+// controllers), models/program ("exec": an external process), the FMU
+// adapter; models/catalog makes any of them by its name.
 package models
 
 import (
 	"fmt"
-	"log/slog"
-	"strings"
 
 	"beamconnect/ports"
+	"beamconnect/quality"
 )
 
 // Model stands where the Simulink model stood. The coupling steps it once
@@ -68,29 +70,22 @@ type Reader interface {
 	Reads(vehicle int) bool
 }
 
-// Check reports whether the model called name could bind to plan, without
-// starting anything: a reload is refused before it is applied when the new
-// config lacks a port the model needs.
-func Check(name string, plan *ports.Plan) error { return checkWith(name, nil, plan) }
+// Faulter is a Model that can fail on its own: a process that exits, hangs
+// or answers badly. Fault is nil while the model is healthy; the coupling
+// reads it after every step and sends neutral controls while it is not. It
+// must not allocate.
+type Faulter interface {
+	Fault() error
+}
 
-// checkWith is Check with the model's parameters, which name what some
-// models bind (follow's ego and lead).
-func checkWith(name string, params Params, plan *ports.Plan) error {
-	b := &binder{plan: plan, model: name}
-	switch name {
-	case "cruise-pedals":
-		bindPedals(b)
-	case "cruise-torque":
-		bindTorque(b)
-	case "heading-hold":
-		bindHeading(b)
-	case "follow":
-		m := &Follow{}
-		m.egoName, _ = params["ego"].(string)
-		m.leadName, _ = params["lead"].(string)
-		m.bind(b)
-	}
-	return b.err()
+// Reporter is a Model that says how well it controls: a report per loop,
+// judged as beamng.quality judges any model's (package quality). The
+// summary, the status line, --json and the live page show them when the
+// config names no loops of its own. Quality is read from other goroutines
+// while the model steps (the trackers publish atomically); final says the
+// run is over.
+type Reporter interface {
+	Quality(final bool) []quality.Report
 }
 
 // Params are a model's parameters from the config (beamng.modelParams).
@@ -109,68 +104,6 @@ func (p Params) Float(name string, def float64) (float64, error) {
 	return f, nil
 }
 
-// Names of the built-in models.
-func Names() []string {
-	return []string{"cruise-pedals", "cruise-torque", "exec", "fmu", "follow", "heading-hold", "hold"}
-}
-
-// New builds the model called name for plan, binding it to the ports that
-// carry the signals it needs.
-//
-// log (nil: discard) hears of what a model that runs on its own reports:
-// an exec program that ends, or answers badly.
-func New(name string, params Params, plan *ports.Plan, log *slog.Logger) (Model, error) {
-	if _, ok := paramSpecs[name]; !ok {
-		return nil, Validate(name, params, plan)[0] // names the models there are
-	}
-	var errs []string
-	for _, f := range Validate(name, params, plan) {
-		if !f.Warning {
-			errs = append(errs, f.Error())
-		}
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("model %s: %s", name, strings.Join(errs, "; "))
-	}
-	b := &binder{plan: plan, model: name}
-	var m Model
-	var err error
-	switch name {
-	case "hold":
-		m = Hold{}
-	case "cruise-pedals":
-		m, err = newCruisePedals(b, params)
-	case "cruise-torque":
-		m, err = newCruiseTorque(b, params)
-	case "heading-hold":
-		m, err = newHeadingHold(b, params)
-	case "follow":
-		m, err = newFollow(b, params)
-	case "exec":
-		// Assign only a working *Exec: a nil one in the interface would not
-		// compare equal to nil below.
-		var ex *Exec
-		if ex, err = NewExec(params, plan, log); err == nil {
-			m = ex
-		}
-	case "fmu":
-		var f *FMU
-		if f, err = NewFMU(params, plan, log); err == nil {
-			m = f
-		}
-	}
-	if err == nil {
-		err = b.err()
-	}
-	if err != nil {
-		if c, ok := m.(Closer); ok && m != nil {
-			c.Close()
-		}
-		return nil, err
-	}
-	return m, nil
-}
-
 // Hold writes nothing: inputs stay at their initial values. For logging
 // rigs, and for driving BeamNG from its own UI while recording.
 type Hold struct{}
@@ -180,3 +113,12 @@ func (Hold) Step(float64, [][]float64, [][]float64) bool { return true }
 // Reads: hold reads no vehicle's data, so a silent vehicle keeps none of
 // the others from their (initial) values.
 func (Hold) Reads(int) bool { return false }
+
+// Rebind: hold writes nothing, so any plan will do; it takes no
+// parameters.
+func (Hold) Rebind(_ *ports.Plan, _, params Params) (func(), error) {
+	if f := CheckParams("hold", nil, params); len(f) > 0 {
+		return nil, f[0]
+	}
+	return func() {}, nil
+}

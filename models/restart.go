@@ -12,22 +12,23 @@ const (
 	ranWell = 10 * time.Second
 )
 
-// backoff paces restarts: 1 s, then twice as long each time up to 30 s,
+// Backoff paces restarts: 1 s, then twice as long each time up to 30 s,
 // and 1 s again after a run that went well.
-type backoff struct{ next time.Duration }
+type Backoff struct{ next time.Duration }
 
-func newBackoff() backoff { return backoff{next: firstRestart} }
+// NewBackoff is a backoff whose first wait is 1 s.
+func NewBackoff() Backoff { return Backoff{next: firstRestart} }
 
-// ran records how long the process ran and whether it worked meanwhile.
-func (b *backoff) ran(d time.Duration, healthy bool) {
+// Ran records how long the process ran and whether it worked meanwhile.
+func (b *Backoff) Ran(d time.Duration, healthy bool) {
 	if healthy && d > ranWell {
 		b.next = firstRestart
 	}
 }
 
-// wait sleeps the current delay, then doubles it. It returns false when
+// Wait sleeps the current delay, then doubles it. It returns false when
 // closing ends the wait first.
-func (b *backoff) wait(closing <-chan struct{}) bool {
+func (b *Backoff) Wait(closing <-chan struct{}) bool {
 	t := time.NewTimer(b.next)
 	defer t.Stop()
 	select {
@@ -38,3 +39,13 @@ func (b *backoff) wait(closing <-chan struct{}) bool {
 	b.next = min(2*b.next, maxRestart)
 	return true
 }
+
+// The FMU adapter's names for the same.
+type backoff = Backoff
+
+func newBackoff() Backoff                            { return NewBackoff() }
+func (b *Backoff) ran(d time.Duration, healthy bool) { b.Ran(d, healthy) }
+func (b *Backoff) wait(closing <-chan struct{}) bool { return b.Wait(closing) }
+
+// Next is how long the next Wait will sleep.
+func (b *Backoff) Next() time.Duration { return b.next }

@@ -15,11 +15,6 @@ type Tallier interface {
 	Tally() Tally
 }
 
-// Tally counts what the program did.
-func (m *Exec) Tally() Tally {
-	return Tally{Missed: m.Missed(), Discarded: m.Bad(), Skipped: m.Skipped(), Restarts: m.Restarts()}
-}
-
 // Tally counts what the FMU did: steps answered too late, requests not
 // sent while it was busy, its failures (an error status, a crash) and
 // restarts.

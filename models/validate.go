@@ -1,14 +1,13 @@
 package models
 
 import (
+	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
+	"maps"
+	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
-	"beamconnect/ports"
 	"beamconnect/suggest"
 )
 
@@ -33,87 +32,53 @@ func (f Finding) Error() string {
 	return "modelParams." + strings.Join(segs, ".") + ": " + f.Msg
 }
 
-// param is what a model accepts under one modelParams key.
-type param struct {
-	name string
-	kind paramKind
+// Param is what a model accepts under one modelParams key.
+type Param struct {
+	Name string
+	Kind ParamKind
+	// Check, when set, checks the value instead of Kind: the message says
+	// what is wrong, "" when nothing is.
+	Check func(v any) string
 }
 
-type paramKind uint8
+// ParamKind is the type of value a parameter takes.
+type ParamKind uint8
 
 const (
-	number   paramKind = iota // any number
-	positive                  // a number > 0
-	command                   // a string, or an array of strings, naming a program
-	boolean
-	text    // a string
-	profile // an array of "seconds:speed" strings
-	file    // a file name
-	names   // an object of strings: names mapped to names
-	values  // an object of numbers and booleans
+	Number   ParamKind = iota // any number
+	Positive                  // a number > 0
+	Command                   // a string, or an array of strings, naming a program
+	Boolean
+	Text   // a vehicle's name
+	File   // a file name
+	Names  // an object of strings: names mapped to names
+	Values // an object of numbers and booleans
 )
 
-// params lists each model's parameters.
-var paramSpecs = map[string][]param{
-	"hold":          nil,
-	"cruise-pedals": {{"setSpeed", number}, {"kp", number}, {"ki", number}},
-	"cruise-torque": {{"setSpeed", number}, {"kp", number}, {"ki", number}, {"maxTorque", positive}},
-	"heading-hold":  {{"headingDeg", number}, {"setSpeed", number}, {"kp", number}},
-	"exec":          {{"command", command}, {"deadlineMs", positive}, {"restart", boolean}},
-	"fmu": {{"path", file}, {"inputs", names}, {"outputs", names}, {"parameters", values},
-		{"inProcess", boolean}, {"restart", boolean}, {"deadlineMs", positive}},
-	"follow": {{"ego", text}, {"lead", text}, {"leadProfile", profile}, {"timeGap", positive}, {"standstill", number},
-		{"kGap", positive}, {"maxSpeed", positive}, {"kp", number}, {"ki", number}},
-}
-
-// Validate checks a model's name, its parameters and, for the built-in
-// controllers, that plan maps the signals they need, without starting
-// anything. validate reports these findings and run refuses what has an
-// error, so the two never disagree.
-func Validate(name string, p Params, plan *ports.Plan) []Finding {
-	specs, ok := paramSpecs[name]
-	if !ok {
-		msg := fmt.Sprintf("model %q: expected one of %s", name, strings.Join(Names(), ", "))
-		if s := suggest.Closest(name, Names()); s != "" {
-			msg = fmt.Sprintf("model %q: no such model (did you mean %q?)", name, s)
-		}
-		return []Finding{{Msg: msg}}
-	}
+// CheckParams checks p against a model's specs: every key one of them,
+// every value of its kind, in key order.
+func CheckParams(model string, specs []Param, p Params) []Finding {
 	var out []Finding
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		i := slices.IndexFunc(specs, func(s param) bool { return s.name == k })
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		i := slices.IndexFunc(specs, func(s Param) bool { return s.Name == k })
 		if i < 0 {
-			out = append(out, Finding{Param: k, Msg: unknownParam(name, k, specs)})
+			out = append(out, Finding{Param: k, Msg: unknownParam(model, k, specs)})
 			continue
 		}
 		if msg := specs[i].check(p[k]); msg != "" {
 			out = append(out, Finding{Param: k, Msg: msg})
 		}
 	}
-	switch name {
-	case "exec":
-		out = append(out, validateExec(p, plan)...)
-	case "fmu":
-		out = append(out, validateFMU(p, plan)...)
-	}
-	if err := checkWith(name, p, plan); err != nil {
-		out = append(out, Finding{Msg: err.Error()})
-	}
 	return out
 }
 
-func unknownParam(model, key string, specs []param) string {
+func unknownParam(model, key string, specs []Param) string {
 	if len(specs) == 0 {
 		return fmt.Sprintf("model %s takes no parameters", model)
 	}
 	names := make([]string, len(specs))
 	for i, s := range specs {
-		names[i] = s.name
+		names[i] = s.Name
 	}
 	if s := suggest.Closest(key, names); s != "" {
 		return fmt.Sprintf("model %s has no parameter %q (did you mean %q?)", model, key, s)
@@ -121,48 +86,49 @@ func unknownParam(model, key string, specs []param) string {
 	return fmt.Sprintf("model %s has no parameter %q: expected one of %s", model, key, strings.Join(names, ", "))
 }
 
-func (s param) check(v any) string {
-	switch s.kind {
-	case number, positive:
+func (s Param) check(v any) string {
+	if s.Check != nil {
+		return s.Check(v)
+	}
+	switch s.Kind {
+	case Number, Positive:
 		f, ok := v.(float64)
 		if !ok {
-			return fmt.Sprintf("expected a number, got %s", describe(v))
+			return fmt.Sprintf("expected a number, got %s", Describe(v))
 		}
-		if s.kind == positive && !(f > 0) {
+		if s.Kind == Positive && !(f > 0) {
 			return fmt.Sprintf("expected a number above 0, got %v", f)
 		}
-	case command:
-		if len(argv(v)) == 0 {
+	case Command:
+		if len(Argv(v)) == 0 {
 			return "expected the program to run: a string such as \"python3 model.py\", or an array of strings"
 		}
-	case boolean:
+	case Boolean:
 		if _, ok := v.(bool); !ok {
-			return fmt.Sprintf("expected true or false, got %s", describe(v))
+			return fmt.Sprintf("expected true or false, got %s", Describe(v))
 		}
-	case text:
+	case Text:
 		if s, ok := v.(string); !ok || s == "" {
-			return fmt.Sprintf("expected a vehicle's name (its remoteObject), got %s", describe(v))
+			return fmt.Sprintf("expected a vehicle's name (its remoteObject), got %s", Describe(v))
 		}
-	case profile:
-		if _, err := parseProfile(v); err != nil {
-			return strings.TrimPrefix(err.Error(), "modelParams.leadProfile: ")
-		}
-	case file:
+	case File:
 		if s, ok := v.(string); !ok || s == "" {
-			return fmt.Sprintf("expected the FMU's file, e.g. \"controller.fmu\" (relative to the config), got %s", describe(v))
+			return fmt.Sprintf("expected the FMU's file, e.g. \"controller.fmu\" (relative to the config), got %s", Describe(v))
 		}
-	case names, values:
+	case Names, Values:
 		if _, ok := v.(map[string]any); !ok {
-			if s.kind == names {
-				return fmt.Sprintf("expected an object of FMU variable names and config field names, e.g. {\"throttleCmd\": \"throttle\"}, got %s", describe(v))
+			if s.Kind == Names {
+				return fmt.Sprintf("expected an object of FMU variable names and config field names, e.g. {\"throttleCmd\": \"throttle\"}, got %s", Describe(v))
 			}
-			return fmt.Sprintf("expected an object of FMU variable names and values, e.g. {\"setSpeed\": 20}, got %s", describe(v))
+			return fmt.Sprintf("expected an object of FMU variable names and values, e.g. {\"setSpeed\": 20}, got %s", Describe(v))
 		}
 	}
 	return ""
 }
 
-func describe(v any) string {
+// Describe says what a parameter's value is, for a message that says
+// what was expected instead.
+func Describe(v any) string {
 	switch x := v.(type) {
 	case string:
 		return fmt.Sprintf("the string %q", x)
@@ -174,8 +140,11 @@ func describe(v any) string {
 	return fmt.Sprint(v)
 }
 
-// argv is exec's command as program and arguments.
-func argv(v any) []string {
+// describe is Describe, for the FMU adapter.
+func describe(v any) string { return Describe(v) }
+
+// Argv is a command parameter as program and arguments.
+func Argv(v any) []string {
 	switch c := v.(type) {
 	case string:
 		return strings.Fields(c)
@@ -187,27 +156,47 @@ func argv(v any) []string {
 	return nil
 }
 
-// validateExec checks what exec needs beyond the parameters' types: a
-// command at all, a deadline inside the model timeout, and (a warning only,
-// since the run may happen on another machine) a program that can be found.
-func validateExec(p Params, plan *ports.Plan) []Finding {
-	var out []Finding
-	cmd, ok := p["command"]
-	if !ok {
-		return []Finding{{Param: "command", Msg: "missing: exec needs the program to run, e.g. \"command\": [\"python3\", \"model.py\"]"}}
+// ParamText writes a parameter's value as the config writes it.
+func ParamText(v any) string {
+	if v == nil {
+		return "(absent)"
 	}
-	if d, ok := p["deadlineMs"].(float64); ok && d > 0 && d/1000 > plan.ModelTimeout {
-		out = append(out, Finding{Param: "deadlineMs", Msg: fmt.Sprintf("%v ms is longer than the model timeout (%v ms, beamng.modelTimeoutMs): expected a shorter deadline", d, plan.ModelTimeout*1000)})
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
 	}
-	if args := argv(cmd); len(args) > 0 {
-		prog := args[0]
-		if strings.ContainsRune(prog, filepath.Separator) && !filepath.IsAbs(prog) && plan.Source != "" {
-			prog = filepath.Join(filepath.Dir(plan.Source), prog)
+	return string(b)
+}
+
+// jsonText is ParamText, for the FMU adapter.
+func jsonText(v any) string { return ParamText(v) }
+
+// RefuseChanges refuses any change of the modelParams of a model that
+// takes them at its start only, naming each.
+func RefuseChanges(model string, running, params Params) error {
+	var changed []string
+	for _, k := range union(running, params) {
+		if !reflect.DeepEqual(running[k], params[k]) {
+			changed = append(changed, fmt.Sprintf("modelParams.%s (%s → %s)", k, ParamText(running[k]), ParamText(params[k])))
 		}
-		if _, err := exec.LookPath(prog); err != nil {
-			out = append(out, Finding{Param: "command", Warning: true,
-				Msg: fmt.Sprintf("%q is not a program found on this machine (%v); run will fail to start it unless it exists where run runs", args[0], err)})
+	}
+	if len(changed) > 0 {
+		return fmt.Errorf("model %s takes its parameters at the start only (restart beamconnect for them): %s", model, strings.Join(changed, "; "))
+	}
+	return nil
+}
+
+// Refusal is the error that the findings about model make, leaving the
+// warnings out: nil when none is an error.
+func Refusal(model string, fs []Finding) error {
+	var errs []string
+	for _, f := range fs {
+		if !f.Warning {
+			errs = append(errs, f.Error())
 		}
 	}
-	return out
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("model %s: %s", model, strings.Join(errs, "; "))
 }

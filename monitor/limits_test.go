@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"beamconnect/coupling"
-	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports/portstest"
 	"beamconnect/scope"
 )
@@ -51,7 +51,7 @@ func loggingServerWith(t testing.TB, tune func(*Server), opts func(*coupling.Opt
 		}
 		ring.Push(float64(i)*0.002, [][]float64{row})
 	}
-	m, err := models.New(plan.Model, plan.ModelParams, plan, nil)
+	m, err := catalog.New(plan.Model, plan.ModelParams, plan, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

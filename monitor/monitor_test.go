@@ -19,7 +19,7 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
-	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
 	"beamconnect/scope"
@@ -43,7 +43,7 @@ type rig struct {
 func newRig(t testing.TB, steps int64) *rig {
 	t.Helper()
 	plan := portstest.Load(t, "../examples/cruise-pedals.json")
-	m, err := models.New(plan.Model, plan.ModelParams, plan, nil)
+	m, err := catalog.New(plan.Model, plan.ModelParams, plan, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

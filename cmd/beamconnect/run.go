@@ -21,6 +21,8 @@ import (
 	"beamconnect/emulated"
 	_ "beamconnect/mdf" // the MDF 4 recording format
 	"beamconnect/models"
+	"beamconnect/models/catalog"
+	"beamconnect/models/program"
 	"beamconnect/ports"
 	"beamconnect/recording"
 )
@@ -103,7 +105,7 @@ lockstep, model faults, lost recording rows; the summary lists each.
 
 ` + coupling.PingResultsLayout + `
 
-` + models.ExecProtocol + `
+` + program.ExecProtocol + `
 
 ` + models.FMUProtocol,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
@@ -316,7 +318,7 @@ func (r *runner) newModel() error {
 	if r.o.model != "" && r.o.model != r.name {
 		r.name, params = r.o.model, nil // the config's parameters belong to its own model
 	}
-	m, err := models.New(r.name, params, r.plan, r.c.log)
+	m, err := catalog.New(r.name, params, r.plan, r.c.log)
 	if err != nil {
 		return err
 	}
@@ -430,7 +432,7 @@ type runError struct {
 // modelList names every model for the help.
 func modelList() string {
 	var builtin []string
-	for _, n := range models.Names() {
+	for _, n := range catalog.Names() {
 		if n != "exec" && n != "fmu" {
 			builtin = append(builtin, n)
 		}

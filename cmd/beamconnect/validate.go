@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/config"
-	"beamconnect/models"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 )
 
@@ -102,12 +102,12 @@ func checkPlan(cfg *config.Config, ds config.Diagnostics) (*ports.Plan, config.D
 		if l.Set != ports.SetParam {
 			continue
 		}
-		if _, err := models.ParamValue(plan, l.SetName); err != nil {
+		if _, err := catalog.ParamValue(plan, l.SetName); err != nil {
 			pos, path := cfg.Locate(l.Ptr + "/setpoint")
 			ds = append(ds, config.Diagnostic{File: cfg.File, Pos: pos, Path: path, Severity: config.Error, Msg: err.Error()})
 		}
 	}
-	for _, f := range models.Validate(plan.Model, plan.ModelParams, plan) {
+	for _, f := range catalog.Validate(plan.Model, plan.ModelParams, plan) {
 		ptr := "/beamng/model"
 		if f.Param != "" {
 			ptr = "/beamng/modelParams/" + f.Param

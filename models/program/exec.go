@@ -1,4 +1,4 @@
-package models
+package program
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/proctree"
 )
@@ -70,14 +71,6 @@ signal; Windows: the job object). After a config reload a new
 "# columns:" line comes before the next request, and the answers must
 follow the new columns from then on.`
 
-// Faulter is a Model that can fail on its own: a process that exits, hangs
-// or answers badly. Fault is nil while the model is healthy; the coupling
-// reads it after every step and sends neutral controls while it is not. It
-// must not allocate.
-type Faulter interface {
-	Fault() error
-}
-
 // Errors Exec.Fault reports while its program runs.
 var (
 	ErrModelHung        = errors.New("the model program gave no valid answer for longer than the model timeout")
@@ -91,7 +84,7 @@ const maxAnswerLine = 1 << 20
 
 // startGrace is how long a (re)started program may take to answer its
 // first request: interpreters take their time to start.
-const startGrace = 10 * time.Second
+const startGrace = models.StartGrace
 
 // Exec is a model in an external process (see ExecProtocol).
 type Exec struct {
@@ -169,8 +162,8 @@ type process struct {
 }
 
 // NewExec starts the program of params["command"].
-func NewExec(params Params, plan *ports.Plan, log *slog.Logger) (*Exec, error) {
-	argv := argv(params["command"])
+func NewExec(params models.Params, plan *ports.Plan, log *slog.Logger) (*Exec, error) {
+	argv := models.Argv(params["command"])
 	if len(argv) == 0 {
 		return nil, errors.New("model exec: modelParams.command must name the program to run")
 	}
@@ -407,8 +400,8 @@ func (m *Exec) Fault() error {
 // answer must have the new width (an answer to a request from before still
 // has the old one). The program keeps running; its modelParams cannot
 // change while it runs.
-func (m *Exec) Rebind(plan *ports.Plan, running, params Params) (func(), error) {
-	if err := restartOnlyParams("exec", running, params); err != nil {
+func (m *Exec) Rebind(plan *ports.Plan, running, params models.Params) (func(), error) {
+	if err := models.RefuseChanges("exec", running, params); err != nil {
 		return nil, err
 	}
 	header, width := columns(plan), inputWidth(plan)
@@ -451,4 +444,9 @@ func (m *Exec) Close() error {
 		return fmt.Errorf("model exec: %w", err)
 	}
 	return nil
+}
+
+// Tally counts what the program did.
+func (m *Exec) Tally() models.Tally {
+	return models.Tally{Missed: m.Missed(), Discarded: m.Bad(), Skipped: m.Skipped(), Restarts: m.Restarts()}
 }

@@ -1,11 +1,11 @@
-package models
+package builtin
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 
+	"beamconnect/models"
 	"beamconnect/ports"
 )
 
@@ -23,19 +23,13 @@ var restartOnly = map[string][]string{"follow": {"ego", "lead"}}
 // parameters a running model cannot take, the parameters' values, and the
 // binding to plan, which bind makes into a fresh value so the running
 // binding is untouched.
-func prepare[R any](model string, plan *ports.Plan, running, params Params, nums numbers, bind func(*binder) R) (R, []float64, error) {
+func prepare[R any](model string, plan *ports.Plan, running, params models.Params, nums numbers, bind func(*binder) R) (R, []float64, error) {
 	var zero R
 	if err := checkTune(model, running, params); err != nil {
 		return zero, nil, err
 	}
-	var bad []string
-	for _, f := range Validate(model, params, plan) {
-		if !f.Warning {
-			bad = append(bad, f.Error())
-		}
-	}
-	if len(bad) > 0 {
-		return zero, nil, fmt.Errorf("model %s: %s", model, strings.Join(bad, "; "))
+	if err := models.Refusal(model, Validate(model, params, plan)); err != nil {
+		return zero, nil, err
 	}
 	v, err := nums.read(params)
 	if err != nil {
@@ -51,11 +45,11 @@ func prepare[R any](model string, plan *ports.Plan, running, params Params, nums
 
 // checkTune refuses params that change a restart-only parameter of model,
 // naming each with both values as the config writes them.
-func checkTune(model string, running, params Params) error {
+func checkTune(model string, running, params models.Params) error {
 	var changed []string
 	for _, k := range restartOnly[model] {
 		if !reflect.DeepEqual(running[k], params[k]) {
-			changed = append(changed, fmt.Sprintf("modelParams.%s (%s → %s)", k, jsonText(running[k]), jsonText(params[k])))
+			changed = append(changed, fmt.Sprintf("modelParams.%s (%s → %s)", k, models.ParamText(running[k]), models.ParamText(params[k])))
 		}
 	}
 	if len(changed) > 0 {
@@ -65,48 +59,10 @@ func checkTune(model string, running, params Params) error {
 	return nil
 }
 
-// jsonText writes a parameter's value as the config writes it.
-func jsonText(v any) string {
-	if v == nil {
-		return "(absent)"
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
 // retune sets a PI controller's gains, keeping its output continuous.
 func (c *pi) retune(kp, ki float64) {
 	if ki != 0 && c.ki != 0 {
 		c.integral *= c.ki / ki
 	}
 	c.kp, c.ki = kp, ki
-}
-
-// Rebind: hold writes nothing, so any plan will do; it takes no
-// parameters.
-func (Hold) Rebind(p *ports.Plan, _, params Params) (func(), error) {
-	for _, f := range Validate("hold", params, p) {
-		if !f.Warning {
-			return nil, f
-		}
-	}
-	return func() {}, nil
-}
-
-// restartOnlyParams refuses any change of the modelParams of a model that
-// takes them at its start only, naming each.
-func restartOnlyParams(model string, running, params Params) error {
-	var changed []string
-	for _, k := range union(running, params) {
-		if !reflect.DeepEqual(running[k], params[k]) {
-			changed = append(changed, fmt.Sprintf("modelParams.%s (%s → %s)", k, jsonText(running[k]), jsonText(params[k])))
-		}
-	}
-	if len(changed) > 0 {
-		return fmt.Errorf("model %s takes its parameters at the start only (restart beamconnect for them): %s", model, strings.Join(changed, "; "))
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package models
+package builtin
 
 import (
 	"math"
@@ -6,16 +6,6 @@ import (
 
 	"beamconnect/quality"
 )
-
-// Reporter is a Model that says how well it controls: a report per loop,
-// judged as beamng.quality judges any model's (package quality). The
-// summary, the status line, --json and the live page show them when the
-// config names no loops of its own. Quality is read from other goroutines
-// while the model steps (the trackers publish atomically); final says the
-// run is over.
-type Reporter interface {
-	Quality(final bool) []quality.Report
-}
 
 // newSpeedTracker follows a cruise controller's speed against its set
 // speed: settled within 2 % of the step or the set speed, at least

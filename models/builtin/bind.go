@@ -1,4 +1,4 @@
-package models
+package builtin
 
 import (
 	"errors"
@@ -8,15 +8,17 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/relative"
 )
 
-// ref is a bound port element.
-type ref struct{ port, elem int }
-
-func (r ref) get(v [][]float64) float64    { return v[r.port][r.elem] }
-func (r ref) set(v [][]float64, x float64) { v[r.port][r.elem] = x }
+// ref is a bound port element; vehicles, whose data the bound outputs
+// carry.
+type (
+	ref      = models.Ref
+	vehicles = models.Vehicles
+)
 
 // binder finds the ports a built-in model needs, collecting what is missing
 // into one error.
@@ -42,9 +44,9 @@ func (b *binder) needFor(dir beamng.Direction, name string, v int) ref {
 	if !ok {
 		b.lack(dir, name, v)
 	} else if dir == beamng.FromBeamNG {
-		b.reads = b.reads.add(b.plan, ref{p, e})
+		b.reads = b.reads.Add(b.plan, ref{Port: p, Elem: e})
 	}
-	return ref{p, e}
+	return ref{Port: p, Elem: e}
 }
 
 // lack notes a signal the config does not map, of vehicle v (any when
@@ -124,8 +126,8 @@ func (b *binder) needRelative(rp relative.Property, v, o int) ref {
 		for i := range pt.Fields {
 			f := &pt.Fields[i]
 			if f.Source == ports.Relative && f.Relative == rp && f.Vehicle == v && f.Other == o {
-				b.reads = b.reads.add(b.plan, ref{pt.Number, f.Offset})
-				return ref{pt.Number, f.Offset}
+				b.reads = b.reads.Add(b.plan, ref{Port: pt.Number, Elem: f.Offset})
+				return ref{Port: pt.Number, Elem: f.Offset}
 			}
 		}
 	}
@@ -137,30 +139,9 @@ func (b *binder) needRelative(rp relative.Property, v, o int) ref {
 func (b *binder) optional(dir beamng.Direction, name string) (ref, bool) {
 	p, e, ok := b.plan.Find(dir, name)
 	if ok && dir == beamng.FromBeamNG {
-		b.reads = b.reads.add(b.plan, ref{p, e})
+		b.reads = b.reads.Add(b.plan, ref{Port: p, Elem: e})
 	}
-	return ref{p, e}, ok
-}
-
-// vehicles are the vehicles whose data a model's bound outputs carry.
-type vehicles []bool
-
-// Reads reports whether vehicle v's data are read.
-func (r vehicles) Reads(v int) bool { return v >= 0 && v < len(r) && r[v] }
-
-// add notes the vehicles output element r of plan carries data of: its
-// field's vehicle, and for a cross-vehicle property the other one too.
-func (r vehicles) add(plan *ports.Plan, e ref) vehicles {
-	if r == nil {
-		r = make(vehicles, len(plan.Vehicles))
-	}
-	if f := plan.FieldAt(beamng.FromBeamNG, e.port, e.elem); f != nil {
-		r[f.Vehicle] = true
-		if f.Source == ports.Relative {
-			r[f.Other] = true
-		}
-	}
-	return r
+	return ref{Port: p, Elem: e}, ok
 }
 
 func (b *binder) err() error {

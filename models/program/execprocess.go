@@ -1,6 +1,7 @@
-package models
+package program
 
 import (
+	"beamconnect/models"
 	"beamconnect/proctree"
 	"fmt"
 	"os"
@@ -51,7 +52,7 @@ func (m *Exec) start() (*process, error) {
 // it again with backoff unless restarts are off or the model is closing.
 func (m *Exec) supervise(p *process) {
 	defer close(m.done)
-	b := newBackoff()
+	b := models.NewBackoff()
 	for {
 		started := time.Now()
 		select {
@@ -67,7 +68,7 @@ func (m *Exec) supervise(p *process) {
 			return // closing stopped it
 		default:
 		}
-		b.ran(time.Since(started), m.answered.Load())
+		b.Ran(time.Since(started), m.answered.Load())
 		status := "exited"
 		if p.exit != nil {
 			status = p.exit.Error()
@@ -79,9 +80,9 @@ func (m *Exec) supervise(p *process) {
 			m.log.Error("model program ended; not restarting it (modelParams.restart is false)", "command", strings.Join(m.argv, " "), "status", status)
 			return
 		}
-		m.log.Error("model program ended; starting it again", "command", strings.Join(m.argv, " "), "status", status, "in", b.next)
+		m.log.Error("model program ended; starting it again", "command", strings.Join(m.argv, " "), "status", status, "in", b.Next())
 		for {
-			if !b.wait(m.closing) {
+			if !b.Wait(m.closing) {
 				return
 			}
 			np, err := m.start()
@@ -90,7 +91,7 @@ func (m *Exec) supervise(p *process) {
 				m.restarts.Add(1)
 				break
 			}
-			m.log.Error("cannot start the model program again", "err", err, "next_try_in", b.next)
+			m.log.Error("cannot start the model program again", "err", err, "next_try_in", b.Next())
 		}
 	}
 }

@@ -1,23 +1,14 @@
-package models
+package catalog
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
-	"beamconnect/fmu"
+	"beamconnect/models"
+	"beamconnect/models/builtin"
 	"beamconnect/ports"
 	"beamconnect/suggest"
 )
-
-// builtinNumbers are the numeric parameters of the built-in controllers,
-// with their defaults.
-var builtinNumbers = map[string]numbers{
-	"cruise-pedals": cruisePedalsParams,
-	"cruise-torque": cruiseTorqueParams,
-	"heading-hold":  headingHoldParams,
-	"follow":        followParams,
-}
 
 // ParamValue is the value of the plan's model's parameter name, as a
 // setpoint of beamng.quality reads it: an FMU's from
@@ -26,36 +17,19 @@ var builtinNumbers = map[string]numbers{
 // number in modelParams. An unknown name gets a "did you mean" among the
 // parameters and the config's fields.
 func ParamValue(plan *ports.Plan, name string) (float64, error) {
-	model, p, others := plan.Model, Params(plan.ModelParams), plan.FieldNames()
+	model, p, others := plan.Model, models.Params(plan.ModelParams), plan.FieldNames()
 	var known []string
 	if model == "fmu" {
-		set, _ := p["parameters"].(map[string]any)
-		switch v := set[name].(type) {
-		case float64:
+		v, ok, names := models.FMUParamValue(p, plan, name)
+		if ok {
 			return v, nil
-		case bool:
-			if v {
-				return 1, nil
-			}
-			return 0, nil
 		}
-		known = slices.Collect(maps.Keys(set))
-		if f, err := fmu.Open(fmuFile(p, plan)); err == nil {
-			defer f.Close()
-			if v, ok := f.Desc.Variable(name); ok && (v.Causality == "parameter" || v.Causality == "input") && !v.Array {
-				return startValue(v), nil // the FMU's own value: a parameter the config leaves alone
-			}
-			for _, v := range f.Desc.Variables {
-				if v.Causality == "parameter" {
-					known = append(known, v.Name)
-				}
-			}
+		known = names
+	} else if names, defs := builtin.Numbers(model); names != nil {
+		if i := slices.Index(names, name); i >= 0 {
+			return p.Float(name, defs[i])
 		}
-	} else if n, ok := builtinNumbers[model]; ok {
-		if i := slices.Index(n.names, name); i >= 0 {
-			return p.Float(name, n.defs[i])
-		}
-		known = n.names
+		known = names
 	} else {
 		if v, ok := p[name].(float64); ok {
 			return v, nil

@@ -1,9 +1,10 @@
-package models
+package builtin
 
 import (
 	"math"
 
 	"beamconnect/beamng"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/quality"
 )
@@ -29,7 +30,7 @@ type numbers struct {
 }
 
 // read takes the parameters' values from params, defaults where absent.
-func (n numbers) read(params Params) ([]float64, error) {
+func (n numbers) read(params models.Params) ([]float64, error) {
 	out := make([]float64, len(n.names))
 	for i, name := range n.names {
 		v, err := params.Float(name, n.defs[i])
@@ -62,7 +63,7 @@ type pedalRefs struct {
 
 var cruisePedalsParams = numbers{names: []string{"setSpeed", "kp", "ki"}, defs: []float64{20, 0.3, 0.05}}
 
-func newCruisePedals(b *binder, params Params) (Model, error) {
+func newCruisePedals(b *binder, params models.Params) (models.Model, error) {
 	v, err := cruisePedalsParams.read(params)
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func bindPedals(b *binder) pedalRefs {
 
 // Rebind moves the controller to a reloaded plan and parameters; its
 // integrator stays, and new gains take over bumplessly.
-func (m *CruisePedals) Rebind(p *ports.Plan, running, params Params) (func(), error) {
+func (m *CruisePedals) Rebind(p *ports.Plan, running, params models.Params) (func(), error) {
 	r, v, err := prepare("cruise-pedals", p, running, params, cruisePedalsParams, bindPedals)
 	if err != nil {
 		return nil, err
@@ -104,16 +105,16 @@ func (m *CruisePedals) Reads(v int) bool { return m.refs.Reads(v) }
 func (m *CruisePedals) Step(t float64, out, in [][]float64) bool {
 	dt := stepDt(&m.lastT, t)
 	r := &m.refs
-	e := m.SetSpeed - r.speed.get(out)
+	e := m.SetSpeed - r.speed.Get(out)
 	if e != e {
 		return false // no speed to act on (BeamNG sent none that is finite)
 	}
-	m.quality.Observe(t, r.speed.get(out), m.SetSpeed)
+	m.quality.Observe(t, r.speed.Get(out), m.SetSpeed)
 	u := m.ctl.step(e, dt)
-	r.throttle.set(in, math.Max(0, u))
-	r.brake.set(in, math.Max(0, -u))
+	r.throttle.Set(in, math.Max(0, u))
+	r.brake.Set(in, math.Max(0, -u))
 	if r.hasMode {
-		r.driveMode.set(in, 0)
+		r.driveMode.Set(in, 0)
 	}
 	return true
 }
@@ -152,7 +153,7 @@ type torqueRefs struct {
 
 var cruiseTorqueParams = numbers{names: []string{"setSpeed", "kp", "ki", "maxTorque"}, defs: []float64{20, 300, 60, 1200}}
 
-func newCruiseTorque(b *binder, params Params) (Model, error) {
+func newCruiseTorque(b *binder, params models.Params) (models.Model, error) {
 	v, err := cruiseTorqueParams.read(params)
 	if err != nil {
 		return nil, err
@@ -184,7 +185,7 @@ func bindTorque(b *binder) torqueRefs {
 
 // Rebind moves the controller to a reloaded plan and parameters; its
 // integrator stays.
-func (m *CruiseTorque) Rebind(p *ports.Plan, running, params Params) (func(), error) {
+func (m *CruiseTorque) Rebind(p *ports.Plan, running, params models.Params) (func(), error) {
 	r, v, err := prepare("cruise-torque", p, running, params, cruiseTorqueParams, bindTorque)
 	if err != nil {
 		return nil, err
@@ -204,18 +205,18 @@ func (m *CruiseTorque) Reads(v int) bool { return m.refs.Reads(v) }
 func (m *CruiseTorque) Step(t float64, out, in [][]float64) bool {
 	dt := stepDt(&m.lastT, t)
 	r := &m.refs
-	e := m.SetSpeed - r.speed.get(out)
+	e := m.SetSpeed - r.speed.Get(out)
 	if e != e {
 		return false
 	}
-	m.quality.Observe(t, r.speed.get(out), m.SetSpeed)
+	m.quality.Observe(t, r.speed.Get(out), m.SetSpeed)
 	u := m.ctl.step(e, dt)
 	if r.hasMode {
-		r.driveMode.set(in, 1)
+		r.driveMode.Set(in, 1)
 	}
 	for i := range 4 {
-		r.prop[i].set(in, math.Max(0, u))
-		r.brake[i].set(in, math.Min(0, u)) // negative: BeamNG negates it into a braking torque
+		r.prop[i].Set(in, math.Max(0, u))
+		r.brake[i].Set(in, math.Min(0, u)) // negative: BeamNG negates it into a braking torque
 	}
 	return true
 }
@@ -241,7 +242,7 @@ type headingRefs struct {
 
 var headingHoldParams = numbers{names: []string{"headingDeg", "setSpeed", "kp"}, defs: []float64{30, 10, 2}}
 
-func newHeadingHold(b *binder, params Params) (Model, error) {
+func newHeadingHold(b *binder, params models.Params) (models.Model, error) {
 	v, err := headingHoldParams.read(params)
 	if err != nil {
 		return nil, err
@@ -266,7 +267,7 @@ func bindHeading(b *binder) headingRefs {
 
 // Rebind moves the controller to a reloaded plan and parameters; its
 // integrators stay.
-func (m *HeadingHold) Rebind(p *ports.Plan, running, params Params) (func(), error) {
+func (m *HeadingHold) Rebind(p *ports.Plan, running, params models.Params) (func(), error) {
 	r, v, err := prepare("heading-hold", p, running, params, headingHoldParams, bindHeading)
 	if err != nil {
 		return nil, err
@@ -287,17 +288,17 @@ const headingBand = math.Pi / 180
 func (m *HeadingHold) Step(t float64, out, in [][]float64) bool {
 	dt := stepDt(&m.lastT, t)
 	r := &m.refs
-	e := math.Remainder(m.Heading-r.yaw.get(out), 2*math.Pi)
-	ev := m.SetSpeed - r.speed.get(out)
+	e := math.Remainder(m.Heading-r.yaw.Get(out), 2*math.Pi)
+	ev := m.SetSpeed - r.speed.Get(out)
 	if e != e || ev != ev {
 		return false
 	}
-	m.quality.Observe(t, r.yaw.get(out), m.Heading)
-	r.steering.set(in, math.Max(-1, math.Min(1, m.kp*e)))
+	m.quality.Observe(t, r.yaw.Get(out), m.Heading)
+	r.steering.Set(in, math.Max(-1, math.Min(1, m.kp*e)))
 	u := m.speedCtl.step(ev, dt)
-	r.throttle.set(in, math.Max(0, u))
+	r.throttle.Set(in, math.Max(0, u))
 	if r.hasBrake {
-		r.brake.set(in, math.Max(0, -u))
+		r.brake.Set(in, math.Max(0, -u))
 	}
 	return true
 }

@@ -1,46 +1,13 @@
 //go:build unix
 
-package models
+package program
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"beamconnect/proctree"
 )
-
-// waitGone waits up to 2 s for pid to end.
-func waitGone(pid int) bool {
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !proctree.Alive(pid) {
-			return true
-		}
-	}
-	return false
-}
-
-// pids reads the pids a script wrote, one a line, waiting for n of them.
-func pids(t *testing.T, file string, n int) []int {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b, _ := os.ReadFile(file)
-		var ps []int
-		for _, f := range strings.Fields(string(b)) {
-			p, _ := strconv.Atoi(f)
-			ps = append(ps, p)
-		}
-		if len(ps) >= n {
-			return ps
-		}
-	}
-	t.Fatalf("%s: fewer than %d pids", file, n)
-	return nil
-}
 
 // What an exec program starts ends with it. At close the
 // program ends on its own when its stdin closes; a child it left running

@@ -1,40 +1,49 @@
-package models
+package program
 
 import (
 	"errors"
+	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"beamconnect/internal/logtest"
+	"beamconnect/models"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 )
+
+// The test binary is the exec tests' program too (exectest's scripts).
+func TestMain(m *testing.M) {
+	exectest.Main()
+	os.Exit(m.Run())
+}
 
 // execRig starts a script of exectest's as the exec model of the
 // cruise-pedals rig (inputs: directive, throttle, brake, driveMode).
-func execRig(t *testing.T, script []string, timeout float64, extra Params) (*Exec, *ports.Plan, *logtest.Buffer) {
+func execRig(t *testing.T, script []string, timeout float64, extra models.Params) (*Exec, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
-	p := plan(t, "../examples/cruise-pedals.json")
+	p := portstest.Load(t, "../../examples/cruise-pedals.json")
 	p.ModelTimeout = timeout
-	params := Params{"command": exectest.Command(script...), "deadlineMs": 4.0}
+	params := models.Params{"command": exectest.Command(script...), "deadlineMs": 4.0}
 	for k, v := range extra {
 		params[k] = v
 	}
 	log := &logtest.Buffer{}
-	m, err := New("exec", params, p, log.Logger())
+	m, err := NewExec(params, p, log.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex := m.(*Exec)
-	t.Cleanup(func() { ex.Close() })
-	return ex, p, log
+	t.Cleanup(func() { m.Close() })
+	return m, p, log
 }
 
 // stepFor steps the model every period until cond holds or limit passes.
 func stepFor(m *Exec, p *ports.Plan, period, limit time.Duration, cond func(outs, ins [][]float64) bool) ([][]float64, bool) {
-	outs, ins := vectors(p)
+	outs, ins := portstest.Vectors(p)
 	start := time.Now()
 	for time.Since(start) < limit {
 		outs[0][0] = 3
@@ -60,7 +69,7 @@ func TestExecNewestRequestOnly(t *testing.T) {
 	m, p, _ := execRig(t, script, 0.2, nil)
 	th, thE, _ := p.Find(1, "throttle")
 	computed := 0
-	outs, ins := vectors(p)
+	outs, ins := portstest.Vectors(p)
 	start := time.Now()
 	for time.Since(start) < 2*time.Second {
 		if m.Step(time.Since(start).Seconds(), outs, ins) {
@@ -81,8 +90,8 @@ func TestExecNewestRequestOnly(t *testing.T) {
 		t.Errorf("a slow but steady program faulted: %v", m.Fault())
 	}
 	// A deadline it meets: every step's controls are its own answer.
-	m, p, _ = execRig(t, script, 0.2, Params{"deadlineMs": 150.0})
-	outs, ins = vectors(p)
+	m, p, _ = execRig(t, script, 0.2, models.Params{"deadlineMs": 150.0})
+	outs, ins = portstest.Vectors(p)
 	for k := 1; k <= 20; k++ {
 		tk := float64(k) / 8
 		if !m.Step(tk, outs, ins) || ins[th][thE] != tk {
@@ -137,9 +146,9 @@ func TestExecDiesAndRestarts(t *testing.T) {
 	if err := m.Fault(); !strings.Contains(err.Error(), "ended (exit status 3)") {
 		t.Errorf("fault %q", err)
 	}
-	if !strings.Contains(log.String(), "model program ended; starting it again") {
-		t.Errorf("the exit was not logged when it happened:\n%s", log)
-	}
+	// Logged at the fault, not at the end: the line follows the fault
+	// by the time a log call takes.
+	log.WaitFor(t, "model program ended; starting it again")
 	th, thE, _ := p.Find(1, "throttle")
 	ins, ok := stepFor(m, p, 5*time.Millisecond, 4*time.Second, func(_, ins [][]float64) bool {
 		return m.Fault() == nil && ins[th][thE] == 0.2
@@ -155,7 +164,7 @@ func TestExecDiesAndRestarts(t *testing.T) {
 // restart: false leaves a program that ended ended: the fault stays.
 func TestExecNoRestart(t *testing.T) {
 	t.Parallel()
-	m, p, log := execRig(t, []string{"header", "answer=1 1 0 0", "exit=0"}, 0.05, Params{"restart": false})
+	m, p, log := execRig(t, []string{"header", "answer=1 1 0 0", "exit=0"}, 0.05, models.Params{"restart": false})
 	stepFor(m, p, 5*time.Millisecond, 1200*time.Millisecond, nil)
 	if m.Fault() == nil || m.Restarts() != 0 || !strings.Contains(log.String(), "not restarting it") {
 		t.Errorf("fault %v, restarts %d\n%s", m.Fault(), m.Restarts(), log)
@@ -167,7 +176,7 @@ func TestExecNoRestart(t *testing.T) {
 func TestExecHung(t *testing.T) {
 	t.Parallel()
 	m, p, _ := execRig(t, []string{"header", "answer:2=1 1 0 0", "sleep=30s"}, 0.05, nil)
-	outs, ins := vectors(p)
+	outs, ins := portstest.Vectors(p)
 	var slowest time.Duration
 	start := time.Now()
 	for time.Since(start) < 500*time.Millisecond {
@@ -217,8 +226,8 @@ func TestExecOverlongAnswer(t *testing.T) {
 // a fault before BeamNG connected, a neutral first reply, exit 1).
 func TestExecIdleIsNoFault(t *testing.T) {
 	t.Parallel()
-	m, p, log := execRig(t, []string{"header", "answer:*=1 0.5 0 0"}, 0.025, Params{"deadlineMs": 20.0})
-	outs, ins := vectors(p)
+	m, p, log := execRig(t, []string{"header", "answer:*=1 0.5 0 0"}, 0.025, models.Params{"deadlineMs": 20.0})
+	outs, ins := portstest.Vectors(p)
 	outs[0][0] = 2
 	start := time.Now()
 	for k := 0; time.Since(start) < 1200*time.Millisecond; k++ {
@@ -232,5 +241,44 @@ func TestExecIdleIsNoFault(t *testing.T) {
 	th, thE, _ := p.Find(1, "throttle")
 	if !m.Step(1.25, outs, ins) || ins[th][thE] != 0.5 || m.Fault() != nil {
 		t.Errorf("the first message after connecting: throttle %v, fault %v", ins[th][thE], m.Fault())
+	}
+}
+
+// The exec protocol with a program: the header, one answer per step,
+// and a program that stops answering costs a counted miss, not a hang.
+func TestExec(t *testing.T) {
+	p := portstest.Load(t, "../../examples/cruise-pedals.json")
+	p.ModelTimeout = 5
+	// Answers directive 1, throttle 0.5, brake 0, driveMode 0 to the first
+	// two steps, then sleeps.
+	script := exectest.Command("header=# columns: t status groundspeed*| directive throttle brake driveMode",
+		"answer=1 0.5 0 0", "answer=1 nan 0.25 0", "read", "sleep=5s")
+	m, err := NewExec(models.Params{"command": script, "deadlineMs": 500.0}, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := m
+	outs, ins := portstest.Vectors(p)
+	th, thE, _ := p.Find(1, "throttle")
+	br, brE, _ := p.Find(1, "brake")
+	m.Step(0, outs, ins)
+	if ins[th][thE] != 0.5 || ins[0][0] != 1 {
+		t.Fatalf("first answer not applied: %v", ins)
+	}
+	m.Step(0.005, outs, ins)
+	if !math.IsNaN(ins[th][thE]) || ins[br][brE] != 0.25 {
+		t.Fatalf("second answer not applied: %v", ins)
+	}
+	start := time.Now()
+	m.Step(0.010, outs, ins)
+	if took := time.Since(start); took > 2*time.Second || ex.Missed() != 1 || ins[br][brE] != 0.25 {
+		t.Errorf("a silent program: step took %v, missed %d, brake %v (want the last value kept)", took, ex.Missed(), ins[br][brE])
+	}
+	done := make(chan error)
+	go func() { done <- m.Close() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hung on a program that does not exit")
 	}
 }

@@ -1,7 +1,8 @@
-package models
+package program
 
 import (
 	"beamconnect/lines"
+	"beamconnect/models"
 	"bufio"
 	"bytes"
 	"fmt"
@@ -71,7 +72,7 @@ func (m *Exec) write(p *process) {
 func (m *Exec) read(p *process) {
 	lr := lines.NewReader(bufio.NewReaderSize(p.stdout, 64<<10), maxAnswerLine)
 	vals := make([]float64, 0, 64)
-	lim := map[string]*limiter{} // by kind of reason: each is reported at once the first time
+	lim := map[string]*models.Limiter{} // by kind of reason: each is reported at once the first time
 	for {
 		line, long, err := lr.Next()
 		if err != nil {
@@ -178,35 +179,17 @@ func parse(line []byte, vals []float64, want int) ([]float64, string, string) {
 // discard counts an unusable answer and logs it: each kind of reason at
 // once the first time, then at most once a second with how many more of
 // that kind there were.
-func (m *Exec) discard(lims map[string]*limiter, kind, reason string, line []byte) {
+func (m *Exec) discard(lims map[string]*models.Limiter, kind, reason string, line []byte) {
 	m.bad.Add(1)
 	l := lims[kind]
 	if l == nil {
-		l = &limiter{every: time.Second}
+		l = models.NewLimiter(time.Second)
 		lims[kind] = l
 	}
-	if n, ok := l.allow(time.Now()); ok {
+	if n, ok := l.Allow(time.Now()); ok {
 		if len(line) > 120 {
 			line = append(line[:117:117], "..."...)
 		}
 		m.log.Warn("model answer discarded", "reason", reason, "answer", string(line), "discarded_since_last_report", n)
 	}
-}
-
-// limiter lets a message through at once, then at most once per every,
-// counting what it held back.
-type limiter struct {
-	every time.Duration
-	last  time.Time
-	held  int
-}
-
-func (l *limiter) allow(now time.Time) (int, bool) {
-	l.held++
-	if !l.last.IsZero() && now.Sub(l.last) < l.every {
-		return 0, false
-	}
-	n := l.held
-	l.last, l.held = now, 0
-	return n, true
 }

@@ -1,4 +1,4 @@
-package models
+package builtin
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"beamconnect/beamng"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/quality"
 	"beamconnect/relative"
@@ -57,7 +58,7 @@ type profilePoint struct{ t, v float64 }
 // and speeds it up to 25 m/s at 40 s.
 var DefaultLeadProfile = []string{"0:20", "20:12", "40:25"}
 
-func newFollow(b *binder, params Params) (Model, error) {
+func newFollow(b *binder, params models.Params) (models.Model, error) {
 	v, err := followParams.read(params)
 	if err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ func newFollow(b *binder, params Params) (Model, error) {
 
 // Rebind moves follow to a reloaded plan (its ego and lead stay: they are
 // restart-only) and parameters; its controllers keep their integrators.
-func (m *Follow) Rebind(p *ports.Plan, running, params Params) (func(), error) {
+func (m *Follow) Rebind(p *ports.Plan, running, params models.Params) (func(), error) {
 	r, v, err := prepare("follow", p, running, params, followParams, m.bind)
 	if err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ func (m *Follow) leadTarget(t float64) float64 {
 func (m *Follow) Step(t float64, out, in [][]float64) bool {
 	dt := stepDt(&m.lastT, t)
 	r := &m.refs
-	ve, vl, gap := r.egoSpeed.get(out), r.leadSpeed.get(out), r.gap.get(out)
+	ve, vl, gap := r.egoSpeed.Get(out), r.leadSpeed.Get(out), r.gap.Get(out)
 	if ve != ve || vl != vl {
 		return false // no speeds to act on
 	}
@@ -182,8 +183,8 @@ func (m *Follow) Step(t float64, out, in [][]float64) bool {
 		m.t0 = t
 	}
 	lead := m.lead.step(m.leadTarget(t-m.t0)-vl, dt)
-	r.leadThrottle.set(in, math.Max(0, lead))
-	r.leadBrake.set(in, math.Max(0, -lead))
+	r.leadThrottle.Set(in, math.Max(0, lead))
+	r.leadBrake.Set(in, math.Max(0, -lead))
 
 	target := m.maxSpeed
 	if gap == gap { // the gap is invalid until both vehicles have reported
@@ -192,8 +193,8 @@ func (m *Follow) Step(t float64, out, in [][]float64) bool {
 	}
 	target = math.Min(m.maxSpeed, math.Max(0, target))
 	u := m.ego.step(target-ve, dt)
-	r.egoThrottle.set(in, math.Max(0, u))
-	r.egoBrake.set(in, math.Max(0, -u))
+	r.egoThrottle.Set(in, math.Max(0, u))
+	r.egoBrake.Set(in, math.Max(0, -u))
 	return true
 }
 
