@@ -30,6 +30,7 @@ const (
 	Waiting                        // messages answered with neutral controls: the model reads another vehicle that has not sent yet
 	LongMessages                   // messages longer than the layout: the extra values ignored
 	NonFinite                      // NaN or Inf values the model wrote that BeamNG must not get
+	Clamped                        // control values beyond the range BeamNG documents: clamped
 	Drained                        // stale messages skipped after a (re)connect or a pause
 	StallsRecovered                // BeamNG 2 s timeouts after which reply ids were re-based
 	Late                           // replies withheld because BeamNG had given up on them
@@ -111,6 +112,7 @@ var CounterTable = [NumCounters]CounterInfo{
 		Problem: count("%d of BeamNG's messages were longer than the CSV says (BeamNG runs another CSV?): the extra values were ignored")},
 	NonFinite: {Name: "non_finite", Help: "NaN or Inf values the model wrote that BeamNG must not get: the last value sent went instead.",
 		Problem: count("the model wrote NaN or Inf %d times: the last value sent went to BeamNG instead (BeamNG's Gen 2 has no NaN filter)")},
+	Clamped:         {Name: "clamped", Help: "Control values the model wrote beyond what BeamNG accepts (pedals 0 to 1, steering −1 to 1): clamped to the range before sending."},
 	Drained:         {Name: "drained", Help: "Stale messages skipped after a (re)connect or a pause."},
 	StallsRecovered: {Name: "stalls_recovered", Help: "BeamNG 2 s timeouts after which reply ids were re-based.", Problem: stalls},
 	Late: {Name: "late_replies", Help: "Replies withheld because BeamNG had given up on them.",

@@ -57,6 +57,8 @@ type Link struct {
 	msg     []float64
 	reply   []float64
 	neutral []float64 // the reply's values when the model's cannot be trusted
+	lo, hi  []float64 // per reply slot, the range BeamNG documents for its control (±Inf: none)
+	clamped []bool    // per reply slot: a value beyond its range was warned about
 	last    []float64 // the last reply's values, which BeamNG has
 	rx, tx  []byte
 	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
@@ -133,6 +135,10 @@ func (l *Link) rebind(p *ports.Plan) {
 	}
 	if l.plan != nil && l.ids.switchTo(p.ReplyID) {
 		l.log.Warn("reply ids switched to echo: echoed ids lag one behind what BeamNG last applied, so BeamNG will wait 2 s once before it follows them")
+	}
+	if l.plan == nil || !l.plan.Vehicles[l.index].Layout.Equal(p.Vehicles[l.index].Layout) {
+		l.lo, l.hi = p.Vehicles[l.index].Layout.Limits()
+		l.clamped = make([]bool, len(l.lo))
 	}
 	l.plan, l.in = p, in
 	l.need = p.Vehicles[l.index].Need

@@ -152,7 +152,7 @@ var counterGroups = []struct {
 }{
 	{"replies", []coupling.Counter{coupling.Messages, coupling.Replies, coupling.NeutralReplies, coupling.Late, coupling.Drained}},
 	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}},
-	{"data", []coupling.Counter{coupling.ShortMessages, coupling.LongMessages, coupling.NonFinite, coupling.Overdue}},
+	{"data", []coupling.Counter{coupling.ShortMessages, coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.Overdue}},
 	{"neutral for", []coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting}},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}},
 	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelSkipped, coupling.ModelRestarts}},
