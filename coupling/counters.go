@@ -49,6 +49,7 @@ const (
 	ModelFailed                    // steps of an FMU that failed or gave unusable outputs
 	ModelSkipped                   // requests not sent to the model's program (it was busy)
 	ModelRestarts                  // restarts of the model's program
+	ModelResets                    // times the model started over: BeamNG started its coupling again
 	Reloads                        // config reloads applied
 	ReloadErrors                   // config reloads refused
 	RecordRows                     // rows recorded
@@ -135,6 +136,7 @@ var CounterTable = [NumCounters]CounterInfo{
 	ModelFailed:    {Name: "model_failed", Help: "Steps of the FMU that failed, or gave NaN or infinite outputs.", Run: true, Problem: count("the FMU failed or gave NaN or infinite outputs at %d steps (see the log for which)")},
 	ModelSkipped:   {Name: "model_skipped", Help: "Requests not sent to the model's program while it was busy.", Run: true},
 	ModelRestarts:  {Name: "model_restarts", Help: "Restarts of the model's program.", Run: true},
+	ModelResets:    {Name: "model_resets", Help: "Times the model started over from its initial state because BeamNG started its coupling again.", Run: true},
 	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},
 	ReloadErrors:   {Name: "reload_errors", Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
 	RecordRows:     {Name: "record_rows", Help: "Rows recorded.", Run: true},

@@ -78,6 +78,7 @@ type Link struct {
 	flushAt      time.Time     // when the recording is flushed next (vehicle 0's loop)
 	interArrival time.Duration // between the last two BeamNG messages (ping_results[1])
 	fresh        bool          // the next message is the first since (re)connecting
+	restarted    bool          // BeamNG started this vehicle's coupling again: its next message begins it
 	silent       bool          // BeamNG went silent while connected, and has not sent since
 
 	stats Stats
@@ -287,7 +288,7 @@ func (l *Link) finish() {
 // waits a little.
 func (l *Link) idle(ctx context.Context) {
 	st := l.enter()
-	st.idle(l.sim.IdleTime())
+	st.idle()
 	st.leave()
 	t := time.NewTimer(idleStep)
 	defer t.Stop()

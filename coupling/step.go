@@ -28,6 +28,8 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 
 	st := l.enter()
 	replyID := l.ids.next(id, &l.lockstep)
+	mt := st.place(l.index, id, l.restarted)
+	l.restarted = false
 	if whole {
 		st.capture(l.index, &l.slots, l.msg)
 		l.fillOutputs(id, t)
@@ -35,7 +37,7 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	l.checkOverdue(t)
 	why, ok := ShortMessages, false
 	if whole {
-		why, ok = st.step(l.index, id, t)
+		why, ok = st.step(l.index, id, mt)
 	}
 	if ok {
 		l.fillReply(id)
@@ -154,11 +156,11 @@ func (l *Link) fillReply(id float64) {
 
 // clamp keeps a control within the range BeamNG documents for it (the
 // pedals 0 to 1, the steering −1 to 1): a value beyond it is counted, and
-// warned about once per field, naming the field and the value. NaN passes:
-// Sendable deals with it.
+// warned about once per field, naming the field and the value. NaN and
+// ±Inf pass: Sendable deals with them.
 func (l *Link) clamp(f *ports.Field, slot int, v float64) float64 {
 	lo, hi := l.lo[slot], l.hi[slot]
-	if v >= lo && v <= hi || v != v {
+	if v >= lo && v <= hi || v-v != 0 { // in range, or not a number: Sendable's
 		return v
 	}
 	l.stats.inc(Clamped)

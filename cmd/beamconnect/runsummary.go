@@ -155,7 +155,7 @@ var counterGroups = []struct {
 	{"data", []coupling.Counter{coupling.ShortMessages, coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.Overdue}},
 	{"neutral for", []coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting}},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}},
-	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelSkipped, coupling.ModelRestarts}},
+	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelSkipped, coupling.ModelRestarts, coupling.ModelResets}},
 	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}},
 	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}},
 	{"log", []coupling.Counter{coupling.LogDropped, coupling.LogFailed}},

@@ -1,0 +1,30 @@
+package models
+
+import "math"
+
+// Resetter is a Model that starts over when BeamNG starts its coupling
+// again (message ids from 0, from a new port: a reloaded controller, a
+// restarted scenario): the coupling calls Reset between two messages,
+// before the step on the new coupling's first message, whose time is
+// the model's time from then on. The model goes back to its initial state
+// with the run's parameters (as tuned so far). Reset must not block: a
+// model that runs elsewhere (an FMU's host) resets with its next step.
+type Resetter interface {
+	Reset()
+}
+
+// Reset empties the controller's integrator: BeamNG started over.
+func (m *CruisePedals) Reset() { m.ctl.integral, m.lastT = 0, math.NaN() }
+
+// Reset empties the controller's integrator: BeamNG started over.
+func (m *CruiseTorque) Reset() { m.ctl.integral, m.lastT = 0, math.NaN() }
+
+// Reset empties the speed controller's integrator: BeamNG started over.
+func (m *HeadingHold) Reset() { m.speedCtl.integral, m.lastT = 0, math.NaN() }
+
+// Reset empties both controllers' integrators and starts the lead's
+// profile again: BeamNG started over.
+func (m *Follow) Reset() {
+	m.ego.integral, m.lead.integral = 0, 0
+	m.lastT, m.t0 = math.NaN(), math.NaN()
+}
