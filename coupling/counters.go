@@ -28,6 +28,7 @@ const (
 	NotComputed                    // messages the model computed no controls for in time: answered with neutral controls
 	StaleData                      // messages answered with neutral controls: the model reads another vehicle whose data stopped coming
 	Waiting                        // messages answered with neutral controls: the model reads another vehicle that has not sent yet
+	ModelEnded                     // messages answered with neutral controls after the model ended the simulation
 	LongMessages                   // messages longer than the layout: the extra values ignored
 	NonFinite                      // NaN or Inf values the model wrote that BeamNG must not get
 	Clamped                        // control values beyond the range BeamNG documents: clamped
@@ -50,6 +51,9 @@ const (
 	ModelSkipped                   // requests not sent to the model's program (it was busy)
 	ModelRestarts                  // restarts of the model's program
 	ModelResets                    // times the model started over: BeamNG started its coupling again
+	SolverSteps                    // a model exchange FMU's solver steps
+	SolverRejected                 // … steps its error control rejected
+	SolverEvents                   // … events handled (time, state, step)
 	Reloads                        // config reloads applied
 	ReloadErrors                   // config reloads refused
 	RecordRows                     // rows recorded
@@ -108,7 +112,8 @@ var CounterTable = [NumCounters]CounterInfo{
 		}},
 	StaleData: {Name: "stale_data", Help: "BeamNG messages answered with neutral controls because the model reads another vehicle whose data had stopped coming.",
 		Problem: count("%d messages were answered with neutral controls: the model reads another vehicle whose data had stopped coming (its BeamNG silent), and is never stepped on stale data")},
-	Waiting: {Name: "waiting_for_vehicles", Help: "BeamNG messages answered with neutral controls while another vehicle the model reads had not sent yet (start-up)."},
+	ModelEnded: {Name: "after_model_ended", Help: "BeamNG messages answered with neutral controls after the model (an FMU) ended the simulation: not a fault."},
+	Waiting:    {Name: "waiting_for_vehicles", Help: "BeamNG messages answered with neutral controls while another vehicle the model reads had not sent yet (start-up)."},
 	LongMessages: {Name: "long_messages", Help: "BeamNG messages longer than the layout: the extra values were ignored.",
 		Problem: count("%d of BeamNG's messages were longer than the CSV says (BeamNG runs another CSV?): the extra values were ignored")},
 	NonFinite: {Name: "non_finite", Help: "NaN or Inf values the model wrote that BeamNG must not get: the last value sent went instead.",
@@ -136,6 +141,9 @@ var CounterTable = [NumCounters]CounterInfo{
 	ModelFailed:    {Name: "model_failed", Help: "Steps of the FMU that failed, or gave NaN or infinite outputs.", Run: true, Problem: count("the FMU failed or gave NaN or infinite outputs at %d steps (see the log for which)")},
 	ModelSkipped:   {Name: "model_skipped", Help: "Requests not sent to the model's program while it was busy.", Run: true},
 	ModelRestarts:  {Name: "model_restarts", Help: "Restarts of the model's program.", Run: true},
+	SolverSteps:    {Name: "solver_steps", Help: "Steps of the solver integrating a model exchange FMU.", Run: true},
+	SolverRejected: {Name: "solver_rejected", Help: "Steps of that solver its error control rejected (and took again, smaller).", Run: true},
+	SolverEvents:   {Name: "solver_events", Help: "Events of a model exchange FMU handled: time, state and step events.", Run: true},
 	ModelResets:    {Name: "model_resets", Help: "Times the model started over from its initial state because BeamNG started its coupling again.", Run: true},
 	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},
 	ReloadErrors:   {Name: "reload_errors", Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},

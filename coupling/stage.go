@@ -31,6 +31,7 @@ type stage struct {
 	ins      [][]float64 // input port vectors; ins[0][0] is the directive
 	clock    *modelClock // the model's time: the simulation's
 	resetter models.Resetter
+	ender    models.Ender // nil when the model cannot end the simulation
 	reset    bool // BeamNG started its coupling again: the model starts over at its next step
 	fault    faultState
 	statuses []*atomic.Int32 // each vehicle's reported status
@@ -71,6 +72,7 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 	st.fresh.init(p, modelReads(m, p))
 	st.clock = newModelClock(len(p.Vehicles), p.Period)
 	st.resetter, _ = m.(models.Resetter)
+	st.ender, _ = m.(models.Ender)
 	return st
 }
 
@@ -163,8 +165,8 @@ type neutral = Counter
 // the lock. It reports what the reply must carry: the model's controls
 // (ok), or neutral ones and why: the model reads another vehicle whose
 // data are stale (StaleData) or have not come yet (Waiting), the model
-// computed none for these data in time (NotComputed), or it is faulted
-// (ModelFaults).
+// computed none for these data in time (NotComputed), it is faulted
+// (ModelFaults), or it ended the simulation (ModelEnded).
 func (st *stage) step(v int, id, t float64) (why neutral, ok bool) {
 	st.outs[0][0] = float64(st.portStatus())
 	if why, ok := st.fresh.check(v, id); !ok {
@@ -177,7 +179,14 @@ func (st *stage) step(v int, id, t float64) (why neutral, ok bool) {
 			st.resetter.Reset()
 		}
 	}
+	if st.ender != nil && st.ender.Ended() != nil {
+		st.fault.update()
+		return ModelEnded, false
+	}
 	computed, faulted := st.fault.step(st.model, t, st.outs, st.ins)
+	if !computed && !faulted && st.ender != nil && st.ender.Ended() != nil {
+		return ModelEnded, false // it ended at this step
+	}
 	st.connect.Store(st.ins[0][0] != 0)
 	switch {
 	case faulted:

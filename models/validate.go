@@ -51,6 +51,7 @@ const (
 	file    // a file name
 	names   // an object of strings: names mapped to names
 	values  // an object of numbers and booleans
+	choice  // a string naming one of a few things
 )
 
 // params lists each model's parameters.
@@ -61,7 +62,8 @@ var paramSpecs = map[string][]param{
 	"heading-hold":  {{"headingDeg", number}, {"setSpeed", number}, {"kp", number}},
 	"exec":          {{"command", command}, {"deadlineMs", positive}, {"restart", boolean}},
 	"fmu": {{"path", file}, {"inputs", names}, {"outputs", names}, {"parameters", values},
-		{"inProcess", boolean}, {"restart", boolean}, {"deadlineMs", positive}},
+		{"inProcess", boolean}, {"restart", boolean}, {"deadlineMs", positive},
+		{"interface", choice}, {"solver", choice}, {"tolerance", positive}, {"maxStep", positive}},
 	"follow": {{"ego", text}, {"lead", text}, {"leadProfile", profile}, {"timeGap", positive}, {"standstill", number},
 		{"kGap", positive}, {"maxSpeed", positive}, {"kp", number}, {"ki", number}},
 }
@@ -150,6 +152,10 @@ func (s param) check(v any) string {
 	case file:
 		if s, ok := v.(string); !ok || s == "" {
 			return fmt.Sprintf("expected the FMU's file, e.g. \"controller.fmu\" (relative to the config), got %s", describe(v))
+		}
+	case choice:
+		if s, ok := v.(string); !ok || s == "" {
+			return fmt.Sprintf("expected a name, got %s", describe(v))
 		}
 	case names, values:
 		if _, ok := v.(map[string]any); !ok {

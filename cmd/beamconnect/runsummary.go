@@ -42,6 +42,9 @@ type runSummary struct {
 	Healthy        bool     `json:"healthy"`
 	// Control is the model's own report on how well it controlled.
 	Control []models.Figure `json:"control,omitempty"`
+	// ModelNotes say how the model ran (an FMU's interface and step) and
+	// why it ended, if it did.
+	ModelNotes []string `json:"model_notes,omitempty"`
 
 	Emulator *emulator.Summary `json:"emulator,omitempty"`
 	// Vehicles holds each vehicle's own figures when the config couples
@@ -101,7 +104,7 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		counters: sess.Values(), Connected: true, StatusAtEnd: int(coupling.Connected),
 		FinalStatus: int(sess.Status()), ReplyID: string(plan.ReplyID), Model: model,
 		TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
-		Faults: sess.Faults(), Control: sess.Control(),
+		Faults: sess.Faults(), Control: sess.Control(), ModelNotes: sess.ModelNotes(),
 	}
 	sum.Dropped = sum.counters.Dropped()
 	sum.OutOfLockstepS = time.Duration(sum.counters[coupling.OutOfLockstep]).Seconds()
@@ -153,9 +156,10 @@ var counterGroups = []struct {
 	{"replies", []coupling.Counter{coupling.Messages, coupling.Replies, coupling.NeutralReplies, coupling.Late, coupling.Drained}},
 	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}},
 	{"data", []coupling.Counter{coupling.ShortMessages, coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.Overdue}},
-	{"neutral for", []coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting}},
+	{"neutral for", []coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting, coupling.ModelEnded}},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}},
 	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelSkipped, coupling.ModelRestarts, coupling.ModelResets}},
+	{"solver", []coupling.Counter{coupling.SolverSteps, coupling.SolverRejected, coupling.SolverEvents}},
 	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}},
 	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}},
 	{"log", []coupling.Counter{coupling.LogDropped, coupling.LogFailed}},
@@ -174,7 +178,7 @@ func counterLine(name string, ks []coupling.Counter, v *coupling.Values, vehicle
 		nonzero = nonzero || v[k] != 0
 		parts = append(parts, strings.ReplaceAll(c.Name, "_", " ")+" "+strconv.FormatInt(v[k], 10))
 	}
-	optional := name == "recording" || name == "log" || name == "config" || name == "data" || name == "neutral for"
+	optional := name == "recording" || name == "log" || name == "config" || name == "data" || name == "neutral for" || name == "solver"
 	if len(parts) == 0 || optional && !nonzero {
 		return ""
 	}
@@ -205,6 +209,9 @@ func printRunSummary(c *call, s runSummary) {
 			parts[i] = f.String()
 		}
 		fmt.Fprintf(w, "  control (model %s): %s\n", s.Model, strings.Join(parts, ", "))
+	}
+	for _, n := range s.ModelNotes {
+		fmt.Fprintf(w, "  model %s: %s\n", s.Model, n)
 	}
 	fmt.Fprintf(w, "  out of lockstep %.3f s; status at the end %d (%s), after disconnecting %d (%s)\n",
 		s.OutOfLockstepS, s.StatusAtEnd, coupling.Status(s.StatusAtEnd), s.FinalStatus, coupling.Status(s.FinalStatus))

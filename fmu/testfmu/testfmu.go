@@ -47,8 +47,10 @@ type Options struct {
 	// TimeOutput lists the output fmuTime: the FMU's time after its step.
 	TimeOutput bool
 	// Extra are more variable elements for modelDescription.xml, as
-	// written (the binary ignores them): for tests of validation.
+	// written (the binary ignores them): for tests of validation. Types
+	// are type definitions they may refer to, as written.
 	Extra []string
+	Types string
 	// Locals adds that many local variables to modelDescription.xml (the
 	// binary ignores them): a model description as large as a big
 	// physical model's, for tests of the bounds on reading one.
@@ -90,9 +92,9 @@ func Description(o Options) string {
 		fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="2.0" modelName="cruise" guid="%s" generationTool="beamconnect testfmu" variableNamingConvention="flat">
   <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"/>
-  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s
+  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s%s
   <ModelVariables>
-`, Token, vs, de)
+`, Token, vs, types(o), de)
 		for _, x := range vars {
 			start := ""
 			if x.start != "" {
@@ -126,9 +128,9 @@ func Description(o Options) string {
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="3.0" modelName="cruise" instantiationToken="%s" generationTool="beamconnect testfmu">
   <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"/>
-  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s
+  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s%s
   <ModelVariables>
-`, Token, vs, de)
+`, Token, vs, types(o), de)
 	for _, x := range vars {
 		attrs := ""
 		if x.start != "" {
@@ -154,6 +156,13 @@ func Description(o Options) string {
 	}
 	b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 	return b.String()
+}
+
+func types(o Options) string {
+	if o.Types == "" {
+		return ""
+	}
+	return "\n  <TypeDefinitions>" + o.Types + "</TypeDefinitions>"
 }
 
 // Platform is the binaries/ folder of this machine for FMI major, or ""

@@ -28,3 +28,17 @@ func (m *Follow) Reset() {
 	m.ego.integral, m.lead.integral = 0, 0
 	m.lastT, m.t0 = math.NaN(), math.NaN()
 }
+
+// Ender is a Model that can end the simulation on its own (an FMU that
+// asks to terminate): Ended says why once it has, nil before. From then on
+// BeamNG gets neutral controls, counted apart from faults: an end is not a
+// fault.
+type Ender interface {
+	Ended() error
+}
+
+// Noter is a Model with something to say about how it runs (an FMU's
+// interface and step, and why it ended), for the summary: a line each.
+type Noter interface {
+	Notes() []string
+}
