@@ -100,6 +100,7 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		}
 	}
 	cfg.Inputs, cfg.Outputs = in, out
+	p.quality(cfg, bn)
 	p.timeSync(raw)
 	p.inputOverlap(cfg)
 	if cfg.Protocol == beamng.Gen2 {

@@ -66,9 +66,12 @@ type Config struct {
 	// fastest contract's (Gen 1), or what the CSVs' computation time comes
 	// to (Gen 2). PingTime is the config's (Gen 1) or the first vehicle's
 	// CSV's (Gen 2); each vehicle's window is its Unanswered.
-	Period   float64
-	Inputs   []Group // data to BeamNG
-	Outputs  []Group // data from BeamNG
+	Period  float64
+	Inputs  []Group // data to BeamNG
+	Outputs []Group // data from BeamNG
+	// Quality lists the controlled quantities beamng.quality names, whose
+	// names ports.Compile resolves.
+	Quality  []Loop
 	Warnings Diagnostics
 
 	ix *index // where each value sits in the file, for Locate
@@ -349,6 +352,7 @@ type rawBeamNG struct {
 	Model          *string                `json:"model"`
 	ModelTimeoutMs *float64               `json:"modelTimeoutMs"`
 	ModelParams    map[string]any         `json:"modelParams"`
+	Quality        json.RawMessage        `json:"quality"`
 	Vehicles       map[string]*rawVehicle `json:"vehicles"`
 }
 

@@ -135,18 +135,19 @@ func (p *parser) explainMissing(v *Vehicle, ix *rowIndex, dir beamng.Direction, 
 		last, _ := v.Layout.At(dir, n-1)
 		rows = fmt.Sprintf("lines %d–%d", first.Line, last.Line)
 	}
-	if s := suggest.Closest(base, ix.names[dir]); s != "" {
-		p.at(Error, nameptr, "%q is not a %s row of %s (did you mean %q?)", name, section, csvName, s)
-		return
-	}
+	// A signal BeamNG has, whose row the CSV lacks, is said to be missing,
+	// however close another row's name is (wheelSpeedRR beside wheelSpeedRL).
 	if defs, msg := draftDefs(name, dir, nil); msg == "" {
 		d := defs[0]
 		kindCol := ""
 		if dir == beamng.ToBeamNG {
 			kindCol = kind
 		}
-		p.at(Error, nameptr, "%q is not a %s row of %s (its %s rows: %s): BeamNG sends and applies only what the CSV lists; add the row %s,%s,%s,%s,number in BeamNG's editor",
-			name, section, csvName, section, rows, section, d.group, d.name, kindCol)
+		p.at(Error, nameptr, "%s has no %s row for %q, a signal BeamNG has (its %s rows: %s): BeamNG sends and applies only what the CSV lists; add the row %s,%s,%s,%s,number in BeamNG's editor",
+			csvName, section, name, section, rows, section, d.group, d.name, kindCol)
+		return
+	} else if s := suggest.Closest(base, ix.names[dir]); s != "" {
+		p.at(Error, nameptr, "%q is not a %s row of %s (did you mean %q?)", name, section, csvName, s)
 		return
 	} else if s := suggestGen2(base, dir); s != "" {
 		p.at(Error, nameptr, "%q is not a %s row of %s, nor a BeamNG signal (did you mean %q?)", name, section, csvName, s)

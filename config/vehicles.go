@@ -173,7 +173,13 @@ func (p *parser) ipv4(v *string, ptr, def string, local bool) netip.Addr {
 		return netip.MustParseAddr(def)
 	}
 	if a.IsUnspecified() {
-		p.at(Error, ptr, "%s binds every interface, but BeamNG needs one address to send to: expected this machine's address on the network BeamNG is on", s)
+		if !local {
+			p.at(Error, ptr, "%s is no address to send to: expected the address of the machine BeamNG runs on", s)
+			return netip.MustParseAddr(def)
+		}
+		// Every interface: a rig on DHCP keeps working when its address
+		// changes. BeamNG must still send to one address of this machine.
+		p.at(Warning, ptr, "%s binds every interface of this machine: BeamNG must send to this machine's address on its network (`beamconnect compile` prints the start line with it); datagrams are taken only from remoteIP", s)
 		return a
 	}
 	if local && !a.IsLoopback() {

@@ -131,7 +131,7 @@ func watchLogged(t *testing.T) (string, <-chan string, *logtest.Buffer) {
 	return path, got, log
 }
 
-// Issue 10, defect 6: the config's folder deleted and created again, or
+// The config's folder deleted and created again, or
 // renamed away and back: the watch comes back and later edits are still
 // seen; a missing file is warned about at once, not at debug level.
 func TestWatchSurvivesFolderChurn(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"beamconnect/logtest"
+	"beamconnect/wine"
 )
 
 // watchPath runs a watcher on path (which exists), named what, with a
@@ -51,15 +52,13 @@ func saveAtomic(t *testing.T, path, s string) {
 func relink(t *testing.T, dest, path string) {
 	t.Helper()
 	tmp := path + ".tmp"
-	if err := os.Symlink(dest, tmp); err != nil {
-		t.Skipf("no symbolic links here: %v", err)
-	}
+	wine.Symlink(t, dest, tmp)
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// Issue 20, item 11: the config in the rig's folder is a link to a file
+// The config in the rig's folder is a link to a file
 // kept in another folder (a repository checkout). Editing that file, in
 // place or by an editor's atomic save, reloads the config. Before, only
 // the link's folder was watched and nothing was ever reloaded, silently.
@@ -127,7 +126,7 @@ func TestWatchKubernetesSwap(t *testing.T) {
 	expect(t, got, "v2 edited")
 }
 
-// Issue 20, minor: a config replaced by a folder is not back: it is
+// A config replaced by a folder is not back: it is
 // warned about as a folder, never logged "back", and reported again only
 // when a file is there once more. Before, "back" followed "unreadable"
 // 5 ms later.
@@ -148,7 +147,7 @@ func TestWatchReplacedByFolder(t *testing.T) {
 	log.WaitFor(t, "the config file is back")
 }
 
-// Issue 20, minor: the watcher says which file it watches: a deleted
+// The watcher says which file it watches: a deleted
 // interface CSV is not "the config file".
 func TestWatchNamesItsFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "signals.csv")

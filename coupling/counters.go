@@ -39,6 +39,7 @@ const (
 	SourceChanges                  // BeamNG's sending address latched anew
 	Silences                       // BeamNG went silent while connected
 	stallSilences                  // silences that were BeamNG's own 2 s timeout (not a fault)
+	stopSilences                   // the silence open when the run was stopped: BeamNG's stop (not a fault)
 	BindFailures                   // failed binds of the local address (each retried)
 	Connects                       // times BeamNG's messages started coming
 	LockstepLost                   // times BeamNG was seen running ahead of the replies
@@ -74,6 +75,9 @@ type CounterInfo struct {
 	Run           bool // counted once per run, not per vehicle
 	Gauge         bool // a value now, not a count
 	Hidden        bool // internal: not in the summary or /metrics
+	// Normal says a value other than 0 is normal in a healthy run (the
+	// summary says so, and the docs why).
+	Normal bool
 	// Problem, when set, is the line a non-zero value of counter k adds to
 	// the run's faults (v holds every counter of the same vehicle, or of
 	// the run; policy is the reply-id policy); "" when it is not one after
@@ -112,21 +116,22 @@ var CounterTable = [NumCounters]CounterInfo{
 		}},
 	StaleData: {Name: "stale_data", Help: "BeamNG messages answered with neutral controls because the model reads another vehicle whose data had stopped coming.",
 		Problem: count("%d messages were answered with neutral controls: the model reads another vehicle whose data had stopped coming (its BeamNG silent), and is never stepped on stale data")},
-	ModelEnded: {Name: "after_model_ended", Help: "BeamNG messages answered with neutral controls after the model (an FMU) ended the simulation: not a fault."},
-	Waiting:    {Name: "waiting_for_vehicles", Help: "BeamNG messages answered with neutral controls while another vehicle the model reads had not sent yet (start-up)."},
+	ModelEnded: {Name: "after_model_ended", Normal: true, Help: "BeamNG messages answered with neutral controls after the model (an FMU) ended the simulation: not a fault."},
+	Waiting:    {Name: "waiting_for_vehicles", Normal: true, Help: "BeamNG messages answered with neutral controls while another vehicle the model reads had not sent yet (start-up)."},
 	LongMessages: {Name: "long_messages", Help: "BeamNG messages longer than the layout: the extra values were ignored.",
 		Problem: count("%d of BeamNG's messages were longer than the CSV says (BeamNG runs another CSV?): the extra values were ignored")},
 	NonFinite: {Name: "non_finite", Help: "NaN or Inf values the model wrote that BeamNG must not get: the last value sent went instead.",
 		Problem: count("the model wrote NaN or Inf %d times: the last value sent went to BeamNG instead (BeamNG's Gen 2 has no NaN filter)")},
 	Clamped:         {Name: "clamped", Help: "Control values the model wrote beyond what BeamNG accepts (pedals 0 to 1, steering −1 to 1): clamped to the range before sending."},
-	Drained:         {Name: "drained", Help: "Stale messages skipped after a (re)connect or a pause."},
+	Drained:         {Name: "drained", Normal: true, Help: "Stale messages skipped after a (re)connect or a pause."},
 	StallsRecovered: {Name: "stalls_recovered", Help: "BeamNG 2 s timeouts after which reply ids were re-based.", Problem: stalls},
 	Late: {Name: "late_replies", Help: "Replies withheld because BeamNG had given up on them.",
 		Problem: count("%d replies were withheld: the model's step took longer than BeamNG waits")},
-	Restarts:      {Name: "restarts", Help: "BeamNG controller reloads seen (ids from 0 again)."},
-	SourceChanges: {Name: "source_changes", Help: "Times BeamNG's sending address was latched anew (a reload, or a new session after silence)."},
+	Restarts:      {Name: "restarts", Normal: true, Help: "BeamNG controller reloads seen (ids from 0 again)."},
+	SourceChanges: {Name: "source_changes", Normal: true, Help: "Times BeamNG's sending address was latched anew (a reload, or a new session after silence)."},
 	Silences:      {Name: "silences", Help: "Times BeamNG went silent while connected.", Problem: silences},
 	stallSilences: {Name: "stall_silences", Hidden: true},
+	stopSilences:  {Name: "stop_silences", Hidden: true},
 	BindFailures:  {Name: "bind_failures", Help: "Failed binds of the local address (each retried)."},
 	Connects:      {Name: "connects", Help: "Times BeamNG's messages started coming."},
 	LockstepLost:  {Name: "lockstep_lost", Help: "Times BeamNG was seen running ahead of the replies.", Problem: lockstepLine},
@@ -136,17 +141,17 @@ var CounterTable = [NumCounters]CounterInfo{
 		Problem: func(v *Values, _ Counter, _ string) string {
 			return fmt.Sprintf("the model faulted %d times (dead, hung, panicked or answering badly): %d replies carried neutral controls", v[ModelFaults], v[NeutralReplies])
 		}},
-	ModelMissed:    {Name: "model_missed", Help: "Requests the model's program answered too late.", Run: true},
+	ModelMissed:    {Name: "model_missed", Normal: true, Help: "Requests the model's program answered too late.", Run: true},
 	ModelDiscarded: {Name: "model_discarded", Help: "Answers of the model's program that were discarded (malformed, out of turn, or later than the model timeout).", Run: true, Problem: count("the model's program gave %d answers that were discarded (see the log for why)")},
 	ModelFailed:    {Name: "model_failed", Help: "Steps of the FMU that failed, or gave NaN or infinite outputs.", Run: true, Problem: count("the FMU failed or gave NaN or infinite outputs at %d steps (see the log for which)")},
-	ModelSkipped:   {Name: "model_skipped", Help: "Requests not sent to the model's program while it was busy.", Run: true},
+	ModelSkipped:   {Name: "model_skipped", Normal: true, Help: "Requests not sent to the model's program while it was busy.", Run: true},
 	ModelRestarts:  {Name: "model_restarts", Help: "Restarts of the model's program.", Run: true},
-	SolverSteps:    {Name: "solver_steps", Help: "Steps of the solver integrating a model exchange FMU.", Run: true},
-	SolverRejected: {Name: "solver_rejected", Help: "Steps of that solver its error control rejected (and took again, smaller).", Run: true},
-	SolverEvents:   {Name: "solver_events", Help: "Events of a model exchange FMU handled: time, state and step events.", Run: true},
-	ModelResets:    {Name: "model_resets", Help: "Times the model started over from its initial state because BeamNG started its coupling again.", Run: true},
+	SolverSteps:    {Name: "solver_steps", Normal: true, Help: "Steps of the solver integrating a model exchange FMU.", Run: true},
+	SolverRejected: {Name: "solver_rejected", Normal: true, Help: "Steps of that solver its error control rejected (and took again, smaller).", Run: true},
+	SolverEvents:   {Name: "solver_events", Normal: true, Help: "Events of a model exchange FMU handled: time, state and step events.", Run: true},
+	ModelResets:    {Name: "model_resets", Normal: true, Help: "Times the model started over from its initial state because BeamNG started its coupling again.", Run: true},
 	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},
-	ReloadErrors:   {Name: "reload_errors", Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
+	ReloadErrors:   {Name: "reload_errors", Normal: true, Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
 	RecordRows:     {Name: "record_rows", Help: "Rows recorded.", Run: true},
 	RecordWritten:  {Name: "record_written", Help: "Rows written to the recording.", Run: true},
 	RecordLost: {Name: "record_lost", Help: "Recorded rows that could not be written.", Run: true,
@@ -177,7 +182,7 @@ func stalls(v *Values, _ Counter, policy string) string {
 }
 
 func silences(v *Values, _ Counter, _ string) string {
-	n := v[Silences] - v[stallSilences]
+	n := v[Silences] - v[stallSilences] - v[stopSilences]
 	if n <= 0 {
 		return ""
 	}

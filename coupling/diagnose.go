@@ -3,9 +3,13 @@ package coupling
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/ports"
 )
 
 // The classic mistakes of a new rig, diagnosed live, once each, with the
@@ -20,6 +24,105 @@ const nothingFor = 10 * time.Second
 // answered message, show that the replies do not reach BeamNG.
 const lonelyStalls = 2
 
+// diagnosisHolds is how long a diagnosis holds after what it explains was
+// last seen: the status line says it meanwhile.
+const diagnosisHolds = 5 * time.Second
+
+// The diagnoses a link can make.
+const (
+	diagNothing = iota // nothing has come from BeamNG
+	diagReplies        // the replies go where BeamNG is not listening
+	diagSize           // datagrams of a length this coupling does not send
+	diagShort          // messages that lack fields the model reads
+	diagLong           // messages longer than the layout
+	numDiagnoses
+)
+
+// Diagnosis is one of the classic mistakes, as the link diagnosed it live:
+// what it sees, what to do, and a few words for the status line.
+type Diagnosis struct {
+	What  string `json:"what"`
+	Fix   string `json:"fix"`
+	Short string `json:"-"`
+	// Since is when it was first said, seconds after the link was bound.
+	Since float64 `json:"since_s"`
+	// Holds says whether what it explains was seen lately (or, for
+	// "nothing from BeamNG", still is).
+	Holds bool `json:"holds"`
+	// Kind names it: nothing, replies, size, short, long.
+	Kind string `json:"kind"`
+	kind int
+}
+
+var diagnosisKinds = [numDiagnoses]string{"nothing", "replies", "size", "short", "long"}
+
+// Line is the diagnosis as a line of the verdict.
+func (d Diagnosis) Line() string { return d.What + ": " + d.Fix }
+
+// diagnoses are a link's, read by other goroutines (the status line, the
+// page, the summary): said rarely, under a mutex; seen again on the
+// message path, atomically.
+type diagnoses struct {
+	mu   sync.Mutex
+	list [numDiagnoses]*Diagnosis
+	last [numDiagnoses]atomic.Int64 // unix ns what each explains was last seen
+}
+
+// say records diagnosis kind (first time: what and fix), or that what it
+// explains was seen again at now.
+func (l *Link) say(kind int, now time.Time, what, fix, short string) {
+	ds := &l.diags
+	ds.last[kind].Store(now.UnixNano())
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.list[kind] != nil {
+		return
+	}
+	since := 0.0
+	if !l.diag.boundAt.IsZero() {
+		since = now.Sub(l.diag.boundAt).Seconds()
+	}
+	ds.list[kind] = &Diagnosis{What: what, Fix: fix, Short: short, Since: since, Kind: diagnosisKinds[kind], kind: kind}
+}
+
+// seen notes that what diagnosis kind explains was seen again at now.
+func (l *Link) seen(kind int, now time.Time) { l.diags.last[kind].Store(now.UnixNano()) }
+
+// Diagnoses are what the link diagnosed so far, in the order of their
+// kinds, each saying whether it holds at now.
+func (l *Link) Diagnoses(now time.Time) []Diagnosis {
+	ds := &l.diags
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	var out []Diagnosis
+	for _, d := range ds.list {
+		if d == nil {
+			continue
+		}
+		c := *d
+		c.Holds = now.Sub(time.Unix(0, ds.last[d.kind].Load())) < diagnosisHolds
+		if c.kind == diagNothing {
+			c.Holds = l.stats.Get(Messages) == 0
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// diagnosisFaults are the verdict's lines of what was diagnosed, first in
+// the faults: the cause and its fix, before the counters that show it.
+// "Nothing from BeamNG" is a fault only when nothing ever came (and then
+// its fix completes the "never connected" line).
+func (l *Link) diagnosisFaults() []string {
+	var out []string
+	for _, d := range l.Diagnoses(l.clock.Now()) {
+		if d.kind != diagNothing {
+			out = append(out, "diagnosed: "+d.Line())
+		}
+	}
+	return out
+}
+
 type diagnosis struct {
 	boundAt      time.Time
 	nothingSaid  bool
@@ -32,26 +135,36 @@ type diagnosis struct {
 	startCommand string
 }
 
+// SendTo is where BeamNG must send: the bound address, or when it binds
+// every interface (0.0.0.0), this machine's address on the way to BeamNG.
+func (l *Link) SendTo() netip.AddrPort {
+	return ports.Vehicle{Local: l.local, Remote: l.remote}.SendTo()
+}
+
 // noMessages says, once, that BeamNG has sent nothing since the link was
 // bound nothingFor ago.
 func (l *Link) noMessages(now time.Time) {
 	d := &l.diag
-	if d.nothingSaid || l.stats.Get(Messages) > 0 || d.boundAt.IsZero() || now.Sub(d.boundAt) < nothingFor {
+	// Datagrams of a length this coupling does not send are something,
+	// and their own diagnosis says what.
+	if d.nothingSaid || d.sizeSaid || l.stats.Get(Messages) > 0 || d.boundAt.IsZero() || now.Sub(d.boundAt) < nothingFor {
 		return
 	}
 	d.nothingSaid = true
-	args := []any{"waiting_for", now.Sub(d.boundAt).Round(time.Second), "bound", l.local,
-		"hint", fmt.Sprintf("BeamNG's coupling must send to %v (its udpSendIP/udpSendPort, the CSV's otherUDP rows) and listen on %v; start it in BeamNG (see `beamconnect compile` and docs/beamng.md)", l.local, l.remote)}
+	hint := fmt.Sprintf("BeamNG's coupling must send to %v (its udpSendIP/udpSendPort, the CSV's otherUDP rows) and listen on %v; start it in BeamNG (see `beamconnect compile` and docs/beamng.md)", l.SendTo(), l.remote)
+	args := []any{"waiting_for", now.Sub(d.boundAt).Round(time.Second), "bound", l.local, "hint", hint}
 	if d.startCommand != "" {
 		args = append(args, "start_with", d.startCommand)
 	}
 	l.diagnosed(slog.LevelWarn, "nothing has come from BeamNG yet", args...)
+	l.say(diagNothing, now, "nothing has come from BeamNG", hint, fmt.Sprintf("NOTHING FROM BeamNG: it must send to %v", l.SendTo()))
 }
 
 // stalled notes one of BeamNG's 2 s stalls: several in a row, each after a
 // single answered message, mean BeamNG never gets the replies.
-func (l *Link) stalled() {
+func (l *Link) stalled(now time.Time) {
 	d := &l.diag
+	l.seen(diagReplies, now)
 	if d.sinceStall <= 1 {
 		d.stallsInRow++
 	} else {
@@ -62,9 +175,10 @@ func (l *Link) stalled() {
 		return
 	}
 	d.repliesSaid = true
-	l.diagnosed(slog.LevelError, "BeamNG waits 2 s for a reply after every message although each one is answered: the replies go where BeamNG is not listening",
-		"replies_to", l.remote,
-		"hint", fmt.Sprintf("set remoteIP and remotePort (Gen 2: the CSV's beamngUDP rows) to the address BeamNG's coupling listens on (its udpReceiveIP and udpReceivePort, 64891 by default); beamconnect sends to %v", l.remote))
+	const what = "BeamNG waits 2 s for a reply after every message although each one is answered: the replies go where BeamNG is not listening"
+	hint := fmt.Sprintf("set remoteIP and remotePort (Gen 2: the CSV's beamngUDP rows) to the address BeamNG's coupling listens on (its udpReceiveIP and udpReceivePort, 64891 by default); beamconnect sends to %v", l.remote)
+	l.diagnosed(slog.LevelError, what, "replies_to", l.remote, "hint", hint)
+	l.say(diagReplies, now, what, hint, fmt.Sprintf("REPLIES DO NOT REACH BeamNG (sent to %v): check remoteIP/remotePort", l.remote))
 }
 
 // wrongSize counts a datagram from BeamNG's address of a length BeamNG does
@@ -74,19 +188,21 @@ func (l *Link) wrongSize(n int, now time.Time) {
 	l.stats.inc(WrongSize)
 	d := &l.diag
 	if d.sizeSaid {
+		l.seen(diagSize, now)
 		return
 	}
 	d.sizeSaid = true
 	args := []any{"bytes", n, "expected", 8 * len(l.msg)}
+	hint := "longer than BeamNG reads whole: not BeamNG's coupling"
 	switch {
 	case n%8 != 0:
-		args = append(args, "hint", "not whole doubles: not BeamNG's coupling")
+		hint = "not whole doubles: not BeamNG's coupling"
 	case l.proto == beamng.Gen1:
-		args = append(args, "hint", fmt.Sprintf("%d doubles is not Gen 1's 111: BeamNG runs the Gen 2 co-simulation coupling (cosimulationCoupling) with %d signalTo rows? Set beamng.protocol to \"csv\" and beamng.interface to its CSV", n/8, n/8-1))
-	default:
-		args = append(args, "hint", "longer than BeamNG reads whole: not BeamNG's coupling")
+		hint = fmt.Sprintf("%d doubles is not Gen 1's 111: BeamNG runs the Gen 2 co-simulation coupling (cosimulationCoupling) with %d signalTo rows? Set beamng.protocol to \"csv\" and beamng.interface to its CSV", n/8, n/8-1)
 	}
-	l.diagnosed(slog.LevelWarn, "dropped datagrams from BeamNG's address of a length this coupling does not send", args...)
+	const what = "dropped datagrams from BeamNG's address of a length this coupling does not send"
+	l.diagnosed(slog.LevelWarn, what, append(args, "hint", hint)...)
+	l.say(diagSize, now, fmt.Sprintf("%s (%d bytes, expected %d)", what, n, 8*len(l.msg)), hint, "WRONG-SIZE DATAGRAMS FROM BeamNG: another protocol or CSV?")
 }
 
 // shortWarn says, once, that a message lacked fields the model reads, and
@@ -94,6 +210,7 @@ func (l *Link) wrongSize(n int, now time.Time) {
 func (l *Link) shortWarn(present int, now time.Time) {
 	d := &l.diag
 	if d.shortSaid {
+		l.seen(diagShort, now)
 		return
 	}
 	d.shortSaid = true
@@ -101,15 +218,17 @@ func (l *Link) shortWarn(present int, now time.Time) {
 	if present == beamng.StateLen {
 		hint = "111 doubles is Gen 1's vehicleSystemsCoupling: set beamng.protocol to \"fixed\", or start BeamNG's co-simulation coupling with this config's CSV"
 	}
-	l.diagnosed(slog.LevelError, "BeamNG's message lacks fields the model reads: answered with neutral controls, the model not stepped",
-		"doubles", present, "hint", hint)
+	const what = "BeamNG's message lacks fields the model reads: answered with neutral controls, the model not stepped"
+	l.diagnosed(slog.LevelError, what, "doubles", present, "hint", hint)
+	l.say(diagShort, now, fmt.Sprintf("%s (%d doubles)", what, present), hint, "BeamNG's MESSAGES LACK FIELDS: neutral controls")
 }
 
 // longWarn says, once, that BeamNG's messages are longer than the layout
 // says, and what that suggests.
-func (l *Link) longWarn(present int) {
+func (l *Link) longWarn(present int, now time.Time) {
 	d := &l.diag
 	if d.longSaid {
+		l.seen(diagLong, now)
 		return
 	}
 	d.longSaid = true
@@ -117,5 +236,7 @@ func (l *Link) longWarn(present int) {
 	if present == beamng.StateLen {
 		hint = "111 doubles is Gen 1's vehicleSystemsCoupling: set beamng.protocol to \"fixed\", or start BeamNG's co-simulation coupling with this config's CSV"
 	}
-	l.diagnosed(slog.LevelWarn, "BeamNG's messages are longer than this coupling's layout: the extra values are ignored", "doubles", present, "hint", hint)
+	const what = "BeamNG's messages are longer than this coupling's layout: the extra values are ignored"
+	l.diagnosed(slog.LevelWarn, what, "doubles", present, "hint", hint)
+	l.say(diagLong, now, fmt.Sprintf("%s (%d doubles)", what, present), hint, "BeamNG's MESSAGES TOO LONG: another CSV?")
 }

@@ -259,7 +259,7 @@ func holdsSpeed(t *testing.T, h *harness) {
 		t.Errorf("BeamNG's side: %v", s)
 	}
 	// The controller's own report agrees: settled, small errors since.
-	if q := figures(h); !(q["speed error RMS after settling"] < 0.05*set) || !(q["settled after"] < 20) {
+	if q := figures(h); !(q["speed error RMS after settling"] < 0.05*set) || !(q["speed settled after"] < 20) {
 		t.Errorf("the model reports %v", h.s.Control())
 	}
 }
@@ -267,8 +267,13 @@ func holdsSpeed(t *testing.T, h *harness) {
 // figures is the model's quality report by name.
 func figures(h *harness) map[string]float64 {
 	q := map[string]float64{}
-	for _, f := range h.s.Control() {
-		q[f.Name] = f.Value
+	for _, r := range h.s.Control() {
+		q[r.Name+" error now"] = r.Error
+		q[r.Name+" error RMS after settling"] = r.RMS
+		q[r.Name+" settled after"] = r.SettledAfter
+		for _, f := range r.Extra {
+			q[f.Name] = f.Value
+		}
 	}
 	return q
 }

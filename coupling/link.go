@@ -65,6 +65,7 @@ type Link struct {
 	keep    []byte      // drain's newest message
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
 	diag    diagnosis
+	diags   diagnoses
 
 	ids      replyIDs
 	src      source
@@ -260,13 +261,15 @@ func (l *Link) run(ctx context.Context) error {
 			}
 		}
 	}
-	l.finish()
+	l.finish(errors.Is(ctx.Err(), context.Canceled))
 	return nil
 }
 
 // finish notes how the run ended for this vehicle and leaves BeamNG with
-// neutral controls, not the last ones.
-func (l *Link) finish() {
+// neutral controls, not the last ones. stopped says the run was stopped
+// (Ctrl-C, SIGTERM: its context cancelled) rather than ended by its
+// duration.
+func (l *Link) finish(stopped bool) {
 	now := l.clock.Now()
 	l.stats.endLink.Store(int32(l.state))
 	if l.silent {
@@ -274,8 +277,11 @@ func (l *Link) finish() {
 		// than calling it longer than BeamNG's 2 s timeout.
 		gap := now.Sub(l.lastArrival)
 		l.stats.endSilence.Store(int64(gap))
-		if gap < stallGap {
+		switch {
+		case gap < stallGap:
 			l.stats.inc(stallSilences)
+		case stopped:
+			l.stats.inc(stopSilences) // BeamNG stopped, then beamconnect was: a clean stop
 		}
 	}
 	if l.state == Connected || l.state == Connecting {
@@ -340,9 +346,9 @@ func (l *Link) retryLater() time.Duration {
 // bindHint says what usually causes a bind error.
 func bindHint(err error, addr netip.AddrPort) string {
 	switch {
-	case errors.Is(err, syscall.EADDRINUSE):
-		return fmt.Sprintf("another program has %v: a second beamconnect on this config, BeamNG's Simulink S-function or FMU, or a second vehicle on the same port? (on Linux: ss -ulpn 'sport = :%d')", addr, addr.Port())
-	case errors.Is(err, syscall.EADDRNOTAVAIL):
+	case errors.Is(err, errAddrInUse):
+		return fmt.Sprintf("another program has %v: a second beamconnect on this config, BeamNG's Simulink S-function or FMU, or a second vehicle on the same port? (on Linux: ss -ulpn 'sport = :%d'; on Windows: netstat -ano -p udp)", addr, addr.Port())
+	case errors.Is(err, errAddrNotAvail):
 		return fmt.Sprintf("%v is not an address of this machine: check beamng.localIP", addr.Addr())
 	case errors.Is(err, syscall.EACCES):
 		return fmt.Sprintf("port %d needs privileges: use a port above 1023", addr.Port())

@@ -49,7 +49,7 @@ func (h *holdOnce) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (i
 	}
 }
 
-// Issue 10, defect 9: a reply held back past BeamNG's 2 s timeout is
+// A reply held back past BeamNG's 2 s timeout is
 // delivered after the reply that follows the reset, so BeamNG accepts the
 // stale id (200) and then rejects every real reply, running free, for as
 // long as the run had lasted (200 messages here). The watchdog sees BeamNG sending before it

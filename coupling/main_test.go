@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"beamconnect/fmu/host"
+	"beamconnect/models/exectest"
 )
 
 // TestMain lets the fault matrix's rows run six at a time: most of a row's
@@ -17,6 +18,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
 		os.Exit(host.Main(os.Stdin, os.Stdout, os.Stderr))
 	}
+	exectest.Main() // the exec models' program
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })

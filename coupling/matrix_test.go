@@ -8,8 +8,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,9 @@ import (
 	"beamconnect/config"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/models"
+	"beamconnect/models/exectest"
 	"beamconnect/ports"
+	"beamconnect/wine"
 )
 
 var matrixTable = flag.Bool("matrix", false, "print the fault matrix as a Markdown table (for the README)")
@@ -100,9 +103,10 @@ type matrixRow struct {
 	loss       bool     // BeamNG may end out of lockstep, if it is reported
 	fps, rtf   float64  // fps > 0: paced like BeamNG, in frame batches, rtf× real time
 	timeout    float64  // the model timeout, s (0: the default)
+	program    bool     // the model is an exec program
 }
 
-// The fault matrix (issue 10): every fault the emulator can inflict and
+// The fault matrix: every fault the emulator can inflict and
 // every failure of the client side, each against the coupling run uses,
 // asserting for each: no panic, BeamNG back in lockstep (or the loss
 // reported), nothing lost from the recording (or the loss counted and
@@ -112,9 +116,6 @@ type matrixRow struct {
 func TestFaultMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real sockets on the real clock: timing a race detector would distort")
-	}
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("the model rows need sh")
 	}
 	rows := []matrixRow{
 		{name: "none", what: "a clean run"},
@@ -158,17 +159,21 @@ func TestFaultMatrix(t *testing.T) {
 			during:   func(t *testing.T, m *matrixRun) { sendAfter(t, m, 200, "127.0.0.2", 300) },
 			reported: []string{"not BeamNG's"}},
 		{name: "dead model", what: "exec floors the throttle, then exits: neutral controls at once", safe: true,
-			model:    execModel(`read h; i=0; while [ $i -lt 300 ]; do read a; echo "1 1 0 0"; i=$((i+1)); done; exit 1`),
+			program:  true,
+			model:    execModel("header", "answer:300=1 1 0 0", "exit=1"),
 			reported: []string{"the model faulted 1 times"}},
 		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: neutral controls for every message it has no answer for in time, the newest request only, no backlog",
-			model: execModel(`read h; while read t rest; do sleep 0.01; echo "1 0.3 0 0"; done`), timeout: 0.2,
+			program: true,
+			model:   execModel("header", "delay=10ms", "answer:*=1 0.3 0 0"), timeout: 0.2,
 			reported: []string{"the model could not keep up"},
 			check: func(t *testing.T, m *matrixRun) {
-				// Every reply neutral: for want of an answer in time (or, on a
+				// The replies neutral for want of an answer in time (or, on a
 				// machine loaded enough to hold the program up past the model
-				// timeout, for the fault that is).
-				if st := m.h.c.Stats(); st.Get(NotComputed) == 0 || st.Get(NeutralReplies) != st.Get(Replies) || m.h.em.Vehicle().Throttle != 0 {
-					t.Errorf("no controls %d, neutral replies %d of %d, throttle %v: want every reply neutral", st.Get(NotComputed), st.Get(NeutralReplies), st.Get(Replies), m.h.em.Vehicle().Throttle)
+				// timeout, for the fault that is); a loaded machine may hold
+				// the loop up past a deadline long enough for an answer to
+				// come after all, which is then this message's.
+				if st := m.h.c.Stats(); st.Get(NotComputed) == 0 || st.Get(NeutralReplies) < st.Get(Replies)*95/100 {
+					t.Errorf("no controls %d, neutral replies %d of %d: want the replies neutral", st.Get(NotComputed), st.Get(NeutralReplies), st.Get(Replies))
 				}
 				ex := m.h.model.(*models.Exec)
 				// A backlog grows past a second in this row; scheduling on a
@@ -179,7 +184,8 @@ func TestFaultMatrix(t *testing.T) {
 				m.extra = fmt.Sprintf("oldest answer used %.0f ms", float64(ex.MaxAnswerAge().Microseconds())/1000)
 			}},
 		{name: "garbage model", what: "exec answers junk, then good lines: discarded, counted, neutral while it lasts",
-			model:    execModel(`read h; i=0; while read a; do i=$((i+1)); if [ $i -le 200 ]; then echo "1 x"; else echo "1 0.3 0 0"; fi; done`),
+			program:  true,
+			model:    execModel("header", "answer:200=1 x", "answer:*=1 0.3 0 0"),
 			reported: []string{"the model faulted", "the model's program gave 200 answers that were discarded"},
 			check: func(t *testing.T, m *matrixRun) {
 				if n := m.h.model.(*models.Exec).Bad(); n < 100 || !m.log.Has("model answer discarded") {
@@ -275,6 +281,11 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 func runMatrixRow(t *testing.T, row matrixRow) string {
+	if row.program {
+		// Its counts of faults need every answer within the model
+		// timeout, which Wine's pipes miss now and then.
+		wine.Skip(t, wine.Pipes)
+	}
 	if row.config == "" {
 		row.config = "cruise-pedals"
 	}
@@ -361,8 +372,14 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if len(row.reported) == 0 && len(faults) != 0 {
 		t.Errorf("faults %q for a run that should be healthy", faults)
 	}
-	if !containsAll(faults, row.reported...) {
-		t.Errorf("faults %q, want %q", faults, row.reported)
+	want := row.reported
+	if runtime.GOOS != "linux" {
+		// The lockstep watchdog needs the datagrams' arrival times, which
+		// only Linux gives (rxtime_linux.go): elsewhere it cannot tell.
+		want = slices.DeleteFunc(slices.Clone(want), func(f string) bool { return f == "BeamNG ran out of lockstep" })
+	}
+	if !containsAll(faults, want...) {
+		t.Errorf("faults %q, want %q", faults, want)
 	}
 	if row.safe {
 		if !m.neutral || m.h.s.Values()[ModelFaults]+st.Get(NotComputed) == 0 {
@@ -448,10 +465,10 @@ func refusedReload(t *testing.T, m *matrixRun) {
 	}
 }
 
-// execModel is an sh program as the exec model, with restarts off.
-func execModel(script string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
+// execModel is an exectest script as the exec model, with restarts off.
+func execModel(script ...string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 	return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
-		m, err := models.New("exec", models.Params{"command": []string{"sh", "-c", script}, "restart": false}, p, log.Logger())
+		m, err := models.New("exec", models.Params{"command": exectest.Command(script...), "restart": false}, p, log.Logger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -507,7 +524,10 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 	for m.h.s.Values()[Reloads] == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if m.h.s.Values()[Reloads] != 1 || !m.log.Has("the config's folder was removed") || !m.log.Has("the config file is missing") {
+	// On Windows a read that meets the deletion under way fails with a
+	// sharing violation: the file is then "unreadable", not "missing".
+	gone := m.log.Has("the config file is missing") || runtime.GOOS == "windows" && m.log.Has("the config file is unreadable")
+	if m.h.s.Values()[Reloads] != 1 || !m.log.Has("the config's folder was removed") || !gone {
 		t.Errorf("reloads %d after the folder came back\n%s", m.h.s.Values()[Reloads], m.log)
 	}
 }

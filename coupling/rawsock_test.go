@@ -40,6 +40,9 @@ func TestUDPCruise(t *testing.T) {
 // socket, handled and answered on it, allocates nothing.
 func TestReceiveAllocs(t *testing.T) {
 	for _, busy := range []bool{false, true} {
+		if busy && runtime.GOOS != "linux" {
+			break // busy polling needs Linux: elsewhere the same socket again
+		}
 		plan, _ := ports.Compile(load(t, "../examples/cruise-pedals.json"))
 		m, _ := models.New(plan.Model, plan.ModelParams, plan, nil)
 		// With a live scope attached: its sample is on the same path.

@@ -106,10 +106,10 @@ func (l *Link) observed(id float64, neutral bool) {
 		}
 		t := l.sim.Local()
 		if o.Record != nil {
-			o.Record.Row(t, l.index, l.Status(), id, l.reply[0], st.stats.Get(Reloads), st.outs, ins)
+			o.Record.Row(t, l.index, l.Status(), id, l.reply[0], st.stats.Get(Reloads), st.outs, ins, st.loops.set)
 		}
 		if o.Scope != nil {
-			o.Scope.Push(t, st.outs, ins)
+			o.Scope.Push(t, st.outs, ins, st.loops.group)
 		}
 		st.leave()
 	}
@@ -244,7 +244,7 @@ func (l *Link) accept(d []byte, from netip.AddrPort, now time.Time) (id float64,
 		l.shortWarn(present, now)
 	case present > len(l.msg):
 		l.stats.inc(LongMessages)
-		l.longWarn(present)
+		l.longWarn(present, now)
 	}
 	return id, whole, true
 }
@@ -264,7 +264,7 @@ func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
 		l.stats.inc(Connects)
 	case gap >= RebaseGap:
 		l.stats.inc(StallsRecovered)
-		l.stalled()
+		l.stalled(now)
 		if gap < stallGap && l.silent {
 			l.stats.inc(stallSilences) // the silence was BeamNG's own 2 s timeout
 		}

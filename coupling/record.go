@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,8 +136,10 @@ func (r *Recorder) Header(plan *ports.Plan) {
 }
 
 // ScopeColumns is the layout of a scope sample (Options.Scope): status, the
-// outputs, the directive and the inputs, named as in a recording, each with
-// its unit.
+// outputs, the directive, the inputs and the setpoints of beamng.quality's
+// loops, named as in a recording, each with its unit and the least span a
+// panel of it shows; a setpoint is drawn with the value it is the
+// setpoint of.
 func ScopeColumns(plan *ports.Plan) []scope.Column {
 	var cols []scope.Column
 	for _, c := range recording.LayoutOf(plan).Columns {
@@ -146,18 +149,23 @@ func ScopeColumns(plan *ports.Plan) []scope.Column {
 			port = "out0"
 		case c.Name == "directive" && c.Role == recording.Own:
 			port = "in0"
-		case c.Role == recording.Field:
-			port, _, _ = strings.Cut(c.Name, ".")
+		case c.Role == recording.Field, c.Role == recording.Setpoint:
+			dir := "out"
+			if !c.Out {
+				dir = "in"
+			}
+			port = dir + strconv.Itoa(c.Port)
 		default:
 			continue
 		}
-		cols = append(cols, scope.Column{Name: c.Name, Port: port, Unit: c.Unit})
+		cols = append(cols, scope.Column{Name: c.Name, Port: port, Unit: c.Unit, MinSpan: recording.UnitSpan(c.Unit)})
 	}
 	return cols
 }
 
-// Row records one message. It allocates nothing.
-func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, reloads int64, outs, ins [][]float64) {
+// Row records one message, set the setpoints of beamng.quality's loops.
+// It allocates nothing.
+func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, reloads int64, outs, ins [][]float64, set []float64) {
 	if r.reload != nil {
 		r.reload.Time = t
 		r.Event(*r.reload)
@@ -167,7 +175,7 @@ func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, re
 		r.stamp(t)
 	}
 	r.lastT = t
-	r.vals = r.layout.Flatten(r.vals, t, int(s), id, replyID, reloads, outs, ins)
+	r.vals = r.layout.Flatten(r.vals, t, int(s), id, replyID, reloads, outs, ins, set)
 	before := len(r.cur.data)
 	r.cur.data = r.f.Row(r.cur.data, vehicle, r.vals)
 	if len(r.cur.data) > maxBuffered {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
+	"beamconnect/wine"
 )
 
 // fullDisk is a file that takes `room` bytes and then fails like a full
@@ -59,7 +61,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 	ins := [][]float64{{1}, {0.25, 0}, {0}}
 	row := func(i int) {
-		r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins)
+		r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
 		r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 	}
 	for i := range 100 {
@@ -97,7 +99,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 7: rows are written out on a timer, while BeamNG is
+// Rows are written out on a timer, while BeamNG is
 // silent too; before, they waited for the next message, and a SIGKILL
 // during a silence lost them.
 func TestRecordFlushedWhileBeamNGSilent(t *testing.T) {
@@ -131,7 +133,6 @@ func TestOpenRecording(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rig.json")
 	os.WriteFile(cfg, []byte(`{"version": 2}`), 0o644)
-	os.Symlink(cfg, filepath.Join(dir, "link.json"))
 	notes := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notes, []byte("lab notes\n"), 0o644)
 	old := filepath.Join(dir, "old.csv")
@@ -162,7 +163,6 @@ func TestOpenRecording(t *testing.T) {
 		{notes, true, "", ""},
 		{cfg, false, "is the config file being run", ""},
 		{cfg, true, "is the config file being run", ""},
-		{filepath.Join(dir, "link.json"), true, "is the config file being run", ""},
 		{"/dev/null", false, "not a regular file", ""},
 		{"/dev/null", true, "", ""},
 		{oldMDF, false, "", ""},
@@ -182,6 +182,38 @@ func TestOpenRecording(t *testing.T) {
 	if b, _ := os.ReadFile(cfg); string(b) != `{"version": 2}` {
 		t.Errorf("the config was touched: %q", b)
 	}
+	t.Run("spelt otherwise", func(t *testing.T) {
+		// Windows' names ignore case and take either slash: each of these
+		// is the config, and must be refused as it is.
+		if runtime.GOOS != "windows" {
+			t.Skip("names that differ only in case or slashes are one file on Windows only")
+		}
+		for _, p := range []string{strings.ToUpper(cfg), strings.ToLower(cfg), filepath.ToSlash(cfg), dir + `\x\..\rig.json`} {
+			if f, _, err := OpenRecording(p, cfg, "", true); err == nil || !strings.Contains(err.Error(), "is the config file being run") {
+				if f != nil {
+					f.Close()
+				}
+				t.Errorf("%s (force true): %v, want \"is the config file being run\"", p, err)
+			}
+		}
+		if b, _ := os.ReadFile(cfg); string(b) != `{"version": 2}` {
+			t.Errorf("the config was touched: %q", b)
+		}
+	})
+	t.Run("through a symbolic link", func(t *testing.T) {
+		link := filepath.Join(dir, "link.json")
+		wine.Symlink(t, cfg, link)
+		f, _, err := OpenRecording(link, cfg, "", true)
+		if f != nil {
+			f.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "is the config file being run") {
+			t.Errorf("%s (force true): %v, want \"is the config file being run\"", link, err)
+		}
+		if b, _ := os.ReadFile(cfg); string(b) != `{"version": 2}` {
+			t.Errorf("the config was touched: %q", b)
+		}
+	})
 }
 
 // stuck is a destination that takes nothing: a hung network disk, a pipe
@@ -205,7 +237,7 @@ func TestRecorderBlockedDestination(t *testing.T) {
 		outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 		ins := [][]float64{{1}, {0.25, 0}, {0}}
 		for i := range 5000 {
-			r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins)
+			r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
 			r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 		}
 		start := time.Now()

@@ -3,7 +3,6 @@ package coupling
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/models"
+	"beamconnect/models/exectest"
 	"beamconnect/ports"
 )
 
@@ -24,9 +24,6 @@ import (
 func TestEveryModelKindRecovers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes and C FMUs on the real clock, not under -short")
-	}
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("the exec row needs sh")
 	}
 	fmuModel := func(o testfmu.Options, extra models.Params) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 		return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
@@ -53,9 +50,11 @@ func TestEveryModelKindRecovers(t *testing.T) {
 			return m
 		}, "model recovered"},
 		{"exec, its program exits once", func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
-			marker := filepath.Join(t.TempDir(), "ran")
-			script := fmt.Sprintf(`read h; i=0; while read a; do echo "1 1 0 0"; i=$((i+1)); if [ $i -ge 200 ] && [ ! -e %q ]; then touch %q; exit 1; fi; done`, marker, marker)
-			m, err := models.New("exec", models.Params{"command": []string{"sh", "-c", script}, "deadlineMs": 100.0}, p, log.Logger())
+			// Its first run exits after 200 answers; the one started again
+			// answers for good.
+			script := exectest.Command("header", "first="+filepath.Join(t.TempDir(), "ran"), "answer:200=1 1 0 0", "exit=1",
+				"second", "answer:*=1 1 0 0")
+			m, err := models.New("exec", models.Params{"command": script, "deadlineMs": 100.0}, p, log.Logger())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -65,6 +65,7 @@ type prepared struct {
 	plan      *ports.Plan
 	commit    func()
 	outs, ins [][]float64
+	loops     *controlLoops
 	outMoves  []move
 	inMoves   []move
 	swappedIn chan struct{}
@@ -93,7 +94,11 @@ func (s *Session) prepare(ch ports.Changes, p *ports.Plan) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &prepared{plan: p, commit: commit, swappedIn: make(chan struct{})}
+	loops, err := newControlLoops(p)
+	if err != nil {
+		return nil, err
+	}
+	r := &prepared{plan: p, commit: commit, loops: loops, swappedIn: make(chan struct{})}
 	old := s.latest
 	r.outs, r.outMoves = carry(beamng.FromBeamNG, old, p, old.Outputs, p.Outputs)
 	r.ins, r.inMoves = carry(beamng.ToBeamNG, old, p, old.Inputs, p.Inputs)
@@ -200,6 +205,9 @@ func (st *stage) swap(r *prepared) {
 	}
 	r.commit()
 	st.plan, st.outs, st.ins = r.plan, r.outs, r.ins
+	r.loops.carry(st.loops)
+	st.loops = r.loops
+	st.shown.Store(r.loops)
 	st.fresh.reads = modelReads(st.model, r.plan)
 	st.active.Store(r.plan)
 	st.stats.inc(Reloads)

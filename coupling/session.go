@@ -32,6 +32,7 @@ import (
 
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/quality"
 	"beamconnect/scope"
 	"beamconnect/timesync"
 )
@@ -133,6 +134,12 @@ func New(opt Options) (*Session, error) {
 	s := &Session{opt: opt, log: opt.Log, latest: p}
 	s.stage = newStage(p, opt.Model, &s.stats, opt.Log, opt.Clock)
 	s.stage.fault.record = opt.Record
+	loops, err := newControlLoops(p)
+	if err != nil {
+		return nil, fmt.Errorf("beamng.quality: %w", err)
+	}
+	s.stage.loops = loops
+	s.stage.shown.Store(loops)
 	for v := range p.Vehicles {
 		log := opt.Log
 		if len(p.Vehicles) > 1 {
@@ -255,11 +262,21 @@ func (s *Session) collect() {
 	}
 }
 
-// Control is the model's report on how well it controls (nil when it
-// gives none).
-func (s *Session) Control() []models.Figure {
+// Control is how well the model controls now, a report per loop: those
+// of beamng.quality when the config names any, else the model's own
+// (models.Reporter); nil when there is neither.
+func (s *Session) Control() []quality.Report { return s.control(false) }
+
+// FinalControl is Control at the end of the run: a loop that never
+// settled did not settle.
+func (s *Session) FinalControl() []quality.Report { return s.control(true) }
+
+func (s *Session) control(final bool) []quality.Report {
+	if c := s.stage.shown.Load(); len(c.loops) > 0 {
+		return c.reports(final)
+	}
 	if r, ok := s.stage.model.(models.Reporter); ok {
-		return r.Quality()
+		return r.Quality(final)
 	}
 	return nil
 }
@@ -286,6 +303,39 @@ func (s *Session) Name(v int) string { return s.links[v].name }
 // vehicle's lines are named by vehicle.
 func (s *Session) Faults() []string { return s.problems(true) }
 
+// Diagnosis is one of a vehicle's live diagnoses.
+type VehicleDiagnosis struct {
+	Vehicle string `json:"vehicle,omitempty"`
+	Diagnosis
+}
+
+// Diagnoses are the classic mistakes diagnosed live so far, every
+// vehicle's, each saying whether it holds at now.
+func (s *Session) Diagnoses(now time.Time) []VehicleDiagnosis {
+	var out []VehicleDiagnosis
+	for _, l := range s.links {
+		for _, d := range l.Diagnoses(now) {
+			out = append(out, VehicleDiagnosis{Vehicle: l.name, Diagnosis: d})
+		}
+	}
+	return out
+}
+
+// Notes lists what the run's end says that is not a fault (BeamNG stopped
+// before beamconnect was), one line each, named by vehicle with several.
+func (s *Session) Notes() []string {
+	var out []string
+	for _, l := range s.links {
+		for _, n := range l.Notes() {
+			if len(s.links) > 1 {
+				n = fmt.Sprintf("vehicle %q: %s", l.name, n)
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Problems lists what the counters say went wrong so far, while the run
 // goes on (the live page): Faults without what only the run's end can say.
 func (s *Session) Problems() []string { return s.problems(false) }
@@ -308,7 +358,7 @@ func (s *Session) problems(final bool) []string {
 			lines = l.Faults()
 		} else {
 			v := l.stats.Snapshot()
-			lines = v.Problems(policy)
+			lines = append(l.diagnosisFaults(), v.Problems(policy)...)
 		}
 		for _, f := range lines {
 			out = append(out, prefix+f)

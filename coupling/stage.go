@@ -32,7 +32,7 @@ type stage struct {
 	clock    *modelClock // the model's time: the simulation's
 	resetter models.Resetter
 	ender    models.Ender // nil when the model cannot end the simulation
-	reset    bool // BeamNG started its coupling again: the model starts over at its next step
+	reset    bool         // BeamNG started its coupling again: the model starts over at its next step
 	fault    faultState
 	statuses []*atomic.Int32 // each vehicle's reported status
 	fresh    freshness       // whose data are recent enough to step the model on
@@ -55,6 +55,10 @@ type stage struct {
 	// onReload, when set, hears of every plan swapped in (the recording's
 	// header, the scope's columns), under the lock.
 	onReload func(*ports.Plan)
+	// loops are beamng.quality's control loops (under mu), published in
+	// shown for readers.
+	loops *controlLoops
+	shown atomic.Pointer[controlLoops]
 }
 
 func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clock timesync.Clock) *stage {
@@ -73,6 +77,8 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 	st.clock = newModelClock(len(p.Vehicles), p.Period)
 	st.resetter, _ = m.(models.Resetter)
 	st.ender, _ = m.(models.Ender)
+	st.loops = &controlLoops{}
+	st.shown.Store(st.loops)
 	return st
 }
 

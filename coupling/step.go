@@ -38,6 +38,7 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	why, ok := ShortMessages, false
 	if whole {
 		why, ok = st.step(l.index, id, mt)
+		st.loops.observe(l.index, t, st.outs, st.ins)
 	}
 	if ok {
 		l.fillReply(id)

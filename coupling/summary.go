@@ -6,11 +6,12 @@ import (
 )
 
 // Faults lists, one line each, what went wrong for this vehicle during the
-// run: never connected, the counters' problems, and not connected at the
-// end. Read it after Run returns.
+// run: never connected, what was diagnosed live (the cause and its fix),
+// the counters' problems, and not connected at the end. Read it after Run
+// returns.
 func (l *Link) Faults() []string {
 	s := &l.stats
-	var out []string
+	out := l.diagnosisFaults()
 	if s.Get(Connects) == 0 {
 		if n := s.Get(BindFailures); n > 0 {
 			out = append(out, fmt.Sprintf("never connected: %v could not be bound (%d tries; see the log for why)", l.local, n))
@@ -27,12 +28,27 @@ func (l *Link) Faults() []string {
 		}
 		out = append(out, p)
 	}
-	if end := s.StatusAtEnd(); s.Get(Connects) > 0 && end != Connected {
+	if end := s.StatusAtEnd(); s.Get(Connects) > 0 && end != Connected && s.Get(stopSilences) == 0 {
 		msg := fmt.Sprintf("BeamNG was not connected when the run ended (status %s)", end)
-		if d := time.Duration(s.endSilence.Load()); d > 0 {
-			msg += fmt.Sprintf(": silent for its last %.1f s", d.Seconds())
+		switch d := time.Duration(s.endSilence.Load()); {
+		case d >= stallGap:
+			msg += fmt.Sprintf(": silent for its last %.1f s, and the run ended by its duration, which BeamNG was to send throughout (stop beamconnect with Ctrl-C or SIGTERM once BeamNG has stopped, and that is a clean stop)", d.Seconds())
+		case d > 0:
+			msg += fmt.Sprintf(": silent for its last %.1f s (BeamNG's own 2 s wait for a reply, or its stop)", d.Seconds())
 		}
 		out = append(out, msg)
 	}
 	return out
+}
+
+// Notes lists what the run's end says that is not a fault: BeamNG stopped
+// sending some time before beamconnect was stopped (its coupling stopped,
+// then beamconnect was). Read it after Run returns.
+func (l *Link) Notes() []string {
+	s := &l.stats
+	if s.Get(stopSilences) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("BeamNG stopped sending %.1f s before beamconnect was stopped (at local time %.3f s): its coupling stopped, and then beamconnect was; a clean stop, not a fault",
+		time.Duration(s.endSilence.Load()).Seconds(), s.LocalTime())}
 }

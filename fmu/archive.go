@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"beamconnect/suggest"
 )
 
 // FMU is an opened .fmu archive.
@@ -32,7 +34,7 @@ type FMU struct {
 func Open(file string) (*FMU, error) {
 	st, err := os.Stat(file)
 	if err != nil {
-		return nil, fmt.Errorf("FMU %s: %w", file, unwrapPath(err))
+		return nil, fmt.Errorf("FMU %s: %w%s", file, unwrapPath(err), nearby(file, err))
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("FMU %s is a directory: expected a .fmu file (a zip archive)", file)
@@ -221,6 +223,9 @@ func (f *FMU) SupportedAs(want string) error {
 	has := "no binary for any platform (a source-only FMU: build it for " + folder + " first)"
 	if len(f.Platforms) > 0 {
 		has = "binaries for " + strings.Join(f.Platforms, ", ") + " only"
+		if way := otherWay(f.Platforms, folder); way != "" {
+			has += ": " + way
+		}
 	}
 	return fmt.Errorf("%s has no binary for this machine (binaries/%s/%s, FMI %s): it has %s", f.Path, folder, id+ext(f.Desc.Major), f.Desc.FMIVersion, has)
 }
@@ -229,6 +234,21 @@ func (f *FMU) SupportedAs(want string) error {
 // .dll).
 func (f *FMU) hasBinary(folder, id string) bool {
 	return f.file("binaries/"+folder+"/"+id+ext(f.Desc.Major)) != nil
+}
+
+// otherWay says how to run an FMU built for the other of Linux and Windows
+// than this machine, "" when it has neither.
+func otherWay(platforms []string, here string) string {
+	windows := slices.ContainsFunc(platforms, func(p string) bool { return p == "win64" || p == "x86_64-windows" })
+	linux := slices.ContainsFunc(platforms, func(p string) bool { return p == "linux64" || p == "x86_64-linux" })
+	switch {
+	case windows && strings.Contains(here, "linux"):
+		return "run beamconnect.exe on the Windows machine, the BeamNG PC (docs/beamng.md, two machines: the same config, its addresses swapped), " +
+			"or export the FMU for Linux as well (Simulink: a linux64 binary; FMPy, OpenModelica and Dymola build one on Linux)"
+	case linux && strings.Contains(here, "windows"):
+		return "run beamconnect on the Linux machine (docs/beamng.md, two machines), or export the FMU for Windows (win64) as well"
+	}
+	return ""
 }
 
 func ext(major int) string {
@@ -311,4 +331,36 @@ func extract(zf *zip.File, to string) error {
 		return err
 	}
 	return w.Close()
+}
+
+// nearby names the FMUs in the folder of a file that is not there: the
+// closest name ("did you mean"), or those there are.
+func nearby(file string, err error) string {
+	if !errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	dir := filepath.Dir(file)
+	entries, rerr := os.ReadDir(dir)
+	if rerr != nil {
+		return ""
+	}
+	var fmus []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.EqualFold(filepath.Ext(e.Name()), ".fmu") {
+			fmus = append(fmus, e.Name())
+		}
+	}
+	switch {
+	case len(fmus) == 0:
+		return ""
+	case len(fmus) == 1:
+		return fmt.Sprintf(" (%s has one FMU: %s)", dir, fmus[0])
+	}
+	if s := suggest.Closest(filepath.Base(file), fmus); s != "" {
+		return fmt.Sprintf(" (did you mean %s?)", filepath.Join(dir, s))
+	}
+	if len(fmus) > 8 {
+		fmus = append(fmus[:8], "…")
+	}
+	return fmt.Sprintf(" (%s has %s)", dir, strings.Join(fmus, ", "))
 }

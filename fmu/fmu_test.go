@@ -371,3 +371,35 @@ func TestParseFMI2ModelExchange(t *testing.T) {
 		t.Errorf("h %+v", h)
 	}
 }
+
+// A path to no file names the FMU that is there: the closest name, the
+// only one, or those there are.
+func TestOpenNamesTheFMUThere(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cruise_controller.fmu")
+	for _, tt := range []struct{ path, want string }{
+		{"controller.fmu", " (" + dir + " has one FMU: cruise_controller.fmu)"},
+		{"cruise_controler.fmu", " (" + dir + " has one FMU: cruise_controller.fmu)"},
+	} {
+		_, err := Open(filepath.Join(dir, tt.path))
+		if err == nil || !strings.HasSuffix(err.Error(), "no such file"+tt.want) {
+			t.Errorf("%s: %v; want it to end %q", tt.path, err, "no such file"+tt.want)
+		}
+	}
+	write("lateral.fmu")
+	write("readme.txt")
+	if _, err := Open(filepath.Join(dir, "cruise_controler.fmu")); err == nil || !strings.HasSuffix(err.Error(), "(did you mean "+filepath.Join(dir, "cruise_controller.fmu")+"?)") {
+		t.Errorf("a misspelt name: %v", err)
+	}
+	if _, err := Open(filepath.Join(dir, "pid.fmu")); err == nil || !strings.HasSuffix(err.Error(), "("+dir+" has cruise_controller.fmu, lateral.fmu)") {
+		t.Errorf("another name: %v", err)
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "pid.fmu")); err == nil || !strings.HasSuffix(err.Error(), "no such file") {
+		t.Errorf("a folder without FMUs: %v", err)
+	}
+}

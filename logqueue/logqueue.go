@@ -48,15 +48,21 @@ type Queue struct {
 	stopOnce  sync.Once
 	finished  chan struct{}
 	closeOnce sync.Once
+
+	// The status line (SetStatus), the writer's only: its text, and
+	// whether it is drawn on the terminal now.
+	status string
+	drawn  bool
 }
 
 // entry is one thing for the writer to do: a record for a handler, raw
-// bytes for the stream, or a flush marker to close.
+// bytes for the stream, a new status line, or a flush marker to close.
 type entry struct {
-	h     slog.Handler
-	r     slog.Record
-	raw   []byte
-	flush chan struct{}
+	h      slog.Handler
+	r      slog.Record
+	raw    []byte
+	status *string
+	flush  chan struct{}
 }
 
 // New starts a queue in front of next, a handler that writes to out, and
@@ -86,6 +92,22 @@ func (q *Queue) Handler() slog.Handler { return &handler{q: q, next: q.base} }
 // the queue has room; in a full queue it waits at most WriteWait, then
 // drops the bytes (counted as dropped). It never returns an error.
 func (q *Queue) Writer() io.Writer { return writer{q} }
+
+// SetStatus shows line as the terminal's status line: one line, without a
+// newline, kept below everything else written. The writer clears it before
+// a record or a raw write and draws it again once the queue is empty, so
+// log lines never run into it. "" clears it. Like a record, a status line
+// that finds the queue full is dropped (the next one replaces it anyway),
+// but it is not counted as a lost record.
+func (q *Queue) SetStatus(line string) {
+	if q.closed() {
+		return
+	}
+	select {
+	case q.ch <- entry{status: &line}:
+	default:
+	}
+}
 
 // Dropped is how many records (and raw writes) found the queue full, or
 // closed, and were not written.
@@ -192,13 +214,25 @@ func (q *Queue) writeOut() {
 		switch {
 		case e.flush != nil:
 			q.reportDrops(ctx)
+			if len(q.ch) == 0 && !q.drawn {
+				q.drawStatus()
+			}
 			close(e.flush)
 			continue
+		case e.status != nil:
+			q.status = *e.status
+			if q.status == "" && q.drawn {
+				q.clearStatus()
+			}
+			q.drawStatus()
+			continue
 		case e.raw != nil:
+			q.clearStatus()
 			if _, err := q.out.Write(e.raw); err != nil {
 				q.failed.Add(1)
 			}
 		default:
+			q.clearStatus()
 			if err := e.h.Handle(ctx, e.r); err != nil {
 				q.failed.Add(1)
 			}
@@ -206,8 +240,27 @@ func (q *Queue) writeOut() {
 		q.written.Add(1)
 		if len(q.ch) == 0 {
 			q.reportDrops(ctx)
+			q.drawStatus()
 		}
 	}
+}
+
+// clearStatus takes the status line off the terminal, if it is drawn, so
+// what comes next starts on a clean line.
+func (q *Queue) clearStatus() {
+	if q.drawn {
+		q.out.Write([]byte("\r\033[K"))
+		q.drawn = false
+	}
+}
+
+// drawStatus (re)draws the status line on the current line.
+func (q *Queue) drawStatus() {
+	if q.status == "" {
+		return
+	}
+	q.out.Write([]byte("\r\033[K" + q.status))
+	q.drawn = true
 }
 
 // reportDrops writes one line for the records dropped since the last one,
@@ -218,6 +271,7 @@ func (q *Queue) reportDrops(ctx context.Context) {
 		return
 	}
 	q.reported += n
+	q.clearStatus()
 	r := slog.NewRecord(time.Now(), slog.LevelWarn, fmt.Sprintf("%d log records dropped", n), 0)
 	r.AddAttrs(slog.String("why", "the log's reader did not keep up"), slog.Uint64("dropped_total", q.reported))
 	if err := q.base.Handle(ctx, r); err != nil {

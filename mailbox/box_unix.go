@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -59,32 +57,21 @@ func mapFile(f *os.File, size, reqCap, ansCap int) (*Box, error) {
 func (b *Box) Attach(cmd *exec.Cmd) {
 	fd := 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, b.file)
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=fd:%d,req:%d,ans:%d", envName, fd, b.reqCap, b.ansCap))
+	setEnv(cmd, fmt.Sprintf("fd:%d,req:%d,ans:%d", fd, b.reqCap, b.ansCap))
 }
 
 // FromEnv takes the box this process was handed (ErrNoBox if none).
 func FromEnv() (*Box, error) {
-	v, ok := os.LookupEnv(envName)
-	if !ok {
-		return nil, ErrNoBox
-	}
-	got := map[string]int{}
-	for _, kv := range strings.Split(v, ",") {
-		k, n, _ := strings.Cut(kv, ":")
-		x, err := strconv.Atoi(n)
-		if err != nil {
-			return nil, fmt.Errorf("mailbox: %s=%q: %w", envName, v, err)
-		}
-		got[k] = x
+	got, err := fromEnv()
+	if err != nil {
+		return nil, err
 	}
 	f := os.NewFile(uintptr(got["fd"]), "mailbox")
 	if f == nil {
-		return nil, fmt.Errorf("mailbox: %s=%q: no such descriptor", envName, v)
+		return nil, fmt.Errorf("mailbox: %s: no descriptor %d", envName, got["fd"])
 	}
-	b, err := mapFile(f, layout(got["req"], got["ans"]), got["req"], got["ans"])
+	req, ans := int(got["req"]), int(got["ans"])
+	b, err := mapFile(f, layout(req, ans), req, ans)
 	if err != nil {
 		return nil, err
 	}

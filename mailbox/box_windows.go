@@ -2,10 +2,7 @@ package mailbox
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -93,28 +90,16 @@ func (b *Box) Attach(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.AdditionalInheritedHandles = append(cmd.SysProcAttr.AdditionalInheritedHandles, b.mapping, b.wake.req, b.wake.ans)
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=map:%d,reqev:%d,ansev:%d,req:%d,ans:%d", envName, b.mapping, b.wake.req, b.wake.ans, b.reqCap, b.ansCap))
+	setEnv(cmd, fmt.Sprintf("map:%d,reqev:%d,ansev:%d,req:%d,ans:%d", b.mapping, b.wake.req, b.wake.ans, b.reqCap, b.ansCap))
 }
 
 // FromEnv takes the box this process was handed (ErrNoBox if none).
 func FromEnv() (*Box, error) {
-	v, ok := os.LookupEnv(envName)
-	if !ok {
-		return nil, ErrNoBox
+	got, err := fromEnv()
+	if err != nil {
+		return nil, err
 	}
-	got := map[string]uint64{}
-	for _, kv := range strings.Split(v, ",") {
-		k, n, _ := strings.Cut(kv, ":")
-		x, err := strconv.ParseUint(n, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("mailbox: %s=%q: %w", envName, v, err)
-		}
-		got[k] = x
-	}
-	w := waker{req: syscall.Handle(got["reqev"]), ans: syscall.Handle(got["ansev"])}
+	wk := waker{req: syscall.Handle(got["reqev"]), ans: syscall.Handle(got["ansev"])}
 	req, ans := int(got["req"]), int(got["ans"])
-	return mapView(syscall.Handle(got["map"]), w, layout(req, ans), req, ans)
+	return mapView(syscall.Handle(got["map"]), wk, layout(req, ans), req, ans)
 }

@@ -14,7 +14,11 @@ package mailbox
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -29,8 +33,35 @@ var (
 	ErrNoBox    = errors.New("mailbox: this process was given no box")
 )
 
-// envName carries the box to the child: what it inherited, and the sizes.
+// envName carries the box to the child: what it inherited, and the sizes,
+// as key:number pairs.
 const envName = "BEAMCONNECT_MAILBOX"
+
+// fromEnv reads the box's key:number pairs from the environment.
+func fromEnv() (map[string]uint64, error) {
+	v, ok := os.LookupEnv(envName)
+	if !ok {
+		return nil, ErrNoBox
+	}
+	got := map[string]uint64{}
+	for _, kv := range strings.Split(v, ",") {
+		k, n, _ := strings.Cut(kv, ":")
+		x, err := strconv.ParseUint(n, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("mailbox: %s=%q: %w", envName, v, err)
+		}
+		got[k] = x
+	}
+	return got, nil
+}
+
+// setEnv hands the pairs to cmd's environment.
+func setEnv(cmd *exec.Cmd, pairs string) {
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, envName+"="+pairs)
+}
 
 // The control block: each word the two sides write on its own cache line,
 // so one side's writes do not slow the other's reads.
@@ -165,12 +196,8 @@ func (b *Box) awaitWord(off, sleep int, want uint32, spin time.Duration, deadlin
 	if reached() {
 		return true
 	}
-	if spin > 0 {
-		for start := time.Now(); time.Since(start) < spin; {
-			if reached() {
-				return true
-			}
-		}
+	if spin > 0 && spinWait(reached, spin) {
+		return true
 	}
 	closed := b.word(offClosed)
 	for {
@@ -194,6 +221,35 @@ func (b *Box) awaitWord(off, sleep int, want uint32, spin time.Duration, deadlin
 		b.word(sleep).Store(0)
 	}
 }
+
+// hotSpin is how long a spin first goes without yielding: an answer a
+// step of microseconds away is seen at once.
+const hotSpin = 3 * time.Microsecond
+
+// spinWait spins until done reports true, for at most spin: hot for
+// hotSpin, then yielding the processor between looks, so that on a machine
+// busy with other work the threads that want the processor get it, and on
+// an idle one the answer is still seen within a microsecond of its
+// writing.
+func spinWait(done func() bool, spin time.Duration) bool {
+	start := time.Now()
+	for time.Since(start) < min(spin, hotSpin) {
+		if done() {
+			return true
+		}
+	}
+	for time.Since(start) < spin {
+		if done() {
+			return true
+		}
+		Yield()
+	}
+	return done()
+}
+
+// SpinWait is spinWait for the mailbox's users: the in-process FMU's
+// worker spins alike.
+func SpinWait(done func() bool, spin time.Duration) bool { return spinWait(done, spin) }
 
 // Close closes the box for both sides: a wait on either ends. The memory
 // is released when both have let go of it.

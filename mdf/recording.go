@@ -171,7 +171,7 @@ func newLayout(l *recording.Layout) *layout {
 			to:   Group{Name: prefix + toName, Comment: "what beamconnect replied, a sample per message"},
 		}
 		for i, c := range l.Columns {
-			mine := c.Role == recording.Own || c.Role == recording.Field && (c.Vehicle == v || !l.Several())
+			mine := c.Role == recording.Own || (c.Role == recording.Field || c.Role == recording.Setpoint) && (c.Vehicle == v || !l.Several())
 			if !mine {
 				continue
 			}

@@ -248,7 +248,8 @@ func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording
 
 // columns lays a segment's channels out as a CSV recording's columns:
 // time, the vehicle (several), status, id, reply_id, reloads, the output
-// ports' values (by port, then vehicle), the directive, the input ports'.
+// ports' values (by port, then vehicle), the directive, the input ports',
+// then the setpoints of beamng.quality's loops.
 // A row's own columns come from the row's vehicle's groups (vehicle -1).
 func columns(s *segment) ([]string, []source) {
 	several := len(s.vehicles) > 1
@@ -283,7 +284,7 @@ func columns(s *segment) ([]string, []source) {
 		src                  source
 		name                 string
 	}
-	fields := func(from bool) {
+	fields := func(from, setpoints bool) {
 		var list []field
 		for v := range s.vehicles {
 			g := s.to[v]
@@ -291,7 +292,7 @@ func columns(s *segment) ([]string, []source) {
 				g = s.from[v]
 			}
 			for i, c := range g.Channels {
-				if c.Master || isOwn(c.Name) {
+				if c.Master || isOwn(c.Name) || strings.HasPrefix(c.Name, recording.SetpointPrefix) != setpoints {
 					continue
 				}
 				list = append(list, field{port: portNumber(c.Name), vehicle: v, order: i, src: source{vehicle: v, from: from, ch: c}, name: c.Name})
@@ -311,9 +312,10 @@ func columns(s *segment) ([]string, []source) {
 			srcs = append(srcs, f.src)
 		}
 	}
-	fields(true)
+	fields(true, false)
 	own("directive", false)
-	fields(false)
+	fields(false, false)
+	fields(true, true)
 	return cols, srcs
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/ports"
+	"beamconnect/quality"
 )
 
 // pi is a PI controller with anti-windup by clamping the integral.
@@ -48,7 +49,7 @@ type CruisePedals struct {
 	refs     pedalRefs
 	ctl      pi
 	lastT    float64
-	quality  tracking
+	quality  *quality.Tracker
 }
 
 // pedalRefs are what cruise-pedals is bound to in a plan.
@@ -66,7 +67,7 @@ func newCruisePedals(b *binder, params Params) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &CruisePedals{ctl: pi{lo: -1, hi: 1}, lastT: math.NaN()}
+	m := &CruisePedals{ctl: pi{lo: -1, hi: 1}, lastT: math.NaN(), quality: newSpeedTracker()}
 	m.tune(v)
 	m.refs = bindPedals(b)
 	return m, nil
@@ -93,9 +94,6 @@ func (m *CruisePedals) Rebind(p *ports.Plan, running, params Params) (func(), er
 }
 
 func (m *CruisePedals) tune(v []float64) {
-	if v[0] != m.SetSpeed || m.quality.band == 0 {
-		m.quality.reset(speedBand(v[0])) // a new set point: it settles anew
-	}
 	m.SetSpeed = v[0]
 	m.ctl.retune(v[1], v[2])
 }
@@ -110,7 +108,7 @@ func (m *CruisePedals) Step(t float64, out, in [][]float64) bool {
 	if e != e {
 		return false // no speed to act on (BeamNG sent none that is finite)
 	}
-	m.quality.observe(t, e)
+	m.quality.Observe(t, r.speed.get(out), m.SetSpeed)
 	u := m.ctl.step(e, dt)
 	r.throttle.set(in, math.Max(0, u))
 	r.brake.set(in, math.Max(0, -u))
@@ -141,7 +139,7 @@ type CruiseTorque struct {
 	refs     torqueRefs
 	ctl      pi
 	lastT    float64
-	quality  tracking
+	quality  *quality.Tracker
 }
 
 type torqueRefs struct {
@@ -159,7 +157,7 @@ func newCruiseTorque(b *binder, params Params) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &CruiseTorque{lastT: math.NaN()}
+	m := &CruiseTorque{lastT: math.NaN(), quality: newSpeedTracker()}
 	m.tune(v)
 	m.refs = bindTorque(b)
 	return m, nil
@@ -195,9 +193,6 @@ func (m *CruiseTorque) Rebind(p *ports.Plan, running, params Params) (func(), er
 }
 
 func (m *CruiseTorque) tune(v []float64) {
-	if v[0] != m.SetSpeed || m.quality.band == 0 {
-		m.quality.reset(speedBand(v[0]))
-	}
 	m.SetSpeed = v[0]
 	m.ctl.retune(v[1], v[2])
 	m.ctl.lo, m.ctl.hi = -v[3], v[3]
@@ -213,7 +208,7 @@ func (m *CruiseTorque) Step(t float64, out, in [][]float64) bool {
 	if e != e {
 		return false
 	}
-	m.quality.observe(t, e)
+	m.quality.Observe(t, r.speed.get(out), m.SetSpeed)
 	u := m.ctl.step(e, dt)
 	if r.hasMode {
 		r.driveMode.set(in, 1)
@@ -233,7 +228,7 @@ type HeadingHold struct {
 	refs              headingRefs
 	speedCtl          pi
 	lastT             float64
-	quality           tracking
+	quality           *quality.Tracker
 }
 
 type headingRefs struct {
@@ -251,7 +246,8 @@ func newHeadingHold(b *binder, params Params) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &HeadingHold{speedCtl: pi{kp: 0.3, ki: 0.05, lo: -1, hi: 1}, lastT: math.NaN(), Heading: math.NaN()}
+	m := &HeadingHold{speedCtl: pi{kp: 0.3, ki: 0.05, lo: -1, hi: 1}, lastT: math.NaN(), Heading: math.NaN(),
+		quality: quality.New(quality.Options{Band: headingBand, Wrap: 2 * math.Pi, Scale: 180 / math.Pi, Name: "heading", Unit: "deg"})}
 	m.tune(v)
 	m.refs = bindHeading(b)
 	return m, nil
@@ -279,9 +275,6 @@ func (m *HeadingHold) Rebind(p *ports.Plan, running, params Params) (func(), err
 }
 
 func (m *HeadingHold) tune(v []float64) {
-	if h := v[0] * math.Pi / 180; h != m.Heading {
-		m.quality.reset(headingBand)
-	}
 	m.Heading, m.SetSpeed, m.kp = v[0]*math.Pi/180, v[1], v[2]
 }
 
@@ -299,7 +292,7 @@ func (m *HeadingHold) Step(t float64, out, in [][]float64) bool {
 	if e != e || ev != ev {
 		return false
 	}
-	m.quality.observe(t, e)
+	m.quality.Observe(t, r.yaw.get(out), m.Heading)
 	r.steering.set(in, math.Max(-1, math.Min(1, m.kp*e)))
 	u := m.speedCtl.step(ev, dt)
 	r.throttle.set(in, math.Max(0, u))

@@ -2,26 +2,23 @@ package models
 
 import (
 	"errors"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"beamconnect/logtest"
+	"beamconnect/models/exectest"
 	"beamconnect/ports"
 )
 
-// execRig starts an sh script as the exec model of the cruise-pedals rig
-// (inputs: directive, throttle, brake, driveMode).
-func execRig(t *testing.T, script string, timeout float64, extra Params) (*Exec, *ports.Plan, *logtest.Buffer) {
+// execRig starts a script of exectest's as the exec model of the
+// cruise-pedals rig (inputs: directive, throttle, brake, driveMode).
+func execRig(t *testing.T, script []string, timeout float64, extra Params) (*Exec, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
 	p := plan(t, "../examples/cruise-pedals.json")
 	p.ModelTimeout = timeout
-	params := Params{"command": []string{"sh", "-c", script}, "deadlineMs": 4.0}
+	params := Params{"command": exectest.Command(script...), "deadlineMs": 4.0}
 	for k, v := range extra {
 		params[k] = v
 	}
@@ -57,7 +54,7 @@ func stepFor(m *Exec, p *ports.Plan, period, limit time.Duration, cond func(outs
 // time as the throttle, so the throttle shows whose data it acted on.
 func TestExecNewestRequestOnly(t *testing.T) {
 	t.Parallel()
-	const script = `read h; while read t rest; do sleep 0.01; echo "1 $t 0 0"; done`
+	script := []string{"header", "delay=10ms", "answer:*=1 $t 0 0"}
 	// A deadline shorter than the program's answer: no step gets one in
 	// time, and no answer is used at a later step.
 	m, p, _ := execRig(t, script, 0.2, nil)
@@ -94,16 +91,12 @@ func TestExecNewestRequestOnly(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 4: answers that cannot be used are counted and logged
+// Answers that cannot be used are counted and logged
 // with their reason, each kind at once.
 func TestExecBadAnswers(t *testing.T) {
 	t.Parallel()
-	script := `read h
-read a; echo "1 0.5"
-read a; echo "1 abc 0 0"
-read a; echo "1 inf 0 0"
-read a; echo "1 0.5 0 0"; echo "1 0.6 0 0"
-while read a; do echo "1 0.25 0 0"; done`
+	script := []string{"header", "answer=1 0.5", "answer=1 abc 0 0", "answer=1 inf 0 0",
+		"answer=1 0.5 0 0", "say=1 0.6 0 0", "answer:*=1 0.25 0 0"}
 	m, p, log := execRig(t, script, 1, nil)
 	th, thE, _ := p.Find(1, "throttle")
 	ins, ok := stepFor(m, p, 5*time.Millisecond, 3*time.Second, func(outs, ins [][]float64) bool {
@@ -127,17 +120,15 @@ while read a; do echo "1 0.25 0 0"; done`
 	}
 }
 
-// Issue 10, defect 2: a program that floors the throttle and exits is a
+// A program that floors the throttle and exits is a
 // fault at once (logged when it happens, not at the end), and it is started
 // again with backoff; answering again ends the fault.
 func TestExecDiesAndRestarts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	mark := filepath.Join(dir, "ran")
-	script := `read h
-if [ -e '` + mark + `' ]; then while read a; do echo "1 0.2 0 0"; done; fi
-touch '` + mark + `'
-read a; echo "1 1 0 0"; read a; echo "1 1 0 0"; exit 3`
+	script := []string{"header", "first=" + mark, "answer:2=1 1 0 0", "exit=3",
+		"second", "answer:*=1 0.2 0 0"}
 	m, p, log := execRig(t, script, 0.05, nil)
 	_, ok := stepFor(m, p, 5*time.Millisecond, 2*time.Second, func(_, _ [][]float64) bool { return m.Fault() != nil })
 	if !ok {
@@ -164,7 +155,7 @@ read a; echo "1 1 0 0"; read a; echo "1 1 0 0"; exit 3`
 // restart: false leaves a program that ended ended: the fault stays.
 func TestExecNoRestart(t *testing.T) {
 	t.Parallel()
-	m, p, log := execRig(t, `read h; read a; echo "1 1 0 0"; exit 0`, 0.05, Params{"restart": false})
+	m, p, log := execRig(t, []string{"header", "answer=1 1 0 0", "exit=0"}, 0.05, Params{"restart": false})
 	stepFor(m, p, 5*time.Millisecond, 1200*time.Millisecond, nil)
 	if m.Fault() == nil || m.Restarts() != 0 || !strings.Contains(log.String(), "not restarting it") {
 		t.Errorf("fault %v, restarts %d\n%s", m.Fault(), m.Restarts(), log)
@@ -175,7 +166,7 @@ func TestExecNoRestart(t *testing.T) {
 // the steps never wait longer than the deadline meanwhile.
 func TestExecHung(t *testing.T) {
 	t.Parallel()
-	m, p, _ := execRig(t, `read h; read a; echo "1 1 0 0"; read a; echo "1 1 0 0"; sleep 30`, 0.05, nil)
+	m, p, _ := execRig(t, []string{"header", "answer:2=1 1 0 0", "sleep=30s"}, 0.05, nil)
 	outs, ins := vectors(p)
 	var slowest time.Duration
 	start := time.Now()
@@ -196,15 +187,13 @@ func TestExecHung(t *testing.T) {
 	}
 }
 
-// Issue 20, item 8: an answer line over 1 MB is discarded, logged at once
+// An answer line over 1 MB is discarded, logged at once
 // and counted; reading goes on with the next line. Before, the reader
 // stopped silently ("token too long" was never logged), no later answer
 // was read and the model stayed faulted with no restart.
 func TestExecOverlongAnswer(t *testing.T) {
 	t.Parallel()
-	script := `read h
-read a; head -c 1200000 /dev/zero | tr '\0' '1'; echo
-while read a; do echo "1 0.25 0 0"; done`
+	script := []string{"header", "read", "blob=1200000", "answer:*=1 0.25 0 0"}
 	m, p, log := execRig(t, script, 1, nil)
 	th, thE, _ := p.Find(1, "throttle")
 	ins, ok := stepFor(m, p, 5*time.Millisecond, 4*time.Second, func(_, ins [][]float64) bool {
@@ -228,7 +217,7 @@ while read a; do echo "1 0.25 0 0"; done`
 // a fault before BeamNG connected, a neutral first reply, exit 1).
 func TestExecIdleIsNoFault(t *testing.T) {
 	t.Parallel()
-	m, p, log := execRig(t, `read h; while read t status rest; do echo "1 0.5 0 0"; done`, 0.025, Params{"deadlineMs": 20.0})
+	m, p, log := execRig(t, []string{"header", "answer:*=1 0.5 0 0"}, 0.025, Params{"deadlineMs": 20.0})
 	outs, ins := vectors(p)
 	outs[0][0] = 2
 	start := time.Now()

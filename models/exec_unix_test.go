@@ -42,15 +42,14 @@ func pids(t *testing.T, file string, n int) []int {
 	return nil
 }
 
-// Issue 20, minor: what an exec program starts ends with it. At close the
+// What an exec program starts ends with it. At close the
 // program ends on its own when its stdin closes; a child it left running
-// (a shell's background job) is killed with it. At a restart, the children
+// (as a shell's background job) is killed with it. At a restart, the children
 // of the program that ended go too. Before, both outlived beamconnect.
 func TestExecChildrenEndWithTheProgram(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "pids")
-	script := `sleep 300 & echo $! >> '` + file + `'
-read h; read a; echo "1 0 0 0"; read a; exit 3`
+	script := []string{"spawn=" + file, "header", "answer=1 0 0 0", "read", "exit=3"}
 	m, p, log := execRig(t, script, 0.05, nil)
 	first := pids(t, file, 1)[0]
 	stepFor(m, p, 5*time.Millisecond, 3*time.Second, func(_, _ [][]float64) bool { return m.Restarts() == 1 })

@@ -2,6 +2,7 @@ package models
 
 import (
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -10,13 +11,15 @@ import (
 	"beamconnect/fmu/host"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/logtest"
+	"beamconnect/models/exectest"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
 )
 
 // The test binary is an FMU host too, as beamconnect is (FMUHost runs
-// os.Executable with the argument fmu-host).
+// os.Executable with the argument fmu-host), and the exec tests' program.
 func TestMain(m *testing.M) {
+	exectest.Main() // and the exec tests' program
 	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
 		os.Exit(host.Main(os.Stdin, os.Stdout, os.Stderr))
 	}
@@ -179,6 +182,12 @@ func TestFMUChildStepAllocs(t *testing.T) {
 // is not nil), is logged when it happens, and the FMU is started again
 // unless restart is false.
 func TestFMUFaults(t *testing.T) {
+	// How the crashed host's end is named: Windows gives the exit status
+	// STATUS_ACCESS_VIOLATION, elsewhere the signal.
+	crashed := "SIGSEGV: segmentation violation"
+	if runtime.GOOS == "windows" {
+		crashed = "exit status 0xc0000005"
+	}
 	for _, tt := range []struct {
 		name      string
 		o         testfmu.Options
@@ -188,9 +197,9 @@ func TestFMUFaults(t *testing.T) {
 		restarted bool
 	}{
 		{"crash", testfmu.Options{Fault: "crash", After: 5}, nil,
-			"the FMU's host process ended: SIGSEGV: segmentation violation", "starting it again", true},
+			"the FMU's host process ended: " + crashed, "starting it again", true},
 		{"crash, restart off", testfmu.Options{FMI: 3, Fault: "crash", After: 5}, Params{"restart": false},
-			"the FMU's host process ended: SIGSEGV", "not starting it again (modelParams.restart is false)", false},
+			"the FMU's host process ended: " + crashed, "not starting it again (modelParams.restart is false)", false},
 		{"hang", testfmu.Options{Fault: "hang", After: 5}, Params{"restart": false},
 			"the FMU's step has not returned after", "longer than the model timeout 50ms", false},
 		{"error status", testfmu.Options{FMI: 3, Fault: "error", After: 5}, nil,
@@ -263,7 +272,13 @@ func TestFMUStall(t *testing.T) {
 func TestFMUTune(t *testing.T) {
 	for _, inProcess := range []bool{false, true} {
 		m, p, _ := fmuRig(t, testfmu.Options{FMI: 3}, Params{"inProcess": inProcess})
-		ins, _ := drive(m, p, 15, 30*time.Millisecond, nil)
+		// Until it brakes (the FMU host's first answers take a while
+		// under Wine), for at least 30 ms.
+		start := time.Now()
+		ins, _ := drive(m, p, 15, 5*time.Second, func(ins [][]float64) bool {
+			_, br := pedals(t, p, ins)
+			return br > 0 && time.Since(start) > 30*time.Millisecond
+		})
 		if th, br := pedals(t, p, ins); th != 0 || br == 0 {
 			t.Fatalf("inProcess %v: at 15 m/s for 10: throttle %v brake %v", inProcess, th, br)
 		}
@@ -274,7 +289,11 @@ func TestFMUTune(t *testing.T) {
 			t.Fatal(err)
 		}
 		commit()
-		ins, _ = drive(m, p, 15, 30*time.Millisecond, nil)
+		start = time.Now()
+		ins, _ = drive(m, p, 15, 5*time.Second, func(ins [][]float64) bool {
+			th, _ := pedals(t, p, ins)
+			return th == 1 && time.Since(start) > 30*time.Millisecond
+		})
 		if th, br := pedals(t, p, ins); th != 1 || br != 0 {
 			t.Errorf("inProcess %v: after setSpeed 30: throttle %v brake %v", inProcess, th, br)
 		}
@@ -292,6 +311,12 @@ func TestFMUTune(t *testing.T) {
 			{with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeeed": 30.0}), []string{
 				`modelParams.parameters.setSpeeed: the FMU has no variable "setSpeeed" (did you mean "setSpeed"?)`,
 			}, []string{"restart"}},
+			// A parameter written beside "parameters", and a typo there:
+			// unknown names, said so, not restart-only ones.
+			{with(tuned, "setSpeed", 25.0), []string{
+				`modelParams.setSpeed: model fmu has no parameter "setSpeed": the FMU's parameters go under modelParams.parameters`,
+			}, []string{"restart beamconnect"}},
+			{with(tuned, "setSpeeed", 25.0), []string{`modelParams.setSpeeed: model fmu has no parameter "setSpeeed" (did you mean parameters.setSpeed?)`}, []string{"restart beamconnect"}},
 		} {
 			_, err := m.Rebind(p, tuned, c.params)
 			for _, want := range c.want {

@@ -16,90 +16,14 @@ import (
 
 // The FMU model binds by name. An FMU input takes the value of the
 // outputs field (data from BeamNG) of the same name; an FMU output drives
-// the inputs field (data to BeamNG) of its name. A field answers to the
-// signal's canonical name (groundspeed), its Gen 2 CSV name with or
-// without its group (Driver/throttle), the propertyName the config wrote,
-// and a meta or cross-vehicle field to its label (time, gap:lead). With
-// several vehicles every name also comes prefixed with the field's
-// vehicle (ego.groundspeed); an unprefixed name that several vehicles
-// have is ambiguous.
+// the inputs field (data to BeamNG) of its name; ports.Plan.Names says
+// what a field answers to. An unprefixed name that several vehicles have
+// is ambiguous.
 
-// fieldRef is a port element a name can bind to.
-type fieldRef struct {
-	r       ref
-	vehicle int
-}
-
-// fieldNames maps every name a model may bind to in one direction to the
-// port elements that answer to it.
-func fieldNames(plan *ports.Plan, dir beamng.Direction) map[string][]fieldRef {
-	names := map[string][]fieldRef{}
-	add := func(name string, fr fieldRef) {
-		if name != "" && !slices.Contains(names[name], fr) {
-			names[name] = append(names[name], fr)
-		}
-	}
-	list := plan.Outputs
-	if dir == beamng.ToBeamNG {
-		list = plan.Inputs
-	}
-	several := len(plan.Vehicles) > 1
-	for _, pt := range list[1:] {
-		for i := range pt.Fields {
-			f := &pt.Fields[i]
-			for k := range f.Width {
-				fr := fieldRef{ref{pt.Number, f.Offset + k}, f.Vehicle}
-				var own []string
-				switch f.Source {
-				case ports.Slot:
-					s := f.Signal(dir, k)
-					own = append(own, s.Name, s.Meaning)
-					if s.Group != "" {
-						own = append(own, s.Group+"/"+s.Name)
-					}
-					if f.Width == 1 {
-						own = append(own, f.Name)
-					}
-				case ports.Meta, ports.Relative:
-					if f.Width == 1 {
-						own = append(own, f.Label(plan))
-					}
-				}
-				for _, n := range own {
-					if n == "" {
-						continue
-					}
-					add(n, fr)
-					if several {
-						add(plan.Vehicles[f.Vehicle].Name+"."+n, fr)
-					}
-				}
-			}
-		}
-	}
-	return names
-}
-
-// resolve finds the one port element name binds to. ok is false when no
-// field answers to it; err says why a name that does cannot be used.
-func resolve(names map[string][]fieldRef, plan *ports.Plan, name string) (ref, bool, error) {
-	frs := names[name]
-	if len(frs) == 0 {
-		return ref{}, false, nil
-	}
-	for _, fr := range frs[1:] {
-		if fr.vehicle != frs[0].vehicle {
-			var qual []string
-			for _, fr := range frs {
-				q := plan.Vehicles[fr.vehicle].Name + "." + name
-				if !slices.Contains(qual, q) {
-					qual = append(qual, q)
-				}
-			}
-			return ref{}, true, fmt.Errorf("%q is a field of several vehicles: expected one of %s", name, strings.Join(qual, ", "))
-		}
-	}
-	return frs[0].r, true, nil
+// resolve finds the one port element name binds to (ports.Plan.Resolve).
+func resolve(names map[string][]ports.Element, plan *ports.Plan, name string) (ref, bool, error) {
+	e, ok, err := plan.Resolve(names, name)
+	return ref{e.Port, e.Elem}, ok, err
 }
 
 // fmuPort is one FMU input or output element (an array variable has one
@@ -153,7 +77,7 @@ func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Fin
 		{"input", "inputs", beamng.FromBeamNG, &b.inputs, &b.inVars, &b.inFirst},
 		{"output", "outputs", beamng.ToBeamNG, &b.outputs, &b.outVars, &b.outFirst},
 	} {
-		names := fieldNames(plan, side.dir)
+		names := plan.Names(side.dir)
 		explicit, _ := p[side.key].(map[string]any)
 		for _, k := range slices.Sorted(maps.Keys(explicit)) {
 			out = append(out, checkMapped(d, side.key, side.causality, k, explicit[k], values)...)
@@ -296,7 +220,7 @@ func unknownVariable(d *fmu.Description, name, causality string) string {
 	return fmt.Sprintf("the FMU has no variable %q: its %ss are %s", name, causality, strings.Join(list, ", "))
 }
 
-func notAField(names map[string][]fieldRef, dir beamng.Direction, field string) string {
+func notAField(names map[string][]ports.Element, dir beamng.Direction, field string) string {
 	side := "outputs (data from BeamNG)"
 	if dir == beamng.ToBeamNG {
 		side = "inputs (data to BeamNG)"

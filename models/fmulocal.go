@@ -9,6 +9,7 @@ import (
 
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/host"
+	"beamconnect/mailbox"
 )
 
 // localFMU is an FMU loaded into beamconnect (modelParams.inProcess). Its C
@@ -148,10 +149,8 @@ func (w *worker) run(setup fmi.Setup, log fmi.Logger, ready chan<- error) {
 // awaitRequest waits for the loop's next request: spinning for spin, then
 // asleep; false when told to quit.
 func (w *worker) awaitRequest(spin time.Duration) bool {
-	for start := time.Now(); time.Since(start) < spin; {
-		if w.state.Load() == reqAsked {
-			return true
-		}
+	if mailbox.SpinWait(func() bool { return w.state.Load() == reqAsked }, spin) {
+		return true
 	}
 	for {
 		select {
@@ -217,10 +216,8 @@ func (l *localFMU) collect(m *FMU) {
 // wait waits for the worker's answer: a short spin, then a sleep bounded
 // by the deadline.
 func (l *localFMU) wait(m *FMU, w *worker) bool {
-	for start := time.Now(); time.Since(start) < localSpin; {
-		if w.state.Load() == reqAnswered {
-			return true
-		}
+	if mailbox.SpinWait(func() bool { return w.state.Load() == reqAnswered }, localSpin) {
+		return true
 	}
 	l.timer.Reset(m.deadline)
 	defer l.timer.Stop()

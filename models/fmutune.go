@@ -13,6 +13,7 @@ import (
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/host"
 	"beamconnect/ports"
+	"beamconnect/suggest"
 )
 
 // tuneChange is one parameter a reload changes: its new values, one per
@@ -29,9 +30,23 @@ type tuneChange struct {
 func (m *FMU) tuneChanges(running, p Params) ([]tuneChange, error) {
 	var restart, bad []string
 	for _, k := range union(running, p) {
-		if k != "parameters" && !reflect.DeepEqual(running[k], p[k]) {
-			restart = append(restart, fmt.Sprintf("modelParams.%s (%s → %s)", k, jsonText(running[k]), jsonText(p[k])))
+		if k == "parameters" || reflect.DeepEqual(running[k], p[k]) {
+			continue
 		}
+		if _, given := p[k]; given && !slices.ContainsFunc(paramSpecs["fmu"], func(s param) bool { return s.name == k }) {
+			// A key the fmu model does not have: an unknown name, not a
+			// restart-only change (a tunable parameter written outside
+			// "parameters" is said so).
+			msg := unknownParam("fmu", k, paramSpecs["fmu"])
+			if v, ok := m.desc.Variable(k); ok && v.Tunable() {
+				msg = fmt.Sprintf("model fmu has no parameter %q: the FMU's parameters go under modelParams.parameters (\"parameters\": {%q: …})", k, k)
+			} else if s := suggest.Closest(k, m.desc.Names()); s != "" {
+				msg = fmt.Sprintf("model fmu has no parameter %q (did you mean parameters.%s?)", k, s)
+			}
+			bad = append(bad, "modelParams."+k+": "+msg)
+			continue
+		}
+		restart = append(restart, fmt.Sprintf("modelParams.%s (%s → %s)", k, jsonText(running[k]), jsonText(p[k])))
 	}
 	was, _ := running["parameters"].(map[string]any)
 	now, _ := p["parameters"].(map[string]any)

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,9 +28,20 @@ func fakeFMU(t *testing.T, o testfmu.Options, platforms ...string) string {
 func TestValidateFMU(t *testing.T) {
 	here := testfmu.Platform(2)
 	if here == "" {
-		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+		t.Skip("the FMU fixtures carry x86-64 Linux or Windows binaries")
 	}
 	good := fakeFMU(t, testfmu.Options{}, here)
+	// An FMU with binaries for the other platforms only.
+	elsewhere := slices.DeleteFunc([]string{"darwin64", "linux64", "win64"}, func(p string) bool { return p == here })
+	// An FMU for the other OS of a rig: the way out is the other machine.
+	otherOS, otherOSAdvice := "win64", "it has binaries for win64 only: run beamconnect.exe on the Windows machine, the BeamNG PC (docs/beamng.md, two machines: the same config, its addresses swapped), or export the FMU for Linux as well"
+	if runtime.GOOS == "windows" {
+		otherOS, otherOSAdvice = "linux64", "it has binaries for linux64 only"
+	}
+	ext := ".so"
+	if runtime.GOOS == "windows" {
+		ext = ".dll"
+	}
 	dir := t.TempDir()
 	notZip := filepath.Join(dir, "text.fmu")
 	os.WriteFile(notZip, []byte("hello"), 0o644)
@@ -83,10 +96,11 @@ func TestValidateFMU(t *testing.T) {
 		{"a solver for co-simulation", Params{"path": good, "solver": "rk4"}, "", "solver", "the FMU runs as co-simulation, with its own solver", false},
 		{"entry outside", Params{"path": slip}, "", "path", `slip.fmu: entry "resources/../../../.bashrc" lies outside the archive's folder`, false},
 		{"unpacks too large", Params{"path": bomb}, "", "path", "bomb.fmu unpacks to more than 4294967296 bytes", false},
-		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, "win64", "darwin64")}, "", "path",
-			"has no binary for this machine (binaries/linux64/cruise.so, FMI 2.0): it has binaries for darwin64, win64 only", false},
+		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, elsewhere...)}, "", "path",
+			"has no binary for this machine (binaries/" + here + "/cruise" + ext + ", FMI 2.0): it has binaries for " + strings.Join(elsewhere, ", ") + " only", false},
+		{"for the other OS only", Params{"path": fakeFMU(t, testfmu.Options{}, otherOS)}, "", "path", otherOSAdvice, false},
 		{"source only", Params{"path": fakeFMU(t, testfmu.Options{FMI: 3})}, "", "path",
-			"no binary for any platform (a source-only FMU: build it for x86_64-linux first)", false},
+			"no binary for any platform (a source-only FMU: build it for " + testfmu.Platform(3) + " first)", false},
 		{"unknown variable", Params{"path": good, "inputs": map[string]any{"grondspeed": "groundspeed"}}, "", "inputs/grondspeed",
 			`the FMU has no variable "grondspeed" (did you mean "groundspeed"?)`, false},
 		{"wrong causality", Params{"path": good, "inputs": map[string]any{"throttle": "groundspeed"}}, "", "inputs/throttle",
@@ -156,7 +170,7 @@ func TestValidateFMU(t *testing.T) {
 			case "":
 				p = plan(t, "../examples/cruise-pedals.json")
 			case "no speed":
-				p = planFrom(t, strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, 1))
+				p = planFrom(t, strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, -1))
 			default:
 				p = plan(t, tt.rig)
 			}
@@ -233,7 +247,7 @@ func zipBomb(t *testing.T, out, platform string) {
 func TestValidateFMUVehicles(t *testing.T) {
 	here := testfmu.Platform(2)
 	if here == "" {
-		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+		t.Skip("the FMU fixtures carry x86-64 Linux or Windows binaries")
 	}
 	params := Params{"path": fakeFMU(t, testfmu.Options{}, here),
 		"inputs":  map[string]any{"groundspeed": "ego.groundspeed"},
@@ -254,7 +268,7 @@ func TestValidateFMUVehicles(t *testing.T) {
 func TestValidateFMUGen2(t *testing.T) {
 	here := testfmu.Platform(2)
 	if here == "" {
-		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+		t.Skip("the FMU fixtures carry x86-64 Linux or Windows binaries")
 	}
 	path := fakeFMU(t, testfmu.Options{}, here)
 	p := plan(t, "../examples/gen2-cruise.json")

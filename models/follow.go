@@ -10,6 +10,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/ports"
+	"beamconnect/quality"
 	"beamconnect/relative"
 )
 
@@ -31,7 +32,7 @@ type Follow struct {
 	refs      followRefs
 	ego, lead pi
 	lastT, t0 float64
-	quality   tracking
+	quality   *quality.Tracker
 	gapNow    atomic.Uint64 // float64 bits
 	minTTC    atomic.Uint64
 }
@@ -46,8 +47,9 @@ type followRefs struct {
 
 var followParams = numbers{names: []string{"timeGap", "standstill", "kGap", "maxSpeed", "kp", "ki"}, defs: []float64{1.8, 5, 0.3, 35, 0.3, 0.05}}
 
-// timeGapBand is where follow counts as settled: its time gap within 0.1 s.
-const timeGapBand = 0.1
+// timeGapBand is where follow counts as settled: its time gap within
+// 0.2 s (a lead that changes its speed moves the gap a little all along).
+const timeGapBand = 0.2
 
 type profilePoint struct{ t, v float64 }
 
@@ -64,7 +66,8 @@ func newFollow(b *binder, params Params) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Follow{ego: pi{lo: -1, hi: 1}, lead: pi{lo: -1, hi: 1}, lastT: math.NaN(), t0: math.NaN(), timeGap: math.NaN()}
+	m := &Follow{ego: pi{lo: -1, hi: 1}, lead: pi{lo: -1, hi: 1}, lastT: math.NaN(), t0: math.NaN(), timeGap: math.NaN(),
+		quality: quality.New(quality.Options{Band: timeGapBand, Name: "time gap", Unit: "s"})}
 	m.egoName, _ = params["ego"].(string)
 	m.leadName, _ = params["lead"].(string)
 	m.tune(v, profile)
@@ -89,9 +92,6 @@ func (m *Follow) Rebind(p *ports.Plan, running, params Params) (func(), error) {
 }
 
 func (m *Follow) tune(v []float64, profile []profilePoint) {
-	if v[0] != m.timeGap {
-		m.quality.reset(timeGapBand)
-	}
 	m.timeGap, m.standstill, m.kGap, m.maxSpeed, m.profile = v[0], v[1], v[2], v[3], profile
 	m.ego.retune(v[4], v[5])
 	m.lead.retune(v[4], v[5])
@@ -203,7 +203,7 @@ func (m *Follow) observe(t, gap, ve, vl float64) {
 	if ve > 0.5 {
 		tg := gap / ve
 		m.gapNow.Store(math.Float64bits(tg))
-		m.quality.observe(t, tg-m.timeGap)
+		m.quality.Observe(t, tg, m.timeGap)
 	}
 	if ve > vl {
 		if ttc := gap / (ve - vl); ttc < math.Float64frombits(m.minTTC.Load()) {

@@ -2,11 +2,11 @@ package models
 
 import (
 	"math"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"beamconnect/models/exectest"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
 )
@@ -127,19 +127,16 @@ func TestHeadingHoldSteersTheShortWay(t *testing.T) {
 	}
 }
 
-// The exec protocol with a shell program: the header, one answer per step,
+// The exec protocol with a program: the header, one answer per step,
 // and a program that stops answering costs a counted miss, not a hang.
 func TestExec(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
 	p := plan(t, "../examples/cruise-pedals.json")
 	p.ModelTimeout = 5
 	// Answers directive 1, throttle 0.5, brake 0, driveMode 0 to the first
 	// two steps, then sleeps.
-	script := `read header; case "$header" in "# columns: t status groundspeed"*"| directive throttle brake driveMode") ;; *) echo bad >&2; exit 1;; esac
-read a; echo 1 0.5 0 0; read b; echo "1 nan 0.25 0"; read c; sleep 5`
-	m, err := New("exec", Params{"command": []string{"sh", "-c", script}, "deadlineMs": 500.0}, p, nil)
+	script := exectest.Command("header=# columns: t status groundspeed*| directive throttle brake driveMode",
+		"answer=1 0.5 0 0", "answer=1 nan 0.25 0", "read", "sleep=5s")
+	m, err := New("exec", Params{"command": script, "deadlineMs": 500.0}, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

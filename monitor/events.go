@@ -122,6 +122,16 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(streamEvery)
 	defer tick.Stop()
+	// ?still=N ends the stream after N seconds with a "still" event: the
+	// page then keeps what it drew, and a headless browser that waits for
+	// the network to go quiet (--virtual-time-budget) can take its
+	// screenshot.
+	var still <-chan time.Time
+	if d, ok := stillFor(r); ok {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		still = t.C
+	}
 	for {
 		buf = buf[:0]
 		// What came since the last samples sent, at maxRate: a client that
@@ -155,8 +165,27 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
+		case <-still:
+			write(appendEvent(nil, "still", []byte(`{"reason":"the page asked for a still view"}`)))
+			return
 		}
 	}
+}
+
+// maxStill bounds ?still=: a still view of a run, not a stream.
+const maxStill = 10 * time.Minute
+
+// stillFor reads ?still=SECONDS (0 < SECONDS ≤ 600) of an events request.
+func stillFor(r *http.Request) (time.Duration, bool) {
+	v := r.URL.Query().Get("still")
+	if v == "" {
+		return 0, false
+	}
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(s > 0) {
+		return 0, false
+	}
+	return min(time.Duration(s*float64(time.Second)), maxStill), true
 }
 
 func appendEvent(buf []byte, name string, data []byte) []byte {

@@ -118,7 +118,7 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// Issue 20, item 4: 25 browsers opening the page together after the scope
+// 25 browsers opening the page together after the scope
 // ring filled (every slot mapped, 0.5 ms) share one encoded backlog; the
 // memory they cost stays bounded while they are connected and is given
 // back when they leave. Before, each copied the whole ring and encoded its

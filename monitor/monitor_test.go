@@ -210,7 +210,7 @@ func TestEventsCarryThePlan(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	want := []string{"status", "out1.groundspeed", "out2.throttle", "out2.brake", "out3.rpm", "out3.gear", "out4.time", "out4.serial_number",
-		"directive", "in1.throttle", "in1.brake", "in2.driveMode"}
+		"directive", "in1.throttle", "in1.brake", "in2.driveMode", "setpoint:out1.groundspeed"}
 	if !slices.Equal(names, want) {
 		t.Errorf("columns %q, want the plan's %q", names, want)
 	}

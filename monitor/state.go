@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"beamconnect/coupling"
-	"beamconnect/models"
+	"beamconnect/quality"
 )
 
 // state is what the page shows besides the scope, refreshed by sample.
@@ -29,8 +29,8 @@ type state struct {
 	History      []change       `json:"history"`
 	Events       []event        `json:"events"`
 	ScopeDropped int64          `json:"scope_dropped"`
-	// Control is the model's report on how well it controls.
-	Control []models.Figure `json:"control,omitempty"`
+	// Control is how well the model controls: a verdict per loop.
+	Control []quality.Report `json:"control,omitempty"`
 }
 
 type vehicleState struct {
@@ -105,6 +105,9 @@ func (s *Server) sample(now time.Time) {
 	}
 	st.Problems = append(st.Problems, sess.Problems()...)
 	st.Control = sess.Control()
+	if st.Ended {
+		st.Control = sess.FinalControl()
+	}
 	st.Healthy = len(st.Problems) == 0
 	s.mu.Lock()
 	st.History, st.Events = s.history, s.events

@@ -3,7 +3,9 @@ package ports
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,7 +47,7 @@ func Diff(old, new *Plan) Changes {
 	// when they start.
 	restart("beamng.modelTimeoutMs", old.ModelTimeout*1000, new.ModelTimeout*1000)
 	if !reflect.DeepEqual(old.ModelParams, new.ModelParams) {
-		c.Params = "beamng.modelParams " + jsonText(old.ModelParams) + " → " + jsonText(new.ModelParams)
+		c.Params = strings.Join(paramChanges("beamng.modelParams", old.ModelParams, new.ModelParams), "; ")
 	}
 	if len(old.Vehicles) != len(new.Vehicles) {
 		restart("the number of vehicles", len(old.Vehicles), len(new.Vehicles))
@@ -77,6 +79,9 @@ func Diff(old, new *Plan) Changes {
 		if o, n := old.Vehicles[i].Unanswered, new.Vehicles[i].Unanswered; o != n && old.PingTime == new.PingTime {
 			live("messages in flight%s %d → %d (BeamNG keeps the window it was started with)", vehicleLabel(new.Vehicles[i].Name), o, n)
 		}
+	}
+	if !reflect.DeepEqual(old.Quality, new.Quality) {
+		live("beamng.quality: %s → %s", loopsText(old.Quality), loopsText(new.Quality))
 	}
 	diffPorts(&c, "in", beamng.ToBeamNG, old, new, old.Inputs, new.Inputs)
 	diffPorts(&c, "out", beamng.FromBeamNG, old, new, old.Outputs, new.Outputs)
@@ -123,6 +128,50 @@ func FieldKey(dir beamng.Direction, f *Field, contract string) string {
 		return strconv.Itoa(f.Vehicle) + "/" + f.Relative.String() + "/" + strconv.Itoa(f.Other)
 	}
 	return f.Source.String()
+}
+
+// paramChanges says what changed between two parameter objects, key by
+// key, nested objects down to their keys: "beamng.modelParams.parameters
+// .setSpeed 20 → 25", "… added", "… removed", in key order.
+func paramChanges(path string, old, new map[string]any) []string {
+	keys := map[string]bool{}
+	for k := range old {
+		keys[k] = true
+	}
+	for k := range new {
+		keys[k] = true
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		o, inOld := old[k]
+		n, inNew := new[k]
+		at := path + "." + k
+		switch {
+		case !inOld:
+			out = append(out, at+" added: "+jsonText(n))
+		case !inNew:
+			out = append(out, at+" removed (was "+jsonText(o)+")")
+		case !reflect.DeepEqual(o, n):
+			om, ok1 := o.(map[string]any)
+			nm, ok2 := n.(map[string]any)
+			if ok1 && ok2 {
+				out = append(out, paramChanges(at, om, nm)...)
+				continue
+			}
+			out = append(out, at+" "+jsonText(o)+" → "+jsonText(n))
+		}
+	}
+	return out
+}
+
+// loopsText lists control loops for a diff line: [groundspeed: setSpeed
+// (model parameter)].
+func loopsText(ls []Loop) string {
+	var parts []string
+	for i := range ls {
+		parts = append(parts, ls[i].Name+": "+ls[i].Setpoint())
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // jsonText writes a value as a config writes it.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -159,6 +160,8 @@ type Plan struct {
 	Inputs       []Port // Inputs[0] is the connection directive
 	Outputs      []Port // Outputs[0] is the connection status
 	Contracts    []Contract
+	// Quality lists the controlled quantities of beamng.quality.
+	Quality []Loop
 
 	csvPaths []string // the config's CSVPaths
 }
@@ -168,8 +171,9 @@ type Plan struct {
 // model.
 const DefaultModelTimeout = 0.025
 
-// Compile lays a checked config out for the runtime. It fails only on a
-// config that did not come from config.Parse.
+// Compile lays a checked config out for the runtime. It fails on a config
+// that did not come from config.Parse, and with config.Diagnostics, placed
+// in the file, when beamng.quality names what is not a field.
 func Compile(cfg *config.Config) (*Plan, error) {
 	if cfg == nil || len(cfg.Vehicles) == 0 || cfg.Period <= 0 || cfg.PhysicsDt <= 0 {
 		return nil, errors.New("ports: config is not a checked config (use config.Load)")
@@ -240,6 +244,9 @@ func Compile(cfg *config.Config) (*Plan, error) {
 			p.TimeSync = timesync.ModeFor(p.Contracts[i].Dir)
 		}
 	}
+	if ds := p.compileQuality(cfg); len(ds) > 0 {
+		return nil, ds
+	}
 	return p, nil
 }
 
@@ -303,7 +310,7 @@ func (p *Plan) StartCommand(v int) string {
 	var b strings.Builder
 	b.WriteString("extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({")
 	fmt.Fprintf(&b, "simulinkTime=%s, pingTime=%s, udpSendPort=%d, udpReceivePort=%d, udpSendIP='%s', udpReceiveIP='%s'",
-		luaNumber(p.Period), luaNumber(p.PingTime), veh.Local.Port(), veh.Remote.Port(), veh.Local.Addr(), veh.Remote.Addr())
+		luaNumber(p.Period), luaNumber(p.PingTime), veh.Local.Port(), veh.Remote.Port(), veh.SendTo().Addr(), veh.Remote.Addr())
 	if p.DebugFile {
 		b.WriteString(", debugFile=true")
 	}
@@ -382,7 +389,7 @@ func (p *Plan) gen2Command(veh Vehicle) string {
 	steps := int(math.Round(p.Period / p.PhysicsDt))
 	fmt.Fprintf(&b, "}, sensorMap={}, time3rdParty=%s, pingTime=%s, udpSendPort=%d, udpReceivePort=%d, udpSendIP=%s, udpReceiveIP=%s}}))",
 		cosim.TimeText(steps, p.PhysicsDt), cosim.LuaText(veh.CSV.Ping.Value), veh.Local.Port(), veh.Remote.Port(),
-		luaString(veh.Local.Addr().String()), luaString(veh.Remote.Addr().String()))
+		luaString(veh.SendTo().Addr().String()), luaString(veh.Remote.Addr().String()))
 	return b.String()
 }
 
@@ -422,4 +429,21 @@ func (p *Plan) FieldAt(dir beamng.Direction, n, elem int) *Field {
 		}
 	}
 	return nil
+}
+
+// SendTo is the address BeamNG must send to: the local address, or when
+// it binds every interface (0.0.0.0), this machine's address on the way to
+// BeamNG's (the one the system would send from: no datagram is sent to
+// find it).
+func (v Vehicle) SendTo() netip.AddrPort {
+	if !v.Local.Addr().IsUnspecified() {
+		return v.Local
+	}
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(v.Remote))
+	if err != nil {
+		return v.Local
+	}
+	defer c.Close()
+	a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+	return netip.AddrPortFrom(a, v.Local.Port())
 }

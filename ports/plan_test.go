@@ -161,6 +161,20 @@ func TestReplyTemplate(t *testing.T) {
 	}
 }
 
+// Bound to every interface (0.0.0.0), the start line names where BeamNG
+// must send: this machine's address on the way to BeamNG, never 0.0.0.0.
+func TestStartCommandBindingAny(t *testing.T) {
+	p := compile(t, `{"version": 2, "remoteIP": "127.0.0.1",
+		"outputs": [{"updatePeriodMs": 5, "ports": [[{"propertyName": "rpm"}]]}],
+		"beamng": {"localIP": "0.0.0.0"}}`)
+	if got := p.Vehicles[0].SendTo(); got.String() != "127.0.0.1:64890" {
+		t.Errorf("send to %v, want 127.0.0.1:64890 (BeamNG on this machine)", got)
+	}
+	if got := p.StartCommand(0); !strings.Contains(got, "udpSendIP='127.0.0.1'") {
+		t.Errorf("StartCommand: %s", got)
+	}
+}
+
 func TestStartCommand(t *testing.T) {
 	p := compile(t, rig)
 	want := "extensions.load('tech/vehicleSystemsCoupling'); tech_vehicleSystemsCoupling.startCoupling({simulinkTime=0.005, pingTime=1e-05, udpSendPort=64890, udpReceivePort=64891, udpSendIP='127.0.0.1', udpReceiveIP='127.0.0.1'})"

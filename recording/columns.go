@@ -31,16 +31,20 @@ type Column struct {
 	// for a field; a row's own columns (status, id…) are the row's vehicle's.
 	Vehicle int
 	Out     bool // from BeamNG's side: an output port, the status, BeamNG's message id
+	// Port and Elem place a field's value in its port vector (Elem -1 for
+	// the row's own columns); a setpoint's are its measured value's.
+	Port, Elem int
 }
 
 // Role says what a column holds.
 type Role uint8
 
 const (
-	Field   Role = iota // a port's value
-	Time                // the row's time: local time of the message, s
-	Vehicle             // the vehicle the row is for
-	Own                 // the row's vehicle's: status, id, reply_id, reloads, directive
+	Field    Role = iota // a port's value
+	Time                 // the row's time: local time of the message, s
+	Vehicle              // the vehicle the row is for
+	Own                  // the row's vehicle's: status, id, reply_id, reloads, directive
+	Setpoint             // a setpoint of beamng.quality's loops, after the ports: setpoint:out1.groundspeed
 )
 
 // The comments of the columns every recording has.
@@ -97,7 +101,32 @@ func LayoutOf(plan *ports.Plan) *Layout {
 	l.fields(plan, beamng.FromBeamNG)
 	l.own("directive", Own, false)
 	l.fields(plan, beamng.ToBeamNG)
+	l.setpoints(plan)
 	return l
+}
+
+// setpoints adds a column per loop of beamng.quality, in its order, named
+// after the value it measures (a second loop on one value gets #2).
+func (l *Layout) setpoints(plan *ports.Plan) {
+	seen := map[string]int{}
+	for _, q := range plan.Quality {
+		var m *Column
+		for i := range l.Columns {
+			c := &l.Columns[i]
+			if c.Role == Field && c.Out && c.Port == q.Measured.Port && c.Elem == q.Measured.Elem && c.Vehicle == q.Measured.Vehicle {
+				m = c
+			}
+		}
+		if m == nil {
+			continue // Compile found the measured field: not expected
+		}
+		name := SetpointPrefix + m.Name
+		if seen[name]++; seen[name] > 1 {
+			name += "#" + strconv.Itoa(seen[name])
+		}
+		l.Columns = append(l.Columns, Column{Name: name, Unit: m.Unit, Role: Setpoint, Vehicle: m.Vehicle, Out: true,
+			Port: m.Port, Elem: m.Elem, Comment: "the setpoint of " + m.Name + " (beamng.quality's loop " + strconv.Quote(q.Name) + ")"})
+	}
 }
 
 func (l *Layout) own(name string, role Role, out bool) {
@@ -105,7 +134,7 @@ func (l *Layout) own(name string, role Role, out bool) {
 	if role == Time {
 		unit = "s"
 	}
-	l.Columns = append(l.Columns, Column{Name: name, Unit: unit, Comment: ownComments[name], Role: role, Vehicle: -1, Out: out})
+	l.Columns = append(l.Columns, Column{Name: name, Unit: unit, Comment: ownComments[name], Role: role, Vehicle: -1, Out: out, Elem: -1})
 }
 
 // fields adds the values of the ports after port 0 in one direction.
@@ -128,7 +157,7 @@ func (l *Layout) fields(plan *ports.Plan, dir beamng.Direction) {
 					h = append(h, plan.Vehicles[f.Vehicle].Name...)
 					h = append(h, '.')
 				}
-				c := Column{Role: Field, Vehicle: f.Vehicle, Out: dir == beamng.FromBeamNG}
+				c := Column{Role: Field, Vehicle: f.Vehicle, Out: dir == beamng.FromBeamNG, Port: p.Number, Elem: f.Offset + k}
 				switch f.Source {
 				case ports.Slot:
 					s := f.Signal(dir, k)
@@ -225,6 +254,9 @@ func LayoutOfHeader(h *Header) *Layout {
 				break
 			}
 			c.Role, c.Unit, c.Out = Field, n.Unit(), strings.HasPrefix(n.Port, "out")
+			if n.Setpoint {
+				c.Role = Setpoint
+			}
 			c.Vehicle = 0
 			if several {
 				if c.Vehicle = l.VehicleIndex(n.Vehicle); c.Vehicle < 0 {
@@ -250,8 +282,9 @@ func LayoutOfHeader(h *Header) *Layout {
 
 // Flatten appends a row's values in the layout's order: the time, the
 // vehicle column (NaN), status, id, reply_id, reloads, the output ports
-// after port 0, then the input ports (port 0, the directive, first).
-func (l *Layout) Flatten(vals []float64, t float64, status int, id, replyID float64, reloads int64, outs, ins [][]float64) []float64 {
+// after port 0, the input ports (port 0, the directive, first), then the
+// setpoints.
+func (l *Layout) Flatten(vals []float64, t float64, status int, id, replyID float64, reloads int64, outs, ins [][]float64, set []float64) []float64 {
 	vals = append(vals[:0], t)
 	if l.Several() {
 		vals = append(vals, math.NaN())
@@ -263,5 +296,5 @@ func (l *Layout) Flatten(vals []float64, t float64, status int, id, replyID floa
 	for _, p := range ins {
 		vals = append(vals, p...)
 	}
-	return vals
+	return append(vals, set...)
 }

@@ -12,14 +12,22 @@ import (
 // them all) to estimate its quantiles in one pass.
 const sampleSize = 4096
 
-// Robust scaling: a field's central band is its values from the 5th to the
-// 95th percentile; values further from it than the band is wide are
-// outliers. They are clipped only when that shows the rest at least
-// clipGain times taller than the full range would.
+// Robust scaling clips only what is rare and far. A field's values run
+// from its central band (5th to 95th percentile) outwards as long as each
+// next value follows the last one closely: within the band's width, or
+// what its unit counts as a change (UnitSpan). What lies beyond the first
+// wider gap is clipped only when it is rare (at most rareShare of the
+// values) and far: clipping makes the rest at least clipGain times taller
+// than the full range, and than what its unit counts as a change. So a
+// control's genuine excursions stay whole (a brake pressed to 0.5 while it
+// rests at 0: on the way there it passes through the values between, or
+// is within ten of its unit's changes), while a time to collision that
+// jumps to 1e5 s, an invalid start of -1, a garbage value, are clipped.
 const (
 	bandLo, bandHi = 0.05, 0.95
 	minSample      = 20
-	clipGain       = 3
+	clipGain       = 10
+	rareShare      = 0.05
 )
 
 // field is one column drawn: its range from the first pass, its trace and
@@ -32,6 +40,7 @@ type field struct {
 
 	n        int
 	min, max float64
+	fraction bool // a value that is not a whole number came: not a status, a gear, a count
 	sample   []float64
 	rng      *rand.Rand
 	lo, hi   float64 // the range it needs: all of it, or the band without outliers
@@ -58,6 +67,7 @@ func (f *field) observe(v float64) {
 		return
 	}
 	f.min, f.max = min(f.min, v), max(f.max, v)
+	f.fraction = f.fraction || v != math.Trunc(v)
 	if len(f.sample) < sampleSize {
 		f.sample = append(f.sample, v)
 	} else if j := f.rng.IntN(f.n + 1); j < sampleSize {
@@ -71,26 +81,43 @@ func (f *field) observe(v float64) {
 // the rest at least clipGain times taller; all of it otherwise. A field
 // whose band has no width (a pedal at rest but for a few presses) keeps
 // all of it: its excursions are what matters.
-func (f *field) robust() {
+func (f *field) robust(noClip bool) {
 	f.lo, f.hi = f.min, f.max
 	if f.n == 0 {
 		f.lo, f.hi = 0, 0
 		return
 	}
-	if len(f.sample) < minSample {
+	// A field of whole numbers (a status, a gear, a count) has states,
+	// not outliers: an error status of 4 among 3s is the story.
+	if len(f.sample) < minSample || noClip || !f.fraction {
 		return
 	}
 	// The first pass is over: the sample is sorted where it is, and let go.
 	s := f.sample
 	f.sample = nil
 	slices.Sort(s)
-	q := func(p float64) float64 { return s[int(p*float64(len(s)-1)+0.5)] }
-	a, b := q(bandLo), q(bandHi)
-	if !(b > a) {
-		return
+	ia, ib := int(bandLo*float64(len(s)-1)+0.5), int(bandHi*float64(len(s)-1)+0.5)
+	change := UnitSpan(f.unit)
+	step := max(s[ib]-s[ia], change)
+	// Upwards from the band's top, and downwards from its bottom, to the
+	// first gap wider than a step.
+	top := ib
+	for top+1 < len(s) && s[top+1]-s[top] <= step {
+		top++
 	}
-	lo, hi := max(f.min, a-(b-a)), min(f.max, b+(b-a))
-	if (f.max - f.min) >= clipGain*(hi-lo) {
+	bottom := ia
+	for bottom > 0 && s[bottom]-s[bottom-1] <= step {
+		bottom--
+	}
+	rare := func(n int) bool { return float64(n) <= rareShare*float64(len(s)) }
+	lo, hi := f.min, f.max
+	if top < len(s)-1 && rare(len(s)-1-top) {
+		hi = s[top]
+	}
+	if bottom > 0 && rare(bottom) {
+		lo = s[bottom]
+	}
+	if (lo != f.min || hi != f.max) && f.max-f.min >= clipGain*max(hi-lo, change) {
 		f.lo, f.hi = lo, hi
 	}
 }

@@ -46,7 +46,7 @@ var palette = []string{"#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#
 // layout groups the fields into panels and places them.
 func (p *plot) layout() layout {
 	for _, f := range p.fields {
-		f.robust()
+		f.robust(p.noClip)
 	}
 	var lay layout
 	for _, port := range p.portOrder() {
@@ -76,7 +76,7 @@ func (p *plot) layout() layout {
 	}
 	lay.width = docWidth
 	lay.left, lay.labelWidth = int(width)+34, width
-	y := top
+	y := top + 18*len(p.control())
 	for k, pn := range lay.panels {
 		if pn.heading != "" {
 			y += headingSpace
@@ -146,17 +146,17 @@ func (pn *panel) setRange() {
 			lo, hi = min(lo, f.lo), max(hi, f.hi)
 		}
 	}
-	switch {
-	case lo > hi:
+	if lo > hi {
 		lo, hi = 0, 1
-	case hi > lo:
-		pad := (hi - lo) * 0.05
-		lo, hi = lo-pad, hi+pad
-	default:
-		pad := max(1, math.Abs(lo)*0.1)
-		lo, hi = lo-pad, hi+pad
 	}
-	pn.Lo, pn.Hi = lo, hi
+	// Never narrower than what the unit and magnitude make meaningful: a
+	// settled value's noise is not drawn as a swing.
+	if need := MinSpan(pn.unit, max(math.Abs(lo), math.Abs(hi))); hi-lo < need {
+		c := (lo + hi) / 2
+		lo, hi = c-need/2, c+need/2
+	}
+	pad := (hi - lo) * 0.05
+	pn.Lo, pn.Hi = lo-pad, hi+pad
 }
 
 // legendLines counts the legend's lines: a name per field, and a line for
@@ -190,10 +190,21 @@ func (p *plot) draw(lay layout, title string) string {
 	svgplot.Begin(&b, lay.width, lay.height)
 	svgplot.Text(&b, float64(lay.width)/2, 24, "middle", `font-size="16"`, title)
 	sub := fmt.Sprintf("%s s to %s s · %d fields in %d panels, one per unit and range of values", plain(p.t0), plain(p.t1), len(p.fields), len(lay.panels))
-	if len(p.reloads) > 0 {
-		sub += fmt.Sprintf(" · %d reloads that changed the ports (dashed)", len(p.reloads))
+	switch len(p.reloads) {
+	case 0:
+	case 1:
+		sub += " · a reload (dashed) at " + p.reloadText()[0]
+	default:
+		sub += fmt.Sprintf(" · %d reloads (dashed): %s", len(p.reloads), strings.Join(p.reloadText(), "; "))
 	}
 	svgplot.Text(&b, float64(lay.width)/2, 44, "middle", `fill="#444"`, sub)
+	for i, r := range p.control() {
+		color := "#15803d"
+		if !r.Good() {
+			color = "#b91c1c"
+		}
+		svgplot.Text(&b, float64(lay.width)/2, float64(top+i*18-4), "middle", `class="control" fill="`+color+`"`, "control "+r.Line())
+	}
 	var notes []string
 	for _, pn := range lay.panels {
 		for _, f := range pn.fields {
@@ -247,8 +258,12 @@ func (p *plot) drawPanel(b *strings.Builder, pn *panel, labelWidth float64) {
 	lx := float64(pn.X + pn.W + 14)
 	for _, f := range pn.fields {
 		f.cut()
+		attrs := `data-field="` + svgplot.Escape(f.name.Full) + `"`
+		if f.name.Setpoint {
+			attrs += ` stroke-dasharray="6 4"` // a setpoint, beside its measured value
+		}
 		for _, r := range f.trace.runs {
-			svgplot.Polyline(b, r.xs, r.ys, f.color, `data-field="`+svgplot.Escape(f.name.Full)+`"`)
+			svgplot.Polyline(b, r.xs, r.ys, f.color, attrs)
 		}
 		drawClips(b, pn, f)
 		y := float64(pn.Y + 12 + legendLine*line)

@@ -16,7 +16,15 @@ type Name struct {
 	Port    string // out3, in1; out0 for status, in0 for directive
 	Vehicle string // "" in a one-vehicle recording
 	Field   string
+	// Setpoint marks a setpoint's column (beamng.quality): its port,
+	// vehicle and field are the measured value's.
+	Setpoint bool
 }
+
+// SetpointPrefix starts a setpoint's column: setpoint:out1.groundspeed is
+// the setpoint of out1.groundspeed (setpoint:out1.groundspeed#2 that of a
+// second loop on it).
+const SetpointPrefix = "setpoint:"
 
 // ParseName takes a column name apart; several says whether the recording
 // has a vehicle column (and so a vehicle in every port column's name).
@@ -28,6 +36,17 @@ func ParseName(col string, several bool) (Name, bool) {
 		return Name{Full: col, Port: "out0", Field: col}, true
 	case "directive":
 		return Name{Full: col, Port: "in0", Field: col}, true
+	}
+	if measured, ok := strings.CutPrefix(col, SetpointPrefix); ok {
+		if i := strings.LastIndexByte(measured, '#'); i > 0 {
+			measured = measured[:i]
+		}
+		n, ok := ParseName(measured, several)
+		if !ok || n.Setpoint || n.Port == "out0" || n.Port == "in0" {
+			return Name{}, false
+		}
+		n.Full, n.Setpoint = col, true
+		return n, true
 	}
 	port, rest, ok := strings.Cut(col, ".")
 	if !ok || rest == "" || !isPort(port) {

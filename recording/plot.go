@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"beamconnect/quality"
 	"beamconnect/suggest"
 )
 
@@ -20,6 +21,8 @@ type PlotOptions struct {
 	// MaxFields bounds the fields drawn when Fields is empty (0: 240), so a
 	// recording of thousands of ports still gives a drawing a viewer opens.
 	MaxFields int
+	// NoClip draws every value: no outlier is clipped.
+	NoClip bool
 }
 
 // PlotResult says what a plot shows.
@@ -28,6 +31,11 @@ type PlotResult struct {
 	Panels  int      // panels they were drawn in
 	Omitted int      // fields left out past MaxFields
 	Clipped []string // "out2.ego.timeToCollision:lead: 41 values above 4541" for each field clipped
+	// Control is the verdict on each loop the recording has a setpoint
+	// for (beamng.quality), judged from its rows.
+	Control []quality.Report
+	// Reloads says what each reload changed, in time order.
+	Reloads []string
 }
 
 const defaultMaxFields = 240
@@ -65,7 +73,7 @@ func Plot(w io.Writer, file string, src Source, o PlotOptions) (PlotResult, erro
 	if title == "" {
 		title = file
 	}
-	res := PlotResult{Fields: len(p.fields), Panels: len(lay.panels), Omitted: p.omitted}
+	res := PlotResult{Fields: len(p.fields), Panels: len(lay.panels), Omitted: p.omitted, Control: p.control(), Reloads: p.reloadText()}
 	for _, f := range p.fields {
 		if c := f.clipText(); c != "" {
 			res.Clipped = append(res.Clipped, f.name.Full+": "+c)
@@ -86,18 +94,29 @@ type plot struct {
 	from    float64
 	to      float64
 	idx     []*field // the current header's column → field (nil: not drawn)
+	noClip  bool
+	loops   loops // the control loops' verdicts, from the first pass
+	// what each reload changed in the columns (first pass)
+	reloadWhat []string
+	columns    []string // the last header's columns
 }
 
 // measure is the first pass: which fields, their ranges, the time span and
 // the reloads.
 func measure(file string, src Source, o PlotOptions) (*plot, error) {
 	p := &plot{byName: map[string]*field{}, t0: math.Inf(1), t1: math.Inf(-1),
-		window: o.To > o.From, from: o.From, to: o.To}
+		window: o.To > o.From, from: o.From, to: o.To, noClip: o.NoClip}
 	matched := make([]bool, len(o.Fields))
 	headers, pending := 0, false
+	what := "" // what the latest reload changed
 	err := src(func(h *Header) error {
 		headers++
 		pending = headers > 1
+		if pending {
+			what = columnChanges(p.columns, h.Columns)
+		}
+		p.columns = h.Columns
+		p.loops.header(h)
 		p.idx = p.idx[:0]
 		left := 0 // fields of this header left out past MaxFields
 		for _, col := range h.Columns {
@@ -117,8 +136,10 @@ func measure(file string, src Source, o PlotOptions) (*plot, error) {
 		}
 		if pending {
 			p.reloads = append(p.reloads, t)
+			p.reloadWhat = append(p.reloadWhat, what)
 			pending = false
 		}
+		p.loops.row(r)
 		p.t0, p.t1 = min(p.t0, t), max(p.t1, t)
 		for i, f := range p.idx {
 			if f != nil {

@@ -47,6 +47,7 @@ type svgPanel struct {
 	Polylines []struct {
 		Field  string `xml:"data-field,attr"`
 		Points string `xml:"points,attr"`
+		Dash   string `xml:"stroke-dasharray,attr"`
 	} `xml:"polyline"`
 	Clips []struct {
 		Field string `xml:"data-field,attr"`
@@ -323,7 +324,7 @@ func TestPlotReload(t *testing.T) {
 	d := parseSVG(t, b.Bytes())
 	all := d.text()
 	for _, want := range []string{"output port 1 (from BeamNG)", "input port 1 (to BeamNG)", "port 0 (out): connection status", "port 0 (in): connection directive",
-		"out1.groundspeed", "out1.rpm", "in1.throttle", "1 reloads that changed the ports (dashed)", "reload"} {
+		"out1.groundspeed", "out1.rpm", "in1.throttle", "a reload (dashed) at 0.015 s: added out1.rpm", "reload"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no %q in the texts: %s", want, all)
 		}
@@ -438,7 +439,7 @@ func TestPlotRealRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := parseSVG(t, b.Bytes())
-	if !strings.Contains(d.text(), "1 reloads that changed the ports") {
+	if !strings.Contains(d.text(), "a reload (dashed) at 1.407 s: added out3.wheelspeed") {
 		t.Errorf("texts: %s", d.text())
 	}
 	if got := d.panelOf(t, "out3.wheelspeed").fields(); !slices.Equal(got, []string{"out3.wheelspeed"}) {
@@ -471,5 +472,120 @@ func TestPlotRealFollowRecording(t *testing.T) {
 	}
 	if len(res.Clipped) == 0 {
 		t.Error("nothing said to be clipped")
+	}
+}
+
+// pedalRecording is a cruise run of n rows whose brake rests at 0 but for
+// a press of 107 values up to 0.5, ramped (each value between) or held (a
+// step to 0.5 and back), and whose time to collision jumps to 1e5 s for a
+// few rows.
+func pedalRecording(n int, held bool) string {
+	var b strings.Builder
+	b.WriteString("time,status,id,reply_id,reloads,out1.groundspeed,out2.timeToCollision,directive,in1.throttle,in1.brake\n")
+	for i := range n {
+		brake := 0.0
+		if k := i - n/2; k >= 0 && k < 107 {
+			brake = 0.5
+			if !held {
+				brake = 0.5 * math.Sin(math.Pi*float64(k)/106)
+			}
+		}
+		ttc := 40 + 10*math.Sin(float64(i)/50)
+		if i%2000 == 17 {
+			ttc = 1e5
+		}
+		fmt.Fprintf(&b, "%.6f,3,%d,%d,0,%g,%g,1,%g,%g\n", float64(i)*0.005, i, i+1, 20+0.05*math.Sin(float64(i)), ttc, 0.2, brake)
+	}
+	return b.String()
+}
+
+// A control's genuine excursions are never clipped, ramped or held; the
+// spikes of a time to collision are; --no-clip (NoClip) draws them too.
+func TestPlotClipsOnlyRareAndFar(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		var b bytes.Buffer
+		res, err := Plot(&b, "pedals.csv", CSVSource("pedals.csv", open(pedalRecording(20000, held))), PlotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := parseSVG(t, b.Bytes())
+		if brake := d.panelOf(t, "in1.brake"); brake.Hi < 0.5 || len(brake.Clips) > 0 {
+			t.Errorf("held %v: the brake's panel reaches %g, %d clip marks: its press was clipped", held, brake.Hi, len(brake.Clips))
+		}
+		if ttc := d.panelOf(t, "out2.timeToCollision"); ttc.Hi > 1000 || len(ttc.Clips) == 0 {
+			t.Errorf("held %v: the time to collision reaches %g s: its spikes were not clipped", held, ttc.Hi)
+		}
+		if len(res.Clipped) != 1 || !strings.HasPrefix(res.Clipped[0], "out2.timeToCollision: 10 values above") {
+			t.Errorf("held %v: clipped %q", held, res.Clipped)
+		}
+	}
+	var b bytes.Buffer
+	res, err := Plot(&b, "pedals.csv", CSVSource("pedals.csv", open(pedalRecording(20000, false))), PlotOptions{NoClip: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttc := parseSVG(t, b.Bytes()).panelOf(t, "out2.timeToCollision"); ttc.Hi < 1e5 || len(res.Clipped) > 0 {
+		t.Errorf("without clipping the time to collision's panel reaches %g s; clipped %q", ttc.Hi, res.Clipped)
+	}
+}
+
+// A settled value is drawn as the steady line it is: its panel spans what
+// its unit and magnitude make meaningful (20 m/s ± 0.05 in at least 2 m/s).
+func TestPlotMinimumSpan(t *testing.T) {
+	var b bytes.Buffer
+	if _, err := Plot(&b, "pedals.csv", CSVSource("pedals.csv", open(pedalRecording(4000, false))), PlotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, b.Bytes())
+	if p := d.panelOf(t, "out1.groundspeed"); p.Hi-p.Lo < 2 {
+		t.Errorf("the speed's panel spans %g to %g m/s", p.Lo, p.Hi)
+	}
+	if p := d.panelOf(t, "in1.throttle"); p.Hi-p.Lo < 0.1 {
+		t.Errorf("a steady throttle's panel spans %g to %g", p.Lo, p.Hi)
+	}
+}
+
+// A loop of beamng.quality in a recording: its setpoint is drawn dashed in
+// its measured value's panel, the plot judges it as the run did, and a
+// reload that changed only a parameter says so.
+func TestPlotControl(t *testing.T) {
+	var b strings.Builder
+	header := "time,status,id,reply_id,reloads,out1.groundspeed,directive,in1.throttle,setpoint:out1.groundspeed\n"
+	b.WriteString(header)
+	v := 0.0
+	for i := range 4000 {
+		set := 20.0
+		if i == 2000 {
+			b.WriteString(header) // a reload: setSpeed 20 → 25, the ports unchanged
+		}
+		if i >= 2000 {
+			set = 25
+		}
+		v += (set - v) * 0.005 // a first-order loop, time constant 1 s
+		fmt.Fprintf(&b, "%.6f,3,%d,%d,%d,%g,1,0.3,%g\n", float64(i)*0.005, i, i+1, i/2000, v, set)
+	}
+	var out bytes.Buffer
+	res, err := Plot(&out, "cruise.csv", CSVSource("cruise.csv", open(b.String())), PlotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, out.Bytes())
+	p := d.panelOf(t, "setpoint:out1.groundspeed")
+	if !slices.Equal(p.fields(), []string{"out1.groundspeed", "setpoint:out1.groundspeed"}) {
+		t.Errorf("the setpoint's panel draws %v", p.fields())
+	}
+	for _, pl := range p.Polylines {
+		if dashed := pl.Dash != ""; dashed != (pl.Field == "setpoint:out1.groundspeed") {
+			t.Errorf("%s drawn dashed %v", pl.Field, dashed)
+		}
+	}
+	if len(res.Control) != 1 || res.Control[0].Verdict != "good" || res.Control[0].Steps != 2 || res.Control[0].Value != 25 {
+		t.Fatalf("the verdict: %+v", res.Control)
+	}
+	all := d.text()
+	for _, want := range []string{"control groundspeed: good: settled after", "a reload (dashed) at 10.000 s: the ports unchanged (model parameters or other settings)"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the plot does not say %q: %s", want, all)
+		}
 	}
 }

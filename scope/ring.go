@@ -24,6 +24,10 @@ type Column struct {
 	Name string `json:"name"`
 	Port string `json:"port"`
 	Unit string `json:"unit"`
+	// MinSpan is the smallest value range worth a plot's height for the
+	// unit (recording.MinSpan): a settled value's noise is not drawn as a
+	// swing.
+	MinSpan float64 `json:"min_span"`
 }
 
 // Layout is what a sample holds. Generation changes whenever a reload

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -25,11 +26,30 @@ type Program struct {
 	out  []byte
 }
 
+// Prebuilt names a folder of programs built beforehand, for test binaries
+// run where no Go toolchain is (the Windows build's tests under Wine): the
+// program of package path/to/name is name, or name.exe on Windows, there.
+const Prebuilt = "BEAMCONNECT_TEST_PROGRAMS"
+
 // Path builds the program the first time and returns the executable's
 // path; a build failure fails the test with the compiler's output. Under
 // -short the test is skipped: building takes seconds.
 func (p *Program) Path(t testing.TB) string {
 	t.Helper()
+	if dir := os.Getenv(Prebuilt); dir != "" {
+		abs, err := filepath.Abs(p.Package)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, filepath.Base(abs))
+		if runtime.GOOS == "windows" {
+			path += ".exe"
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s: %v", Prebuilt, err)
+		}
+		return path
+	}
 	if testing.Short() {
 		t.Skip("builds the program")
 	}

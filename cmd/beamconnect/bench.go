@@ -172,7 +172,9 @@ func benchCmd(c *call, d time.Duration, responders []string, drv benchDriver, ro
 	list := []resp{{"beamconnect in process", ""}}
 	// The fair comparison with other programs: beamconnect's own binary
 	// running a coupling in a process of its own.
-	if exe, err := os.Executable(); err == nil && !strings.HasSuffix(exe, ".test") {
+	// (Not a test binary, x.test or x.test.exe: given "run", it would run
+	// its tests.)
+	if exe, err := os.Executable(); err == nil && !strings.HasSuffix(strings.TrimSuffix(exe, ".exe"), ".test") {
 		list = append(list, resp{"beamconnect", exe + " run {config} --no-watch --model hold --log-level error"})
 		list = append(list, resp{"beamconnect --busy-poll", exe + " run {config} --no-watch --model hold --log-level error --busy-poll"})
 		if drv.fmu != "" {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"beamconnect/wine"
 )
 
 // bench measures beamconnect (in process and as its own binary) and any
@@ -26,7 +28,15 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rs); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(rs) < 2 || rs[0].Name != "beamconnect in process" || rs[1].Name != "beamconnect" || rs[0].AllocsPerRT > 0.01 || rs[0].PerSecond < 1000 {
+	if len(rs) < 2 || rs[0].Name != "beamconnect in process" || rs[1].Name != "beamconnect" {
+		t.Fatalf("%s", out)
+	}
+	// The rate, and the allocations per round trip (a few set-up ones
+	// over a few hundred round trips), need the round trips Wine's
+	// loopback does not make.
+	if wine.Running() {
+		t.Logf("not checked under Wine (%s): %.0f round trips a second, %.3f allocations each", wine.Loopback, rs[0].PerSecond, rs[0].AllocsPerRT)
+	} else if rs[0].AllocsPerRT > 0.01 || rs[0].PerSecond < 1000 {
 		t.Errorf("%s", out)
 	}
 	for _, r := range rs {
@@ -42,6 +52,7 @@ func TestBench(t *testing.T) {
 // bench --soak: a short soak with a stall in it reports what was lost and
 // why, the stall and its recovery, and the memory.
 func TestSoak(t *testing.T) {
+	wine.Skip(t, wine.Loopback) // its faults' rates are sized for 2000 messages a second
 	out, errOut, code := exec(t, nil, "bench", "--soak", "--duration", "5s", "--json",
 		"--fault", "drop-replies=0.001", "--fault", "dup-messages=0.01", "--fault", "garbage=0.01", "--fault", "seed=1")
 	if code != exitOK {

@@ -168,7 +168,9 @@ func startResponder(c *call, command string, listen, beamng netip.AddrPort, fmuP
 	stop = func() int64 {
 		defer os.Remove(cfgPath)
 		rss := livePeakRSS(cmd.Process.Pid)
-		cmd.Process.Signal(syscall.SIGTERM)
+		if cmd.Process.Signal(syscall.SIGTERM) != nil {
+			cmd.Process.Kill() // Windows: no signal to send another process
+		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {

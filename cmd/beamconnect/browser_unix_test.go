@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"beamconnect/fmu/testfmu"
 )
 
 var docs = flag.Bool("docs", false, "write the live page's screenshot to docs/live-page.png")
@@ -62,14 +65,14 @@ func TestLivePageInBrowser(t *testing.T) {
 			Health: document.getElementById("health").textContent,
 			Stream: document.getElementById("stream").textContent})`, &v)
 		speed, err := strconv.ParseFloat(v.Speed, 64)
-		if v.Status == "3 connected" && err == nil && speed > 1 && v.Ports == 8 {
+		if v.Status == "3 connected" && err == nil && speed > 1 && v.Ports == 6 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	speed, err := strconv.ParseFloat(v.Speed, 64)
-	if v.Status != "3 connected" || err != nil || speed <= 1 || v.Ports != 8 || v.Health != "healthy" || v.Stream != "live" {
-		t.Fatalf("the rendered page shows %+v (%v); want status 3 connected, a groundspeed above 1 m/s, 8 ports, healthy, live", v, evalErr)
+	if v.Status != "3 connected" || err != nil || speed <= 1 || v.Ports != 6 || v.Health != "healthy" || v.Stream != "live" {
+		t.Fatalf("the rendered page shows %+v (%v); want status 3 connected, a groundspeed above 1 m/s, 6 ports (port 0 is the timeline), healthy, live", v, evalErr)
 	}
 	// rpm beside gear, time beside a serial number: each on its own axis,
 	// the axis saying its unit.
@@ -81,17 +84,8 @@ func TestLivePageInBrowser(t *testing.T) {
 			t.Errorf("%s: its axis says %q, want %q (%+v)", name, p.axis(), unit, panels)
 		}
 	}
-	// How well the cruise control holds its speed, as the summary says it.
-	var control map[string]string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		cdp.eval(t, session, `JSON.stringify(Object.fromEntries([...document.querySelectorAll("td[data-figure]")].map(td => [td.dataset.figure, td.textContent])))`, &control)
-		if strings.HasSuffix(control["speed error now"], " m/s") {
-			break
-		}
-	}
-	if !strings.HasSuffix(control["speed error now"], " m/s") || len(control) < 3 {
-		t.Errorf("the page's control figures: %q; want the speed error now in m/s and at least 3 figures", control)
-	}
+	checkControl(t, cdp, session, "groundspeed", "setSpeed (model parameter)")
+	checkPortZero(t, cdp, session)
 	// An edit of the config shows as an applied reload with its diff, and
 	// the config shown is the new one.
 	edited := strings.Replace(string(orig), `{ "propertyName": "gear" } ]`, `{ "propertyName": "gear" }, { "propertyName": "wheelspeed" } ]`, 1)
@@ -113,6 +107,7 @@ func TestLivePageInBrowser(t *testing.T) {
 			r.Events, strings.Contains(r.Config, "wheelspeed"), r.Plots, evalErr)
 	}
 	checkScopeLayout(t, cdp, session)
+	checkSettledSpan(t, cdp, session)
 	if *docs {
 		time.Sleep(3 * time.Second) // a few seconds of traces
 		png := cdp.screenshot(t, session)
@@ -121,6 +116,88 @@ func TestLivePageInBrowser(t *testing.T) {
 		}
 	}
 	keepScreenshot(t, cdp, session, "live-page-running.png")
+}
+
+// checkControl waits for the page to judge loop name good: its verdict in
+// the control table and the header, its figures with their units, and its
+// setpoint (from setpoint) drawn dashed in the measured value's panel.
+func checkControl(t *testing.T, cdp *chrome, session, name, setpoint string) {
+	t.Helper()
+	var v struct {
+		Row   map[string]string
+		Chip  string
+		Class string
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		cdp.eval(t, session, `JSON.stringify({
+			Row: Object.fromEntries([...document.querySelectorAll('td[data-loop="`+name+`"]')].map(td => [td.dataset.figure, td.textContent])),
+			Chip: document.getElementById("controlverdict").textContent,
+			Class: document.getElementById("controlverdict").className})`, &v)
+		if v.Row["verdict"] == "good" {
+			break
+		}
+	}
+	r := v.Row
+	if r["verdict"] != "good" || v.Chip != "control: good" || !strings.Contains(v.Class, "good") || !strings.HasSuffix(r["error now"], " m/s") ||
+		!strings.HasSuffix(r["RMS after settling"], " m/s") || !strings.HasSuffix(r["settled after"], " s") ||
+		!strings.Contains(r["setpoint"], "20 m/s from "+setpoint) || !strings.Contains(r["why"], "held within ±0.4 m/s") {
+		t.Errorf("the page's verdict on %s: %+v; want good, its figures in m/s, the setpoint 20 m/s from %s", name, v, setpoint)
+	}
+	ps := waitPanels(t, cdp, session, func(ps []panelView) bool {
+		p := panelOf(ps, "setpoint:out1.groundspeed")
+		return p != nil && slices.Contains(p.Fields, "out1.groundspeed")
+	})
+	if p := panelOf(ps, "setpoint:out1.groundspeed"); p == nil || !slices.Contains(p.Fields, "out1.groundspeed") || !slices.Equal(p.Dashed, []string{"setpoint:out1.groundspeed"}) {
+		t.Errorf("the setpoint's panel: %+v; want it dashed beside out1.groundspeed", p)
+	}
+}
+
+// checkPortZero: port 0 is a status timeline and two values, no panels.
+func checkPortZero(t *testing.T, cdp *chrome, session string) {
+	t.Helper()
+	var tl struct {
+		Shown             bool
+		Segments          []int
+		Status, Directive string
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if cdp.eval(t, session, `JSON.stringify(timelineCheck())`, &tl) == nil && tl.Shown && slices.Contains(tl.Segments, 3) {
+			break
+		}
+	}
+	if !tl.Shown || !slices.Contains(tl.Segments, 3) || tl.Status != "3 connected" || tl.Directive != "1 (connect)" {
+		t.Errorf("the status timeline: %+v; want it shown with a connected stretch, status 3 connected, directive 1", tl)
+	}
+	var ps []panelView
+	cdp.eval(t, session, `JSON.stringify(scopeCheck())`, &ps)
+	for _, p := range ps {
+		if p.Port == "out0" || p.Port == "in0" {
+			t.Errorf("a panel of port 0: %+v", p)
+		}
+	}
+}
+
+// checkSettledSpan: a settled speed is drawn as the steady line it is: its
+// panel spans at least 10 % of 20 m/s, not its noise's hundredths.
+func checkSettledSpan(t *testing.T, cdp *chrome, session string) {
+	t.Helper()
+	var ok bool
+	if err := cdp.eval(t, session, `(() => { const w = document.getElementById("window"); w.value = "2";
+		w.dispatchEvent(new Event("change")); return JSON.stringify(true) })()`, &ok); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the bands are measured twice a second
+	ps := waitPanels(t, cdp, session, func(ps []panelView) bool { return panelOf(ps, "out1.groundspeed") != nil })
+	if p := panelOf(ps, "out1.groundspeed"); p.Hi-p.Lo < 2 {
+		t.Errorf("the settled speed's panel spans %g to %g m/s: its noise fills it", p.Lo, p.Hi)
+	}
+	for _, f := range []string{"out2.throttle", "in1.throttle"} {
+		if p := panelOf(ps, f); p != nil && p.Hi-p.Lo < 0.1 {
+			t.Errorf("%s's panel spans %g to %g: a steady pedal's last digits fill it", f, p.Lo, p.Hi)
+		}
+	}
+	cdp.eval(t, session, `(() => { const w = document.getElementById("window"); w.value = "10";
+		w.dispatchEvent(new Event("change")); return JSON.stringify(true) })()`, &ok)
 }
 
 // checkScopeLayout measures the scope as the browser drew it: every plot
@@ -182,6 +259,7 @@ type panelView struct {
 	Fields     []string
 	Lo, Hi     float64
 	Clipped    []string
+	Dashed     []string
 	Axis       string `json:"axisLabel"` // the value axis' caption
 }
 
@@ -508,4 +586,56 @@ func (c *chrome) screenshot(t *testing.T, session string) []byte {
 		t.Fatal(fmt.Errorf("screenshot: %w", err))
 	}
 	return b
+}
+
+// An FMU's cruise control on the page: the verdict of beamng.quality, its
+// figures, and its setpoint, a parameter of the FMU, drawn dashed beside
+// the speed.
+func TestLivePageFMU(t *testing.T) {
+	browser := findBrowser(t)
+	rig := fmuRig(t, testfmu.Options{FMI: 2, StepSize: 0.005}, `{ "path": "cruise.fmu", "parameters": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 } }`)
+	_, page := startRun(t, filepath.Dir(rig), "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	cdp := startBrowser(t, browser)
+	session := cdp.open(t, page)
+	checkControl(t, cdp, session, "groundspeed", "setSpeed (model parameter)")
+	checkPortZero(t, cdp, session)
+	keepScreenshot(t, cdp, session, "live-page-fmu.png")
+}
+
+// A running page's screenshot by a plain command: headless Chromium with
+// --virtual-time-budget waits for the network to go quiet, which the event
+// stream never does, unless the page asks for a still view (?still=N): the
+// stream then ends after N seconds and the screenshot is taken.
+func TestLivePageStillScreenshot(t *testing.T) {
+	browser := findBrowser(t)
+	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	png := filepath.Join(t.TempDir(), "page.png")
+	profile := t.TempDir()
+	cmd := osexec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+		"--user-data-dir="+profile, "--window-size=1280,2400", "--virtual-time-budget=30000", "--screenshot="+png, page+"?still=4")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("chromium: %v\n%s", err, out.String())
+		}
+	case <-time.After(90 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("the screenshot never finished:\n%s", out.String())
+	}
+	b, err := os.ReadFile(png)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 50_000 {
+		t.Fatalf("no screenshot of the page (%d bytes, %v):\n%s", len(b), err, out.String())
+	}
+	if dir := os.Getenv("BEAMCONNECT_SCREENSHOTS"); dir != "" {
+		os.WriteFile(filepath.Join(dir, "live-page-still.png"), b, 0o644)
+	}
 }

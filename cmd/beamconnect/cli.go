@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"beamconnect/logqueue"
@@ -184,25 +186,129 @@ func runCommand(c *command, args []string, e env) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "%s %s: %v%s\nRun '%s %s --help' for usage.\n", programName, c.name, err, flagHint(fs, err), programName, c.name)
+		msg := fmt.Sprintf("%v%s", err, flagHint(fs, err))
+		fmt.Fprintf(e.stderr, "%s %s: %s\nRun '%s %s --help' for usage.\n", programName, c.name, msg, programName, c.name)
+		if wantsJSON(fs, args) {
+			writeJSON(e.stdout, jsonFailure{Error: "usage: " + msg, Exit: exitUsage})
+		}
 		return exitUsage
 	}
 	// Everything the command writes to stderr from here on, log records
 	// and plain lines alike, goes through one bounded queue written by its
 	// own goroutine: a log call never blocks the coupling on a slow, stuck
 	// or broken stderr (what does not fit is dropped and counted).
-	logs := logqueue.New(tint.NewTextHandler(e.stderr, &tint.Options{
+	var handler slog.Handler = tint.NewTextHandler(e.stderr, &tint.Options{
 		Level:   level,
 		NoColor: !colour(*noColor, e),
-	}), e.stderr, logqueue.Options{})
+	})
+	if e.stderrIsTTY && level > slog.LevelDebug {
+		// A terminal's log lines stay lines: long values are cut to fit.
+		handler = cutHandler{handler, max(terminalWidth(&call{env: e})-40, 40)}
+	}
+	logs := logqueue.New(handler, e.stderr, logqueue.Options{})
 	defer logs.Close(logFlushWait)
 	cl := &call{env: e, args: fs.Args(), log: slog.New(logs.Handler()), logs: logs}
-	cl.stderr = logs.Writer()
-	if f := fs.Lookup("json"); f != nil {
-		cl.json = f.Value.String() == "true"
+	cl.json = wantsJSON(fs, nil)
+	if !cl.json {
+		cl.stderr = logs.Writer()
+		return body(cl)
 	}
-	return body(cl)
+	// --json: whatever goes wrong, stdout holds JSON. A command that fails
+	// without writing its own gets {"error": …} with the lines it wrote to
+	// stderr (its log records are not among them).
+	out := &countingWriter{w: e.stdout}
+	said := &lastLines{}
+	cl.stdout, cl.stderr = out, io.MultiWriter(logs.Writer(), said)
+	code := body(cl)
+	if code != exitOK && out.n == 0 {
+		f := jsonFailure{Error: said.error(), Exit: code}
+		if lines := said.lines(); len(lines) > 1 {
+			f.Lines = lines
+		}
+		writeJSON(e.stdout, f)
+	}
+	return code
 }
+
+// wantsJSON says whether the command was asked for JSON: by its --json
+// flag, or, when the flags could not be parsed, by a --json among args.
+func wantsJSON(fs *pflag.FlagSet, args []string) bool {
+	if f := fs.Lookup("json"); f == nil {
+		return false
+	} else if f.Value.String() == "true" {
+		return true
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" || a == "--json=1" {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonFailure is a --json command's answer when it fails without one of
+// its own.
+type jsonFailure struct {
+	Error string   `json:"error"`
+	Lines []string `json:"lines,omitempty"` // everything it said, when more than the error
+	Exit  int      `json:"exit"`
+}
+
+// countingWriter counts what goes to w.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// lastLines keeps what a command writes to stderr besides its log (a
+// failure, a usage error, a config's diagnostics), up to 64 KiB.
+type lastLines struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *lastLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) < 64<<10 {
+		l.buf = append(l.buf, p[:min(len(p), 64<<10-len(l.buf))]...)
+	}
+	return len(p), nil
+}
+
+func (l *lastLines) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(l.buf)), "\n") {
+		if line != "" && !strings.HasPrefix(line, "Run '") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// error is the first line said, without the "beamconnect CMD: " before it.
+func (l *lastLines) error() string {
+	lines := l.lines()
+	if len(lines) == 0 {
+		return "failed (see stderr)"
+	}
+	return commandPrefix.ReplaceAllString(lines[0], "")
+}
+
+// commandPrefix is how a command starts its plain error lines:
+// "beamconnect fmu inspect: ".
+var commandPrefix = regexp.MustCompile(`^` + programName + ` [a-z][a-z -]*: `)
 
 func commandUsage(w io.Writer, c *command, fs *pflag.FlagSet) {
 	fmt.Fprintf(w, "Usage: %s %s [flags] %s\n\n%s\n", programName, c.name, c.args, c.summary)
@@ -239,9 +345,11 @@ func colour(noColorFlag bool, e env) bool {
 	return e.stderrIsTTY && !noColorFlag && v == ""
 }
 
-// isTerminal reports whether f is a character device, without a dependency
-// beyond the four the project allows.
+// isTerminal reports whether f is a terminal that shows colours: a
+// character device, without a dependency beyond the four the project
+// allows, and on Windows a console that takes escape sequences
+// (takesColour).
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && takesColour(f)
 }

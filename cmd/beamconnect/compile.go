@@ -305,7 +305,12 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 func loadPlan(c *call, path string) (*ports.Plan, fileResult, int) {
 	plan, r := check(path)
 	if !r.Valid {
-		printResult(c.stderr, r)
+		if c.json {
+			// JSON on stdout, as validate --json and run --json answer.
+			writeJSON(c.stdout, runError{Error: "the config is not valid", Config: &r})
+		} else {
+			printResult(c.stderr, r)
+		}
 		return nil, r, exitFailed
 	}
 	for _, d := range r.Diagnostics {

@@ -57,13 +57,17 @@ validates as written.
 			fromFMU := fs.String("from-fmu", "", "the FMU to couple")
 			out := fs.StringP("output", "o", "", "write the config here instead of standard output")
 			force := fs.Bool("force", false, "overwrite an existing file")
+			addrs := fs.String("addresses-from", "", "with --from-fmu: take the addresses (remoteIP, remotePort, remoteObject, beamng.localIP, beamng.localPort) from this config, such as examples/two-machines.json")
 			return func(c *call) int {
 				switch {
 				case *fromFMU != "" && *from != "":
 					fmt.Fprintf(c.stderr, "%s init: --from-csv and --from-fmu: expected one of them\nRun '%s init --help' for usage.\n", programName, programName)
 					return exitUsage
 				case *fromFMU != "":
-					return initFMUCmd(c, *fromFMU, *out, *force)
+					return initFMUCmd(c, *fromFMU, *out, *addrs, *force)
+				case *addrs != "":
+					fmt.Fprintf(c.stderr, "%s init: --addresses-from applies to --from-fmu only (a CSV has its own addresses)\nRun '%s init --help' for usage.\n", programName, programName)
+					return exitUsage
 				}
 				return initCmd(c, *from, *out, *force)
 			}

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,6 +48,12 @@ value × multiply + add through freeze, the shared freeze slot that lets one
 NaN poison every control, and the Lua error a short reply raises; the summary
 counts both.
 
+--duration counts simulated time, as BeamNG's clock does. While nobody
+answers, BeamNG's controller waits 2 s for a reply at every message, so its
+time crawls (one message per 2 s): once a client has answered and then been
+silent for --client-gone (10 s; 0 waits for ever), the emulation stops, as
+an operator stops BeamNG once the other side is gone.
+
 It prints a summary when the run ends, on Ctrl-C or SIGTERM too.
 
 Faults (--fault, repeatable):
@@ -57,7 +65,8 @@ Faults (--fault, repeatable):
 			fs.Float64Var(&o.simulinkTime, "simulink-time", 0.005, "BeamNG's simulinkTime: seconds between messages, rounded up to whole physics steps")
 			fs.Float64Var(&o.pingTime, "ping-time", 1e-5, "BeamNG's pingTime: ceil(pingTime/simulinkTime) messages may be in flight")
 			fs.Int64Var(&o.steps, "steps", 0, "stop after this many physics steps (0: run until interrupted)")
-			fs.DurationVar(&o.duration, "duration", 0, "stop after this much simulated time, e.g. 20s (0: run until interrupted)")
+			fs.DurationVar(&o.duration, "duration", 0, "stop after this much simulated time, e.g. 20s (0: run until interrupted); a client that stops answering makes it crawl, see --client-gone")
+			fs.DurationVar(&o.clientGone, "client-gone", 10*time.Second, "stop once a client that answered has been silent this long (wall clock; 0: never)")
 			fs.BoolVar(&o.freeRunning, "free-running", false, "step as fast as the coupling allows instead of pacing with the wall clock")
 			fs.Float64Var(&o.fps, "fps", 60, "graphics frames per second when paced: steps run in one batch per frame")
 			fs.Float64Var(&o.rtf, "realtime-factor", 1, "simulated seconds per wall-clock second when paced")
@@ -82,7 +91,7 @@ type emulateOpts struct {
 	config, csv               string
 	simulinkTime, pingTime    float64
 	steps                     int64
-	duration                  time.Duration
+	duration, clientGone      time.Duration
 	freeRunning               bool
 	fps, rtf                  float64
 	debugLogs, listen, client string
@@ -125,11 +134,12 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	case e == nil:
 		return code
 	}
-	link, err := emulator.ListenUDP(e.listen, e.client)
+	udp, err := emulator.ListenUDP(e.listen, e.client)
 	if err != nil {
 		return c.fail("emulate", err)
 	}
-	defer link.Close()
+	defer udp.Close()
+	link := &watchedLink{UDP: udp}
 	em, err := emulator.New(e.cfg, link)
 	if err != nil {
 		return usage("%v", err)
@@ -146,6 +156,9 @@ func emulateCmd(c *call, o *emulateOpts) int {
 	em.Attach(others...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.clientGone > 0 {
+		ctx = link.stopWhenGone(ctx, o.clientGone, c.log)
+	}
 	e.logStart(c, link.LocalAddr())
 	sum, err := em.Run(ctx)
 	if err != nil {
@@ -320,4 +333,43 @@ func (e *emulation) logStart(c *call, listen netip.AddrPort) {
 		"listen", listen, "client", e.client,
 		"simulinkTime", cfg.SimulinkTime, "sendSkips", beamng.SendSkips(cfg.SimulinkTime, cfg.PhysicsDt),
 		"unanswered", beamng.Unanswered(cfg.PingTime, cfg.SimulinkTime), "pacing", pacing)
+}
+
+// watchedLink is the emulator's socket, noting when the client last
+// answered (Reopen and the rest are the socket's own).
+type watchedLink struct {
+	*emulator.UDP
+	last atomic.Int64 // unix ns of the last datagram from the client; 0 before any
+}
+
+func (w *watchedLink) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
+	n, ok := w.UDP.Recv(buf, wait, stop)
+	if ok {
+		w.last.Store(time.Now().UnixNano())
+	}
+	return n, ok
+}
+
+// stopWhenGone ends the emulation once a client that answered has sent
+// nothing for gone: BeamNG's time would otherwise crawl on at one message
+// per 2 s timeout, for ever.
+func (w *watchedLink) stopWhenGone(ctx context.Context, gone time.Duration, log *slog.Logger) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(min(gone/4, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if last := w.last.Load(); last != 0 && now.Sub(time.Unix(0, last)) >= gone {
+					log.Info("the client has answered nothing for a while: stopping, as BeamNG would be stopped", "silent_for", now.Sub(time.Unix(0, last)).Round(time.Second), "client_gone", gone)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"beamconnect/beamng/beamngtest"
+	"beamconnect/wine"
 )
 
 // startClient opens a +1 client on a free loopback port; serve answers
@@ -142,7 +143,13 @@ func TestTimingOnEmulatorLogs(t *testing.T) {
 			t.Errorf("no %s in %s", k, out)
 		}
 	}
-	if r["sends"] != 200 || r["skips_between_sends"] != 9 || r["stalls"] != 0 || r["realtime_factor"] < 0.95 ||
+	// Real time, less what the replies' turnaround costs: a few per cent,
+	// more on Wine's slow loopback (wine.Loopback).
+	realtime := 0.95
+	if wine.Running() {
+		realtime = 0.7 // 0.78 seen on a loaded machine
+	}
+	if r["sends"] != 200 || r["skips_between_sends"] != 9 || r["stalls"] != 0 || r["realtime_factor"] < realtime ||
 		r["replies_same_step"]+r["replies_later_step"]+r["replies_blocking"] < 199 {
 		t.Errorf("%s", out)
 	}

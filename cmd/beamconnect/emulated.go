@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 
@@ -21,8 +22,10 @@ type emulated struct {
 
 // emulate binds the session's links and starts an emulated vehicle for
 // each, laid out as the plan says (Gen 2 vehicles from their own CSVs).
-// tune, when set, adjusts each vehicle's emulator config (faults, steps).
-func emulate(sess *coupling.Session, plan *ports.Plan, freeRunning bool, log *slog.Logger, tune func(v int, cfg *emulator.Config)) (*emulated, error) {
+// tune, when set, adjusts each vehicle's emulator config (faults, steps);
+// listen, when set, says where vehicle v's BeamNG binds (default a free
+// loopback port).
+func emulate(sess *coupling.Session, plan *ports.Plan, freeRunning bool, log *slog.Logger, tune func(v int, cfg *emulator.Config), listen func(v int) netip.AddrPort) (*emulated, error) {
 	if err := sess.Bind(); err != nil {
 		return nil, err
 	}
@@ -30,10 +33,14 @@ func emulate(sess *coupling.Session, plan *ports.Plan, freeRunning bool, log *sl
 	steps := int(plan.Period/plan.PhysicsDt + 0.5)
 	n := len(plan.Vehicles)
 	for v, link := range sess.Links() {
-		ul, err := emulator.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), link.LocalAddr())
+		at := netip.MustParseAddrPort("127.0.0.1:0")
+		if listen != nil {
+			at = listen(v)
+		}
+		ul, err := emulator.ListenUDP(at, link.SendTo())
 		if err != nil {
 			e.Close()
-			return nil, err
+			return nil, fmt.Errorf("the emulated BeamNG cannot bind %v: %w", at, err)
 		}
 		e.links = append(e.links, ul)
 		link.SetRemote(ul.LocalAddr())

@@ -41,7 +41,7 @@ func hasFault(s map[string]any, sub string) bool {
 	return false
 }
 
-// Issue 10, defect 7: --record never overwrites the config it runs, nor a
+// --record never overwrites the config it runs, nor a
 // file that is not a recording unless --force.
 func TestRecordRefusals(t *testing.T) {
 	dir := t.TempDir()
@@ -86,7 +86,7 @@ func TestRecordFullDisk(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 5: the client port busy at start. The bind is retried
+// The client port busy at start. The bind is retried
 // with backoff, each failure logged with a hint, and a run that never
 // connected exits 1 (before: status 4 for ever, exit 0).
 func TestRunPortBusy(t *testing.T) {
@@ -107,7 +107,7 @@ func TestRunPortBusy(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 7: a SIGKILL while BeamNG is silent loses nothing that
+// A SIGKILL while BeamNG is silent loses nothing that
 // was answered (rows go to the file every 250 ms, in silence too), and the
 // file ends with a whole row.
 func TestRecordSurvivesSIGKILL(t *testing.T) {

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"beamconnect/wine"
 )
 
 const followExample = "../../examples/follow.json"
@@ -16,7 +19,7 @@ const followExample = "../../examples/follow.json"
 // a recording with a vehicle column, healthy.
 func TestRunFleetExample(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "follow.csv")
-	out, errOut, code := exec(t, nil, "run", "--json", followExample, "--emulate", "--free-running", "--duration", "2s", "--record", rec)
+	out, errOut, code := exec(t, nil, "run", "--json", followExample, "--emulate", "--free-running", "--duration", wine.Stretch(2*time.Second).String(), "--record", rec)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}

@@ -69,7 +69,7 @@ func benchFleet(ctx context.Context, n int, period, d time.Duration) (fleetResul
 	}
 	em, err := emulate(sess, plan, false, slog.New(slog.DiscardHandler), func(v int, cfg *emulator.Config) {
 		cfg.Steps = int64(d.Seconds() / plan.PhysicsDt)
-	})
+	}, nil)
 	if err != nil {
 		return r, err
 	}

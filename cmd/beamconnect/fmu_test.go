@@ -56,6 +56,16 @@ func TestRunFMUHoldsSpeed(t *testing.T) {
 			rig := fmuRig(t, tt.o, tt.params)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "3s", "--record", rec)
+			// The FMU judged as the built-ins are: beamng.quality's loop, its
+			// setpoint the FMU's parameter (its start value when the config
+			// sets none), in --json and beside the ports in the recording.
+			if c := r.Control; len(c) != 1 || c[0].Name != "groundspeed" || c[0].Signal != "out1.groundspeed" ||
+				c[0].Setpoint != "setSpeed (model parameter)" || c[0].Value != 20 || c[0].Verdict != "good" {
+				t.Errorf("control %+v", r.Control)
+			}
+			if v := lastValue(t, rec, "setpoint:out1.groundspeed"); v != 20 {
+				t.Errorf("the recorded setpoint %v, want 20", v)
+			}
 			if r.Model != "fmu" || r.Messages < 1000 || r.Replies != r.Messages || r.Emulator == nil || r.Emulator.Stalls != 0 {
 				t.Errorf("summary %+v\n%s", r, errOut)
 			}
@@ -197,6 +207,23 @@ func TestInitFromFMU(t *testing.T) {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("config lacks %s:\n%s", want, data)
 		}
+	}
+	// The addresses of a config of the user's instead of the defaults.
+	tm := filepath.Join(filepath.Dir(path), "two.json")
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "--addresses-from", "../../examples/two-machines.json", "-o", tm); code != exitOK {
+		t.Fatalf("--addresses-from: exit %d\n%s", code, errOut)
+	}
+	two, _ := os.ReadFile(tm)
+	for _, want := range []string{`"remoteIP": "192.168.10.20"`, `"remotePort": 64891`, `"remoteObject": "VS Vehicle 0"`, `"localIP": "192.168.10.30"`, `"localPort": 64890`} {
+		if !strings.Contains(string(two), want) {
+			t.Errorf("--addresses-from: the config lacks %s:\n%s", want, two)
+		}
+	}
+	if out, _, code := exec(t, nil, "validate", tm); code != exitOK {
+		t.Errorf("--addresses-from: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "--addresses-from", "../../examples/gen2-cruise.json"); code != exitFailed || !strings.Contains(errOut, "a Gen 2 config's addresses are in its CSV") {
+		t.Errorf("--addresses-from a Gen 2 config: exit %d\n%s", code, errOut)
 	}
 	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "1s")
 	if r.Messages < 100 || r.Model != "fmu" {

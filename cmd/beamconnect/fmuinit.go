@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"beamconnect/beamng"
+	"beamconnect/config"
 	"beamconnect/fmu"
 )
 
@@ -22,7 +24,10 @@ and reported, so you can check it. Names that match nothing are listed, and
 validate keeps warning about them (TODO) until they are mapped. The FMU's
 parameters are written to modelParams.parameters with their start values,
 to edit. The period is the FMU's DefaultExperiment step size (rounded up to
-BeamNG's 0.5 ms physics step), or 5 ms.`
+BeamNG's 0.5 ms physics step), or 5 ms. The addresses are the defaults
+(all on this machine), or with --addresses-from CONFIG those of a config of
+yours (remoteIP, remotePort, remoteObject, beamng.localIP and localPort):
+examples/two-machines.json gives a rig with BeamNG on another machine.`
 
 // fmuBound is how init bound one FMU variable.
 type fmuBound struct {
@@ -30,7 +35,7 @@ type fmuBound struct {
 	guessed          bool // not the same name: a case or typo match
 }
 
-func initFMUCmd(c *call, from, out string, force bool) int {
+func initFMUCmd(c *call, from, out, addrsFrom string, force bool) int {
 	if len(c.args) > 0 {
 		fmt.Fprintf(c.stderr, "%s init: expected --from-fmu FILE and no other argument\nRun '%s init --help' for usage.\n", programName, programName)
 		return exitUsage
@@ -52,7 +57,14 @@ func initFMUCmd(c *call, from, out string, force bool) int {
 	} else if abs, err := filepath.Abs(from); err == nil {
 		path = abs
 	}
-	cfg, ins, outs, todo := configFromFMU(f.Desc, filepath.ToSlash(path))
+	var addrs *initAddresses
+	if addrsFrom != "" {
+		var err error
+		if addrs, err = addressesFrom(addrsFrom); err != nil {
+			return c.fail("init", err)
+		}
+	}
+	cfg, ins, outs, todo := configFromFMU(f.Desc, filepath.ToSlash(path), addrs)
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return c.fail("init", err)
@@ -90,7 +102,7 @@ func initFMUCmd(c *call, from, out string, force bool) int {
 
 // configFromFMU writes the config: the bound variables, and what is left
 // to do.
-func configFromFMU(d *fmu.Description, path string) (cfg any, ins, outs []fmuBound, todo []string) {
+func configFromFMU(d *fmu.Description, path string, addrs *initAddresses) (cfg any, ins, outs []fmuBound, todo []string) {
 	params := map[string]any{"path": path}
 	bind := func(causality string, dir beamng.Direction, key string) ([]fmuBound, []jsonField) {
 		var bound []fmuBound
@@ -152,12 +164,43 @@ func configFromFMU(d *fmu.Description, path string) (cfg any, ins, outs []fmuBou
 		}
 		return []jsonGroup{{UpdatePeriodMs: period, Ports: [][]jsonField{fields}}}
 	}
-	return struct {
-		Version float64        `json:"version"`
-		Inputs  []jsonGroup    `json:"inputs"`
-		Outputs []jsonGroup    `json:"outputs"`
-		BeamNG  map[string]any `json:"beamng"`
-	}{2, group(outFields), group(inFields), map[string]any{"protocol": "fixed", "model": "fmu", "modelParams": params}}, ins, outs, todo
+	bn := map[string]any{"protocol": "fixed", "model": "fmu", "modelParams": params}
+	out := struct {
+		Version      float64        `json:"version"`
+		RemoteIP     string         `json:"remoteIP,omitempty"`
+		RemotePort   int            `json:"remotePort,omitempty"`
+		RemoteObject string         `json:"remoteObject,omitempty"`
+		Inputs       []jsonGroup    `json:"inputs"`
+		Outputs      []jsonGroup    `json:"outputs"`
+		BeamNG       map[string]any `json:"beamng"`
+	}{Version: 2, Inputs: group(outFields), Outputs: group(inFields), BeamNG: bn}
+	if addrs != nil {
+		out.RemoteIP, out.RemotePort, out.RemoteObject = addrs.remote.Addr().String(), int(addrs.remote.Port()), addrs.object
+		bn["localIP"], bn["localPort"] = addrs.local.Addr().String(), int(addrs.local.Port())
+	}
+	return out, ins, outs, todo
+}
+
+// initAddresses are the addresses init --addresses-from takes from a config.
+type initAddresses struct {
+	local, remote netip.AddrPort
+	object        string
+}
+
+// addressesFrom reads the addresses of a config of one Gen 1 vehicle.
+func addressesFrom(path string) (*initAddresses, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--addresses-from %s: %w", path, err)
+	}
+	switch {
+	case len(cfg.Vehicles) != 1:
+		return nil, fmt.Errorf("--addresses-from %s: it couples %d vehicles: expected a config of one (the FMU's rig is one vehicle)", path, len(cfg.Vehicles))
+	case cfg.Protocol != beamng.Gen1:
+		return nil, fmt.Errorf("--addresses-from %s: a Gen 2 config's addresses are in its CSV: expected a Gen 1 (\"fixed\") config", path)
+	}
+	v := cfg.Vehicles[0]
+	return &initAddresses{local: v.Local, remote: v.Remote, object: cfg.RemoteObject}, nil
 }
 
 // matchSignal finds the BeamNG signal a variable is named like: its exact

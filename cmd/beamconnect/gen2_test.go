@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/config"
 	"beamconnect/ports"
+	"beamconnect/wine"
 )
 
 const gen2Example = "../../examples/gen2-cruise.json"
@@ -164,7 +166,7 @@ func TestInitFromCSV(t *testing.T) {
 // The Gen 2 example runs on the emulator like the Gen 1 ones: healthy, and
 // compile explains how to start BeamNG's side.
 func TestRunGen2Example(t *testing.T) {
-	r, errOut := runJSON(t, gen2Example, "--emulate", "--free-running", "--duration", "2s")
+	r, errOut := runJSON(t, gen2Example, "--emulate", "--free-running", "--duration", wine.Stretch(2*time.Second).String())
 	if r.Messages < 300 || r.Replies != r.Messages || r.Dropped != 0 || r.Emulator == nil || r.Emulator.Stalls != 0 {
 		t.Errorf("summary %+v\n%s", r, errOut)
 	}

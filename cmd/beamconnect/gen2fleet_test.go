@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/beamngtest"
+	"beamconnect/wine"
 )
 
 const gen2Fleet = "../../examples/gen2-follow.json"
@@ -56,8 +58,8 @@ func TestGen2FleetCompile(t *testing.T) {
 	for _, want := range []string{
 		"coupling of 2 vehicles, each laid out by its own CSV",
 		"BeamNG sends every 5 ms (10 physics steps of 0.5 ms; sendSkips 9) for every vehicle",
-		`vehicle "ego": ../../examples/gen2-follow-ego.csv: BeamNG sends 8 doubles and reads 3;`,
-		"select vehicle \"lead\", load ../../examples/gen2-follow-lead.csv, and press \"Start coupling with 3rd party\"\n     (BeamNG sends to 127.0.0.1:64892, which beamconnect binds, and listens on 127.0.0.1:64893)",
+		`vehicle "ego": ` + filepath.FromSlash("../../examples/gen2-follow-ego.csv") + `: BeamNG sends 8 doubles and reads 3;`,
+		"select vehicle \"lead\", load " + filepath.FromSlash("../../examples/gen2-follow-lead.csv") + ", and press \"Start coupling with 3rd party\"\n     (BeamNG sends to 127.0.0.1:64892, which beamconnect binds, and listens on 127.0.0.1:64893)",
 		"vehicle \"lead\":\n       controller.loadControllerExternal('tech/cosimulationCoupling'",
 		"udpSendPort=64892, udpReceivePort=64893",
 	} {
@@ -76,7 +78,7 @@ func TestGen2FleetCompile(t *testing.T) {
 		}
 	}
 	json.Unmarshal([]byte(out), &plan)
-	if len(plan.Vehicles) != 2 || plan.Vehicles[1].Interface != "../../examples/gen2-follow-lead.csv" || plan.Vehicles[1].Local != "127.0.0.1:64892" || plan.Vehicles[1].Unanswered != 1 {
+	if len(plan.Vehicles) != 2 || plan.Vehicles[1].Interface != filepath.FromSlash("../../examples/gen2-follow-lead.csv") || plan.Vehicles[1].Local != "127.0.0.1:64892" || plan.Vehicles[1].Unanswered != 1 {
 		t.Errorf("compile --json vehicles %+v", plan.Vehicles)
 	}
 }
@@ -161,7 +163,7 @@ func TestEmulateGen2Fleet(t *testing.T) {
 func TestRunGen2CruiseTorque(t *testing.T) {
 	dir, _ := copyGen2(t, "../../examples/gen2-cruise-torque.json", "gen2-cruise-torque.csv")
 	rec := filepath.Join(dir, "run.csv")
-	r, errOut := runJSON(t, filepath.Join(dir, "gen2-cruise-torque.json"), "--emulate", "--free-running", "--duration", "3s", "--record", rec)
+	r, errOut := runJSON(t, filepath.Join(dir, "gen2-cruise-torque.json"), "--emulate", "--free-running", "--duration", wine.Stretch(3*time.Second).String(), "--record", rec)
 	if r.Messages < 1000 || r.Replies != r.Messages || r.Emulator == nil || r.Emulator.Stalls != 0 {
 		t.Errorf("summary %+v\n%s", r, errOut)
 	}

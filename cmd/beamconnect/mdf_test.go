@@ -113,7 +113,7 @@ func TestRecordMDFCruiseReload(t *testing.T) {
 		t.Errorf("plot: exit %d\n%s", code, errOut)
 	}
 	svg, _ := os.ReadFile(filepath.Join(dir, "run.svg"))
-	if !strings.Contains(string(svg), "1 reloads that changed the ports") || !strings.Contains(string(svg), `data-field="out3.fuel"`) {
+	if !strings.Contains(string(svg), "added out3.fuel") || !strings.Contains(string(svg), `data-field="out3.fuel"`) {
 		t.Errorf("the plot shows no reload or no fuel")
 	}
 }

@@ -27,14 +27,23 @@ values: rpm and gear, a time and a serial number, a time to collision that
 reaches 1e5 s and a 1.8 s time gap each get an axis of their own. All panels
 share one time axis. Port 0 (status and directive) comes last.
 
-Scaling is robust: a field's rare outliers (beyond its central 90 % of
-values by more than that band's width) are clipped at the panel's edge,
-marked there with a triangle, and counted in the legend and on stderr. A
-reload that changed the ports (a new header row in the file) is a dashed
-line (in an MDF 4 recording, a reload event); fields it added or removed
-start or stop there. Each trace keeps its
-minimum and maximum per pixel, so spikes show and long recordings make small
-files.
+Scaling is robust: only what is rare and far is clipped. From a field's
+central 90 % of values outwards, values that follow each other closely are
+kept (a pedal's press, however high, passes through the values between);
+beyond the first wide gap, values are clipped at the panel's edge when they
+are at most 1 % of all and clipping makes the rest ten times taller (a time
+to collision's jumps to 1e5 s, an invalid start). Clipped values are marked
+with a triangle and counted in the legend and on stderr; --no-clip draws
+everything. A panel never spans less than its unit and magnitude make
+meaningful (a settled 20 m/s spans 2 m/s, not its noise). A reload is a
+dashed line (in an MDF 4 recording, a reload event), and the subtitle says
+what it changed (fields added or removed, or only parameters and settings). Each trace keeps its minimum and
+maximum per pixel, so spikes show and long recordings make small files.
+
+A loop of the config's beamng.quality is recorded with its setpoint
+(setpoint:out1.groundspeed): the setpoint is drawn dashed beside its
+measured value, and the loop judged as the run judged it (with the default
+band), its verdict over the panels and on stderr.
 
   beamconnect plot run.csv                       # writes run.svg
   beamconnect plot run.mf4
@@ -50,6 +59,7 @@ Without --fields at most 240 fields are drawn.`,
 			fields := fs.StringSlice("fields", nil, "draw only these fields (comma-separated)")
 			from := fs.Float64("from", 0, "draw from this time, s")
 			to := fs.Float64("to", 0, "draw up to this time, s (default: the end)")
+			noClip := fs.Bool("no-clip", false, "clip no outliers: every value inside its panel")
 			return func(c *call) int {
 				if len(c.args) != 1 {
 					fmt.Fprintf(c.stderr, "%s plot: expected one recording, got %d arguments\nRun '%s plot --help' for usage.\n", programName, len(c.args), programName)
@@ -63,7 +73,7 @@ Without --fields at most 240 fields are drawn.`,
 				if !fs.Changed("to") && fs.Changed("from") {
 					end = math.Inf(1) // to the end of the recording
 				}
-				return plotCmd(c, c.args[0], *out, recording.PlotOptions{Fields: *fields, From: *from, To: end})
+				return plotCmd(c, c.args[0], *out, recording.PlotOptions{Fields: *fields, From: *from, To: end, NoClip: *noClip})
 			}
 		},
 	})
@@ -115,8 +125,14 @@ func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
 		}
 		fmt.Fprintf(c.stderr, "wrote %s: %d fields in %d panels\n", out, res.Fields, res.Panels)
 	}
+	for _, r := range res.Control {
+		fmt.Fprint(c.stderr, wrapText("control "+r.Line(), summaryWidth(c), "  ", "    "))
+	}
+	for _, r := range res.Reloads {
+		fmt.Fprintf(c.stderr, "  reload at %s\n", r)
+	}
 	for _, clip := range res.Clipped {
-		fmt.Fprintf(c.stderr, "  outliers clipped: %s\n", clip)
+		fmt.Fprintf(c.stderr, "  outliers clipped: %s (--no-clip draws them)\n", clip)
 	}
 	if res.Omitted > 0 {
 		fmt.Fprintf(c.stderr, "  %d more fields not drawn (at most %d without --fields): choose them with --fields\n", res.Omitted, res.Fields)

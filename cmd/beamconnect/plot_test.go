@@ -28,9 +28,24 @@ func TestPlotCommand(t *testing.T) {
 	})); err != nil || !strings.Contains(string(svg), "out1.groundspeed") {
 		t.Errorf("not an SVG of the recording: %v", err)
 	}
+	// The rig's loop: its setpoint drawn dashed, its verdict said.
+	if !strings.Contains(string(svg), `data-field="setpoint:out1.groundspeed" stroke-dasharray`) || !strings.Contains(string(svg), "control groundspeed: ") {
+		t.Errorf("the plot draws no setpoint or says no verdict")
+	}
+	if _, errOut, code := exec(t, nil, "plot", rec, "--no-clip", "-o", filepath.Join(dir, "all.svg")); code != exitOK || strings.Contains(errOut, "clipped") ||
+		!strings.Contains(errOut, "control groundspeed: ") {
+		t.Errorf("plot --no-clip: %d\n%s", code, errOut)
+	}
 	out, _, code := exec(t, nil, "plot", rec, "-o", "-", "--fields", "throttle", "--from", "0.2", "--to", "0.8")
 	if code != exitOK || !strings.HasPrefix(out, "<svg") || !strings.Contains(out, "in1.throttle") || strings.Contains(out, "groundspeed") {
 		t.Errorf("plot -o - --fields throttle: %d\n%.300s", code, out)
+	}
+	// A missing recording is named in the system's words ("no such file
+	// or directory" on Linux).
+	missing := filepath.Join(dir, "missing.csv")
+	_, notFound := os.Stat(missing)
+	if notFound == nil {
+		t.Fatal(missing + " exists")
 	}
 	for _, tt := range []struct {
 		args []string
@@ -40,7 +55,7 @@ func TestPlotCommand(t *testing.T) {
 		{[]string{"plot", rec, "-o", rec}, exitFailed, "is the recording itself"},
 		{[]string{"plot"}, exitUsage, "expected one recording"},
 		{[]string{"plot", rec, "--from", "2", "--to", "1"}, exitUsage, "--to 1 must be after --from 2"},
-		{[]string{"plot", filepath.Join(dir, "missing.csv")}, exitFailed, "no such file"},
+		{[]string{"plot", missing}, exitFailed, notFound.Error()},
 	} {
 		if _, errOut, code := exec(t, nil, tt.args...); code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, want %d\n%s\nwant %q", tt.args, code, tt.code, errOut, tt.want)

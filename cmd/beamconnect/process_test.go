@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"net"
 	osexec "os/exec"
-	"syscall"
 	"testing"
 	"time"
+
+	"beamconnect/testprog"
 )
 
 // The real binary, interrupted while BeamNG's side waits in a 2 s blocking
@@ -33,7 +34,10 @@ func TestEmulateInterrupted(t *testing.T) {
 		t.Fatalf("no message from the emulated BeamNG: %v\n%s", err, stderr.String())
 	}
 	sent := time.Now()
-	cmd.Process.Signal(syscall.SIGINT)
+	if err := testprog.Interrupt(cmd.Process); err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
 	err = cmd.Wait()
 	if took := time.Since(sent); err != nil || took > time.Second {
 		t.Fatalf("exit %v after %v\n%s", err, took, stderr.String())

@@ -39,7 +39,12 @@ The model is the config's beamng.model, unless --model names another:
 --model hold runs any config as a pure logger.
 
 With --emulate, BeamNG's side runs in the same process on free loopback ports,
-so every example runs on a machine without BeamNG.
+so every example runs on a machine without BeamNG. --emulate-client fixes the
+port beamconnect binds (where the emulated BeamNG sends), --emulate-listen the
+one the emulated BeamNG binds (where beamconnect replies): an address such as
+127.0.0.1:7000, or "config" for the config's own (localIP:localPort and
+remoteIP:remotePort), so two emulated runs and other programs share a
+machine predictably.
 
 Reply ids: "next" (default) answers id+1 and, after BeamNG's 2 s blocking
 timeout (a pause of the model, a lost reply), restarts its ids so BeamNG is
@@ -105,6 +110,8 @@ lockstep, model faults, lost recording rows; the summary lists each.
 			fs.StringVar(&o.model, "model", "", "the model to run instead of the config's beamng.model")
 			fs.BoolVar(&o.emulate, "emulate", false, "run BeamNG's side in process on free loopback ports")
 			fs.BoolVar(&o.freeRunning, "free-running", false, "with --emulate: step as fast as the coupling allows instead of in real time")
+			fs.StringVar(&o.emulateClient, "emulate-client", "", `with --emulate: the address beamconnect binds, where the emulated BeamNG sends (default a free loopback port; "config": the config's localIP:localPort)`)
+			fs.StringVar(&o.emulateListen, "emulate-listen", "", `with --emulate: the address the emulated BeamNG binds, where beamconnect replies (default a free loopback port; "config": the config's remoteIP:remotePort)`)
 			fs.DurationVar(&o.duration, "duration", 0, "stop after this long (wall clock); 0 runs until interrupted")
 			fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this file: CSV, or ASAM MDF 4 for a name ending .mf4")
 			fs.StringVar(&o.recordFormat, "record-format", "", "the --record file's format where its name does not say: csv or mdf (ASAM MDF 4)")
@@ -122,6 +129,8 @@ lockstep, model faults, lost recording rows; the summary lists each.
 type runOpts struct {
 	model, record, http  string
 	recordFormat         string
+	emulateClient        string // --emulate-client: "", "config" or an address
+	emulateListen        string // --emulate-listen: "", "config" or an address
 	emulate, freeRunning bool
 	noWatch, force       bool
 	busyPoll             bool
@@ -158,10 +167,12 @@ type runner struct {
 	closers []func()
 }
 
+// close releases what the run set up, once.
 func (r *runner) close() {
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		r.closers[i]()
 	}
+	r.closers = nil
 }
 
 // usage reports a wrong command line (as JSON with --json).
@@ -200,6 +211,16 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.usage("--record-format applies to --record only")
 	case len(o.faults) > 0 && !o.emulate:
 		return r.usage("--fault applies to --emulate only (it makes the emulated BeamNG misbehave)")
+	case (o.emulateClient != "" || o.emulateListen != "") && !o.emulate:
+		return r.usage("--emulate-client and --emulate-listen apply to --emulate only")
+	}
+	for _, a := range []struct{ flag, v string }{{"--emulate-client", o.emulateClient}, {"--emulate-listen", o.emulateListen}} {
+		if a.v == "" || a.v == "config" {
+			continue
+		}
+		if _, err := netip.ParseAddrPort(a.v); err != nil {
+			return r.usage("%s %q: expected an address such as 127.0.0.1:7000, or \"config\" for the config's", a.flag, a.v)
+		}
 	}
 	for _, spec := range o.faults {
 		if err := emulator.ParseFault(spec, &r.faults); err != nil {
@@ -246,7 +267,19 @@ func (r *runner) prepare() (code int, ok bool) {
 		r.opts.Record = coupling.NewRecorderOf(w, f.Name(), plan, c.log)
 	}
 	if o.emulate {
-		r.opts.Local = netip.MustParseAddrPort("127.0.0.1:0")
+		switch o.emulateClient {
+		case "":
+			r.opts.Local = netip.MustParseAddrPort("127.0.0.1:0")
+		case "config": // each vehicle binds its config's address
+		default:
+			if len(plan.Vehicles) > 1 {
+				return r.usage("--emulate-client %s: the config couples %d vehicles, each on its own port: expected \"config\"", o.emulateClient, len(plan.Vehicles))
+			}
+			r.opts.Local = netip.MustParseAddrPort(o.emulateClient)
+		}
+		if o.emulateListen != "" && o.emulateListen != "config" && len(plan.Vehicles) > 1 {
+			return r.usage("--emulate-listen %s: the config couples %d vehicles, each on its own port: expected \"config\"", o.emulateListen, len(plan.Vehicles))
+		}
 	}
 	mon, err := prepareMonitor(o.http, plan, &r.opts)
 	if err != nil {
@@ -328,7 +361,7 @@ func (r *runner) run(hup <-chan os.Signal) int {
 			if v == 0 {
 				cfg.Faults = r.faults
 			}
-		})
+		}, r.emulatedListen)
 		if err != nil {
 			code, _ := r.fail(err)
 			return code
@@ -350,6 +383,15 @@ func (r *runner) run(hup <-chan os.Signal) int {
 
 	sum := summarize(r.sess, r.plan, r.name, r.model, r.opts.Record, em)
 	sum.WallS = time.Since(start).Seconds()
+	// The summary comes after the last log line: what stopping the model
+	// and the emulator logs, then everything queued, is written first.
+	r.close()
+	if em != nil {
+		em.Close()
+	}
+	if c.logs != nil {
+		c.logs.Flush(logFlushWait)
+	}
 	if c.json {
 		writeJSON(c.stdout, sum)
 	} else {
@@ -362,6 +404,18 @@ func (r *runner) run(hup <-chan os.Signal) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// emulatedListen is where vehicle v's emulated BeamNG binds: a free
+// loopback port, the config's remote address, or --emulate-listen's.
+func (r *runner) emulatedListen(v int) netip.AddrPort {
+	switch r.o.emulateListen {
+	case "":
+		return netip.MustParseAddrPort("127.0.0.1:0")
+	case "config":
+		return r.plan.Vehicles[v].Remote
+	}
+	return netip.MustParseAddrPort(r.o.emulateListen)
 }
 
 // runError is run --json's answer when the run could not start: JSON still,

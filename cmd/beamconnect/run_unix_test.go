@@ -4,11 +4,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,5 +115,126 @@ func TestRunSIGHUPAtTheEdges(t *testing.T) {
 		if !strings.Contains(stdout.String(), `"messages"`) {
 			t.Errorf("SIGHUP at %v: no summary (%v):\n%s", at, err, stdout.String())
 		}
+	}
+}
+
+// rigOnPorts writes the cruise rig with beamconnect on localPort and
+// BeamNG on remotePort, and returns its path.
+func rigOnPorts(t *testing.T, local, remote int) string {
+	t.Helper()
+	src, _ := os.ReadFile("../../examples/cruise-pedals.json")
+	cfg := strings.Replace(string(src), `"remotePort": 64891`, fmt.Sprintf(`"remotePort": %d`, remote), 1)
+	cfg = strings.Replace(cfg, `"localPort": 64890`, fmt.Sprintf(`"localPort": %d`, local), 1)
+	cfg = strings.Replace(cfg, `"$schema": "../schemas/config.schema.json",`, "", 1)
+	rig := filepath.Join(t.TempDir(), "rig.json")
+	os.WriteFile(rig, []byte(cfg), 0o644)
+	return rig
+}
+
+// syncBuffer is a process's output, read while it writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the output says want, at most 30 s.
+func (b *syncBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never said %q:\n%s", want, b)
+		}
+	}
+}
+
+// startProcess starts the binary with args; its stdout and stderr are
+// buffers that may be read while it runs.
+func startProcess(t *testing.T, args ...string) (*osexec.Cmd, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	cmd := osexec.Command(binary(t), args...)
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, out, errb
+}
+
+// waitExit waits for cmd at most limit and returns its exit status.
+func waitExit(t *testing.T, cmd *osexec.Cmd, limit time.Duration, what string) int {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s still running after %v", what, limit)
+	}
+	return -1
+}
+
+// BeamNG stops, and beamconnect is stopped (SIGINT, as Ctrl-C) some
+// seconds later: exit 0, no fault, a note of when BeamNG stopped. Then a
+// beamconnect that leaves while BeamNG (emulate) waits for it: BeamNG's side
+// stops once the client has been gone --client-gone, instead of crawling
+// through its --duration at a message per 2 s.
+func TestCleanStops(t *testing.T) {
+	free := freeUDPPorts(t, 2)
+	rig := rigOnPorts(t, free[0], free[1])
+	run, out, errb := startProcess(t, "run", "--json", rig)
+	errb.waitFor(t, "waiting for BeamNG")
+	emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "2s")
+	if code := waitExit(t, emu, 30*time.Second, "emulate --duration 2s"); code != exitOK {
+		t.Fatalf("emulate: exit %d\n%s", code, emuErr)
+	}
+	// BeamNG stopped; beamconnect says so, and its user stops it a while
+	// later (longer than BeamNG's own 2 s wait for a reply, which a silence
+	// may be too).
+	errb.waitFor(t, "BeamNG went silent")
+	time.Sleep(2 * time.Second)
+	run.Process.Signal(os.Interrupt)
+	code := waitExit(t, run, 30*time.Second, "run after SIGINT")
+	var s struct {
+		Healthy bool
+		Faults  []string
+		Notes   []string
+	}
+	json.Unmarshal([]byte(out.String()), &s)
+	if code != exitOK || !s.Healthy || len(s.Faults) != 0 || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "before beamconnect was stopped") {
+		t.Errorf("stopped after BeamNG: exit %d, %+v\n%s", code, s, errb)
+	}
+
+	// The other way round: beamconnect leaves, BeamNG's side stops by
+	// itself once it has been gone 2 s.
+	run, _, errb = startProcess(t, "run", rig)
+	errb.waitFor(t, "waiting for BeamNG")
+	emu, _, emuErr = startProcess(t, "emulate", "--config", rig, "--duration", "600s", "--client-gone", "2s")
+	errb.waitFor(t, "is=connected")
+	run.Process.Signal(os.Interrupt)
+	if code := waitExit(t, run, 30*time.Second, "run after SIGINT"); code != exitOK {
+		t.Errorf("run: exit %d\n%s", code, errb) // stopped while BeamNG still sends: healthy
+	}
+	start := time.Now()
+	if code := waitExit(t, emu, 30*time.Second, "emulate after its client left"); code != exitOK {
+		t.Errorf("emulate: exit %d\n%s", code, emuErr)
+	}
+	if !strings.Contains(emuErr.String(), "the client has answered nothing for a while: stopping") {
+		t.Errorf("emulate did not say why it stopped (after %v):\n%s", time.Since(start), emuErr)
 	}
 }

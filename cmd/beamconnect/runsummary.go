@@ -13,6 +13,7 @@ import (
 	"beamconnect/coupling"
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/quality"
 )
 
 // runSummary is what a run reports at the end. Its counters come from the
@@ -40,8 +41,13 @@ type runSummary struct {
 	Overruns       int64    `json:"pacing_overruns"`
 	Faults         []string `json:"faults"`
 	Healthy        bool     `json:"healthy"`
-	// Control is the model's own report on how well it controlled.
-	Control []models.Figure `json:"control,omitempty"`
+	// Diagnoses are the classic mistakes diagnosed live (each also a
+	// fault line); Notes what the end says that is not a fault.
+	Diagnoses []coupling.VehicleDiagnosis `json:"diagnoses"`
+	Notes     []string                    `json:"notes"`
+	// Control is how well the model controlled: a verdict per loop
+	// (beamng.quality's, or a built-in model's own).
+	Control []quality.Report `json:"control,omitempty"`
 	// ModelNotes say how the model ran (an FMU's interface and step) and
 	// why it ended, if it did.
 	ModelNotes []string `json:"model_notes,omitempty"`
@@ -104,7 +110,7 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		counters: sess.Values(), Connected: true, StatusAtEnd: int(coupling.Connected),
 		FinalStatus: int(sess.Status()), ReplyID: string(plan.ReplyID), Model: model,
 		TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
-		Faults: sess.Faults(), Control: sess.Control(), ModelNotes: sess.ModelNotes(),
+		Faults: sess.Faults(), Control: sess.FinalControl(), ModelNotes: sess.ModelNotes(),
 	}
 	sum.Dropped = sum.counters.Dropped()
 	sum.OutOfLockstepS = time.Duration(sum.counters[coupling.OutOfLockstep]).Seconds()
@@ -141,101 +147,148 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 	if sum.Faults == nil {
 		sum.Faults = []string{}
 	}
+	sum.Diagnoses = sess.Diagnoses(time.Now())
+	if sum.Diagnoses == nil {
+		sum.Diagnoses = []coupling.VehicleDiagnosis{}
+	}
+	sum.Notes = sess.Notes()
+	if sum.Notes == nil {
+		sum.Notes = []string{}
+	}
 	sum.Healthy = len(sum.Faults) == 0
 	return sum
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-// counterGroups lay the counters out in the text summary: each line names
-// its group and lists its counters with their values.
+// counterGroups lay the counters out in the text summary, a line each.
 var counterGroups = []struct {
 	name     string
 	counters []coupling.Counter
+	// always: the line is printed, "none" when every counter is 0.
+	always bool
 }{
-	{"replies", []coupling.Counter{coupling.Messages, coupling.Replies, coupling.NeutralReplies, coupling.Late, coupling.Drained}},
-	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}},
-	{"data", []coupling.Counter{coupling.ShortMessages, coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.Overdue}},
-	{"neutral for", []coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting, coupling.ModelEnded}},
-	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}},
-	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelMissed, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelSkipped, coupling.ModelRestarts, coupling.ModelResets}},
-	{"solver", []coupling.Counter{coupling.SolverSteps, coupling.SolverRejected, coupling.SolverEvents}},
-	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}},
-	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}},
-	{"log", []coupling.Counter{coupling.LogDropped, coupling.LogFailed}},
+	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}, true},
+	{"data", []coupling.Counter{coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.Overdue, coupling.Late, coupling.Drained}, false},
+	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}, true},
+	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelRestarts, coupling.ModelResets, coupling.ModelMissed, coupling.ModelSkipped}, true},
+	{"solver", []coupling.Counter{coupling.SolverSteps, coupling.SolverRejected, coupling.SolverEvents}, false},
+	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}, false},
+	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}, false},
+	{"log", []coupling.Counter{coupling.LogDropped, coupling.LogFailed}, false},
 }
 
-// counterLine is one group's line: "dropped: foreign 0, wrong size 0, …",
-// or "" when the group is optional and all zero.
-func counterLine(name string, ks []coupling.Counter, v *coupling.Values, vehicle bool) string {
-	var parts []string
-	nonzero := false
-	for _, k := range ks {
-		c := coupling.CounterTable[k]
-		if vehicle && c.Run {
-			continue
-		}
-		nonzero = nonzero || v[k] != 0
-		parts = append(parts, strings.ReplaceAll(c.Name, "_", " ")+" "+strconv.FormatInt(v[k], 10))
-	}
-	optional := name == "recording" || name == "log" || name == "config" || name == "data" || name == "neutral for" || name == "solver"
-	if len(parts) == 0 || optional && !nonzero {
+// counterLine is one group's line: its counters that are not 0, those
+// normal in a healthy run apart ("model: none; normal in a healthy run:
+// model missed 4"), or "" when there is nothing to say. policy is the
+// reply-id policy.
+func counterLine(name string, ks []coupling.Counter, v *coupling.Values, policy string, always, vehicle bool) string {
+	said, normal := counterParts(ks, v, policy, vehicle)
+	if len(said)+len(normal) == 0 && !always {
 		return ""
 	}
-	if name == "" {
-		return strings.Join(parts, ", ")
+	line := "none"
+	if name == "model" {
+		line = "no faults"
 	}
-	return name + ": " + strings.Join(parts, ", ")
+	if len(said) > 0 {
+		line = strings.Join(said, ", ")
+	}
+	if len(normal) > 0 {
+		line += "; normal in a healthy run: " + strings.Join(normal, ", ")
+	}
+	if name == "" {
+		return line
+	}
+	return name + ": " + line
+}
+
+// counterParts are the counters of ks that are not 0, as "name value":
+// those that say something went wrong, and those normal in a healthy run.
+func counterParts(ks []coupling.Counter, v *coupling.Values, policy string, vehicle bool) (said, normal []string) {
+	for _, k := range ks {
+		c := coupling.CounterTable[k]
+		if vehicle && c.Run || v[k] == 0 {
+			continue
+		}
+		part := strings.ReplaceAll(c.Name, "_", " ") + " " + strconv.FormatInt(v[k], 10)
+		// A counter whose problem line says nothing of this value (a few
+		// steps without controls, the echo policy's start-up stall) is
+		// normal too.
+		if c.Normal || c.Problem != nil && c.Problem(v, k, policy) == "" {
+			normal = append(normal, part)
+		} else {
+			said = append(said, part)
+		}
+	}
+	return said, normal
 }
 
 func printRunSummary(c *call, s runSummary) {
-	w := c.stdout
-	fmt.Fprintf(w, "beamconnect run: %d BeamNG messages, %d replies in %.1f s (model %s, reply ids %s)\n",
+	width := summaryWidth(c)
+	out := func(indent, first string, format string, args ...any) {
+		fmt.Fprint(c.stdout, wrapText(fmt.Sprintf(format, args...), width, first, indent))
+	}
+	line := func(format string, args ...any) { out("    ", "  ", format, args...) }
+	out("  ", "", "beamconnect run: %d BeamNG messages, %d replies in %.1f s (model %s, reply ids %s)",
 		s.counters[coupling.Messages], s.counters[coupling.Replies], s.WallS, s.Model, s.ReplyID)
-	fmt.Fprintf(w, "  turnaround p50 %.0f µs, p99 %.0f µs, max %.0f µs\n", s.TurnaroundP50, s.TurnaroundP99, s.TurnaroundMax)
-	fmt.Fprintf(w, "  time sync %s (timeDilation %g): %.3f s simulated in %.3f s", s.TimeSync, s.TimeDilation, s.SimS, s.WallS)
+	line("turnaround p50 %.0f µs, p99 %.0f µs, max %.0f µs", s.TurnaroundP50, s.TurnaroundP99, s.TurnaroundMax)
+	sync := fmt.Sprintf("time sync %s (timeDilation %g): %.3f s simulated in %.3f s", s.TimeSync, s.TimeDilation, s.SimS, s.WallS)
 	if s.TimeSync == "master" {
-		fmt.Fprintf(w, ", pacing error p50 %.1f µs, p99 %.1f µs, overruns %d", s.PacingP50, s.PacingP99, s.Overruns)
+		sync += fmt.Sprintf(", pacing error p50 %.1f µs, p99 %.1f µs, overruns %d", s.PacingP50, s.PacingP99, s.Overruns)
 	}
-	fmt.Fprintln(w)
+	line("%s", sync)
+	for _, r := range s.Control {
+		line("control %s", r.Line())
+	}
+	if n := s.counters[coupling.NeutralReplies]; n > 0 {
+		said, normal := counterParts([]coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting, coupling.ShortMessages, coupling.ModelFaults, coupling.ModelEnded}, &s.counters, s.ReplyID, false)
+		for i := range normal {
+			normal[i] += " (normal in a healthy run)"
+		}
+		line("neutral replies: %d of %d, instead of the model's controls: %s", n, s.counters[coupling.Replies], strings.Join(append(said, normal...), ", "))
+	}
 	for _, g := range counterGroups {
-		if line := counterLine(g.name, g.counters, &s.counters, false); line != "" {
-			fmt.Fprintf(w, "  %s\n", line)
+		if l := counterLine(g.name, g.counters, &s.counters, s.ReplyID, g.always, false); l != "" {
+			line("%s", l)
 		}
-	}
-	if len(s.Control) > 0 {
-		parts := make([]string, len(s.Control))
-		for i, f := range s.Control {
-			parts[i] = f.String()
-		}
-		fmt.Fprintf(w, "  control (model %s): %s\n", s.Model, strings.Join(parts, ", "))
 	}
 	for _, n := range s.ModelNotes {
-		fmt.Fprintf(w, "  model %s: %s\n", s.Model, n)
+		line("model %s: %s", s.Model, n)
 	}
-	fmt.Fprintf(w, "  out of lockstep %.3f s; status at the end %d (%s), after disconnecting %d (%s)\n",
+	line("out of lockstep %.3f s; status at the end %d (%s), after disconnecting %d (%s)",
 		s.OutOfLockstepS, s.StatusAtEnd, coupling.Status(s.StatusAtEnd), s.FinalStatus, coupling.Status(s.FinalStatus))
 	if s.Emulator != nil {
-		fmt.Fprintf(w, "  emulated BeamNG: %v\n", *s.Emulator)
+		line("emulated BeamNG: %v", *s.Emulator)
 	}
 	for _, name := range sortedKeys(s.Vehicles) {
 		vs := s.Vehicles[name]
-		fmt.Fprintf(w, "  vehicle %q: %s; turnaround p50 %.0f µs p99 %.0f µs; status at end %s\n", name,
-			counterLine("", []coupling.Counter{coupling.Messages, coupling.Replies, coupling.NeutralReplies, coupling.StallsRecovered, coupling.LockstepLost}, &vs.counters, true),
+		line("vehicle %q: messages %d, replies %d, neutral %d; turnaround p50 %.0f µs p99 %.0f µs; status at end %s", name,
+			vs.counters[coupling.Messages], vs.counters[coupling.Replies], vs.counters[coupling.NeutralReplies],
 			vs.TurnaroundP50, vs.TurnaroundP99, coupling.Status(vs.StatusAtEnd))
+		if l := counterLine("", []coupling.Counter{coupling.StallsRecovered, coupling.LockstepLost, coupling.Silences}, &vs.counters, s.ReplyID, false, true); l != "" {
+			out("      ", "    ", "BeamNG: %s", l)
+		}
 		if vs.Emulator != nil {
-			fmt.Fprintf(w, "    emulated BeamNG: %v\n", *vs.Emulator)
+			out("      ", "    ", "emulated BeamNG: %v", *vs.Emulator)
 		}
 	}
+	for _, n := range s.Notes {
+		out("    ", "  note: ", "%s", n)
+	}
 	if s.Healthy {
-		fmt.Fprintln(w, "healthy: BeamNG coupled in lockstep, no faults")
+		fmt.Fprintln(c.stdout, "healthy: BeamNG coupled in lockstep, no faults")
 		return
 	}
-	fmt.Fprintf(w, "FAULTS (exit status %d):\n", exitFailed)
+	fmt.Fprintf(c.stdout, "FAULTS (exit status %d):\n", exitFailed)
 	for _, f := range s.Faults {
-		fmt.Fprintf(w, "  - %s\n", f)
+		out("    ", "  - ", "%s", f)
 	}
 }
+
+// summaryWidth is the width the summary is wrapped to: the terminal's
+// (80 when it is not one), at most 120 so lines stay readable.
+func summaryWidth(c *call) int { return min(terminalWidth(c), 120) }
 
 // sortedKeys are m's keys in order.
 func sortedKeys[V any](m map[string]V) []string {

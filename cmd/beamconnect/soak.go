@@ -137,7 +137,7 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 		return c.fail("bench", err)
 	}
 	var eps episodeTracker
-	em, err := emulate(sess, plan, false, c.log, func(_ int, cfg *emulator.Config) { cfg.Faults, cfg.Trace = f, eps.step })
+	em, err := emulate(sess, plan, false, c.log, func(_ int, cfg *emulator.Config) { cfg.Faults, cfg.Trace = f, eps.step }, nil)
 	if err != nil {
 		return c.fail("bench", err)
 	}

@@ -17,9 +17,11 @@ import (
 // goes on, when stderr is a terminal. It reads only counters. The line fits
 // the terminal: the most important parts first (the status, what to check
 // while waiting for BeamNG, problems), the rest while there is room. The
-// returned func stops it and clears the line.
+// log's queue draws it (logqueue.SetStatus): cleared before each log line
+// and drawn again after, so the two never share a line. The returned func
+// stops it and clears the line.
 func statusLine(c *call, sess *coupling.Session) func() {
-	if !c.stderrIsTTY {
+	if !c.stderrIsTTY || c.logs == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -32,11 +34,11 @@ func statusLine(c *call, sess *coupling.Session) func() {
 		for {
 			select {
 			case <-done:
-				fmt.Fprint(c.stderr, "\r\033[K")
+				c.logs.SetStatus("")
 				return
 			case now := <-t.C:
 				width := terminalWidth(c)
-				fmt.Fprint(c.stderr, "\r\033[K"+fitLine(statusParts(sess, now, start, rates), width-1))
+				c.logs.SetStatus(fitLine(statusParts(sess, now, start, rates), width-1))
 			}
 		}
 	})
@@ -88,18 +90,44 @@ func statusParts(sess *coupling.Session, now, start time.Time, r *rates) []part 
 	plan := sess.Plan()
 	links := sess.Links()
 	run := sess.Values()
-	parts := []part{{sess.Status().String(), 0}}
 	var msgs int64
 	for _, l := range links {
 		msgs += l.Stats().Get(coupling.Messages)
 	}
+	// A diagnosis that holds says what is wrong instead of a status that
+	// flips (BeamNG connected for one message, silent for 2 s, again);
+	// after BeamNG stopped, how to end the run.
+	var parts []part
+	for _, d := range sess.Diagnoses(now) {
+		if d.Holds && d.Kind != "nothing" { // the waiting part says that
+			who := ""
+			if d.Vehicle != "" {
+				who = d.Vehicle + ": "
+			}
+			parts = append(parts, part{who + d.Short, 0})
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, part{sess.Status().String(), 0})
+	}
+	if msgs > 0 {
+		for _, l := range links {
+			if last := l.Stats().LastArrival(); l.Status() != coupling.Connected && now.Sub(last) > 2*time.Second {
+				who := "BeamNG"
+				if len(links) > 1 {
+					who = l.Name() + "'s BeamNG"
+				}
+				parts = append(parts, part{fmt.Sprintf("%s stopped sending %.0f s ago (Ctrl-C ends the run cleanly)", who, now.Sub(last).Seconds()), 0})
+			}
+		}
+	}
 	if msgs == 0 {
 		l := links[0]
-		parts = append(parts, part{fmt.Sprintf("waiting %.0f s for BeamNG to send to %v", now.Sub(start).Seconds(), l.LocalAddr()), 0},
+		parts = append(parts, part{fmt.Sprintf("waiting %.0f s for BeamNG to send to %v", now.Sub(start).Seconds(), l.SendTo()), 0},
 			part{fmt.Sprintf("is its coupling started, replying to %v? see: beamconnect compile", l.Remote()), 1})
 	}
-	if c := sess.Control(); len(c) > 0 {
-		parts = append(parts, part{c[0].String(), 2})
+	for _, r := range sess.Control() {
+		parts = append(parts, part{r.Short(), 2})
 	}
 	if n := run[coupling.ModelFaults]; n > 0 {
 		parts = append(parts, part{fmt.Sprintf("MODEL FAULTS %d", n), 1})

@@ -87,10 +87,25 @@ func check(path string) (*ports.Plan, fileResult) {
 // findings, placed in the file, to ds.
 func checkPlan(cfg *config.Config, ds config.Diagnostics) (*ports.Plan, config.Diagnostics) {
 	plan, err := ports.Compile(cfg)
-	if err != nil {
+	var placed config.Diagnostics
+	switch {
+	case errors.As(err, &placed):
+		ds = append(ds, placed...) // beamng.quality names what is not a field
+		ds.Sort()
+		return nil, ds
+	case err != nil:
 		// The config checks passed but the compiler refuses: a defect.
 		return nil, append(ds, config.Diagnostic{File: cfg.File, Pos: config.Pos{Line: 1, Col: 1}, Severity: config.Error,
 			Msg: "internal error: the checks accepted what the compiler refuses: " + err.Error()})
+	}
+	for _, l := range plan.Quality {
+		if l.Set != ports.SetParam {
+			continue
+		}
+		if _, err := models.ParamValue(plan, l.SetName); err != nil {
+			pos, path := cfg.Locate(l.Ptr + "/setpoint")
+			ds = append(ds, config.Diagnostic{File: cfg.File, Pos: pos, Path: path, Severity: config.Error, Msg: err.Error()})
+		}
 	}
 	for _, f := range models.Validate(plan.Model, plan.ModelParams, plan) {
 		ptr := "/beamng/model"

@@ -14,7 +14,7 @@ line is queued on its vehicle with BeamNGpy's Vehicle.queue_lua_command, which
 runs it in the vehicle's Lua, where the coupling controller lives.
 
 Ctrl-C stops BeamNG's side of the coupling on every vehicle and leaves BeamNG
-running; then stop beamconnect (within 2 s, or it reports BeamNG's silence).
+running; then stop beamconnect (whenever you like: a clean stop).
 --dry-run prints what would be sent, without BeamNG or BeamNGpy.
 See docs/beamng.md.
 """
@@ -32,8 +32,20 @@ def plan(beamconnect, config):
     cmd = shlex.split(beamconnect) + ["compile", "--json", config]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr}")
+        sys.exit(f"{' '.join(cmd)} failed:\n{why(done)}")
     return json.loads(done.stdout)
+
+
+def why(done):
+    """What a failed `beamconnect ... --json` said: its JSON answer on stdout
+    (the config's placed errors, or the error), else its stderr."""
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError:
+        return done.stderr
+    diags = (answer.get("config") or {}).get("diagnostics") or []
+    lines = [f"{d['file']}:{d['line']}:{d['column']}: {d['path']}: {d['message']}" for d in diags]
+    return "\n".join(lines or [answer.get("error", "")] + answer.get("lines", [])) or done.stderr
 
 
 def positions(n, spacing, given):

@@ -1,8 +1,9 @@
 // Command fmu-cruise builds the example FMU of examples/fmu-cruise/cruise.json: a
 // PI cruise controller written in C (fmu/testfmu/c: cruise.h, and the FMI
-// 2.0 and 3.0 wrappers cruise2.c and cruise3.c), compiled with the
-// machine's C compiler (cc, or $CC) for x86-64 Linux and zipped with its
-// modelDescription.xml. From the repository's root:
+// 2.0 and 3.0 wrappers cruise2.c and cruise3.c), compiled for x86-64 Linux
+// with the machine's C compiler (cc, or $CC), or for 64-bit Windows with
+// mingw-w64 (-os windows: x86_64-w64-mingw32-gcc, or $CC), and zipped with
+// its modelDescription.xml. From the repository's root:
 //
 //	go run ./examples/fmu-cruise
 //	go run ./cmd/beamconnect run examples/fmu-cruise/cruise.json --emulate
@@ -12,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 
 	"beamconnect/fmu/testfmu"
 )
@@ -19,10 +21,23 @@ import (
 func main() {
 	out := flag.String("o", "examples/fmu-cruise/cruise.fmu", "where to write the FMU")
 	major := flag.Int("fmi", 2, "the FMI version: 2 or 3")
+	goos := flag.String("os", "linux", "the binary's OS: linux or windows (x86-64 both)")
 	flag.Parse()
-	if err := testfmu.Build(*out, testfmu.Options{FMI: *major, StepSize: 0.005}); err != nil {
+	cc := os.Getenv("CC")
+	switch {
+	case cc != "":
+	case *goos == "windows":
+		cc = "x86_64-w64-mingw32-gcc"
+	default:
+		cc = "cc"
+	}
+	path, err := exec.LookPath(cc)
+	if err == nil {
+		err = testfmu.BuildFor(*out, testfmu.Options{FMI: *major, StepSize: 0.005}, path, *goos)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fmu-cruise:", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s (FMI %d.0, binary for x86-64 Linux)\n", *out, *major)
+	fmt.Fprintf(os.Stderr, "wrote %s (FMI %d.0, binary for x86-64 %s)\n", *out, *major, *goos)
 }

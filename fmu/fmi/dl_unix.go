@@ -22,6 +22,8 @@ func open(path string) (uintptr, error) {
 
 func symbol(h uintptr, name string) (uintptr, error) { return purego.Dlsym(h, name) }
 
+func unload(h uintptr) error { return purego.Dlclose(h) }
+
 // libc holds the C allocator, which FMI 2.0 FMUs are handed to allocate
 // with and which holds the strings and structs they may keep pointers to.
 var libc struct {

@@ -32,6 +32,10 @@ func open(path string) (uintptr, error) {
 	return h, nil
 }
 
+// unload frees the library, so that its file can be deleted: Windows
+// keeps a loaded DLL's file open.
+func unload(h uintptr) error { return syscall.FreeLibrary(syscall.Handle(h)) }
+
 func symbol(h uintptr, name string) (uintptr, error) {
 	p, err := syscall.GetProcAddress(syscall.Handle(h), name)
 	return p, err

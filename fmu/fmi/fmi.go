@@ -119,9 +119,22 @@ func Load(path string, major int) (*Library, error) {
 		}
 	}
 	if len(missing) > 0 {
+		l.Close()
 		return nil, fmt.Errorf("%s lacks FMI %d.0 functions every FMU has: %v", path, major, missing)
 	}
 	return l, nil
+}
+
+// Close unloads the library; its instances must have been freed. (FMI
+// lets an importer unload the binary once every instance is freed; on
+// Windows the unpacked FMU's folder cannot be deleted until then.)
+func (l *Library) Close() error {
+	if l.h == 0 {
+		return nil
+	}
+	h := l.h
+	l.h = 0
+	return unload(h)
 }
 
 // sym finds a function of the library by name, once.

@@ -124,11 +124,13 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 		}
 	}
 	if st.inst, err = st.lib.Instantiate(s.Name, s.Token, s.Resources, s.ModelExchange, log); err != nil {
+		st.lib.Close()
 		return nil, err
 	}
 	if s.ModelExchange {
 		if st.me, err = newME(st.inst, &st.setup); err != nil {
 			st.inst.Free()
+			st.lib.Close()
 			return nil, err
 		}
 		at := 0
@@ -146,6 +148,7 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 	}
 	if err := st.setParams(); err != nil {
 		st.inst.Free()
+		st.lib.Close()
 		return nil, fmt.Errorf("setting the parameters: %w", err)
 	}
 	return st, nil
@@ -462,14 +465,15 @@ func (s *Stepper) SetParams(list []Var, values []float64) error {
 	return nil
 }
 
-// Close terminates the FMU (when it was initialized and has not ended)
-// and frees it.
+// Close terminates the FMU (when it was initialized and has not ended),
+// frees it and unloads its library.
 func (s *Stepper) Close() error {
 	var err error
 	if s.started && !s.broken && s.ended == nil {
 		err = s.inst.Terminate()
 	}
 	s.inst.Free()
+	s.lib.Close()
 	return err
 }
 

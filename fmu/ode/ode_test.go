@@ -16,7 +16,7 @@ func (d decay) Derivatives(_ float64, x, dx []float64) error {
 	return nil
 }
 
-// oscillator is x'' = −x as x' = v, v' = −x: x = cos t, v = −sin t.
+// oscillator is x” = −x as x' = v, v' = −x: x = cos t, v = −sin t.
 type oscillator struct{}
 
 func (oscillator) Derivatives(_ float64, x, dx []float64) error {
@@ -24,7 +24,7 @@ func (oscillator) Derivatives(_ float64, x, dx []float64) error {
 	return nil
 }
 
-// vanDerPol is x'' − μ(1 − x²)x' + x = 0.
+// vanDerPol is x” − μ(1 − x²)x' + x = 0.
 type vanDerPol struct{ mu float64 }
 
 func (p vanDerPol) Derivatives(_ float64, x, dx []float64) error {

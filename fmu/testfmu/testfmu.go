@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -34,10 +36,10 @@ type Options struct {
 	// Fault is "", "crash", "hang", "error", "nan" or "stall" (one step
 	// of 300 ms), "hang-2s" (one step of 2 s), "slow" (every step 2 ms),
 	// "nan-once" (NaN outputs at one step), or a fault of the process it
-	// runs in (c/process.h): "print" (to stdout, when instantiated and at
-	// every step), "fork" (a helper process started when instantiated;
-	// with After, a crash at that step), "exit" (exit(0)) or "longline" (a
-	// 100 KB line on stderr, then a crash).
+	// runs in (c/process.h; not in a Windows build): "print" (to stdout,
+	// when instantiated and at every step), "fork" (a helper process
+	// started when instantiated; with After, a crash at that step), "exit"
+	// (exit(0)) or "longline" (a 100 KB line on stderr, then a crash).
 	Fault string
 	After int // the step the fault begins at (from 1)
 	// VariableStep sets canHandleVariableCommunicationStepSize.
@@ -168,13 +170,27 @@ func types(o Options) string {
 // Platform is the binaries/ folder of this machine for FMI major, or ""
 // where the tests cannot build FMUs.
 func Platform(major int) string {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+	if runtime.GOARCH != "amd64" {
 		return ""
 	}
-	if major == 3 {
-		return "x86_64-linux"
+	folder, _ := platformOf(major, runtime.GOOS)
+	return folder
+}
+
+// platformOf is FMI's binaries/ folder and the library's extension for
+// major on x86-64 goos, or "" for an OS the FMUs are not built for.
+func platformOf(major int, goos string) (folder, ext string) {
+	switch {
+	case goos == "linux" && major == 2:
+		return "linux64", ".so"
+	case goos == "linux":
+		return "x86_64-linux", ".so"
+	case goos == "windows" && major == 2:
+		return "win64", ".dll"
+	case goos == "windows":
+		return "x86_64-windows", ".dll"
 	}
-	return "linux64"
+	return "", ""
 }
 
 // Compiler finds the C compiler: $CC, or cc.
@@ -186,8 +202,44 @@ func Compiler() (string, error) {
 	return exec.LookPath(name)
 }
 
-// Build compiles the FMU o describes and writes it to out (a .fmu file).
+// Prebuilt names a folder holding cruise2.fmu and cruise3.fmu built for
+// this machine (by examples/fmu-cruise), whose binaries the tests' FMUs
+// take instead of compiling: for test binaries run where no C compiler is,
+// as the Windows build's tests under Wine, whose FMUs are cross-compiled
+// with mingw-w64 beforehand.
+const Prebuilt = "BEAMCONNECT_TESTFMU_PREBUILT"
+
+// Build compiles the FMU o describes for this machine and writes it to out
+// (a .fmu file). The library is compiled once per FMI version and process
+// (or taken from Prebuilt); o's fault is written into a copy of it.
 func Build(out string, o Options) error {
+	major := o.FMI
+	if major == 0 {
+		major = 2
+	}
+	if Platform(major) == "" {
+		return fmt.Errorf("testfmu: building FMUs needs x86-64 Linux or Windows, this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	lib, err := library(major)
+	if err != nil {
+		return err
+	}
+	return write(out, o, runtime.GOOS, lib)
+}
+
+// BuildFor compiles the FMU o describes for x86-64 goos ("linux" or
+// "windows") with the C compiler cc, such as x86_64-w64-mingw32-gcc for
+// Windows, and writes it to out.
+func BuildFor(out string, o Options, cc, goos string) error {
+	lib, err := Compile(cc, goos, o.FMI)
+	if err != nil {
+		return err
+	}
+	return write(out, o, goos, lib)
+}
+
+// write zips the FMU o describes, with lib (its fault unset) as its binary.
+func write(out string, o Options, goos string, lib []byte) error {
 	major := o.FMI
 	if major == 0 {
 		major = 2
@@ -196,45 +248,125 @@ func Build(out string, o Options) error {
 	if !ok {
 		return fmt.Errorf("testfmu: no fault %q", o.Fault)
 	}
-	plat := Platform(major)
-	if plat == "" {
-		return fmt.Errorf("testfmu: building FMUs needs x86-64 Linux, this is %s/%s", runtime.GOOS, runtime.GOARCH)
-	}
-	cc, err := Compiler()
+	bin, err := withFault(lib, kind, o.After)
 	if err != nil {
-		return fmt.Errorf("testfmu: no C compiler: %w", err)
+		return err
+	}
+	plat, ext := platformOf(major, goos)
+	return Zip(out, map[string][]byte{
+		"modelDescription.xml":                        []byte(Description(o)),
+		"binaries/" + plat + "/cruise" + ext:          bin,
+		"resources/README.txt":                        []byte("The cruise FMU needs no resources; FMI lets an FMU ship files here.\n"),
+		"sources/cruise.h":                            mustRead("c/cruise.h"),
+		"sources/process.h":                           mustRead("c/process.h"),
+		"sources/cruise" + strconv.Itoa(major) + ".c": mustRead("c/cruise" + strconv.Itoa(major) + ".c"),
+	})
+}
+
+var libraries struct {
+	sync.Mutex
+	built map[int][]byte
+}
+
+// library is this machine's library for FMI major, fault unset: compiled
+// the first time, or read from the Prebuilt folder's FMU.
+func library(major int) ([]byte, error) {
+	libraries.Lock()
+	defer libraries.Unlock()
+	if lib, ok := libraries.built[major]; ok {
+		return lib, nil
+	}
+	var lib []byte
+	var err error
+	if dir := os.Getenv(Prebuilt); dir != "" {
+		lib, err = prebuilt(filepath.Join(dir, "cruise"+strconv.Itoa(major)+".fmu"), major)
+	} else {
+		var cc string
+		if cc, err = Compiler(); err != nil {
+			return nil, fmt.Errorf("testfmu: no C compiler: %w", err)
+		}
+		lib, err = Compile(cc, runtime.GOOS, major)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if libraries.built == nil {
+		libraries.built = map[int][]byte{}
+	}
+	libraries.built[major] = lib
+	return lib, nil
+}
+
+// prebuilt reads the library for this machine out of the FMU at path.
+func prebuilt(path string, major int) ([]byte, error) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return nil, fmt.Errorf("testfmu: %s: %w", Prebuilt, err)
+	}
+	defer zr.Close()
+	plat, ext := platformOf(major, runtime.GOOS)
+	f, err := zr.Open("binaries/" + plat + "/cruise" + ext)
+	if err != nil {
+		return nil, fmt.Errorf("testfmu: %s: %s: %w", Prebuilt, path, err)
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// Compile compiles the cruise library for FMI major (2 or 3) and x86-64
+// goos with the C compiler cc, and returns it, its fault unset.
+func Compile(cc, goos string, major int) ([]byte, error) {
+	if major == 0 {
+		major = 2
+	}
+	_, ext := platformOf(major, goos)
+	if ext == "" {
+		return nil, fmt.Errorf("testfmu: no FMU binaries for %s", goos)
 	}
 	src, err := os.MkdirTemp("", "testfmu-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(src)
 	files, _ := sources.ReadDir("c")
 	for _, f := range files {
 		data, _ := sources.ReadFile("c/" + f.Name())
 		if err := os.WriteFile(filepath.Join(src, f.Name()), data, 0o644); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	lib := filepath.Join(src, "cruise.so")
-	args := []string{"-std=c99", "-D_POSIX_C_SOURCE=200809L", "-O2", "-shared", "-fPIC", "-o", lib,
-		"-DFAULT_KIND=" + strconv.Itoa(kind), "-DFAULT_AFTER=" + strconv.Itoa(o.After),
-		filepath.Join(src, "cruise"+strconv.Itoa(major)+".c"), "-lm"}
+	lib := filepath.Join(src, "cruise"+ext)
+	args := []string{"-std=c99", "-O2", "-shared", "-o", lib}
+	if goos == "windows" {
+		// A DLL that needs no mingw-w64 runtime DLL beside it.
+		args = append(args, "-static-libgcc")
+	} else {
+		args = append(args, "-D_POSIX_C_SOURCE=200809L", "-fPIC")
+	}
+	args = append(args, filepath.Join(src, "cruise"+strconv.Itoa(major)+".c"), "-lm")
 	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("testfmu: %s %s: %v\n%s", cc, strings.Join(args, " "), err, msg)
+		return nil, fmt.Errorf("testfmu: %s %s: %v\n%s", cc, strings.Join(args, " "), err, msg)
 	}
-	bin, err := os.ReadFile(lib)
-	if err != nil {
-		return err
+	return os.ReadFile(lib)
+}
+
+// faultMark precedes the fault's digits in the library (c/cruise.h's
+// fault_spec): the kind in two digits, a colon, the step it begins at in
+// ten digits.
+var faultMark = []byte("beamconnect-testfmu-fault:")
+
+// withFault is a copy of lib acting out fault kind from step after on.
+func withFault(lib []byte, kind, after int) ([]byte, error) {
+	i := bytes.Index(lib, faultMark)
+	if i < 0 || bytes.Count(lib, faultMark) != 1 {
+		return nil, fmt.Errorf("testfmu: the library does not hold its fault's digits once")
 	}
-	return Zip(out, map[string][]byte{
-		"modelDescription.xml":                        []byte(Description(o)),
-		"binaries/" + plat + "/cruise.so":             bin,
-		"resources/README.txt":                        []byte("The cruise FMU needs no resources; FMI lets an FMU ship files here.\n"),
-		"sources/cruise.h":                            mustRead("c/cruise.h"),
-		"sources/process.h":                           mustRead("c/process.h"),
-		"sources/cruise" + strconv.Itoa(major) + ".c": mustRead("c/cruise" + strconv.Itoa(major) + ".c"),
-	})
+	if after < 0 || after > 9999999999 {
+		return nil, fmt.Errorf("testfmu: fault after step %d: expected 0 to 9999999999", after)
+	}
+	out := bytes.Clone(lib)
+	copy(out[i+len(faultMark):], fmt.Sprintf("%02d:%010d", kind, after))
+	return out, nil
 }
 
 func mustRead(name string) []byte {
@@ -274,10 +406,10 @@ func ForTest(t testing.TB, name string, o Options) string {
 		major = 2
 	}
 	if Platform(major) == "" {
-		t.Skipf("building test FMUs needs x86-64 Linux; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+		t.Skipf("building test FMUs needs x86-64 Linux or Windows; this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	if _, err := Compiler(); err != nil {
-		t.Skip("building test FMUs needs a C compiler (cc, or $CC): none found")
+	if _, err := Compiler(); err != nil && os.Getenv(Prebuilt) == "" {
+		t.Skipf("building test FMUs needs a C compiler (cc, or $CC) or %s: none found", Prebuilt)
 	}
 	out := filepath.Join(t.TempDir(), name)
 	if err := Build(out, o); err != nil {

@@ -105,21 +105,26 @@ const HEAD = 0.05; // the newest part of the samples shown, never clipped
 const CHECK_MS = 500;  // how often bands and grouping are measured
 const REGROUP_MS = 2000; // the panels are rebuilt at most this often
 
+let statusCol = -1, directiveCol = -1; // port 0's columns: a timeline and values, not panels
+
 function setLayout(l) {
   layout = l;
   t = [];
   cols = l.columns.map(() => []);
   bands = l.columns.map(() => null);
+  statusCol = l.columns.findIndex((c) => c.port === "out0");
+  directiveCol = l.columns.findIndex((c) => c.port === "in0");
   build(groupByUnit());
 }
 
-// The ports in the order their columns came, status and directive last:
-// the signals matter most.
+const isSetpoint = (ci) => layout.columns[ci].name.startsWith("setpoint:");
+
+// The ports in the order their columns came. Port 0 (status and
+// directive) is not plotted: it is the timeline above the plots.
 function portOrder() {
   const ports = [];
-  for (const c of layout.columns) if (!ports.includes(c.port)) ports.push(c.port);
-  const zero = (p) => (/^(out|in)0$/.test(p) ? 1 : 0);
-  return ports.sort((a, b) => zero(a) - zero(b));
+  for (const c of layout.columns) if (!ports.includes(c.port) && !/^(out|in)0$/.test(c.port)) ports.push(c.port);
+  return ports;
 }
 
 // group puts each port's fields in panels: a field joins the first panel
@@ -227,7 +232,8 @@ function build(groups) {
       axes: [{ label: "time s", font: AXIS_FONT, values: ticks },
         { font: AXIS_FONT, values: ticks, size: ySize, label: g.unit || "(no unit)", labelFont: AXIS_FONT, labelSize: 18 }],
       series: [{ label: "t", value: (u, v) => v == null ? "–" : v.toFixed(3) }]
-        .concat(g.idx.map((ci, k) => ({ label: layout.columns[ci].name, stroke: COLORS[k % COLORS.length], width: 1.25, value: (u, v) => fmt(v) }))),
+        .concat(g.idx.map((ci, k) => ({ label: layout.columns[ci].name, stroke: COLORS[k % COLORS.length], width: isSetpoint(ci) ? 1.5 : 1.25,
+          dash: isSetpoint(ci) ? [6, 4] : undefined, value: (u, v) => fmt(v) }))),
       legend: { live: true }, // the values under the cursor; the newest are in the table beside
     };
     p.u = new uPlot(opts, [[], ...g.idx.map(() => [])], chart);
@@ -300,15 +306,27 @@ function measureBands(from) {
 
 // setRange sets a panel's value range from its fields' bands, with a
 // margin, and says under each clipped field how many values lie beyond.
+// minSpan is the smallest range worth the panel's height: its fields'
+// unit's (min_span) and 10 % of their magnitude, as `beamconnect plot`
+// has it, so a settled value's last digits never fill the panel.
+function minSpan(p, s) {
+  let m = 0;
+  for (const ci of p.idx) m = Math.max(m, layout.columns[ci].min_span || 0);
+  return Math.max(m, 0.1 * Math.max(Math.abs(s[0]), Math.abs(s[1])), 1e-9);
+}
+
 function setRange(p, from) {
   const s = span(p.idx);
   let lo = 0, hi = 1;
-  if (s && s[1] > s[0]) {
-    const pad = (s[1] - s[0]) * 0.05;
-    [lo, hi] = [s[0] - pad, s[1] + pad];
-  } else if (s) {
-    const pad = Math.max(1, Math.abs(s[0]) * 0.1);
-    [lo, hi] = [s[0] - pad, s[0] + pad];
+  if (s) {
+    let [a, b] = s;
+    const need = minSpan(p, s);
+    if (b - a < need) {
+      const c = (a + b) / 2;
+      [a, b] = [c - need / 2, c + need / 2];
+    }
+    const pad = (b - a) * 0.05;
+    [lo, hi] = [a - pad, b + pad];
   }
   p.lo = lo;
   p.hi = hi;
@@ -379,7 +397,48 @@ function draw(now) {
     p.u.setScale("y", { min: p.lo, max: p.hi });
     p.idx.forEach((ci, k) => text(p.cells[k], fmt(cols[ci][cols[ci].length - 1])));
   }
+  drawTimeline(from, Math.max(end - win, xs[0]), end); // the plots' time axis
   text($("scopeinfo"), `${xs.length} samples shown, t = ${end.toFixed(3)} s`);
+}
+
+// The status timeline: port 0's status over the plots' time window, a
+// colour per status, lined up with the plot areas; the directive and the
+// status now beside it.
+const STATUS_COLORS = { 0: "#d1d5db", 1: "#d1d5db", 2: "#fbbf24", 3: "#22c55e", 4: "#ef4444", 5: "#9ca3af" };
+const STATUS_NAMES = { 0: "unknown", 1: "unconnected", 2: "connecting", 3: "connected", 4: "error", 5: "disconnecting" };
+let timelineSegments = [];
+function drawTimeline(from, x0, x1) {
+  const row = $("timeline");
+  if (statusCol < 0 || !panels.length) { row.hidden = true; return; }
+  row.hidden = false;
+  const canvas = $("timelinecanvas");
+  const over = panels[0].u.over;
+  const left = over.getBoundingClientRect().left - canvas.parentElement.getBoundingClientRect().left;
+  const w = Math.max(over.clientWidth, 10), h = 14;
+  canvas.style.marginLeft = `${Math.max(left, 0)}px`;
+  const dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(w * dpr)) { canvas.width = Math.round(w * dpr); canvas.height = Math.round(h * dpr); }
+  canvas.style.width = `${w}px`; canvas.style.height = `${h}px`;
+  const g = canvas.getContext("2d");
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, h);
+  const c = cols[statusCol];
+  const segs = [];
+  for (let i = from; i < t.length; i++) {
+    const v = c[i];
+    if (segs.length && segs[segs.length - 1].status === v) { segs[segs.length - 1].to = t[i]; continue; }
+    segs.push({ status: v, from: t[i], to: t[i] });
+  }
+  for (let k = 0; k < segs.length; k++) {
+    const sg = segs[k], next = k + 1 < segs.length ? segs[k + 1].from : sg.to;
+    const xa = ((sg.from - x0) / (x1 - x0)) * w, xb = ((next - x0) / (x1 - x0)) * w;
+    g.fillStyle = STATUS_COLORS[sg.status] || "#d1d5db";
+    g.fillRect(Math.max(xa, 0), 0, Math.max(xb - xa, 1), h);
+  }
+  timelineSegments = segs.map((sg) => sg.status);
+  const st = c[c.length - 1], dir = directiveCol >= 0 ? cols[directiveCol][cols[directiveCol].length - 1] : null;
+  text($("statusnow"), st == null ? "–" : `${st} ${STATUS_NAMES[st] || ""}`);
+  text($("directivenow"), dir == null ? "–" : `${dir} ${dir === 0 ? "(disconnect)" : "(connect)"}`);
 }
 
 let es = null;       // the event stream
@@ -445,21 +504,37 @@ function setState(s) {
   }
 }
 
-// showControl shows the model's report on how well it controls (the
-// summary's "control" line): a column per figure, "not yet" until known.
+// showControl shows how well the model controls, a row per loop: its
+// verdict (good, poor, settling, not settled), why, and the figures; the
+// header says whether every loop is good.
+const num = (v, unit) => (v == null ? "–" : `${short(v)}${unit ? " " + unit : ""}`);
 function showControl(s) {
-  const figs = s.control || [];
-  $("control").hidden = !figs.length;
-  if (!figs.length) return;
+  const loops = s.control || [];
+  $("control").hidden = !loops.length;
+  const chip = $("controlverdict");
+  chip.hidden = !loops.length;
+  if (!loops.length) return;
   text($("controlmodel"), `(model ${s.model})`);
-  const head = document.querySelector("#controltbl thead tr");
-  const body = document.querySelector("#controltbl tbody tr");
-  while (head.cells.length > figs.length) { head.deleteCell(-1); body.deleteCell(-1); }
-  figs.forEach((f, k) => {
-    text(head.cells[k] || head.appendChild(document.createElement("th")), f.name);
-    const td = body.cells[k] || body.insertCell();
-    td.dataset.figure = f.name;
-    text(td, f.value == null ? "not yet" : `${short(f.value)}${f.unit ? " " + f.unit : ""}`);
+  const good = loops.every((r) => r.verdict === "good");
+  const poor = loops.some((r) => r.verdict === "poor" || r.verdict === "not settled");
+  text(chip, "control: " + (good ? "good" : loops.map((r) => `${r.name} ${r.verdict}`).join(", ")));
+  chip.className = "verdict " + (good ? "good" : poor ? "poor" : "settling");
+  const tb = document.querySelector("#controltbl tbody");
+  while (tb.rows.length > loops.length) tb.deleteRow(-1);
+  loops.forEach((r, i) => {
+    const row = tb.rows[i] || tb.insertRow();
+    const over = r.overshoot == null ? "–" : num(r.overshoot, r.unit) + (r.overshoot_percent == null ? "" : ` (${r.overshoot_percent.toFixed(1)} %)`);
+    const setp = num(r.setpoint_value, r.unit) + (r.setpoint && r.setpoint !== String(r.setpoint_value) ? ` from ${r.setpoint}` : "");
+    const cells = [["loop", r.name], ["verdict", r.verdict], ["why", r.why], ["setpoint", setp], ["error now", num(r.error_now, r.unit)],
+      ["RMS after settling", num(r.error_rms_after_settling, r.unit)], ["max after settling", num(r.error_max_after_settling, r.unit)],
+      ["overshoot", over], ["settled after", num(r.settled_after_s, "s")]];
+    cells.forEach(([name, v], k) => {
+      const td = row.cells[k] || row.insertCell();
+      td.dataset.figure = name;
+      td.dataset.loop = r.name;
+      text(td, v);
+    });
+    row.cells[1].className = "verdict " + r.verdict.replace(" ", "-");
   });
 }
 
@@ -481,15 +556,27 @@ function banner(kind, msg) {
   text(b, msg || "");
 }
 
+// ?still=N: the server ends the stream after N seconds and the page keeps
+// what it drew: a still view a headless browser can take a screenshot of.
+const still = new URLSearchParams(location.search).get("still");
+let stillDone = false;
+
 function connect() {
-  es = new EventSource("events");
+  es = new EventSource(still ? `events?still=${encodeURIComponent(still)}` : "events");
+  es.addEventListener("still", () => {
+    stillDone = true;
+    es.close();
+    text($("stream"), `still view after ${still} s`);
+    banner("still", `A still view: the page streamed for ${still} s, then stopped, as ?still=${still} asks; ` +
+      "the run goes on. Open the page without ?still to follow it live.");
+  });
   es.addEventListener("open", () => {
     text($("stream"), "live");
     $("stream").className = "stream";
     if (lostAt) { lostAt = null; banner(""); }
   });
   es.addEventListener("error", () => {
-    if (ended) return;
+    if (ended || stillDone) return;
     // beamconnect is gone (stopped, killed) or unreachable: what the page
     // shows is from before, and whether the run is healthy is unknown.
     if (!lostAt) lostAt = new Date();
@@ -519,6 +606,8 @@ new ResizeObserver(() => { if (!relayout) relayout = requestAnimationFrame(resiz
 // scopeCheck measures the scope as drawn, for the browser test and for
 // anyone wondering: where each plot area is, its value labels and their
 // width against the axis', and whether the time labels fit the canvas.
+window.timelineCheck = () => ({ shown: !$("timeline").hidden, segments: timelineSegments,
+  status: $("statusnow").textContent, directive: $("directivenow").textContent });
 window.scopeCheck = () => panels.map((p) => {
   const over = p.u.over.getBoundingClientRect();
   const canvas = p.u.root.querySelector("canvas").getBoundingClientRect();
@@ -534,6 +623,7 @@ window.scopeCheck = () => panels.map((p) => {
   });
   return {
     port: p.port, unit: p.unit, axisLabel: p.u.axes[1].label, fields: p.idx.map((ci) => layout.columns[ci].name), lo: p.lo, hi: p.hi,
+    dashed: p.idx.filter((ci, k) => p.u.series[k + 1].dash).map((ci) => layout.columns[ci].name),
     clipped: p.notes.map((n) => n.textContent).filter((s) => s),
     chart: p.chart.clientWidth, uw: p.u.width, left: over.left, width: over.width, labels,
     labelWidth: labelWidth(labels), axis: yAxisWidth, timeFits,

@@ -2,26 +2,49 @@
  * and brake to hold setSpeed, as beamconnect's built-in cruise-pedals
  * does. The FMI 2.0 and 3.0 wrappers (cruise2.c, cruise3.c) share it.
  *
- * Built with -DFAULT_KIND=k -DFAULT_AFTER=n it misbehaves on purpose from
- * its n-th step on, for beamconnect's tests of model faults:
- * 1 crashes (a write through a null pointer), 2 hangs (a loop that never
- * ends), 3 returns an error status from doStep, 4 outputs NaN, 5 stalls
- * once: its n-th step takes 300 ms, then it goes on as before; 6 to 9 are
- * faults of the process it runs in (process.h); 10 hangs once, for 2 s
- * (asleep, so an abandoned thread costs no CPU); 11 is slow: every step
- * from the n-th on takes 2 ms; 12 outputs NaN at its n-th step only. */
+ * It misbehaves on purpose from its n-th step on when its fault is set, for
+ * beamconnect's tests of model faults: 1 crashes (a write through a null
+ * pointer), 2 hangs (a loop that never ends), 3 returns an error status from
+ * doStep, 4 outputs NaN, 5 stalls once: its n-th step takes 300 ms, then it
+ * goes on as before; 6 to 9 are faults of the process it runs in
+ * (process.h); 10 hangs once, for 2 s (asleep, so an abandoned thread costs
+ * no CPU); 11 is slow: every step from the n-th on takes 2 ms; 12 outputs
+ * NaN at its n-th step only. The fault is data, not code: testfmu compiles
+ * the library once and writes a variant's kind and n over the digits of
+ * fault_spec in the compiled binary, so one build serves every variant (and
+ * a library cross-compiled for Windows serves tests that cannot compile). */
 #ifndef BEAMCONNECT_CRUISE_H
 #define BEAMCONNECT_CRUISE_H
 
 #include <math.h>
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <time.h>
+#endif
 
-#ifndef FAULT_KIND
-#define FAULT_KIND 0
+/* "beamconnect-testfmu-fault:" then the kind (two digits) and n (ten
+ * digits). volatile: the compiler must read the bytes the binary holds. */
+static volatile const char fault_spec[] = "beamconnect-testfmu-fault:00:0000000000";
+#define FAULT_SPEC_DIGITS (sizeof "beamconnect-testfmu-fault:" - 1)
+
+static int fault_kind(void) { return (fault_spec[FAULT_SPEC_DIGITS] - '0') * 10 + fault_spec[FAULT_SPEC_DIGITS + 1] - '0'; }
+
+static long fault_after(void) {
+	long n = 0;
+	for (int i = FAULT_SPEC_DIGITS + 3; i < FAULT_SPEC_DIGITS + 13; i++) n = n * 10 + (fault_spec[i] - '0');
+	return n;
+}
+
+/* sleep_ms sleeps ms milliseconds (the step's thread only). */
+static void sleep_ms(long ms) {
+#if defined(_WIN32)
+	Sleep((DWORD)ms);
+#else
+	struct timespec d = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&d, NULL);
 #endif
-#ifndef FAULT_AFTER
-#define FAULT_AFTER 0
-#endif
+}
 
 #include "process.h"
 
@@ -57,24 +80,22 @@ static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > h
 /* cruise_step advances the controller from t by h. It returns 0, or the
  * fault kind it acted out. */
 static int cruise_step(cruise *c, double t, double h) {
+	int kind = fault_kind();
 	c->steps++;
 	process_step(c->steps);
-	if (FAULT_KIND == 5 && c->steps == FAULT_AFTER) {
-		struct timespec stall = {0, 300000000};
-		nanosleep(&stall, NULL);
-	} else if (FAULT_KIND == 10 && c->steps == FAULT_AFTER) {
-		struct timespec hang = {2, 0};
-		nanosleep(&hang, NULL);
-	} else if (FAULT_KIND == 11 && c->steps >= FAULT_AFTER) {
-		struct timespec slow = {0, 2000000};
-		nanosleep(&slow, NULL);
-	} else if (FAULT_KIND == 12 && c->steps == FAULT_AFTER) {
+	if (kind == 5 && c->steps == fault_after()) {
+		sleep_ms(300);
+	} else if (kind == 10 && c->steps == fault_after()) {
+		sleep_ms(2000);
+	} else if (kind == 11 && c->steps >= fault_after()) {
+		sleep_ms(2);
+	} else if (kind == 12 && c->steps == fault_after()) {
 		c->v[VR_THROTTLE] = NAN;
 		c->v[VR_BRAKE] = NAN;
 		c->v[VR_TIME] = t + h;
 		return 4;
-	} else if (FAULT_KIND >= 1 && FAULT_KIND <= 4 && c->steps >= FAULT_AFTER) {
-		switch (FAULT_KIND) {
+	} else if (kind >= 1 && kind <= 4 && c->steps >= fault_after()) {
+		switch (kind) {
 		case 1: {
 			volatile int *nowhere = 0;
 			*nowhere = 1;
