@@ -132,7 +132,10 @@ func TestSlowFMUCannotHoldBeamNGBack(t *testing.T) {
 			}, em: emulator.Config{Steps: 6000, FPS: 60}}.udp(t)
 			h.run(t)
 			st := h.c.Stats()
-			if h.emSum.RealtimeFactor < 0.8 || h.emSum.Stalls != 0 {
+			// Held back, BeamNG ran at 4 % of real time; answered by the
+			// deadline it runs near real time, and a machine loaded by
+			// other tests (2 cores) has been seen to take it to 36 %.
+			if h.emSum.RealtimeFactor < 0.25 || h.emSum.Stalls != 0 {
 				t.Errorf("BeamNG held back: %v", h.emSum)
 			}
 			if st.Get(NotComputed)*2 < st.Get(Messages) || st.Get(Replies) != st.Get(Messages) {
