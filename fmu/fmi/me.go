@@ -323,6 +323,9 @@ func (e *me) advance(t0, t1 float64) error {
 				return err
 			}
 		}
+		// The solver may stop short of the time event (its largest step):
+		// the event is due at the step that reaches it, not before.
+		timeEvent = timeEvent && tNew >= tEnd
 		if err := e.indicators(tNew, e.x, e.zEnd); err != nil {
 			return err
 		}

@@ -1,0 +1,247 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"beamconnect/fmu/testfmu"
+	"beamconnect/logtest"
+	"beamconnect/ports"
+)
+
+// meRig builds a Model Exchange test FMU and runs it as the model of the
+// cruise-pedals rig, its outputs bound to throttle and brake (the
+// recorded trajectory), each step awaited however long it takes.
+func meRig(t *testing.T, o testfmu.MEOptions, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
+	t.Helper()
+	path := testfmu.MEForTest(t, o.Model+".fmu", o)
+	p := plan(t, "../examples/cruise-pedals.json")
+	p.ModelTimeout = 5
+	params := Params{"path": path, "interface": "ModelExchange", "deadlineMs": 5000.0}
+	for k, v := range extra {
+		params[k] = v
+	}
+	log := &logtest.Buffer{}
+	m, err := New("fmu", params, p, log.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := m.(*FMU)
+	t.Cleanup(func() { f.Close() })
+	return f, p, log
+}
+
+// sample is the FMU's outputs (bound to throttle and brake) at a time.
+type sample struct{ t, a, b float64 }
+
+// trajectory steps the rig n periods with groundspeed speed and records
+// what drives throttle and brake after each: the model at the end of the
+// step, one period after the message's time.
+func trajectory(t *testing.T, m *FMU, p *ports.Plan, log *logtest.Buffer, n int, speed float64) []sample {
+	t.Helper()
+	outs, ins := vectors(p)
+	sp, spE, _ := p.Find(0, "groundspeed")
+	var got []sample
+	for k := range n {
+		outs[0][0] = 3
+		outs[sp][spE] = speed
+		tm := float64(k) * p.Period
+		if !m.Step(tm, outs, ins) {
+			if m.Ended() != nil {
+				return got
+			}
+			t.Fatalf("the step at %g s gave no controls: fault %v\n%s", tm, m.Fault(), log)
+		}
+		a, b := pedals(t, p, ins)
+		got = append(got, sample{tm + p.Period, a, b})
+	}
+	return got
+}
+
+// hosts are where an FMU runs: in its child process and in process.
+var hosts = []struct {
+	name  string
+	extra Params
+}{{"child", nil}, {"in process", Params{"inProcess": true}}}
+
+// x' = -k x + u, x(0) = 1, with a jump of 1 at a time event: the closed
+// form c/k + (1 - c/k) e^(-kt) + [t ≥ T] e^(-k(t-T)), for every solver,
+// both FMI versions, in a child process and in process.
+func TestMEDecayMatchesClosedForm(t *testing.T) {
+	const k, c, kick = 0.5, 0.2, 1.0025 // the kick falls inside a period
+	exact := func(t float64) float64 {
+		x := c/k + (1-c/k)*math.Exp(-k*t)
+		if t >= kick {
+			x += math.Exp(-k * (t - kick))
+		}
+		return x
+	}
+	for _, tt := range []struct {
+		solver string
+		extra  Params
+		tol    float64
+	}{
+		{"dopri5", Params{"tolerance": 1e-9}, 1e-8},
+		{"rk4", nil, 1e-9},
+		{"euler", Params{"maxStep": 0.001}, 2e-3},
+	} {
+		for _, major := range []int{2, 3} {
+			for _, h := range hosts {
+				t.Run(fmt.Sprintf("%s FMI %d %s", tt.solver, major, h.name), func(t *testing.T) {
+					extra := Params{"solver": tt.solver, "inputs": map[string]any{"u": "groundspeed"},
+						"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k, "tKick": kick}}
+					for key, v := range tt.extra {
+						extra[key] = v
+					}
+					for key, v := range h.extra {
+						extra[key] = v
+					}
+					m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
+					worst, at := 0.0, 0.0
+					for _, s := range trajectory(t, m, p, log, 400, c) {
+						if d := math.Abs(s.a - exact(s.t)); d > worst {
+							worst, at = d, s.t
+						}
+					}
+					if worst > tt.tol {
+						t.Errorf("x differs from the closed form by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
+					}
+					if ev, steps := m.events.Load(), m.steps.Load(); ev != 1 || steps < 399 {
+						t.Errorf("%d events, %d solver steps: expected one event (the kick) and a step a period at least", ev, steps)
+					}
+				})
+			}
+		}
+	}
+}
+
+// ball is the bouncing ball's height at t, from its analytic bounce
+// times: dropped from h0, each bounce leaves it with e times the speed it
+// hit the floor with, and one that leaves it slower than vmin rests.
+func ball(t, h0, g, e, vmin float64) (h float64, bounces []float64) {
+	tb := math.Sqrt(2 * h0 / g)
+	if t < tb {
+		return h0 - g*t*t/2, nil
+	}
+	v := e * g * tb
+	for {
+		bounces = append(bounces, tb)
+		if v < vmin {
+			return 0, bounces
+		}
+		dt := 2 * v / g
+		if t < tb+dt {
+			s := t - tb
+			return v*s - g*s*s/2, bounces
+		}
+		tb += dt
+		v *= e
+	}
+}
+
+// The bouncing ball never falls through the floor, and bounces when the
+// analytic solution does: its height matches it throughout (the flight is
+// a parabola, which dopri5 and rk4 integrate exactly; what is left is the
+// location of each bounce), until it rests.
+func TestMEBallBouncesOnTime(t *testing.T) {
+	const h0, g, e, vmin = 1.0, 9.81, 0.7, 0.1
+	for _, solver := range []string{"dopri5", "rk4"} {
+		for _, major := range []int{2, 3} {
+			for _, h := range hosts {
+				t.Run(fmt.Sprintf("%s FMI %d %s", solver, major, h.name), func(t *testing.T) {
+					extra := Params{"solver": solver, "outputs": map[string]any{"h": "throttle", "v": "brake"}}
+					for key, v := range h.extra {
+						extra[key] = v
+					}
+					m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
+					worst, at := 0.0, 0.0
+					lowest := math.Inf(1)
+					for _, s := range trajectory(t, m, p, log, 600, 0) {
+						lowest = min(lowest, s.a)
+						want, _ := ball(s.t, h0, g, e, vmin)
+						if d := math.Abs(s.a - want); d > worst {
+							worst, at = d, s.t
+						}
+					}
+					if lowest < 0 {
+						t.Errorf("the ball fell through the floor: h = %g", lowest)
+					}
+					if worst > 1e-6 {
+						t.Errorf("h differs from the analytic bounces by %g m at t = %g s\n%s", worst, at, log)
+					}
+					_, bounces := ball(3, h0, g, e, vmin)
+					if ev := m.events.Load(); ev < int64(len(bounces)) {
+						t.Errorf("%d events for %d bounces", ev, len(bounces))
+					}
+				})
+			}
+		}
+	}
+}
+
+// vdpRK4 integrates the Van der Pol oscillator from (2, 0) with the
+// classical Runge–Kutta method at step h, written here independently of
+// beamconnect's solvers, and returns x1 at each multiple of every.
+func vdpRK4(mu, h, every float64, n int) []float64 {
+	f := func(x [2]float64) [2]float64 {
+		return [2]float64{x[1], mu*(1-x[0]*x[0])*x[1] - x[0]}
+	}
+	add := func(x, d [2]float64, s float64) [2]float64 { return [2]float64{x[0] + s*d[0], x[1] + s*d[1]} }
+	x := [2]float64{2, 0}
+	per := int(math.Round(every / h))
+	var out []float64
+	for i := 1; i <= n*per; i++ {
+		k1 := f(x)
+		k2 := f(add(x, k1, h/2))
+		k3 := f(add(x, k2, h/2))
+		k4 := f(add(x, k3, h))
+		x[0] += h / 6 * (k1[0] + 2*k2[0] + 2*k3[0] + k4[0])
+		x[1] += h / 6 * (k1[1] + 2*k2[1] + 2*k3[1] + k4[1])
+		if i%per == 0 {
+			out = append(out, x[0])
+		}
+	}
+	return out
+}
+
+// Van der Pol (mu 3: nonlinear, its relaxation oscillation stiff-ish)
+// matches a fine-step RK4 computed here, within the solver's tolerance.
+func TestMEVanDerPolMatchesReference(t *testing.T) {
+	const mu, n = 3.0, 800 // 4 s
+	p := plan(t, "../examples/cruise-pedals.json")
+	ref := vdpRK4(mu, 1e-5, p.Period, n)
+	for _, tt := range []struct {
+		solver string
+		extra  Params
+		tol    float64
+	}{
+		{"dopri5", Params{"tolerance": 1e-8}, 1e-6},
+		{"rk4", Params{"maxStep": 0.001}, 1e-7},
+	} {
+		for _, major := range []int{2, 3} {
+			for _, h := range hosts {
+				t.Run(fmt.Sprintf("%s FMI %d %s", tt.solver, major, h.name), func(t *testing.T) {
+					extra := Params{"solver": tt.solver, "outputs": map[string]any{"x1": "throttle", "x2": "brake"},
+						"parameters": map[string]any{"mu": mu}}
+					for key, v := range tt.extra {
+						extra[key] = v
+					}
+					for key, v := range h.extra {
+						extra[key] = v
+					}
+					m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "vdp"}, extra)
+					worst, at := 0.0, 0.0
+					for i, s := range trajectory(t, m, p, log, n, 0) {
+						if d := math.Abs(s.a - ref[i]); d > worst {
+							worst, at = d, s.t
+						}
+					}
+					if worst > tt.tol {
+						t.Errorf("x1 differs from the reference by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
+					}
+				})
+			}
+		}
+	}
+}
