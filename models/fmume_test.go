@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"beamconnect/fmu/testfmu"
@@ -242,6 +243,53 @@ func TestMEVanDerPolMatchesReference(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// A ball that never comes to rest bounces ever shorter: a bounce shorter
+// than the fixed step begins and ends inside one step. That is a fault
+// said at once (the state event was stepped over, the step is too
+// coarse, the way out), for good, never a ball below the floor.
+func TestMEMissedEventIsAFault(t *testing.T) {
+	for _, major := range []int{2, 3} {
+		for _, h := range hosts {
+			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
+				extra := Params{"solver": "rk4", "outputs": map[string]any{"h": "throttle", "v": "brake"},
+					"parameters": map[string]any{"vmin": 0.0}, "restart": true}
+				for key, v := range h.extra {
+					extra[key] = v
+				}
+				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
+				outs, ins := vectors(p)
+				k := 0
+				for ; k < 1000 && m.Fault() == nil; k++ {
+					outs[0][0] = 3
+					if m.Step(float64(k)*p.Period, outs, ins) {
+						if h, _ := pedals(t, p, ins); h < 0 {
+							t.Fatalf("the ball is below the floor at %g s: h = %g", float64(k+1)*p.Period, h)
+						}
+					}
+				}
+				err := m.Fault()
+				if err == nil || !strings.Contains(err.Error(), "a state event was stepped over") || !strings.Contains(err.Error(), "maxStep") {
+					t.Fatalf("after %d steps: fault %v\n%s", k, err, log)
+				}
+				// Zeno: the bounces shrink to below 5 ms by 2.3 s.
+				if at := float64(k) * p.Period; at < 2 || at > 2.6 {
+					t.Errorf("the fault came at %g s: expected when the bounces became shorter than the 5 ms step", at)
+				}
+				for range 20 {
+					outs[0][0] = 4
+					if m.Step(float64(k)*p.Period, outs, ins) {
+						t.Fatal("the FMU gave controls after the fault")
+					}
+					k++
+				}
+				if m.Restarts() != 0 || !strings.Contains(log.String(), "not started again") {
+					t.Errorf("restarts %d: a missed event is for good\n%s", m.Restarts(), log)
+				}
+			})
 		}
 	}
 }

@@ -153,6 +153,7 @@ type me struct {
 	nx, nz      int
 	x, z        []float64 // the states; the event indicators at the current point
 	zEnd, xMid  []float64
+	xEnd        []float64 // a step's end, while its inside is looked at
 	needStep    bool // the FMU asked for fmiXCompletedIntegratorStep
 	nextDefined bool
 	next        float64 // the next time event
@@ -194,7 +195,7 @@ func (e *me) size(nx, nz int, m ode.Method) {
 	if old != nil {
 		e.sol.RelTol, e.sol.AbsTol, e.sol.MaxStep, e.sol.Stats = old.RelTol, old.AbsTol, old.MaxStep, old.Stats
 	}
-	e.x, e.xMid = make([]float64, nx), make([]float64, nx)
+	e.x, e.xMid, e.xEnd = make([]float64, nx), make([]float64, nx), make([]float64, nx)
 	e.z, e.zEnd = make([]float64, nz), make([]float64, nz)
 	e.sol.Scale = make([]float64, nx)
 }
@@ -340,24 +341,14 @@ func (e *me) advance(t0, t1 float64) error {
 			}
 		}
 		if crossed < 0 && e.nz > 0 && e.nx > 0 {
-			mid := (t + tNew) / 2
-			if err := e.sol.Dense(e, mid, e.x, e.xMid); err != nil {
+			inside, err := e.inside(t, tNew)
+			if err != nil {
 				return err
 			}
-			if err := e.indicators(mid, e.xMid, e.zEnd); err != nil {
-				return err
-			}
-			for i := range e.zEnd {
-				if domain(e.zEnd[i]) == domain(e.z[i]) {
-					continue
-				}
+			if inside >= 0 {
 				if !e.sol.Method.Adaptive() {
-					return &MissedEvent{Indicator: i, From: t, To: tNew, Method: e.sol.Method}
+					return &MissedEvent{Indicator: inside, From: t, To: tNew, Method: e.sol.Method}
 				}
-				crossed = i
-				break
-			}
-			if crossed >= 0 {
 				t = e.sol.Retry(e.x, 0.25) // a shorter step finds both crossings
 				if err := e.indicators(t, e.x, e.z); err != nil {
 					return err
@@ -402,12 +393,44 @@ func (e *me) advance(t0, t1 float64) error {
 	return nil
 }
 
+// probes is how many points inside a step the event indicators are
+// looked at, on the solver's interpolant, when they end it on the side
+// they began it: an indicator that changed its domain and back inside the
+// step is an event stepped over. A bounce shorter than a ninth of the step
+// can go unseen this way, but a ball's bounces shrink by a factor, not
+// ninefold, so the first that is too short for the step is seen.
+const probes = 8
+
+// inside looks at the event indicators at probes points inside the last
+// step [t0, t1]: the first that is on the other side of zero from where
+// it began, or -1.
+func (e *me) inside(t0, t1 float64) (int, error) {
+	end := e.xEnd
+	copy(end, e.x)
+	for k := 1; k <= probes; k++ {
+		tq := t0 + (t1-t0)*float64(k)/(probes+1)
+		if err := e.sol.Dense(e, tq, end, e.xMid); err != nil {
+			return -1, err
+		}
+		if err := e.indicators(tq, e.xMid, e.zEnd); err != nil {
+			return -1, err
+		}
+		for i := range e.zEnd {
+			if domain(e.zEnd[i]) != domain(e.z[i]) {
+				return i, nil
+			}
+		}
+	}
+	return -1, nil
+}
+
 // locate finds the time of the earliest change of domain of an event
 // indicator within the last step [t0, t1], by bisection on the solver's
 // interpolant, to a tolerance of a picosecond (relative for large times);
 // it leaves the states just past it, where the indicator has changed.
 func (e *me) locate(t0, t1 float64) (float64, error) {
-	end := append(e.xMid[:0:0], e.x...) // the step's end: Dense interpolates towards it
+	end := e.xEnd // the step's end: Dense interpolates towards it
+	copy(end, e.x)
 	lo, hi := t0, t1
 	tol := 1e-12 * math.Max(1, math.Abs(t1))
 	for n := 0; hi-lo > tol && n < 200; n++ {
