@@ -154,7 +154,7 @@ type me struct {
 	x, z        []float64 // the states; the event indicators at the current point
 	zEnd, xMid  []float64
 	xEnd        []float64 // a step's end, while its inside is looked at
-	needStep    bool // the FMU asked for fmiXCompletedIntegratorStep
+	needStep    bool      // the FMU asked for fmiXCompletedIntegratorStep
 	nextDefined bool
 	next        float64 // the next time event
 	events      int64
