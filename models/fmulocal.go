@@ -327,6 +327,9 @@ func (l *localFMU) drop(m *FMU, w *worker, why string) {
 	}
 	if !m.restart {
 		m.log.Error(why+"; not instantiating it again (modelParams.restart is false)", "fmu", m.file)
+		if f := m.fault.Load(); f != nil {
+			why = (*f).Error() // what failed, not only that it did
+		}
 		err := errors.New(why + ", and modelParams.restart is false")
 		m.procFault.Store(&err)
 		return

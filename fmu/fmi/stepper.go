@@ -66,7 +66,9 @@ func (e *Terminated) Error() string {
 	if e.Reason != "" {
 		why = "it said: " + e.Reason
 	}
-	return fmt.Sprintf("the FMU ended the simulation at t = %g s (%s)", e.Time, why)
+	// Nine digits: the time as the coupling's periods add up to it, not
+	// their rounding (0.2475, not 0.24750000000000014).
+	return fmt.Sprintf("the FMU ended the simulation at t = %.9g s (%s)", e.Time, why)
 }
 
 // Stepper steps an FMU on the model's time. The FMU is initialized at the

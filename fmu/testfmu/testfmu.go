@@ -35,7 +35,9 @@ type Options struct {
 	FMI int // 2 or 3 (0: 2)
 	// Fault is "", "crash", "hang", "error", "nan" or "stall" (one step
 	// of 300 ms), "hang-2s" (one step of 2 s), "slow" (every step 2 ms),
-	// "nan-once" (NaN outputs at one step), or a fault of the process it
+	// "nan-once" (NaN outputs at one step), "terminate" (ends the
+	// simulation at that step, halfway through it, saying why), "discard"
+	// (discards that step without asking to stop), or a fault of the process it
 	// runs in (c/process.h; not in a Windows build): "print" (to stdout,
 	// when instantiated and at every step), "fork" (a helper process
 	// started when instantiated; with After, a crash at that step), "exit"
@@ -60,7 +62,8 @@ type Options struct {
 }
 
 var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5,
-	"print": 6, "fork": 7, "exit": 8, "longline": 9, "hang-2s": 10, "slow": 11, "nan-once": 12}
+	"print": 6, "fork": 7, "exit": 8, "longline": 9, "hang-2s": 10, "slow": 11, "nan-once": 12,
+	"terminate": 13, "discard": 14}
 
 // Description is the FMU's modelDescription.xml.
 func Description(o Options) string {

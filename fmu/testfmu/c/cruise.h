@@ -9,7 +9,10 @@
  * goes on as before; 6 to 9 are faults of the process it runs in
  * (process.h); 10 hangs once, for 2 s (asleep, so an abandoned thread costs
  * no CPU); 11 is slow: every step from the n-th on takes 2 ms; 12 outputs
- * NaN at its n-th step only. The fault is data, not code: testfmu compiles
+ * NaN at its n-th step only; 13 ends the simulation at its n-th step,
+ * halfway through it (FMI 2.0: fmi2Discard and fmi2Terminated; FMI 3.0:
+ * terminateSimulation), saying why; 14 discards its n-th step without
+ * asking to stop. The fault is data, not code: testfmu compiles
  * the library once and writes a variant's kind and n over the digits of
  * fault_spec in the compiled binary, so one build serves every variant (and
  * a library cross-compiled for Windows serves tests that cannot compile). */
@@ -75,6 +78,9 @@ static const char *cruise_refuses(unsigned vr, double v) {
 	return 0;
 }
 
+/* cruise_stop_reason is what the FMU says when it ends the simulation. */
+static const char *cruise_stop_reason(void) { return "the test track ends here (a test FMU that ends the simulation)"; }
+
 static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 /* cruise_step advances the controller from t by h. It returns 0, or the
@@ -94,6 +100,9 @@ static int cruise_step(cruise *c, double t, double h) {
 		c->v[VR_BRAKE] = NAN;
 		c->v[VR_TIME] = t + h;
 		return 4;
+	} else if ((kind == 13 || kind == 14) && c->steps == fault_after()) {
+		c->v[VR_TIME] = t + h / 2;
+		return kind;
 	} else if (kind >= 1 && kind <= 4 && c->steps >= fault_after()) {
 		switch (kind) {
 		case 1: {

@@ -1,0 +1,68 @@
+package models
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"beamconnect/fmu/testfmu"
+)
+
+// An FMU that asks to end the simulation (FMI 2.0: a discarded step and
+// fmi2Terminated; FMI 3.0: terminateSimulation) ends cleanly: one log
+// line with its time and its reason, no controls from then on, no fault,
+// no restart.
+func TestFMUTerminates(t *testing.T) {
+	for _, major := range []int{2, 3} {
+		for _, h := range hosts {
+			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
+				m, p, log := fmuRig(t, testfmu.Options{FMI: major, Fault: "terminate", After: 50}, h.extra)
+				outs, ins := vectors(p)
+				k := 0
+				for ; k < 2000 && m.Ended() == nil; k++ {
+					outs[0][0] = 3
+					m.Step(float64(k)*p.Period, outs, ins)
+					if m.Fault() != nil {
+						t.Fatalf("a fault at step %d: %v\n%s", k, m.Fault(), log)
+					}
+					time.Sleep(100 * time.Microsecond)
+				}
+				err := m.Ended()
+				// Its 50th step began at 0.245 s; it stopped halfway.
+				if err == nil || !strings.Contains(err.Error(), "t = 0.2475 s") || !strings.Contains(err.Error(), "the test track ends here") {
+					t.Fatalf("ended: %v\n%s", err, log)
+				}
+				for range 50 {
+					outs[0][0] = 3
+					if m.Step(float64(k)*p.Period, outs, ins) {
+						t.Fatal("controls from an FMU that ended the simulation")
+					}
+					k++
+				}
+				if n := strings.Count(log.String(), "ended the simulation"); n != 1 || m.Restarts() != 0 || m.Fault() != nil || m.Failures() != 0 {
+					t.Errorf("%d log lines, restarts %d, fault %v, failures %d\n%s", n, m.Restarts(), m.Fault(), m.Failures(), log)
+				}
+				if notes := strings.Join(m.Notes(), "\n"); !strings.Contains(notes, "t = 0.2475 s") {
+					t.Errorf("notes: %s", notes)
+				}
+			})
+		}
+	}
+}
+
+// A step discarded without asking to stop, by an FMU that cannot redo it
+// smaller, is a fault that says so (FMI 2.0 and 3.0).
+func TestFMUDiscardIsAFault(t *testing.T) {
+	for _, major := range []int{2, 3} {
+		t.Run(fmt.Sprintf("FMI %d", major), func(t *testing.T) {
+			m, p, log := fmuRig(t, testfmu.Options{FMI: major, Fault: "discard", After: 20}, Params{"inProcess": true, "restart": false})
+			if _, ok := drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() != nil }); !ok {
+				t.Fatalf("no fault\n%s", log)
+			}
+			if err := m.Fault(); !strings.Contains(err.Error(), "Discard") || !strings.Contains(err.Error(), "did not ask to stop") || m.Ended() != nil {
+				t.Errorf("fault %v, ended %v", err, m.Ended())
+			}
+		})
+	}
+}
