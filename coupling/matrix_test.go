@@ -253,7 +253,7 @@ func TestFaultMatrix(t *testing.T) {
 			}},
 		{name: "a state event stepped over", what: "a Model Exchange bouncing ball that never rests, under rk4 at the period's step: once a bounce fits inside a step, a fault for good that names the way out, never a ball below the floor",
 			configFile: ballRig,
-			reported: []string{"the model faulted"},
+			reported:   []string{"the model faulted"},
 			check: func(t *testing.T, m *matrixRun) {
 				if m.h.em.Vehicle().Throttle != 0 {
 					t.Errorf("throttle %v at the end: not neutral", m.h.em.Vehicle().Throttle)
