@@ -239,3 +239,26 @@ func TestInitFromFMU(t *testing.T) {
 		t.Errorf("missing: exit %d %s", code, errOut)
 	}
 }
+
+// An FMI 3.0 FMU with a fixed internal step of 1 s, far longer than any
+// period: the config init --from-fmu writes validates, compile says the
+// FMU is stepped every 200 messages by 1 s (multi-rate), and it runs so,
+// said in the run's summary.
+func TestInitFromFMUFixedStep(t *testing.T) {
+	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 3, FixedStep: 1, TimeOutput: true})
+	rig := filepath.Join(filepath.Dir(path), "rig.json")
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, errOut)
+	}
+	if out, _, code := exec(t, nil, "validate", rig); code != exitOK || !strings.Contains(out, "valid") {
+		t.Fatalf("validate: exit %d\n%s", code, out)
+	}
+	const multi = "stepped every 200 messages by 1 s (its fixed internal step (fixedInternalStepSize) of 1000 ms), its outputs held in between (multi-rate)"
+	if out, errOut, code := exec(t, nil, "compile", rig); code != exitOK || !strings.Contains(out+errOut, multi) {
+		t.Errorf("compile: exit %d\n%s%s", code, out, errOut)
+	}
+	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "3s")
+	if notes := strings.Join(r.ModelNotes, "\n"); !strings.Contains(notes, multi) || r.Replies != r.Messages || r.Messages < 1000 {
+		t.Errorf("model notes %q, %d messages, %d replies\n%s", notes, r.Messages, r.Replies, errOut)
+	}
+}

@@ -48,6 +48,10 @@ type Options struct {
 	VariableStep bool
 	// StepSize is the DefaultExperiment's stepSize; 0 writes none.
 	StepSize float64
+	// FixedStep is FMI 3.0's fixedInternalStepSize (0: none). The binary
+	// steps by whatever step it is given; the attribute asks the importer
+	// for communication steps that are whole numbers of it.
+	FixedStep float64
 	// TimeOutput lists the output fmuTime: the FMU's time after its step.
 	TimeOutput bool
 	// Extra are more variable elements for modelDescription.xml, as
@@ -132,10 +136,10 @@ func Description(o Options) string {
 	}
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="3.0" modelName="cruise" instantiationToken="%s" generationTool="beamconnect testfmu">
-  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"/>
+  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"%s/>
   <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s%s
   <ModelVariables>
-`, Token, vs, types(o), de)
+`, Token, vs, fixedStep(o), types(o), de)
 	for _, x := range vars {
 		attrs := ""
 		if x.start != "" {
@@ -161,6 +165,13 @@ func Description(o Options) string {
 	}
 	b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 	return b.String()
+}
+
+func fixedStep(o Options) string {
+	if o.FixedStep <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(` fixedInternalStepSize="%g"`, o.FixedStep)
 }
 
 func types(o Options) string {
