@@ -23,7 +23,11 @@ type FMU struct {
 	// one of its interfaces (a modelIdentifier plus the platform's
 	// extension), e.g. "linux64" or "x86_64-windows".
 	Platforms []string
-	files     []*zip.File
+	// Binaries are every library under binaries/ (platform/name, e.g.
+	// "x86_64-linux/x.so"), named for a model identifier or not: what
+	// the archive holds, for inspect and for saying why none fits.
+	Binaries []string
+	files    []*zip.File
 	closer    io.Closer
 }
 
@@ -73,13 +77,17 @@ func Open(file string) (*FMU, error) {
 		if len(parts) != 2 || parts[0] != "binaries" {
 			continue
 		}
-		if e := path.Ext(base); slices.Contains(ids, strings.TrimSuffix(base, e)) {
-			if _, ok := ext[e]; ok && !slices.Contains(f.Platforms, parts[1]) {
-				f.Platforms = append(f.Platforms, parts[1])
-			}
+		e := path.Ext(base)
+		if _, ok := ext[e]; !ok {
+			continue
+		}
+		f.Binaries = append(f.Binaries, parts[1]+"/"+base)
+		if slices.Contains(ids, strings.TrimSuffix(base, e)) && !slices.Contains(f.Platforms, parts[1]) {
+			f.Platforms = append(f.Platforms, parts[1])
 		}
 	}
 	slices.Sort(f.Platforms)
+	slices.Sort(f.Binaries)
 	return f, nil
 }
 
@@ -221,6 +229,10 @@ func (f *FMU) SupportedAs(want string) error {
 		return nil
 	}
 	has := "no binary for any platform (a source-only FMU: build it for " + folder + " first)"
+	if len(f.Platforms) == 0 && len(f.Binaries) > 0 {
+		has = "binaries/" + strings.Join(f.Binaries, ", binaries/") + ", named for no model identifier of its modelDescription.xml (" +
+			strings.Join(f.Desc.Identifiers(), ", ") + "): FMI loads binaries/PLATFORM/IDENTIFIER" + ext(f.Desc.Major) + "; export the FMU again, or rename the binary"
+	}
 	if len(f.Platforms) > 0 {
 		has = "binaries for " + strings.Join(f.Platforms, ", ") + " only"
 		if way := otherWay(f.Platforms, folder); way != "" {

@@ -124,6 +124,32 @@ type Dimension struct {
 	Param bool
 }
 
+// Shape is an array variable's dimensions as inspect and the messages
+// write them: "[3]", "[2,3]", or a structural parameter's name and its
+// start value, "[n=3]"; "" for a scalar.
+func (d *Description) Shape(v *Variable) string {
+	if !v.Array {
+		return ""
+	}
+	var dims []string
+	for _, dim := range v.Dims {
+		if !dim.Param {
+			dims = append(dims, strconv.FormatUint(dim.Start, 10))
+			continue
+		}
+		p, ok := d.ByVR(dim.VR)
+		switch {
+		case !ok:
+			dims = append(dims, fmt.Sprintf("vr %d", dim.VR))
+		case p.Start != "":
+			dims = append(dims, p.Name+"="+p.Start)
+		default:
+			dims = append(dims, p.Name)
+		}
+	}
+	return "[" + strings.Join(dims, ",") + "]"
+}
+
 // Settable reports whether a master may give the variable a value before
 // the FMU is initialized: a parameter (fixed or tunable) or an input.
 func (v *Variable) Settable() bool {

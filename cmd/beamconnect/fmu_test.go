@@ -262,3 +262,47 @@ func TestInitFromFMUFixedStep(t *testing.T) {
 		t.Errorf("model notes %q, %d messages, %d replies\n%s", notes, r.Messages, r.Replies, errOut)
 	}
 }
+
+// inspect names the binaries the archive holds, whatever they are called
+// (and why one named for no model identifier does not run), the model
+// exchange interface, arrays' dimensions and String and Binary start
+// values; init explains an array input as the array it is.
+func TestFMUInspectShapesAndBinaries(t *testing.T) {
+	desc, err := os.ReadFile("../../fmu/testdata/fmi3-types.good.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "types.fmu")
+	if err := testfmu.Zip(path, map[string][]byte{"modelDescription.xml": desc, "binaries/x86_64-linux/x.so": []byte("not a library")}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := exec(t, nil, "fmu", "inspect", path)
+	for _, want := range []string{
+		"binaries:           binaries/x86_64-linux/x.so",
+		"model exchange:     binary types_me",
+		"it has binaries/x86_64-linux/x.so, named for no model identifier of its modelDescription.xml (types, types_me)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	for _, row := range []string{
+		"u input continuous Float64[n=3] - 1 2 3",
+		"m output discrete Int32[2,3] - -",
+		"label parameter fixed String* - left wheel",
+		"blob parameter fixed Binary* - 0a1bff",
+	} {
+		if !hasRow(out, row) {
+			t.Errorf("no row %q in\n%s", row, out)
+		}
+	}
+	out, _, _ = exec(t, nil, "fmu", "inspect", "--json", path)
+	var info fmuInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.Binaries) != 1 || info.Binaries[0] != "x86_64-linux/x.so" || len(info.Platforms) != 0 {
+		t.Errorf("%v: binaries %v, platforms %v", err, info.Binaries, info.Platforms)
+	}
+	_, errOut, _ := exec(t, nil, "init", "--from-fmu", path, "-o", filepath.Join(t.TempDir(), "rig.json"))
+	if !strings.Contains(errOut, `the FMU's input "u" is an array, Float64[n=3]: bind its elements one by one in modelParams.inputs, e.g. {"u[1]": "FIELD"`) {
+		t.Errorf("init:\n%s", errOut)
+	}
+}

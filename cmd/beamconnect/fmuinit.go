@@ -113,8 +113,16 @@ func configFromFMU(d *fmu.Description, path string, addrs *initAddresses) (cfg a
 			if v.Causality != causality {
 				continue
 			}
-			if v.Kind == fmu.Unsupported || v.Array {
-				todo = append(todo, fmt.Sprintf("the FMU's %s %q (%s) cannot be bound: beamconnect exchanges scalar Real/Float64, Float32, Integer/Int32 and Boolean variables", causality, v.Name, v.Type))
+			switch {
+			case v.Kind == fmu.Unsupported:
+				todo = append(todo, fmt.Sprintf("the FMU's %s %q is a %s, which beamconnect does not drive: it cannot be bound", causality, v.Name, v.Type))
+				continue
+			case v.Kind == fmu.String || v.Kind == fmu.Binary:
+				todo = append(todo, fmt.Sprintf("the FMU's %s %q is a %s: beamconnect sets it once, before the FMU starts, in modelParams.parameters; it is not exchanged at every step", causality, v.Name, v.Type))
+				continue
+			case v.Array:
+				todo = append(todo, fmt.Sprintf("the FMU's %s %q is an array, %s%s: bind its elements one by one in modelParams.%s, e.g. {\"%s[1]\": \"FIELD\", \"%s[2]\": \"FIELD\"}, after adding the fields",
+					causality, v.Name, v.Type, d.Shape(&v), key, v.Name, v.Name))
 				continue
 			}
 			signal, guessed := matchSignal(dir, v.Name)
