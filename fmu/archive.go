@@ -28,7 +28,7 @@ type FMU struct {
 	// the archive holds, for inspect and for saying why none fits.
 	Binaries []string
 	files    []*zip.File
-	closer    io.Closer
+	closer   io.Closer
 }
 
 // Open reads an FMU's modelDescription.xml and lists its binaries. The

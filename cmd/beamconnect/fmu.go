@@ -111,7 +111,7 @@ func inspect(f *fmu.FMU) fmuInfo {
 	info := fmuInfo{
 		File: f.Path, FMIVersion: d.FMIVersion, ModelName: d.ModelName, Token: d.Token, Generator: d.Generator,
 		Interfaces: append([]string{}, d.Interfaces...), Platforms: append([]string{}, f.Platforms...),
-		Binaries: append([]string{}, f.Binaries...),
+		Binaries:  append([]string{}, f.Binaries...),
 		Default:   fmuExperiment{d.Default.StartTime, d.Default.StopTime, d.Default.Tolerance, d.Default.StepSize},
 		Variables: []fmuVariable{},
 	}
