@@ -66,3 +66,16 @@ func TestFMUDiscardIsAFault(t *testing.T) {
 		})
 	}
 }
+
+// A live tune beyond a parameter's min or max in the model description
+// is refused with the reload, by the description, before any FMU sees it.
+func TestFMUTuneBeyondRangeRefused(t *testing.T) {
+	m, p, _ := fmuRig(t, testfmu.Options{FMI: 3, Extra: []string{
+		`<Float64 name="gain" valueReference="21" causality="parameter" variability="tunable" start="1" min="0" max="10"/>`,
+	}}, nil)
+	running := paramsOf(m)
+	_, err := m.Rebind(p, running, with(running, "parameters", map[string]any{"setSpeed": 10.0, "gain": 50.0}))
+	if err == nil || !strings.Contains(err.Error(), `modelParams.parameters.gain: the FMU's "gain" takes 0 to 10 (its min and max): 50 is above`) {
+		t.Errorf("Rebind: %v", err)
+	}
+}

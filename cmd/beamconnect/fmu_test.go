@@ -306,3 +306,32 @@ func TestFMUInspectShapesAndBinaries(t *testing.T) {
 		t.Errorf("init:\n%s", errOut)
 	}
 }
+
+// What the FMU would refuse is an error at the value's line and column
+// before it runs: a value beyond a variable's min or max, an
+// enumeration's item it does not have, a value of the wrong type.
+func TestValidateFMUValuePositions(t *testing.T) {
+	rig := fmuRig(t, testfmu.Options{FMI: 3, Extra: []string{
+		`<Float64 name="gain" valueReference="21" causality="parameter" variability="tunable" start="1" min="0" max="10"/>`,
+		`<Enumeration name="mode" valueReference="22" causality="parameter" variability="fixed" declaredType="Mode" start="1"/>`,
+		`<Int8 name="i8" valueReference="23" causality="parameter" variability="tunable" start="0"/>`,
+	}, Types: `<EnumerationType name="Mode"><Item name="Eco" value="1"/><Item name="Sport" value="2"/></EnumerationType>`}, `{
+      "path": "cruise.fmu",
+      "parameters": { "gain": 50, "mode": "Race",
+        "i8": 300 }
+    }`)
+	out, _, code := exec(t, nil, "validate", rig)
+	if code != exitFailed {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		`:45:31: beamng.modelParams.parameters.gain: the FMU's "gain" takes 0 to 10 (its min and max): 50 is above`,
+		`:45:43: beamng.modelParams.parameters.mode: the FMU's "mode" is an enumeration (Mode) with no item "Race": expected one of Eco (1), Sport (2)`,
+		`:46:15: beamng.modelParams.parameters.i8: the FMU's "i8" is an Int8: expected a whole number from -128 to 127, got 300`,
+		": invalid: 3 errors",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
