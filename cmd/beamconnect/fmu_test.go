@@ -335,3 +335,16 @@ func TestValidateFMUValuePositions(t *testing.T) {
 		}
 	}
 }
+
+// An FMU that ends the simulation ends its model cleanly: the run goes on
+// with neutral controls and exits 0, its summary saying when and why.
+func TestRunFMUEndsCleanly(t *testing.T) {
+	for _, major := range []int{2, 3} {
+		rig := fmuRig(t, testfmu.Options{FMI: major, Fault: "terminate", After: 200}, `{ "path": "cruise.fmu" }`)
+		out, errOut, code := exec(t, nil, "run", rig, "--emulate", "--free-running", "--duration", "2s")
+		if code != exitOK || strings.Count(errOut, "the FMU ended the simulation at t = 0.9975 s") != 1 ||
+			!strings.Contains(out+errOut, "the test track ends here") {
+			t.Errorf("FMI %d: exit %d\n%s\n%s", major, code, out, errOut)
+		}
+	}
+}
