@@ -293,3 +293,31 @@ func TestMEMissedEventIsAFault(t *testing.T) {
 		}
 	}
 }
+
+// A Model Exchange FMU that ends the simulation in its event update (the
+// ball at its third bounce) ends as a co-simulation one does: at the
+// bounce's time, located as any state event, with its reason, no fault.
+func TestMEFMUTerminates(t *testing.T) {
+	const h0, g, e, vmin = 1.0, 9.81, 0.7, 0.1
+	_, bounces := ball(3, h0, g, e, vmin)
+	want := fmt.Sprintf("t = %.9g s", bounces[2])
+	for _, major := range []int{2, 3} {
+		for _, h := range hosts {
+			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
+				extra := Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"stopAfter": 3.0}}
+				for key, v := range h.extra {
+					extra[key] = v
+				}
+				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
+				got := trajectory(t, m, p, log, 600, 0)
+				err := m.Ended()
+				if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the ball bounced as often as stopAfter says") {
+					t.Fatalf("ended %v, want %s\n%s", err, want, log)
+				}
+				if last := got[len(got)-1].t; last > bounces[2]+p.Period || m.Fault() != nil || m.Restarts() != 0 {
+					t.Errorf("controls until %g s, fault %v, restarts %d", last, m.Fault(), m.Restarts())
+				}
+			})
+		}
+	}
+}
