@@ -2,8 +2,6 @@ package testfmu
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -229,31 +227,7 @@ func BuildMEFor(out string, o MEOptions, cc, goos string) error {
 
 // compileME compiles c/memodel.h's model in the FMI major wrapper.
 func compileME(cc, goos, model string, major int) ([]byte, error) {
-	_, ext := platformOf(major, goos)
-	src, err := os.MkdirTemp("", "testfmu-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(src)
-	files, _ := sources.ReadDir("c")
-	for _, f := range files {
-		data, _ := sources.ReadFile("c/" + f.Name())
-		if err := os.WriteFile(filepath.Join(src, f.Name()), data, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	lib := filepath.Join(src, model+ext)
-	args := []string{"-std=c99", "-O2", "-shared", "-o", lib, "-DMODEL_" + strings.ToUpper(model), `-DMODEL_TOKEN="` + METoken + `"`}
-	if goos == "windows" {
-		args = append(args, "-static-libgcc")
-	} else {
-		args = append(args, "-D_POSIX_C_SOURCE=200809L", "-fPIC")
-	}
-	args = append(args, filepath.Join(src, "me"+strconv.Itoa(major)+".c"), "-lm")
-	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("testfmu: %s %s: %v\n%s", cc, strings.Join(args, " "), err, msg)
-	}
-	return os.ReadFile(lib)
+	return compileC(cc, goos, major, model, "me"+strconv.Itoa(major)+".c", "-DMODEL_"+strings.ToUpper(model), `-DMODEL_TOKEN="`+METoken+`"`)
 }
 
 // MEForTest builds the Model Exchange FMU into the test's temporary

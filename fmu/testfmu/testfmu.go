@@ -333,31 +333,38 @@ func Compile(cc, goos string, major int) ([]byte, error) {
 	if major == 0 {
 		major = 2
 	}
+	return compileC(cc, goos, major, "cruise", "cruise"+strconv.Itoa(major)+".c")
+}
+
+// compileC compiles the library name from src (a file of c/) with the C
+// compiler cc for FMI major on x86-64 goos, with more compiler arguments
+// (defines), and returns it.
+func compileC(cc, goos string, major int, name, src string, defines ...string) ([]byte, error) {
 	_, ext := platformOf(major, goos)
 	if ext == "" {
 		return nil, fmt.Errorf("testfmu: no FMU binaries for %s", goos)
 	}
-	src, err := os.MkdirTemp("", "testfmu-")
+	dir, err := os.MkdirTemp("", "testfmu-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(src)
+	defer os.RemoveAll(dir)
 	files, _ := sources.ReadDir("c")
 	for _, f := range files {
 		data, _ := sources.ReadFile("c/" + f.Name())
-		if err := os.WriteFile(filepath.Join(src, f.Name()), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), data, 0o644); err != nil {
 			return nil, err
 		}
 	}
-	lib := filepath.Join(src, "cruise"+ext)
-	args := []string{"-std=c99", "-O2", "-shared", "-o", lib}
+	lib := filepath.Join(dir, name+ext)
+	args := append([]string{"-std=c99", "-O2", "-shared", "-o", lib}, defines...)
 	if goos == "windows" {
 		// A DLL that needs no mingw-w64 runtime DLL beside it.
 		args = append(args, "-static-libgcc")
 	} else {
 		args = append(args, "-D_POSIX_C_SOURCE=200809L", "-fPIC")
 	}
-	args = append(args, filepath.Join(src, "cruise"+strconv.Itoa(major)+".c"), "-lm")
+	args = append(args, filepath.Join(dir, src), "-lm")
 	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("testfmu: %s %s: %v\n%s", cc, strings.Join(args, " "), err, msg)
 	}
