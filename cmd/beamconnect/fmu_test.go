@@ -348,3 +348,38 @@ func TestRunFMUEndsCleanly(t *testing.T) {
 		}
 	}
 }
+
+// A Model Exchange FMU runs from a config as a co-simulation one does,
+// integrated by beamconnect: its solver's steps and events in --json,
+// and how it ran in the model notes.
+func TestRunModelExchangeFMU(t *testing.T) {
+	path := testfmu.MEForTest(t, "ball.fmu", testfmu.MEOptions{FMI: 3, Model: "ball"})
+	src, err := os.ReadFile(pedals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(src), `"model": "cruise-pedals",
+    "modelParams": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 },
+    "quality": { "measured": "groundspeed", "setpoint": "setSpeed" }`, `"model": "fmu",
+    "modelTimeoutMs": 500,
+    "modelParams": { "path": "ball.fmu", "deadlineMs": 100, "outputs": { "h": "throttle", "v": "brake" } }`, 1)
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
+	rig := filepath.Join(filepath.Dir(path), "rig.json")
+	if err := os.WriteFile(rig, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "4s")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := r["solver_steps"].(float64)
+	events, _ := r["solver_events"].(float64)
+	notes, _ := json.Marshal(r["model_notes"])
+	if steps < 700 || events < 10 || !strings.Contains(string(notes), "FMI 3.0 model exchange, integrated by beamconnect (dopri5") {
+		t.Errorf("solver_steps %v, solver_events %v, notes %s\n%s", steps, events, notes, errOut)
+	}
+}
