@@ -321,3 +321,47 @@ func TestMEFMUTerminates(t *testing.T) {
 		}
 	}
 }
+
+// A discrete input (boost, bound to gear) that changes between messages
+// is set in event mode, as FMI has it (the FMU refuses it otherwise), and
+// takes effect from that message's time: x follows the closed form of
+// x' = -k x + u + boost piece by piece.
+func TestMEDiscreteInputInEventMode(t *testing.T) {
+	const k, u = 0.5, 0.2
+	boost := func(step int) float64 {
+		if step >= 100 && step < 300 {
+			return 3
+		}
+		return 0
+	}
+	for _, major := range []int{2, 3} {
+		for _, h := range hosts {
+			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
+				extra := Params{"tolerance": 1e-10, "inputs": map[string]any{"u": "groundspeed", "boost": "gear"},
+					"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k}}
+				for key, v := range h.extra {
+					extra[key] = v
+				}
+				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
+				outs, ins := vectors(p)
+				sp, spE, _ := p.Find(0, "groundspeed")
+				g, gE, _ := p.Find(0, "gear")
+				x, worst := 1.0, 0.0
+				for step := range 400 {
+					outs[0][0] = 3
+					outs[sp][spE], outs[g][gE] = u, boost(step)
+					if !m.Step(float64(step)*p.Period, outs, ins) {
+						t.Fatalf("step %d: no controls: %v\n%s", step, m.Fault(), log)
+					}
+					c := u + boost(step)
+					x = c/k + (x-c/k)*math.Exp(-k*p.Period)
+					th, _ := pedals(t, p, ins)
+					worst = max(worst, math.Abs(th-x))
+				}
+				if worst > 1e-8 || m.events.Load() != 2 {
+					t.Errorf("x differs from the closed form by %g; %d events (want 2: the input's changes)\n%s", worst, m.events.Load(), log)
+				}
+			})
+		}
+	}
+}

@@ -155,6 +155,7 @@ type me struct {
 	zEnd, xMid  []float64
 	xEnd        []float64 // a step's end, while its inside is looked at
 	needStep    bool      // the FMU asked for fmiXCompletedIntegratorStep
+	inEvent     bool      // in event mode
 	nextDefined bool
 	next        float64 // the next time event
 	events      int64
@@ -240,13 +241,19 @@ func (e *me) initialized(major int, t float64) error {
 	return e.settle(t, false)
 }
 
+// enterEvent enters event mode.
+func (e *me) enterEvent() error {
+	e.inEvent = true
+	return e.in.call("EnterEventMode", e.f.enterEvent, e.in.c)
+}
+
 // settle runs an event iteration in event mode until the discrete states
 // settle, then returns to continuous-time mode with the states and event
 // indicators read again. enter says whether to enter event mode first.
 func (e *me) settle(t float64, enter bool) error {
 	in, f := e.in, e.f
 	if enter {
-		if err := in.call("EnterEventMode", f.enterEvent, in.c); err != nil {
+		if err := e.enterEvent(); err != nil {
 			return err
 		}
 	}
@@ -270,6 +277,7 @@ func (e *me) settle(t float64, enter bool) error {
 	if err := in.call("EnterContinuousTimeMode", f.enterCT, in.c); err != nil {
 		return err
 	}
+	e.inEvent = false
 	if e.nx > 0 {
 		if err := in.vec("GetContinuousStates", f.getStates, e.x); err != nil {
 			return err
@@ -297,10 +305,11 @@ func (e *me) indicators(t float64, x, z []float64) error {
 // its next step from a fresh derivative.
 func (e *me) changed() { e.sol.Invalidate() }
 
-// event handles an event at t: discrete inputs set, or an event found.
+// event handles an event at t, in event mode already (discrete inputs
+// set) or not (an event found).
 func (e *me) event(t float64) error {
 	e.events++
-	return e.settle(t, true)
+	return e.settle(t, !e.inEvent)
 }
 
 // domain is the side of zero an event indicator is on: FMI triggers an

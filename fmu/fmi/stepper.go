@@ -87,12 +87,16 @@ type Stepper struct {
 	cont    []int     // model exchange: the inputs set in continuous-time mode (indices of setup.Inputs' values)
 	disc    []int     // … and the discrete ones, set in event mode
 	lastIn  []float64 // the discrete inputs' values last set
-	started bool
-	broken  bool        // an FMI call failed: the instance may only be freed
-	ended   *Terminated // the FMU asked to stop
-	tc      float64     // the FMU's time
-	lastT   float64     // the last model time it was stepped at
-	said    string      // the FMU's last log message: why it stops, if it does
+	// Model exchange: the continuous and the discrete inputs apart, and
+	// their values for one call.
+	inCont, inDisc     *Vars
+	contVals, discVals []float64
+	started            bool
+	broken             bool        // an FMI call failed: the instance may only be freed
+	ended              *Terminated // the FMU asked to stop
+	tc                 float64     // the FMU's time
+	lastT              float64     // the last model time it was stepped at
+	said               string      // the FMU's last log message: why it stops, if it does
 
 	// Counters: steps taken to catch up, resets.
 	CatchUps, Resets int64
@@ -136,7 +140,13 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 			return nil, err
 		}
 		at := 0
+		var cont, disc []Var
 		for _, v := range s.Inputs {
+			if v.Discrete {
+				disc = append(disc, v)
+			} else {
+				cont = append(cont, v)
+			}
 			for range v.Elems() {
 				if v.Discrete {
 					st.disc = append(st.disc, at)
@@ -147,6 +157,15 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 			}
 		}
 		st.lastIn = make([]float64, at)
+		st.contVals, st.discVals = make([]float64, len(st.cont)), make([]float64, len(st.disc))
+		if st.inCont, err = NewVars(cont); err == nil {
+			st.inDisc, err = NewVars(disc)
+		}
+		if err != nil {
+			st.inst.Free()
+			st.lib.Close()
+			return nil, err
+		}
 	}
 	if err := st.setParams(); err != nil {
 		st.inst.Free()
@@ -352,24 +371,35 @@ func (s *Stepper) init(t float64, in []float64) error {
 // takes continuous inputs as they come, and discrete ones (Integer,
 // Boolean, discrete Real) in event mode, when they changed.
 func (s *Stepper) setInputs(in []float64) error {
-	if err := s.inst.Set(s.in, in); err != nil {
-		return err
-	}
 	if s.me == nil {
-		return nil
+		return s.inst.Set(s.in, in)
+	}
+	for k, i := range s.cont {
+		s.contVals[k] = in[i]
+	}
+	if err := s.inst.Set(s.inCont, s.contVals); err != nil {
+		return err
 	}
 	s.me.changed()
 	changed := false
-	for _, i := range s.disc {
+	for k, i := range s.disc {
+		s.discVals[k] = in[i]
 		if in[i] != s.lastIn[i] {
 			changed = true
 		}
 	}
 	copy(s.lastIn, in)
-	if changed {
-		return s.me.event(s.tc)
+	if !changed {
+		return nil
 	}
-	return nil
+	// FMI lets a discrete input change in event mode only.
+	if err := s.me.enterEvent(); err != nil {
+		return err
+	}
+	if err := s.inst.Set(s.inDisc, s.discVals); err != nil {
+		return err
+	}
+	return s.me.event(s.tc)
 }
 
 // catchUp advances the FMU over a gap in the model's time, with the inputs

@@ -15,8 +15,9 @@ import (
 type MEOptions struct {
 	FMI int // 2 or 3 (0: 2)
 	// Model is "ball" (a bouncing ball: outputs h and v; parameters g, e,
-	// h0, vmin, stopAfter; one event indicator, h), "decay" (x' = -k x + u:
-	// output x, input u, parameters k and tKick, a time event), "vdp" (Van
+	// h0, vmin, stopAfter; one event indicator, h), "decay" (x' = -k x + u
+	// + boost: output x, continuous input u, discrete input boost,
+	// parameters k and tKick, a time event), "vdp" (Van
 	// der Pol: outputs x1 and x2, parameter mu) or "chain" (five Van der
 	// Pol oscillators, 10 states: output x1, parameter mu).
 	Model string
@@ -55,6 +56,7 @@ var meModels = map[string]struct {
 		{"k", "parameter", "tunable", "", "0.5", "decay rate, 1/s", 2, -1},
 		{"u", "input", "continuous", "", "0", "forcing", 3, -1},
 		{"tKick", "parameter", "fixed", "", "-1", "time at which x jumps by 1 (negative: never), s", 4, -1},
+		{"boost", "input", "discrete", "", "0", "discrete forcing, set in event mode only", 5, -1},
 	}},
 	"vdp": {vars: []meVar{
 		{"x1", "output", "continuous", "calculated", "", "position", 0, -1},

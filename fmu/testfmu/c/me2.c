@@ -56,7 +56,9 @@ FMI2_EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean tolDefin
 
 FMI2_EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
 FMI2_EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
-	model_initialize(&((instance *)c)->m);
+	model *m = &((instance *)c)->m;
+	model_initialize(m);
+	m->initialized = 1, m->event_mode = 1;
 	return fmi2OK;
 }
 FMI2_EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
@@ -79,8 +81,9 @@ FMI2_EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[
 FMI2_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Real v[]) {
 	instance *in = c;
 	for (size_t i = 0; i < n; i++) {
-		if (vr[i] >= NR) {
-			say(in, fmi2Error, "no such variable");
+		const char *why = model_refuses(&in->m, vr[i]);
+		if (why) {
+			say(in, fmi2Error, why);
 			return fmi2Error;
 		}
 		in->m.r[vr[i]] = v[i];
@@ -98,7 +101,10 @@ NO_VARIABLES(fmi2SetInteger, fmi2Integer, const)
 NO_VARIABLES(fmi2GetBoolean, fmi2Boolean, )
 NO_VARIABLES(fmi2SetBoolean, fmi2Boolean, const)
 
-FMI2_EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) { (void)c; return fmi2OK; }
+FMI2_EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) {
+	((instance *)c)->m.event_mode = 1;
+	return fmi2OK;
+}
 
 FMI2_EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo *e) {
 	instance *in = c;
@@ -114,7 +120,10 @@ FMI2_EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo *e) 
 	return fmi2OK;
 }
 
-FMI2_EXPORT fmi2Status fmi2EnterContinuousTimeMode(fmi2Component c) { (void)c; return fmi2OK; }
+FMI2_EXPORT fmi2Status fmi2EnterContinuousTimeMode(fmi2Component c) {
+	((instance *)c)->m.event_mode = 0;
+	return fmi2OK;
+}
 
 FMI2_EXPORT fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean noSetPrior, fmi2Boolean *enterEvent,
                                                    fmi2Boolean *terminate) {

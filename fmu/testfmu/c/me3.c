@@ -41,7 +41,9 @@ FMI3_EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance i, fmi3Boolean t
 }
 
 FMI3_EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
-	model_initialize(&((instance *)i)->m);
+	model *m = &((instance *)i)->m;
+	model_initialize(m);
+	m->initialized = 1, m->event_mode = 1;
 	return fmi3OK;
 }
 FMI3_EXPORT fmi3Status fmi3Terminate(fmi3Instance i) { (void)i; return fmi3OK; }
@@ -68,8 +70,9 @@ FMI3_EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference v
 	instance *in = i;
 	if (nv != n) return fmi3Error;
 	for (size_t k = 0; k < n; k++) {
-		if (vr[k] >= NR) {
-			say(in, fmi3Error, "no such variable");
+		const char *why = model_refuses(&in->m, vr[k]);
+		if (why) {
+			say(in, fmi3Error, why);
 			return fmi3Error;
 		}
 		in->m.r[vr[k]] = v[k];
@@ -89,7 +92,10 @@ NO_VARIABLES(fmi3SetInt32, fmi3Int32, const)
 NO_VARIABLES(fmi3GetBoolean, fmi3Boolean, )
 NO_VARIABLES(fmi3SetBoolean, fmi3Boolean, const)
 
-FMI3_EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) { (void)i; return fmi3OK; }
+FMI3_EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) {
+	((instance *)i)->m.event_mode = 1;
+	return fmi3OK;
+}
 
 FMI3_EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean *again, fmi3Boolean *terminate,
                                                 fmi3Boolean *nominalsChanged, fmi3Boolean *valuesChanged,
@@ -104,7 +110,10 @@ FMI3_EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean *aga
 	return fmi3OK;
 }
 
-FMI3_EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) { (void)i; return fmi3OK; }
+FMI3_EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) {
+	((instance *)i)->m.event_mode = 0;
+	return fmi3OK;
+}
 
 FMI3_EXPORT fmi3Status fmi3CompletedIntegratorStep(fmi3Instance i, fmi3Boolean noSetPrior, fmi3Boolean *enterEvent,
                                                    fmi3Boolean *terminate) {

@@ -8,8 +8,10 @@
  *   indicator is h; at h <= 0 falling, v becomes -e v and h 0; once a
  *   bounce leaves it slower than vmin it rests on the floor. With stopAfter
  *   > 0 it asks to end the simulation at that bounce.
- * decay: x' = -k x + u, x(0) = 1; at the time event tKick (when >= 0) x
- *   jumps by 1.
+ * decay: x' = -k x + u + boost, x(0) = 1, u a continuous input, boost a
+ *   discrete one (DISCRETE_INPUT: the wrappers refuse it outside event
+ *   mode once initialized, as FMI has it); at the time event tKick (when
+ *   >= 0) x jumps by 1.
  * vdp: the Van der Pol oscillator x1' = x2, x2' = mu (1 - x1^2) x2 - x1,
  *   from (2, 0).
  * chain: NOSC = 5 Van der Pol oscillators of mu, 1.2 mu … (10 states): a
@@ -27,7 +29,8 @@ enum { VR_H, VR_V, VR_DH, VR_DV, VR_G, VR_E, VR_H0, VR_VMIN, VR_STOP, VR_BOUNCES
 #elif defined(MODEL_DECAY)
 #define NX 1
 #define NZ 0
-enum { VR_X, VR_DX, VR_K, VR_U, VR_KICK, NR };
+enum { VR_X, VR_DX, VR_K, VR_U, VR_KICK, VR_BOOST, NR };
+#define DISCRETE_INPUT VR_BOOST
 #elif defined(MODEL_VDP)
 #define NX 2
 #define NZ 0
@@ -41,12 +44,25 @@ enum { VR_MU = 2 * NX, NR };
 #error "define one of MODEL_BALL, MODEL_DECAY, MODEL_VDP, MODEL_CHAIN"
 #endif
 
+#ifndef DISCRETE_INPUT
+#define DISCRETE_INPUT (-1)
+#endif
+
 typedef struct {
 	double r[NR];
 	double time;
 	int resting; /* ball: a discrete state */
 	int kicked;  /* decay: the time event happened */
+	int initialized, event_mode;
 } model;
+
+/* model_refuses says why vr cannot be set now, or NULL. */
+static const char *model_refuses(model *m, unsigned vr) {
+	if (vr >= NR) return "no such variable";
+	if ((int)vr == DISCRETE_INPUT && m->initialized && !m->event_mode)
+		return "a discrete input is set in event mode only";
+	return 0;
+}
 
 /* model_start sets every variable to its start value. */
 static void model_start(model *m) {
@@ -79,7 +95,7 @@ static void model_derivatives(model *m) {
 	r[VR_DH] = m->resting ? 0 : r[VR_V];
 	r[VR_DV] = m->resting ? 0 : -r[VR_G];
 #elif defined(MODEL_DECAY)
-	r[VR_DX] = -r[VR_K] * r[VR_X] + r[VR_U];
+	r[VR_DX] = -r[VR_K] * r[VR_X] + r[VR_U] + r[VR_BOOST];
 #elif defined(MODEL_VDP)
 	r[VR_D1] = r[VR_X2];
 	r[VR_D2] = r[VR_MU] * (1 - r[VR_X1] * r[VR_X1]) * r[VR_X2] - r[VR_X1];
