@@ -156,6 +156,8 @@ type me struct {
 	xEnd        []float64 // a step's end, while its inside is looked at
 	needStep    bool      // the FMU asked for fmiXCompletedIntegratorStep
 	inEvent     bool      // in event mode
+	tSet        float64   // the time last set (when timeSet)
+	timeSet     bool
 	nextDefined bool
 	next        float64 // the next time event
 	events      int64
@@ -217,8 +219,13 @@ func (e *me) Derivatives(t float64, x, dx []float64) error {
 
 // at sets the FMU's time and states.
 func (e *me) at(t float64, x []float64) error {
-	if err := e.in.setTime(t); err != nil {
-		return err
+	// The time only when it changed: fmiXSetTime takes a float, which
+	// purego passes through its reflective call, which allocates.
+	if !e.timeSet || t != e.tSet {
+		if err := e.in.setTime(t); err != nil {
+			return err
+		}
+		e.tSet, e.timeSet = t, true
 	}
 	if e.nx == 0 {
 		return nil
@@ -229,6 +236,7 @@ func (e *me) at(t float64, x []float64) error {
 // initialized finishes initialization: the event iteration at the start,
 // then continuous-time mode, the states and their nominals.
 func (e *me) initialized(major int, t float64) error {
+	e.timeSet = false // fmiXEnterInitializationMode set it
 	if major == 3 {
 		nx, nz, err := e.in.counts()
 		if err != nil {
