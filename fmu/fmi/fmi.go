@@ -350,6 +350,11 @@ func (in *Instance) Terminate() error { return in.callNamed("Terminate") }
 
 // Free releases the instance and what beamconnect allocated for it.
 func (in *Instance) Free() {
+	if in.c != 0 && in.out.state != 0 {
+		// The state SaveState kept: the FMU's memory, freed by the FMU.
+		in.callNamed(in.stateFn("Free"), uintptr(unsafe.Pointer(&in.out.state)))
+		in.out.state = 0
+	}
 	if in.c != 0 {
 		if fn, err := in.lib.sym("fmi" + strconv.Itoa(in.lib.Major) + "FreeInstance"); err == nil {
 			purego.SyscallN(fn, in.c)

@@ -46,6 +46,9 @@ type Options struct {
 	After int // the step the fault begins at (from 1)
 	// VariableStep sets canHandleVariableCommunicationStepSize.
 	VariableStep bool
+	// GetSetState sets canGetAndSetFMUstate (the binary can save and
+	// restore its state either way).
+	GetSetState bool
 	// StepSize is the DefaultExperiment's stepSize; 0 writes none.
 	StepSize float64
 	// FixedStep is FMI 3.0's fixedInternalStepSize (0: none). The binary
@@ -100,10 +103,10 @@ func Description(o Options) string {
 	if major == 2 {
 		fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="2.0" modelName="cruise" guid="%s" generationTool="beamconnect testfmu" variableNamingConvention="flat">
-  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"/>
+  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"%s/>
   <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s%s
   <ModelVariables>
-`, Token, vs, types(o), de)
+`, Token, vs, getSet(o, "canGetAndSetFMUstate"), types(o), de)
 		for _, x := range vars {
 			start := ""
 			if x.start != "" {
@@ -136,10 +139,10 @@ func Description(o Options) string {
 	}
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="3.0" modelName="cruise" instantiationToken="%s" generationTool="beamconnect testfmu">
-  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"%s/>
+  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"%s%s/>
   <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s%s
   <ModelVariables>
-`, Token, vs, fixedStep(o), types(o), de)
+`, Token, vs, fixedStep(o), getSet(o, "canGetAndSetFMUState"), types(o), de)
 	for _, x := range vars {
 		attrs := ""
 		if x.start != "" {
@@ -165,6 +168,13 @@ func Description(o Options) string {
 	}
 	b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 	return b.String()
+}
+
+func getSet(o Options, attr string) string {
+	if !o.GetSetState {
+		return ""
+	}
+	return " " + attr + `="true"`
 }
 
 func fixedStep(o Options) string {

@@ -136,3 +136,24 @@ FMI2_EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, int kind, fmi2Real *va
 	*value = ((instance *)c)->lastGood;
 	return fmi2OK;
 }
+
+/* The state is a copy of the instance's controller, for a master that
+ * redoes a discarded step. */
+FMI2_EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, void **state) {
+	instance *in = c;
+	if (!*state) *state = in->cb.allocateMemory(1, sizeof(cruise));
+	if (!*state) return fmi2Error;
+	memcpy(*state, &in->c, sizeof(cruise));
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, void *state) {
+	memcpy(&((instance *)c)->c, state, sizeof(cruise));
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, void **state) {
+	((instance *)c)->cb.freeMemory(*state);
+	*state = NULL;
+	return fmi2OK;
+}

@@ -120,3 +120,25 @@ FMI3_EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, 
 	}
 	return fmi3OK;
 }
+
+/* The state is a copy of the instance's controller, for a master that
+ * redoes a discarded step. */
+FMI3_EXPORT fmi3Status fmi3GetFMUState(fmi3Instance i, void **state) {
+	instance *in = i;
+	if (!*state) *state = malloc(sizeof(cruise));
+	if (!*state) return fmi3Error;
+	memcpy(*state, &in->c, sizeof(cruise));
+	return fmi3OK;
+}
+
+FMI3_EXPORT fmi3Status fmi3SetFMUState(fmi3Instance i, void *state) {
+	memcpy(&((instance *)i)->c, state, sizeof(cruise));
+	return fmi3OK;
+}
+
+FMI3_EXPORT fmi3Status fmi3FreeFMUState(fmi3Instance i, void **state) {
+	(void)i;
+	free(*state);
+	*state = NULL;
+	return fmi3OK;
+}
