@@ -322,10 +322,11 @@ func TestMEFMUTerminates(t *testing.T) {
 	}
 }
 
-// A discrete input (boost, bound to gear) that changes between messages
-// is set in event mode, as FMI has it (the FMU refuses it otherwise), and
-// takes effect from that message's time: x follows the closed form of
-// x' = -k x + u + boost piece by piece.
+// Discrete inputs (boost, a Real bound to gear; mode, an enumeration
+// bound to rpm) that change between messages are set in event mode, as
+// FMI has it (the FMU refuses them otherwise), and take effect from that
+// message's time: x follows the closed form of x' = -k x + u + mode ×
+// boost piece by piece, FMI 2.0 (an Integer) and 3.0 (an Int64).
 func TestMEDiscreteInputInEventMode(t *testing.T) {
 	const k, u = 0.5, 0.2
 	boost := func(step int) float64 {
@@ -334,10 +335,16 @@ func TestMEDiscreteInputInEventMode(t *testing.T) {
 		}
 		return 0
 	}
+	mode := func(step int) float64 {
+		if step >= 200 {
+			return 2 // Sport
+		}
+		return 1
+	}
 	for _, major := range []int{2, 3} {
 		for _, h := range hosts {
 			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := Params{"tolerance": 1e-10, "inputs": map[string]any{"u": "groundspeed", "boost": "gear"},
+				extra := Params{"tolerance": 1e-10, "inputs": map[string]any{"u": "groundspeed", "boost": "gear", "mode": "rpm"},
 					"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k}}
 				for key, v := range h.extra {
 					extra[key] = v
@@ -346,20 +353,21 @@ func TestMEDiscreteInputInEventMode(t *testing.T) {
 				outs, ins := vectors(p)
 				sp, spE, _ := p.Find(0, "groundspeed")
 				g, gE, _ := p.Find(0, "gear")
+				r, rE, _ := p.Find(0, "rpm")
 				x, worst := 1.0, 0.0
 				for step := range 400 {
 					outs[0][0] = 3
-					outs[sp][spE], outs[g][gE] = u, boost(step)
+					outs[sp][spE], outs[g][gE], outs[r][rE] = u, boost(step), mode(step)
 					if !m.Step(float64(step)*p.Period, outs, ins) {
 						t.Fatalf("step %d: no controls: %v\n%s", step, m.Fault(), log)
 					}
-					c := u + boost(step)
+					c := u + mode(step)*boost(step)
 					x = c/k + (x-c/k)*math.Exp(-k*p.Period)
 					th, _ := pedals(t, p, ins)
 					worst = max(worst, math.Abs(th-x))
 				}
-				if worst > 1e-8 || m.events.Load() != 2 {
-					t.Errorf("x differs from the closed form by %g; %d events (want 2: the input's changes)\n%s", worst, m.events.Load(), log)
+				if worst > 1e-8 || m.events.Load() != 3 {
+					t.Errorf("x differs from the closed form by %g; %d events (want 3: the inputs' changes)\n%s", worst, m.events.Load(), log)
 				}
 			})
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,8 +17,9 @@ type MEOptions struct {
 	FMI int // 2 or 3 (0: 2)
 	// Model is "ball" (a bouncing ball: outputs h and v; parameters g, e,
 	// h0, vmin, stopAfter; one event indicator, h), "decay" (x' = -k x + u
-	// + boost: output x, continuous input u, discrete input boost,
-	// parameters k and tKick, a time event), "vdp" (Van
+	// + mode × boost: output x, continuous input u, discrete input boost,
+	// enumeration input mode (Eco 1, Sport 2), parameters k and tKick, a
+	// time event), "vdp" (Van
 	// der Pol: outputs x1 and x2, parameter mu) or "chain" (five Van der
 	// Pol oscillators, 10 states: output x1, parameter mu).
 	Model string
@@ -36,7 +38,8 @@ type meVar struct {
 // states are the variables some derivative names.
 var meModels = map[string]struct {
 	vars       []meVar
-	indicators []int // FMI 3.0: the variables that are the event indicators
+	indicators []int    // FMI 3.0: the variables that are the event indicators
+	enums      []string // the variables of the enumeration Mode (Eco 1, Sport 2)
 }{
 	"ball": {vars: []meVar{
 		{"h", "output", "continuous", "calculated", "", "height above the floor, m", 0, -1},
@@ -57,7 +60,8 @@ var meModels = map[string]struct {
 		{"u", "input", "continuous", "", "0", "forcing", 3, -1},
 		{"tKick", "parameter", "fixed", "", "-1", "time at which x jumps by 1 (negative: never), s", 4, -1},
 		{"boost", "input", "discrete", "", "0", "discrete forcing, set in event mode only", 5, -1},
-	}},
+		{"mode", "input", "discrete", "", "1", "multiplies boost", 6, -1},
+	}, enums: []string{"mode"}},
 	"vdp": {vars: []meVar{
 		{"x1", "output", "continuous", "calculated", "", "position", 0, -1},
 		{"x2", "output", "continuous", "calculated", "", "velocity", 1, -1},
@@ -94,9 +98,10 @@ func MEDescription(o MEOptions) (string, error) {
 	if major(o.FMI) == 2 {
 		fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="2.0" modelName="%s" guid="%s" generationTool="beamconnect testfmu" numberOfEventIndicators="%d">
-  <ModelExchange modelIdentifier="%s" completedIntegratorStepNotNeeded="true"/>
+  <ModelExchange modelIdentifier="%s" completedIntegratorStepNotNeeded="true"/>%s
   <ModelVariables>
-`, o.Model, METoken, nz, o.Model)
+`, o.Model, METoken, nz, o.Model, enumType(model.enums, `
+  <TypeDefinitions><SimpleType name="Mode"><Enumeration><Item name="Eco" value="1"/><Item name="Sport" value="2"/></Enumeration></SimpleType></TypeDefinitions>`))
 		index := map[int]int{} // vr → 1-based index
 		for i, v := range model.vars {
 			index[v.vr] = i + 1
@@ -113,8 +118,12 @@ func MEDescription(o MEOptions) (string, error) {
 			if v.derivativeOf >= 0 {
 				real += fmt.Sprintf(` derivative="%d"`, index[v.derivativeOf])
 			}
-			fmt.Fprintf(&b, "    <ScalarVariable name=%q valueReference=\"%d\" causality=%q variability=%q%s description=%q><Real%s/></ScalarVariable>\n",
-				v.name, v.vr, v.causality, v.variability, attrs, v.desc, real)
+			typ := "Real"
+			if slices.Contains(model.enums, v.name) {
+				typ, real = "Enumeration", real+` declaredType="Mode"`
+			}
+			fmt.Fprintf(&b, "    <ScalarVariable name=%q valueReference=\"%d\" causality=%q variability=%q%s description=%q><%s%s/></ScalarVariable>\n",
+				v.name, v.vr, v.causality, v.variability, attrs, v.desc, typ, real)
 		}
 		b.WriteString("  </ModelVariables>\n  <ModelStructure>\n    <Outputs>\n")
 		for i, v := range model.vars {
@@ -133,9 +142,10 @@ func MEDescription(o MEOptions) (string, error) {
 	}
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="3.0" modelName="%s" instantiationToken="%s" generationTool="beamconnect testfmu">
-  <ModelExchange modelIdentifier="%s"/>
+  <ModelExchange modelIdentifier="%s"/>%s
   <ModelVariables>
-`, o.Model, METoken, o.Model)
+`, o.Model, METoken, o.Model, enumType(model.enums, `
+  <TypeDefinitions><EnumerationType name="Mode"><Item name="Eco" value="1"/><Item name="Sport" value="2"/></EnumerationType></TypeDefinitions>`))
 	for _, v := range model.vars {
 		attrs := ""
 		if v.initial != "" && v.causality != "parameter" && v.causality != "input" {
@@ -147,8 +157,12 @@ func MEDescription(o MEOptions) (string, error) {
 		if v.derivativeOf >= 0 {
 			attrs += fmt.Sprintf(` derivative="%d"`, v.derivativeOf)
 		}
-		fmt.Fprintf(&b, "    <Float64 name=%q valueReference=\"%d\" causality=%q variability=%q description=%q%s/>\n",
-			v.name, v.vr, v.causality, v.variability, v.desc, attrs)
+		typ := "Float64"
+		if slices.Contains(model.enums, v.name) {
+			typ, attrs = "Enumeration", attrs+` declaredType="Mode"`
+		}
+		fmt.Fprintf(&b, "    <%s name=%q valueReference=\"%d\" causality=%q variability=%q description=%q%s/>\n",
+			typ, v.name, v.vr, v.causality, v.variability, v.desc, attrs)
 	}
 	b.WriteString("  </ModelVariables>\n  <ModelStructure>\n")
 	for _, v := range model.vars {
@@ -166,6 +180,14 @@ func MEDescription(o MEOptions) (string, error) {
 	}
 	b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 	return b.String(), nil
+}
+
+// enumType is the type definitions when the model has enumerations.
+func enumType(enums []string, defs string) string {
+	if len(enums) == 0 {
+		return ""
+	}
+	return defs
 }
 
 func major(m int) int {

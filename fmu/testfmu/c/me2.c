@@ -72,7 +72,7 @@ FMI2_EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[
 	instance *in = c;
 	model_derivatives(&in->m);
 	for (size_t i = 0; i < n; i++) {
-		if (vr[i] >= NR) return fmi2Error;
+		if (vr[i] >= NR || (int)vr[i] == INT_INPUT) return fmi2Error;
 		v[i] = in->m.r[vr[i]];
 	}
 	return fmi2OK;
@@ -81,7 +81,7 @@ FMI2_EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[
 FMI2_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Real v[]) {
 	instance *in = c;
 	for (size_t i = 0; i < n; i++) {
-		const char *why = model_refuses(&in->m, vr[i]);
+		const char *why = (int)vr[i] == INT_INPUT ? "an Integer, not a Real" : model_refuses(&in->m, vr[i]);
 		if (why) {
 			say(in, fmi2Error, why);
 			return fmi2Error;
@@ -96,8 +96,27 @@ FMI2_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[
 		(void)c, (void)vr, (void)v;                                                                      \
 		return n == 0 ? fmi2OK : fmi2Error;                                                              \
 	}
-NO_VARIABLES(fmi2GetInteger, fmi2Integer, )
-NO_VARIABLES(fmi2SetInteger, fmi2Integer, const)
+FMI2_EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Integer v[]) {
+	instance *in = c;
+	for (size_t i = 0; i < n; i++) {
+		if ((int)vr[i] != INT_INPUT || vr[i] >= NR) return fmi2Error;
+		v[i] = (fmi2Integer)in->m.r[vr[i]];
+	}
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Integer v[]) {
+	instance *in = c;
+	for (size_t i = 0; i < n; i++) {
+		const char *why = model_set_int(&in->m, vr[i], v[i]);
+		if (why) {
+			say(in, fmi2Error, why);
+			return fmi2Error;
+		}
+	}
+	return fmi2OK;
+}
+
 NO_VARIABLES(fmi2GetBoolean, fmi2Boolean, )
 NO_VARIABLES(fmi2SetBoolean, fmi2Boolean, const)
 

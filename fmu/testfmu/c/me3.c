@@ -59,7 +59,7 @@ FMI3_EXPORT fmi3Status fmi3GetFloat64(fmi3Instance i, const fmi3ValueReference v
 	if (nv != n) return fmi3Error;
 	model_derivatives(&in->m);
 	for (size_t k = 0; k < n; k++) {
-		if (vr[k] >= NR) return fmi3Error;
+		if (vr[k] >= NR || (int)vr[k] == INT_INPUT) return fmi3Error;
 		v[k] = in->m.r[vr[k]];
 	}
 	return fmi3OK;
@@ -70,7 +70,7 @@ FMI3_EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference v
 	instance *in = i;
 	if (nv != n) return fmi3Error;
 	for (size_t k = 0; k < n; k++) {
-		const char *why = model_refuses(&in->m, vr[k]);
+		const char *why = (int)vr[k] == INT_INPUT ? "an Int64, not a Float64" : model_refuses(&in->m, vr[k]);
 		if (why) {
 			say(in, fmi3Error, why);
 			return fmi3Error;
@@ -91,6 +91,32 @@ NO_VARIABLES(fmi3GetInt32, fmi3Int32, )
 NO_VARIABLES(fmi3SetInt32, fmi3Int32, const)
 NO_VARIABLES(fmi3GetBoolean, fmi3Boolean, )
 NO_VARIABLES(fmi3SetBoolean, fmi3Boolean, const)
+
+typedef int64_t fmi3Int64;
+
+FMI3_EXPORT fmi3Status fmi3GetInt64(fmi3Instance i, const fmi3ValueReference vr[], size_t n, fmi3Int64 v[], size_t nv) {
+	instance *in = i;
+	if (nv != n) return fmi3Error;
+	for (size_t k = 0; k < n; k++) {
+		if ((int)vr[k] != INT_INPUT || vr[k] >= NR) return fmi3Error;
+		v[k] = (fmi3Int64)in->m.r[vr[k]];
+	}
+	return fmi3OK;
+}
+
+FMI3_EXPORT fmi3Status fmi3SetInt64(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Int64 v[],
+                                    size_t nv) {
+	instance *in = i;
+	if (nv != n) return fmi3Error;
+	for (size_t k = 0; k < n; k++) {
+		const char *why = model_set_int(&in->m, vr[k], v[k]);
+		if (why) {
+			say(in, fmi3Error, why);
+			return fmi3Error;
+		}
+	}
+	return fmi3OK;
+}
 
 FMI3_EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) {
 	((instance *)i)->m.event_mode = 1;

@@ -8,10 +8,12 @@
  *   indicator is h; at h <= 0 falling, v becomes -e v and h 0; once a
  *   bounce leaves it slower than vmin it rests on the floor. With stopAfter
  *   > 0 it asks to end the simulation at that bounce.
- * decay: x' = -k x + u + boost, x(0) = 1, u a continuous input, boost a
- *   discrete one (DISCRETE_INPUT: the wrappers refuse it outside event
- *   mode once initialized, as FMI has it); at the time event tKick (when
- *   >= 0) x jumps by 1.
+ * decay: x' = -k x + u + mode × boost, x(0) = 1, u a continuous input,
+ *   boost a discrete one (DISCRETE_INPUT: the wrappers refuse it outside
+ *   event mode once initialized, as FMI has it), mode an enumeration
+ *   input (INT_INPUT: Eco 1, Sport 2; an Integer of FMI 2.0, an Int64 of
+ *   FMI 3.0, discrete too); at the time event tKick (when >= 0) x jumps
+ *   by 1.
  * vdp: the Van der Pol oscillator x1' = x2, x2' = mu (1 - x1^2) x2 - x1,
  *   from (2, 0).
  * chain: NOSC = 5 Van der Pol oscillators of mu, 1.2 mu … (10 states): a
@@ -29,8 +31,9 @@ enum { VR_H, VR_V, VR_DH, VR_DV, VR_G, VR_E, VR_H0, VR_VMIN, VR_STOP, VR_BOUNCES
 #elif defined(MODEL_DECAY)
 #define NX 1
 #define NZ 0
-enum { VR_X, VR_DX, VR_K, VR_U, VR_KICK, VR_BOOST, NR };
+enum { VR_X, VR_DX, VR_K, VR_U, VR_KICK, VR_BOOST, VR_MODE, NR };
 #define DISCRETE_INPUT VR_BOOST
+#define INT_INPUT VR_MODE
 #elif defined(MODEL_VDP)
 #define NX 2
 #define NZ 0
@@ -47,6 +50,9 @@ enum { VR_MU = 2 * NX, NR };
 #ifndef DISCRETE_INPUT
 #define DISCRETE_INPUT (-1)
 #endif
+#ifndef INT_INPUT
+#define INT_INPUT (-1)
+#endif
 
 typedef struct {
 	double r[NR];
@@ -56,10 +62,22 @@ typedef struct {
 	int initialized, event_mode;
 } model;
 
+/* model_set_int sets the integer (enumeration) input from an integer:
+ * it says why not, or NULL. */
+static const char *model_refuses(model *m, unsigned vr);
+static const char *model_set_int(model *m, unsigned vr, long long v) {
+	if ((int)vr != INT_INPUT) return "no such integer variable";
+	const char *why = model_refuses(m, vr);
+	if (why) return why;
+	if (v < 1 || v > 2) return "mode has the items Eco (1) and Sport (2)";
+	m->r[vr] = (double)v;
+	return 0;
+}
+
 /* model_refuses says why vr cannot be set now, or NULL. */
 static const char *model_refuses(model *m, unsigned vr) {
 	if (vr >= NR) return "no such variable";
-	if ((int)vr == DISCRETE_INPUT && m->initialized && !m->event_mode)
+	if (((int)vr == DISCRETE_INPUT || (int)vr == INT_INPUT) && m->initialized && !m->event_mode)
 		return "a discrete input is set in event mode only";
 	return 0;
 }
@@ -70,7 +88,7 @@ static void model_start(model *m) {
 #if defined(MODEL_BALL)
 	m->r[VR_G] = 9.81, m->r[VR_E] = 0.7, m->r[VR_H0] = 1, m->r[VR_VMIN] = 0.1;
 #elif defined(MODEL_DECAY)
-	m->r[VR_X] = 1, m->r[VR_K] = 0.5, m->r[VR_KICK] = -1;
+	m->r[VR_X] = 1, m->r[VR_K] = 0.5, m->r[VR_KICK] = -1, m->r[VR_MODE] = 1;
 #elif defined(MODEL_VDP)
 	m->r[VR_X1] = 2, m->r[VR_MU] = 1;
 #elif defined(MODEL_CHAIN)
@@ -95,7 +113,7 @@ static void model_derivatives(model *m) {
 	r[VR_DH] = m->resting ? 0 : r[VR_V];
 	r[VR_DV] = m->resting ? 0 : -r[VR_G];
 #elif defined(MODEL_DECAY)
-	r[VR_DX] = -r[VR_K] * r[VR_X] + r[VR_U] + r[VR_BOOST];
+	r[VR_DX] = -r[VR_K] * r[VR_X] + r[VR_U] + r[VR_MODE] * r[VR_BOOST];
 #elif defined(MODEL_VDP)
 	r[VR_D1] = r[VR_X2];
 	r[VR_D2] = r[VR_MU] * (1 - r[VR_X1] * r[VR_X1]) * r[VR_X2] - r[VR_X1];
