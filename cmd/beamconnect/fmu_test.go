@@ -383,3 +383,53 @@ func TestRunModelExchangeFMU(t *testing.T) {
 		t.Errorf("solver_steps %v, solver_events %v, notes %s\n%s", steps, events, notes, errOut)
 	}
 }
+
+// Whatever the FMU's step (none, one it cannot change, one finer or
+// coarser than BeamNG's physics step, a fixed internal step of 1 s), and
+// for a model exchange FMU, the config init --from-fmu writes validates
+// and runs as written.
+func TestInitFromFMUConfigsRun(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"FMI 2.0, no step", func(t *testing.T) string { return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 2}) }},
+		{"FMI 2.0, fixed 1 ms", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 2, StepSize: 0.001})
+		}},
+		{"FMI 2.0, fixed 0.3 ms", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 2, StepSize: 0.0003})
+		}},
+		{"FMI 3.0, variable, 1 s suggested", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 3, StepSize: 1, VariableStep: true})
+		}},
+		{"FMI 3.0, fixed 1 s", func(t *testing.T) string { return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 3, StepSize: 1}) }},
+		{"FMI 3.0, fixed internal 1 s", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 3, StepSize: 1, FixedStep: 1})
+		}},
+		{"FMI 3.0, fixed internal 0.7 ms", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 3, FixedStep: 0.0007})
+		}},
+		{"FMI 3.0 model exchange", func(t *testing.T) string {
+			return testfmu.MEForTest(t, "x.fmu", testfmu.MEOptions{FMI: 3, Model: "ball"})
+		}},
+		{"FMI 2.0 model exchange", func(t *testing.T) string {
+			return testfmu.MEForTest(t, "x.fmu", testfmu.MEOptions{FMI: 2, Model: "decay"})
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.path(t)
+			rig := filepath.Join(filepath.Dir(path), "rig.json")
+			if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitOK {
+				t.Fatalf("init: exit %d\n%s", code, errOut)
+			}
+			if out, _, code := exec(t, nil, "validate", rig); code != exitOK {
+				data, _ := os.ReadFile(rig)
+				t.Fatalf("validate: exit %d\n%s\n%s", code, out, data)
+			}
+			if _, errOut, code := exec(t, nil, "run", rig, "--emulate", "--free-running", "--duration", "2s"); code != exitOK {
+				t.Errorf("run: exit %d\n%s", code, errOut)
+			}
+		})
+	}
+}
