@@ -12,14 +12,19 @@ import (
 )
 
 // meRig builds a Model Exchange test FMU and runs it as the model of the
-// cruise-pedals rig, its outputs bound to throttle and brake (the
-// recorded trajectory), each step awaited however long it takes.
+// cruise-pedals rig (integrated by beamconnect).
 func meRig(t *testing.T, o testfmu.MEOptions, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
-	path := testfmu.MEForTest(t, o.Model+".fmu", o)
+	return rigOf(t, testfmu.MEForTest(t, o.Model+".fmu", o), with(extra, "interface", "ModelExchange"))
+}
+
+// rigOf runs the FMU at path as the model of the cruise-pedals rig, each
+// step awaited however long it takes: for tests of values, not timing.
+func rigOf(t *testing.T, path string, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
+	t.Helper()
 	p := plan(t, "../examples/cruise-pedals.json")
 	p.ModelTimeout = 5
-	params := Params{"path": path, "interface": "ModelExchange", "deadlineMs": 5000.0}
+	params := Params{"path": path, "deadlineMs": 5000.0}
 	for k, v := range extra {
 		params[k] = v
 	}

@@ -14,21 +14,7 @@ import (
 // typesRig runs the FMI 3.0 types FMU as the cruise-pedals rig's model.
 func typesRig(t *testing.T, fixedStep float64, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
-	path := testfmu.TypesForTest(t, fixedStep)
-	p := plan(t, "../examples/cruise-pedals.json")
-	p.ModelTimeout = 5
-	params := Params{"path": path, "deadlineMs": 5000.0}
-	for k, v := range extra {
-		params[k] = v
-	}
-	log := &logtest.Buffer{}
-	m, err := New("fmu", params, p, log.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := m.(*FMU)
-	t.Cleanup(func() { f.Close() })
-	return f, p, log
+	return rigOf(t, testfmu.TypesForTest(t, fixedStep), extra)
 }
 
 // Bound by name through the coupling's ports: an array's element (u[1])
