@@ -245,7 +245,6 @@ func (l *localFMU) take(m *FMU, w *worker) {
 	w.state.Store(reqIdle)
 	var bad *fmi.BadOutput
 	var end *fmi.Terminated
-	var missed *fmi.MissedEvent
 	switch {
 	case tuneErr != nil:
 		m.tuneRefused(tuneErr)
@@ -255,7 +254,7 @@ func (l *localFMU) take(m *FMU, w *worker) {
 	case errors.As(err, &bad):
 		m.failures.Add(1)
 		m.setFault(err)
-	case errors.As(err, &missed):
+	case fmi.Unfit(err):
 		m.failures.Add(1)
 		l.final = true
 		m.unfit("the FMU failed: " + err.Error())

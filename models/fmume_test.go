@@ -403,3 +403,55 @@ func TestMEDiscreteInputInEventMode(t *testing.T) {
 		}
 	}
 }
+
+// A ball that never rests, under dopri5: the step after each bounce is no
+// longer than the last flight, so every bounce is seen, however short, and
+// the trajectory matches the analytic one up to the time the bounces pile
+// up (where the ball would come to rest after infinitely many). There the
+// events pile up: a fault for good that says so, never a ball below the
+// floor.
+func TestMEZenoBallIsAFault(t *testing.T) {
+	const h0, g, e = 1.0, 9.81, 0.7
+	t1 := math.Sqrt(2 * h0 / g)
+	zeno := t1 + 2*e*g*t1/g/(1-e) // the sum of every flight
+	for _, major := range []int{2, 3} {
+		for _, h := range hosts {
+			if skipVariant(major, h.name) {
+				continue
+			}
+			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
+				extra := Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"vmin": 0.0}}
+				for key, v := range h.extra {
+					extra[key] = v
+				}
+				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
+				outs, ins := vectors(p)
+				worst, k := 0.0, 0
+				for ; k < 1000 && m.Fault() == nil; k++ {
+					outs[0][0] = 3
+					if !m.Step(float64(k)*p.Period, outs, ins) {
+						continue
+					}
+					at := float64(k+1) * p.Period
+					hgt, _ := pedals(t, p, ins)
+					if hgt < 0 {
+						t.Fatalf("the ball is below the floor at %g s: h = %g", at, hgt)
+					}
+					if want, _ := ball(at, h0, g, e, 0); at < zeno-0.05 {
+						worst = max(worst, math.Abs(hgt-want))
+					}
+				}
+				if worst > 1e-6 {
+					t.Errorf("h differs from the analytic bounces by %g m", worst)
+				}
+				err := m.Fault()
+				if err == nil || !strings.Contains(err.Error(), "the FMU's state events pile up") || m.Restarts() != 0 {
+					t.Fatalf("fault %v, restarts %d\n%s", err, m.Restarts(), log)
+				}
+				if at := float64(k) * p.Period; math.Abs(at-zeno) > 2*p.Period {
+					t.Errorf("the fault came at %g s; the bounces pile up at %g s", at, zeno)
+				}
+			})
+		}
+	}
+}

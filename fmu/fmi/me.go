@@ -138,6 +138,29 @@ func (e *MissedEvent) Error() string {
 		e.Indicator, e.From, e.To, e.Method, (e.To-e.From)*1000)
 }
 
+// maxEvents bounds the state events of one message's period: more are a
+// model whose events pile up (a ball that never comes to rest bounces
+// infinitely often before a finite time), which no integrator passes.
+const maxEvents = 1000
+
+// EventFlood is a model whose state events pile up: more than maxEvents
+// in one period.
+type EventFlood struct {
+	Events   int
+	From, To float64
+}
+
+func (e *EventFlood) Error() string {
+	return fmt.Sprintf("the FMU's state events pile up: %d between t = %.9g s and %.9g s, ever closer (a model that switches infinitely often in a finite time, such as a bouncing ball that never comes to rest): no integrator can pass that point; the model needs a rest condition", e.Events, e.From, e.To)
+}
+
+// Unfit reports whether err says the FMU cannot run faithfully as
+// configured (a state event stepped over, events piling up): starting it
+// again would meet the same.
+func Unfit(err error) bool {
+	return errors.As(err, new(*MissedEvent)) || errors.As(err, new(*EventFlood))
+}
+
 // SolverStats count a Model Exchange FMU's integration.
 type SolverStats struct {
 	ode.Stats
@@ -157,6 +180,7 @@ type me struct {
 	needStep    bool      // the FMU asked for fmiXCompletedIntegratorStep
 	inEvent     bool      // in event mode
 	tSet        float64   // the time last set (when timeSet)
+	lastState   float64   // the time of the last state event (NaN: none yet)
 	timeSet     bool
 	nextDefined bool
 	next        float64 // the next time event
@@ -178,7 +202,7 @@ func newME(in *Instance, s *Setup) (*me, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &me{in: in, f: f, needStep: s.CompletedIntegratorStep}
+	e := &me{in: in, f: f, needStep: s.CompletedIntegratorStep, lastState: math.NaN()}
 	e.size(s.States, s.EventIndicators, m)
 	e.sol.RelTol, e.sol.AbsTol = s.Tolerance, s.Tolerance
 	if e.sol.RelTol <= 0 {
@@ -237,6 +261,7 @@ func (e *me) at(t float64, x []float64) error {
 // then continuous-time mode, the states and their nominals.
 func (e *me) initialized(major int, t float64) error {
 	e.timeSet = false // fmiXEnterInitializationMode set it
+	e.lastState, e.sol.Cap = math.NaN(), 0
 	if major == 3 {
 		nx, nz, err := e.in.counts()
 		if err != nil {
@@ -328,6 +353,7 @@ func domain(z float64) bool { return z > 0 }
 // time, state and step event on the way.
 func (e *me) advance(t0, t1 float64) error {
 	t := t0
+	flood := 0
 	for t < t1 {
 		tEnd := t1
 		timeEvent := e.nextDefined && e.next > t && e.next <= t1
@@ -383,6 +409,17 @@ func (e *me) advance(t0, t1 float64) error {
 				return err
 			}
 			timeEvent = timeEvent && tNew >= tEnd
+			// State events coming closer (a ball's bounces): the step
+			// after this one is no longer than the time since the last,
+			// so that its probes see the next, however short (while it
+			// shrinks by a factor, not ninefold, at a time).
+			if e.lastState == e.lastState && tNew > e.lastState {
+				e.sol.Cap = tNew - e.lastState
+			}
+			e.lastState = tNew
+			if flood++; flood > maxEvents {
+				return &EventFlood{Events: flood, From: t0, To: tNew}
+			}
 		}
 		if err := e.at(tNew, e.x); err != nil {
 			return err

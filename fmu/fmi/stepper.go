@@ -264,7 +264,7 @@ func (s *Stepper) Step(t float64, in, out []float64) (bool, error) {
 		}
 		s.ended, s.tc = te, te.Time
 		s.inst.Terminate() // the FMU asked: it is terminated now, and freed at the end
-	case errors.As(err, &ce), errors.As(err, new(*MissedEvent)):
+	case errors.As(err, &ce), Unfit(err):
 		s.broken = true
 	}
 	return ok, err

@@ -103,11 +103,10 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 			ok, err := st.Step(step.T, step.Inputs, outputs)
 			var bad *fmi.BadOutput
 			var end *fmi.Terminated
-			var missed *fmi.MissedEvent
 			switch {
 			case errors.As(err, &end):
 				res, msg = Terminated, err.Error()
-			case errors.As(err, &missed):
+			case fmi.Unfit(err):
 				res, msg = Unfit, err.Error()
 			case errors.As(err, &bad):
 				res, msg = BadOutput, err.Error()

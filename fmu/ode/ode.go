@@ -80,7 +80,11 @@ type Solver struct {
 	// MaxStep bounds the step (0: none); the fixed-step methods step by
 	// it, or by the whole interval when it is 0.
 	MaxStep float64
-	Stats   Stats
+	// Cap bounds the adaptive method's next accepted step only (0: none);
+	// it is cleared once a step is accepted. A caller that knows the
+	// solution changes fast ahead (events coming closer) sets it.
+	Cap   float64
+	Stats Stats
 
 	n    int
 	k    [7][]float64
@@ -229,6 +233,9 @@ func (s *Solver) dopri5(sys System, t float64, x []float64, tEnd float64) (float
 		if s.MaxStep > 0 {
 			h = math.Min(h, s.MaxStep)
 		}
+		if s.Cap > 0 {
+			h = math.Min(h, s.Cap)
+		}
 		last := h >= tEnd-t
 		if tEnd-(t+h) <= 1e-9*h { // no sliver of a step left over
 			h, last = tEnd-t, true
@@ -282,6 +289,7 @@ func (s *Solver) dopri5(sys System, t float64, x []float64, tEnd float64) (float
 		}
 		s.k[0], s.k[6] = s.k[6], s.k[0]
 		s.Stats.Steps++
+		s.Cap = 0
 		next := h * math.Min(10, fac)
 		if rejected {
 			next = math.Min(next, h)

@@ -247,3 +247,22 @@ func stringsEqualFold(a, b string) bool {
 	m, err := ParseMethod(b)
 	return err == nil && m.String() == a
 }
+
+// Cap bounds the adaptive method's next accepted step, that one only.
+func TestCap(t *testing.T) {
+	s := New(DOPRI5, 1)
+	x := []float64{1}
+	for tc := 0.0; tc < 1; { // a smooth solution: the steps grow long
+		var err error
+		if tc, err = s.Step(decay{0.1}, tc, x, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Cap = 0.01
+	if t2, err := s.Step(decay{0.1}, 1, x, 2); err != nil || math.Abs(t2-1.01) > 1e-15 {
+		t.Errorf("capped at 10 ms: reached %v, %v", t2, err)
+	}
+	if t3, err := s.Step(decay{0.1}, 1.01, x, 2); err != nil || !(t3 > 1.02) || s.Cap != 0 {
+		t.Errorf("after the capped step: reached %v, %v, cap %v", t3, err, s.Cap)
+	}
+}
