@@ -2,6 +2,7 @@ package testfmu
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -197,13 +198,9 @@ func major(m int) int {
 	return m
 }
 
-var meLibraries struct {
-	sync.Mutex
-	built map[string][]byte
-}
-
 // BuildME compiles the Model Exchange FMU o describes for this machine and
-// writes it to out.
+// writes it to out (its binary taken from the Prebuilt folder's
+// MODELMAJOR.fmu, e.g. ball2.fmu, where that is set and no C compiler is).
 func BuildME(out string, o MEOptions) error {
 	return BuildMEFor(out, o, "", runtime.GOOS)
 }
@@ -216,31 +213,12 @@ func BuildMEFor(out string, o MEOptions, cc, goos string) error {
 		return err
 	}
 	m := major(o.FMI)
-	plat, ext := platformOf(m, goos)
-	if plat == "" || runtime.GOARCH != "amd64" && cc == "" {
-		return fmt.Errorf("testfmu: building FMUs needs x86-64 Linux or Windows, this is %s/%s", goos, runtime.GOARCH)
-	}
-	if cc == "" {
-		if cc, err = Compiler(); err != nil {
-			return fmt.Errorf("testfmu: no C compiler: %w", err)
-		}
-	}
-	key := fmt.Sprintf("%s %s %s %d", cc, goos, o.Model, m)
-	meLibraries.Lock()
-	lib, ok := meLibraries.built[key]
-	meLibraries.Unlock()
-	if !ok {
-		if lib, err = compileME(cc, goos, o.Model, m); err != nil {
-			return err
-		}
-		meLibraries.Lock()
-		if meLibraries.built == nil {
-			meLibraries.built = map[string][]byte{}
-		}
-		meLibraries.built[key] = lib
-		meLibraries.Unlock()
-	}
 	src := "me" + strconv.Itoa(m) + ".c"
+	lib, err := libraryFor(cc, goos, m, o.Model, src, "-DMODEL_"+strings.ToUpper(o.Model), `-DMODEL_TOKEN="`+METoken+`"`)
+	if err != nil {
+		return err
+	}
+	plat, ext := platformOf(m, goos)
 	return Zip(out, map[string][]byte{
 		"modelDescription.xml":                   []byte(desc),
 		"binaries/" + plat + "/" + o.Model + ext: lib,
@@ -249,20 +227,71 @@ func BuildMEFor(out string, o MEOptions, cc, goos string) error {
 	})
 }
 
-// compileME compiles c/memodel.h's model in the FMI major wrapper.
-func compileME(cc, goos, model string, major int) ([]byte, error) {
-	return compileC(cc, goos, major, model, "me"+strconv.Itoa(major)+".c", "-DMODEL_"+strings.ToUpper(model), `-DMODEL_TOKEN="`+METoken+`"`)
+var builtLibraries struct {
+	sync.Mutex
+	m map[string][]byte
+}
+
+// libraryFor is the library name for FMI major and x86-64 goos, compiled
+// once per process from src with cc ("": this machine's compiler), or,
+// for this machine with no C compiler, read from the Prebuilt folder's
+// NAMEMAJOR.fmu.
+func libraryFor(cc, goos string, major int, name, src string, defines ...string) ([]byte, error) {
+	if plat, _ := platformOf(major, goos); plat == "" || cc == "" && runtime.GOARCH != "amd64" {
+		return nil, fmt.Errorf("testfmu: building FMUs needs x86-64 Linux or Windows, this is %s/%s", goos, runtime.GOARCH)
+	}
+	prebuiltFile := ""
+	if cc == "" {
+		var err error
+		if cc, err = Compiler(); err != nil {
+			dir := os.Getenv(Prebuilt)
+			if dir == "" || goos != runtime.GOOS {
+				return nil, fmt.Errorf("testfmu: no C compiler: %w", err)
+			}
+			prebuiltFile = filepath.Join(dir, name+strconv.Itoa(major)+".fmu")
+		}
+	}
+	key := fmt.Sprintf("%s %s %d %s %s", cc, goos, major, name, prebuiltFile)
+	builtLibraries.Lock()
+	defer builtLibraries.Unlock()
+	if lib, ok := builtLibraries.m[key]; ok {
+		return lib, nil
+	}
+	var lib []byte
+	var err error
+	if prebuiltFile != "" {
+		lib, err = prebuiltBinary(prebuiltFile, major, name)
+	} else {
+		lib, err = compileC(cc, goos, major, name, src, defines...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if builtLibraries.m == nil {
+		builtLibraries.m = map[string][]byte{}
+	}
+	builtLibraries.m[key] = lib
+	return lib, nil
+}
+
+// Available reports whether this machine can build test FMUs (a C
+// compiler, or the Prebuilt folder), or says why not.
+func Available(major int) error {
+	if Platform(major) == "" {
+		return fmt.Errorf("building test FMUs needs x86-64 Linux or Windows; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if _, err := Compiler(); err != nil && os.Getenv(Prebuilt) == "" {
+		return fmt.Errorf("building test FMUs needs a C compiler (cc, or $CC) or %s: none found", Prebuilt)
+	}
+	return nil
 }
 
 // MEForTest builds the Model Exchange FMU into the test's temporary
 // directory as name, or skips the test where that cannot be done.
 func MEForTest(t testing.TB, name string, o MEOptions) string {
 	t.Helper()
-	if Platform(major(o.FMI)) == "" {
-		t.Skipf("building test FMUs needs x86-64 Linux or Windows; this is %s/%s", runtime.GOOS, runtime.GOARCH)
-	}
-	if _, err := Compiler(); err != nil {
-		t.Skipf("building Model Exchange test FMUs needs a C compiler (cc, or $CC): none found")
+	if err := Available(major(o.FMI)); err != nil {
+		t.Skip(err)
 	}
 	out := filepath.Join(t.TempDir(), name)
 	if err := BuildME(out, o); err != nil {

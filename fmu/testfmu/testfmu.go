@@ -322,14 +322,18 @@ func library(major int) ([]byte, error) {
 }
 
 // prebuilt reads the library for this machine out of the FMU at path.
-func prebuilt(path string, major int) ([]byte, error) {
+func prebuilt(path string, major int) ([]byte, error) { return prebuiltBinary(path, major, "cruise") }
+
+// prebuiltBinary reads the library name for this machine out of the FMU
+// at path.
+func prebuiltBinary(path string, major int, name string) ([]byte, error) {
 	zr, err := zip.OpenReader(path)
 	if err != nil {
 		return nil, fmt.Errorf("testfmu: %s: %w", Prebuilt, err)
 	}
 	defer zr.Close()
 	plat, ext := platformOf(major, runtime.GOOS)
-	f, err := zr.Open("binaries/" + plat + "/cruise" + ext)
+	f, err := zr.Open("binaries/" + plat + "/" + name + ext)
 	if err != nil {
 		return nil, fmt.Errorf("testfmu: %s: %s: %w", Prebuilt, path, err)
 	}

@@ -75,20 +75,20 @@ func outputsOf(from, to int) string {
 }
 
 // BuildTypes compiles the FMI 3.0 types FMU for this machine and writes it
-// to out.
+// to out (its binary taken from the Prebuilt folder's types3.fmu where
+// that is set and no C compiler is).
 func BuildTypes(out string, fixedStep float64) error {
-	if Platform(3) == "" {
-		return fmt.Errorf("testfmu: building FMUs needs x86-64 Linux or Windows, this is %s/%s", runtime.GOOS, runtime.GOARCH)
-	}
-	cc, err := Compiler()
-	if err != nil {
-		return fmt.Errorf("testfmu: no C compiler: %w", err)
-	}
-	lib, err := compileC(cc, runtime.GOOS, 3, "types", "types3.c", `-DTYPES_TOKEN="`+TypesToken+`"`)
+	return BuildTypesFor(out, fixedStep, "", runtime.GOOS)
+}
+
+// BuildTypesFor compiles the FMI 3.0 types FMU for x86-64 goos with the C
+// compiler cc ("": this machine's) and writes it to out.
+func BuildTypesFor(out string, fixedStep float64, cc, goos string) error {
+	lib, err := libraryFor(cc, goos, 3, "types", "types3.c", `-DTYPES_TOKEN="`+TypesToken+`"`)
 	if err != nil {
 		return err
 	}
-	plat, ext := platformOf(3, runtime.GOOS)
+	plat, ext := platformOf(3, goos)
 	return Zip(out, map[string][]byte{
 		"modelDescription.xml":              []byte(TypesDescription(fixedStep)),
 		"binaries/" + plat + "/types" + ext: lib,
@@ -100,11 +100,8 @@ func BuildTypes(out string, fixedStep float64) error {
 // or skips the test where that cannot be done.
 func TypesForTest(t testing.TB, fixedStep float64) string {
 	t.Helper()
-	if Platform(3) == "" {
-		t.Skipf("building test FMUs needs x86-64 Linux or Windows; this is %s/%s", runtime.GOOS, runtime.GOARCH)
-	}
-	if _, err := Compiler(); err != nil {
-		t.Skipf("building the types test FMU needs a C compiler (cc, or $CC): none found")
+	if err := Available(3); err != nil {
+		t.Skip(err)
 	}
 	out := filepath.Join(t.TempDir(), "types.fmu")
 	if err := BuildTypes(out, fixedStep); err != nil {
