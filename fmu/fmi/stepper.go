@@ -478,8 +478,21 @@ func (s *Stepper) SetParams(list []Var, values []float64) error {
 	if err != nil {
 		return err
 	}
+	// A running Model Exchange FMU takes a tunable parameter in event
+	// mode, and settles after it, as FMI has it.
+	inEvent := s.me != nil && s.started && s.ended == nil
+	if inEvent {
+		if err := s.me.enterEvent(); err != nil {
+			return err
+		}
+	}
 	if err := s.inst.Set(v, values); err != nil {
 		return err
+	}
+	if inEvent {
+		if err := s.me.event(s.tc); err != nil {
+			return err
+		}
 	}
 	at := 0
 	for _, x := range list {

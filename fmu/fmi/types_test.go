@@ -63,6 +63,10 @@ func TestStepperEveryType(t *testing.T) {
 			t.Errorf("output %d: %v, want %v (bit for bit)", i, out[i], w)
 		}
 	}
+	// A value the FMU refuses: the error names the function once.
+	if err := s.SetParams([]fmi.Var{v("gain", 0)}, []float64{50}); err == nil || err.Error() != "fmi3SetFloat64 returned fmi3Error" {
+		t.Errorf("gain 50: %v", err)
+	}
 	// The integers held within their types: beyond the range, its edge.
 	in[0], in[1] = 300, -5
 	s.Step(1.005, in, out)

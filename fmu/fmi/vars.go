@@ -174,10 +174,11 @@ func (in *Instance) transfer(dir string, g *group) error {
 		f.p = p
 	}
 	n := uintptr(len(g.vr))
+	// in.call names the function without its prefix (fmi2, fmi3).
 	if in.lib.Major == 3 {
-		return in.call(f.name, f.p, in.c, ptr(g.vr), n, ptr(g.buf), uintptr(g.total))
+		return in.call(f.name[len("fmiX"):], f.p, in.c, ptr(g.vr), n, ptr(g.buf), uintptr(g.total))
 	}
-	return in.call(f.name, f.p, in.c, ptr(g.vr), n, ptr(g.buf))
+	return in.call(f.name[len("fmiX"):], f.p, in.c, ptr(g.vr), n, ptr(g.buf))
 }
 
 // put writes x as element k of a C array of kind in buf.

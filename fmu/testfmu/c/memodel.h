@@ -12,7 +12,8 @@
  *   boost a discrete one (DISCRETE_INPUT: the wrappers refuse it outside
  *   event mode once initialized, as FMI has it), mode an enumeration
  *   input (INT_INPUT: Eco 1, Sport 2; an Integer of FMI 2.0, an Int64 of
- *   FMI 3.0, discrete too); at the time event tKick (when >= 0) x jumps
+ *   FMI 3.0, discrete too); k is tunable (TUNABLE: refused outside event
+ *   mode once initialized); at the time event tKick (when >= 0) x jumps
  *   by 1.
  * vdp: the Van der Pol oscillator x1' = x2, x2' = mu (1 - x1^2) x2 - x1,
  *   from (2, 0).
@@ -34,6 +35,7 @@ enum { VR_H, VR_V, VR_DH, VR_DV, VR_G, VR_E, VR_H0, VR_VMIN, VR_STOP, VR_BOUNCES
 enum { VR_X, VR_DX, VR_K, VR_U, VR_KICK, VR_BOOST, VR_MODE, NR };
 #define DISCRETE_INPUT VR_BOOST
 #define INT_INPUT VR_MODE
+#define TUNABLE VR_K
 #elif defined(MODEL_VDP)
 #define NX 2
 #define NZ 0
@@ -52,6 +54,9 @@ enum { VR_MU = 2 * NX, NR };
 #endif
 #ifndef INT_INPUT
 #define INT_INPUT (-1)
+#endif
+#ifndef TUNABLE
+#define TUNABLE (-1)
 #endif
 
 typedef struct {
@@ -79,6 +84,8 @@ static const char *model_refuses(model *m, unsigned vr) {
 	if (vr >= NR) return "no such variable";
 	if (((int)vr == DISCRETE_INPUT || (int)vr == INT_INPUT) && m->initialized && !m->event_mode)
 		return "a discrete input is set in event mode only";
+	if ((int)vr == TUNABLE && m->initialized && !m->event_mode)
+		return "a tunable parameter is set in event mode only";
 	return 0;
 }
 
