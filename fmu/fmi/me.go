@@ -413,7 +413,7 @@ func (e *me) advance(t0, t1 float64) error {
 			// after this one is no longer than the time since the last,
 			// so that its probes see the next, however short (while it
 			// shrinks by a factor, not ninefold, at a time).
-			if e.lastState == e.lastState && tNew > e.lastState {
+			if !math.IsNaN(e.lastState) && tNew > e.lastState {
 				e.sol.Cap = tNew - e.lastState
 			}
 			e.lastState = tNew
