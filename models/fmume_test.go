@@ -500,3 +500,20 @@ func TestMETuneLive(t *testing.T) {
 		}
 	}
 }
+
+// A Model Exchange FMU's step in its child process allocates nothing on
+// beamconnect's side, events and all (the ball bounces in these steps).
+func TestMEChildStepAllocs(t *testing.T) {
+	m, p, log := meRig(t, testfmu.MEOptions{FMI: 3, Model: "ball"}, Params{"outputs": map[string]any{"h": "throttle"}})
+	outs, ins := vectors(p)
+	outs[0][0] = 3
+	k := 0
+	step := func() { k++; m.Step(float64(k)*p.Period, outs, ins) }
+	step()
+	if n := testing.AllocsPerRun(300, step); n != 0 {
+		t.Errorf("%v allocations per step", n)
+	}
+	if m.events.Load() == 0 || m.Fault() != nil {
+		t.Errorf("%d events, fault %v: the steps did not bounce the ball\n%s", m.events.Load(), m.Fault(), log)
+	}
+}
