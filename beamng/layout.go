@@ -1,6 +1,9 @@
 package beamng
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Layout is the message layout of one coupling: which signal each element
 // of the messages in either direction carries. Gen 1 has one fixed layout
@@ -72,4 +75,40 @@ func (l *Layout) Equal(o *Layout) bool {
 		return a.Group == b.Group && a.Name == b.Name && a.Kind == b.Kind
 	}
 	return slices.EqualFunc(l.sig[0], o.sig[0], same) && slices.EqualFunc(l.sig[1], o.sig[1], same)
+}
+
+// Range is the range BeamNG documents for a control it applies with
+// input.event: the pedals (throttle, brake, clutch, parking brake) 0 to 1,
+// the steering −1 to 1. ok is false for anything else (wheel torques, the
+// drive mode, custom slots, data from BeamNG) and for a Gen 2 modifier row
+// (multiply, add, freeze), whose value is not the control itself.
+func (s Signal) Range() (lo, hi float64, ok bool) {
+	if s.Dir != ToBeamNG || s.Kind != "" && s.Kind != "value" {
+		return 0, 0, false
+	}
+	name := s.Name
+	if s.Meaning != "" {
+		name = s.Meaning
+	}
+	switch name {
+	case "throttle", "brake", "clutch", "parkingbrake":
+		return 0, 1, true
+	case "steering":
+		return -1, 1, true
+	}
+	return 0, 0, false
+}
+
+// Limits are the lowest and highest value BeamNG takes in each element of
+// a reply (Range), −Inf and +Inf where it documents none.
+func (l *Layout) Limits() (lo, hi []float64) {
+	sig := l.sig[ToBeamNG]
+	lo, hi = make([]float64, len(sig)), make([]float64, len(sig))
+	for i, s := range sig {
+		lo[i], hi[i] = math.Inf(-1), math.Inf(1)
+		if a, b, ok := s.Range(); ok {
+			lo[i], hi[i] = a, b
+		}
+	}
+	return lo, hi
 }

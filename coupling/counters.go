@@ -28,8 +28,10 @@ const (
 	NotComputed                    // messages the model computed no controls for in time: answered with neutral controls
 	StaleData                      // messages answered with neutral controls: the model reads another vehicle whose data stopped coming
 	Waiting                        // messages answered with neutral controls: the model reads another vehicle that has not sent yet
+	ModelEnded                     // messages answered with neutral controls after the model ended the simulation
 	LongMessages                   // messages longer than the layout: the extra values ignored
 	NonFinite                      // NaN or Inf values the model wrote that BeamNG must not get
+	Clamped                        // control values beyond the range BeamNG documents: clamped
 	Drained                        // stale messages skipped after a (re)connect or a pause
 	StallsRecovered                // BeamNG 2 s timeouts after which reply ids were re-based
 	Late                           // replies withheld because BeamNG had given up on them
@@ -49,6 +51,10 @@ const (
 	ModelFailed                    // steps of an FMU that failed or gave unusable outputs
 	ModelSkipped                   // requests not sent to the model's program (it was busy)
 	ModelRestarts                  // restarts of the model's program
+	ModelResets                    // times the model started over: BeamNG started its coupling again
+	SolverSteps                    // a model exchange FMU's solver steps
+	SolverRejected                 // … steps its error control rejected
+	SolverEvents                   // … events handled (time, state, step)
 	Reloads                        // config reloads applied
 	ReloadErrors                   // config reloads refused
 	RecordRows                     // rows recorded
@@ -110,11 +116,13 @@ var CounterTable = [NumCounters]CounterInfo{
 		}},
 	StaleData: {Name: "stale_data", Help: "BeamNG messages answered with neutral controls because the model reads another vehicle whose data had stopped coming.",
 		Problem: count("%d messages were answered with neutral controls: the model reads another vehicle whose data had stopped coming (its BeamNG silent), and is never stepped on stale data")},
-	Waiting: {Name: "waiting_for_vehicles", Normal: true, Help: "BeamNG messages answered with neutral controls while another vehicle the model reads had not sent yet (start-up)."},
+	ModelEnded: {Name: "after_model_ended", Normal: true, Help: "BeamNG messages answered with neutral controls after the model (an FMU) ended the simulation: not a fault."},
+	Waiting:    {Name: "waiting_for_vehicles", Normal: true, Help: "BeamNG messages answered with neutral controls while another vehicle the model reads had not sent yet (start-up)."},
 	LongMessages: {Name: "long_messages", Help: "BeamNG messages longer than the layout: the extra values were ignored.",
 		Problem: count("%d of BeamNG's messages were longer than the CSV says (BeamNG runs another CSV?): the extra values were ignored")},
 	NonFinite: {Name: "non_finite", Help: "NaN or Inf values the model wrote that BeamNG must not get: the last value sent went instead.",
 		Problem: count("the model wrote NaN or Inf %d times: the last value sent went to BeamNG instead (BeamNG's Gen 2 has no NaN filter)")},
+	Clamped:         {Name: "clamped", Help: "Control values the model wrote beyond what BeamNG accepts (pedals 0 to 1, steering −1 to 1): clamped to the range before sending."},
 	Drained:         {Name: "drained", Normal: true, Help: "Stale messages skipped after a (re)connect or a pause."},
 	StallsRecovered: {Name: "stalls_recovered", Help: "BeamNG 2 s timeouts after which reply ids were re-based.", Problem: stalls},
 	Late: {Name: "late_replies", Help: "Replies withheld because BeamNG had given up on them.",
@@ -138,6 +146,10 @@ var CounterTable = [NumCounters]CounterInfo{
 	ModelFailed:    {Name: "model_failed", Help: "Steps of the FMU that failed, or gave NaN or infinite outputs.", Run: true, Problem: count("the FMU failed or gave NaN or infinite outputs at %d steps (see the log for which)")},
 	ModelSkipped:   {Name: "model_skipped", Normal: true, Help: "Requests not sent to the model's program while it was busy.", Run: true},
 	ModelRestarts:  {Name: "model_restarts", Help: "Restarts of the model's program.", Run: true},
+	SolverSteps:    {Name: "solver_steps", Normal: true, Help: "Steps of the solver integrating a model exchange FMU.", Run: true},
+	SolverRejected: {Name: "solver_rejected", Normal: true, Help: "Steps of that solver its error control rejected (and took again, smaller).", Run: true},
+	SolverEvents:   {Name: "solver_events", Normal: true, Help: "Events of a model exchange FMU handled: time, state and step events.", Run: true},
+	ModelResets:    {Name: "model_resets", Normal: true, Help: "Times the model started over from its initial state because BeamNG started its coupling again.", Run: true},
 	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},
 	ReloadErrors:   {Name: "reload_errors", Normal: true, Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
 	RecordRows:     {Name: "record_rows", Help: "Rows recorded.", Run: true},

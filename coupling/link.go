@@ -57,6 +57,8 @@ type Link struct {
 	msg     []float64
 	reply   []float64
 	neutral []float64 // the reply's values when the model's cannot be trusted
+	lo, hi  []float64 // per reply slot, the range BeamNG documents for its control (±Inf: none)
+	clamped []bool    // per reply slot: a value beyond its range was warned about
 	last    []float64 // the last reply's values, which BeamNG has
 	rx, tx  []byte
 	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
@@ -77,6 +79,7 @@ type Link struct {
 	flushAt      time.Time     // when the recording is flushed next (vehicle 0's loop)
 	interArrival time.Duration // between the last two BeamNG messages (ping_results[1])
 	fresh        bool          // the next message is the first since (re)connecting
+	restarted    bool          // BeamNG started this vehicle's coupling again: its next message begins it
 	silent       bool          // BeamNG went silent while connected, and has not sent since
 
 	stats Stats
@@ -134,6 +137,10 @@ func (l *Link) rebind(p *ports.Plan) {
 	}
 	if l.plan != nil && l.ids.switchTo(p.ReplyID) {
 		l.log.Warn("reply ids switched to echo: echoed ids lag one behind what BeamNG last applied, so BeamNG will wait 2 s once before it follows them")
+	}
+	if l.plan == nil || !l.plan.Vehicles[l.index].Layout.Equal(p.Vehicles[l.index].Layout) {
+		l.lo, l.hi = p.Vehicles[l.index].Layout.Limits()
+		l.clamped = make([]bool, len(l.lo))
 	}
 	l.plan, l.in = p, in
 	l.need = p.Vehicles[l.index].Need
@@ -287,7 +294,7 @@ func (l *Link) finish(stopped bool) {
 // waits a little.
 func (l *Link) idle(ctx context.Context) {
 	st := l.enter()
-	st.idle(l.sim.IdleTime())
+	st.idle()
 	st.leave()
 	t := time.NewTimer(idleStep)
 	defer t.Stop()

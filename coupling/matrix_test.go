@@ -231,6 +231,41 @@ func TestFaultMatrix(t *testing.T) {
 				}
 				m.extra = "recovered at the next step"
 			}},
+		{name: "an FMU that ends the simulation", what: "an FMU in its child process asks to stop at its 300th step (FMI 2.0: fmi2Discard and fmi2Terminated): neutral controls from then on, one log line with its time and reason, no restart, not a fault",
+			configFile: fmuRig(testfmu.Options{Fault: "terminate", After: 300}),
+			check: func(t *testing.T, m *matrixRun) {
+				v := m.h.s.Values()
+				st := m.h.c.Stats()
+				if st.Get(ModelEnded) < 100 || v[ModelFaults] != 0 || m.h.em.Vehicle().Throttle != 0 || m.h.em.Vehicle().Brake != 0 {
+					t.Errorf("after_model_ended %d, model faults %d, throttle %v brake %v", st.Get(ModelEnded), v[ModelFaults], m.h.em.Vehicle().Throttle, m.h.em.Vehicle().Brake)
+				}
+				if n := strings.Count(m.log.String(), "the FMU ended the simulation at t = 1.4975 s"); n != 1 || m.log.Has("starting it again") {
+					t.Errorf("%d log lines of its end\n%s", n, m.log)
+				}
+				m.extra = fmt.Sprintf("%d messages answered neutral after it ended", st.Get(ModelEnded))
+			}},
+		{name: "BeamNG restarts under an FMU", what: "an FMU in its child process; BeamNG's controller reloaded at 1 s (ids from 0, a new port): the FMU starts over from its initial state, its time from the new first message's",
+			configFile: fmuRig(testfmu.Options{}), faults: []string{"restart@1s"},
+			check: func(t *testing.T, m *matrixRun) {
+				v := m.h.s.Values()
+				f, _ := m.h.model.(interface{ Resets() int64 })
+				if v[ModelResets] != 1 || v[ModelFaults] != 0 || f == nil || f.Resets() != 1 {
+					t.Errorf("model resets %d, model faults %d, the FMU's resets %v\n%s", v[ModelResets], v[ModelFaults], f, m.log)
+				}
+				m.extra = "1 model reset, the FMU reset once"
+			}},
+		{name: "a state event stepped over", what: "a Model Exchange bouncing ball that never rests, under rk4 at the period's step: once a bounce fits inside a step, a fault for good that names the way out, never a ball below the floor",
+			configFile: ballRig,
+			reported:   []string{"the model faulted"},
+			check: func(t *testing.T, m *matrixRun) {
+				if m.h.em.Vehicle().Throttle != 0 {
+					t.Errorf("throttle %v at the end: not neutral", m.h.em.Vehicle().Throttle)
+				}
+				if !m.log.Has("a state event was stepped over") || m.log.Has("starting it again") {
+					t.Errorf("the fault is not said, or the FMU was started again\n%s", m.log)
+				}
+				m.extra = "said at once, not started again"
+			}},
 		{name: "a reload the model refuses", what: "an FMU in its child process: kp 50, which it refuses, tried on a scratch instance first: refused whole, nothing applied",
 			configFile: fmuRig(testfmu.Options{}), steps: 6000, fps: 60, during: refusedReload,
 			check: func(t *testing.T, m *matrixRun) {
@@ -317,6 +352,15 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	var model func(*ports.Plan) models.Model
 	if row.model != nil {
 		model = func(p *ports.Plan) models.Model { return row.model(t, p, m.log) }
+	} else {
+		// The config's model, logging where the row looks.
+		model = func(p *ports.Plan) models.Model {
+			md, err := catalog.New(p.Model, p.ModelParams, p, m.log.Logger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return md
+		}
 	}
 	if row.timeout != 0 {
 		cfg.ModelTimeout = row.timeout
@@ -442,6 +486,28 @@ func fmuRig(o testfmu.Options) func(t *testing.T) string {
 		os.WriteFile(rig, []byte(text), 0o644)
 		return rig
 	}
+}
+
+// ballRig is a Model Exchange bouncing ball that never comes to rest, its
+// height driving the throttle (1 m: floored at first), integrated by rk4
+// at the period's step.
+func ballRig(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "ball.fmu")
+	if err := testfmu.Available(2); err != nil {
+		t.Skip(err)
+	}
+	if err := testfmu.BuildME(path, testfmu.MEOptions{Model: "ball"}); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(must(os.ReadFile("../examples/fmu-cruise/cruise.json"))), `"path": "cruise.fmu",
+      "parameters": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 }`,
+		`"path": "`+filepath.ToSlash(path)+`", "interface": "ModelExchange", "solver": "rk4", "restart": true,
+      "outputs": { "h": "throttle" }, "parameters": { "vmin": 0, "h0": 1 }`, 1)
+	text = strings.Replace(text, `,
+    "quality": { "measured": "groundspeed", "setpoint": "setSpeed" }`, "", 1)
+	rig := filepath.Join(filepath.Dir(path), "ball.json")
+	os.WriteFile(rig, []byte(text), 0o644)
+	return rig
 }
 
 // swapGroups reloads the Gen 2 follow rig with its inputs groups swapped,

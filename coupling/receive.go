@@ -159,7 +159,7 @@ func (l *Link) quiet(now time.Time) {
 	st := l.enter()
 	l.checkOverdue(l.sim.IdleTime())
 	if l.state == Connecting {
-		st.idle(l.sim.IdleTime())
+		st.idle()
 	}
 	st.leave()
 	l.report() // another vehicle's step may have faulted or healed the model
@@ -273,6 +273,7 @@ func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
 		l.rebase(id, now)
 	case id == 0 && l.lastID > 0:
 		l.stats.inc(Restarts)
+		l.restarted = true
 		l.log.Warn("BeamNG's controller restarted (ids from 0 again)", "from", from)
 		l.rebase(id, now)
 	case id <= l.lastID:
@@ -308,6 +309,7 @@ func (l *Link) takeSource(from netip.AddrPort, id float64, now time.Time) {
 			"silent_for", silent, "id", id)
 	}
 	l.stats.inc(SourceChanges)
+	l.restarted = true // a new coupling session: the model starts over
 	l.src.latch(from, now)
 	l.fresh = true // count the reply ids from this message
 }

@@ -246,6 +246,9 @@ func (s *Session) collect() {
 		s.stats.Set(ModelFailed, n.Failed)
 		s.stats.Set(ModelSkipped, n.Skipped)
 		s.stats.Set(ModelRestarts, n.Restarts)
+		s.stats.Set(SolverSteps, n.SolverSteps)
+		s.stats.Set(SolverRejected, n.SolverRejected)
+		s.stats.Set(SolverEvents, n.Events)
 	}
 	if l := s.opt.LogLoss; l != nil {
 		dropped, failed := l()
@@ -274,6 +277,16 @@ func (s *Session) control(final bool) []quality.Report {
 	}
 	if r, ok := s.stage.model.(models.Reporter); ok {
 		return r.Quality(final)
+	}
+	return nil
+}
+
+// ModelNotes are what the model says about how it runs (an FMU's
+// interface and step, and when it ended the simulation and why), a line
+// each; nil when it says nothing.
+func (s *Session) ModelNotes() []string {
+	if n, ok := s.stage.model.(models.Noter); ok {
+		return n.Notes()
 	}
 	return nil
 }

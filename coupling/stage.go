@@ -29,7 +29,10 @@ type stage struct {
 	plan     *ports.Plan // the plan the port vectors are laid out by (under mu)
 	outs     [][]float64 // output port vectors; outs[0][0] is the status
 	ins      [][]float64 // input port vectors; ins[0][0] is the directive
-	lastT    float64     // the model's time never goes back, whichever vehicle steps it
+	clock    *modelClock // the model's time: the simulation's
+	resetter models.Resetter
+	ender    models.Ender // nil when the model cannot end the simulation
+	reset    bool         // BeamNG started its coupling again: the model starts over at its next step
 	fault    faultState
 	statuses []*atomic.Int32 // each vehicle's reported status
 	fresh    freshness       // whose data are recent enough to step the model on
@@ -71,6 +74,9 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 	st.connect.Store(st.ins[0][0] != 0)
 	st.fault.init(m, stats, log, clock)
 	st.fresh.init(p, modelReads(m, p))
+	st.clock = newModelClock(len(p.Vehicles), p.Period)
+	st.resetter, _ = m.(models.Resetter)
+	st.ender, _ = m.(models.Ender)
 	st.loops = &controlLoops{}
 	st.shown.Store(st.loops)
 	return st
@@ -111,13 +117,20 @@ func (st *stage) portStatus() Status {
 	return s
 }
 
-// modelTime keeps the model's time monotonic across vehicles: their clocks
-// (remote times count from each controller's own load) differ.
-func (st *stage) modelTime(t float64) float64 {
-	if t < st.lastT {
-		return st.lastT
+// place gives vehicle v's message id its model time, under the lock.
+// restart says BeamNG started v's coupling again with it: the model then
+// starts over (see modelClock), at its next step.
+func (st *stage) place(v int, id float64, restart bool) float64 {
+	t, reset := st.clock.place(v, id, restart, st.fresh.reads[v])
+	if reset {
+		st.reset = true
+		st.stats.inc(ModelResets)
+		if st.resetter != nil {
+			st.log.Info("BeamNG started its coupling again: the model starts over from its initial state", "model_time", t)
+		} else {
+			st.log.Info("BeamNG started its coupling again: the model's time starts over (the model keeps its state: it cannot be reset)", "model_time", t)
+		}
 	}
-	st.lastT = t
 	return t
 }
 
@@ -154,19 +167,32 @@ func (st *stage) relative(f *ports.Field) float64 {
 // particular).
 type neutral = Counter
 
-// step steps the model at local time t on vehicle v's message (id), under
+// step steps the model at its time t on vehicle v's message (id), under
 // the lock. It reports what the reply must carry: the model's controls
 // (ok), or neutral ones and why: the model reads another vehicle whose
 // data are stale (StaleData) or have not come yet (Waiting), the model
-// computed none for these data in time (NotComputed), or it is faulted
-// (ModelFaults).
+// computed none for these data in time (NotComputed), it is faulted
+// (ModelFaults), or it ended the simulation (ModelEnded).
 func (st *stage) step(v int, id, t float64) (why neutral, ok bool) {
 	st.outs[0][0] = float64(st.portStatus())
 	if why, ok := st.fresh.check(v, id); !ok {
 		st.fault.update()
 		return why, false
 	}
-	computed, faulted := st.fault.step(st.model, st.modelTime(t), st.outs, st.ins)
+	if st.reset {
+		st.reset = false
+		if st.resetter != nil {
+			st.resetter.Reset()
+		}
+	}
+	if st.ender != nil && st.ender.Ended() != nil {
+		st.fault.update()
+		return ModelEnded, false
+	}
+	computed, faulted := st.fault.step(st.model, t, st.outs, st.ins)
+	if !computed && !faulted && st.ender != nil && st.ender.Ended() != nil {
+		return ModelEnded, false // it ended at this step
+	}
 	st.connect.Store(st.ins[0][0] != 0)
 	switch {
 	case faulted:
@@ -178,9 +204,9 @@ func (st *stage) step(v int, id, t float64) (why neutral, ok bool) {
 }
 
 // idle steps a model that wants to see the status while no data come, at
-// local time t, under the lock.
-func (st *stage) idle(t float64) {
+// its time (which stands still: no simulation step), under the lock.
+func (st *stage) idle() {
 	st.outs[0][0] = float64(st.portStatus())
-	st.fault.idle(st.model, st.modelTime(t), st.outs, st.ins)
+	st.fault.idle(st.model, st.clock.now(), st.outs, st.ins)
 	st.connect.Store(st.ins[0][0] != 0)
 }

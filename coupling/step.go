@@ -28,6 +28,8 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 
 	st := l.enter()
 	replyID := l.ids.next(id, &l.lockstep)
+	mt := st.place(l.index, id, l.restarted)
+	l.restarted = false
 	if whole {
 		st.capture(l.index, &l.slots, l.msg)
 		l.fillOutputs(id, t)
@@ -35,7 +37,7 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	l.checkOverdue(t)
 	why, ok := ShortMessages, false
 	if whole {
-		why, ok = st.step(l.index, id, t)
+		why, ok = st.step(l.index, id, mt)
 		st.loops.observe(l.index, t, st.outs, st.ins)
 	}
 	if ok {
@@ -139,7 +141,8 @@ func (l *Link) fillReply(id float64) {
 				for k := range f.Width {
 					v := math.NaN()
 					if due {
-						v = l.stage.ins[pn][f.Offset+k]
+						v = l.clamp(f, f.Slot+k, l.stage.ins[pn][f.Offset+k])
+						l.stage.ins[pn][f.Offset+k] = v // the recording shows what BeamNG got
 						if !l.proto.Sendable(v) {
 							l.stats.inc(NonFinite)
 							l.src.nonFinite(f.Name)
@@ -150,6 +153,24 @@ func (l *Link) fillReply(id float64) {
 			}
 		}
 	}
+}
+
+// clamp keeps a control within the range BeamNG documents for it (the
+// pedals 0 to 1, the steering −1 to 1): a value beyond it is counted, and
+// warned about once per field, naming the field and the value. NaN and
+// ±Inf pass: Sendable deals with them.
+func (l *Link) clamp(f *ports.Field, slot int, v float64) float64 {
+	lo, hi := l.lo[slot], l.hi[slot]
+	if v >= lo && v <= hi || v-v != 0 { // in range, or not a number: Sendable's
+		return v
+	}
+	l.stats.inc(Clamped)
+	if !l.clamped[slot] {
+		l.clamped[slot] = true
+		l.log.Warn("the model's control is beyond what BeamNG accepts: clamped (counted; said once per field)",
+			"field", f.Name, "value", v, "range", [2]float64{lo, hi})
+	}
+	return min(max(v, lo), hi)
 }
 
 // checkOverdue rolls this vehicle's incoming contracts' blocked states up.

@@ -19,12 +19,16 @@ import (
 type FMU struct {
 	Path string
 	Desc *Description
-	// Platforms lists the folders under binaries/ that hold the
-	// co-simulation binary (modelIdentifier plus the platform's
+	// Platforms lists the folders under binaries/ that hold a binary of
+	// one of its interfaces (a modelIdentifier plus the platform's
 	// extension), e.g. "linux64" or "x86_64-windows".
 	Platforms []string
-	files     []*zip.File
-	closer    io.Closer
+	// Binaries are every library under binaries/ (platform/name, e.g.
+	// "x86_64-linux/x.so"), named for a model identifier or not: what
+	// the archive holds, for inspect and for saying why none fits.
+	Binaries []string
+	files    []*zip.File
+	closer   io.Closer
 }
 
 // Open reads an FMU's modelDescription.xml and lists its binaries. The
@@ -65,22 +69,25 @@ func Open(file string) (*FMU, error) {
 		zr.Close()
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	if f.Desc.CoSim != nil {
-		ext := map[string]string{".so": "", ".dll": "", ".dylib": ""}
-		for _, zf := range zr.File {
-			dir, base := path.Split(zf.Name)
-			parts := strings.Split(strings.Trim(dir, "/"), "/")
-			if len(parts) != 2 || parts[0] != "binaries" {
-				continue
-			}
-			if e := path.Ext(base); strings.TrimSuffix(base, e) == f.Desc.CoSim.ModelIdentifier {
-				if _, ok := ext[e]; ok && !slices.Contains(f.Platforms, parts[1]) {
-					f.Platforms = append(f.Platforms, parts[1])
-				}
-			}
+	ext := map[string]string{".so": "", ".dll": "", ".dylib": ""}
+	ids := f.Desc.Identifiers()
+	for _, zf := range zr.File {
+		dir, base := path.Split(zf.Name)
+		parts := strings.Split(strings.Trim(dir, "/"), "/")
+		if len(parts) != 2 || parts[0] != "binaries" {
+			continue
 		}
-		slices.Sort(f.Platforms)
+		e := path.Ext(base)
+		if _, ok := ext[e]; !ok {
+			continue
+		}
+		f.Binaries = append(f.Binaries, parts[1]+"/"+base)
+		if slices.Contains(ids, strings.TrimSuffix(base, e)) && !slices.Contains(f.Platforms, parts[1]) {
+			f.Platforms = append(f.Platforms, parts[1])
+		}
 	}
+	slices.Sort(f.Platforms)
+	slices.Sort(f.Binaries)
 	return f, nil
 }
 
@@ -146,32 +153,99 @@ func platformOf(major int, goos, goarch string) (folder, ext string, ok bool) {
 	return "", "", false
 }
 
-// Supported says whether beamconnect can run the FMU on this machine: FMI
-// 2.0 or 3.0 co-simulation with a binary for this platform. The error
-// names what the FMU has instead.
-func (f *FMU) Supported() error {
-	if f.Desc.CoSim == nil {
-		has := "no interface at all"
-		if len(f.Desc.Interfaces) > 0 {
-			has = strings.Join(f.Desc.Interfaces, " and ")
+// The interfaces beamconnect runs an FMU with.
+const (
+	CoSim = "CoSimulation"
+	ME    = "ModelExchange"
+)
+
+// Interface is the interface beamconnect runs the FMU with when want
+// (modelParams.interface) names none: co-simulation when the FMU has it
+// (it brings its own solver), else model exchange (beamconnect integrates
+// it). The error says why the FMU cannot run as asked.
+func (d *Description) Interface(want string) (string, error) {
+	has := func(i string) bool { return slices.Contains(d.Interfaces, i) }
+	switch want {
+	case "":
+		switch {
+		case d.CoSim != nil:
+			return CoSim, nil
+		case d.ME != nil:
+			return ME, nil
 		}
-		return fmt.Errorf("%s is not a co-simulation FMU (it has %s): beamconnect steps co-simulation FMUs, which bring their own solver", f.Path, has)
+	case CoSim, ME:
+		if has(want) {
+			return want, nil
+		}
+		return "", fmt.Errorf("the FMU has no %s interface: it has %s", want, interfaces(d))
+	default:
+		return "", fmt.Errorf("interface %q: expected %q or %q", want, CoSim, ME)
+	}
+	if has("ScheduledExecution") {
+		return "", fmt.Errorf("the FMU has the ScheduledExecution interface only: beamconnect runs FMUs for co-simulation and model exchange; scheduled execution needs a scheduler activating its model partitions by clock, which BeamNG's fixed-rate coupling does not have: export the FMU for co-simulation or model exchange")
+	}
+	return "", fmt.Errorf("the FMU has %s: beamconnect runs FMUs for co-simulation and model exchange", interfaces(d))
+}
+
+func interfaces(d *Description) string {
+	if len(d.Interfaces) == 0 {
+		return "no interface at all"
+	}
+	return strings.Join(d.Interfaces, " and ")
+}
+
+// Identifier is the binary's base name for an interface.
+func (d *Description) Identifier(iface string) string {
+	if iface == ME && d.ME != nil {
+		return d.ME.ModelIdentifier
+	}
+	if d.CoSim != nil {
+		return d.CoSim.ModelIdentifier
+	}
+	return ""
+}
+
+// Supported says whether beamconnect can run the FMU on this machine with
+// its default interface (co-simulation when it has it, else model
+// exchange), FMI 2.0 or 3.0, with a binary for this platform. The error
+// names what the FMU has instead.
+func (f *FMU) Supported() error { return f.SupportedAs("") }
+
+// SupportedAs is Supported for the interface want names ("" the default).
+func (f *FMU) SupportedAs(want string) error {
+	iface, err := f.Desc.Interface(want)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	if f.Desc.Clocks {
+		return fmt.Errorf("%s declares clocks: beamconnect does not drive FMI 3.0 clocks (they need event mode and a master that ticks them), so it cannot run this FMU faithfully: export it without clocks", f.Path)
 	}
 	folder, _, ok := Platform(f.Desc.Major)
 	if !ok {
 		return fmt.Errorf("beamconnect runs FMUs on x86-64 Linux and Windows; this machine is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	if slices.Contains(f.Platforms, folder) {
+	id := f.Desc.Identifier(iface)
+	if f.hasBinary(folder, id) {
 		return nil
 	}
 	has := "no binary for any platform (a source-only FMU: build it for " + folder + " first)"
+	if len(f.Platforms) == 0 && len(f.Binaries) > 0 {
+		has = "binaries/" + strings.Join(f.Binaries, ", binaries/") + ", named for no model identifier of its modelDescription.xml (" +
+			strings.Join(f.Desc.Identifiers(), ", ") + "): FMI loads binaries/PLATFORM/IDENTIFIER" + ext(f.Desc.Major) + "; export the FMU again, or rename the binary"
+	}
 	if len(f.Platforms) > 0 {
 		has = "binaries for " + strings.Join(f.Platforms, ", ") + " only"
 		if way := otherWay(f.Platforms, folder); way != "" {
 			has += ": " + way
 		}
 	}
-	return fmt.Errorf("%s has no binary for this machine (binaries/%s/%s, FMI %s): it has %s", f.Path, folder, f.Desc.CoSim.ModelIdentifier+ext(f.Desc.Major), f.Desc.FMIVersion, has)
+	return fmt.Errorf("%s has no binary for this machine (binaries/%s/%s, FMI %s): it has %s", f.Path, folder, id+ext(f.Desc.Major), f.Desc.FMIVersion, has)
+}
+
+// hasBinary reports whether the archive holds binaries/folder/id.so (or
+// .dll).
+func (f *FMU) hasBinary(folder, id string) bool {
+	return f.file("binaries/"+folder+"/"+id+ext(f.Desc.Major)) != nil
 }
 
 // otherWay says how to run an FMU built for the other of Linux and Windows
@@ -224,11 +298,13 @@ func (f *FMU) checkEntries() error {
 }
 
 // Unpack extracts the archive into dir (which must exist) and names the
-// binary for this machine. The entries were checked when it was opened.
-func (f *FMU) Unpack(dir string) (*Unpacked, error) {
-	if err := f.Supported(); err != nil {
+// binary for this machine of the interface iface ("" the default). The
+// entries were checked when it was opened.
+func (f *FMU) Unpack(dir, iface string) (*Unpacked, error) {
+	if err := f.SupportedAs(iface); err != nil {
 		return nil, err
 	}
+	iface, _ = f.Desc.Interface(iface)
 	for _, zf := range f.files {
 		to := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(zf.Name, "./")))
 		if strings.HasSuffix(zf.Name, "/") {
@@ -244,7 +320,7 @@ func (f *FMU) Unpack(dir string) (*Unpacked, error) {
 	folder, e, _ := Platform(f.Desc.Major)
 	return &Unpacked{
 		Dir:       dir,
-		Library:   filepath.Join(dir, "binaries", folder, f.Desc.CoSim.ModelIdentifier+e),
+		Library:   filepath.Join(dir, "binaries", folder, f.Desc.Identifier(iface)+e),
 		Resources: filepath.Join(dir, "resources"),
 	}, nil
 }

@@ -10,48 +10,144 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // Kind is how a variable's value travels between beamconnect and the FMU.
+// Every numeric kind travels in the port vectors as a float64 (integers
+// of more than 53 bits lose their last bits); String and Binary are set
+// once, as parameters, before the FMU is initialized.
 type Kind uint8
 
 const (
-	Unsupported Kind = iota // a type beamconnect does not exchange (String, Binary, Clock, Int64…)
+	Unsupported Kind = iota // a type beamconnect does not exchange (Clock)
 	Float64                 // FMI 2.0 Real, FMI 3.0 Float64
 	Float32                 // FMI 3.0 Float32
-	Int32                   // FMI 2.0 Integer and Enumeration, FMI 3.0 Int32
+	Int32                   // FMI 2.0 Integer, FMI 3.0 Int32
 	Bool                    // FMI 2.0 Boolean (an int), FMI 3.0 Boolean (a C bool)
+	Int8                    // FMI 3.0 Int8 …
+	UInt8
+	Int16
+	UInt16
+	UInt32
+	Int64
+	UInt64
+	Enum   // FMI 2.0 Enumeration (set as an Integer), FMI 3.0 Enumeration (set as an Int64)
+	String // set before initialization only
+	Binary // set before initialization only, from hexadecimal text
+	numKinds
 )
 
+var kindNames = [numKinds]string{"unsupported", "float64", "float32", "int32", "bool", "int8", "uint8", "int16",
+	"uint16", "uint32", "int64", "uint64", "enumeration", "string", "binary"}
+
 func (k Kind) String() string {
-	switch k {
-	case Float64:
-		return "float64"
-	case Float32:
-		return "float32"
-	case Int32:
-		return "int32"
-	case Bool:
-		return "bool"
+	if k < numKinds {
+		return kindNames[k]
 	}
 	return "unsupported"
+}
+
+// Numeric reports whether values of the kind travel as numbers: every
+// kind but String, Binary and the unsupported.
+func (k Kind) Numeric() bool { return k >= Float64 && k <= Enum }
+
+// Integer reports whether the kind holds whole numbers.
+func (k Kind) Integer() bool { return k == Int32 || k >= Int8 && k <= Enum }
+
+// Limits are the smallest and largest value the kind can hold (as float64:
+// the 64-bit kinds' limits rounded), ±Inf for the floating-point kinds.
+func (k Kind) Limits() (lo, hi float64) {
+	switch k {
+	case Int8:
+		return math.MinInt8, math.MaxInt8
+	case UInt8:
+		return 0, math.MaxUint8
+	case Int16:
+		return math.MinInt16, math.MaxInt16
+	case UInt16:
+		return 0, math.MaxUint16
+	case Int32:
+		return math.MinInt32, math.MaxInt32
+	case UInt32:
+		return 0, math.MaxUint32
+	case Int64, Enum:
+		return math.MinInt64, math.MaxInt64
+	case UInt64:
+		return 0, math.MaxUint64
+	case Bool:
+		return 0, 1
+	}
+	return math.Inf(-1), math.Inf(1)
 }
 
 // Variable is one model variable.
 type Variable struct {
 	Name        string
-	VR          uint32 // valueReference
+	VR          uint32
 	Type        string // as the standard names it: Real, Integer… (2.0); Float64, Int32… (3.0)
 	Kind        Kind
 	Causality   string // parameter, calculatedParameter, input, output, local, independent, structuralParameter
 	Variability string // constant, fixed, tunable, discrete, continuous
 	Initial     string // exact, approx, calculated; "" when not given
 	Unit        string // its own or its declared type's; "" when none
-	Start       string // as written; "" when none
+	// Start is the start value as written; an array's elements are
+	// separated by spaces; a String's or Binary's elements (FMI 3.0's
+	// <Start value>) are in Starts too.
+	Start        string
+	Starts       []string
+	Description  string
+	DeclaredType string
+	// Min and Max are its own or its declared type's bounds; nil when none.
+	Min, Max *float64
+	// Items are an enumeration's items (from its declared type).
+	Items []Item
+	// Dims are an FMI 3.0 array's dimensions; none for a scalar.
+	Dims  []Dimension
+	Array bool // an FMI 3.0 array variable (it has Dims)
+}
+
+// Item is one item of an enumeration.
+type Item struct {
+	Name        string
+	Value       int64
 	Description string
-	Array       bool // an FMI 3.0 array variable (it has Dimension elements)
+}
+
+// Dimension is one dimension of an array variable: a fixed size (Start),
+// or the value of a structural parameter (VR, when Param).
+type Dimension struct {
+	Start uint64
+	VR    uint32
+	Param bool
+}
+
+// Shape is an array variable's dimensions as inspect and the messages
+// write them: "[3]", "[2,3]", or a structural parameter's name and its
+// start value, "[n=3]"; "" for a scalar.
+func (d *Description) Shape(v *Variable) string {
+	if !v.Array {
+		return ""
+	}
+	var dims []string
+	for _, dim := range v.Dims {
+		if !dim.Param {
+			dims = append(dims, strconv.FormatUint(dim.Start, 10))
+			continue
+		}
+		p, ok := d.ByVR(dim.VR)
+		switch {
+		case !ok:
+			dims = append(dims, fmt.Sprintf("vr %d", dim.VR))
+		case p.Start != "":
+			dims = append(dims, p.Name+"="+p.Start)
+		default:
+			dims = append(dims, p.Name)
+		}
+	}
+	return "[" + strings.Join(dims, ",") + "]"
 }
 
 // Settable reports whether a master may give the variable a value before
@@ -71,6 +167,48 @@ func (v *Variable) Tunable() bool {
 	return v.Causality == "input" || v.Causality == "parameter" && v.Variability == "tunable"
 }
 
+// Item finds an enumeration's item by value.
+func (v *Variable) Item(value int64) (Item, bool) {
+	for _, it := range v.Items {
+		if it.Value == value {
+			return it, true
+		}
+	}
+	return Item{}, false
+}
+
+// Size is the number of elements: 1 for a scalar, the product of the
+// dimensions for an array; a structural parameter's dimension is its start
+// value (of d) or what size says it is set to (size may be nil).
+func (v *Variable) Size(d *Description, size func(vr uint32) (uint64, bool)) (uint64, error) {
+	n := uint64(1)
+	for _, dim := range v.Dims {
+		k := dim.Start
+		if dim.Param {
+			var ok bool
+			if size != nil {
+				k, ok = size(dim.VR)
+			}
+			if !ok {
+				p, found := d.ByVR(dim.VR)
+				if !found {
+					return 0, fmt.Errorf("variable %q: its dimension refers to value reference %d, which no variable has", v.Name, dim.VR)
+				}
+				f, err := strconv.ParseUint(strings.TrimSpace(p.Start), 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("variable %q: its dimension is the structural parameter %q, whose start %q is not a whole number", v.Name, p.Name, p.Start)
+				}
+				k = f
+			}
+		}
+		if k > 0 && n > MaxVariables/k {
+			return 0, fmt.Errorf("variable %q: more than %d elements", v.Name, MaxVariables)
+		}
+		n *= k
+	}
+	return n, nil
+}
+
 // Experiment is the FMU's DefaultExperiment; a nil field was not given.
 type Experiment struct {
 	StartTime, StopTime, Tolerance, StepSize *float64
@@ -84,6 +222,19 @@ type CoSimulation struct {
 	VariableStep bool
 	// FixedInternalStepSize is FMI 3.0's, 0 when not given.
 	FixedInternalStepSize float64
+	// CanGetAndSetState: the FMU can save and restore its state (to redo
+	// a step it discarded).
+	CanGetAndSetState bool
+}
+
+// ModelExchange is the FMU's model exchange interface: the master
+// integrates its equations.
+type ModelExchange struct {
+	ModelIdentifier string
+	// CompletedIntegratorStep: the FMU needs fmiXCompletedIntegratorStep
+	// after every step (FMI 2.0: unless completedIntegratorStepNotNeeded;
+	// FMI 3.0: when needsCompletedIntegratorStep).
+	CompletedIntegratorStep bool
 }
 
 // Description is what modelDescription.xml says.
@@ -94,17 +245,37 @@ type Description struct {
 	Token      string // FMI 2.0 guid, FMI 3.0 instantiationToken
 	Generator  string // generationTool, "" when not given
 	CoSim      *CoSimulation
+	ME         *ModelExchange
 	// Interfaces lists every interface the FMU has: "CoSimulation",
 	// "ModelExchange", "ScheduledExecution".
 	Interfaces []string
 	Default    Experiment
 	Variables  []Variable
+	// States and EventIndicators are a Model Exchange FMU's numbers of
+	// continuous states and event indicators as its ModelStructure (FMI
+	// 3.0: scalars; the FMU is asked at run time) and, for FMI 2.0,
+	// numberOfEventIndicators say.
+	States, EventIndicators int
+	// Clocks: the FMU declares clocks (FMI 3.0), which beamconnect does not
+	// drive.
+	Clocks bool
 }
 
 // Variable finds a variable by name.
 func (d *Description) Variable(name string) (*Variable, bool) {
 	for i := range d.Variables {
 		if d.Variables[i].Name == name {
+			return &d.Variables[i], true
+		}
+	}
+	return nil, false
+}
+
+// ByVR finds a variable by value reference (the first: FMI 2.0 aliases
+// share one).
+func (d *Description) ByVR(vr uint32) (*Variable, bool) {
+	for i := range d.Variables {
+		if d.Variables[i].VR == vr {
 			return &d.Variables[i], true
 		}
 	}
@@ -120,27 +291,57 @@ func (d *Description) Names() []string {
 	return out
 }
 
+// Identifiers are the binaries' base names of the interfaces the FMU has.
+func (d *Description) Identifiers() []string {
+	var ids []string
+	if d.CoSim != nil {
+		ids = append(ids, d.CoSim.ModelIdentifier)
+	}
+	if d.ME != nil && !slices.Contains(ids, d.ME.ModelIdentifier) {
+		ids = append(ids, d.ME.ModelIdentifier)
+	}
+	return ids
+}
+
 // The XML of both versions. FMI 2.0 wraps a variable's type in a
 // ScalarVariable; FMI 3.0 names the element after the type.
 type xmlModel struct {
-	XMLName    xml.Name
-	FMIVersion string       `xml:"fmiVersion,attr"`
-	ModelName  string       `xml:"modelName,attr"`
-	GUID       string       `xml:"guid,attr"`
-	Token      string       `xml:"instantiationToken,attr"`
-	Generator  string       `xml:"generationTool,attr"`
-	CoSim      *xmlCoSim    `xml:"CoSimulation"`
-	ME         *struct{}    `xml:"ModelExchange"`
-	SE         *struct{}    `xml:"ScheduledExecution"`
-	Types      xmlTypes     `xml:"TypeDefinitions"`
-	Default    *xmlDefault  `xml:"DefaultExperiment"`
-	Vars       xmlVariables `xml:"ModelVariables"`
+	XMLName         xml.Name
+	FMIVersion      string       `xml:"fmiVersion,attr"`
+	ModelName       string       `xml:"modelName,attr"`
+	GUID            string       `xml:"guid,attr"`
+	Token           string       `xml:"instantiationToken,attr"`
+	Generator       string       `xml:"generationTool,attr"`
+	EventIndicators string       `xml:"numberOfEventIndicators,attr"`
+	CoSim           *xmlCoSim    `xml:"CoSimulation"`
+	ME              *xmlME       `xml:"ModelExchange"`
+	SE              *struct{}    `xml:"ScheduledExecution"`
+	Types           xmlTypes     `xml:"TypeDefinitions"`
+	Default         *xmlDefault  `xml:"DefaultExperiment"`
+	Vars            xmlVariables `xml:"ModelVariables"`
+	Structure       xmlStructure `xml:"ModelStructure"`
 }
 
 type xmlCoSim struct {
 	ModelIdentifier string `xml:"modelIdentifier,attr"`
 	VariableStep    string `xml:"canHandleVariableCommunicationStepSize,attr"`
 	FixedStep       string `xml:"fixedInternalStepSize,attr"`
+	GetSet2         string `xml:"canGetAndSetFMUstate,attr"`
+	GetSet3         string `xml:"canGetAndSetFMUState,attr"`
+}
+
+type xmlME struct {
+	ModelIdentifier string `xml:"modelIdentifier,attr"`
+	NotNeeded       string `xml:"completedIntegratorStepNotNeeded,attr"` // 2.0
+	Needs           string `xml:"needsCompletedIntegratorStep,attr"`     // 3.0
+}
+
+type xmlStructure struct {
+	Derivatives struct {
+		Unknown []struct{} `xml:"Unknown"`
+	} `xml:"Derivatives"` // 2.0
+	StateDerivatives []struct{} `xml:"ContinuousStateDerivative"` // 3.0
+	EventIndicators  []struct{} `xml:"EventIndicator"`            // 3.0
 }
 
 type xmlDefault struct {
@@ -150,22 +351,59 @@ type xmlDefault struct {
 	StepSize  string `xml:"stepSize,attr"`
 }
 
+// xmlType is a type definition's attributes: FMI 2.0's inner element of a
+// SimpleType, FMI 3.0's Float64Type and the like.
+type xmlType struct {
+	XMLName xml.Name
+	Name    string    `xml:"name,attr"`
+	Unit    string    `xml:"unit,attr"`
+	Min     string    `xml:"min,attr"`
+	Max     string    `xml:"max,attr"`
+	Items   []xmlItem `xml:"Item"`
+}
+
+type xmlItem struct {
+	Name        string `xml:"name,attr"`
+	Value       string `xml:"value,attr"`
+	Description string `xml:"description,attr"`
+}
+
 type xmlTypes struct {
 	Simple []struct { // FMI 2.0
-		Name string      `xml:"name,attr"`
-		Real *xmlTypeRef `xml:"Real"`
+		Name  string    `xml:"name,attr"`
+		Inner []xmlType `xml:",any"`
 	} `xml:"SimpleType"`
-	Any []struct { // FMI 3.0: Float64Type, Int32Type…
-		XMLName xml.Name
-		Name    string `xml:"name,attr"`
-		Unit    string `xml:"unit,attr"`
-	} `xml:",any"`
+	Any []xmlType `xml:",any"` // FMI 3.0: Float64Type, EnumerationType…
+}
+
+// typeDef is a declared type's attributes a variable inherits.
+type typeDef struct {
+	unit, min, max string
+	items          []xmlItem
+}
+
+func (t *xmlTypes) defs(major int) map[string]typeDef {
+	out := map[string]typeDef{}
+	if major == 2 {
+		for _, st := range t.Simple {
+			for _, in := range st.Inner {
+				out[st.Name] = typeDef{in.Unit, in.Min, in.Max, in.Items}
+			}
+		}
+		return out
+	}
+	for _, x := range t.Any {
+		out[x.Name] = typeDef{x.Unit, x.Min, x.Max, x.Items}
+	}
+	return out
 }
 
 type xmlTypeRef struct {
 	Start        string `xml:"start,attr"`
 	Unit         string `xml:"unit,attr"`
 	DeclaredType string `xml:"declaredType,attr"`
+	Min          string `xml:"min,attr"`
+	Max          string `xml:"max,attr"`
 }
 
 // xmlVariables is ModelVariables, decoded one variable at a time so that
@@ -189,7 +427,13 @@ type xmlAny struct {
 	XMLName xml.Name
 	xmlVarAttrs
 	xmlTypeRef
-	Dimension []struct{} `xml:"Dimension"`
+	Dimension []struct {
+		Start string `xml:"start,attr"`
+		VR    string `xml:"valueReference,attr"`
+	} `xml:"Dimension"`
+	Starts []struct {
+		Value string `xml:"value,attr"`
+	} `xml:"Start"`
 }
 
 func (v *xmlVariables) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
@@ -256,11 +500,12 @@ func ParseDescription(data []byte) (*Description, error) {
 	}
 	if m.CoSim != nil {
 		d.Interfaces = append(d.Interfaces, "CoSimulation")
-		d.CoSim = &CoSimulation{ModelIdentifier: m.CoSim.ModelIdentifier, VariableStep: m.CoSim.VariableStep == "true"}
+		d.CoSim = &CoSimulation{ModelIdentifier: m.CoSim.ModelIdentifier, VariableStep: m.CoSim.VariableStep == "true",
+			CanGetAndSetState: m.CoSim.GetSet2 == "true" || m.CoSim.GetSet3 == "true"}
 		if m.CoSim.FixedStep != "" {
 			f, err := parseFloat(m.CoSim.FixedStep)
-			if err != nil {
-				return nil, fmt.Errorf("modelDescription.xml: CoSimulation fixedInternalStepSize: %w", err)
+			if err != nil || f <= 0 {
+				return nil, fmt.Errorf("modelDescription.xml: CoSimulation fixedInternalStepSize %q: expected a number of seconds above 0", m.CoSim.FixedStep)
 			}
 			d.CoSim.FixedInternalStepSize = f
 		}
@@ -270,6 +515,13 @@ func ParseDescription(data []byte) (*Description, error) {
 	}
 	if m.ME != nil {
 		d.Interfaces = append(d.Interfaces, "ModelExchange")
+		d.ME = &ModelExchange{ModelIdentifier: m.ME.ModelIdentifier, CompletedIntegratorStep: m.ME.NotNeeded != "true"}
+		if d.Major == 3 {
+			d.ME.CompletedIntegratorStep = m.ME.Needs == "true"
+		}
+		if !validIdentifier(d.ME.ModelIdentifier) {
+			return nil, fmt.Errorf("modelDescription.xml: ModelExchange modelIdentifier %q: expected a C identifier naming the binary", d.ME.ModelIdentifier)
+		}
 	}
 	if m.SE != nil {
 		d.Interfaces = append(d.Interfaces, "ScheduledExecution")
@@ -278,6 +530,15 @@ func ParseDescription(data []byte) (*Description, error) {
 		if err := d.Default.read(m.Default); err != nil {
 			return nil, err
 		}
+	}
+	d.States = len(m.Structure.Derivatives.Unknown) + len(m.Structure.StateDerivatives)
+	d.EventIndicators = len(m.Structure.EventIndicators)
+	if m.EventIndicators != "" {
+		n, err := strconv.ParseUint(strings.TrimSpace(m.EventIndicators), 10, 31)
+		if err != nil {
+			return nil, fmt.Errorf("modelDescription.xml: numberOfEventIndicators %q: expected a whole number", m.EventIndicators)
+		}
+		d.EventIndicators = int(n)
 	}
 	var err error
 	if d.Major == 2 {
@@ -317,13 +578,49 @@ func parseFloat(s string) (float64, error) {
 	return v, nil
 }
 
-func (d *Description) variables2(m *xmlModel) error {
-	units := map[string]string{}
-	for _, t := range m.Types.Simple {
-		if t.Real != nil {
-			units[t.Name] = t.Real.Unit
+// bounds reads a variable's min and max, its own or else its declared
+// type's.
+func (v *Variable) bounds(own *xmlTypeRef, td typeDef) error {
+	for _, b := range []struct {
+		name       string
+		text, from string
+		to         **float64
+	}{{"min", own.Min, td.min, &v.Min}, {"max", own.Max, td.max, &v.Max}} {
+		text := b.text
+		if text == "" {
+			text = b.from
 		}
+		if text == "" {
+			continue
+		}
+		f, err := parseFloat(text)
+		if err != nil {
+			return fmt.Errorf("modelDescription.xml: variable %q: %s %w", v.Name, b.name, err)
+		}
+		*b.to = &f
 	}
+	return nil
+}
+
+// items reads an enumeration type's items.
+func items(typeName string, in []xmlItem) ([]Item, error) {
+	out := make([]Item, 0, len(in))
+	for i, it := range in {
+		value := int64(i + 1) // FMI 2.0 numbers items from 1 when a value is not given
+		if it.Value != "" {
+			n, err := strconv.ParseInt(strings.TrimSpace(it.Value), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("modelDescription.xml: enumeration %q, item %q: value %q is not a whole number", typeName, it.Name, it.Value)
+			}
+			value = n
+		}
+		out = append(out, Item{Name: it.Name, Value: value, Description: it.Description})
+	}
+	return out, nil
+}
+
+func (d *Description) variables2(m *xmlModel) error {
+	defs := m.Types.defs(2)
 	for _, x := range m.Vars.Scalar {
 		v := Variable{Name: x.Name, Causality: x.Causality, Variability: x.Variability, Initial: x.Initial, Description: x.Description}
 		var ref *xmlTypeRef
@@ -333,7 +630,7 @@ func (d *Description) variables2(m *xmlModel) error {
 			r    *xmlTypeRef
 			kind Kind
 		}{{"Real", x.Real, Float64}, {"Integer", x.Integer, Int32}, {"Boolean", x.Boolean, Bool},
-			{"String", x.String, Unsupported}, {"Enumeration", x.Enumeration, Int32}} {
+			{"String", x.String, String}, {"Enumeration", x.Enumeration, Enum}} {
 			if c.r != nil {
 				v.Type, v.Kind, ref = c.name, c.kind, c.r
 				n++
@@ -342,12 +639,28 @@ func (d *Description) variables2(m *xmlModel) error {
 		if n != 1 {
 			return fmt.Errorf("modelDescription.xml: variable %q: expected exactly one of Real, Integer, Boolean, String or Enumeration, got %d", x.Name, n)
 		}
-		v.Start, v.Unit = ref.Start, ref.Unit
+		td := defs[ref.DeclaredType]
+		v.Start, v.Unit, v.DeclaredType = ref.Start, ref.Unit, ref.DeclaredType
 		if v.Unit == "" && v.Type == "Real" {
-			v.Unit = units[ref.DeclaredType]
+			v.Unit = td.unit
+		}
+		if v.Kind == String && v.Start != "" {
+			v.Starts = []string{v.Start}
+		}
+		if err := v.bounds(ref, td); err != nil {
+			return err
+		}
+		if v.Kind == Enum {
+			var err error
+			if v.Items, err = items(ref.DeclaredType, td.items); err != nil {
+				return err
+			}
 		}
 		if v.Variability == "" {
 			v.Variability = "continuous"
+			if v.Kind != Float64 {
+				v.Variability = "discrete"
+			}
 		}
 		if err := v.finish(x.VR); err != nil {
 			return err
@@ -360,26 +673,65 @@ func (d *Description) variables2(m *xmlModel) error {
 // kinds3 is how beamconnect exchanges each FMI 3.0 variable type.
 var kinds3 = map[string]Kind{
 	"Float64": Float64, "Float32": Float32, "Int32": Int32, "Boolean": Bool,
-	"Int8": Unsupported, "UInt8": Unsupported, "Int16": Unsupported, "UInt16": Unsupported,
-	"UInt32": Unsupported, "Int64": Unsupported, "UInt64": Unsupported,
-	"String": Unsupported, "Binary": Unsupported, "Enumeration": Unsupported, "Clock": Unsupported,
+	"Int8": Int8, "UInt8": UInt8, "Int16": Int16, "UInt16": UInt16,
+	"UInt32": UInt32, "Int64": Int64, "UInt64": UInt64,
+	"String": String, "Binary": Binary, "Enumeration": Enum, "Clock": Unsupported,
 }
 
 func (d *Description) variables3(m *xmlModel) error {
-	units := map[string]string{}
-	for _, t := range m.Types.Any {
-		units[t.Name] = t.Unit
-	}
+	defs := m.Types.defs(3)
 	for _, x := range m.Vars.Any {
 		typ := x.XMLName.Local
 		kind, ok := kinds3[typ]
 		if !ok {
 			return fmt.Errorf("modelDescription.xml: <%s name=%q>: not an FMI 3.0 variable type", typ, x.Name)
 		}
+		td := defs[x.DeclaredType]
 		v := Variable{Name: x.Name, Type: typ, Kind: kind, Causality: x.Causality, Variability: x.Variability,
-			Initial: x.Initial, Description: x.Description, Start: x.Start, Unit: x.Unit, Array: len(x.Dimension) > 0}
+			Initial: x.Initial, Description: x.Description, Start: x.Start, Unit: x.Unit, DeclaredType: x.DeclaredType,
+			Array: len(x.Dimension) > 0}
+		if typ == "Clock" {
+			d.Clocks = true
+		}
 		if v.Unit == "" {
-			v.Unit = units[x.DeclaredType]
+			v.Unit = td.unit
+		}
+		for _, st := range x.Starts {
+			v.Starts = append(v.Starts, st.Value)
+		}
+		if len(v.Starts) > 0 && v.Start == "" {
+			v.Start = strings.Join(v.Starts, " ")
+		}
+		if kind.Numeric() {
+			if err := v.bounds(&x.xmlTypeRef, td); err != nil {
+				return err
+			}
+		}
+		if kind == Enum {
+			var err error
+			if v.Items, err = items(x.DeclaredType, td.items); err != nil {
+				return err
+			}
+		}
+		for _, dim := range x.Dimension {
+			var dm Dimension
+			switch {
+			case dim.Start != "" && dim.VR == "":
+				n, err := strconv.ParseUint(strings.TrimSpace(dim.Start), 10, 64)
+				if err != nil {
+					return fmt.Errorf("modelDescription.xml: variable %q: Dimension start %q: expected a whole number", x.Name, dim.Start)
+				}
+				dm.Start = n
+			case dim.VR != "" && dim.Start == "":
+				n, err := strconv.ParseUint(strings.TrimSpace(dim.VR), 10, 32)
+				if err != nil {
+					return fmt.Errorf("modelDescription.xml: variable %q: Dimension valueReference %q: expected a number from 0 to 4294967295", x.Name, dim.VR)
+				}
+				dm.VR, dm.Param = uint32(n), true
+			default:
+				return fmt.Errorf("modelDescription.xml: variable %q: a Dimension needs either start or valueReference", x.Name)
+			}
+			v.Dims = append(v.Dims, dm)
 		}
 		if v.Variability == "" {
 			v.Variability = "discrete"

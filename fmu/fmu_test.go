@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,17 +36,17 @@ func TestParseFMI2(t *testing.T) {
 		t.Errorf("%+v %+v %+v", d, d.CoSim, d.Default)
 	}
 	want := []Variable{
-		{Name: "setSpeed", VR: 0, Type: "Real", Kind: Float64, Causality: "parameter", Variability: "tunable", Unit: "m/s", Start: "20"},
+		{Name: "setSpeed", VR: 0, Type: "Real", Kind: Float64, Causality: "parameter", Variability: "tunable", Unit: "m/s", Start: "20", DeclaredType: "Speed"},
 		{Name: "groundspeed", VR: 4, Type: "Real", Kind: Float64, Causality: "input", Variability: "continuous", Unit: "km/h", Start: "0"},
 		{Name: "gear", VR: 1, Type: "Integer", Kind: Int32, Causality: "output", Variability: "discrete"},
 		{Name: "on", VR: 2, Type: "Boolean", Kind: Bool, Causality: "input", Variability: "discrete", Start: "true"},
-		{Name: "label", VR: 3, Type: "String", Kind: Unsupported, Causality: "local", Variability: "fixed", Start: "x"},
+		{Name: "label", VR: 3, Type: "String", Kind: String, Causality: "local", Variability: "fixed", Start: "x", Starts: []string{"x"}},
 	}
 	if len(d.Variables) != len(want) {
 		t.Fatalf("%d variables", len(d.Variables))
 	}
 	for i, w := range want {
-		if d.Variables[i] != w {
+		if !reflect.DeepEqual(d.Variables[i], w) {
 			t.Errorf("variable %d:\n got %+v\nwant %+v", i, d.Variables[i], w)
 		}
 	}
@@ -58,15 +59,15 @@ func TestParseFMI3(t *testing.T) {
 		t.Errorf("%+v %+v", d, d.CoSim)
 	}
 	want := []Variable{
-		{Name: "setSpeed", VR: 0, Type: "Float64", Kind: Float64, Causality: "parameter", Variability: "fixed", Unit: "m/s", Start: "20"},
+		{Name: "setSpeed", VR: 0, Type: "Float64", Kind: Float64, Causality: "parameter", Variability: "fixed", Unit: "m/s", Start: "20", DeclaredType: "Speed"},
 		{Name: "throttle", VR: 5, Type: "Float32", Kind: Float32, Causality: "output", Variability: "continuous"},
 		{Name: "mode", VR: 6, Type: "Int32", Kind: Int32, Causality: "input", Variability: "discrete", Start: "1"},
 		{Name: "on", VR: 7, Type: "Boolean", Kind: Bool, Causality: "input", Variability: "discrete", Start: "false"},
-		{Name: "big", VR: 8, Type: "Int64", Kind: Unsupported, Causality: "output", Variability: "discrete"},
-		{Name: "table", VR: 9, Type: "Float64", Kind: Float64, Causality: "parameter", Variability: "tunable", Start: "1 2 3", Array: true},
+		{Name: "big", VR: 8, Type: "Int64", Kind: Int64, Causality: "output", Variability: "discrete"},
+		{Name: "table", VR: 9, Type: "Float64", Kind: Float64, Causality: "parameter", Variability: "tunable", Start: "1 2 3", Array: true, Dims: []Dimension{{Start: 3}}},
 	}
 	for i, w := range want {
-		if i >= len(d.Variables) || d.Variables[i] != w {
+		if i >= len(d.Variables) || !reflect.DeepEqual(d.Variables[i], w) {
 			t.Errorf("variable %d:\n got %+v\nwant %+v", i, d.Variables[i], w)
 		}
 	}
@@ -163,7 +164,7 @@ func TestOpenAndUnpack(t *testing.T) {
 	if !ok || (folder != "linux64" && folder != "win64") {
 		t.Skipf("this machine (%s) runs no FMUs", folder)
 	}
-	u, err := f.Unpack(t.TempDir())
+	u, err := f.Unpack(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,6 +287,88 @@ func TestDescriptionLimits(t *testing.T) {
 	t.Setenv("BEAMCONNECT_FMU_MAX_DESCRIPTION_MB", "300")
 	if _, err := Open(file); err == nil || strings.Contains(err.Error(), "more than") {
 		t.Errorf("200 MB, the limit raised: %v", err)
+	}
+}
+
+// Every FMI 3.0 type, enumerations with their items, bounds of the
+// variable or its declared type, arrays of fixed size and sized by a
+// structural parameter, String and Binary start values, both interfaces.
+func TestParseFMI3Types(t *testing.T) {
+	d := readDesc(t, "fmi3-types.good.xml")
+	if d.ME == nil || d.ME.ModelIdentifier != "types_me" || !d.ME.CompletedIntegratorStep || !d.CoSim.CanGetAndSetState ||
+		d.States != 1 || d.EventIndicators != 1 || strings.Join(d.Identifiers(), ",") != "types,types_me" {
+		t.Errorf("%+v %+v %+v", d, d.ME, d.CoSim)
+	}
+	get := func(name string) *Variable {
+		v, ok := d.Variable(name)
+		if !ok {
+			t.Fatalf("no %s", name)
+		}
+		return v
+	}
+	if v := get("steer"); v.Unit != "rad" || *v.Min != -3.2 || *v.Max != 3.2 {
+		t.Errorf("bounds from the declared type: %+v", v)
+	}
+	if v := get("gain"); *v.Min != 0 || *v.Max != 10 {
+		t.Errorf("own bounds: %+v", v)
+	}
+	if v := get("i8"); v.Kind != Int8 || !v.Kind.Integer() || v.Min != nil {
+		t.Errorf("Int8: %+v", v)
+	}
+	if lo, hi := get("u16").Kind.Limits(); lo != 0 || hi != 65535 || *get("u16").Max != 1000 {
+		t.Errorf("UInt16 limits %v..%v", lo, hi)
+	}
+	mode := get("mode")
+	if it, ok := mode.Item(5); mode.Kind != Enum || len(mode.Items) != 3 || !ok || it.Name != "Sport" || mode.Items[1].Description != "saves fuel" {
+		t.Errorf("enumeration %+v", mode)
+	}
+	if _, ok := mode.Item(2); ok {
+		t.Error("2 is no item of Mode")
+	}
+	u := get("u")
+	if n, err := u.Size(d, nil); err != nil || n != 3 || !u.Array || !u.Dims[0].Param || u.Dims[0].VR != 6 {
+		t.Errorf("u sized by n: %d %v %+v", n, err, u.Dims)
+	}
+	if n, err := u.Size(d, func(vr uint32) (uint64, bool) { return 5, vr == 6 }); err != nil || n != 5 {
+		t.Errorf("u with n set to 5: %d %v", n, err)
+	}
+	if n, err := get("m").Size(d, nil); err != nil || n != 6 {
+		t.Errorf("m[2,3]: %d %v", n, err)
+	}
+	if v := get("label"); v.Kind != String || v.Start != "left wheel" || !reflect.DeepEqual(v.Starts, []string{"left wheel"}) {
+		t.Errorf("String start: %+v", v)
+	}
+	if v := get("blob"); v.Kind != Binary || v.Start != "0a1bff" {
+		t.Errorf("Binary start: %+v", v)
+	}
+	if iface, err := d.Interface(""); iface != CoSim || err != nil {
+		t.Errorf("default interface %q %v", iface, err)
+	}
+	if iface, err := d.Interface("ModelExchange"); iface != ME || err != nil || d.Identifier(iface) != "types_me" {
+		t.Errorf("model exchange %q %v", iface, err)
+	}
+}
+
+// An FMI 2.0 Model Exchange FMU: its states from the Derivatives, its
+// event indicators from numberOfEventIndicators, enumerations as Integers
+// with their items.
+func TestParseFMI2ModelExchange(t *testing.T) {
+	d := readDesc(t, "fmi2-me.good.xml")
+	if d.CoSim != nil || d.ME == nil || d.ME.CompletedIntegratorStep || d.States != 2 || d.EventIndicators != 1 {
+		t.Fatalf("%+v %+v", d, d.ME)
+	}
+	if iface, err := d.Interface(""); iface != ME || err != nil {
+		t.Errorf("default interface %q %v", iface, err)
+	}
+	if _, err := d.Interface("CoSimulation"); err == nil || err.Error() != "the FMU has no CoSimulation interface: it has ModelExchange" {
+		t.Errorf("co-simulation asked of a model exchange FMU: %v", err)
+	}
+	gear, _ := d.Variable("gear")
+	if it, ok := gear.Item(-1); gear.Kind != Enum || !ok || it.Name != "R" || gear.Variability != "discrete" {
+		t.Errorf("gear %+v", gear)
+	}
+	if h, _ := d.Variable("h"); h.Unit != "m" || h.Min == nil || *h.Min != 0 || h.Max != nil {
+		t.Errorf("h %+v", h)
 	}
 }
 

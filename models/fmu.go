@@ -2,8 +2,10 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,21 +19,31 @@ import (
 )
 
 // FMUProtocol documents the fmu model for run --help.
-const FMUProtocol = `The fmu model steps a co-simulation FMU (FMI 2.0 or 3.0, a binary for
-x86-64 Linux or Windows) once per BeamNG message: modelParams.path names the
-.fmu (relative to the config). Its inputs take the config's outputs fields of
-the same name (groundspeed; a Gen 2 CSV name, with or without its group;
-ego.groundspeed with several vehicles), its outputs drive the inputs fields
-of their name (throttle, brake, steering…). modelParams.inputs and .outputs
-({"fmuVariable": "field"}) bind other names; .parameters ({"name": value})
-sets parameters and inputs' values. Unbound FMU inputs keep their values,
-unbound config fields their initial values.
+const FMUProtocol = `The fmu model runs an FMU (FMI 2.0 or 3.0, a binary for x86-64 Linux or
+Windows): a co-simulation FMU steps itself; a model exchange FMU is
+integrated by beamconnect (modelParams.solver: dopri5, the default, rk4 or
+euler; .tolerance; .maxStep in seconds). modelParams.path names the .fmu
+(relative to the config); .interface ("CoSimulation" or "ModelExchange")
+picks one of an FMU that has both (default: co-simulation). Its inputs take
+the config's outputs fields of the same name (groundspeed; a Gen 2 CSV
+name, with or without its group; ego.groundspeed with several vehicles;
+an array's elements as u[1], u[2]…), its outputs drive the inputs fields
+of their name (throttle, brake, steering…). modelParams.inputs and
+.outputs ({"fmuVariable": "field"}) bind other names; .parameters
+({"name": value}) sets parameters and inputs' values (numbers, true/false,
+an enumeration's item, text for a String, hexadecimal for a Binary, arrays
+as JSON arrays). Unbound FMU inputs keep their values, unbound config
+fields their initial values.
 
-The FMU is initialized at the first message's time t and stepped with
-doStep(t, h), h the coupling's period. A message lost makes it catch up (one
-step over the gap when it can handle variable steps, else whole periods); a
-time that goes back (BeamNG restarted its coupling) resets it. Its controls
-reach BeamNG only when its step for that message returned in time.
+The FMU's time is the simulation's: BeamNG's message id times its send
+period, whatever the time sync. It is initialized at the first message's
+time and advanced by one period per simulation step of BeamNG (once, with
+several vehicles), or by a whole number of periods every few messages
+when it has a fixed step of its own (its outputs held in between); it
+catches up over lost messages, and starts over from its initial state when
+BeamNG starts its coupling again. An FMU that asks to end the simulation
+ends cleanly: neutral controls from then on, no restart. Its controls reach
+BeamNG only when its step for that simulation step answered in time.
 
 By default the FMU runs in a child process (beamconnect fmu-host), so that
 its crash or hang cannot take beamconnect with it. A crash, a step that runs
@@ -44,7 +56,7 @@ timeouts, has its host stopped and started again)
 outputs are numbers again) and run exits non-zero. Each step's answer is
 awaited up to modelParams.deadlineMs (default 80 % of the period); a
 message whose step has not answered by then gets neutral controls (a later
-answer is never used for a later message), and while a step is unanswered
+answer is never used for a later step), and while a step is unanswered
 newer data is not queued. modelParams.inProcess: true loads the FMU into
 beamconnect instead, stepped on a thread of its own and awaited with the
 same deadline: the lowest latency, but a crash of the FMU ends beamconnect,
@@ -60,11 +72,13 @@ var FMUHost = func() ([]string, error) {
 	return []string{exe, "fmu-host"}, err
 }
 
-// FMU is a co-simulation FMU as the model.
+// FMU is an FMU as the model: co-simulation, or model exchange integrated
+// by beamconnect.
 type FMU struct {
 	log               *slog.Logger
 	file, dir         string
 	desc              *fmu.Description
+	check             *fmuCheck
 	inProcess         bool
 	restart           bool
 	deadline, timeout time.Duration
@@ -73,13 +87,22 @@ type FMU struct {
 	setupMu sync.Mutex
 	setup   fmi.Setup // what a (re)started instance is made from
 
-	// Owned by the coupling's loop (Step, Rebind, Tune).
+	// Owned by the coupling's loop (Step, Rebind, Reset).
 	inputs, outputs []fmuPort
 	vehicles        vehicles // whose data the inputs are bound to
 	inVals, outVals []float64
 	tune            []fmi.Var // parameter changes for the next step request
 	tuneVal         []float64
 	untuned         []untuned // values the changes sent replace, until taken
+	// The FMU's communication points are t0 + n × hc, t0 the model's time
+	// of its first step (NaN: the next step's), hc its step: the period, or
+	// a whole number of them.
+	t0, hc   float64
+	asked    float64 // the communication point last requested (NaN: none)
+	done     float64 // the point of the latest answer taken (NaN: none)
+	doneOK   bool    // that answer stepped well: outVals are its outputs
+	missedAt float64 // the point whose late answer was counted
+	reset    bool    // the next request resets the FMU first
 
 	local *localFMU // in process
 	child *childFMU // in a child process
@@ -87,8 +110,10 @@ type FMU struct {
 	fault                               atomic.Pointer[error] // the step's fault: a hang, a failed call, a NaN
 	faultSeen                           atomic.Bool           // Fault has reported fault since it was set
 	procFault                           atomic.Pointer[error] // the instance or process is gone
+	ended                               atomic.Pointer[error] // the FMU asked to end the simulation
 	missed, skipped, restarts, failures atomic.Int64
 	catchUps, resets                    atomic.Int64
+	steps, rejected, events             atomic.Int64 // a model exchange FMU's solver
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -112,11 +137,12 @@ func NewFMU(params Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 		return nil, err
 	}
 	m := &FMU{
-		log: log, file: c.file, desc: c.desc, restart: true, vehicles: c.bind.reads(plan),
+		log: log, file: c.file, desc: c.desc, check: c, restart: true, vehicles: c.bind.reads(plan),
 		deadline: time.Duration(deadline * float64(time.Millisecond)),
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		inputs:   c.bind.inputs, outputs: c.bind.outputs,
 		inVals: make([]float64, len(c.bind.inputs)), outVals: make([]float64, len(c.bind.outputs)),
+		t0: math.NaN(), hc: c.step, asked: math.NaN(), done: math.NaN(), missedAt: math.NaN(),
 		closing: make(chan struct{}),
 	}
 	m.inProcess, _ = params["inProcess"].(bool)
@@ -136,7 +162,7 @@ func NewFMU(params Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 	f, err := fmu.Open(m.file)
 	var u *fmu.Unpacked
 	if err == nil {
-		u, err = f.Unpack(m.dir)
+		u, err = f.Unpack(m.dir, c.iface)
 		f.Close()
 	}
 	if err != nil {
@@ -145,17 +171,19 @@ func NewFMU(params Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 	}
 	m.setup = fmi.Setup{
 		Library: u.Library, Major: c.desc.Major, Token: c.desc.Token, Resources: u.Resources,
-		Name: c.desc.ModelName, Period: plan.Period, VariableStep: c.desc.CoSim.VariableStep,
+		Name: c.desc.ModelName, Period: c.step, Inputs: c.bind.inVars, Outputs: c.bind.outVars, Texts: c.texts,
 	}
-	for _, p := range m.inputs {
-		m.setup.Inputs = append(m.setup.Inputs, fmiVar(p.v))
+	m.setup.Params, m.setup.ParamValues = c.fmiParams()
+	if c.iface == fmu.ME {
+		m.setup.ModelExchange, m.setup.Solver, m.setup.Tolerance, m.setup.MaxStep = true, c.method.String(), c.tolerance, c.maxStep
+		m.setup.States, m.setup.EventIndicators = c.desc.States, c.desc.EventIndicators
+		m.setup.CompletedIntegratorStep = c.desc.ME.CompletedIntegratorStep
+	} else {
+		m.setup.VariableStep = c.desc.CoSim.VariableStep
+		m.setup.Redo = c.desc.CoSim.VariableStep && c.desc.CoSim.CanGetAndSetState
 	}
-	for _, p := range m.outputs {
-		m.setup.Outputs = append(m.setup.Outputs, fmiVar(p.v))
-	}
-	for _, p := range c.params {
-		m.setup.Params = append(m.setup.Params, fmiVar(p.v))
-		m.setup.ParamValues = append(m.setup.ParamValues, p.value)
+	for i, p := range m.inputs {
+		m.inVals[i] = p.start
 	}
 	if m.inProcess {
 		err = m.startLocal()
@@ -169,7 +197,14 @@ func NewFMU(params Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 	return m, nil
 }
 
-func fmiVar(v *fmu.Variable) fmi.Var { return fmi.Var{VR: v.VR, Kind: v.Kind, Name: v.Name} }
+// fmiVar is how a variable travels: a discrete one (any but a continuous
+// Real) takes a new value in event mode only, in model exchange; a
+// structural parameter is set in configuration mode.
+func fmiVar(v *fmu.Variable) fmi.Var {
+	return fmi.Var{VR: v.VR, Kind: v.Kind, Name: v.Name,
+		Discrete:   v.Variability != "continuous" || v.Kind != fmu.Float64 && v.Kind != fmu.Float32,
+		Structural: v.Causality == "structuralParameter"}
+}
 
 // currentSetup is a copy of the setup with the parameters as tuned so far.
 func (m *FMU) currentSetup() fmi.Setup {
@@ -192,14 +227,77 @@ func (m *FMU) fmuLog(status fmi.Status, category, msg string) {
 	m.log.Log(context.Background(), level, "the FMU says", "status", status.Name(m.desc.Major), "category", category, "message", msg)
 }
 
-// Step gives the FMU this message's data and steps it, waiting for it up
+// Step gives the FMU this message's data and advances it to the model's
+// time t (once per communication point: a message of another vehicle in
+// the same simulation step, or between two points of an FMU stepped every
+// few messages, gets the outputs of the point's step), waiting for it up
 // to the deadline, and drives the inputs from its outputs; it reports
-// whether they were computed from this message's data.
+// whether they were computed for this simulation step.
 func (m *FMU) Step(t float64, out, in [][]float64) bool {
-	if m.inProcess {
-		return m.local.step(m, t, out, in)
+	if m.ended.Load() != nil {
+		return false
 	}
-	return m.child.step(m, t, out, in)
+	m.collect()
+	if m.t0 != m.t0 {
+		m.t0 = t
+	}
+	point := m.t0 + math.Floor((t-m.t0)/m.hc+1e-6)*m.hc
+	if point != m.asked {
+		m.gather(out)
+		if !m.send(point) {
+			return false
+		}
+		m.asked = point
+	}
+	if m.done != point && !m.await() {
+		if m.missedAt != point {
+			m.missed.Add(1) // this step's controls came too late for its messages
+			m.missedAt = point
+		}
+		return false
+	}
+	if m.done == point && m.doneOK {
+		m.apply(in)
+		return true
+	}
+	return false
+}
+
+// send asks for the step at point: in process or in the child.
+func (m *FMU) send(point float64) bool {
+	if m.inProcess {
+		return m.local.send(m, point)
+	}
+	return m.child.send(m, point)
+}
+
+// await waits up to the deadline for the answer to the request sent.
+func (m *FMU) await() bool {
+	if m.inProcess {
+		return m.local.await(m)
+	}
+	return m.child.await(m)
+}
+
+// collect takes an answer that came since, without waiting.
+func (m *FMU) collect() {
+	if m.inProcess {
+		m.local.collect(m)
+	} else {
+		m.child.collect(m)
+	}
+}
+
+// Reset starts the FMU over (BeamNG started its coupling again): the next
+// request resets it to its initial state, with the parameters as tuned,
+// and its time starts at that request's.
+func (m *FMU) Reset() {
+	m.reset = true
+	m.t0, m.asked, m.done, m.missedAt = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	if m.ended.Load() != nil {
+		m.ended.Store(nil) // a new run of the simulation: the FMU runs again
+		m.log.Info("the FMU that had ended the simulation runs again: BeamNG started its coupling again", "fmu", filepath.Base(m.file))
+	}
 }
 
 // Reads reports whether the FMU's inputs are bound to vehicle v's data.
@@ -225,6 +323,9 @@ func (m *FMU) apply(in [][]float64) {
 		}
 	}
 }
+
+// answered notes an answer to the request for point: good or not.
+func (m *FMU) answered(point float64, ok bool) { m.done, m.doneOK = point, ok }
 
 // healthy ends a fault: the FMU gave a good answer.
 func (m *FMU) healthy() {
@@ -252,8 +353,26 @@ func (m *FMU) setFault(err error) {
 	m.log.Error("FMU fault", "fmu", filepath.Base(m.file), "err", err.Error())
 }
 
+// end notes that the FMU asked to end the simulation: said once, neutral
+// controls from now on, no restart.
+func (m *FMU) end(why string) {
+	err := errors.New(why)
+	if m.ended.Swap(&err) == nil {
+		m.log.Warn(why+": BeamNG gets neutral controls from now on; the FMU is not started again", "fmu", filepath.Base(m.file))
+	}
+	m.fault.Store(nil)
+}
+
+// unfit faults the FMU for good: it cannot run faithfully as configured,
+// and starting it again would not help.
+func (m *FMU) unfit(why string) {
+	err := errors.New(why + "; the FMU is not started again")
+	m.procFault.Store(&err)
+	m.log.Error("FMU fault", "fmu", filepath.Base(m.file), "err", err.Error())
+}
+
 // Fault reports why the FMU's controls cannot be used right now; nil
-// while it is healthy.
+// while it is healthy (and once it has ended: see Ended).
 func (m *FMU) Fault() error {
 	if e := m.procFault.Load(); e != nil {
 		return *e
@@ -265,11 +384,30 @@ func (m *FMU) Fault() error {
 	return nil
 }
 
+// Ended reports why the FMU stopped, when it asked to end the simulation;
+// nil while it runs.
+func (m *FMU) Ended() error {
+	if e := m.ended.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Notes say how the FMU runs (its interface and step) and, once it has
+// ended, when and why.
+func (m *FMU) Notes() []string {
+	notes := m.check.notes()
+	if err := m.Ended(); err != nil {
+		notes = append(notes, err.Error())
+	}
+	return notes
+}
+
 // Counters: steps whose answer came after the deadline (Missed), messages
 // whose data was not sent because the FMU was still busy (Skipped),
 // restarts of the FMU, faults of its steps (Failures: failed calls and NaN
-// outputs), catch-up steps over lost messages and resets after time went
-// back.
+// outputs), catch-up steps over lost messages and resets after BeamNG
+// started its coupling again.
 func (m *FMU) Missed() int64   { return m.missed.Load() }
 func (m *FMU) Skipped() int64  { return m.skipped.Load() }
 func (m *FMU) Restarts() int64 { return m.restarts.Load() }

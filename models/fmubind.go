@@ -9,6 +9,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/fmu"
+	"beamconnect/fmu/fmi"
 	"beamconnect/ports"
 	"beamconnect/suggest"
 )
@@ -25,9 +26,11 @@ func resolve(names map[string][]ports.Element, plan *ports.Plan, name string) (r
 	return ref{e.Port, e.Elem}, ok, err
 }
 
-// fmuPort is one FMU input or output and where it is bound.
+// fmuPort is one FMU input or output element (an array variable has one
+// per element) and where it is bound.
 type fmuPort struct {
 	v     *fmu.Variable
+	name  string // the element's name: the variable's, or u[2] for an array's
 	r     ref
 	bound bool
 	// mapped: modelParams.inputs or .outputs names its field (a name that
@@ -38,9 +41,12 @@ type fmuPort struct {
 }
 
 // fmuBinding is the FMU's inputs and outputs bound to a plan's ports, in
-// the order they are exchanged each step.
+// the order they are exchanged each step (element by element), and the
+// variables they belong to with their numbers of elements.
 type fmuBinding struct {
-	inputs, outputs []fmuPort
+	inputs, outputs   []fmuPort
+	inVars, outVars   []fmi.Var
+	inFirst, outFirst []int // where each variable's elements begin in inputs/outputs
 }
 
 // reads are the vehicles whose data the bound inputs carry.
@@ -55,51 +61,73 @@ func (b *fmuBinding) reads(plan *ports.Plan) vehicles {
 }
 
 // bindFMU binds every FMU input and output that beamconnect can exchange
-// (scalars of a supported type), by name or by the maps in modelParams.
-// Findings name what is wrong or unbound.
+// (numbers: scalars, and arrays element by element), by name or by the
+// maps in modelParams. Findings name what is wrong or unbound.
 func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Finding) {
 	b := &fmuBinding{}
 	var out []Finding
+	values, _ := p["parameters"].(map[string]any)
 	for _, side := range []struct {
 		causality, key string
 		dir            beamng.Direction
 		list           *[]fmuPort
+		vars           *[]fmi.Var
+		first          *[]int
 	}{
-		{"input", "inputs", beamng.FromBeamNG, &b.inputs},
-		{"output", "outputs", beamng.ToBeamNG, &b.outputs},
+		{"input", "inputs", beamng.FromBeamNG, &b.inputs, &b.inVars, &b.inFirst},
+		{"output", "outputs", beamng.ToBeamNG, &b.outputs, &b.outVars, &b.outFirst},
 	} {
 		names := plan.Names(side.dir)
 		explicit, _ := p[side.key].(map[string]any)
 		for _, k := range slices.Sorted(maps.Keys(explicit)) {
-			out = append(out, checkMapped(d, side.key, side.causality, k, explicit[k])...)
+			out = append(out, checkMapped(d, side.key, side.causality, k, explicit[k], values)...)
 		}
 		for i := range d.Variables {
 			v := &d.Variables[i]
 			if v.Causality != side.causality {
 				continue
 			}
-			field, mapped := explicit[v.Name].(string)
-			if !mapped {
-				field = v.Name
-			}
-			if v.Kind == fmu.Unsupported || v.Array {
+			if !v.Kind.Numeric() {
+				field, mapped := explicit[v.Name].(string)
+				if !mapped {
+					field = v.Name
+				}
 				if _, ok := names[field]; ok || mapped {
 					out = append(out, Finding{Param: side.key + "/" + escape(v.Name),
-						Msg: fmt.Sprintf("the FMU's %s %q is %s: beamconnect exchanges scalar Real/Float64, Float32, Integer/Int32 and Boolean variables", side.causality, v.Name, describeType(v))})
+						Msg: fmt.Sprintf("the FMU's %s %q is %s: beamconnect exchanges numbers (Real/Float, the integer types, Boolean, Enumeration) at every step; a String or Binary is set once, in modelParams.parameters", side.causality, v.Name, describeType(v))})
 				}
 				continue
 			}
-			fp := fmuPort{v: v, start: startValue(v), mapped: mapped}
-			r, found, err := resolve(names, plan, field)
-			switch {
-			case err != nil:
-				out = append(out, Finding{Param: side.key + "/" + escape(v.Name), Msg: err.Error()})
-			case found:
-				fp.r, fp.bound, fp.field = r, true, field
-			case mapped:
-				out = append(out, Finding{Param: side.key + "/" + escape(v.Name), Msg: notAField(names, side.dir, field)})
+			ds, err := dims(d, v, values)
+			if err != nil {
+				out = append(out, Finding{Param: side.key, Msg: err.Error()})
+				continue
 			}
-			*side.list = append(*side.list, fp)
+			elemNames := elems(v, ds)
+			st := starts(v, len(elemNames))
+			*side.first = append(*side.first, len(*side.list))
+			fv := fmiVar(v)
+			if v.Array {
+				fv.N = len(elemNames)
+			}
+			*side.vars = append(*side.vars, fv)
+			for e, name := range elemNames {
+				field, mapped := explicit[name].(string)
+				if !mapped {
+					field = name
+				}
+				fp := fmuPort{v: v, name: name, start: st[e], mapped: mapped}
+				r, found, err := resolve(names, plan, field)
+				switch {
+				case err != nil:
+					out = append(out, Finding{Param: side.key + "/" + escape(name), Msg: err.Error()})
+				case found:
+					fp.r, fp.bound, fp.field = r, true, field
+				case mapped:
+					out = append(out, Finding{Param: side.key + "/" + escape(name), Msg: notAField(names, side.dir, field)})
+				}
+				*side.list = append(*side.list, fp)
+			}
 		}
 	}
 	out = append(out, b.checkDrivers()...)
@@ -107,13 +135,29 @@ func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Fin
 }
 
 // checkMapped checks one entry of modelParams.inputs or .outputs: the key
-// must be an FMU variable of the right causality, the value a name.
-func checkMapped(d *fmu.Description, key, causality, name string, field any) []Finding {
+// must be an FMU variable (or an array's element, u[2]) of the right
+// causality, the value a name.
+func checkMapped(d *fmu.Description, key, causality, name string, field any, values map[string]any) []Finding {
 	param := key + "/" + escape(name)
 	if _, ok := field.(string); !ok {
 		return []Finding{{Param: param, Msg: fmt.Sprintf("expected the name of a config field, got %s", describe(field))}}
 	}
 	v, ok := d.Variable(name)
+	if !ok {
+		if base, _, isElem := strings.Cut(name, "["); isElem {
+			if av, found := d.Variable(base); found && av.Array {
+				ds, err := dims(d, av, values)
+				if err != nil {
+					return []Finding{{Param: param, Msg: err.Error()}}
+				}
+				all := elems(av, ds)
+				if !slices.Contains(all, name) {
+					return []Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q has the elements %s…%s: %q is none of them", base, all[0], all[len(all)-1], name)}}
+				}
+				v, ok = av, true
+			}
+		}
+	}
 	if !ok {
 		return []Finding{{Param: param, Msg: unknownVariable(d, name, causality)}}
 	}
@@ -129,11 +173,14 @@ func checkMapped(d *fmu.Description, key, causality, name string, field any) []F
 		}
 		return []Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q is a%s %s, not an %s%s", name, article(v.Causality), v.Causality, causality, hint)}}
 	}
+	if v.Array && name == v.Name {
+		return []Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q is an array: map its elements one by one, e.g. %q", name, name+"[1]")}}
+	}
 	return nil
 }
 
 func article(word string) string {
-	if strings.ContainsRune("aeiou", rune(word[0])) {
+	if strings.ContainsRune("aeiouAEIO", rune(word[0])) { // "a UInt8", but "an Int8"
 		return "n"
 	}
 	return ""
@@ -148,11 +195,11 @@ func (b *fmuBinding) checkDrivers() []Finding {
 			continue
 		}
 		if other, ok := seen[o.r]; ok {
-			out = append(out, Finding{Param: "outputs/" + escape(o.v.Name),
-				Msg: fmt.Sprintf("the FMU's outputs %q and %q both drive %s: expected one output per field", other, o.v.Name, o.field)})
+			out = append(out, Finding{Param: "outputs/" + escape(o.name),
+				Msg: fmt.Sprintf("the FMU's outputs %q and %q both drive %s: expected one output per field", other, o.name, o.field)})
 			continue
 		}
-		seen[o.r] = o.v.Name
+		seen[o.r] = o.name
 	}
 	return out
 }
@@ -184,28 +231,9 @@ func notAField(names map[string][]ports.Element, dir beamng.Direction, field str
 	return fmt.Sprintf("%q is not a field of the config's %s: map it there first", field, side)
 }
 
-func describeType(v *fmu.Variable) string {
-	if v.Array {
-		return "an array"
-	}
-	return "of type " + v.Type
-}
-
-// startValue is a variable's start as a number (booleans 0 or 1), 0 when
-// it has none.
-func startValue(v *fmu.Variable) float64 {
-	switch strings.TrimSpace(v.Start) {
-	case "", "false":
-		return 0
-	case "true":
-		return 1
-	}
-	var f float64
-	if _, err := fmt.Sscan(v.Start, &f); err != nil {
-		return 0
-	}
-	return f
-}
+// startValue is a scalar variable's start as a number (booleans 0 or 1),
+// 0 when it has none.
+func startValue(v *fmu.Variable) float64 { return startNumber(v, strings.TrimSpace(v.Start)) }
 
 // escape makes a name one segment of a JSON Pointer.
 func escape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
@@ -224,13 +252,13 @@ func (b *fmuBinding) unboundFindings(p Params) []Finding {
 	for _, in := range b.inputs {
 		if !in.bound && !in.mapped {
 			out = append(out, Finding{Param: at("inputs"), Warning: true,
-				Msg: fmt.Sprintf("TODO: the FMU's input %q is bound to no field: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}", in.v.Name, in.start, in.v.Name)})
+				Msg: fmt.Sprintf("TODO: the FMU's input %q is bound to no field: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}", in.name, in.start, in.name)})
 		}
 	}
 	for _, o := range b.outputs {
 		if !o.bound && !o.mapped {
 			out = append(out, Finding{Param: at("outputs"), Warning: true,
-				Msg: fmt.Sprintf("TODO: the FMU's output %q drives no field; map it with modelParams.outputs {%q: \"FIELD\"}", o.v.Name, o.v.Name)})
+				Msg: fmt.Sprintf("TODO: the FMU's output %q drives no field; map it with modelParams.outputs {%q: \"FIELD\"}", o.name, o.name)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Param < out[j].Param })

@@ -20,9 +20,13 @@ type childFMU struct {
 	slow   atomic.Bool                 // the outstanding step has run past the model timeout
 	hung   atomic.Bool                 // the current host was stopped for hanging
 	failed atomic.Bool                 // the current host was stopped after its FMU failed
+	final  atomic.Bool                 // the FMU cannot run as configured: no restart
 	answer host.Answer
-	// Catch-ups and resets of hosts that ended, and of the current one.
-	base, last [2]atomic.Int64
+	outs   []float64 // the answer's outputs
+	sent   float64   // the communication point of the request sent last (the loop's)
+	// Catch-ups, resets, solver steps, rejected steps and events of hosts
+	// that ended, and of the current one.
+	base, last [5]atomic.Int64
 	oldAge     atomic.Int64 // ns: the longest wait of hosts that ended
 }
 
@@ -31,7 +35,7 @@ func (m *FMU) startChild() error {
 	if err != nil {
 		return err
 	}
-	c := &childFMU{argv: argv}
+	c := &childFMU{argv: argv, outs: make([]float64, len(m.outputs))}
 	cl, err := c.start(m)
 	if err != nil {
 		return err
@@ -62,50 +66,62 @@ func (c *childFMU) start(m *FMU) (*host.Client, error) {
 	return cl, nil
 }
 
-func (c *childFMU) step(m *FMU, t float64, out, in [][]float64) bool {
+// send hands the host the request for the step at point, with the
+// parameter changes and the reset waiting; false when the host is being
+// started again or still busy with an older request.
+func (c *childFMU) send(m *FMU, point float64) bool {
 	cl := c.client.Load()
 	if cl == nil {
 		return false // being started again: the fault says so
 	}
-	c.take(m, cl, nil) // an older message's answer: its health counts, its outputs do not
-	m.gather(out)
-	if !cl.Send(t, m.tune, m.tuneVal, m.inVals) {
+	if !cl.Send(point, m.reset, m.tune, m.tuneVal, m.inVals) {
 		m.skipped.Add(1) // still busy with an older message's step
 		c.checkHung(m, cl)
 		return false
 	}
+	c.sent = point
 	m.sentTune()
-	computed := false
-	if cl.Wait(time.Now().Add(m.deadline)) {
-		_, computed = c.take(m, cl, in)
-	} else {
-		m.missed.Add(1) // this message gets neutral controls
-	}
-	c.checkHung(m, cl)
-	return computed
+	m.reset = false
+	return true
 }
 
-// take handles the newest answer, if there is one, and applies its outputs
-// to in (nil: an older message's answer, not applied): got says whether
-// there was one, applied whether in was set.
-func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) (got, applied bool) {
-	if !cl.Take(m.outVals, &c.answer) {
-		return false, false
+// await waits up to the deadline for the answer to the request sent, and
+// takes it.
+func (c *childFMU) await(m *FMU) bool {
+	cl := c.client.Load()
+	if cl == nil {
+		return false
+	}
+	got := cl.Wait(time.Now().Add(m.deadline)) && c.take(m, cl)
+	c.checkHung(m, cl)
+	return got
+}
+
+// collect takes an answer that came since, if any.
+func (c *childFMU) collect(m *FMU) {
+	if cl := c.client.Load(); cl != nil {
+		c.take(m, cl)
+	}
+}
+
+// take handles the newest answer, if there is one: its health, its
+// counters, and its outputs (those of the step at the point last sent).
+func (c *childFMU) take(m *FMU, cl *host.Client) bool {
+	if !cl.Take(c.outs, &c.answer) {
+		return false
 	}
 	c.first.Store(false)
 	c.slow.Store(false)
 	a := &c.answer
-	c.last[0].Store(int64(a.CatchUps))
-	c.last[1].Store(int64(a.Resets))
-	m.catchUps.Store(c.base[0].Load() + int64(a.CatchUps))
-	m.resets.Store(c.base[1].Load() + int64(a.Resets))
+	for i, n := range [...]uint32{a.CatchUps, a.Resets, a.Steps, a.Rejected, a.Events} {
+		c.last[i].Store(int64(n))
+	}
+	c.publish(m)
+	m.answered(c.sent, a.Result == host.Stepped)
 	switch a.Result {
 	case host.Stepped:
+		copy(m.outVals, c.outs)
 		m.healthy()
-		if in != nil {
-			m.apply(in)
-			applied = true
-		}
 	case host.BadOutput:
 		m.failures.Add(1)
 		m.setFault(errors.New(a.Err))
@@ -115,13 +131,27 @@ func (c *childFMU) take(m *FMU, cl *host.Client, in [][]float64) (got, applied b
 		if !c.failed.Swap(true) {
 			cl.Kill() // its instance is unusable: a new host makes a new one
 		}
+	case host.Unfit:
+		m.failures.Add(1)
+		c.final.Store(true)
+		m.unfit("the FMU failed: " + a.Err)
+		cl.Kill()
+	case host.Terminated:
+		m.end(a.Err)
 	case host.TuneFailed:
 		m.tuneRefused(errors.New(a.Err))
 		if !c.failed.Swap(true) {
 			cl.Kill() // an instance that refused a call may be unusable: a new host makes a new one
 		}
 	}
-	return true, applied
+	return true
+}
+
+// publish sums the counters of the hosts that ended and the current one's.
+func (c *childFMU) publish(m *FMU) {
+	for i, to := range [...]*atomic.Int64{&m.catchUps, &m.resets, &m.steps, &m.rejected, &m.events} {
+		to.Store(c.base[i].Load() + c.last[i].Load())
+	}
 }
 
 // killAfter is how long a step may run before its host is stopped as
@@ -176,6 +206,8 @@ func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 		b.ran(time.Since(started), !c.first.Load())
 		why := "the FMU's host process ended: " + cl.Why()
 		switch {
+		case c.final.Load():
+			return // it cannot run as configured: the fault stays
 		case c.hung.Load():
 			why = "the FMU's host process was stopped: its step hung"
 		case c.failed.Load():

@@ -22,8 +22,10 @@ type localFMU struct {
 	w     *worker                // nil while a new instance is being made
 	fresh atomic.Pointer[worker] // a new instance, ready to take over
 	b     backoff
-	base  [2]int64 // catch-ups and resets of instances that ended
+	base  [5]int64 // catch-ups, resets, solver steps, rejected steps and events of instances that ended
 	timer *time.Timer
+	sent  float64 // the communication point of the request made last
+	final bool    // the FMU cannot run as configured: no restart
 }
 
 // localSpin is how long a step spins on the worker's answer before it
@@ -64,15 +66,16 @@ type worker struct {
 
 	// The request.
 	t       float64
+	reset   bool
 	in      []float64
 	tune    []fmi.Var
 	tuneVal []float64
 	// The result.
-	out              []float64
-	ok               bool
-	err              error
-	tuneErr          error
-	catchUps, resets int64
+	out     []float64
+	ok      bool
+	err     error
+	tuneErr error
+	counts  [5]int64 // catch-ups, resets, solver steps, rejected steps, events
 }
 
 func (m *FMU) startLocal() error {
@@ -120,15 +123,18 @@ func (w *worker) run(setup fmi.Setup, log fmi.Logger, ready chan<- error) {
 			st.Close()
 			return
 		}
-		w.tuneErr = nil
-		if len(w.tune) > 0 {
+		w.tuneErr, w.ok, w.err = nil, false, nil
+		if w.reset {
+			w.err = st.Reset()
+		}
+		if w.err == nil && len(w.tune) > 0 {
 			w.tuneErr = st.SetParams(w.tune, w.tuneVal)
 		}
-		w.ok, w.err = false, nil
-		if w.tuneErr == nil {
+		if w.err == nil && w.tuneErr == nil {
 			w.ok, w.err = st.Step(w.t, w.in, w.out)
 		}
-		w.catchUps, w.resets = st.CatchUps, st.Resets
+		sol := st.Solver()
+		w.counts = [5]int64{st.CatchUps, st.Resets, sol.Steps, sol.Rejected, sol.Events}
 		if w.gone.Load() {
 			return // abandoned while it hung: nobody waits for it
 		}
@@ -158,30 +164,24 @@ func (w *worker) awaitRequest(spin time.Duration) bool {
 	}
 }
 
-// step hands this message's data to the worker and waits up to the
-// deadline for its step; it reports whether the outputs were computed from
-// them.
-func (l *localFMU) step(m *FMU, t float64, out, in [][]float64) bool {
+// send hands the worker the request for the step at point; false while
+// it is being instantiated again or still on an older request.
+func (l *localFMU) send(m *FMU, point float64) bool {
 	w := l.current(m)
 	if w == nil {
 		return false // being instantiated again: the fault says so
 	}
-	switch w.state.Load() {
-	case reqAsked:
+	if w.state.Load() == reqAsked {
 		m.skipped.Add(1) // still on an older message's step
 		l.checkHung(m, w)
 		return false
-	case reqAnswered:
-		l.collect(m, w, nil) // an older message's: its health counts, its outputs do not
-		if l.w != w {
-			return false
-		}
 	}
-	m.gather(out)
 	copy(w.in, m.inVals)
-	w.t = t
+	w.t, w.reset = point, m.reset
 	w.tune, w.tuneVal = append(w.tune[:0], m.tune...), append(w.tuneVal[:0], m.tuneVal...)
 	m.sentTune()
+	m.reset = false
+	l.sent = point
 	w.askedAt.Store(time.Now().UnixNano())
 	w.slow = false
 	w.state.Store(reqAsked)
@@ -189,17 +189,33 @@ func (l *localFMU) step(m *FMU, t float64, out, in [][]float64) bool {
 	case w.req <- struct{}{}:
 	default: // a token is there already: the worker takes this request with it
 	}
-	if !l.await(m, w) {
-		m.missed.Add(1) // its result is collected at the next message
-		l.checkHung(m, w)
-		return false
-	}
-	return l.collect(m, w, in)
+	return true
 }
 
-// await waits for the worker's answer: a short spin, then a sleep bounded
+// await waits up to the deadline for the worker's answer, and takes it.
+func (l *localFMU) await(m *FMU) bool {
+	w := l.w
+	if w == nil {
+		return false
+	}
+	if !l.wait(m, w) {
+		l.checkHung(m, w)
+		return false // its result is collected at a later message
+	}
+	l.take(m, w)
+	return true
+}
+
+// collect takes the worker's answer if it came since.
+func (l *localFMU) collect(m *FMU) {
+	if w := l.w; w != nil && w.state.Load() == reqAnswered {
+		l.take(m, w)
+	}
+}
+
+// wait waits for the worker's answer: a short spin, then a sleep bounded
 // by the deadline.
-func (l *localFMU) await(m *FMU, w *worker) bool {
+func (l *localFMU) wait(m *FMU, w *worker) bool {
 	if mailbox.SpinWait(func() bool { return w.state.Load() == reqAnswered }, localSpin) {
 		return true
 	}
@@ -215,22 +231,34 @@ func (l *localFMU) await(m *FMU, w *worker) bool {
 	return true
 }
 
-// collect takes the worker's result: a fault, or the outputs applied to in
-// (nil: an older message's, not applied). It reports whether in was set.
-func (l *localFMU) collect(m *FMU, w *worker, in [][]float64) bool {
+// take takes the worker's result: a fault, an end, or the outputs of the
+// step at the point sent last.
+func (l *localFMU) take(m *FMU, w *worker) {
 	ok, err, tuneErr := w.ok, w.err, w.tuneErr
-	copy(m.outVals, w.out)
-	m.catchUps.Store(l.base[0] + w.catchUps)
-	m.resets.Store(l.base[1] + w.resets)
+	for i, n := range w.counts {
+		[...]*atomic.Int64{&m.catchUps, &m.resets, &m.steps, &m.rejected, &m.events}[i].Store(l.base[i] + n)
+	}
+	m.answered(l.sent, ok && err == nil && tuneErr == nil)
+	if ok && err == nil {
+		copy(m.outVals, w.out)
+	}
 	w.state.Store(reqIdle)
 	var bad *fmi.BadOutput
+	var end *fmi.Terminated
 	switch {
 	case tuneErr != nil:
 		m.tuneRefused(tuneErr)
 		l.retire(m, w)
+	case errors.As(err, &end):
+		m.end(end.Error())
 	case errors.As(err, &bad):
 		m.failures.Add(1)
 		m.setFault(err)
+	case fmi.Unfit(err):
+		m.failures.Add(1)
+		l.final = true
+		m.unfit("the FMU failed: " + err.Error())
+		l.retire(m, w)
 	case err != nil:
 		m.failures.Add(1)
 		m.setFault(fmt.Errorf("the FMU failed: %w", err))
@@ -238,12 +266,7 @@ func (l *localFMU) collect(m *FMU, w *worker, in [][]float64) bool {
 	case ok:
 		w.good = true
 		m.healthy()
-		if in != nil {
-			m.apply(in)
-			return true
-		}
 	}
-	return false
 }
 
 // current is the worker in use, taking over a new instance when one is
@@ -295,11 +318,17 @@ func (l *localFMU) retire(m *FMU, w *worker) {
 // drop lets go of the worker in use and starts a new one after the
 // backoff, unless restarts are off.
 func (l *localFMU) drop(m *FMU, w *worker, why string) {
-	l.base[0], l.base[1] = m.catchUps.Load(), m.resets.Load()
+	l.base = [5]int64{m.catchUps.Load(), m.resets.Load(), m.steps.Load(), m.rejected.Load(), m.events.Load()}
 	l.w = nil
 	l.b.ran(time.Since(w.since), w.good)
+	if l.final {
+		return // it cannot run as configured: the fault stays
+	}
 	if !m.restart {
 		m.log.Error(why+"; not instantiating it again (modelParams.restart is false)", "fmu", m.file)
+		if f := m.fault.Load(); f != nil {
+			why = (*f).Error() // what failed, not only that it did
+		}
 		err := errors.New(why + ", and modelParams.restart is false")
 		m.procFault.Store(&err)
 		return

@@ -9,7 +9,8 @@ import (
 
 // fmuParams are the FMU adapter's parameters.
 var fmuParams = []Param{{Name: "path", Kind: File}, {Name: "inputs", Kind: Names}, {Name: "outputs", Kind: Names},
-	{Name: "parameters", Kind: Values}, {Name: "inProcess", Kind: Boolean}, {Name: "restart", Kind: Boolean}, {Name: "deadlineMs", Kind: Positive}}
+	{Name: "parameters", Kind: Values}, {Name: "inProcess", Kind: Boolean}, {Name: "restart", Kind: Boolean}, {Name: "deadlineMs", Kind: Positive},
+	{Name: "interface", Kind: Choice}, {Name: "solver", Kind: Choice}, {Name: "tolerance", Kind: Positive}, {Name: "maxStep", Kind: Positive}}
 
 // FMUParams are the FMU adapter's parameters, for the catalog.
 func FMUParams() []Param { return fmuParams }

@@ -16,10 +16,11 @@ import (
 	"beamconnect/suggest"
 )
 
-// tuneChange is one parameter a reload changes.
+// tuneChange is one parameter a reload changes: its new values, one per
+// element.
 type tuneChange struct {
-	v     *fmu.Variable
-	value float64
+	v      *fmu.Variable
+	values []float64
 }
 
 // tuneChanges are the parameter changes from running to params: tunable
@@ -63,16 +64,28 @@ func (m *FMU) tuneChanges(running, p Params) ([]tuneChange, error) {
 		case !v.Tunable():
 			restart = append(restart, fmt.Sprintf("modelParams.parameters.%s (the FMU's %s has variability %s)", name, v.Causality, v.Variability))
 			continue
+		case !v.Kind.Numeric():
+			restart = append(restart, fmt.Sprintf("modelParams.parameters.%s (the FMU's %s is a %s, set before it starts)", name, v.Causality, v.Type))
+			continue
 		}
-		value := startValue(v) // a parameter taken out goes back to its start
+		n := 1
+		if v.Array {
+			ds, err := dims(m.desc, v, now)
+			if err != nil {
+				bad = append(bad, "modelParams.parameters."+name+": "+err.Error())
+				continue
+			}
+			n = len(elems(v, ds))
+		}
+		values := starts(v, n) // a parameter taken out goes back to its start
 		if given {
 			var msg string
-			if value, msg = paramValue(v, nv); msg != "" {
+			if values, _, msg = paramValues(v, n, nv); msg != "" {
 				bad = append(bad, "modelParams.parameters."+name+": "+msg)
 				continue
 			}
 		}
-		out = append(out, tuneChange{v, value})
+		out = append(out, tuneChange{v, values})
 	}
 	// An unknown name is an unknown name, whatever else the reload changes.
 	if len(bad) > 0 {
@@ -129,14 +142,18 @@ func (m *FMU) Rebind(plan *ports.Plan, running, params Params) (func(), error) {
 	var vals []float64
 	for _, c := range changes {
 		if c.v.Causality == "input" {
-			for i := range b.inputs {
-				if b.inputs[i].v.Name == c.v.Name {
-					b.inputs[i].start = c.value
+			if first := firstOf(b.inputs, c.v); first >= 0 {
+				for e, x := range c.values {
+					b.inputs[first+e].start = x
 				}
 			}
 			continue
 		}
-		list, vals = append(list, fmiVar(c.v)), append(vals, c.value)
+		fv := fmiVar(c.v)
+		if c.v.Array {
+			fv.N = len(c.values)
+		}
+		list, vals = append(list, fv), append(vals, c.values...)
 	}
 	if len(list) > 0 {
 		if err := m.trial(b, list, vals); err != nil {
@@ -177,7 +194,7 @@ func (m *FMU) trial(b *fmuBinding, list []fmi.Var, vals []float64) error {
 	for i, in := range b.inputs {
 		inputs[i] = in.start
 	}
-	if !cl.Send(0, list, vals, inputs) {
+	if !cl.Send(0, false, list, vals, inputs) {
 		return errors.New("model fmu: trying the new parameters: the scratch instance took no request")
 	}
 	outs := make([]float64, len(b.outputs))
@@ -201,47 +218,65 @@ func (m *FMU) trial(b *fmuBinding, list []fmi.Var, vals []float64) error {
 	return nil
 }
 
-// tuneTo makes list take vals: in the setup a restarted instance is made
-// from, and with the next step. The values they replace are kept until the
-// running instance has taken them.
+// tuneTo makes list take vals (one per element): in the setup a
+// restarted instance is made from, and with the next step. The values they
+// replace are kept until the running instance has taken them.
 func (m *FMU) tuneTo(list []fmi.Var, vals []float64) {
 	m.setupMu.Lock()
-	for i, fv := range list {
-		k := slices.IndexFunc(m.setup.Params, func(x fmi.Var) bool { return x.VR == fv.VR && x.Kind == fv.Kind })
+	at := 0
+	for _, fv := range list {
+		v := vals[at : at+fv.Elems()]
+		at += fv.Elems()
+		k, off := paramAt(m.setup.Params, fv)
 		if k < 0 {
 			m.setup.Params = append(m.setup.Params, fv)
-			m.setup.ParamValues = append(m.setup.ParamValues, vals[i])
-			k = len(m.setup.Params) - 1
-			m.untuned = append(m.untuned, untuned{fv, startValueOf(m, fv)})
-		} else {
-			m.untuned = append(m.untuned, untuned{fv, m.setup.ParamValues[k]})
-		}
-		m.setup.ParamValues[k] = vals[i]
-	}
-	m.setupMu.Unlock()
-	for i, v := range list {
-		if k := slices.IndexFunc(m.tune, func(x fmi.Var) bool { return x.VR == v.VR && x.Kind == v.Kind }); k >= 0 {
-			m.tuneVal[k] = vals[i]
+			m.setup.ParamValues = append(m.setup.ParamValues, v...)
+			m.untuned = append(m.untuned, untuned{fv, startValuesOf(m, fv)})
 			continue
 		}
-		m.tune, m.tuneVal = append(m.tune, v), append(m.tuneVal, vals[i])
+		old := m.setup.ParamValues[off : off+fv.Elems()]
+		m.untuned = append(m.untuned, untuned{fv, slices.Clone(old)})
+		copy(old, v)
+	}
+	m.setupMu.Unlock()
+	at = 0
+	for _, fv := range list {
+		v := vals[at : at+fv.Elems()]
+		at += fv.Elems()
+		if k, off := paramAt(m.tune, fv); k >= 0 {
+			copy(m.tuneVal[off:off+fv.Elems()], v)
+			continue
+		}
+		m.tune, m.tuneVal = append(m.tune, fv), append(m.tuneVal, v...)
 	}
 }
 
-// untuned is a parameter's value before a reload changed it.
-type untuned struct {
-	v     fmi.Var
-	value float64
+// paramAt finds fv in list: its index, and where its values begin among
+// the list's; -1 when it is not there.
+func paramAt(list []fmi.Var, fv fmi.Var) (k, off int) {
+	for i, x := range list {
+		if x.VR == fv.VR && x.Kind == fv.Kind {
+			return i, off
+		}
+		off += x.Elems()
+	}
+	return -1, 0
 }
 
-// startValueOf is the start value of the FMU's variable fv.
-func startValueOf(m *FMU, fv fmi.Var) float64 {
+// untuned is a parameter's values before a reload changed them.
+type untuned struct {
+	v      fmi.Var
+	values []float64
+}
+
+// startValuesOf are the start values of the FMU's variable fv.
+func startValuesOf(m *FMU, fv fmi.Var) []float64 {
 	for i := range m.desc.Variables {
 		if v := &m.desc.Variables[i]; v.VR == fv.VR && v.Kind == fv.Kind {
-			return startValue(v)
+			return starts(v, fv.Elems())
 		}
 	}
-	return 0
+	return make([]float64, fv.Elems())
 }
 
 // sentTune notes that the queued parameter changes went out with a step.
@@ -262,8 +297,8 @@ func (m *FMU) tuneRefused(err error) {
 	m.failures.Add(1)
 	m.setupMu.Lock()
 	for _, u := range slices.Backward(m.untuned) { // the oldest value wins
-		if k := slices.IndexFunc(m.setup.Params, func(x fmi.Var) bool { return x.VR == u.v.VR && x.Kind == u.v.Kind }); k >= 0 {
-			m.setup.ParamValues[k] = u.value
+		if k, off := paramAt(m.setup.Params, u.v); k >= 0 {
+			copy(m.setup.ParamValues[off:off+u.v.Elems()], u.values)
 		}
 	}
 	m.setupMu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"beamconnect/fmu"
+	"beamconnect/fmu/fmi"
+	"beamconnect/fmu/ode"
 	"beamconnect/ports"
 )
 
@@ -16,14 +18,24 @@ import (
 type fmuCheck struct {
 	file   string // the .fmu, resolved against the config's folder
 	desc   *fmu.Description
+	iface  string // fmu.CoSim or fmu.ME
 	bind   *fmuBinding
-	params []fmuParam // parameters to set after instantiation (inputs' values are in bind)
+	params []fmuParam // numeric parameters to set after instantiation (inputs' values are in bind)
+	texts  []fmi.Text // String and Binary parameters
+	// every is how many messages one step of the FMU spans (1: every
+	// message); step is that step's size, why says why it is not 1.
+	every int
+	step  float64
+	why   string
+	// Model exchange: the solver and its settings.
+	method             ode.Method
+	tolerance, maxStep float64
 }
 
 // fmuParam is a parameter modelParams.parameters sets.
 type fmuParam struct {
-	v     *fmu.Variable
-	value float64
+	v      *fmu.Variable
+	values []float64 // one per element
 }
 
 // fmuFile is modelParams.path resolved against the config's folder.
@@ -45,22 +57,35 @@ func checkFMU(p Params, plan *ports.Plan) (*fmuCheck, []Finding) {
 	} else {
 		return nil, []Finding{{Param: "path", Msg: "missing: the fmu model needs the FMU to run, e.g. \"path\": \"controller.fmu\" (relative to the config)"}}
 	}
-	c := &fmuCheck{file: fmuFile(p, plan)}
+	c := &fmuCheck{file: fmuFile(p, plan), every: 1, step: plan.Period}
 	f, err := fmu.Open(c.file)
 	if err != nil {
 		return nil, []Finding{{Param: "path", Msg: err.Error()}}
 	}
 	defer f.Close()
-	if err := f.Supported(); err != nil {
-		return nil, []Finding{{Param: "path", Msg: err.Error()}}
+	want, _ := p["interface"].(string)
+	if err := f.SupportedAs(want); err != nil {
+		param := "path"
+		if want != "" {
+			param = "interface"
+		}
+		return nil, []Finding{{Param: param, Msg: err.Error()}}
 	}
 	c.desc = f.Desc
+	c.iface, _ = f.Desc.Interface(want)
 	var out []Finding
 	c.bind, out = bindFMU(f.Desc, p, plan)
-	var pf []Finding
-	c.params, pf = fmuParameters(f.Desc, p, c.bind)
-	out = append(out, pf...)
-	out = append(out, checkStep(f.Desc, plan.Period)...)
+	out = append(out, c.parameters(p)...)
+	if c.iface == fmu.ME {
+		out = append(out, c.solver(p, plan)...)
+	} else {
+		out = append(out, c.checkStep(plan.Period)...)
+	}
+	for _, key := range []string{"solver", "tolerance", "maxStep"} {
+		if _, ok := p[key]; ok && c.iface != fmu.ME {
+			out = append(out, Finding{Param: key, Msg: "the FMU runs as co-simulation, with its own solver: modelParams." + key + " is for a model exchange FMU (set \"interface\": \"ModelExchange\" to integrate it with beamconnect's)"})
+		}
+	}
 	if d, ok := p["deadlineMs"].(float64); ok && d > 0 && d/1000 > plan.ModelTimeout {
 		out = append(out, Finding{Param: "deadlineMs", Msg: fmt.Sprintf("%v ms is longer than the model timeout (%v ms, beamng.modelTimeoutMs): expected a shorter deadline", d, plan.ModelTimeout*1000)})
 	}
@@ -76,12 +101,14 @@ func validateFMU(p Params, plan *ports.Plan) []Finding {
 	return out
 }
 
-// fmuParameters checks modelParams.parameters: every name a variable that
-// can be set before the FMU starts (a fixed or tunable parameter, or an
-// input's value), and every value of its type.
-func fmuParameters(d *fmu.Description, p Params, b *fmuBinding) ([]fmuParam, []Finding) {
+// parameters checks modelParams.parameters: every name a variable that
+// can be set before the FMU starts (a fixed or tunable parameter, a
+// structural parameter, or an input's value), and every value of its type,
+// within its type's range and the variable's min and max, an enumeration's
+// an item's.
+func (c *fmuCheck) parameters(p Params) []Finding {
+	d, b := c.desc, c.bind
 	raw, _ := p["parameters"].(map[string]any)
-	var list []fmuParam
 	var out []Finding
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		param := "parameters/" + escape(name)
@@ -94,82 +121,193 @@ func fmuParameters(d *fmu.Description, p Params, b *fmuBinding) ([]fmuParam, []F
 			out = append(out, Finding{Param: param, Msg: fmt.Sprintf("the FMU's %q is a%s %s with variability %s: it cannot be set; expected a parameter (fixed or tunable) or an input", name, article(v.Causality), v.Causality, v.Variability)})
 			continue
 		}
-		val, msg := paramValue(v, raw[name])
+		if v.Kind == fmu.Unsupported {
+			out = append(out, Finding{Param: param, Msg: fmt.Sprintf("the FMU's %q is %s: beamconnect sets numbers, Booleans, enumerations, Strings and Binaries", name, describeType(v))})
+			continue
+		}
+		n := 1
+		if v.Array {
+			ds, err := dims(d, v, raw)
+			if err != nil {
+				out = append(out, Finding{Param: param, Msg: err.Error()})
+				continue
+			}
+			n = len(elems(v, ds))
+		}
+		nums, texts, msg := paramValues(v, n, raw[name])
 		if msg != "" {
 			out = append(out, Finding{Param: param, Msg: msg})
+			continue
+		}
+		if !v.Kind.Numeric() {
+			c.texts = append(c.texts, fmi.Text{VR: v.VR, Name: v.Name, Binary: v.Kind == fmu.Binary, Values: texts})
 			continue
 		}
 		if v.Causality == "input" {
 			for i := range b.inputs {
 				in := &b.inputs[i]
-				if in.v.Name != name {
+				if in.v != v {
 					continue
 				}
-				in.start = val
+				e := i - firstOf(b.inputs, v)
+				in.start = nums[e]
 				if in.bound {
 					out = append(out, Finding{Param: param, Warning: true,
-						Msg: fmt.Sprintf("the FMU's input %q is bound to the field %s: the value given here is replaced by the field's at every message", name, in.field)})
+						Msg: fmt.Sprintf("the FMU's input %q is bound to the field %s: the value given here is replaced by the field's at every message", in.name, in.field)})
 				}
 			}
 			continue
 		}
-		list = append(list, fmuParam{v: v, value: val})
-	}
-	return list, out
-}
-
-// paramValue reads a parameter's value for its variable's type.
-func paramValue(v *fmu.Variable, x any) (float64, string) {
-	switch v.Kind {
-	case fmu.Bool:
-		switch b := x.(type) {
-		case bool:
-			if b {
-				return 1, ""
-			}
-			return 0, ""
-		case float64:
-			if b == 0 || b == 1 {
-				return b, ""
-			}
-		}
-		return 0, fmt.Sprintf("the FMU's %q is a Boolean: expected true or false, got %s", v.Name, describe(x))
-	case fmu.Float64, fmu.Float32, fmu.Int32:
-		f, ok := x.(float64)
-		if !ok {
-			return 0, fmt.Sprintf("the FMU's %q is a%s %s: expected a number, got %s", v.Name, article(v.Type), v.Type, describe(x))
-		}
-		if v.Kind == fmu.Int32 && (f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32) {
-			return 0, fmt.Sprintf("the FMU's %q is an %s: expected a whole number, got %v", v.Name, v.Type, f)
-		}
-		return f, ""
-	}
-	return 0, fmt.Sprintf("the FMU's %q is %s: beamconnect sets Real/Float64, Float32, Integer/Int32 and Boolean parameters", v.Name, describeType(v))
-}
-
-// checkStep compares the FMU's step size with the coupling's period: the
-// FMU is stepped once per BeamNG message, by the period.
-func checkStep(d *fmu.Description, period float64) []Finding {
-	var out []Finding
-	ms := func(s float64) string { return fmt.Sprintf("%g ms", s*1000) }
-	if fixed := d.CoSim.FixedInternalStepSize; fixed > 0 && !multiple(period, fixed) {
-		out = append(out, Finding{Param: "path", Msg: fmt.Sprintf("the FMU computes in fixed internal steps of %s (fixedInternalStepSize); the coupling's period %s is not a multiple of it: expected a period of a whole number of its steps", ms(fixed), ms(period))})
-	}
-	step := d.Default.StepSize
-	if step == nil || *step <= 0 {
-		return out
-	}
-	switch {
-	case !d.CoSim.VariableStep && !multiple(period, *step):
-		out = append(out, Finding{Param: "path", Msg: fmt.Sprintf("the FMU's DefaultExperiment stepSize is %s and it cannot handle other step sizes (canHandleVariableCommunicationStepSize is false); the coupling steps it every %s, which is not a multiple: expected a period of a whole number of its steps", ms(*step), ms(period))})
-	case period > *step*(1+1e-9) && d.CoSim.VariableStep:
-		out = append(out, Finding{Param: "path", Warning: true, Msg: fmt.Sprintf("the FMU's DefaultExperiment stepSize is %s; the coupling steps it every %s, coarser than it suggests: check its results at that step size", ms(*step), ms(period))})
+		c.params = append(c.params, fmuParam{v: v, values: nums})
 	}
 	return out
+}
+
+// firstOf is where v's elements begin among ports.
+func firstOf(list []fmuPort, v *fmu.Variable) int {
+	for i := range list {
+		if list[i].v == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// solver reads a model exchange FMU's solver settings: the method, the
+// relative tolerance (default: the FMU's DefaultExperiment tolerance, or
+// 1e-6) and the largest step.
+func (c *fmuCheck) solver(p Params, plan *ports.Plan) []Finding {
+	var out []Finding
+	if name, ok := p["solver"].(string); ok {
+		m, err := ode.ParseMethod(name)
+		if err != nil {
+			out = append(out, Finding{Param: "solver", Msg: err.Error()})
+		}
+		c.method = m
+	}
+	c.tolerance = 1e-6
+	if t := c.desc.Default.Tolerance; t != nil && *t > 0 {
+		c.tolerance = *t
+	}
+	if t, ok := p["tolerance"].(float64); ok {
+		if t >= 1 {
+			out = append(out, Finding{Param: "tolerance", Msg: fmt.Sprintf("%v is a relative tolerance of %v %%: expected a number below 1, e.g. 1e-6", t, t*100)})
+		}
+		c.tolerance = t
+	}
+	if m, ok := p["maxStep"].(float64); ok {
+		c.maxStep = m
+		if m > plan.Period*(1+1e-9) {
+			out = append(out, Finding{Param: "maxStep", Warning: true, Msg: fmt.Sprintf("%g s is longer than the coupling's period (%g s): steps end at every message anyway", m, plan.Period)})
+		}
+	}
+	return out
+}
+
+// checkStep finds how the coupling steps a co-simulation FMU: once a
+// message when it can; but an FMU with a fixed internal step (FMI 3.0's
+// fixedInternalStepSize) or a fixed step size it cannot change (no
+// canHandleVariableCommunicationStepSize, its DefaultExperiment's stepSize)
+// needs a communication step that is a whole number of its steps, as FMI
+// 3.0 asks of an importer. Then it is stepped every k-th message, k the
+// fewest periods that make a whole number of its steps, its outputs held
+// in between (multi-rate).
+func (c *fmuCheck) checkStep(period float64) []Finding {
+	d := c.desc
+	var out []Finding
+	ms := func(s float64) string { return fmt.Sprintf("%g ms", s*1000) }
+	step, what := 0.0, ""
+	switch st := d.Default.StepSize; {
+	case d.CoSim.FixedInternalStepSize > 0:
+		step, what = d.CoSim.FixedInternalStepSize, "its fixed internal step (fixedInternalStepSize)"
+	case st != nil && *st > 0 && !d.CoSim.VariableStep:
+		step, what = *st, "its DefaultExperiment stepSize, the only step size it takes (canHandleVariableCommunicationStepSize is false)"
+	}
+	if step > 0 {
+		k, ok := periodsFor(period, step)
+		if !ok {
+			return append(out, Finding{Param: "path", Msg: fmt.Sprintf("the FMU steps by %s, %s; no whole number of the coupling's periods of %s (up to %d) is a whole number of its steps: expected a period that is", ms(step), what, ms(period), maxEvery)})
+		}
+		c.every, c.step = k, float64(k)*period
+		if k > 1 {
+			c.why = fmt.Sprintf("%s of %s", what, ms(step))
+		}
+		return out
+	}
+	if st := d.Default.StepSize; st != nil && *st > 0 && period > *st*(1+1e-9) {
+		out = append(out, Finding{Param: "path", Warning: true, Msg: fmt.Sprintf("the FMU's DefaultExperiment stepSize is %s; the coupling steps it every %s, coarser than it suggests: check its results at that step size", ms(*st), ms(period))})
+	}
+	return out
+}
+
+// maxEvery bounds k: an FMU stepped less often than every 10 000 messages
+// is not one to couple at this period.
+const maxEvery = 10000
+
+// periodsFor is the fewest periods whose sum is a whole number of steps.
+func periodsFor(period, step float64) (int, bool) {
+	for k := 1; k <= maxEvery; k++ {
+		if multiple(float64(k)*period, step) {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 // multiple reports whether a is a whole multiple of b, to rounding.
 func multiple(a, b float64) bool {
 	n := math.Round(a / b)
 	return n >= 1 && math.Abs(a-n*b) <= 1e-9*a
+}
+
+// notes say how the FMU runs: its interface and step, for compile and the
+// summary.
+func (c *fmuCheck) notes() []string {
+	d := c.desc
+	name := filepath.Base(c.file)
+	if c.iface == fmu.ME {
+		max := "the period"
+		if c.maxStep > 0 {
+			max = fmt.Sprintf("%g s", c.maxStep)
+		}
+		return []string{fmt.Sprintf("%s: FMI %s model exchange, integrated by beamconnect (%v, relative tolerance %g, steps of at most %s; %d continuous states and %d event indicators in its description)",
+			name, d.FMIVersion, c.method, c.tolerance, max, d.States, d.EventIndicators)}
+	}
+	note := fmt.Sprintf("%s: FMI %s co-simulation, stepped at every message", name, d.FMIVersion)
+	if c.every > 1 {
+		note = fmt.Sprintf("%s: FMI %s co-simulation, stepped every %d messages by %g s (%s), its outputs held in between (multi-rate)",
+			name, d.FMIVersion, c.every, c.step, c.why)
+	}
+	return []string{note}
+}
+
+// DescribeFMU says how an FMU model would run with params on plan,
+// without starting it: a line or two for compile (the FMU's interface and
+// step).
+func DescribeFMU(params Params, plan *ports.Plan) []string {
+	c, findings := checkFMU(params, plan)
+	for _, f := range findings {
+		if !f.Warning {
+			return nil
+		}
+	}
+	if c == nil {
+		return nil
+	}
+	return c.notes()
+}
+
+// fmiParams are the parameters as fmi wants them: variables and their
+// values, one per element.
+func (c *fmuCheck) fmiParams() ([]fmi.Var, []float64) {
+	var vars []fmi.Var
+	var vals []float64
+	for _, p := range c.params {
+		fv := fmiVar(p.v)
+		if p.v.Array {
+			fv.N = len(p.values)
+		}
+		vars, vals = append(vars, fv), append(vals, p.values...)
+	}
+	return vars, vals
 }

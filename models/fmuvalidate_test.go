@@ -51,6 +51,22 @@ func TestValidateFMU(t *testing.T) {
 	testfmu.Zip(fmi1, map[string][]byte{"modelDescription.xml": []byte(`<fmiModelDescription fmiVersion="1.0" modelName="m" guid="g"/>`)})
 	me := filepath.Join(dir, "me.fmu")
 	testfmu.Zip(me, map[string][]byte{"modelDescription.xml": []byte(`<fmiModelDescription fmiVersion="2.0" modelName="m" guid="g"><ModelExchange modelIdentifier="m"/><ModelVariables/></fmiModelDescription>`)})
+	se := filepath.Join(dir, "se.fmu")
+	testfmu.Zip(se, map[string][]byte{"modelDescription.xml": []byte(`<fmiModelDescription fmiVersion="3.0" modelName="m" instantiationToken="g"><ScheduledExecution modelIdentifier="m"/><ModelVariables/></fmiModelDescription>`)})
+	clocked := filepath.Join(dir, "clocked.fmu")
+	testfmu.Zip(clocked, map[string][]byte{"modelDescription.xml": []byte(`<fmiModelDescription fmiVersion="3.0" modelName="m" instantiationToken="g"><CoSimulation modelIdentifier="m"/><ModelVariables><Clock name="c" valueReference="1" causality="input"/></ModelVariables></fmiModelDescription>`),
+		"binaries/x86_64-linux/m.so": nil})
+	types := testfmu.Options{FMI: 3, Extra: []string{
+		`<Int8 name="i8" valueReference="20" causality="parameter" variability="tunable" start="0"/>`,
+		`<Float64 name="gain" valueReference="21" causality="parameter" variability="tunable" start="1" min="0" max="10"/>`,
+		`<Enumeration name="mode" valueReference="22" causality="parameter" variability="fixed" declaredType="Mode" start="1"/>`,
+		`<Boolean name="on" valueReference="23" causality="parameter" variability="fixed" start="true"/>`,
+		`<Float64 name="table" valueReference="24" causality="parameter" variability="fixed" start="1 2 3"><Dimension start="3"/></Float64>`,
+		`<String name="label" valueReference="25" causality="parameter" variability="fixed"><Start value="x"/></String>`,
+		`<Binary name="blob" valueReference="26" causality="parameter" variability="fixed"/>`,
+		`<Float64 name="u" valueReference="27" causality="input" start="0 0"><Dimension start="2"/></Float64>`,
+	}, Types: `<EnumerationType name="Mode"><Item name="Eco" value="1"/><Item name="Sport" value="2"/></EnumerationType>`}
+	typed := fakeFMU(t, types, testfmu.Platform(3))
 	str := testfmu.Options{Extra: []string{`<ScalarVariable name="mode" valueReference="9" causality="output"><String/></ScalarVariable>`}}
 	// Archives run refuses to unpack: validate must refuse them too.
 	slip := filepath.Join(dir, "slip.fmu")
@@ -73,7 +89,11 @@ func TestValidateFMU(t *testing.T) {
 		{"not a zip", Params{"path": notZip}, "", "path", "text.fmu is not an FMU: expected a zip archive", false},
 		{"no description", Params{"path": noMD}, "", "path", "nomd.fmu is not an FMU: the archive has no modelDescription.xml at its top", false},
 		{"FMI 1.0", Params{"path": fmi1}, "", "path", `fmiVersion "1.0" is not supported: expected 2.0 or 3.0`, false},
-		{"model exchange", Params{"path": me}, "", "path", "is not a co-simulation FMU (it has ModelExchange)", false},
+		{"model exchange, no binary", Params{"path": me}, "", "path", "has no binary for this machine (binaries/linux64/m.so, FMI 2.0)", false},
+		{"model exchange asked of a co-simulation FMU", Params{"path": good, "interface": "ModelExchange"}, "", "interface", "the FMU has no ModelExchange interface: it has CoSimulation", false},
+		{"scheduled execution", Params{"path": se}, "", "path", "the FMU has the ScheduledExecution interface only: beamconnect runs FMUs for co-simulation and model exchange", false},
+		{"clocks", Params{"path": clocked}, "", "path", "declares clocks: beamconnect does not drive FMI 3.0 clocks", false},
+		{"a solver for co-simulation", Params{"path": good, "solver": "rk4"}, "", "solver", "the FMU runs as co-simulation, with its own solver", false},
 		{"entry outside", Params{"path": slip}, "", "path", `slip.fmu: entry "resources/../../../.bashrc" lies outside the archive's folder`, false},
 		{"unpacks too large", Params{"path": bomb}, "", "path", "bomb.fmu unpacks to more than 4294967296 bytes", false},
 		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, elsewhere...)}, "", "path",
@@ -94,7 +114,7 @@ func TestValidateFMU(t *testing.T) {
 		{"two outputs, one field", Params{"path": good, "outputs": map[string]any{"brake": "throttle"}}, "", "outputs/brake",
 			`the FMU's outputs "throttle" and "brake" both drive throttle: expected one output per field`, false},
 		{"wrong type", Params{"path": fakeFMU(t, str, here), "outputs": map[string]any{"mode": "throttle", "throttle": "brake", "brake": "driveMode"}}, "", "outputs/mode",
-			`the FMU's output "mode" is of type String: beamconnect exchanges scalar Real/Float64`, false},
+			`the FMU's output "mode" is of type String: beamconnect exchanges numbers`, false},
 		{"unknown parameter", Params{"path": good, "parameters": map[string]any{"kq": 1.0}}, "", "parameters/kq",
 			`the FMU has no variable "kq" (did you mean "kp"?)`, false},
 		{"not settable", Params{"path": good, "parameters": map[string]any{"throttle": 1.0}}, "", "parameters/throttle",
@@ -103,8 +123,36 @@ func TestValidateFMU(t *testing.T) {
 			`the FMU's "kp" is a Real: expected a number, got the string "high"`, false},
 		{"bound input given a value", Params{"path": good, "parameters": map[string]any{"groundspeed": 3.0}}, "", "parameters/groundspeed",
 			`the FMU's input "groundspeed" is bound to the field groundspeed: the value given here is replaced`, true},
-		{"fixed step, not a multiple", Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.003}, here)}, "", "path",
-			"the FMU's DefaultExperiment stepSize is 3 ms and it cannot handle other step sizes (canHandleVariableCommunicationStepSize is false); the coupling steps it every 5 ms", false},
+		{"fixed step, no period fits", Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.0049999}, here)}, "", "path",
+			"the FMU steps by 4.9999 ms, its DefaultExperiment stepSize, the only step size it takes (canHandleVariableCommunicationStepSize is false); no whole number of the coupling's periods of 5 ms (up to 10000) is a whole number of its steps", false},
+		{"below min", Params{"path": typed, "parameters": map[string]any{"gain": -1.0}}, "", "parameters/gain",
+			`the FMU's "gain" takes 0 to 10 (its min and max): -1 is below`, false},
+		{"above max", Params{"path": typed, "parameters": map[string]any{"gain": 11.0}}, "", "parameters/gain",
+			`the FMU's "gain" takes 0 to 10 (its min and max): 11 is above`, false},
+		{"beyond the type", Params{"path": typed, "parameters": map[string]any{"i8": 300.0}}, "", "parameters/i8",
+			`the FMU's "i8" is an Int8: expected a whole number from -128 to 127, got 300`, false},
+		{"not whole", Params{"path": typed, "parameters": map[string]any{"i8": 1.5}}, "", "parameters/i8",
+			`expected a whole number from -128 to 127, got 1.5`, false},
+		{"no such item", Params{"path": typed, "parameters": map[string]any{"mode": 3.0}}, "", "parameters/mode",
+			`the FMU's "mode" is an enumeration (Mode) with no item of value 3: expected one of Eco (1), Sport (2)`, false},
+		{"no such item name", Params{"path": typed, "parameters": map[string]any{"mode": "Race"}}, "", "parameters/mode",
+			`the FMU's "mode" is an enumeration (Mode) with no item "Race": expected one of Eco (1), Sport (2)`, false},
+		{"a Boolean given a number", Params{"path": typed, "parameters": map[string]any{"on": 2.0}}, "", "parameters/on",
+			`the FMU's "on" is a Boolean: expected true or false, got 2`, false},
+		{"an array given too few", Params{"path": typed, "parameters": map[string]any{"table": []any{1.0, 2.0}}}, "", "parameters/table",
+			`the FMU's "table" is an array of 3: expected 3 values, got 2`, false},
+		{"an array given a number", Params{"path": typed, "parameters": map[string]any{"table": 1.0}}, "", "parameters/table",
+			`the FMU's "table" is an array of 3: expected an array of 3 values, got 1`, false},
+		{"a String given a number", Params{"path": typed, "parameters": map[string]any{"label": 1.0}}, "", "parameters/label",
+			`the FMU's "label" is a String: expected text, got 1`, false},
+		{"a Binary given text", Params{"path": typed, "parameters": map[string]any{"blob": "xyz"}}, "", "parameters/blob",
+			`the FMU's "blob" is a Binary: expected its bytes as hexadecimal text`, false},
+		{"an array element mapped past its end", Params{"path": typed, "inputs": map[string]any{"u[3]": "groundspeed"}}, "", "inputs/u[3]",
+			`the FMU's "u" has the elements u[1]…u[2]: "u[3]" is none of them`, false},
+		{"a whole array mapped", Params{"path": typed, "inputs": map[string]any{"u": "groundspeed"}}, "", "inputs/u",
+			`the FMU's "u" is an array: map its elements one by one, e.g. "u[1]"`, false},
+		{"an array's elements unbound", Params{"path": typed}, "", "",
+			`TODO: the FMU's input "u[2]" is bound to no field: it keeps the value 0`, true},
 		{"variable step, coarser", Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.001, VariableStep: true}, here)}, "", "path",
 			"stepSize is 1 ms; the coupling steps it every 5 ms, coarser than it suggests", true},
 		{"unbound output", Params{"path": fakeFMU(t, testfmu.Options{TimeOutput: true}, here)}, "", "",
@@ -135,6 +183,41 @@ func TestValidateFMU(t *testing.T) {
 			}
 			t.Errorf("no finding at %q with %q (warning %v); found:%s", tt.param, tt.msg, tt.warn, found)
 		})
+	}
+}
+
+// Values of every type that are right for their variables pass: a whole
+// number within an Int8, a gain within its min and max, an enumeration's
+// item by name, an array of the right length, text for a String,
+// hexadecimal for a Binary, array elements mapped one by one.
+func TestValidateFMUTypes(t *testing.T) {
+	if testfmu.Platform(3) == "" {
+		t.Skip("the FMU fixtures carry x86-64 Linux binaries")
+	}
+	path := fakeFMU(t, testfmu.Options{FMI: 3, Extra: []string{
+		`<Int8 name="i8" valueReference="20" causality="parameter" variability="tunable" start="0"/>`,
+		`<Float64 name="gain" valueReference="21" causality="parameter" variability="tunable" start="1" min="0" max="10"/>`,
+		`<Enumeration name="mode" valueReference="22" causality="parameter" variability="fixed" declaredType="Mode" start="1"/>`,
+		`<Float64 name="table" valueReference="24" causality="parameter" variability="fixed" start="1 2 3"><Dimension start="3"/></Float64>`,
+		`<String name="label" valueReference="25" causality="parameter" variability="fixed"><Start value="x"/></String>`,
+		`<Binary name="blob" valueReference="26" causality="parameter" variability="fixed"/>`,
+		`<Float64 name="u" valueReference="27" causality="input" start="0 0"><Dimension start="2"/></Float64>`,
+	}, Types: `<EnumerationType name="Mode"><Item name="Eco" value="1"/><Item name="Sport" value="2"/></EnumerationType>`}, testfmu.Platform(3))
+	p := plan(t, "../examples/cruise-pedals.json")
+	params := Params{"path": path, "inputs": map[string]any{"u[1]": "groundspeed", "u[2]": "rpm"},
+		"parameters": map[string]any{"i8": -128.0, "gain": 10.0, "mode": "Sport", "table": []any{4.0, 5.0, 6.0}, "label": "left", "blob": "0aff"}}
+	for _, f := range Validate("fmu", params, p) {
+		if !f.Warning {
+			t.Errorf("%s", f.Error())
+		}
+	}
+	c, _ := checkFMU(params, p)
+	vars, vals := c.fmiParams()
+	if len(c.texts) != 2 || c.texts[1].Values[0] != "left" || len(vars) != 4 || len(vals) != 6 {
+		t.Errorf("parameters %v %v, texts %+v", vars, vals, c.texts)
+	}
+	if len(c.bind.inputs) != 3 || !c.bind.inputs[1].bound || c.bind.inputs[2].field != "rpm" || c.bind.inVars[1].N != 2 {
+		t.Errorf("inputs %+v, variables %+v", c.bind.inputs, c.bind.inVars)
 	}
 }
 

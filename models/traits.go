@@ -7,6 +7,9 @@ type Tally struct {
 	Failed    int64 // steps of an FMU that failed or gave unusable outputs
 	Skipped   int64 // requests not sent while the program was busy
 	Restarts  int64 // times the program was started again
+	// A model exchange FMU's integration: accepted and rejected steps of
+	// its solver, events handled.
+	SolverSteps, SolverRejected, Events int64
 }
 
 // Tallier is a Model that keeps a Tally; the coupling reports it in the
@@ -19,5 +22,6 @@ type Tallier interface {
 // sent while it was busy, its failures (an error status, a crash) and
 // restarts.
 func (m *FMU) Tally() Tally {
-	return Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts()}
+	return Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts(),
+		SolverSteps: m.steps.Load(), SolverRejected: m.rejected.Load(), Events: m.events.Load()}
 }

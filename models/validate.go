@@ -53,6 +53,7 @@ const (
 	File   // a file name
 	Names  // an object of strings: names mapped to names
 	Values // an object of numbers and booleans
+	Choice // a string naming one of a few things
 )
 
 // CheckParams checks p against a model's specs: every key one of them,
@@ -94,7 +95,7 @@ func (s Param) check(v any) string {
 	case Number, Positive:
 		f, ok := v.(float64)
 		if !ok {
-			return fmt.Sprintf("expected a number, got %s", Describe(v))
+			return fmt.Sprintf("expected a number, got %s", DescribeValue(v))
 		}
 		if s.Kind == Positive && !(f > 0) {
 			return fmt.Sprintf("expected a number above 0, got %v", f)
@@ -105,30 +106,34 @@ func (s Param) check(v any) string {
 		}
 	case Boolean:
 		if _, ok := v.(bool); !ok {
-			return fmt.Sprintf("expected true or false, got %s", Describe(v))
+			return fmt.Sprintf("expected true or false, got %s", DescribeValue(v))
 		}
 	case Text:
 		if s, ok := v.(string); !ok || s == "" {
-			return fmt.Sprintf("expected a vehicle's name (its remoteObject), got %s", Describe(v))
+			return fmt.Sprintf("expected a vehicle's name (its remoteObject), got %s", DescribeValue(v))
 		}
 	case File:
 		if s, ok := v.(string); !ok || s == "" {
-			return fmt.Sprintf("expected the FMU's file, e.g. \"controller.fmu\" (relative to the config), got %s", Describe(v))
+			return fmt.Sprintf("expected the FMU's file, e.g. \"controller.fmu\" (relative to the config), got %s", DescribeValue(v))
+		}
+	case Choice:
+		if s, ok := v.(string); !ok || s == "" {
+			return fmt.Sprintf("expected a name, got %s", DescribeValue(v))
 		}
 	case Names, Values:
 		if _, ok := v.(map[string]any); !ok {
 			if s.Kind == Names {
-				return fmt.Sprintf("expected an object of FMU variable names and config field names, e.g. {\"throttleCmd\": \"throttle\"}, got %s", Describe(v))
+				return fmt.Sprintf("expected an object of FMU variable names and config field names, e.g. {\"throttleCmd\": \"throttle\"}, got %s", DescribeValue(v))
 			}
-			return fmt.Sprintf("expected an object of FMU variable names and values, e.g. {\"setSpeed\": 20}, got %s", Describe(v))
+			return fmt.Sprintf("expected an object of FMU variable names and values, e.g. {\"setSpeed\": 20}, got %s", DescribeValue(v))
 		}
 	}
 	return ""
 }
 
-// Describe says what a parameter's value is, for a message that says
-// what was expected instead.
-func Describe(v any) string {
+// DescribeValue says what a parameter's value is, for a message that
+// says what was expected instead.
+func DescribeValue(v any) string {
 	switch x := v.(type) {
 	case string:
 		return fmt.Sprintf("the string %q", x)
@@ -140,8 +145,8 @@ func Describe(v any) string {
 	return fmt.Sprint(v)
 }
 
-// describe is Describe, for the FMU adapter.
-func describe(v any) string { return Describe(v) }
+// describe is DescribeValue, for the FMU adapter.
+func describe(v any) string { return DescribeValue(v) }
 
 // Argv is a command parameter as program and arguments.
 func Argv(v any) []string {

@@ -312,3 +312,37 @@ func BenchmarkParseRows(b *testing.B) {
 		})
 	}
 }
+
+// The ranges BeamNG documents for the controls it applies: the pedals 0
+// to 1, the steering −1 to 1, on value rows only (a multiply row scales
+// the pedal, it is not the pedal); no range for wheel torques.
+func TestControlRanges(t *testing.T) {
+	f, err := Parse("rig.csv", []byte(`Section,Subsection,Parameter Name,Parameter Value,Type,Description,Units,Notes
+signalTo,Kinematics,vehicleGroundSpeed,,number,,,
+signalFrom,Driver,throttle,value,number,,,
+signalFrom,Driver,throttle,multiply,number,,,
+signalFrom,Driver,parkingBrake,value,number,,,
+signalFrom,Driver,steeringWheelPosition,value,number,,,
+signalFrom,Wheels,propulsionTorqueRL,value,number,,,
+connection,,3rd Party Computation Time,0.0049999999999999,number,,,
+connection,,Ping Time,1e-05,number,,,
+connection,otherUDP,IP,127.0.0.1,string,,,
+connection,otherUDP,port,64890,number,,,
+connection,beamngUDP,IP,127.0.0.1,string,,,
+connection,beamngUDP,port,64891,number,,,`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := f.Layout().Limits()
+	inf := math.Inf(1)
+	want := [][2]float64{{-inf, inf}, {0, 1}, {-inf, inf}, {0, 1}, {-1, 1}, {-inf, inf}}
+	for i, w := range want {
+		if lo[i] != w[0] || hi[i] != w[1] {
+			t.Errorf("slot %d: [%v, %v], want %v", i, lo[i], hi[i], w)
+		}
+	}
+	gl, gh := beamng.Fixed.Limits()
+	if gl[1] != 0 || gh[1] != 1 || gl[3] != -1 || gh[3] != 1 || !math.IsInf(gh[9], 1) || !math.IsInf(gh[13], 1) {
+		t.Errorf("Gen 1: throttle [%v,%v] steering [%v,%v] torque ≤ %v drive mode ≤ %v", gl[1], gh[1], gl[3], gh[3], gh[9], gh[13])
+	}
+}

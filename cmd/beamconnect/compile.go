@@ -10,6 +10,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
+	"beamconnect/models/catalog"
 	"beamconnect/ports"
 )
 
@@ -77,7 +78,11 @@ func printPlanHead(w io.Writer, p *ports.Plan) {
 		fmt.Fprintf(w, "  BeamNG sends every %s (%d physics steps of %s; sendSkips %d), at most %d in flight\n",
 			ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
 	}
-	fmt.Fprintf(w, "  reply id: %s, time sync: %s, time dilation: %v\n\n", p.ReplyID, p.TimeSync, p.TimeDilation)
+	fmt.Fprintf(w, "  reply id: %s, time sync: %s, time dilation: %v\n", p.ReplyID, p.TimeSync, p.TimeDilation)
+	for _, n := range catalog.Describe(p.Model, p.ModelParams, p) {
+		fmt.Fprintf(w, "  model %s: %s\n", p.Model, n)
+	}
+	fmt.Fprintln(w)
 }
 
 func printPlan(w io.Writer, p *ports.Plan) {
@@ -288,9 +293,11 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		Inputs       []planPort `json:"inputs"`
 		Outputs      []planPort `json:"outputs"`
 		Contracts    []contract `json:"contracts"`
+		ModelNotes   []string   `json:"model_notes,omitempty"`
 		Warnings     []jsonDiag `json:"warnings"`
 	}{p.Source, p.Protocol.String(), p.Period, p.PhysicsDt, p.SendSkips, p.Unanswered, p.PingTime, string(p.ReplyID),
-		p.TimeSync.String(), p.TimeDilation, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs, warnings}
+		p.TimeSync.String(), p.TimeDilation, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs,
+		catalog.Describe(p.Model, p.ModelParams, p), warnings}
 }
 
 // loadPlan loads, checks and compiles a config for a command: errors print

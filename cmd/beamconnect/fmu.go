@@ -56,7 +56,9 @@ type fmuInfo struct {
 	Identifier   string        `json:"model_identifier,omitempty"`
 	VariableStep bool          `json:"can_handle_variable_step_size"`
 	FixedStep    float64       `json:"fixed_internal_step_size,omitempty"`
+	MEIdentifier string        `json:"model_exchange_identifier,omitempty"`
 	Platforms    []string      `json:"platforms"`
+	Binaries     []string      `json:"binaries"`
 	ThisMachine  string        `json:"this_machine"`
 	Runs         bool          `json:"runs_here"`
 	Why          string        `json:"why_not,omitempty"`
@@ -77,6 +79,7 @@ type fmuVariable struct {
 	Causality   string `json:"causality"`
 	Variability string `json:"variability"`
 	Type        string `json:"type"`
+	Shape       string `json:"shape,omitempty"`
 	Unit        string `json:"unit,omitempty"`
 	Start       string `json:"start,omitempty"`
 	Description string `json:"description,omitempty"`
@@ -108,11 +111,15 @@ func inspect(f *fmu.FMU) fmuInfo {
 	info := fmuInfo{
 		File: f.Path, FMIVersion: d.FMIVersion, ModelName: d.ModelName, Token: d.Token, Generator: d.Generator,
 		Interfaces: append([]string{}, d.Interfaces...), Platforms: append([]string{}, f.Platforms...),
+		Binaries:  append([]string{}, f.Binaries...),
 		Default:   fmuExperiment{d.Default.StartTime, d.Default.StopTime, d.Default.Tolerance, d.Default.StepSize},
 		Variables: []fmuVariable{},
 	}
 	if d.CoSim != nil {
 		info.Identifier, info.VariableStep, info.FixedStep = d.CoSim.ModelIdentifier, d.CoSim.VariableStep, d.CoSim.FixedInternalStepSize
+	}
+	if d.ME != nil {
+		info.MEIdentifier = d.ME.ModelIdentifier
 	}
 	folder, _, ok := fmu.Platform(d.Major)
 	info.ThisMachine = runtime.GOOS + "/" + runtime.GOARCH
@@ -124,10 +131,12 @@ func inspect(f *fmu.FMU) fmuInfo {
 	} else {
 		info.Runs = true
 	}
-	for _, v := range d.Variables {
+	for i := range d.Variables {
+		v := &d.Variables[i]
 		info.Variables = append(info.Variables, fmuVariable{
-			Name: v.Name, VR: v.VR, Causality: v.Causality, Variability: v.Variability, Type: v.Type,
-			Unit: v.Unit, Start: v.Start, Description: v.Description, Bindable: v.Kind != fmu.Unsupported && !v.Array,
+			Name: v.Name, VR: v.VR, Causality: v.Causality, Variability: v.Variability, Type: v.Type, Shape: d.Shape(v),
+			Unit: v.Unit, Start: v.Start, Description: v.Description,
+			Bindable: v.Kind != fmu.Unsupported && v.Kind != fmu.String && v.Kind != fmu.Binary,
 		})
 	}
 	return info
@@ -151,11 +160,14 @@ func printInspect(w io.Writer, i fmuInfo) {
 		}
 		fmt.Fprintln(w)
 	}
-	plats := strings.Join(i.Platforms, ", ")
-	if plats == "" {
-		plats = "none (source only)"
+	if i.MEIdentifier != "" {
+		fmt.Fprintf(w, "  %-20sbinary %s, integrated by beamconnect\n", "model exchange:", i.MEIdentifier)
 	}
-	fmt.Fprintf(w, "  %-20s%s\n", "binaries:", plats)
+	bins := "none (source only)"
+	if len(i.Binaries) > 0 {
+		bins = "binaries/" + strings.Join(i.Binaries, ", binaries/")
+	}
+	fmt.Fprintf(w, "  %-20s%s\n", "binaries:", bins)
 	if i.Runs {
 		fmt.Fprintf(w, "  %-20s%s: runs here\n", "this machine:", i.ThisMachine)
 	} else {
@@ -179,7 +191,7 @@ func printInspect(w io.Writer, i fmuInfo) {
 		fmt.Fprintf(w, "  %-20s%s\n", "default experiment:", strings.Join(de, ", "))
 	}
 	fmt.Fprintf(w, "  %-20s%s\n\n", "token:", i.Token)
-	fmt.Fprintf(w, "%d variables (* cannot be bound: not a scalar Real/Float64, Float32, Integer/Int32 or Boolean):\n", len(i.Variables))
+	fmt.Fprintf(w, "%d variables (an array's elements are bound one by one, as u[1], u[2]…; * is not exchanged at every step: a String or Binary is set once, in modelParams.parameters; a Clock is not driven):\n", len(i.Variables))
 	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tCAUSALITY\tVARIABILITY\tTYPE\tUNIT\tSTART\tDESCRIPTION")
 	order := []string{"input", "output", "parameter", "structuralParameter", "calculatedParameter", "independent", "local"}
@@ -192,7 +204,7 @@ func printInspect(w io.Writer, i fmuInfo) {
 		if !v.Bindable {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\t%s\t%s\t%s\n", v.Name, v.Causality, v.Variability, v.Type, mark, dash(v.Unit), dash(v.Start), v.Description)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s%s\t%s\t%s\t%s\n", v.Name, v.Causality, v.Variability, v.Type, v.Shape, mark, dash(v.Unit), dash(v.Start), v.Description)
 	}
 	tw.Flush()
 }

@@ -239,3 +239,197 @@ func TestInitFromFMU(t *testing.T) {
 		t.Errorf("missing: exit %d %s", code, errOut)
 	}
 }
+
+// An FMI 3.0 FMU with a fixed internal step of 1 s, far longer than any
+// period: the config init --from-fmu writes validates, compile says the
+// FMU is stepped every 200 messages by 1 s (multi-rate), and it runs so,
+// said in the run's summary.
+func TestInitFromFMUFixedStep(t *testing.T) {
+	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 3, FixedStep: 1, TimeOutput: true})
+	rig := filepath.Join(filepath.Dir(path), "rig.json")
+	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, errOut)
+	}
+	if out, _, code := exec(t, nil, "validate", rig); code != exitOK || !strings.Contains(out, "valid") {
+		t.Fatalf("validate: exit %d\n%s", code, out)
+	}
+	const multi = "stepped every 200 messages by 1 s (its fixed internal step (fixedInternalStepSize) of 1000 ms), its outputs held in between (multi-rate)"
+	if out, errOut, code := exec(t, nil, "compile", rig); code != exitOK || !strings.Contains(out+errOut, multi) {
+		t.Errorf("compile: exit %d\n%s%s", code, out, errOut)
+	}
+	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "3s")
+	if notes := strings.Join(r.ModelNotes, "\n"); !strings.Contains(notes, multi) || r.Replies != r.Messages || r.Messages < 1000 {
+		t.Errorf("model notes %q, %d messages, %d replies\n%s", notes, r.Messages, r.Replies, errOut)
+	}
+}
+
+// inspect names the binaries the archive holds, whatever they are called
+// (and why one named for no model identifier does not run), the model
+// exchange interface, arrays' dimensions and String and Binary start
+// values; init explains an array input as the array it is.
+func TestFMUInspectShapesAndBinaries(t *testing.T) {
+	desc, err := os.ReadFile("../../fmu/testdata/fmi3-types.good.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "types.fmu")
+	if err := testfmu.Zip(path, map[string][]byte{"modelDescription.xml": desc, "binaries/x86_64-linux/x.so": []byte("not a library")}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := exec(t, nil, "fmu", "inspect", path)
+	for _, want := range []string{
+		"binaries:           binaries/x86_64-linux/x.so",
+		"model exchange:     binary types_me",
+		"it has binaries/x86_64-linux/x.so, named for no model identifier of its modelDescription.xml (types, types_me)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	for _, row := range []string{
+		"u input continuous Float64[n=3] - 1 2 3",
+		"m output discrete Int32[2,3] - -",
+		"label parameter fixed String* - left wheel",
+		"blob parameter fixed Binary* - 0a1bff",
+	} {
+		if !hasRow(out, row) {
+			t.Errorf("no row %q in\n%s", row, out)
+		}
+	}
+	out, _, _ = exec(t, nil, "fmu", "inspect", "--json", path)
+	var info fmuInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.Binaries) != 1 || info.Binaries[0] != "x86_64-linux/x.so" || len(info.Platforms) != 0 {
+		t.Errorf("%v: binaries %v, platforms %v", err, info.Binaries, info.Platforms)
+	}
+	_, errOut, _ := exec(t, nil, "init", "--from-fmu", path, "-o", filepath.Join(t.TempDir(), "rig.json"))
+	if !strings.Contains(errOut, `the FMU's input "u" is an array, Float64[n=3]: bind its elements one by one in modelParams.inputs, e.g. {"u[1]": "FIELD"`) {
+		t.Errorf("init:\n%s", errOut)
+	}
+}
+
+// What the FMU would refuse is an error at the value's line and column
+// before it runs: a value beyond a variable's min or max, an
+// enumeration's item it does not have, a value of the wrong type.
+func TestValidateFMUValuePositions(t *testing.T) {
+	rig := fmuRig(t, testfmu.Options{FMI: 3, Extra: []string{
+		`<Float64 name="gain" valueReference="21" causality="parameter" variability="tunable" start="1" min="0" max="10"/>`,
+		`<Enumeration name="mode" valueReference="22" causality="parameter" variability="fixed" declaredType="Mode" start="1"/>`,
+		`<Int8 name="i8" valueReference="23" causality="parameter" variability="tunable" start="0"/>`,
+	}, Types: `<EnumerationType name="Mode"><Item name="Eco" value="1"/><Item name="Sport" value="2"/></EnumerationType>`}, `{
+      "path": "cruise.fmu",
+      "parameters": { "gain": 50, "mode": "Race",
+        "i8": 300 }
+    }`)
+	out, _, code := exec(t, nil, "validate", rig)
+	if code != exitFailed {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		`:45:31: beamng.modelParams.parameters.gain: the FMU's "gain" takes 0 to 10 (its min and max): 50 is above`,
+		`:45:43: beamng.modelParams.parameters.mode: the FMU's "mode" is an enumeration (Mode) with no item "Race": expected one of Eco (1), Sport (2)`,
+		`:46:15: beamng.modelParams.parameters.i8: the FMU's "i8" is an Int8: expected a whole number from -128 to 127, got 300`,
+		": invalid: 3 errors",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+// An FMU that ends the simulation ends its model cleanly: the run goes on
+// with neutral controls and exits 0, its summary saying when and why.
+func TestRunFMUEndsCleanly(t *testing.T) {
+	for _, major := range []int{2, 3} {
+		rig := fmuRig(t, testfmu.Options{FMI: major, Fault: "terminate", After: 200}, `{ "path": "cruise.fmu" }`)
+		out, errOut, code := exec(t, nil, "run", rig, "--emulate", "--free-running", "--duration", "2s")
+		if code != exitOK || strings.Count(errOut, "the FMU ended the simulation at t = 0.9975 s") != 1 ||
+			!strings.Contains(out+errOut, "the test track ends here") {
+			t.Errorf("FMI %d: exit %d\n%s\n%s", major, code, out, errOut)
+		}
+	}
+}
+
+// A Model Exchange FMU runs from a config as a co-simulation one does,
+// integrated by beamconnect: its solver's steps and events in --json,
+// and how it ran in the model notes.
+func TestRunModelExchangeFMU(t *testing.T) {
+	path := testfmu.MEForTest(t, "ball.fmu", testfmu.MEOptions{FMI: 3, Model: "ball"})
+	src, err := os.ReadFile(pedals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(src), `"model": "cruise-pedals",
+    "modelParams": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 },
+    "quality": { "measured": "groundspeed", "setpoint": "setSpeed" }`, `"model": "fmu",
+    "modelTimeoutMs": 500,
+    "modelParams": { "path": "ball.fmu", "deadlineMs": 100, "outputs": { "h": "throttle", "v": "brake" } }`, 1)
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
+	rig := filepath.Join(filepath.Dir(path), "rig.json")
+	if err := os.WriteFile(rig, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "4s")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := r["solver_steps"].(float64)
+	events, _ := r["solver_events"].(float64)
+	notes, _ := json.Marshal(r["model_notes"])
+	if steps < 700 || events < 10 || !strings.Contains(string(notes), "FMI 3.0 model exchange, integrated by beamconnect (dopri5") {
+		t.Errorf("solver_steps %v, solver_events %v, notes %s\n%s", steps, events, notes, errOut)
+	}
+}
+
+// Whatever the FMU's step (none, one it cannot change, one finer or
+// coarser than BeamNG's physics step, a fixed internal step of 1 s), and
+// for a model exchange FMU, the config init --from-fmu writes validates
+// and runs as written.
+func TestInitFromFMUConfigsRun(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"FMI 2.0, no step", func(t *testing.T) string { return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 2}) }},
+		{"FMI 2.0, fixed 1 ms", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 2, StepSize: 0.001})
+		}},
+		{"FMI 2.0, fixed 0.3 ms", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 2, StepSize: 0.0003})
+		}},
+		{"FMI 3.0, variable, 1 s suggested", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 3, StepSize: 1, VariableStep: true})
+		}},
+		{"FMI 3.0, fixed 1 s", func(t *testing.T) string { return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 3, StepSize: 1}) }},
+		{"FMI 3.0, fixed internal 1 s", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 3, StepSize: 1, FixedStep: 1})
+		}},
+		{"FMI 3.0, fixed internal 0.7 ms", func(t *testing.T) string {
+			return testfmu.ForTest(t, "x.fmu", testfmu.Options{FMI: 3, FixedStep: 0.0007})
+		}},
+		{"FMI 3.0 model exchange", func(t *testing.T) string {
+			return testfmu.MEForTest(t, "x.fmu", testfmu.MEOptions{FMI: 3, Model: "ball"})
+		}},
+		{"FMI 2.0 model exchange", func(t *testing.T) string {
+			return testfmu.MEForTest(t, "x.fmu", testfmu.MEOptions{FMI: 2, Model: "decay"})
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.path(t)
+			rig := filepath.Join(filepath.Dir(path), "rig.json")
+			if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitOK {
+				t.Fatalf("init: exit %d\n%s", code, errOut)
+			}
+			if out, _, code := exec(t, nil, "validate", rig); code != exitOK {
+				data, _ := os.ReadFile(rig)
+				t.Fatalf("validate: exit %d\n%s\n%s", code, out, data)
+			}
+			if _, errOut, code := exec(t, nil, "run", rig, "--emulate", "--free-running", "--duration", "2s"); code != exitOK {
+				t.Errorf("run: exit %d\n%s", code, errOut)
+			}
+		})
+	}
+}

@@ -46,8 +46,8 @@ func initFMUCmd(c *call, from, out, addrsFrom string, force bool) int {
 		return exitFailed
 	}
 	defer f.Close()
-	if f.Desc.CoSim == nil {
-		return c.fail("init", f.Supported())
+	if _, err := f.Desc.Interface(""); err != nil {
+		return c.fail("init", fmt.Errorf("%s: %w", from, err)) // no interface beamconnect runs
 	}
 	path := from
 	if out != "" {
@@ -113,8 +113,16 @@ func configFromFMU(d *fmu.Description, path string, addrs *initAddresses) (cfg a
 			if v.Causality != causality {
 				continue
 			}
-			if v.Kind == fmu.Unsupported || v.Array {
-				todo = append(todo, fmt.Sprintf("the FMU's %s %q (%s) cannot be bound: beamconnect exchanges scalar Real/Float64, Float32, Integer/Int32 and Boolean variables", causality, v.Name, v.Type))
+			switch {
+			case v.Kind == fmu.Unsupported:
+				todo = append(todo, fmt.Sprintf("the FMU's %s %q is a %s, which beamconnect does not drive: it cannot be bound", causality, v.Name, v.Type))
+				continue
+			case v.Kind == fmu.String || v.Kind == fmu.Binary:
+				todo = append(todo, fmt.Sprintf("the FMU's %s %q is a %s: beamconnect sets it once, before the FMU starts, in modelParams.parameters; it is not exchanged at every step", causality, v.Name, v.Type))
+				continue
+			case v.Array:
+				todo = append(todo, fmt.Sprintf("the FMU's %s %q is an array, %s%s: bind its elements one by one in modelParams.%s, e.g. {\"%s[1]\": \"FIELD\", \"%s[2]\": \"FIELD\"}, after adding the fields",
+					causality, v.Name, v.Type, d.Shape(&v), key, v.Name, v.Name))
 				continue
 			}
 			signal, guessed := matchSignal(dir, v.Name)
@@ -215,28 +223,63 @@ func matchSignal(dir beamng.Direction, name string) (string, bool) {
 	case m == beamng.Reference:
 		return "", false // a bank reference is no variable's name
 	}
-	if sug := beamng.Suggest(dir, name); sug != "" {
+	// A typo of a short name is as likely another word (i8 is not id).
+	if sug := beamng.Suggest(dir, name); sug != "" && len(name) >= 4 {
 		return sug, true
 	}
 	return "", false
 }
 
-// initPeriod is the FMU's suggested step in ms, rounded up to BeamNG's
-// physics step (for a fixed-step FMU: the first multiple of its step that
-// is a whole number of physics steps), or 5 ms.
+// initPeriod is the coupling's period in ms for the FMU: its suggested
+// step rounded up to BeamNG's physics step, or 5 ms when it suggests none
+// or one slower than a coupling can be (500 ms). For a step the FMU cannot
+// change (a fixed internal step, or a DefaultExperiment step without
+// variable step sizes): the first multiple of it that is a whole number
+// of physics steps, within 500 ms; else a period that a whole number of
+// makes a whole number of its steps (stepped every few messages,
+// multi-rate): 5 ms if it can, else the fastest that can.
 func initPeriod(d *fmu.Description) float64 {
-	const physics = 0.0005
-	step := d.Default.StepSize
-	if step == nil || *step <= 0 {
-		return 5
+	const physics, slowest, usual = 0.0005, 0.5, 0.005
+	var step float64
+	fixed := false
+	switch st := d.Default.StepSize; {
+	case d.CoSim != nil && d.CoSim.FixedInternalStepSize > 0:
+		step, fixed = d.CoSim.FixedInternalStepSize, true
+	case st != nil && *st > 0:
+		step, fixed = *st, d.CoSim != nil && !d.CoSim.VariableStep
+	default:
+		return usual * 1000
 	}
+	ms := func(p float64) float64 { return math.Round(p/physics) * physics * 1000 }
 	whole := func(s float64) bool { n := math.Round(s / physics); return n >= 1 && math.Abs(s-n*physics) < 1e-12 }
-	if d.CoSim != nil && !d.CoSim.VariableStep {
-		for k := 1.0; k <= 1000; k++ {
-			if whole(k * *step) {
-				return math.Round(k**step/physics) * physics * 1000
-			}
+	if !fixed {
+		if step > slowest {
+			return usual * 1000
+		}
+		return math.Ceil(step/physics-1e-9) * physics * 1000
+	}
+	for k := 1.0; k*step <= slowest; k++ {
+		if whole(k * step) {
+			return ms(k * step)
 		}
 	}
-	return math.Ceil(*step/physics-1e-9) * physics * 1000
+	// Multi-rate: every few periods make a whole number of its steps.
+	steps := func(p float64) bool {
+		for k := 1.0; k <= 10000; k++ {
+			n := math.Round(k * p / step)
+			if n >= 1 && math.Abs(k*p-n*step) <= 1e-9*k*p {
+				return true
+			}
+		}
+		return false
+	}
+	if steps(usual) {
+		return usual * 1000
+	}
+	for n := 1.0; n*physics <= slowest; n++ {
+		if steps(n * physics) {
+			return ms(n * physics)
+		}
+	}
+	return usual * 1000 // none: validate says why
 }

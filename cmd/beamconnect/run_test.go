@@ -23,6 +23,7 @@ type runResult struct {
 	P50                                         float64 `json:"turnaround_p50_us"`
 	P99                                         float64 `json:"turnaround_p99_us"`
 	Model                                       string
+	ModelNotes                                  []string `json:"model_notes"`
 	Emulator                                    *struct{ Stalls, Sent, Accepted int64 }
 	Control                                     []struct {
 		Name, Signal, Setpoint, Verdict string

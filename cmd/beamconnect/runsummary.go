@@ -49,6 +49,9 @@ type runSummary struct {
 	// Control is how well the model controlled: a verdict per loop
 	// (beamng.quality's, or a built-in model's own).
 	Control []quality.Report `json:"control,omitempty"`
+	// ModelNotes say how the model ran (an FMU's interface and step) and
+	// why it ended, if it did.
+	ModelNotes []string `json:"model_notes,omitempty"`
 
 	Emulator *emulator.Summary `json:"emulator,omitempty"`
 	// Vehicles holds each vehicle's own figures when the config couples
@@ -108,7 +111,7 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		counters: sess.Values(), Connected: true, StatusAtEnd: int(coupling.Connected),
 		FinalStatus: int(sess.Status()), ReplyID: string(plan.ReplyID), Model: model,
 		TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
-		Faults: sess.Faults(), Control: sess.FinalControl(),
+		Faults: sess.Faults(), Control: sess.FinalControl(), ModelNotes: sess.ModelNotes(),
 	}
 	sum.Dropped = sum.counters.Dropped()
 	sum.OutOfLockstepS = time.Duration(sum.counters[coupling.OutOfLockstep]).Seconds()
@@ -167,9 +170,10 @@ var counterGroups = []struct {
 	always bool
 }{
 	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}, true},
-	{"data", []coupling.Counter{coupling.LongMessages, coupling.NonFinite, coupling.Overdue, coupling.Late, coupling.Drained}, false},
+	{"data", []coupling.Counter{coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.Overdue, coupling.Late, coupling.Drained}, false},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}, true},
-	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelRestarts, coupling.ModelMissed, coupling.ModelSkipped}, true},
+	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelRestarts, coupling.ModelResets, coupling.ModelMissed, coupling.ModelSkipped}, true},
+	{"solver", []coupling.Counter{coupling.SolverSteps, coupling.SolverRejected, coupling.SolverEvents}, false},
 	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}, false},
 	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}, false},
 	{"log", []coupling.Counter{coupling.LogDropped, coupling.LogFailed}, false},
@@ -239,7 +243,7 @@ func printRunSummary(c *call, s runSummary) {
 		line("control %s", r.Line())
 	}
 	if n := s.counters[coupling.NeutralReplies]; n > 0 {
-		said, normal := counterParts([]coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting, coupling.ShortMessages, coupling.ModelFaults}, &s.counters, s.ReplyID, false)
+		said, normal := counterParts([]coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting, coupling.ShortMessages, coupling.ModelFaults, coupling.ModelEnded}, &s.counters, s.ReplyID, false)
 		for i := range normal {
 			normal[i] += " (normal in a healthy run)"
 		}
@@ -249,6 +253,9 @@ func printRunSummary(c *call, s runSummary) {
 		if l := counterLine(g.name, g.counters, &s.counters, s.ReplyID, g.always, false); l != "" {
 			line("%s", l)
 		}
+	}
+	for _, n := range s.ModelNotes {
+		line("model %s: %s", s.Model, n)
 	}
 	line("out of lockstep %.3f s; status at the end %d (%s), after disconnecting %d (%s)",
 		s.OutOfLockstepS, s.StatusAtEnd, coupling.Status(s.StatusAtEnd), s.FinalStatus, coupling.Status(s.FinalStatus))

@@ -8,23 +8,45 @@ import (
 )
 
 // Setup is what a Stepper needs to run an FMU: where it is, what to
-// exchange each step, the parameters and the coupling's period.
+// exchange each step, the parameters and the step.
 type Setup struct {
 	Library   string // the binary for this machine
 	Major     int    // FMI version
 	Token     string // guid / instantiationToken
 	Resources string // the unpacked resources folder
 	Name      string // the instance's name, for its log
-	Inputs    []Var  // set before every step, from the values Step is given
-	Outputs   []Var  // read after every step
-	Params    []Var  // set after instantiation; their values are ParamValues
-	// ParamValues are the parameters' values, in Params order.
+	// ModelExchange: the FMU is instantiated for model exchange and
+	// integrated here; otherwise it is a co-simulation FMU that steps
+	// itself.
+	ModelExchange bool
+	Inputs        []Var // set before every step, from the values Step is given
+	Outputs       []Var // read after every step
+	Params        []Var // set after instantiation; their values are ParamValues
+	// ParamValues are the parameters' values, in Params order (one per
+	// element).
 	ParamValues []float64
-	Period      float64 // h, seconds
+	Texts       []Text  // String and Binary parameters, set after instantiation
+	Period      float64 // h: each Step advances the FMU by it, seconds
 	// VariableStep is the FMU's canHandleVariableCommunicationStepSize: a
 	// gap in the coupling's time is crossed in one step of the gap's size
 	// instead of whole periods.
 	VariableStep bool
+	// Redo: a co-simulation FMU that can save and restore its state and
+	// take any step size: a step it discards (without asking to stop) is
+	// redone in halves, as the standard suggests.
+	Redo bool
+
+	// Model exchange: the solver (ode.ParseMethod's names; "" dopri5),
+	// its relative (and absolute, times each state's nominal) tolerance (0:
+	// 1e-6) and largest step (0: none for dopri5, Period for the others),
+	// the numbers of states and event indicators (FMI 2.0: the model
+	// description's; FMI 3.0 asks the FMU), and whether the FMU needs
+	// fmiXCompletedIntegratorStep.
+	Solver                  string
+	Tolerance               float64
+	MaxStep                 float64
+	States, EventIndicators int
+	CompletedIntegratorStep bool
 }
 
 // maxCatchUp bounds the extra whole periods a fixed-step FMU is stepped at
@@ -32,25 +54,51 @@ type Setup struct {
 // stall the coupling; the rest is caught up at later messages.
 const maxCatchUp = 10
 
-// Stepper steps an FMU on the coupling's clock. The FMU is initialized at
-// the time of its first step, so its communication points are the
-// coupling's model times: every step is doStep(tc, h) from the FMU's
-// current time tc, h the period, contiguous as FMI requires. When the
-// coupling's time runs ahead of tc by half a period or more (lost
-// messages), the FMU catches up first; when it goes back (BeamNG restarted
-// its coupling), the FMU is reset and initialized again at the new time.
+// Terminated is an FMU that asked to end the simulation: it ended cleanly,
+// and is not stepped again.
+type Terminated struct {
+	Time   float64 // how far it got
+	Reason string  // what it said last, "" when nothing
+}
+
+func (e *Terminated) Error() string {
+	why := "it gave no reason"
+	if e.Reason != "" {
+		why = "it said: " + e.Reason
+	}
+	// Nine digits: the time as the coupling's periods add up to it, not
+	// their rounding (0.2475, not 0.24750000000000014).
+	return fmt.Sprintf("the FMU ended the simulation at t = %.9g s (%s)", e.Time, why)
+}
+
+// Stepper steps an FMU on the model's time. The FMU is initialized at the
+// time of its first step; every step is from the FMU's current time tc by
+// h, contiguous as FMI requires: doStep(tc, h) for co-simulation, the
+// integration from tc to tc + h for model exchange. When the model's time
+// runs ahead of tc by half a period or more (lost messages), the FMU
+// catches up first; Reset (or a time that goes back) brings it back to
+// its initial state, initialized again at the next step's time.
 type Stepper struct {
 	setup   Setup
 	lib     *Library
 	inst    *Instance
 	in, out *Vars
-	par     *Vars
-	started bool
-	broken  bool    // an FMI call failed: the instance may only be freed
-	tc      float64 // the FMU's time
-	lastT   float64 // the last coupling time it was stepped at
+	me      *me
+	cont    []int     // model exchange: the inputs set in continuous-time mode (indices of setup.Inputs' values)
+	disc    []int     // … and the discrete ones, set in event mode
+	lastIn  []float64 // the discrete inputs' values last set
+	// Model exchange: the continuous and the discrete inputs apart, and
+	// their values for one call.
+	inCont, inDisc     *Vars
+	contVals, discVals []float64
+	started            bool
+	broken             bool        // an FMI call failed: the instance may only be freed
+	ended              *Terminated // the FMU asked to stop
+	tc                 float64     // the FMU's time
+	lastT              float64     // the last model time it was stepped at
+	said               string      // the FMU's last log message: why it stops, if it does
 
-	// Counters: steps taken to catch up, resets after time went back.
+	// Counters: steps taken to catch up, resets.
 	CatchUps, Resets int64
 }
 
@@ -60,7 +108,7 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 	if !(s.Period > 0) {
 		return nil, errors.New("fmi: the period must be positive")
 	}
-	if len(s.ParamValues) != len(s.Params) {
+	if len(s.ParamValues) != Count(s.Params) {
 		return nil, errors.New("fmi: a value is needed for every parameter")
 	}
 	st := &Stepper{setup: s}
@@ -71,20 +119,55 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 	if st.out, err = NewVars(s.Outputs); err != nil {
 		return nil, err
 	}
-	if st.par, err = NewVars(s.Params); err != nil {
-		return nil, err
-	}
 	if st.lib, err = Load(s.Library, s.Major); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = func(Status, string, string) {}
+	inner := log
+	log = func(status Status, category, msg string) {
+		st.said = msg
+		if inner != nil {
+			inner(status, category, msg)
+		}
 	}
-	if st.inst, err = st.lib.Instantiate(s.Name, s.Token, s.Resources, log); err != nil {
+	if st.inst, err = st.lib.Instantiate(s.Name, s.Token, s.Resources, s.ModelExchange, log); err != nil {
 		st.lib.Close()
 		return nil, err
 	}
-	if err := st.inst.Set(st.par, s.ParamValues); err != nil {
+	if s.ModelExchange {
+		if st.me, err = newME(st.inst, &st.setup); err != nil {
+			st.inst.Free()
+			st.lib.Close()
+			return nil, err
+		}
+		at := 0
+		var cont, disc []Var
+		for _, v := range s.Inputs {
+			if v.Discrete {
+				disc = append(disc, v)
+			} else {
+				cont = append(cont, v)
+			}
+			for range v.Elems() {
+				if v.Discrete {
+					st.disc = append(st.disc, at)
+				} else {
+					st.cont = append(st.cont, at)
+				}
+				at++
+			}
+		}
+		st.lastIn = make([]float64, at)
+		st.contVals, st.discVals = make([]float64, len(st.cont)), make([]float64, len(st.disc))
+		if st.inCont, err = NewVars(cont); err == nil {
+			st.inDisc, err = NewVars(disc)
+		}
+		if err != nil {
+			st.inst.Free()
+			st.lib.Close()
+			return nil, err
+		}
+	}
+	if err := st.setParams(); err != nil {
 		st.inst.Free()
 		st.lib.Close()
 		return nil, fmt.Errorf("setting the parameters: %w", err)
@@ -92,25 +175,121 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 	return st, nil
 }
 
+// setParams sets the parameters and String and Binary values, structural
+// parameters (FMI 3.0) first, in configuration mode.
+func (s *Stepper) setParams() error {
+	var structural []Var
+	var vals []float64
+	at := 0
+	for _, p := range s.setup.Params {
+		if p.Structural {
+			structural = append(structural, p)
+			vals = append(vals, s.setup.ParamValues[at:at+p.Elems()]...)
+		}
+		at += p.Elems()
+	}
+	if len(structural) > 0 {
+		v, err := NewVars(structural)
+		if err != nil {
+			return err
+		}
+		if err := s.inst.EnterConfigurationMode(); err != nil {
+			return err
+		}
+		if err := s.inst.Set(v, vals); err != nil {
+			return err
+		}
+		if err := s.inst.ExitConfigurationMode(); err != nil {
+			return err
+		}
+	}
+	var rest []Var
+	vals = vals[:0]
+	at = 0
+	for _, p := range s.setup.Params {
+		if !p.Structural {
+			rest = append(rest, p)
+			vals = append(vals, s.setup.ParamValues[at:at+p.Elems()]...)
+		}
+		at += p.Elems()
+	}
+	v, err := NewVars(rest)
+	if err != nil {
+		return err
+	}
+	if err := s.inst.Set(v, vals); err != nil {
+		return err
+	}
+	for _, t := range s.setup.Texts {
+		if err := s.inst.SetText(t); err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
 // Time is the FMU's current communication point; ok is false before its
 // first step.
 func (s *Stepper) Time() (t float64, ok bool) { return s.tc, s.started }
 
-// Step sets the inputs (one value per Setup.Inputs), steps the FMU to the
-// coupling's time t plus one period and reads the outputs into out. It
-// returns false, changing nothing, when t is not later than the last step's
-// (no new data). An output that is NaN or infinite is a *BadOutput error;
-// the values are still read.
+// Solver says how the integration of a Model Exchange FMU went (zero for
+// co-simulation).
+func (s *Stepper) Solver() SolverStats {
+	if s.me == nil {
+		return SolverStats{}
+	}
+	return s.me.stats()
+}
+
+// Step sets the inputs (one value per element of Setup.Inputs), advances
+// the FMU from the model's time t by one period and reads the outputs
+// into out. It returns false, changing nothing, when t is not later than
+// the last step's (no new time). An output that is NaN or infinite is a
+// *BadOutput error; the values are still read. An FMU that asks to stop
+// is a *Terminated error, and every later Step says so again.
 func (s *Stepper) Step(t float64, in, out []float64) (bool, error) {
-	if s.broken {
+	switch {
+	case s.ended != nil:
+		return false, s.ended
+	case s.broken:
 		return false, errors.New("fmi: the FMU failed before; it must be instantiated again")
 	}
 	ok, err := s.step(t, in, out)
 	var ce *CallError
-	if errors.As(err, &ce) {
+	var te *Terminated
+	switch {
+	case errors.As(err, &te):
+		if te.Reason == "" {
+			te.Reason = s.said
+		}
+		s.ended, s.tc = te, te.Time
+		s.inst.Terminate() // the FMU asked: it is terminated now, and freed at the end
+	case errors.As(err, &ce), Unfit(err):
 		s.broken = true
 	}
 	return ok, err
+}
+
+// Reset brings the FMU back to its initial state with the parameters set
+// so far; it is initialized again at its next step's time.
+func (s *Stepper) Reset() error {
+	if s.broken {
+		return errors.New("fmi: the FMU failed before; it must be instantiated again")
+	}
+	if !s.started && s.ended == nil {
+		return nil
+	}
+	if err := s.inst.Reset(); err != nil {
+		s.broken = true
+		return err
+	}
+	s.Resets++
+	s.started, s.ended = false, nil
+	if err := s.setParams(); err != nil {
+		s.broken = true
+		return err
+	}
+	return nil
 }
 
 func (s *Stepper) step(t float64, in, out []float64) (bool, error) {
@@ -119,66 +298,176 @@ func (s *Stepper) step(t float64, in, out []float64) (bool, error) {
 		if t >= s.lastT-h/2 {
 			return false, nil
 		}
-		// Time went back: BeamNG started its coupling again.
-		if err := s.inst.Reset(); err != nil {
-			return true, err
-		}
-		s.Resets++
-		s.started = false
-		if err := s.inst.Set(s.par, s.setup.ParamValues); err != nil {
+		// Time went back without a reset: start over all the same.
+		if err := s.Reset(); err != nil {
 			return true, err
 		}
 	}
 	s.lastT = t
-	if err := s.inst.Set(s.in, in); err != nil {
-		return true, err
-	}
 	if !s.started {
-		if err := s.inst.EnterInit(t); err != nil {
+		if err := s.init(t, in); err != nil {
 			return true, err
 		}
-		if err := s.inst.ExitInit(); err != nil {
-			return true, err
-		}
-		s.started, s.tc = true, t
+	} else if err := s.setInputs(in); err != nil {
+		return true, err
 	}
 	if gap := t - s.tc; gap >= h/2 {
 		if err := s.catchUp(gap); err != nil {
 			return true, err
 		}
 	}
-	if err := s.inst.DoStep(s.tc, h); err != nil {
+	if err := s.advance(s.tc, h); err != nil {
 		return true, err
 	}
-	s.tc += h
 	if err := s.inst.Get(s.out, out); err != nil {
 		return true, err
 	}
 	for i, v := range out {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return true, &BadOutput{Name: s.setup.Outputs[i].Name, Value: v}
+			return true, &BadOutput{Name: s.outName(i), Value: v}
 		}
 	}
 	return true, nil
 }
 
-// catchUp steps the FMU over a gap in the coupling's time, with the inputs
+// outName names output element i: an array's with its index.
+func (s *Stepper) outName(i int) string {
+	for _, v := range s.setup.Outputs {
+		if i < v.Elems() {
+			if v.N > 1 {
+				return fmt.Sprintf("%s[%d]", v.Name, i+1)
+			}
+			return v.Name
+		}
+		i -= v.Elems()
+	}
+	return "?"
+}
+
+// init sets the inputs and initializes the FMU at t.
+func (s *Stepper) init(t float64, in []float64) error {
+	if err := s.inst.Set(s.in, in); err != nil {
+		return err
+	}
+	tol := 0.0
+	if s.me != nil {
+		tol = s.me.sol.RelTol
+	}
+	if err := s.inst.EnterInit(t, tol); err != nil {
+		return err
+	}
+	if err := s.inst.ExitInit(); err != nil {
+		return err
+	}
+	s.started, s.tc = true, t
+	if s.me != nil {
+		copy(s.lastIn, in)
+		return s.me.initialized(s.setup.Major, t)
+	}
+	return nil
+}
+
+// setInputs gives a started FMU this step's inputs. A Model Exchange FMU
+// takes continuous inputs as they come, and discrete ones (Integer,
+// Boolean, discrete Real) in event mode, when they changed.
+func (s *Stepper) setInputs(in []float64) error {
+	if s.me == nil {
+		return s.inst.Set(s.in, in)
+	}
+	for k, i := range s.cont {
+		s.contVals[k] = in[i]
+	}
+	if err := s.inst.Set(s.inCont, s.contVals); err != nil {
+		return err
+	}
+	s.me.changed()
+	changed := false
+	for k, i := range s.disc {
+		s.discVals[k] = in[i]
+		if in[i] != s.lastIn[i] {
+			changed = true
+		}
+	}
+	copy(s.lastIn, in)
+	if !changed {
+		return nil
+	}
+	// FMI lets a discrete input change in event mode only.
+	if err := s.me.enterEvent(); err != nil {
+		return err
+	}
+	if err := s.inst.Set(s.inDisc, s.discVals); err != nil {
+		return err
+	}
+	return s.me.event(s.tc)
+}
+
+// catchUp advances the FMU over a gap in the model's time, with the inputs
 // already set.
 func (s *Stepper) catchUp(gap float64) error {
 	h := s.setup.Period
-	if s.setup.VariableStep {
+	if s.setup.VariableStep || s.me != nil {
 		s.CatchUps++
-		err := s.inst.DoStep(s.tc, gap)
-		s.tc += gap
-		return err
+		return s.advance(s.tc, gap)
 	}
 	for n := 0; n < maxCatchUp && s.tc+h/2 <= s.lastT; n++ {
 		s.CatchUps++
-		if err := s.inst.DoStep(s.tc, h); err != nil {
+		if err := s.advance(s.tc, h); err != nil {
 			return err
 		}
-		s.tc += h
 	}
+	return nil
+}
+
+// advance takes the FMU from t (its time) by h.
+func (s *Stepper) advance(t, h float64) error {
+	if s.me != nil {
+		if err := s.me.advance(t, t+h); err != nil {
+			return err
+		}
+		s.tc = t + h
+		return nil
+	}
+	return s.doStep(t, h, 0)
+}
+
+// doStep steps a co-simulation FMU from t by h. A step the FMU discards
+// without asking to stop is redone in halves where the FMU allows it
+// (Redo), down to a sixteenth; otherwise it is an error.
+func (s *Stepper) doStep(t, h float64, depth int) error {
+	redo := s.setup.Redo && depth < 4
+	if redo {
+		if err := s.inst.SaveState(); err != nil {
+			return err
+		}
+	}
+	info, err := s.inst.DoStep(t, h)
+	if info.Terminate {
+		return &Terminated{Time: info.Last}
+	}
+	var ce *CallError
+	if errors.As(err, &ce) && ce.Status == Discard {
+		if redo {
+			if err := s.inst.RestoreState(); err != nil {
+				return err
+			}
+			if err := s.doStep(t, h/2, depth+1); err != nil {
+				return err
+			}
+			return s.doStep(t+h/2, h/2, depth+1)
+		}
+		ce.Why = "the FMU computed the step only in part and did not ask to stop; "
+		if s.setup.Redo {
+			ce.Why += "it discarded it in halves down to a sixteenth too"
+		} else {
+			ce.Why += "the standard has the master redo it with a smaller step, which needs an FMU that can save and restore its state (canGetAndSetFMUstate) and take other step sizes: this one cannot"
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	s.tc = t + h
 	return nil
 }
 
@@ -189,29 +478,43 @@ func (s *Stepper) SetParams(list []Var, values []float64) error {
 	if err != nil {
 		return err
 	}
+	// A running Model Exchange FMU takes a tunable parameter in event
+	// mode, and settles after it, as FMI has it.
+	inEvent := s.me != nil && s.started && s.ended == nil
+	if inEvent {
+		if err := s.me.enterEvent(); err != nil {
+			return err
+		}
+	}
 	if err := s.inst.Set(v, values); err != nil {
 		return err
 	}
-	for i, x := range list {
+	if inEvent {
+		if err := s.me.event(s.tc); err != nil {
+			return err
+		}
+	}
+	at := 0
+	for _, x := range list {
+		vals := values[at : at+x.Elems()]
+		at += x.Elems()
 		k := slices.IndexFunc(s.setup.Params, func(p Var) bool { return p.VR == x.VR && p.Kind == x.Kind })
 		if k < 0 {
 			s.setup.Params = append(s.setup.Params, x)
-			s.setup.ParamValues = append(s.setup.ParamValues, values[i])
+			s.setup.ParamValues = append(s.setup.ParamValues, vals...)
 			continue
 		}
-		s.setup.ParamValues[k] = values[i]
-	}
-	if s.par, err = NewVars(s.setup.Params); err != nil {
-		return err
+		off := Count(s.setup.Params[:k])
+		copy(s.setup.ParamValues[off:off+x.Elems()], vals)
 	}
 	return nil
 }
 
-// Close terminates the FMU (when it was initialized), frees it and unloads
-// its library.
+// Close terminates the FMU (when it was initialized and has not ended),
+// frees it and unloads its library.
 func (s *Stepper) Close() error {
 	var err error
-	if s.started && !s.broken {
+	if s.started && !s.broken && s.ended == nil {
 		err = s.inst.Terminate()
 	}
 	s.inst.Free()

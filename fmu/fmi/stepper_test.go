@@ -22,7 +22,7 @@ func stepper(t testing.TB, o testfmu.Options, period float64, log fmi.Logger) *f
 		t.Fatal(err)
 	}
 	defer f.Close()
-	u, err := f.Unpack(t.TempDir())
+	u, err := f.Unpack(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func StartWith(argv []string, dir string, setup fmi.Setup, grace time.Duration, 
 	// for open, ready and quit (and carry the steps where there is none).
 	var box *mailbox.Box
 	if !h.Pipes {
-		if box, err = mailbox.Create(maxRequest, 64+8*len(setup.Outputs)+maxErrText); err == nil {
+		if box, err = mailbox.Create(maxRequest, 80+8*fmi.Count(setup.Outputs)+maxErrText); err == nil {
 			box.Attach(cmd)
 			cmd.Env = append(cmd.Env, hostSpinEnv+"="+h.HostSpin.String())
 		} else {
@@ -160,12 +160,13 @@ func StartWith(argv []string, dir string, setup fmi.Setup, grace time.Duration, 
 		return nil, fmt.Errorf("starting the FMU host %q: %w", strings.Join(argv, " "), err)
 	}
 	c := &Client{
-		tree: tree, stdin: inW, nIn: len(setup.Inputs), nOut: len(setup.Outputs), nParams: len(setup.Params),
-		outs: make([]float64, len(setup.Outputs)), answers: make(chan struct{}, 1), done: make(chan struct{}),
-		shm: box != nil, box: box, spin: h.ClientSpin, boxOuts: make([]float64, len(setup.Outputs)), timer: time.NewTimer(time.Hour),
+		tree: tree, stdin: inW, nIn: fmi.Count(setup.Inputs), nOut: fmi.Count(setup.Outputs), nParams: fmi.Count(setup.Params),
+		answers: make(chan struct{}, 1), done: make(chan struct{}),
+		shm: box != nil, box: box, spin: h.ClientSpin, timer: time.NewTimer(time.Hour),
 	}
+	c.outs, c.boxOuts = make([]float64, c.nOut), make([]float64, c.nOut)
 	c.timer.Stop()
-	c.req = make([]byte, 0, 5+16+13*c.nParams+8*c.nIn)
+	c.req = make([]byte, 0, 5+17+21*len(setup.Params)+8*c.nParams+8*c.nIn)
 	stderrDone := make(chan struct{})
 	go c.readStderr(errR, logLine, stderrDone)
 	ready := make(chan error, 1)
@@ -326,9 +327,10 @@ func (c *Client) waitWhy() string {
 
 // Send hands the host a step request, unless one is still unanswered:
 // then it returns false and the data is dropped (the next request carries
-// newer). tune and tuneValue are parameter changes to apply first. It
-// allocates nothing.
-func (c *Client) Send(t float64, tune []fmi.Var, tuneValue []float64, inputs []float64) bool {
+// newer). reset asks the host to reset the FMU first (BeamNG started its
+// coupling again); tune and tuneValue are parameter changes to apply then.
+// It allocates nothing.
+func (c *Client) Send(t float64, reset bool, tune []fmi.Var, tuneValue []float64, inputs []float64) bool {
 	if c.shm {
 		c.boxMu.Lock()
 		defer c.boxMu.Unlock()
@@ -336,7 +338,7 @@ func (c *Client) Send(t float64, tune []fmi.Var, tuneValue []float64, inputs []f
 			return false
 		}
 		req := c.box.Request()
-		b := appendStep(req[:0], t, tune, tuneValue, inputs)
+		b := appendStep(req[:0], t, reset, tune, tuneValue, inputs)
 		if len(b) > 0 && &b[0] != &req[0] {
 			return false // more than a request can hold: not sent (Validate bounds the variables)
 		}
@@ -347,7 +349,7 @@ func (c *Client) Send(t float64, tune []fmi.Var, tuneValue []float64, inputs []f
 		return false
 	}
 	b := append(c.req[:0], frameStep, 0, 0, 0, 0)
-	b = appendStep(b, t, tune, tuneValue, inputs)
+	b = appendStep(b, t, reset, tune, tuneValue, inputs)
 	binary.LittleEndian.PutUint32(b[1:], uint32(len(b)-5))
 	c.req = b
 	c.outstanding.Store(time.Now().UnixNano())

@@ -44,7 +44,7 @@ func setup(t testing.TB, o testfmu.Options) fmi.Setup {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	u, err := f.Unpack(t.TempDir())
+	u, err := f.Unpack(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func startWith(t testing.TB, s fmi.Setup, h Handoff) (*Client, *logLines) {
 // step sends one request and waits for its answer.
 func step(t testing.TB, c *Client, tm float64, in []float64, out []float64) Answer {
 	t.Helper()
-	if !c.Send(tm, nil, nil, in) {
+	if !c.Send(tm, false, nil, nil, in) {
 		t.Fatal("a request is still outstanding")
 	}
 	var a Answer
@@ -157,7 +157,7 @@ func testHostSteps(t *testing.T, h Handoff) {
 		}
 		// A parameter change rides on the next request: kp 0 and set speed
 		// 30 leave only the integral term at work.
-		if !c.Send(1.005, s.Params, []float64{30, 0}, []float64{5}) {
+		if !c.Send(1.005, false, s.Params, []float64{30, 0}, []float64{5}) {
 			t.Fatal("not sent")
 		}
 		if !c.Wait(time.Now().Add(10*time.Second)) || !c.Take(out, &a) {
@@ -176,10 +176,10 @@ func testHostSteps(t *testing.T, h Handoff) {
 // answered.
 func TestHostOneOutstanding(t *testing.T) {
 	c, _ := start(t, setup(t, testfmu.Options{Fault: "hang", After: 1}))
-	if !c.Send(0, nil, nil, []float64{0}) {
+	if !c.Send(0, false, nil, nil, []float64{0}) {
 		t.Fatal("first request not sent")
 	}
-	if c.Send(0.005, nil, nil, []float64{0}) {
+	if c.Send(0.005, false, nil, nil, []float64{0}) {
 		t.Error("a second request went while the first is unanswered")
 	}
 	if c.Outstanding() == 0 {
@@ -196,7 +196,7 @@ func TestHostFaults(t *testing.T) {
 	for _, major := range []int{2, 3} {
 		c, _ := start(t, setup(t, testfmu.Options{FMI: major, Fault: "crash", After: 2}))
 		step(t, c, 0, []float64{0}, out)
-		c.Send(0.005, nil, nil, []float64{0})
+		c.Send(0.005, false, nil, nil, []float64{0})
 		<-c.Done()
 		// Windows ends the host with STATUS_ACCESS_VIOLATION as its exit
 		// status; elsewhere the signal is named.
@@ -284,7 +284,7 @@ func TestHostLongStderrLine(t *testing.T) {
 	c, log := start(t, setup(t, testfmu.Options{Fault: "longline", After: 2}))
 	out := make([]float64, 3)
 	step(t, c, 0, []float64{0}, out)
-	c.Send(0.005, nil, nil, []float64{0})
+	c.Send(0.005, false, nil, nil, []float64{0})
 	<-c.Done()
 	if why := c.Why(); !strings.Contains(why, "SIGSEGV") {
 		t.Errorf("the crash is reported as %q", why)
@@ -329,7 +329,7 @@ func encodeStep(t float64, idx []fmi.Var, vals, in []float64) []byte {
 	c := &Client{}
 	var buf bytes.Buffer
 	c.stdin = nopCloser{&buf}
-	c.Send(t, idx, vals, in)
+	c.Send(t, false, idx, vals, in)
 	return buf.Bytes()[5:]
 }
 
@@ -354,7 +354,7 @@ func BenchmarkStepChild(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				in[0] = float64(i % 30)
 				t0 := time.Now()
-				c.Send(float64(i)*0.005, nil, nil, in)
+				c.Send(float64(i)*0.005, false, nil, nil, in)
 				if !c.Wait(time.Now().Add(10*time.Second)) || !c.Take(out, &a) {
 					b.Fatal("no answer")
 				}

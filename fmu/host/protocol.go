@@ -8,15 +8,19 @@
 // and the payload. The coupling sends:
 //
 //	'O' open:  the fmi.Setup as JSON (once, first)
-//	'S' step:  t (float64); n (uint32) parameter changes, each a value
-//	           reference (uint32), a kind (uint8, fmu.Kind) and a value
-//	           (float64); then one float64 per input
+//	'S' step:  t (float64); flags (uint8: 1 reset the FMU first); n
+//	           (uint32) parameter changes, each a value reference
+//	           (uint32), a kind (uint8, fmu.Kind), a number of elements
+//	           (uint32) and that many values (float64); then one float64
+//	           per input element
 //	'Q' quit:  terminate and free the FMU, then exit
 //
 // and the host answers 'R' ready (empty, or the error that stopped it)
 // to open, and 'A' to every step: a result byte (see Result), the FMU's
-// time (float64), catch-up steps and resets so far (uint32 each), one
-// float64 per output, then the error text when the result is not OK.
+// time (float64), catch-up steps, resets, and a Model Exchange FMU's
+// solver steps, rejected steps and events so far (uint32 each), one
+// float64 per output element, then the error text when the result is not
+// OK.
 // Numbers are little-endian. What the FMU logs goes to the host's stderr,
 // one line per message.
 //
@@ -61,7 +65,12 @@ const (
 	Failed                   // an FMI call did not return OK: the instance is unusable, every later step fails too
 	BadOutput                // an output is NaN or infinite; the FMU may recover
 	TuneFailed               // setting the changed parameters failed; the step did not happen
+	Terminated               // the FMU asked to end the simulation: it is not stepped again
+	Unfit                    // the FMU cannot run faithfully as configured (a model exchange FMU's state event stepped over): starting it again would not help
 )
+
+// Step request flags.
+const flagReset = 1
 
 func writeFrame(w io.Writer, buf []byte, typ byte, payload []byte) ([]byte, error) {
 	buf = append(buf[:0], typ, 0, 0, 0, 0)
@@ -136,12 +145,23 @@ func (r *reader) u8() uint8 {
 	return v
 }
 
-// appendStep appends a step request's payload to b.
-func appendStep(b []byte, t float64, tune []fmi.Var, tuneValue []float64, inputs []float64) []byte {
+// appendStep appends a step request's payload to b: tuneValue holds one
+// value per element of tune's variables.
+func appendStep(b []byte, t float64, reset bool, tune []fmi.Var, tuneValue []float64, inputs []float64) []byte {
 	b = putF64(b, t)
+	flags := byte(0)
+	if reset {
+		flags |= flagReset
+	}
+	b = append(b, flags)
 	b = putU32(b, uint32(len(tune)))
-	for i, v := range tune {
-		b = putF64(append(putU32(b, v.VR), byte(v.Kind)), tuneValue[i])
+	at := 0
+	for _, v := range tune {
+		b = putU32(append(putU32(b, v.VR), byte(v.Kind)), uint32(v.Elems()))
+		for _, x := range tuneValue[at : at+v.Elems()] {
+			b = putF64(b, x)
+		}
+		at += v.Elems()
 	}
 	for _, v := range inputs {
 		b = putF64(b, v)
@@ -149,11 +169,20 @@ func appendStep(b []byte, t float64, tune []fmi.Var, tuneValue []float64, inputs
 	return b
 }
 
+// Progress is what an answer counts so far: catch-up steps and resets of
+// the FMU, and a Model Exchange FMU's solver steps, rejected steps and
+// events.
+type Progress struct {
+	CatchUps, Resets, Steps, Rejected, Events uint32
+}
+
 // appendAnswer appends a step answer's payload to b.
-func appendAnswer(b []byte, res Result, tc float64, catchUps, resets int64, outputs []float64, msg string) []byte {
+func appendAnswer(b []byte, res Result, tc float64, pr Progress, outputs []float64, msg string) []byte {
 	b = append(b, byte(res))
 	b = putF64(b, tc)
-	b = putU32(putU32(b, uint32(catchUps)), uint32(resets))
+	for _, n := range [...]uint32{pr.CatchUps, pr.Resets, pr.Steps, pr.Rejected, pr.Events} {
+		b = putU32(b, n)
+	}
 	for _, v := range outputs {
 		b = putF64(b, v)
 	}
@@ -163,6 +192,7 @@ func appendAnswer(b []byte, res Result, tc float64, catchUps, resets int64, outp
 // Step is a decoded step request.
 type Step struct {
 	T         float64
+	Reset     bool
 	TuneVars  []fmi.Var
 	TuneValue []float64
 	Inputs    []float64
@@ -173,15 +203,25 @@ type Step struct {
 func decodeStep(p []byte, nIn int, s *Step) error {
 	r := reader{b: p}
 	s.T = r.f64()
+	s.Reset = r.u8()&flagReset != 0
 	n := int(r.u32())
-	if n > len(p)/13 {
+	if n > len(p)/17 {
 		return fmt.Errorf("step request of %d bytes: %d parameter changes do not fit", len(p), n)
 	}
 	s.TuneVars, s.TuneValue = s.TuneVars[:0], s.TuneValue[:0]
 	for range n {
 		v := fmi.Var{VR: r.u32(), Kind: fmu.Kind(r.u8())}
+		k := int(r.u32())
+		if k > len(r.b)/8 {
+			return fmt.Errorf("step request of %d bytes: a parameter change of %d values does not fit", len(p), k)
+		}
+		if k > 1 {
+			v.N = k
+		}
 		s.TuneVars = append(s.TuneVars, v)
-		s.TuneValue = append(s.TuneValue, r.f64())
+		for range max(k, 1) {
+			s.TuneValue = append(s.TuneValue, r.f64())
+		}
 	}
 	s.Inputs = s.Inputs[:0]
 	for range nIn {
@@ -195,18 +235,17 @@ func decodeStep(p []byte, nIn int, s *Step) error {
 
 // Answer is a decoded step answer.
 type Answer struct {
-	Result   Result
-	FMUTime  float64
-	CatchUps uint32
-	Resets   uint32
-	Err      string // for a result other than Stepped and NotStepped
+	Result  Result
+	FMUTime float64
+	Progress
+	Err string // for a result other than Stepped and NotStepped
 }
 
 func decodeAnswer(p []byte, out []float64, a *Answer) error {
 	r := reader{b: p}
 	a.Result = Result(r.u8())
 	a.FMUTime = r.f64()
-	a.CatchUps, a.Resets = r.u32(), r.u32()
+	a.CatchUps, a.Resets, a.Steps, a.Rejected, a.Events = r.u32(), r.u32(), r.u32(), r.u32(), r.u32()
 	for i := range out {
 		out[i] = r.f64()
 	}

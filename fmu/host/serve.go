@@ -81,15 +81,20 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 	}
 	var (
 		step    Step
-		outputs = make([]float64, len(setup.Outputs))
-		answer  = make([]byte, 0, 64+8*len(outputs))
+		outputs = make([]float64, fmi.Count(setup.Outputs))
+		answer  = make([]byte, 0, 80+8*len(outputs))
 	)
 	stepOnce := func(p []byte) ([]byte, error) {
-		if err := decodeStep(p, len(setup.Inputs), &step); err != nil {
+		if err := decodeStep(p, fmi.Count(setup.Inputs), &step); err != nil {
 			return nil, err
 		}
 		res, msg := Stepped, ""
-		if len(step.TuneVars) > 0 {
+		if step.Reset {
+			if err := st.Reset(); err != nil {
+				res, msg = Failed, "resetting the FMU: "+err.Error()
+			}
+		}
+		if res == Stepped && len(step.TuneVars) > 0 {
 			if err := st.SetParams(step.TuneVars, step.TuneValue); err != nil {
 				res, msg = TuneFailed, "setting parameters: "+err.Error()
 			}
@@ -97,7 +102,12 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 		if res == Stepped {
 			ok, err := st.Step(step.T, step.Inputs, outputs)
 			var bad *fmi.BadOutput
+			var end *fmi.Terminated
 			switch {
+			case errors.As(err, &end):
+				res, msg = Terminated, err.Error()
+			case fmi.Unfit(err):
+				res, msg = Unfit, err.Error()
 			case errors.As(err, &bad):
 				res, msg = BadOutput, err.Error()
 			case err != nil:
@@ -110,7 +120,10 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 		// freeing it after an error): every later step fails too, and
 		// the coupling stops this host and starts another.
 		tc, _ := st.Time()
-		answer = appendAnswer(answer[:0], res, tc, st.CatchUps, st.Resets, outputs, msg)
+		sol := st.Solver()
+		pr := Progress{CatchUps: uint32(st.CatchUps), Resets: uint32(st.Resets), Steps: uint32(sol.Steps),
+			Rejected: uint32(sol.Rejected), Events: uint32(sol.Events)}
+		answer = appendAnswer(answer[:0], res, tc, pr, outputs, msg)
 		return answer, nil
 	}
 	if box != nil {

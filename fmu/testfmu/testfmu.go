@@ -35,7 +35,9 @@ type Options struct {
 	FMI int // 2 or 3 (0: 2)
 	// Fault is "", "crash", "hang", "error", "nan" or "stall" (one step
 	// of 300 ms), "hang-2s" (one step of 2 s), "slow" (every step 2 ms),
-	// "nan-once" (NaN outputs at one step), or a fault of the process it
+	// "nan-once" (NaN outputs at one step), "terminate" (ends the
+	// simulation at that step, halfway through it, saying why), "discard"
+	// (discards that step without asking to stop), or a fault of the process it
 	// runs in (c/process.h; not in a Windows build): "print" (to stdout,
 	// when instantiated and at every step), "fork" (a helper process
 	// started when instantiated; with After, a crash at that step), "exit"
@@ -44,13 +46,22 @@ type Options struct {
 	After int // the step the fault begins at (from 1)
 	// VariableStep sets canHandleVariableCommunicationStepSize.
 	VariableStep bool
+	// GetSetState sets canGetAndSetFMUstate (the binary can save and
+	// restore its state either way).
+	GetSetState bool
 	// StepSize is the DefaultExperiment's stepSize; 0 writes none.
 	StepSize float64
+	// FixedStep is FMI 3.0's fixedInternalStepSize (0: none). The binary
+	// steps by whatever step it is given; the attribute asks the importer
+	// for communication steps that are whole numbers of it.
+	FixedStep float64
 	// TimeOutput lists the output fmuTime: the FMU's time after its step.
 	TimeOutput bool
 	// Extra are more variable elements for modelDescription.xml, as
-	// written (the binary ignores them): for tests of validation.
+	// written (the binary ignores them): for tests of validation. Types
+	// are type definitions they may refer to, as written.
 	Extra []string
+	Types string
 	// Locals adds that many local variables to modelDescription.xml (the
 	// binary ignores them): a model description as large as a big
 	// physical model's, for tests of the bounds on reading one.
@@ -58,7 +69,8 @@ type Options struct {
 }
 
 var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5,
-	"print": 6, "fork": 7, "exit": 8, "longline": 9, "hang-2s": 10, "slow": 11, "nan-once": 12}
+	"print": 6, "fork": 7, "exit": 8, "longline": 9, "hang-2s": 10, "slow": 11, "nan-once": 12,
+	"terminate": 13, "discard": 14}
 
 // Description is the FMU's modelDescription.xml.
 func Description(o Options) string {
@@ -91,10 +103,10 @@ func Description(o Options) string {
 	if major == 2 {
 		fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="2.0" modelName="cruise" guid="%s" generationTool="beamconnect testfmu" variableNamingConvention="flat">
-  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"/>
-  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s
+  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"%s/>
+  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s%s
   <ModelVariables>
-`, Token, vs, de)
+`, Token, vs, getSet(o, "canGetAndSetFMUstate"), types(o), de)
 		for _, x := range vars {
 			start := ""
 			if x.start != "" {
@@ -127,10 +139,10 @@ func Description(o Options) string {
 	}
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="3.0" modelName="cruise" instantiationToken="%s" generationTool="beamconnect testfmu">
-  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"/>
-  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s
+  <CoSimulation modelIdentifier="cruise" canHandleVariableCommunicationStepSize="%s"%s%s/>
+  <UnitDefinitions><Unit name="m/s"/><Unit name="s"/></UnitDefinitions>%s%s
   <ModelVariables>
-`, Token, vs, de)
+`, Token, vs, fixedStep(o), getSet(o, "canGetAndSetFMUState"), types(o), de)
 	for _, x := range vars {
 		attrs := ""
 		if x.start != "" {
@@ -156,6 +168,27 @@ func Description(o Options) string {
 	}
 	b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 	return b.String()
+}
+
+func getSet(o Options, attr string) string {
+	if !o.GetSetState {
+		return ""
+	}
+	return " " + attr + `="true"`
+}
+
+func fixedStep(o Options) string {
+	if o.FixedStep <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(` fixedInternalStepSize="%g"`, o.FixedStep)
+}
+
+func types(o Options) string {
+	if o.Types == "" {
+		return ""
+	}
+	return "\n  <TypeDefinitions>" + o.Types + "</TypeDefinitions>"
 }
 
 // Platform is the binaries/ folder of this machine for FMI major, or ""
@@ -289,14 +322,18 @@ func library(major int) ([]byte, error) {
 }
 
 // prebuilt reads the library for this machine out of the FMU at path.
-func prebuilt(path string, major int) ([]byte, error) {
+func prebuilt(path string, major int) ([]byte, error) { return prebuiltBinary(path, major, "cruise") }
+
+// prebuiltBinary reads the library name for this machine out of the FMU
+// at path.
+func prebuiltBinary(path string, major int, name string) ([]byte, error) {
 	zr, err := zip.OpenReader(path)
 	if err != nil {
 		return nil, fmt.Errorf("testfmu: %s: %w", Prebuilt, err)
 	}
 	defer zr.Close()
 	plat, ext := platformOf(major, runtime.GOOS)
-	f, err := zr.Open("binaries/" + plat + "/cruise" + ext)
+	f, err := zr.Open("binaries/" + plat + "/" + name + ext)
 	if err != nil {
 		return nil, fmt.Errorf("testfmu: %s: %s: %w", Prebuilt, path, err)
 	}
@@ -310,31 +347,38 @@ func Compile(cc, goos string, major int) ([]byte, error) {
 	if major == 0 {
 		major = 2
 	}
+	return compileC(cc, goos, major, "cruise", "cruise"+strconv.Itoa(major)+".c")
+}
+
+// compileC compiles the library name from src (a file of c/) with the C
+// compiler cc for FMI major on x86-64 goos, with more compiler arguments
+// (defines), and returns it.
+func compileC(cc, goos string, major int, name, src string, defines ...string) ([]byte, error) {
 	_, ext := platformOf(major, goos)
 	if ext == "" {
 		return nil, fmt.Errorf("testfmu: no FMU binaries for %s", goos)
 	}
-	src, err := os.MkdirTemp("", "testfmu-")
+	dir, err := os.MkdirTemp("", "testfmu-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(src)
+	defer os.RemoveAll(dir)
 	files, _ := sources.ReadDir("c")
 	for _, f := range files {
 		data, _ := sources.ReadFile("c/" + f.Name())
-		if err := os.WriteFile(filepath.Join(src, f.Name()), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), data, 0o644); err != nil {
 			return nil, err
 		}
 	}
-	lib := filepath.Join(src, "cruise"+ext)
-	args := []string{"-std=c99", "-O2", "-shared", "-o", lib}
+	lib := filepath.Join(dir, name+ext)
+	args := append([]string{"-std=c99", "-O2", "-shared", "-o", lib}, defines...)
 	if goos == "windows" {
 		// A DLL that needs no mingw-w64 runtime DLL beside it.
 		args = append(args, "-static-libgcc")
 	} else {
 		args = append(args, "-D_POSIX_C_SOURCE=200809L", "-fPIC")
 	}
-	args = append(args, filepath.Join(src, "cruise"+strconv.Itoa(major)+".c"), "-lm")
+	args = append(args, filepath.Join(dir, src), "-lm")
 	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("testfmu: %s %s: %v\n%s", cc, strings.Join(args, " "), err, msg)
 	}

@@ -103,3 +103,13 @@ func New(name string, p models.Params, plan *ports.Plan, log *slog.Logger) (mode
 	}
 	return builtin.New(name, p, plan)
 }
+
+// Describe says how the model called name would run with params on plan,
+// without starting it: a line or two for compile (an FMU's interface and
+// step), nil for models with nothing to say.
+func Describe(name string, p models.Params, plan *ports.Plan) []string {
+	if name != "fmu" {
+		return nil
+	}
+	return models.DescribeFMU(p, plan)
+}

@@ -9,7 +9,11 @@
  * goes on as before; 6 to 9 are faults of the process it runs in
  * (process.h); 10 hangs once, for 2 s (asleep, so an abandoned thread costs
  * no CPU); 11 is slow: every step from the n-th on takes 2 ms; 12 outputs
- * NaN at its n-th step only. The fault is data, not code: testfmu compiles
+ * NaN at its n-th step only; 13 ends the simulation at its n-th step,
+ * halfway through it (FMI 2.0: fmi2Discard and fmi2Terminated; FMI 3.0:
+ * terminateSimulation), saying why; 14 discards its n-th step without
+ * asking to stop, unless it is shorter than 3/4 of its first (redone in
+ * halves, it passes). The fault is data, not code: testfmu compiles
  * the library once and writes a variant's kind and n over the digits of
  * fault_spec in the compiled binary, so one build serves every variant (and
  * a library cross-compiled for Windows serves tests that cannot compile). */
@@ -55,6 +59,7 @@ typedef struct {
 	double v[VR_COUNT];
 	double integral;
 	long steps;
+	double h0; /* the first step's size */
 } cruise;
 
 static void cruise_reset(cruise *c) {
@@ -65,6 +70,7 @@ static void cruise_reset(cruise *c) {
 	c->v[VR_MAX_THROTTLE] = 1;
 	c->integral = 0;
 	c->steps = 0;
+	c->h0 = 0;
 }
 
 /* cruise_refuses says why a value cannot be set, or NULL when it can: the
@@ -75,6 +81,9 @@ static const char *cruise_refuses(unsigned vr, double v) {
 	return 0;
 }
 
+/* cruise_stop_reason is what the FMU says when it ends the simulation. */
+static const char *cruise_stop_reason(void) { return "the test track ends here (a test FMU that ends the simulation)"; }
+
 static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 /* cruise_step advances the controller from t by h. It returns 0, or the
@@ -82,6 +91,7 @@ static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > h
 static int cruise_step(cruise *c, double t, double h) {
 	int kind = fault_kind();
 	c->steps++;
+	if (c->h0 == 0) c->h0 = h;
 	process_step(c->steps);
 	if (kind == 5 && c->steps == fault_after()) {
 		sleep_ms(300);
@@ -94,6 +104,9 @@ static int cruise_step(cruise *c, double t, double h) {
 		c->v[VR_BRAKE] = NAN;
 		c->v[VR_TIME] = t + h;
 		return 4;
+	} else if ((kind == 13 || (kind == 14 && !(h < 0.75 * c->h0))) && c->steps == fault_after()) {
+		c->v[VR_TIME] = t + h / 2;
+		return kind;
 	} else if (kind >= 1 && kind <= 4 && c->steps >= fault_after()) {
 		switch (kind) {
 		case 1: {

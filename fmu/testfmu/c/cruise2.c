@@ -6,6 +6,8 @@
 
 typedef struct {
 	cruise c;
+	int terminated;      /* the last step asked to end the simulation */
+	double lastGood;     /* how far the last step got */
 	fmi2CallbackFunctions cb;
 	char name[64];
 } instance;
@@ -54,6 +56,7 @@ FMI2_EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; 
 
 FMI2_EXPORT fmi2Status fmi2Reset(fmi2Component c) {
 	cruise_reset(&((instance *)c)->c);
+	((instance *)c)->terminated = 0;
 	return fmi2OK;
 }
 
@@ -103,9 +106,54 @@ FMI2_EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2B
 		say(in, fmi2Error, "the step size must be positive");
 		return fmi2Error;
 	}
-	if (cruise_step(&in->c, t, h) == 3) {
+	int kind = cruise_step(&in->c, t, h);
+	in->lastGood = in->c.v[VR_TIME];
+	if (kind == 3) {
 		say(in, fmi2Error, "doStep fails on purpose (a test FMU)");
 		return fmi2Error;
 	}
+	if (kind == 13) {
+		in->terminated = 1;
+		say(in, fmi2OK, cruise_stop_reason());
+		return fmi2Discard;
+	}
+	if (kind == 14) {
+		say(in, fmi2Warning, "this step is discarded (a test FMU)");
+		return fmi2Discard;
+	}
+	return fmi2OK;
+}
+
+/* fmi2StatusKind: fmi2DoStepStatus, fmi2PendingStatus, fmi2LastSuccessfulTime, fmi2Terminated. */
+FMI2_EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, int kind, fmi2Boolean *value) {
+	if (kind != 3) return fmi2Discard;
+	*value = ((instance *)c)->terminated;
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, int kind, fmi2Real *value) {
+	if (kind != 2) return fmi2Discard;
+	*value = ((instance *)c)->lastGood;
+	return fmi2OK;
+}
+
+/* The state is a copy of the instance's controller, for a master that
+ * redoes a discarded step. */
+FMI2_EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, void **state) {
+	instance *in = c;
+	if (!*state) *state = in->cb.allocateMemory(1, sizeof(cruise));
+	if (!*state) return fmi2Error;
+	memcpy(*state, &in->c, sizeof(cruise));
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, void *state) {
+	memcpy(&((instance *)c)->c, state, sizeof(cruise));
+	return fmi2OK;
+}
+
+FMI2_EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, void **state) {
+	((instance *)c)->cb.freeMemory(*state);
+	*state = NULL;
 	return fmi2OK;
 }

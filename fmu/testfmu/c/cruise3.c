@@ -102,11 +102,43 @@ FMI3_EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, 
 		say(in, fmi3Error, "the step size must be positive");
 		return fmi3Error;
 	}
-	if (cruise_step(&in->c, t, h) == 3) {
+	int kind = cruise_step(&in->c, t, h);
+	*lastTime = in->c.v[VR_TIME];
+	if (kind == 3) {
 		say(in, fmi3Error, "doStep fails on purpose (a test FMU)");
 		*lastTime = t;
 		return fmi3Error;
 	}
-	*lastTime = t + h;
+	if (kind == 13) {
+		say(in, fmi3OK, cruise_stop_reason());
+		*terminate = true;
+		return fmi3OK;
+	}
+	if (kind == 14) {
+		say(in, fmi3Warning, "this step is discarded (a test FMU)");
+		return fmi3Discard;
+	}
+	return fmi3OK;
+}
+
+/* The state is a copy of the instance's controller, for a master that
+ * redoes a discarded step. */
+FMI3_EXPORT fmi3Status fmi3GetFMUState(fmi3Instance i, void **state) {
+	instance *in = i;
+	if (!*state) *state = malloc(sizeof(cruise));
+	if (!*state) return fmi3Error;
+	memcpy(*state, &in->c, sizeof(cruise));
+	return fmi3OK;
+}
+
+FMI3_EXPORT fmi3Status fmi3SetFMUState(fmi3Instance i, void *state) {
+	memcpy(&((instance *)i)->c, state, sizeof(cruise));
+	return fmi3OK;
+}
+
+FMI3_EXPORT fmi3Status fmi3FreeFMUState(fmi3Instance i, void **state) {
+	(void)i;
+	free(*state);
+	*state = NULL;
 	return fmi3OK;
 }

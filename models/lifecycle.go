@@ -1,0 +1,26 @@
+package models
+
+// Resetter is a Model that starts over when BeamNG starts its coupling
+// again (message ids from 0, from a new port: a reloaded controller, a
+// restarted scenario): the coupling calls Reset between two messages,
+// before the step on the new coupling's first message, whose time is
+// the model's time from then on. The model goes back to its initial state
+// with the run's parameters (as tuned so far). Reset must not block: a
+// model that runs elsewhere (an FMU's host) resets with its next step.
+type Resetter interface {
+	Reset()
+}
+
+// Ender is a Model that can end the simulation on its own (an FMU that
+// asks to terminate): Ended says why once it has, nil before. From then on
+// BeamNG gets neutral controls, counted apart from faults: an end is not a
+// fault.
+type Ender interface {
+	Ended() error
+}
+
+// Noter is a Model with something to say about how it runs (an FMU's
+// interface and step, and why it ended), for the summary: a line each.
+type Noter interface {
+	Notes() []string
+}
