@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/fmu/testfmu"
@@ -108,7 +109,7 @@ func TestEveryModelKindRecovers(t *testing.T) {
 // An FMU slower than the period (2 ms a step at a 1 ms period) cannot hold
 // BeamNG back: it steps on its own thread (in process) or process, the
 // coupling answers every message by the deadline, with neutral controls
-// when the FMU has none for it, BeamNG stays in real time, and the run's
+// when the FMU has none for it, and the run's
 // verdict says the model could not keep up (before, in process: 2 ms per
 // step plus catch-ups, BeamNG at 4 % of real time, reported healthy).
 func TestSlowFMUCannotHoldBeamNGBack(t *testing.T) {
@@ -133,11 +134,15 @@ func TestSlowFMUCannotHoldBeamNGBack(t *testing.T) {
 			}, em: emulator.Config{Steps: 6000, FPS: 60}}.udp(t)
 			h.run(t)
 			st := h.c.Stats()
-			// Held back, BeamNG ran at 4 % of real time; answered by the
-			// deadline it runs near real time, and a machine loaded by
-			// other tests (2 cores) has been seen to take it to 36 %.
-			if h.emSum.RealtimeFactor < 0.25 || h.emSum.Stalls != 0 {
-				t.Errorf("BeamNG held back: %v", h.emSum)
+			// Held back, the coupling took the FMU's 2 ms a step and more
+			// (catch-ups) for most messages, and BeamNG ran at 4 % of real
+			// time. Answered by the deadline, most replies go without
+			// waiting for the busy FMU at all: the median turnaround stays
+			// below one of the FMU's steps however loaded the machine (the
+			// real-time factor does not: other tests on 2 cores have taken
+			// it to 23 %).
+			if med := st.Turnaround.Quantile(0.5); med >= 2*time.Millisecond || h.emSum.Stalls != 0 {
+				t.Errorf("BeamNG held back: median turnaround %v; %v", med, h.emSum)
 			}
 			if st.Get(NotComputed)*2 < st.Get(Messages) || st.Get(Replies) != st.Get(Messages) {
 				t.Errorf("%d messages, %d replies, %d without controls", st.Get(Messages), st.Get(Replies), st.Get(NotComputed))

@@ -2,9 +2,10 @@
 // stood: the Model interface and the optional ones the coupling looks for
 // (Idler, Rebinder, Reader, Faulter, Tallier, Reporter, Closer), a model's
 // Params and the Findings about them, and "hold", the model that writes
-// nothing. The models themselves live below: models/builtin (the built-in
-// controllers), models/program ("exec": an external process), the FMU
-// adapter; models/catalog makes any of them by its name.
+// nothing, and what every kind of model is built from. The models
+// themselves live below: models/builtin (the built-in controllers),
+// models/program ("exec": an external process), models/fmumodel ("fmu");
+// models/catalog makes any of them by its name.
 package models
 
 import (

@@ -40,12 +40,5 @@ func (b *Backoff) Wait(closing <-chan struct{}) bool {
 	return true
 }
 
-// The FMU adapter's names for the same.
-type backoff = Backoff
-
-func newBackoff() Backoff                            { return NewBackoff() }
-func (b *Backoff) ran(d time.Duration, healthy bool) { b.Ran(d, healthy) }
-func (b *Backoff) wait(closing <-chan struct{}) bool { return b.Wait(closing) }
-
 // Next is how long the next Wait will sleep.
 func (b *Backoff) Next() time.Duration { return b.next }

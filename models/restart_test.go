@@ -11,11 +11,11 @@ import (
 func TestBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		closing := make(chan struct{})
-		b := newBackoff()
+		b := NewBackoff()
 		var waits []time.Duration
 		for range 7 {
 			start := time.Now()
-			if !b.wait(closing) {
+			if !b.Wait(closing) {
 				t.Fatal("the wait was cut short")
 			}
 			waits = append(waits, time.Since(start))
@@ -26,15 +26,15 @@ func TestBackoff(t *testing.T) {
 				t.Errorf("wait %d: %v, want %v", i, waits[i], w*time.Second)
 			}
 		}
-		b.ran(5*time.Second, true)
+		b.Ran(5*time.Second, true)
 		if b.next != maxRestart {
 			t.Errorf("a short run reset the backoff to %v", b.next)
 		}
-		b.ran(20*time.Second, false)
+		b.Ran(20*time.Second, false)
 		if b.next != maxRestart {
 			t.Errorf("an unhealthy run reset the backoff to %v", b.next)
 		}
-		b.ran(20*time.Second, true)
+		b.Ran(20*time.Second, true)
 		if b.next != firstRestart {
 			t.Errorf("a good long run left the backoff at %v", b.next)
 		}
@@ -43,7 +43,7 @@ func TestBackoff(t *testing.T) {
 			close(closing)
 		}()
 		start := time.Now()
-		if b.wait(closing) || time.Since(start) != 300*time.Millisecond {
+		if b.Wait(closing) || time.Since(start) != 300*time.Millisecond {
 			t.Errorf("closing did not end the wait at once (%v)", time.Since(start))
 		}
 	})

@@ -67,18 +67,3 @@ func (l *Limiter) Allow(now time.Time) (int, bool) {
 // StartGrace is how long a (re)started program may take to answer its
 // first request (an interpreter starting, an FMU initializing).
 const StartGrace = 10 * time.Second
-
-// The FMU adapter's names for the same.
-type (
-	ref      = Ref
-	vehicles = Vehicles
-	limiter  = Limiter
-)
-
-const startGrace = StartGrace
-
-func (r Ref) get(v [][]float64) float64            { return r.Get(v) }
-func (r Ref) set(v [][]float64, x float64)         { r.Set(v, x) }
-func (l *Limiter) allow(now time.Time) (int, bool) { return l.Allow(now) }
-
-func (r Vehicles) add(plan *ports.Plan, e Ref) Vehicles { return r.Add(plan, e) }

@@ -17,11 +17,3 @@ type Tally struct {
 type Tallier interface {
 	Tally() Tally
 }
-
-// Tally counts what the FMU did: steps answered too late, requests not
-// sent while it was busy, its failures (an error status, a crash) and
-// restarts.
-func (m *FMU) Tally() Tally {
-	return Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts(),
-		SolverSteps: m.steps.Load(), SolverRejected: m.rejected.Load(), Events: m.events.Load()}
-}

@@ -63,7 +63,7 @@ func CheckParams(model string, specs []Param, p Params) []Finding {
 	for _, k := range slices.Sorted(maps.Keys(p)) {
 		i := slices.IndexFunc(specs, func(s Param) bool { return s.Name == k })
 		if i < 0 {
-			out = append(out, Finding{Param: k, Msg: unknownParam(model, k, specs)})
+			out = append(out, Finding{Param: k, Msg: UnknownParam(model, k, specs)})
 			continue
 		}
 		if msg := specs[i].check(p[k]); msg != "" {
@@ -73,7 +73,8 @@ func CheckParams(model string, specs []Param, p Params) []Finding {
 	return out
 }
 
-func unknownParam(model, key string, specs []Param) string {
+// UnknownParam says that model has no parameter key, and which it has.
+func UnknownParam(model, key string, specs []Param) string {
 	if len(specs) == 0 {
 		return fmt.Sprintf("model %s takes no parameters", model)
 	}
@@ -145,9 +146,6 @@ func DescribeValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// describe is DescribeValue, for the FMU adapter.
-func describe(v any) string { return DescribeValue(v) }
-
 // Argv is a command parameter as program and arguments.
 func Argv(v any) []string {
 	switch c := v.(type) {
@@ -173,14 +171,16 @@ func ParamText(v any) string {
 	return string(b)
 }
 
-// jsonText is ParamText, for the FMU adapter.
-func jsonText(v any) string { return ParamText(v) }
-
 // RefuseChanges refuses any change of the modelParams of a model that
 // takes them at its start only, naming each.
 func RefuseChanges(model string, running, params Params) error {
+	all := maps.Clone(running)
+	if all == nil {
+		all = Params{}
+	}
+	maps.Copy(all, params)
 	var changed []string
-	for _, k := range union(running, params) {
+	for _, k := range slices.Sorted(maps.Keys(all)) {
 		if !reflect.DeepEqual(running[k], params[k]) {
 			changed = append(changed, fmt.Sprintf("modelParams.%s (%s → %s)", k, ParamText(running[k]), ParamText(params[k])))
 		}

@@ -22,6 +22,7 @@ import (
 	_ "beamconnect/mdf" // the MDF 4 recording format
 	"beamconnect/models"
 	"beamconnect/models/catalog"
+	"beamconnect/models/fmumodel"
 	"beamconnect/models/program"
 	"beamconnect/ports"
 	"beamconnect/recording"
@@ -107,7 +108,7 @@ lockstep, model faults, lost recording rows; the summary lists each.
 
 ` + program.ExecProtocol + `
 
-` + models.FMUProtocol,
+` + fmumodel.Protocol,
 		flags: func(fs *pflag.FlagSet) func(*call) int {
 			o := &runOpts{}
 			fs.StringVar(&o.model, "model", "", "the model to run instead of the config's beamng.model")

@@ -12,6 +12,7 @@ import (
 
 	"beamconnect/models"
 	"beamconnect/models/builtin"
+	"beamconnect/models/fmumodel"
 	"beamconnect/models/program"
 	"beamconnect/ports"
 	"beamconnect/suggest"
@@ -31,7 +32,7 @@ func params(name string) ([]models.Param, bool) {
 	case "exec":
 		return program.Params, true
 	case "fmu":
-		return models.FMUParams(), true
+		return fmumodel.Params, true
 	}
 	p := builtin.Params(name)
 	return p, p != nil
@@ -54,7 +55,7 @@ func Validate(name string, p models.Params, plan *ports.Plan) []models.Finding {
 	case "exec":
 		return append(models.CheckParams(name, specs, p), program.Validate(p, plan)...)
 	case "fmu":
-		return append(models.CheckParams(name, specs, p), models.ValidateFMU(p, plan)...)
+		return append(models.CheckParams(name, specs, p), fmumodel.Validate(p, plan)...)
 	case "hold":
 		return models.CheckParams(name, specs, p)
 	}
@@ -95,7 +96,7 @@ func New(name string, p models.Params, plan *ports.Plan, log *slog.Logger) (mode
 		}
 		return m, nil
 	case "fmu":
-		m, err := models.NewFMU(p, plan, log)
+		m, err := fmumodel.New(p, plan, log)
 		if err != nil {
 			return nil, err
 		}
@@ -111,5 +112,5 @@ func Describe(name string, p models.Params, plan *ports.Plan) []string {
 	if name != "fmu" {
 		return nil
 	}
-	return models.DescribeFMU(p, plan)
+	return fmumodel.Describe(p, plan)
 }

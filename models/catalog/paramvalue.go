@@ -6,6 +6,7 @@ import (
 
 	"beamconnect/models"
 	"beamconnect/models/builtin"
+	"beamconnect/models/fmumodel"
 	"beamconnect/ports"
 	"beamconnect/suggest"
 )
@@ -20,7 +21,7 @@ func ParamValue(plan *ports.Plan, name string) (float64, error) {
 	model, p, others := plan.Model, models.Params(plan.ModelParams), plan.FieldNames()
 	var known []string
 	if model == "fmu" {
-		v, ok, names := models.FMUParamValue(p, plan, name)
+		v, ok, names := fmumodel.ParamValue(p, plan, name)
 		if ok {
 			return v, nil
 		}

@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"fmt"
@@ -8,28 +8,29 @@ import (
 
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/logtest"
+	"beamconnect/models"
 	"beamconnect/ports"
 )
 
-// meRig builds a Model Exchange test FMU and runs it as the model of the
+// meRig builds a models.Model Exchange test FMU and runs it as the model of the
 // cruise-pedals rig (integrated by beamconnect).
-func meRig(t *testing.T, o testfmu.MEOptions, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
+func meRig(t *testing.T, o testfmu.MEOptions, extra models.Params) (*FMU, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
 	return rigOf(t, testfmu.MEForTest(t, o.Model+".fmu", o), with(extra, "interface", "ModelExchange"))
 }
 
 // rigOf runs the FMU at path as the model of the cruise-pedals rig, each
 // step awaited however long it takes: for tests of values, not timing.
-func rigOf(t *testing.T, path string, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
+func rigOf(t *testing.T, path string, extra models.Params) (*FMU, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
-	p := plan(t, "../examples/cruise-pedals.json")
+	p := plan(t, "../../examples/cruise-pedals.json")
 	p.ModelTimeout = 5
-	params := Params{"path": path, "deadlineMs": 5000.0}
+	params := models.Params{"path": path, "deadlineMs": 5000.0}
 	for k, v := range extra {
 		params[k] = v
 	}
 	log := &logtest.Buffer{}
-	m, err := New("fmu", params, p, log.Logger())
+	m, err := newModel(params, p, log.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +69,8 @@ func trajectory(t *testing.T, m *FMU, p *ports.Plan, log *logtest.Buffer, n int,
 // hosts are where an FMU runs: in its child process and in process.
 var hosts = []struct {
 	name  string
-	extra Params
-}{{"child", nil}, {"in process", Params{"inProcess": true}}}
+	extra models.Params
+}{{"child", nil}, {"in process", models.Params{"inProcess": true}}}
 
 // skipVariant leaves out, with -short (the race detector's run), half
 // of the FMI versions × hosts: FMI 2.0 in process and FMI 3.0 in the
@@ -92,12 +93,12 @@ func TestMEDecayMatchesClosedForm(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		solver string
-		extra  Params
+		extra  models.Params
 		tol    float64
 	}{
-		{"dopri5", Params{"tolerance": 1e-9}, 1e-8},
+		{"dopri5", models.Params{"tolerance": 1e-9}, 1e-8},
 		{"rk4", nil, 1e-9},
-		{"euler", Params{"maxStep": 0.001}, 2e-3},
+		{"euler", models.Params{"maxStep": 0.001}, 2e-3},
 	} {
 		for _, major := range []int{2, 3} {
 			for _, h := range hosts {
@@ -105,7 +106,7 @@ func TestMEDecayMatchesClosedForm(t *testing.T) {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s FMI %d %s", tt.solver, major, h.name), func(t *testing.T) {
-					extra := Params{"solver": tt.solver, "inputs": map[string]any{"u": "groundspeed"},
+					extra := models.Params{"solver": tt.solver, "inputs": map[string]any{"u": "groundspeed"},
 						"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k, "tKick": kick}}
 					for key, v := range tt.extra {
 						extra[key] = v
@@ -169,7 +170,7 @@ func TestMEBallBouncesOnTime(t *testing.T) {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s FMI %d %s", solver, major, h.name), func(t *testing.T) {
-					extra := Params{"solver": solver, "outputs": map[string]any{"h": "throttle", "v": "brake"}}
+					extra := models.Params{"solver": solver, "outputs": map[string]any{"h": "throttle", "v": "brake"}}
 					for key, v := range h.extra {
 						extra[key] = v
 					}
@@ -228,15 +229,15 @@ func vdpRK4(mu, h, every float64, n int) []float64 {
 // matches a fine-step RK4 computed here, within the solver's tolerance.
 func TestMEVanDerPolMatchesReference(t *testing.T) {
 	const mu, n = 3.0, 800 // 4 s
-	p := plan(t, "../examples/cruise-pedals.json")
+	p := plan(t, "../../examples/cruise-pedals.json")
 	ref := vdpRK4(mu, 1e-5, p.Period, n)
 	for _, tt := range []struct {
 		solver string
-		extra  Params
+		extra  models.Params
 		tol    float64
 	}{
-		{"dopri5", Params{"tolerance": 1e-8}, 1e-6},
-		{"rk4", Params{"maxStep": 0.001}, 1e-7},
+		{"dopri5", models.Params{"tolerance": 1e-8}, 1e-6},
+		{"rk4", models.Params{"maxStep": 0.001}, 1e-7},
 	} {
 		for _, major := range []int{2, 3} {
 			for _, h := range hosts {
@@ -244,7 +245,7 @@ func TestMEVanDerPolMatchesReference(t *testing.T) {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s FMI %d %s", tt.solver, major, h.name), func(t *testing.T) {
-					extra := Params{"solver": tt.solver, "outputs": map[string]any{"x1": "throttle", "x2": "brake"},
+					extra := models.Params{"solver": tt.solver, "outputs": map[string]any{"x1": "throttle", "x2": "brake"},
 						"parameters": map[string]any{"mu": mu}}
 					for key, v := range tt.extra {
 						extra[key] = v
@@ -279,7 +280,7 @@ func TestMEMissedEventIsAFault(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := Params{"solver": "rk4", "outputs": map[string]any{"h": "throttle", "v": "brake"},
+				extra := models.Params{"solver": "rk4", "outputs": map[string]any{"h": "throttle", "v": "brake"},
 					"parameters": map[string]any{"vmin": 0.0}, "restart": true}
 				for key, v := range h.extra {
 					extra[key] = v
@@ -318,7 +319,7 @@ func TestMEMissedEventIsAFault(t *testing.T) {
 	}
 }
 
-// A Model Exchange FMU that ends the simulation in its event update (the
+// A models.Model Exchange FMU that ends the simulation in its event update (the
 // ball at its third bounce) ends as a co-simulation one does: at the
 // bounce's time, located as any state event, with its reason, no fault.
 func TestMEFMUTerminates(t *testing.T) {
@@ -331,7 +332,7 @@ func TestMEFMUTerminates(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"stopAfter": 3.0}}
+				extra := models.Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"stopAfter": 3.0}}
 				for key, v := range h.extra {
 					extra[key] = v
 				}
@@ -374,7 +375,7 @@ func TestMEDiscreteInputInEventMode(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := Params{"tolerance": 1e-10, "inputs": map[string]any{"u": "groundspeed", "boost": "gear", "mode": "rpm"},
+				extra := models.Params{"tolerance": 1e-10, "inputs": map[string]any{"u": "groundspeed", "boost": "gear", "mode": "rpm"},
 					"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k}}
 				for key, v := range h.extra {
 					extra[key] = v
@@ -420,7 +421,7 @@ func TestMEZenoBallIsAFault(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"vmin": 0.0}}
+				extra := models.Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"vmin": 0.0}}
 				for key, v := range h.extra {
 					extra[key] = v
 				}
@@ -456,7 +457,7 @@ func TestMEZenoBallIsAFault(t *testing.T) {
 	}
 }
 
-// A tunable parameter of a running Model Exchange FMU (k) changed live is
+// A tunable parameter of a running models.Model Exchange FMU (k) changed live is
 // set in event mode, as FMI has it (the FMU refuses it otherwise), and x
 // follows the closed form with the new rate from the step it came with.
 func TestMETuneLive(t *testing.T) {
@@ -466,7 +467,7 @@ func TestMETuneLive(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := Params{"tolerance": 1e-10, "outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": 0.5}}
+				extra := models.Params{"tolerance": 1e-10, "outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": 0.5}}
 				for key, v := range h.extra {
 					extra[key] = v
 				}
@@ -501,10 +502,10 @@ func TestMETuneLive(t *testing.T) {
 	}
 }
 
-// A Model Exchange FMU's step in its child process allocates nothing on
+// A models.Model Exchange FMU's step in its child process allocates nothing on
 // beamconnect's side, events and all (the ball bounces in these steps).
 func TestMEChildStepAllocs(t *testing.T) {
-	m, p, log := meRig(t, testfmu.MEOptions{FMI: 3, Model: "ball"}, Params{"outputs": map[string]any{"h": "throttle"}})
+	m, p, log := meRig(t, testfmu.MEOptions{FMI: 3, Model: "ball"}, models.Params{"outputs": map[string]any{"h": "throttle"}})
 	outs, ins := vectors(p)
 	outs[0][0] = 3
 	k := 0

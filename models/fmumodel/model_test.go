@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"os"
@@ -11,6 +11,7 @@ import (
 	"beamconnect/fmu/host"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/logtest"
+	"beamconnect/models"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
@@ -28,17 +29,17 @@ func TestMain(m *testing.M) {
 
 // fmuRig builds a cruise FMU and runs it as the model of the cruise-pedals
 // rig (outputs: groundspeed…; inputs: throttle, brake, driveMode).
-func fmuRig(t *testing.T, o testfmu.Options, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
+func fmuRig(t *testing.T, o testfmu.Options, extra models.Params) (*FMU, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
 	path := testfmu.ForTest(t, "cruise.fmu", o)
-	p := plan(t, "../examples/cruise-pedals.json")
+	p := plan(t, "../../examples/cruise-pedals.json")
 	p.ModelTimeout = 0.05
-	params := Params{"path": path, "parameters": map[string]any{"setSpeed": 10.0}}
+	params := models.Params{"path": path, "parameters": map[string]any{"setSpeed": 10.0}}
 	for k, v := range extra {
 		params[k] = v
 	}
 	log := &logtest.Buffer{}
-	m, err := New("fmu", params, p, log.Logger())
+	m, err := newModel(params, p, log.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,23 +50,23 @@ func fmuRig(t *testing.T, o testfmu.Options, extra Params) (*FMU, *ports.Plan, *
 }
 
 // rigParams are the modelParams each rig's FMU runs with.
-var rigParams sync.Map // *FMU → Params
+var rigParams sync.Map // *FMU → models.Params
 
-func paramsOf(m *FMU) Params {
+func paramsOf(m *FMU) models.Params {
 	p, _ := rigParams.Load(m)
-	return p.(Params)
+	return p.(models.Params)
 }
 
 // benchRig is fmuRig for a benchmark (no log kept).
-func benchRig(b *testing.B, o testfmu.Options, extra Params) (*FMU, *ports.Plan) {
+func benchRig(b *testing.B, o testfmu.Options, extra models.Params) (*FMU, *ports.Plan) {
 	b.Helper()
 	path := testfmu.ForTest(b, "cruise.fmu", o)
-	p := portstest.Load(b, "../examples/cruise-pedals.json")
-	params := Params{"path": path}
+	p := portstest.Load(b, "../../examples/cruise-pedals.json")
+	params := models.Params{"path": path}
 	for k, v := range extra {
 		params[k] = v
 	}
-	m, err := New("fmu", params, p, nil)
+	m, err := newModel(params, p, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,12 +109,12 @@ func TestFMUDrives(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		o     testfmu.Options
-		extra Params
+		extra models.Params
 	}{
 		{"FMI 2.0 child", testfmu.Options{FMI: 2}, nil},
 		{"FMI 3.0 child", testfmu.Options{FMI: 3}, nil},
-		{"FMI 2.0 in process", testfmu.Options{FMI: 2}, Params{"inProcess": true}},
-		{"FMI 3.0 in process", testfmu.Options{FMI: 3}, Params{"inProcess": true}},
+		{"FMI 2.0 in process", testfmu.Options{FMI: 2}, models.Params{"inProcess": true}},
+		{"FMI 3.0 in process", testfmu.Options{FMI: 3}, models.Params{"inProcess": true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m, p, log := fmuRig(t, tt.o, tt.extra)
@@ -137,7 +138,7 @@ func TestFMUDrives(t *testing.T) {
 // inputs alone), in a child process and in process alike.
 func TestFMULateAnswerNotUsed(t *testing.T) {
 	for _, inProcess := range []bool{false, true} {
-		m, p, log := fmuRig(t, testfmu.Options{Fault: "stall", After: 3}, Params{"inProcess": inProcess, "deadlineMs": 20.0})
+		m, p, log := fmuRig(t, testfmu.Options{Fault: "stall", After: 3}, models.Params{"inProcess": inProcess, "deadlineMs": 20.0})
 		outs, ins := vectors(p)
 		sp, spE, _ := p.Find(0, "groundspeed")
 		outs[sp][spE] = 5
@@ -167,7 +168,7 @@ func TestFMULateAnswerNotUsed(t *testing.T) {
 // A healthy step in a child process allocates nothing on beamconnect's
 // side.
 func TestFMUChildStepAllocs(t *testing.T) {
-	m, p, _ := fmuRig(t, testfmu.Options{}, Params{"deadlineMs": 40.0})
+	m, p, _ := fmuRig(t, testfmu.Options{}, models.Params{"deadlineMs": 40.0})
 	outs, ins := vectors(p)
 	outs[0][0] = 3
 	k := 0
@@ -191,30 +192,30 @@ func TestFMUFaults(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		o         testfmu.Options
-		extra     Params
+		extra     models.Params
 		fault     string // in Fault()
 		log       string // in the log
 		restarted bool
 	}{
 		{"crash", testfmu.Options{Fault: "crash", After: 5}, nil,
 			"the FMU's host process ended: " + crashed, "starting it again", true},
-		{"crash, restart off", testfmu.Options{FMI: 3, Fault: "crash", After: 5}, Params{"restart": false},
+		{"crash, restart off", testfmu.Options{FMI: 3, Fault: "crash", After: 5}, models.Params{"restart": false},
 			"the FMU's host process ended: " + crashed, "not starting it again (modelParams.restart is false)", false},
-		{"hang", testfmu.Options{Fault: "hang", After: 5}, Params{"restart": false},
+		{"hang", testfmu.Options{Fault: "hang", After: 5}, models.Params{"restart": false},
 			"the FMU's step has not returned after", "longer than the model timeout 50ms", false},
 		{"error status", testfmu.Options{FMI: 3, Fault: "error", After: 5}, nil,
 			"", "the FMU failed: fmi3DoStep returned fmi3Error at t = ", true},
 		{"NaN output", testfmu.Options{Fault: "nan", After: 5}, nil,
 			"the FMU's output throttle is NaN: not a usable control value", "FMU fault", false},
-		{"error status in process", testfmu.Options{Fault: "error", After: 5}, Params{"inProcess": true},
+		{"error status in process", testfmu.Options{Fault: "error", After: 5}, models.Params{"inProcess": true},
 			"", "the FMU failed; instantiating it again", true},
-		{"NaN output in process", testfmu.Options{FMI: 3, Fault: "nan", After: 5}, Params{"inProcess": true},
+		{"NaN output in process", testfmu.Options{FMI: 3, Fault: "nan", After: 5}, models.Params{"inProcess": true},
 			"the FMU's output throttle is NaN", "FMU fault", false},
 		{"one NaN output", testfmu.Options{Fault: "nan-once", After: 5}, nil,
 			"the FMU's output throttle is NaN", "FMU fault", false},
-		{"one NaN output in process", testfmu.Options{Fault: "nan-once", After: 5}, Params{"inProcess": true},
+		{"one NaN output in process", testfmu.Options{Fault: "nan-once", After: 5}, models.Params{"inProcess": true},
 			"the FMU's output throttle is NaN", "FMU fault", false},
-		{"hang in process", testfmu.Options{Fault: "hang-2s", After: 5}, Params{"inProcess": true},
+		{"hang in process", testfmu.Options{Fault: "hang-2s", After: 5}, models.Params{"inProcess": true},
 			"the FMU's step has not returned after", "FMU fault", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,7 +272,7 @@ func TestFMUStall(t *testing.T) {
 // (maxThrottle) and anything else of modelParams are refused by name.
 func TestFMUTune(t *testing.T) {
 	for _, inProcess := range []bool{false, true} {
-		m, p, _ := fmuRig(t, testfmu.Options{FMI: 3}, Params{"inProcess": inProcess})
+		m, p, _ := fmuRig(t, testfmu.Options{FMI: 3}, models.Params{"inProcess": inProcess})
 		// Until it brakes (the FMU host's first answers take a while
 		// under Wine), for at least 30 ms.
 		start := time.Now()
@@ -299,7 +300,7 @@ func TestFMUTune(t *testing.T) {
 		}
 
 		for _, c := range []struct {
-			params    Params
+			params    models.Params
 			want, not []string
 		}{
 			{with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeed": 30.0, "kp": 0.5, "maxThrottle": 0.5}), []string{
@@ -339,7 +340,7 @@ func TestFMUTune(t *testing.T) {
 // restarted one is made with them too.
 func TestFMUTuneRefusedByTheFMU(t *testing.T) {
 	for _, inProcess := range []bool{false, true} {
-		m, p, log := fmuRig(t, testfmu.Options{}, Params{"inProcess": inProcess})
+		m, p, log := fmuRig(t, testfmu.Options{}, models.Params{"inProcess": inProcess})
 		running := paramsOf(m)
 		_, err := m.Rebind(p, running, with(running, "parameters", map[string]any{"setSpeed": 10.0, "kp": 50.0}))
 		if err == nil || !strings.Contains(err.Error(), "the FMU refused the new parameters (") || !strings.Contains(err.Error(), "a gain must be within 0..10") {
@@ -374,8 +375,8 @@ func waitAnswered(t *testing.T, m *FMU) {
 }
 
 // with is params with key set to v (params itself unchanged).
-func with(params Params, key string, v any) Params {
-	out := Params{}
+func with(params models.Params, key string, v any) models.Params {
+	out := models.Params{}
 	for k, x := range params {
 		out[k] = x
 	}
@@ -387,7 +388,7 @@ func with(params Params, key string, v any) Params {
 // driving nothing; the throttle keeps working.
 func TestFMURebind(t *testing.T) {
 	m, _, log := fmuRig(t, testfmu.Options{}, nil)
-	rig := strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `{ "propertyName": "brake", "initialValue": 0 }`, `{ "propertyName": "steering", "initialValue": 0 }`, 1)
+	rig := strings.Replace(readFile(t, "../../examples/cruise-pedals.json"), `{ "propertyName": "brake", "initialValue": 0 }`, `{ "propertyName": "steering", "initialValue": 0 }`, 1)
 	np := planFrom(t, rig)
 	commit, err := m.Rebind(np, paramsOf(m), paramsOf(m))
 	if err != nil {
@@ -423,8 +424,8 @@ func planFrom(t *testing.T, src string) *ports.Plan {
 // the lead's speed and drives the ego's pedals, the lead's stay put.
 func TestFMUVehicles(t *testing.T) {
 	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 3})
-	p := plan(t, "../examples/follow.json")
-	m, err := New("fmu", Params{"path": path, "inProcess": true, "parameters": map[string]any{"setSpeed": 10.0},
+	p := plan(t, "../../examples/follow.json")
+	m, err := newModel(models.Params{"path": path, "inProcess": true, "parameters": map[string]any{"setSpeed": 10.0},
 		"inputs":  map[string]any{"groundspeed": "lead.groundspeed"},
 		"outputs": map[string]any{"throttle": "ego.throttle", "brake": "ego.brake"}}, p, nil)
 	if err != nil {

@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"encoding/hex"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"beamconnect/fmu"
+	"beamconnect/models"
 )
 
 // What a config may give an FMU variable (modelParams.parameters), per
@@ -118,7 +119,7 @@ func paramValues(v *fmu.Variable, n int, x any) (nums []float64, texts []string,
 	if v.Array {
 		arr, ok := x.([]any)
 		if !ok {
-			return nil, nil, fmt.Sprintf("the FMU's %q is an array of %d: expected an array of %d values, got %s", v.Name, n, n, describe(x))
+			return nil, nil, fmt.Sprintf("the FMU's %q is an array of %d: expected an array of %d values, got %s", v.Name, n, n, models.DescribeValue(x))
 		}
 		if len(arr) != n {
 			return nil, nil, fmt.Sprintf("the FMU's %q is an array of %d: expected %d values, got %d", v.Name, n, n, len(arr))
@@ -134,13 +135,13 @@ func paramValues(v *fmu.Variable, n int, x any) (nums []float64, texts []string,
 		case fmu.String:
 			s, ok := e.(string)
 			if !ok {
-				return nil, nil, fmt.Sprintf("the FMU's %q is a String: expected text, got %s", name, describe(e))
+				return nil, nil, fmt.Sprintf("the FMU's %q is a String: expected text, got %s", name, models.DescribeValue(e))
 			}
 			texts = append(texts, s)
 		case fmu.Binary:
 			s, ok := e.(string)
 			if _, err := hex.DecodeString(s); !ok || err != nil {
-				return nil, nil, fmt.Sprintf("the FMU's %q is a Binary: expected its bytes as hexadecimal text, e.g. \"0a1bff\", got %s", name, describe(e))
+				return nil, nil, fmt.Sprintf("the FMU's %q is a Binary: expected its bytes as hexadecimal text, e.g. \"0a1bff\", got %s", name, models.DescribeValue(e))
 			}
 			texts = append(texts, s)
 		default:
@@ -169,7 +170,7 @@ func numericValue(v *fmu.Variable, name string, x any) (float64, string) {
 				return b, ""
 			}
 		}
-		return 0, fmt.Sprintf("the FMU's %q is a Boolean: expected true or false, got %s", name, describe(x))
+		return 0, fmt.Sprintf("the FMU's %q is a Boolean: expected true or false, got %s", name, models.DescribeValue(x))
 	case fmu.Enum:
 		var f float64
 		switch e := x.(type) {
@@ -183,7 +184,7 @@ func numericValue(v *fmu.Variable, name string, x any) (float64, string) {
 			}
 			return 0, fmt.Sprintf("the FMU's %q is an enumeration (%s) with no item %q: expected one of %s", name, v.DeclaredType, e, itemList(v))
 		default:
-			return 0, fmt.Sprintf("the FMU's %q is an enumeration (%s): expected an item's name or value, one of %s; got %s", name, v.DeclaredType, itemList(v), describe(x))
+			return 0, fmt.Sprintf("the FMU's %q is an enumeration (%s): expected an item's name or value, one of %s; got %s", name, v.DeclaredType, itemList(v), models.DescribeValue(x))
 		}
 		if _, ok := v.Item(int64(f)); f != math.Trunc(f) || !ok && len(v.Items) > 0 {
 			return 0, fmt.Sprintf("the FMU's %q is an enumeration (%s) with no item of value %v: expected one of %s", name, v.DeclaredType, f, itemList(v))
@@ -192,7 +193,7 @@ func numericValue(v *fmu.Variable, name string, x any) (float64, string) {
 	}
 	f, ok := x.(float64)
 	if !ok {
-		return 0, fmt.Sprintf("the FMU's %q is a%s %s: expected a number, got %s", name, article(v.Type), v.Type, describe(x))
+		return 0, fmt.Sprintf("the FMU's %q is a%s %s: expected a number, got %s", name, article(v.Type), v.Type, models.DescribeValue(x))
 	}
 	if v.Kind.Integer() {
 		lo, hi := v.Kind.Limits()

@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"beamconnect/fmu"
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/host"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/suggest"
 )
@@ -27,17 +28,17 @@ type tuneChange struct {
 // parameters of the FMU (and inputs' values) only; anything else, a fixed
 // parameter or another key of modelParams, needs a restart and is named,
 // as are unknown names and bad values.
-func (m *FMU) tuneChanges(running, p Params) ([]tuneChange, error) {
+func (m *FMU) tuneChanges(running, p models.Params) ([]tuneChange, error) {
 	var restart, bad []string
 	for _, k := range union(running, p) {
 		if k == "parameters" || reflect.DeepEqual(running[k], p[k]) {
 			continue
 		}
-		if _, given := p[k]; given && !slices.ContainsFunc(fmuParams, func(s Param) bool { return s.Name == k }) {
+		if _, given := p[k]; given && !slices.ContainsFunc(Params, func(s models.Param) bool { return s.Name == k }) {
 			// A key the fmu model does not have: an unknown name, not a
 			// restart-only change (a tunable parameter written outside
 			// "parameters" is said so).
-			msg := unknownParam("fmu", k, fmuParams)
+			msg := models.UnknownParam("fmu", k, Params)
 			if v, ok := m.desc.Variable(k); ok && v.Tunable() {
 				msg = fmt.Sprintf("model fmu has no parameter %q: the FMU's parameters go under modelParams.parameters (\"parameters\": {%q: …})", k, k)
 			} else if s := suggest.Closest(k, m.desc.Names()); s != "" {
@@ -46,7 +47,7 @@ func (m *FMU) tuneChanges(running, p Params) ([]tuneChange, error) {
 			bad = append(bad, "modelParams."+k+": "+msg)
 			continue
 		}
-		restart = append(restart, fmt.Sprintf("modelParams.%s (%s → %s)", k, jsonText(running[k]), jsonText(p[k])))
+		restart = append(restart, fmt.Sprintf("modelParams.%s (%s → %s)", k, models.ParamText(running[k]), models.ParamText(p[k])))
 	}
 	was, _ := running["parameters"].(map[string]any)
 	now, _ := p["parameters"].(map[string]any)
@@ -115,7 +116,7 @@ func union[V any](a, b map[string]V) []string {
 // take them, so a value the FMU refuses is a refused reload rather than a
 // broken instance. commit binds, changes inputs' values at once and sends
 // the parameters with the next step; a restarted FMU gets them too.
-func (m *FMU) Rebind(plan *ports.Plan, running, params Params) (func(), error) {
+func (m *FMU) Rebind(plan *ports.Plan, running, params models.Params) (func(), error) {
 	changes, err := m.tuneChanges(running, params)
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func (m *FMU) trial(b *fmuBinding, list []fmi.Var, vals []float64) error {
 		return fmt.Errorf("model fmu: trying the new parameters: %w", err)
 	}
 	var said []string // what the FMU logs: why it refuses
-	cl, err := host.Start(argv, m.dir, m.currentSetup(), startGrace, func(line string) {
+	cl, err := host.Start(argv, m.dir, m.currentSetup(), models.StartGrace, func(line string) {
 		if len(said) < 8 {
 			said = append(said, line)
 		}
@@ -199,12 +200,12 @@ func (m *FMU) trial(b *fmuBinding, list []fmi.Var, vals []float64) error {
 	}
 	outs := make([]float64, len(b.outputs))
 	var a host.Answer
-	if !cl.Wait(time.Now().Add(startGrace)) || !cl.Take(outs, &a) {
+	if !cl.Wait(time.Now().Add(models.StartGrace)) || !cl.Take(outs, &a) {
 		select {
 		case <-cl.Done():
 			return fmt.Errorf("model fmu: trying the new parameters, the scratch instance ended: %s", cl.Why())
 		default:
-			return fmt.Errorf("model fmu: trying the new parameters: the scratch instance did not answer within %v", startGrace)
+			return fmt.Errorf("model fmu: trying the new parameters: the scratch instance did not answer within %v", models.StartGrace)
 		}
 	}
 	if a.Result == host.TuneFailed {

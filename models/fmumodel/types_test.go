@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"fmt"
@@ -8,11 +8,12 @@ import (
 
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/logtest"
+	"beamconnect/models"
 	"beamconnect/ports"
 )
 
 // typesRig runs the FMI 3.0 types FMU as the cruise-pedals rig's model.
-func typesRig(t *testing.T, fixedStep float64, extra Params) (*FMU, *ports.Plan, *logtest.Buffer) {
+func typesRig(t *testing.T, fixedStep float64, extra models.Params) (*FMU, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
 	return rigOf(t, testfmu.TypesForTest(t, fixedStep), extra)
 }
@@ -24,7 +25,7 @@ func typesRig(t *testing.T, fixedStep float64, extra Params) (*FMU, *ports.Plan,
 func TestFMUEveryTypeBound(t *testing.T) {
 	for _, h := range hosts {
 		t.Run(h.name, func(t *testing.T) {
-			extra := Params{
+			extra := models.Params{
 				"inputs":  map[string]any{"u[1]": "groundspeed", "i8": "gear", "u64": "rpm"},
 				"outputs": map[string]any{"y": "throttle", "o_i8": "brake", "o_mode": "driveMode"},
 				"parameters": map[string]any{"mode": "Sport", "n": 3.0, "w": []any{1.0, 2.0, 3.0}, "gain": 2.0,
@@ -69,7 +70,7 @@ func TestFMUEveryTypeBound(t *testing.T) {
 func TestFMUFixedStepMultiRate(t *testing.T) {
 	for _, h := range hosts {
 		t.Run(h.name, func(t *testing.T) {
-			extra := Params{"outputs": map[string]any{"m[2]": "throttle"}}
+			extra := models.Params{"outputs": map[string]any{"m[2]": "throttle"}}
 			for k, v := range h.extra {
 				extra[k] = v
 			}

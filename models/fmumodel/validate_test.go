@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"archive/zip"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/models"
 	"beamconnect/ports"
 )
 
@@ -77,105 +78,105 @@ func TestValidateFMU(t *testing.T) {
 
 	for _, tt := range []struct {
 		name   string
-		params Params
+		params models.Params
 		rig    string
-		param  string // the finding's Param
+		param  string // the finding's models.Param
 		msg    string // in its message
 		warn   bool
 	}{
-		{"no path", Params{}, "", "path", "missing: the fmu model needs the FMU to run", false},
-		{"no such file", Params{"path": filepath.Join(dir, "nope.fmu")}, "", "path", "nope.fmu: no such file", false},
-		{"a directory", Params{"path": dir}, "", "path", "is a directory: expected a .fmu file", false},
-		{"not a zip", Params{"path": notZip}, "", "path", "text.fmu is not an FMU: expected a zip archive", false},
-		{"no description", Params{"path": noMD}, "", "path", "nomd.fmu is not an FMU: the archive has no modelDescription.xml at its top", false},
-		{"FMI 1.0", Params{"path": fmi1}, "", "path", `fmiVersion "1.0" is not supported: expected 2.0 or 3.0`, false},
-		{"model exchange, no binary", Params{"path": me}, "", "path", "has no binary for this machine (binaries/linux64/m.so, FMI 2.0)", false},
-		{"model exchange asked of a co-simulation FMU", Params{"path": good, "interface": "ModelExchange"}, "", "interface", "the FMU has no ModelExchange interface: it has CoSimulation", false},
-		{"scheduled execution", Params{"path": se}, "", "path", "the FMU has the ScheduledExecution interface only: beamconnect runs FMUs for co-simulation and model exchange", false},
-		{"clocks", Params{"path": clocked}, "", "path", "declares clocks: beamconnect does not drive FMI 3.0 clocks", false},
-		{"a solver for co-simulation", Params{"path": good, "solver": "rk4"}, "", "solver", "the FMU runs as co-simulation, with its own solver", false},
-		{"entry outside", Params{"path": slip}, "", "path", `slip.fmu: entry "resources/../../../.bashrc" lies outside the archive's folder`, false},
-		{"unpacks too large", Params{"path": bomb}, "", "path", "bomb.fmu unpacks to more than 4294967296 bytes", false},
-		{"no binary here", Params{"path": fakeFMU(t, testfmu.Options{}, elsewhere...)}, "", "path",
+		{"no path", models.Params{}, "", "path", "missing: the fmu model needs the FMU to run", false},
+		{"no such file", models.Params{"path": filepath.Join(dir, "nope.fmu")}, "", "path", "nope.fmu: no such file", false},
+		{"a directory", models.Params{"path": dir}, "", "path", "is a directory: expected a .fmu file", false},
+		{"not a zip", models.Params{"path": notZip}, "", "path", "text.fmu is not an FMU: expected a zip archive", false},
+		{"no description", models.Params{"path": noMD}, "", "path", "nomd.fmu is not an FMU: the archive has no modelDescription.xml at its top", false},
+		{"FMI 1.0", models.Params{"path": fmi1}, "", "path", `fmiVersion "1.0" is not supported: expected 2.0 or 3.0`, false},
+		{"model exchange, no binary", models.Params{"path": me}, "", "path", "has no binary for this machine (binaries/linux64/m.so, FMI 2.0)", false},
+		{"model exchange asked of a co-simulation FMU", models.Params{"path": good, "interface": "ModelExchange"}, "", "interface", "the FMU has no ModelExchange interface: it has CoSimulation", false},
+		{"scheduled execution", models.Params{"path": se}, "", "path", "the FMU has the ScheduledExecution interface only: beamconnect runs FMUs for co-simulation and model exchange", false},
+		{"clocks", models.Params{"path": clocked}, "", "path", "declares clocks: beamconnect does not drive FMI 3.0 clocks", false},
+		{"a solver for co-simulation", models.Params{"path": good, "solver": "rk4"}, "", "solver", "the FMU runs as co-simulation, with its own solver", false},
+		{"entry outside", models.Params{"path": slip}, "", "path", `slip.fmu: entry "resources/../../../.bashrc" lies outside the archive's folder`, false},
+		{"unpacks too large", models.Params{"path": bomb}, "", "path", "bomb.fmu unpacks to more than 4294967296 bytes", false},
+		{"no binary here", models.Params{"path": fakeFMU(t, testfmu.Options{}, elsewhere...)}, "", "path",
 			"has no binary for this machine (binaries/" + here + "/cruise" + ext + ", FMI 2.0): it has binaries for " + strings.Join(elsewhere, ", ") + " only", false},
-		{"for the other OS only", Params{"path": fakeFMU(t, testfmu.Options{}, otherOS)}, "", "path", otherOSAdvice, false},
-		{"source only", Params{"path": fakeFMU(t, testfmu.Options{FMI: 3})}, "", "path",
+		{"for the other OS only", models.Params{"path": fakeFMU(t, testfmu.Options{}, otherOS)}, "", "path", otherOSAdvice, false},
+		{"source only", models.Params{"path": fakeFMU(t, testfmu.Options{FMI: 3})}, "", "path",
 			"no binary for any platform (a source-only FMU: build it for " + testfmu.Platform(3) + " first)", false},
-		{"unknown variable", Params{"path": good, "inputs": map[string]any{"grondspeed": "groundspeed"}}, "", "inputs/grondspeed",
+		{"unknown variable", models.Params{"path": good, "inputs": map[string]any{"grondspeed": "groundspeed"}}, "", "inputs/grondspeed",
 			`the FMU has no variable "grondspeed" (did you mean "groundspeed"?)`, false},
-		{"wrong causality", Params{"path": good, "inputs": map[string]any{"throttle": "groundspeed"}}, "", "inputs/throttle",
+		{"wrong causality", models.Params{"path": good, "inputs": map[string]any{"throttle": "groundspeed"}}, "", "inputs/throttle",
 			`the FMU's "throttle" is an output, not an input: map it under modelParams.outputs`, false},
-		{"parameter mapped", Params{"path": good, "outputs": map[string]any{"kp": "throttle"}}, "", "outputs/kp",
+		{"parameter mapped", models.Params{"path": good, "outputs": map[string]any{"kp": "throttle"}}, "", "outputs/kp",
 			`the FMU's "kp" is a parameter, not an output: set it under modelParams.parameters`, false},
-		{"no such field", Params{"path": good, "outputs": map[string]any{"throttle": "throtle"}}, "", "outputs/throttle",
+		{"no such field", models.Params{"path": good, "outputs": map[string]any{"throttle": "throtle"}}, "", "outputs/throttle",
 			`"throtle" is not a field of the config's inputs (data to BeamNG) (did you mean "throttle"?)`, false},
-		{"not a name", Params{"path": good, "outputs": map[string]any{"throttle": 3.0}}, "", "outputs/throttle",
+		{"not a name", models.Params{"path": good, "outputs": map[string]any{"throttle": 3.0}}, "", "outputs/throttle",
 			"expected the name of a config field, got 3", false},
-		{"two outputs, one field", Params{"path": good, "outputs": map[string]any{"brake": "throttle"}}, "", "outputs/brake",
+		{"two outputs, one field", models.Params{"path": good, "outputs": map[string]any{"brake": "throttle"}}, "", "outputs/brake",
 			`the FMU's outputs "throttle" and "brake" both drive throttle: expected one output per field`, false},
-		{"wrong type", Params{"path": fakeFMU(t, str, here), "outputs": map[string]any{"mode": "throttle", "throttle": "brake", "brake": "driveMode"}}, "", "outputs/mode",
+		{"wrong type", models.Params{"path": fakeFMU(t, str, here), "outputs": map[string]any{"mode": "throttle", "throttle": "brake", "brake": "driveMode"}}, "", "outputs/mode",
 			`the FMU's output "mode" is of type String: beamconnect exchanges numbers`, false},
-		{"unknown parameter", Params{"path": good, "parameters": map[string]any{"kq": 1.0}}, "", "parameters/kq",
+		{"unknown parameter", models.Params{"path": good, "parameters": map[string]any{"kq": 1.0}}, "", "parameters/kq",
 			`the FMU has no variable "kq" (did you mean "kp"?)`, false},
-		{"not settable", Params{"path": good, "parameters": map[string]any{"throttle": 1.0}}, "", "parameters/throttle",
+		{"not settable", models.Params{"path": good, "parameters": map[string]any{"throttle": 1.0}}, "", "parameters/throttle",
 			`the FMU's "throttle" is an output with variability continuous: it cannot be set`, false},
-		{"parameter's type", Params{"path": good, "parameters": map[string]any{"kp": "high"}}, "", "parameters/kp",
+		{"parameter's type", models.Params{"path": good, "parameters": map[string]any{"kp": "high"}}, "", "parameters/kp",
 			`the FMU's "kp" is a Real: expected a number, got the string "high"`, false},
-		{"bound input given a value", Params{"path": good, "parameters": map[string]any{"groundspeed": 3.0}}, "", "parameters/groundspeed",
+		{"bound input given a value", models.Params{"path": good, "parameters": map[string]any{"groundspeed": 3.0}}, "", "parameters/groundspeed",
 			`the FMU's input "groundspeed" is bound to the field groundspeed: the value given here is replaced`, true},
-		{"fixed step, no period fits", Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.0049999}, here)}, "", "path",
+		{"fixed step, no period fits", models.Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.0049999}, here)}, "", "path",
 			"the FMU steps by 4.9999 ms, its DefaultExperiment stepSize, the only step size it takes (canHandleVariableCommunicationStepSize is false); no whole number of the coupling's periods of 5 ms (up to 10000) is a whole number of its steps", false},
-		{"below min", Params{"path": typed, "parameters": map[string]any{"gain": -1.0}}, "", "parameters/gain",
+		{"below min", models.Params{"path": typed, "parameters": map[string]any{"gain": -1.0}}, "", "parameters/gain",
 			`the FMU's "gain" takes 0 to 10 (its min and max): -1 is below`, false},
-		{"above max", Params{"path": typed, "parameters": map[string]any{"gain": 11.0}}, "", "parameters/gain",
+		{"above max", models.Params{"path": typed, "parameters": map[string]any{"gain": 11.0}}, "", "parameters/gain",
 			`the FMU's "gain" takes 0 to 10 (its min and max): 11 is above`, false},
-		{"beyond the type", Params{"path": typed, "parameters": map[string]any{"i8": 300.0}}, "", "parameters/i8",
+		{"beyond the type", models.Params{"path": typed, "parameters": map[string]any{"i8": 300.0}}, "", "parameters/i8",
 			`the FMU's "i8" is an Int8: expected a whole number from -128 to 127, got 300`, false},
-		{"not whole", Params{"path": typed, "parameters": map[string]any{"i8": 1.5}}, "", "parameters/i8",
+		{"not whole", models.Params{"path": typed, "parameters": map[string]any{"i8": 1.5}}, "", "parameters/i8",
 			`expected a whole number from -128 to 127, got 1.5`, false},
-		{"no such item", Params{"path": typed, "parameters": map[string]any{"mode": 3.0}}, "", "parameters/mode",
+		{"no such item", models.Params{"path": typed, "parameters": map[string]any{"mode": 3.0}}, "", "parameters/mode",
 			`the FMU's "mode" is an enumeration (Mode) with no item of value 3: expected one of Eco (1), Sport (2)`, false},
-		{"no such item name", Params{"path": typed, "parameters": map[string]any{"mode": "Race"}}, "", "parameters/mode",
+		{"no such item name", models.Params{"path": typed, "parameters": map[string]any{"mode": "Race"}}, "", "parameters/mode",
 			`the FMU's "mode" is an enumeration (Mode) with no item "Race": expected one of Eco (1), Sport (2)`, false},
-		{"a Boolean given a number", Params{"path": typed, "parameters": map[string]any{"on": 2.0}}, "", "parameters/on",
+		{"a Boolean given a number", models.Params{"path": typed, "parameters": map[string]any{"on": 2.0}}, "", "parameters/on",
 			`the FMU's "on" is a Boolean: expected true or false, got 2`, false},
-		{"an array given too few", Params{"path": typed, "parameters": map[string]any{"table": []any{1.0, 2.0}}}, "", "parameters/table",
+		{"an array given too few", models.Params{"path": typed, "parameters": map[string]any{"table": []any{1.0, 2.0}}}, "", "parameters/table",
 			`the FMU's "table" is an array of 3: expected 3 values, got 2`, false},
-		{"an array given a number", Params{"path": typed, "parameters": map[string]any{"table": 1.0}}, "", "parameters/table",
+		{"an array given a number", models.Params{"path": typed, "parameters": map[string]any{"table": 1.0}}, "", "parameters/table",
 			`the FMU's "table" is an array of 3: expected an array of 3 values, got 1`, false},
-		{"a String given a number", Params{"path": typed, "parameters": map[string]any{"label": 1.0}}, "", "parameters/label",
+		{"a String given a number", models.Params{"path": typed, "parameters": map[string]any{"label": 1.0}}, "", "parameters/label",
 			`the FMU's "label" is a String: expected text, got 1`, false},
-		{"a Binary given text", Params{"path": typed, "parameters": map[string]any{"blob": "xyz"}}, "", "parameters/blob",
+		{"a Binary given text", models.Params{"path": typed, "parameters": map[string]any{"blob": "xyz"}}, "", "parameters/blob",
 			`the FMU's "blob" is a Binary: expected its bytes as hexadecimal text`, false},
-		{"an array element mapped past its end", Params{"path": typed, "inputs": map[string]any{"u[3]": "groundspeed"}}, "", "inputs/u[3]",
+		{"an array element mapped past its end", models.Params{"path": typed, "inputs": map[string]any{"u[3]": "groundspeed"}}, "", "inputs/u[3]",
 			`the FMU's "u" has the elements u[1]…u[2]: "u[3]" is none of them`, false},
-		{"a whole array mapped", Params{"path": typed, "inputs": map[string]any{"u": "groundspeed"}}, "", "inputs/u",
+		{"a whole array mapped", models.Params{"path": typed, "inputs": map[string]any{"u": "groundspeed"}}, "", "inputs/u",
 			`the FMU's "u" is an array: map its elements one by one, e.g. "u[1]"`, false},
-		{"an array's elements unbound", Params{"path": typed}, "", "",
+		{"an array's elements unbound", models.Params{"path": typed}, "", "",
 			`TODO: the FMU's input "u[2]" is bound to no field: it keeps the value 0`, true},
-		{"variable step, coarser", Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.001, VariableStep: true}, here)}, "", "path",
+		{"variable step, coarser", models.Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.001, VariableStep: true}, here)}, "", "path",
 			"stepSize is 1 ms; the coupling steps it every 5 ms, coarser than it suggests", true},
-		{"unbound output", Params{"path": fakeFMU(t, testfmu.Options{TimeOutput: true}, here)}, "", "",
+		{"unbound output", models.Params{"path": fakeFMU(t, testfmu.Options{TimeOutput: true}, here)}, "", "",
 			`TODO: the FMU's output "fmuTime" drives no field; map it with modelParams.outputs {"fmuTime": "FIELD"}`, true},
-		{"unbound input", Params{"path": good}, "no speed", "",
+		{"unbound input", models.Params{"path": good}, "no speed", "",
 			`TODO: the FMU's input "groundspeed" is bound to no field`, true},
-		{"ambiguous between vehicles", Params{"path": good}, "../examples/follow.json", "inputs/groundspeed",
+		{"ambiguous between vehicles", models.Params{"path": good}, "../../examples/follow.json", "inputs/groundspeed",
 			`"groundspeed" is a field of several vehicles: expected one of ego.groundspeed, lead.groundspeed`, false},
-		{"deadline", Params{"path": good, "deadlineMs": 100.0}, "", "deadlineMs", "100 ms is longer than the model timeout", false},
-		{"inProcess's type", Params{"path": good, "inProcess": "yes"}, "", "inProcess", `expected true or false, got the string "yes"`, false},
+		{"deadline", models.Params{"path": good, "deadlineMs": 100.0}, "", "deadlineMs", "100 ms is longer than the model timeout", false},
+		{"inProcess's type", models.Params{"path": good, "inProcess": "yes"}, "", "inProcess", `expected true or false, got the string "yes"`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var p *ports.Plan
 			switch tt.rig {
 			case "":
-				p = plan(t, "../examples/cruise-pedals.json")
+				p = plan(t, "../../examples/cruise-pedals.json")
 			case "no speed":
-				p = planFrom(t, strings.Replace(readFile(t, "../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, -1))
+				p = planFrom(t, strings.Replace(readFile(t, "../../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, -1))
 			default:
 				p = plan(t, tt.rig)
 			}
 			found := ""
-			for _, f := range Validate("fmu", tt.params, p) {
+			for _, f := range validateModel(tt.params, p) {
 				if f.Param == tt.param && strings.Contains(f.Msg, tt.msg) && f.Warning == tt.warn {
 					return
 				}
@@ -203,10 +204,10 @@ func TestValidateFMUTypes(t *testing.T) {
 		`<Binary name="blob" valueReference="26" causality="parameter" variability="fixed"/>`,
 		`<Float64 name="u" valueReference="27" causality="input" start="0 0"><Dimension start="2"/></Float64>`,
 	}, Types: `<EnumerationType name="Mode"><Item name="Eco" value="1"/><Item name="Sport" value="2"/></EnumerationType>`}, testfmu.Platform(3))
-	p := plan(t, "../examples/cruise-pedals.json")
-	params := Params{"path": path, "inputs": map[string]any{"u[1]": "groundspeed", "u[2]": "rpm"},
+	p := plan(t, "../../examples/cruise-pedals.json")
+	params := models.Params{"path": path, "inputs": map[string]any{"u[1]": "groundspeed", "u[2]": "rpm"},
 		"parameters": map[string]any{"i8": -128.0, "gain": 10.0, "mode": "Sport", "table": []any{4.0, 5.0, 6.0}, "label": "left", "blob": "0aff"}}
-	for _, f := range Validate("fmu", params, p) {
+	for _, f := range validateModel(params, p) {
 		if !f.Warning {
 			t.Errorf("%s", f.Error())
 		}
@@ -249,14 +250,14 @@ func TestValidateFMUVehicles(t *testing.T) {
 	if here == "" {
 		t.Skip("the FMU fixtures carry x86-64 Linux or Windows binaries")
 	}
-	params := Params{"path": fakeFMU(t, testfmu.Options{}, here),
+	params := models.Params{"path": fakeFMU(t, testfmu.Options{}, here),
 		"inputs":  map[string]any{"groundspeed": "ego.groundspeed"},
 		"outputs": map[string]any{"throttle": "ego.throttle", "brake": "lead.brake"}}
-	if fs := Validate("fmu", params, plan(t, "../examples/follow.json")); len(fs) != 0 {
+	if fs := validateModel(params, plan(t, "../../examples/follow.json")); len(fs) != 0 {
 		t.Errorf("%v", fs)
 	}
 	// The finding says where: a nested key as the config's path says it.
-	f := Finding{Param: "inputs/a~1b", Msg: "m"}
+	f := models.Finding{Param: "inputs/a~1b", Msg: "m"}
 	if f.Error() != "modelParams.inputs.a/b: m" {
 		t.Errorf("%q", f.Error())
 	}
@@ -271,14 +272,14 @@ func TestValidateFMUGen2(t *testing.T) {
 		t.Skip("the FMU fixtures carry x86-64 Linux or Windows binaries")
 	}
 	path := fakeFMU(t, testfmu.Options{}, here)
-	p := plan(t, "../examples/gen2-cruise.json")
-	if fs := Validate("fmu", Params{"path": path}, p); len(fs) != 0 {
+	p := plan(t, "../../examples/gen2-cruise.json")
+	if fs := validateModel(models.Params{"path": path}, p); len(fs) != 0 {
 		t.Errorf("by name: %v", fs)
 	}
-	mapped := Params{"path": path,
+	mapped := models.Params{"path": path,
 		"inputs":  map[string]any{"groundspeed": "Kinematics/vehicleGroundSpeed"},
 		"outputs": map[string]any{"throttle": "Driver/throttle", "brake": "brake"}}
-	if fs := Validate("fmu", mapped, p); len(fs) != 0 {
+	if fs := validateModel(mapped, p); len(fs) != 0 {
 		t.Errorf("by CSV name: %v", fs)
 	}
 }

@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/models"
 )
 
 // An FMU that asks to end the simulation (FMI 2.0: a discarded step and
@@ -60,7 +61,7 @@ func TestFMUTerminates(t *testing.T) {
 func TestFMUDiscardIsAFault(t *testing.T) {
 	for _, major := range []int{2, 3} {
 		t.Run(fmt.Sprintf("FMI %d", major), func(t *testing.T) {
-			m, p, log := fmuRig(t, testfmu.Options{FMI: major, Fault: "discard", After: 20}, Params{"inProcess": true, "restart": false})
+			m, p, log := fmuRig(t, testfmu.Options{FMI: major, Fault: "discard", After: 20}, models.Params{"inProcess": true, "restart": false})
 			if _, ok := drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() != nil }); !ok {
 				t.Fatalf("no fault\n%s", log)
 			}

@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"beamconnect/fmu"
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/ode"
+	"beamconnect/models"
 	"beamconnect/ports"
 )
 
@@ -27,7 +28,7 @@ type fmuCheck struct {
 	every int
 	step  float64
 	why   string
-	// Model exchange: the solver and its settings.
+	// models.Model exchange: the solver and its settings.
 	method             ode.Method
 	tolerance, maxStep float64
 }
@@ -39,7 +40,7 @@ type fmuParam struct {
 }
 
 // fmuFile is modelParams.path resolved against the config's folder.
-func fmuFile(p Params, plan *ports.Plan) string {
+func fmuFile(p models.Params, plan *ports.Plan) string {
 	path, _ := p["path"].(string)
 	if path != "" && !filepath.IsAbs(path) && plan.Source != "" {
 		path = filepath.Join(filepath.Dir(plan.Source), path)
@@ -49,18 +50,18 @@ func fmuFile(p Params, plan *ports.Plan) string {
 
 // checkFMU opens the FMU and checks everything the config asks of it. The
 // check is nil when the FMU itself cannot be used.
-func checkFMU(p Params, plan *ports.Plan) (*fmuCheck, []Finding) {
+func checkFMU(p models.Params, plan *ports.Plan) (*fmuCheck, []models.Finding) {
 	if v, ok := p["path"]; ok {
 		if s, ok := v.(string); !ok || s == "" {
 			return nil, nil // the parameter's type is reported already
 		}
 	} else {
-		return nil, []Finding{{Param: "path", Msg: "missing: the fmu model needs the FMU to run, e.g. \"path\": \"controller.fmu\" (relative to the config)"}}
+		return nil, []models.Finding{{Param: "path", Msg: "missing: the fmu model needs the FMU to run, e.g. \"path\": \"controller.fmu\" (relative to the config)"}}
 	}
 	c := &fmuCheck{file: fmuFile(p, plan), every: 1, step: plan.Period}
 	f, err := fmu.Open(c.file)
 	if err != nil {
-		return nil, []Finding{{Param: "path", Msg: err.Error()}}
+		return nil, []models.Finding{{Param: "path", Msg: err.Error()}}
 	}
 	defer f.Close()
 	want, _ := p["interface"].(string)
@@ -69,11 +70,11 @@ func checkFMU(p Params, plan *ports.Plan) (*fmuCheck, []Finding) {
 		if want != "" {
 			param = "interface"
 		}
-		return nil, []Finding{{Param: param, Msg: err.Error()}}
+		return nil, []models.Finding{{Param: param, Msg: err.Error()}}
 	}
 	c.desc = f.Desc
 	c.iface, _ = f.Desc.Interface(want)
-	var out []Finding
+	var out []models.Finding
 	c.bind, out = bindFMU(f.Desc, p, plan)
 	out = append(out, c.parameters(p)...)
 	if c.iface == fmu.ME {
@@ -83,17 +84,17 @@ func checkFMU(p Params, plan *ports.Plan) (*fmuCheck, []Finding) {
 	}
 	for _, key := range []string{"solver", "tolerance", "maxStep"} {
 		if _, ok := p[key]; ok && c.iface != fmu.ME {
-			out = append(out, Finding{Param: key, Msg: "the FMU runs as co-simulation, with its own solver: modelParams." + key + " is for a model exchange FMU (set \"interface\": \"ModelExchange\" to integrate it with beamconnect's)"})
+			out = append(out, models.Finding{Param: key, Msg: "the FMU runs as co-simulation, with its own solver: modelParams." + key + " is for a model exchange FMU (set \"interface\": \"ModelExchange\" to integrate it with beamconnect's)"})
 		}
 	}
 	if d, ok := p["deadlineMs"].(float64); ok && d > 0 && d/1000 > plan.ModelTimeout {
-		out = append(out, Finding{Param: "deadlineMs", Msg: fmt.Sprintf("%v ms is longer than the model timeout (%v ms, beamng.modelTimeoutMs): expected a shorter deadline", d, plan.ModelTimeout*1000)})
+		out = append(out, models.Finding{Param: "deadlineMs", Msg: fmt.Sprintf("%v ms is longer than the model timeout (%v ms, beamng.modelTimeoutMs): expected a shorter deadline", d, plan.ModelTimeout*1000)})
 	}
 	return c, out
 }
 
 // validateFMU is what validate reports about an fmu model.
-func validateFMU(p Params, plan *ports.Plan) []Finding {
+func validateFMU(p models.Params, plan *ports.Plan) []models.Finding {
 	c, out := checkFMU(p, plan)
 	if c != nil {
 		out = append(out, c.bind.unboundFindings(p)...)
@@ -106,37 +107,37 @@ func validateFMU(p Params, plan *ports.Plan) []Finding {
 // structural parameter, or an input's value), and every value of its type,
 // within its type's range and the variable's min and max, an enumeration's
 // an item's.
-func (c *fmuCheck) parameters(p Params) []Finding {
+func (c *fmuCheck) parameters(p models.Params) []models.Finding {
 	d, b := c.desc, c.bind
 	raw, _ := p["parameters"].(map[string]any)
-	var out []Finding
+	var out []models.Finding
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		param := "parameters/" + escape(name)
 		v, ok := d.Variable(name)
 		if !ok {
-			out = append(out, Finding{Param: param, Msg: unknownVariable(d, name, "parameter")})
+			out = append(out, models.Finding{Param: param, Msg: unknownVariable(d, name, "parameter")})
 			continue
 		}
 		if !v.Settable() {
-			out = append(out, Finding{Param: param, Msg: fmt.Sprintf("the FMU's %q is a%s %s with variability %s: it cannot be set; expected a parameter (fixed or tunable) or an input", name, article(v.Causality), v.Causality, v.Variability)})
+			out = append(out, models.Finding{Param: param, Msg: fmt.Sprintf("the FMU's %q is a%s %s with variability %s: it cannot be set; expected a parameter (fixed or tunable) or an input", name, article(v.Causality), v.Causality, v.Variability)})
 			continue
 		}
 		if v.Kind == fmu.Unsupported {
-			out = append(out, Finding{Param: param, Msg: fmt.Sprintf("the FMU's %q is %s: beamconnect sets numbers, Booleans, enumerations, Strings and Binaries", name, describeType(v))})
+			out = append(out, models.Finding{Param: param, Msg: fmt.Sprintf("the FMU's %q is %s: beamconnect sets numbers, Booleans, enumerations, Strings and Binaries", name, describeType(v))})
 			continue
 		}
 		n := 1
 		if v.Array {
 			ds, err := dims(d, v, raw)
 			if err != nil {
-				out = append(out, Finding{Param: param, Msg: err.Error()})
+				out = append(out, models.Finding{Param: param, Msg: err.Error()})
 				continue
 			}
 			n = len(elems(v, ds))
 		}
 		nums, texts, msg := paramValues(v, n, raw[name])
 		if msg != "" {
-			out = append(out, Finding{Param: param, Msg: msg})
+			out = append(out, models.Finding{Param: param, Msg: msg})
 			continue
 		}
 		if !v.Kind.Numeric() {
@@ -152,7 +153,7 @@ func (c *fmuCheck) parameters(p Params) []Finding {
 				e := i - firstOf(b.inputs, v)
 				in.start = nums[e]
 				if in.bound {
-					out = append(out, Finding{Param: param, Warning: true,
+					out = append(out, models.Finding{Param: param, Warning: true,
 						Msg: fmt.Sprintf("the FMU's input %q is bound to the field %s: the value given here is replaced by the field's at every message", in.name, in.field)})
 				}
 			}
@@ -176,12 +177,12 @@ func firstOf(list []fmuPort, v *fmu.Variable) int {
 // solver reads a model exchange FMU's solver settings: the method, the
 // relative tolerance (default: the FMU's DefaultExperiment tolerance, or
 // 1e-6) and the largest step.
-func (c *fmuCheck) solver(p Params, plan *ports.Plan) []Finding {
-	var out []Finding
+func (c *fmuCheck) solver(p models.Params, plan *ports.Plan) []models.Finding {
+	var out []models.Finding
 	if name, ok := p["solver"].(string); ok {
 		m, err := ode.ParseMethod(name)
 		if err != nil {
-			out = append(out, Finding{Param: "solver", Msg: err.Error()})
+			out = append(out, models.Finding{Param: "solver", Msg: err.Error()})
 		}
 		c.method = m
 	}
@@ -191,14 +192,14 @@ func (c *fmuCheck) solver(p Params, plan *ports.Plan) []Finding {
 	}
 	if t, ok := p["tolerance"].(float64); ok {
 		if t >= 1 {
-			out = append(out, Finding{Param: "tolerance", Msg: fmt.Sprintf("%v is a relative tolerance of %v %%: expected a number below 1, e.g. 1e-6", t, t*100)})
+			out = append(out, models.Finding{Param: "tolerance", Msg: fmt.Sprintf("%v is a relative tolerance of %v %%: expected a number below 1, e.g. 1e-6", t, t*100)})
 		}
 		c.tolerance = t
 	}
 	if m, ok := p["maxStep"].(float64); ok {
 		c.maxStep = m
 		if m > plan.Period*(1+1e-9) {
-			out = append(out, Finding{Param: "maxStep", Warning: true, Msg: fmt.Sprintf("%g s is longer than the coupling's period (%g s): steps end at every message anyway", m, plan.Period)})
+			out = append(out, models.Finding{Param: "maxStep", Warning: true, Msg: fmt.Sprintf("%g s is longer than the coupling's period (%g s): steps end at every message anyway", m, plan.Period)})
 		}
 	}
 	return out
@@ -212,9 +213,9 @@ func (c *fmuCheck) solver(p Params, plan *ports.Plan) []Finding {
 // 3.0 asks of an importer. Then it is stepped every k-th message, k the
 // fewest periods that make a whole number of its steps, its outputs held
 // in between (multi-rate).
-func (c *fmuCheck) checkStep(period float64) []Finding {
+func (c *fmuCheck) checkStep(period float64) []models.Finding {
 	d := c.desc
-	var out []Finding
+	var out []models.Finding
 	ms := func(s float64) string { return fmt.Sprintf("%g ms", s*1000) }
 	step, what := 0.0, ""
 	switch st := d.Default.StepSize; {
@@ -226,7 +227,7 @@ func (c *fmuCheck) checkStep(period float64) []Finding {
 	if step > 0 {
 		k, ok := periodsFor(period, step)
 		if !ok {
-			return append(out, Finding{Param: "path", Msg: fmt.Sprintf("the FMU steps by %s, %s; no whole number of the coupling's periods of %s (up to %d) is a whole number of its steps: expected a period that is", ms(step), what, ms(period), maxEvery)})
+			return append(out, models.Finding{Param: "path", Msg: fmt.Sprintf("the FMU steps by %s, %s; no whole number of the coupling's periods of %s (up to %d) is a whole number of its steps: expected a period that is", ms(step), what, ms(period), maxEvery)})
 		}
 		c.every, c.step = k, float64(k)*period
 		if k > 1 {
@@ -235,7 +236,7 @@ func (c *fmuCheck) checkStep(period float64) []Finding {
 		return out
 	}
 	if st := d.Default.StepSize; st != nil && *st > 0 && period > *st*(1+1e-9) {
-		out = append(out, Finding{Param: "path", Warning: true, Msg: fmt.Sprintf("the FMU's DefaultExperiment stepSize is %s; the coupling steps it every %s, coarser than it suggests: check its results at that step size", ms(*st), ms(period))})
+		out = append(out, models.Finding{Param: "path", Warning: true, Msg: fmt.Sprintf("the FMU's DefaultExperiment stepSize is %s; the coupling steps it every %s, coarser than it suggests: check its results at that step size", ms(*st), ms(period))})
 	}
 	return out
 }
@@ -281,10 +282,10 @@ func (c *fmuCheck) notes() []string {
 	return []string{note}
 }
 
-// DescribeFMU says how an FMU model would run with params on plan,
+// Describe says how an FMU model would run with params on plan,
 // without starting it: a line or two for compile (the FMU's interface and
 // step).
-func DescribeFMU(params Params, plan *ports.Plan) []string {
+func Describe(params models.Params, plan *ports.Plan) []string {
 	c, findings := checkFMU(params, plan)
 	for _, f := range findings {
 		if !f.Warning {

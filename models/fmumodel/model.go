@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"context"
@@ -15,11 +15,12 @@ import (
 	"beamconnect/fmu"
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/host"
+	"beamconnect/models"
 	"beamconnect/ports"
 )
 
-// FMUProtocol documents the fmu model for run --help.
-const FMUProtocol = `The fmu model runs an FMU (FMI 2.0 or 3.0, a binary for x86-64 Linux or
+// Protocol documents the fmu model for run --help.
+const Protocol = `The fmu model runs an FMU (FMI 2.0 or 3.0, a binary for x86-64 Linux or
 Windows): a co-simulation FMU steps itself; a model exchange FMU is
 integrated by beamconnect (modelParams.solver: dopri5, the default, rk4 or
 euler; .tolerance; .maxStep in seconds). modelParams.path names the .fmu
@@ -89,7 +90,7 @@ type FMU struct {
 
 	// Owned by the coupling's loop (Step, Rebind, Reset).
 	inputs, outputs []fmuPort
-	vehicles        vehicles // whose data the inputs are bound to
+	vehicles        models.Vehicles // whose data the inputs are bound to
 	inVals, outVals []float64
 	tune            []fmi.Var // parameter changes for the next step request
 	tuneVal         []float64
@@ -122,7 +123,7 @@ type FMU struct {
 
 // NewFMU unpacks the FMU of params["path"], checks its binding to plan
 // and starts it, in a child process unless params["inProcess"] is true.
-func NewFMU(params Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
+func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 	c, findings := checkFMU(params, plan)
 	for _, f := range findings {
 		if !f.Warning {
@@ -308,7 +309,7 @@ func (m *FMU) gather(out [][]float64) {
 	for i := range m.inputs {
 		p := &m.inputs[i]
 		if p.bound {
-			m.inVals[i] = p.r.get(out)
+			m.inVals[i] = p.r.Get(out)
 		} else {
 			m.inVals[i] = p.start
 		}
@@ -319,7 +320,7 @@ func (m *FMU) gather(out [][]float64) {
 func (m *FMU) apply(in [][]float64) {
 	for i := range m.outputs {
 		if p := &m.outputs[i]; p.bound {
-			p.r.set(in, m.outVals[i])
+			p.r.Set(in, m.outVals[i])
 		}
 	}
 }
@@ -440,4 +441,12 @@ func (m *FMU) Close() error {
 		os.RemoveAll(m.dir)
 	})
 	return nil
+}
+
+// Tally counts what the FMU did: steps answered too late, requests not
+// sent while it was busy, its failures (an error status, a crash) and
+// restarts.
+func (m *FMU) Tally() models.Tally {
+	return models.Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts(),
+		SolverSteps: m.steps.Load(), SolverRejected: m.rejected.Load(), Events: m.events.Load()}
 }

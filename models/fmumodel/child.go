@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"beamconnect/fmu/host"
+	"beamconnect/models"
 )
 
 // childFMU is an FMU in a child process (the default): a crash or hang of
@@ -48,13 +49,13 @@ func (m *FMU) startChild() error {
 
 // start runs a host and opens the FMU in it.
 func (c *childFMU) start(m *FMU) (*host.Client, error) {
-	lim := &limiter{every: 100 * time.Millisecond}
+	lim := models.NewLimiter(100 * time.Millisecond)
 	logLine := func(line string) {
-		if n, ok := lim.allow(time.Now()); ok {
+		if n, ok := lim.Allow(time.Now()); ok {
 			m.log.Warn("FMU host", "fmu", filepath.Base(m.file), "says", line, "lines_since_last_shown", n)
 		}
 	}
-	cl, err := host.StartWith(c.argv, m.dir, m.currentSetup(), startGrace, logLine, m.handoff)
+	cl, err := host.StartWith(c.argv, m.dir, m.currentSetup(), models.StartGrace, logLine, m.handoff)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func (c *childFMU) publish(m *FMU) {
 const killAfter = time.Second
 
 // checkHung faults a step that has run past the model timeout (the first
-// step of a host may take startGrace: it initializes the FMU), and stops
+// step of a host may take models.StartGrace: it initializes the FMU), and stops
 // its host once it has run past killAfter too.
 func (c *childFMU) checkHung(m *FMU, cl *host.Client) {
 	asked := cl.Outstanding()
@@ -170,7 +171,7 @@ func (c *childFMU) checkHung(m *FMU, cl *host.Client) {
 	}
 	limit := m.timeout
 	if c.first.Load() {
-		limit = max(limit, startGrace)
+		limit = max(limit, models.StartGrace)
 	}
 	ran := time.Duration(time.Now().UnixNano() - asked)
 	if ran <= limit {
@@ -190,7 +191,7 @@ func (c *childFMU) checkHung(m *FMU, cl *host.Client) {
 // backoff, unless restarts are off or the model is closing.
 func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 	defer m.wg.Done()
-	b := newBackoff()
+	b := models.NewBackoff()
 	for {
 		started := time.Now()
 		select {
@@ -203,7 +204,7 @@ func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 			return // closing stopped it
 		default:
 		}
-		b.ran(time.Since(started), !c.first.Load())
+		b.Ran(time.Since(started), !c.first.Load())
 		why := "the FMU's host process ended: " + cl.Why()
 		switch {
 		case c.final.Load():
@@ -214,7 +215,7 @@ func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 			why = "the FMU's host process was stopped: its FMU failed"
 		}
 		if m.restart {
-			m.log.Error(why+"; starting it again", "fmu", m.file, "in", b.next)
+			m.log.Error(why+"; starting it again", "fmu", m.file, "in", b.Next())
 		} else {
 			m.log.Error(why+"; not starting it again (modelParams.restart is false)", "fmu", m.file)
 		}
@@ -229,7 +230,7 @@ func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 			return
 		}
 		for {
-			if !b.wait(m.closing) {
+			if !b.Wait(m.closing) {
 				return
 			}
 			ncl, err := c.start(m)
@@ -238,7 +239,7 @@ func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 				m.restarts.Add(1)
 				break
 			}
-			m.log.Error("cannot start the FMU's host again", "err", strings.TrimPrefix(err.Error(), "model fmu: "), "next_try_in", b.next)
+			m.log.Error("cannot start the FMU's host again", "err", strings.TrimPrefix(err.Error(), "model fmu: "), "next_try_in", b.Next())
 		}
 	}
 }

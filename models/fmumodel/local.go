@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/host"
 	"beamconnect/mailbox"
+	"beamconnect/models"
 )
 
 // localFMU is an FMU loaded into beamconnect (modelParams.inProcess). Its C
@@ -21,7 +22,7 @@ import (
 type localFMU struct {
 	w     *worker                // nil while a new instance is being made
 	fresh atomic.Pointer[worker] // a new instance, ready to take over
-	b     backoff
+	b     models.Backoff
 	base  [5]int64 // catch-ups, resets, solver steps, rejected steps and events of instances that ended
 	timer *time.Timer
 	sent  float64 // the communication point of the request made last
@@ -83,7 +84,7 @@ func (m *FMU) startLocal() error {
 	if err != nil {
 		return err
 	}
-	m.local = &localFMU{w: w, b: newBackoff(), timer: time.NewTimer(time.Hour)}
+	m.local = &localFMU{w: w, b: models.NewBackoff(), timer: time.NewTimer(time.Hour)}
 	m.local.timer.Stop()
 	return nil
 }
@@ -320,7 +321,7 @@ func (l *localFMU) retire(m *FMU, w *worker) {
 func (l *localFMU) drop(m *FMU, w *worker, why string) {
 	l.base = [5]int64{m.catchUps.Load(), m.resets.Load(), m.steps.Load(), m.rejected.Load(), m.events.Load()}
 	l.w = nil
-	l.b.ran(time.Since(w.since), w.good)
+	l.b.Ran(time.Since(w.since), w.good)
 	if l.final {
 		return // it cannot run as configured: the fault stays
 	}
@@ -333,17 +334,17 @@ func (l *localFMU) drop(m *FMU, w *worker, why string) {
 		m.procFault.Store(&err)
 		return
 	}
-	m.log.Error(why+"; instantiating it again", "fmu", m.file, "in", l.b.next)
+	m.log.Error(why+"; instantiating it again", "fmu", m.file, "in", l.b.Next())
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		for l.b.wait(m.closing) {
+		for l.b.Wait(m.closing) {
 			nw, err := newWorker(m)
 			if err == nil {
 				l.fresh.Store(nw)
 				return
 			}
-			m.log.Error("cannot instantiate the FMU again", "err", err, "next_try_in", l.b.next)
+			m.log.Error("cannot instantiate the FMU again", "err", err, "next_try_in", l.b.Next())
 		}
 	}()
 }

@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/fmu"
 	"beamconnect/fmu/fmi"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/suggest"
 )
@@ -21,9 +22,9 @@ import (
 // is ambiguous.
 
 // resolve finds the one port element name binds to (ports.Plan.Resolve).
-func resolve(names map[string][]ports.Element, plan *ports.Plan, name string) (ref, bool, error) {
+func resolve(names map[string][]ports.Element, plan *ports.Plan, name string) (models.Ref, bool, error) {
 	e, ok, err := plan.Resolve(names, name)
-	return ref{e.Port, e.Elem}, ok, err
+	return models.Ref{Port: e.Port, Elem: e.Elem}, ok, err
 }
 
 // fmuPort is one FMU input or output element (an array variable has one
@@ -31,7 +32,7 @@ func resolve(names map[string][]ports.Element, plan *ports.Plan, name string) (r
 type fmuPort struct {
 	v     *fmu.Variable
 	name  string // the element's name: the variable's, or u[2] for an array's
-	r     ref
+	r     models.Ref
 	bound bool
 	// mapped: modelParams.inputs or .outputs names its field (a name that
 	// fails is an error, not a TODO)
@@ -50,11 +51,11 @@ type fmuBinding struct {
 }
 
 // reads are the vehicles whose data the bound inputs carry.
-func (b *fmuBinding) reads(plan *ports.Plan) vehicles {
-	r := make(vehicles, len(plan.Vehicles))
+func (b *fmuBinding) reads(plan *ports.Plan) models.Vehicles {
+	r := make(models.Vehicles, len(plan.Vehicles))
 	for _, in := range b.inputs {
 		if in.bound {
-			r = r.add(plan, in.r)
+			r = r.Add(plan, in.r)
 		}
 	}
 	return r
@@ -63,9 +64,9 @@ func (b *fmuBinding) reads(plan *ports.Plan) vehicles {
 // bindFMU binds every FMU input and output that beamconnect can exchange
 // (numbers: scalars, and arrays element by element), by name or by the
 // maps in modelParams. Findings name what is wrong or unbound.
-func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Finding) {
+func bindFMU(d *fmu.Description, p models.Params, plan *ports.Plan) (*fmuBinding, []models.Finding) {
 	b := &fmuBinding{}
-	var out []Finding
+	var out []models.Finding
 	values, _ := p["parameters"].(map[string]any)
 	for _, side := range []struct {
 		causality, key string
@@ -93,14 +94,14 @@ func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Fin
 					field = v.Name
 				}
 				if _, ok := names[field]; ok || mapped {
-					out = append(out, Finding{Param: side.key + "/" + escape(v.Name),
+					out = append(out, models.Finding{Param: side.key + "/" + escape(v.Name),
 						Msg: fmt.Sprintf("the FMU's %s %q is %s: beamconnect exchanges numbers (Real/Float, the integer types, Boolean, Enumeration) at every step; a String or Binary is set once, in modelParams.parameters", side.causality, v.Name, describeType(v))})
 				}
 				continue
 			}
 			ds, err := dims(d, v, values)
 			if err != nil {
-				out = append(out, Finding{Param: side.key, Msg: err.Error()})
+				out = append(out, models.Finding{Param: side.key, Msg: err.Error()})
 				continue
 			}
 			elemNames := elems(v, ds)
@@ -120,11 +121,11 @@ func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Fin
 				r, found, err := resolve(names, plan, field)
 				switch {
 				case err != nil:
-					out = append(out, Finding{Param: side.key + "/" + escape(name), Msg: err.Error()})
+					out = append(out, models.Finding{Param: side.key + "/" + escape(name), Msg: err.Error()})
 				case found:
 					fp.r, fp.bound, fp.field = r, true, field
 				case mapped:
-					out = append(out, Finding{Param: side.key + "/" + escape(name), Msg: notAField(names, side.dir, field)})
+					out = append(out, models.Finding{Param: side.key + "/" + escape(name), Msg: notAField(names, side.dir, field)})
 				}
 				*side.list = append(*side.list, fp)
 			}
@@ -137,10 +138,10 @@ func bindFMU(d *fmu.Description, p Params, plan *ports.Plan) (*fmuBinding, []Fin
 // checkMapped checks one entry of modelParams.inputs or .outputs: the key
 // must be an FMU variable (or an array's element, u[2]) of the right
 // causality, the value a name.
-func checkMapped(d *fmu.Description, key, causality, name string, field any, values map[string]any) []Finding {
+func checkMapped(d *fmu.Description, key, causality, name string, field any, values map[string]any) []models.Finding {
 	param := key + "/" + escape(name)
 	if _, ok := field.(string); !ok {
-		return []Finding{{Param: param, Msg: fmt.Sprintf("expected the name of a config field, got %s", describe(field))}}
+		return []models.Finding{{Param: param, Msg: fmt.Sprintf("expected the name of a config field, got %s", models.DescribeValue(field))}}
 	}
 	v, ok := d.Variable(name)
 	if !ok {
@@ -148,18 +149,18 @@ func checkMapped(d *fmu.Description, key, causality, name string, field any, val
 			if av, found := d.Variable(base); found && av.Array {
 				ds, err := dims(d, av, values)
 				if err != nil {
-					return []Finding{{Param: param, Msg: err.Error()}}
+					return []models.Finding{{Param: param, Msg: err.Error()}}
 				}
 				all := elems(av, ds)
 				if !slices.Contains(all, name) {
-					return []Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q has the elements %s…%s: %q is none of them", base, all[0], all[len(all)-1], name)}}
+					return []models.Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q has the elements %s…%s: %q is none of them", base, all[0], all[len(all)-1], name)}}
 				}
 				v, ok = av, true
 			}
 		}
 	}
 	if !ok {
-		return []Finding{{Param: param, Msg: unknownVariable(d, name, causality)}}
+		return []models.Finding{{Param: param, Msg: unknownVariable(d, name, causality)}}
 	}
 	if v.Causality != causality {
 		hint := ""
@@ -171,10 +172,10 @@ func checkMapped(d *fmu.Description, key, causality, name string, field any, val
 		case "parameter":
 			hint = ": set it under modelParams.parameters"
 		}
-		return []Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q is a%s %s, not an %s%s", name, article(v.Causality), v.Causality, causality, hint)}}
+		return []models.Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q is a%s %s, not an %s%s", name, article(v.Causality), v.Causality, causality, hint)}}
 	}
 	if v.Array && name == v.Name {
-		return []Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q is an array: map its elements one by one, e.g. %q", name, name+"[1]")}}
+		return []models.Finding{{Param: param, Msg: fmt.Sprintf("the FMU's %q is an array: map its elements one by one, e.g. %q", name, name+"[1]")}}
 	}
 	return nil
 }
@@ -187,15 +188,15 @@ func article(word string) string {
 }
 
 // checkDrivers refuses two FMU outputs driving one field.
-func (b *fmuBinding) checkDrivers() []Finding {
-	var out []Finding
-	seen := map[ref]string{}
+func (b *fmuBinding) checkDrivers() []models.Finding {
+	var out []models.Finding
+	seen := map[models.Ref]string{}
 	for _, o := range b.outputs {
 		if !o.bound {
 			continue
 		}
 		if other, ok := seen[o.r]; ok {
-			out = append(out, Finding{Param: "outputs/" + escape(o.name),
+			out = append(out, models.Finding{Param: "outputs/" + escape(o.name),
 				Msg: fmt.Sprintf("the FMU's outputs %q and %q both drive %s: expected one output per field", other, o.name, o.field)})
 			continue
 		}
@@ -241,8 +242,8 @@ func escape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").
 // unboundFindings are the warnings validate gives for FMU inputs and
 // outputs bound to nothing, so an unmatched name is never dropped in
 // silence (init --from-fmu leaves them as TODOs).
-func (b *fmuBinding) unboundFindings(p Params) []Finding {
-	var out []Finding
+func (b *fmuBinding) unboundFindings(p models.Params) []models.Finding {
+	var out []models.Finding
 	at := func(key string) string {
 		if _, ok := p[key]; ok {
 			return key
@@ -251,13 +252,13 @@ func (b *fmuBinding) unboundFindings(p Params) []Finding {
 	}
 	for _, in := range b.inputs {
 		if !in.bound && !in.mapped {
-			out = append(out, Finding{Param: at("inputs"), Warning: true,
+			out = append(out, models.Finding{Param: at("inputs"), Warning: true,
 				Msg: fmt.Sprintf("TODO: the FMU's input %q is bound to no field: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}", in.name, in.start, in.name)})
 		}
 	}
 	for _, o := range b.outputs {
 		if !o.bound && !o.mapped {
-			out = append(out, Finding{Param: at("outputs"), Warning: true,
+			out = append(out, models.Finding{Param: at("outputs"), Warning: true,
 				Msg: fmt.Sprintf("TODO: the FMU's output %q drives no field; map it with modelParams.outputs {%q: \"FIELD\"}", o.name, o.name)})
 		}
 	}

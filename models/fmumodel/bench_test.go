@@ -1,4 +1,4 @@
-package models
+package fmumodel
 
 import (
 	"slices"
@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/models"
 	"beamconnect/ports/portstest"
 )
 
-// Per-message cost of an FMU step as the coupling sees it (Model.Step:
+// Per-message cost of an FMU step as the coupling sees it (models.Model.Step:
 // the inputs gathered from the ports, the FMU stepped, its outputs set),
 // in process and in a child process, with the p50 and p99 of single
 // steps:
@@ -18,8 +19,8 @@ import (
 func BenchmarkFMUStep(b *testing.B) {
 	for _, mode := range []struct {
 		name  string
-		extra Params
-	}{{"child", Params{"deadlineMs": 20.0}}, {"inProcess", Params{"inProcess": true}}} {
+		extra models.Params
+	}{{"child", models.Params{"deadlineMs": 20.0}}, {"inProcess", models.Params{"inProcess": true}}} {
 		for _, major := range []int{2, 3} {
 			b.Run(mode.name+"/FMI"+string(rune('0'+major)), func(b *testing.B) {
 				m, p := benchRig(b, testfmu.Options{FMI: major}, mode.extra)
@@ -50,7 +51,7 @@ func BenchmarkFMUStep(b *testing.B) {
 	}
 }
 
-// Per-message cost of a Model Exchange FMU integrated by beamconnect at a
+// Per-message cost of a models.Model Exchange FMU integrated by beamconnect at a
 // 1 ms period: five Van der Pol oscillators, 10 states, under each
 // solver, in process and in a child process, paced at a message a
 // millisecond as BeamNG sends them (ns/op is the period, then). Real time
@@ -61,19 +62,19 @@ func BenchmarkFMUStep(b *testing.B) {
 func BenchmarkMEStep(b *testing.B) {
 	for _, mode := range []struct {
 		name  string
-		extra Params
-	}{{"child", nil}, {"inProcess", Params{"inProcess": true}}} {
+		extra models.Params
+	}{{"child", nil}, {"inProcess", models.Params{"inProcess": true}}} {
 		for _, solver := range []string{"dopri5", "rk4", "euler"} {
 			b.Run(mode.name+"/"+solver, func(b *testing.B) {
 				path := testfmu.MEForTest(b, "chain.fmu", testfmu.MEOptions{FMI: 3, Model: "chain"})
-				p := portstest.Load(b, "../examples/cruise-pedals.json")
+				p := portstest.Load(b, "../../examples/cruise-pedals.json")
 				p.Period = 0.001
-				params := Params{"path": path, "interface": "ModelExchange", "solver": solver, "deadlineMs": 0.9,
+				params := models.Params{"path": path, "interface": "ModelExchange", "solver": solver, "deadlineMs": 0.9,
 					"outputs": map[string]any{"x1": "throttle"}}
 				for k, v := range mode.extra {
 					params[k] = v
 				}
-				md, err := New("fmu", params, p, nil)
+				md, err := newModel(params, p, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

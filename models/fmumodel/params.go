@@ -1,0 +1,49 @@
+package fmumodel
+
+import (
+	"beamconnect/fmu"
+	"beamconnect/models"
+	"beamconnect/ports"
+	"maps"
+	"slices"
+)
+
+// Params are the fmu model's parameters.
+var Params = []models.Param{{Name: "path", Kind: models.File}, {Name: "inputs", Kind: models.Names}, {Name: "outputs", Kind: models.Names},
+	{Name: "parameters", Kind: models.Values}, {Name: "inProcess", Kind: models.Boolean}, {Name: "restart", Kind: models.Boolean},
+	{Name: "deadlineMs", Kind: models.Positive}, {Name: "interface", Kind: models.Choice}, {Name: "solver", Kind: models.Choice},
+	{Name: "tolerance", Kind: models.Positive}, {Name: "maxStep", Kind: models.Positive}}
+
+// Validate checks an FMU model's parameters against its FMU and plan
+// (their types are checked against Params first): everything the FMU
+// would refuse, before it runs.
+func Validate(p models.Params, plan *ports.Plan) []models.Finding { return validateFMU(p, plan) }
+
+// ParamValue is the value of an FMU model's parameter name, as a
+// setpoint of beamng.quality reads it: from modelParams.parameters, or
+// else its start value in the FMU. Not found, it lists the names there are.
+func ParamValue(p models.Params, plan *ports.Plan, name string) (value float64, found bool, known []string) {
+	set, _ := p["parameters"].(map[string]any)
+	switch v := set[name].(type) {
+	case float64:
+		return v, true, nil
+	case bool:
+		if v {
+			return 1, true, nil
+		}
+		return 0, true, nil
+	}
+	known = slices.Collect(maps.Keys(set))
+	if f, err := fmu.Open(fmuFile(p, plan)); err == nil {
+		defer f.Close()
+		if v, ok := f.Desc.Variable(name); ok && (v.Causality == "parameter" || v.Causality == "input") && !v.Array {
+			return startValue(v), true, nil // the FMU's own value: a parameter the config leaves alone
+		}
+		for _, v := range f.Desc.Variables {
+			if v.Causality == "parameter" {
+				known = append(known, v.Name)
+			}
+		}
+	}
+	return 0, false, known
+}
