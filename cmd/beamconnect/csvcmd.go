@@ -12,6 +12,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/config"
+	"beamconnect/draft"
 	"beamconnect/ports"
 )
 
@@ -151,7 +152,7 @@ func initCmd(c *call, from, out string, force bool) int {
 	} else if abs, err := filepath.Abs(from); err == nil {
 		iface = abs
 	}
-	data, err := json.MarshalIndent(configFromCSV(f, iface), "", "  ")
+	data, err := json.MarshalIndent(draft.FromCSV(f, iface), "", "  ")
 	if err != nil {
 		return c.fail("init", err)
 	}
@@ -168,59 +169,4 @@ func initCmd(c *call, from, out string, force bool) int {
 	}
 	fmt.Fprintf(c.stderr, "wrote %s: %d outputs and %d inputs from %s; check it with 'beamconnect compile %s'\n", out, len(f.To), len(f.From), from, out)
 	return exitOK
-}
-
-type jsonField struct {
-	PropertyName string   `json:"propertyName"`
-	Params       string   `json:"params,omitempty"`
-	InitialValue *float64 `json:"initialValue,omitempty"`
-}
-
-type jsonGroup struct {
-	UpdatePeriodMs float64       `json:"updatePeriodMs"`
-	Ports          [][]jsonField `json:"ports"`
-}
-
-// configFromCSV maps every row of a CSV: a port per group, in file order.
-func configFromCSV(f *cosim.File, iface string) any {
-	period := f.Period(beamng.PhysicsDt) * 1000
-	// A name needs its group where two groups of its section have it.
-	qualify := func(rows []cosim.Row, r cosim.Row) string {
-		for _, o := range rows {
-			if o.Name == r.Name && o.Group != r.Group {
-				return r.Group + "/" + r.Name
-			}
-		}
-		return r.Name
-	}
-	group := func(rows []cosim.Row, inputs bool) []jsonGroup {
-		if len(rows) == 0 {
-			return []jsonGroup{}
-		}
-		g := jsonGroup{UpdatePeriodMs: period}
-		index := map[string]int{}
-		for _, r := range rows {
-			k, ok := index[r.Group]
-			if !ok {
-				k = len(g.Ports)
-				index[r.Group] = k
-				g.Ports = append(g.Ports, nil)
-			}
-			jf := jsonField{PropertyName: qualify(rows, r)}
-			if inputs && r.Value != "value" {
-				jf.Params = r.Value
-				v := beamng.Gen2.Unset(beamng.Signal{Kind: r.Value})
-				jf.InitialValue = &v
-			}
-			g.Ports[k] = append(g.Ports[k], jf)
-		}
-		return []jsonGroup{g}
-	}
-	in, outs := group(f.From, true), group(f.To, false)
-	return struct {
-		Version float64        `json:"version"`
-		Inputs  []jsonGroup    `json:"inputs"`
-		Outputs []jsonGroup    `json:"outputs"`
-		BeamNG  map[string]any `json:"beamng"`
-	}{2, in, outs, map[string]any{"protocol": "csv", "interface": filepath.ToSlash(iface), "model": "hold"}}
 }

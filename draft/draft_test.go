@@ -1,0 +1,94 @@
+package draft
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"beamconnect/beamng/cosim"
+	"beamconnect/fmu"
+)
+
+// The period init writes for an FMU is one it can run at: its suggested
+// step rounded up to BeamNG's 0.5 ms physics step where it can take any
+// step; for a step it cannot change, a multiple of it within 500 ms, or
+// else a period every few of which make a whole number of its steps
+// (multi-rate); 5 ms where it says nothing or something slower than a
+// coupling can be.
+func TestPeriodMs(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	for _, tt := range []struct {
+		name string
+		d    fmu.Description
+		want float64
+	}{
+		{"no step", fmu.Description{}, 5},
+		{"any step, 1 ms", fmu.Description{Default: fmu.Experiment{StepSize: f(0.001)}, CoSim: &fmu.CoSimulation{VariableStep: true}}, 1},
+		{"any step, 0.3 ms: rounded up", fmu.Description{Default: fmu.Experiment{StepSize: f(0.0003)}, CoSim: &fmu.CoSimulation{VariableStep: true}}, 0.5},
+		{"any step, 1 s: slower than a coupling", fmu.Description{Default: fmu.Experiment{StepSize: f(1)}, CoSim: &fmu.CoSimulation{VariableStep: true}}, 5},
+		{"fixed 0.75 ms: its first multiple of whole physics steps", fmu.Description{Default: fmu.Experiment{StepSize: f(0.00075)}, CoSim: &fmu.CoSimulation{}}, 1.5},
+		{"fixed internal 300 ms", fmu.Description{CoSim: &fmu.CoSimulation{FixedInternalStepSize: 0.3, VariableStep: true}}, 300},
+		{"fixed internal 1 s: multi-rate at 5 ms", fmu.Description{CoSim: &fmu.CoSimulation{FixedInternalStepSize: 1}}, 5},
+	} {
+		if got := periodMs(&tt.d); got != tt.want {
+			t.Errorf("%s: %v ms, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A CSV's rows become one port per group, in file order; an input row of
+// a kind other than a value starts at what BeamNG takes as unset; a name
+// two groups share is qualified by its group.
+func TestFromCSV(t *testing.T) {
+	f := &cosim.File{Time: cosim.Param{Value: cosim.DefaultTime},
+		To:   []cosim.Row{{Group: "ego", Name: "groundspeed"}, {Group: "ego", Name: "rpm"}, {Group: "lead", Name: "groundspeed"}},
+		From: []cosim.Row{{Group: "ego", Name: "throttle", Value: "value"}}}
+	b, err := json.Marshal(FromCSV(f, "rig.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{`"propertyName":"ego/groundspeed"`, `"propertyName":"rpm"`, `"propertyName":"lead/groundspeed"`,
+		`"inputs":[{"updatePeriodMs":`, `"propertyName":"throttle"}`, `"interface":"rig.csv"`, `"model":"hold"`, `"protocol":"csv"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %s in\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, `"ports":[[`); n != 2 {
+		t.Errorf("%d port lists, want one for the outputs and one for the inputs:\n%s", n, got)
+	}
+}
+
+// An FMU's variables are bound by their names: exactly, in another letter
+// case (said to be guessed), or not at all (a TODO); its parameters go to
+// modelParams.parameters with their start values.
+func TestFromFMU(t *testing.T) {
+	d, err := fmu.ParseDescription([]byte(`<?xml version="1.0"?>
+<fmiModelDescription fmiVersion="2.0" modelName="m" guid="{x}">
+  <CoSimulation modelIdentifier="m" canHandleVariableCommunicationStepSize="true"/>
+  <DefaultExperiment stepSize="0.002"/>
+  <ModelVariables>
+    <ScalarVariable name="groundspeed" valueReference="1" causality="input"><Real start="0"/></ScalarVariable>
+    <ScalarVariable name="Throttle" valueReference="2" causality="output"><Real/></ScalarVariable>
+    <ScalarVariable name="fuelFlowCmd" valueReference="3" causality="output"><Real/></ScalarVariable>
+    <ScalarVariable name="setSpeed" valueReference="4" causality="parameter" variability="tunable"><Real start="20"/></ScalarVariable>
+  </ModelVariables>
+  <ModelStructure><Outputs><Unknown index="2"/><Unknown index="3"/></Outputs></ModelStructure>
+</fmiModelDescription>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, ins, outs, todo := FromFMU(d, "m.fmu", nil)
+	if len(ins) != 1 || ins[0] != (Bound{"groundspeed", "groundspeed", false}) || len(outs) != 1 || outs[0] != (Bound{"Throttle", "throttle", true}) {
+		t.Errorf("bound: inputs %+v, outputs %+v", ins, outs)
+	}
+	if len(todo) != 1 || !strings.Contains(todo[0], `"fuelFlowCmd" matches no BeamNG signal`) {
+		t.Errorf("todo %q", todo)
+	}
+	b, _ := json.Marshal(cfg)
+	for _, want := range []string{`"updatePeriodMs":2`, `"parameters":{"setSpeed":20}`, `"outputs":{"Throttle":"throttle"}`, `"path":"m.fmu"`, `"model":"fmu"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("no %s in\n%s", want, b)
+		}
+	}
+}
