@@ -427,8 +427,24 @@ func TestInitFromFMUConfigsRun(t *testing.T) {
 				data, _ := os.ReadFile(rig)
 				t.Fatalf("validate: exit %d\n%s\n%s", code, out, data)
 			}
-			if _, errOut, code := exec(t, nil, "run", rig, "--emulate", "--free-running", "--duration", "2s"); code != exitOK {
-				t.Errorf("run: exit %d\n%s", code, errOut)
+			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s")
+			var sum struct {
+				Messages    int64    `json:"messages"`
+				ModelFaults int64    `json:"model_faults"`
+				Faults      []string `json:"faults"`
+			}
+			if err := json.Unmarshal([]byte(out), &sum); err != nil {
+				t.Fatalf("run: exit %d, %v\n%s\n%s", code, err, out, errOut)
+			}
+			// A loaded machine may keep the FMU from answering in time at
+			// a 1 ms period, which the run rightly calls a fault (exit 1);
+			// what this test asks is that the config runs: messages
+			// answered, the model never faulting.
+			slow := len(sum.Faults) == 1 && strings.Contains(sum.Faults[0], "the model could not keep up")
+			if sum.Messages < 100 || sum.ModelFaults != 0 || code != exitOK && !slow {
+				t.Errorf("run: exit %d, %d messages, %d model faults, faults %q\n%s", code, sum.Messages, sum.ModelFaults, sum.Faults, errOut)
+			} else if slow {
+				t.Logf("the machine was too loaded for the period: %s", sum.Faults[0])
 			}
 		})
 	}

@@ -79,6 +79,24 @@ func skipVariant(major int, host string) bool {
 	return testing.Short() && (major == 2) == (host == "child")
 }
 
+// variants runs f as a subtest for each FMI version and host ("FMI 3
+// child", after name when there is one), but those skipVariant leaves
+// out; host holds the host's modelParams.
+func variants(t *testing.T, name string, f func(t *testing.T, major int, host models.Params)) {
+	for _, major := range []int{2, 3} {
+		for _, h := range hosts {
+			if skipVariant(major, h.name) {
+				continue
+			}
+			sub := fmt.Sprintf("FMI %d %s", major, h.name)
+			if name != "" {
+				sub = name + " " + sub
+			}
+			t.Run(sub, func(t *testing.T) { f(t, major, h.extra) })
+		}
+	}
+}
+
 // x' = -k x + u, x(0) = 1, with a jump of 1 at a time event: the closed
 // form c/k + (1 - c/k) e^(-kt) + [t ≥ T] e^(-k(t-T)), for every solver,
 // both FMI versions, in a child process and in process.
@@ -100,36 +118,29 @@ func TestMEDecayMatchesClosedForm(t *testing.T) {
 		{"rk4", nil, 1e-9},
 		{"euler", models.Params{"maxStep": 0.001}, 2e-3},
 	} {
-		for _, major := range []int{2, 3} {
-			for _, h := range hosts {
-				if skipVariant(major, h.name) {
-					continue
-				}
-				t.Run(fmt.Sprintf("%s FMI %d %s", tt.solver, major, h.name), func(t *testing.T) {
-					extra := models.Params{"solver": tt.solver, "inputs": map[string]any{"u": "groundspeed"},
-						"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k, "tKick": kick}}
-					for key, v := range tt.extra {
-						extra[key] = v
-					}
-					for key, v := range h.extra {
-						extra[key] = v
-					}
-					m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
-					worst, at := 0.0, 0.0
-					for _, s := range trajectory(t, m, p, log, 400, c) {
-						if d := math.Abs(s.a - exact(s.t)); d > worst {
-							worst, at = d, s.t
-						}
-					}
-					if worst > tt.tol {
-						t.Errorf("x differs from the closed form by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
-					}
-					if ev, steps := m.events.Load(), m.steps.Load(); ev != 1 || steps < 399 {
-						t.Errorf("%d events, %d solver steps: expected one event (the kick) and a step a period at least", ev, steps)
-					}
-				})
+		variants(t, tt.solver, func(t *testing.T, major int, host models.Params) {
+			extra := models.Params{"solver": tt.solver, "inputs": map[string]any{"u": "groundspeed"},
+				"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k, "tKick": kick}}
+			for key, v := range tt.extra {
+				extra[key] = v
 			}
-		}
+			for key, v := range host {
+				extra[key] = v
+			}
+			m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
+			worst, at := 0.0, 0.0
+			for _, s := range trajectory(t, m, p, log, 400, c) {
+				if d := math.Abs(s.a - exact(s.t)); d > worst {
+					worst, at = d, s.t
+				}
+			}
+			if worst > tt.tol {
+				t.Errorf("x differs from the closed form by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
+			}
+			if ev, steps := m.events.Load(), m.steps.Load(); ev != 1 || steps < 399 {
+				t.Errorf("%d events, %d solver steps: expected one event (the kick) and a step a period at least", ev, steps)
+			}
+		})
 	}
 }
 
@@ -164,39 +175,32 @@ func ball(t, h0, g, e, vmin float64) (h float64, bounces []float64) {
 func TestMEBallBouncesOnTime(t *testing.T) {
 	const h0, g, e, vmin = 1.0, 9.81, 0.7, 0.1
 	for _, solver := range []string{"dopri5", "rk4"} {
-		for _, major := range []int{2, 3} {
-			for _, h := range hosts {
-				if skipVariant(major, h.name) {
-					continue
-				}
-				t.Run(fmt.Sprintf("%s FMI %d %s", solver, major, h.name), func(t *testing.T) {
-					extra := models.Params{"solver": solver, "outputs": map[string]any{"h": "throttle", "v": "brake"}}
-					for key, v := range h.extra {
-						extra[key] = v
-					}
-					m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
-					worst, at := 0.0, 0.0
-					lowest := math.Inf(1)
-					for _, s := range trajectory(t, m, p, log, 600, 0) {
-						lowest = min(lowest, s.a)
-						want, _ := ball(s.t, h0, g, e, vmin)
-						if d := math.Abs(s.a - want); d > worst {
-							worst, at = d, s.t
-						}
-					}
-					if lowest < 0 {
-						t.Errorf("the ball fell through the floor: h = %g", lowest)
-					}
-					if worst > 1e-6 {
-						t.Errorf("h differs from the analytic bounces by %g m at t = %g s\n%s", worst, at, log)
-					}
-					_, bounces := ball(3, h0, g, e, vmin)
-					if ev := m.events.Load(); ev < int64(len(bounces)) {
-						t.Errorf("%d events for %d bounces", ev, len(bounces))
-					}
-				})
+		variants(t, solver, func(t *testing.T, major int, host models.Params) {
+			extra := models.Params{"solver": solver, "outputs": map[string]any{"h": "throttle", "v": "brake"}}
+			for key, v := range host {
+				extra[key] = v
 			}
-		}
+			m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
+			worst, at := 0.0, 0.0
+			lowest := math.Inf(1)
+			for _, s := range trajectory(t, m, p, log, 600, 0) {
+				lowest = min(lowest, s.a)
+				want, _ := ball(s.t, h0, g, e, vmin)
+				if d := math.Abs(s.a - want); d > worst {
+					worst, at = d, s.t
+				}
+			}
+			if lowest < 0 {
+				t.Errorf("the ball fell through the floor: h = %g", lowest)
+			}
+			if worst > 1e-6 {
+				t.Errorf("h differs from the analytic bounces by %g m at t = %g s\n%s", worst, at, log)
+			}
+			_, bounces := ball(3, h0, g, e, vmin)
+			if ev := m.events.Load(); ev < int64(len(bounces)) {
+				t.Errorf("%d events for %d bounces", ev, len(bounces))
+			}
+		})
 	}
 }
 
@@ -239,33 +243,26 @@ func TestMEVanDerPolMatchesReference(t *testing.T) {
 		{"dopri5", models.Params{"tolerance": 1e-8}, 1e-6},
 		{"rk4", models.Params{"maxStep": 0.001}, 1e-7},
 	} {
-		for _, major := range []int{2, 3} {
-			for _, h := range hosts {
-				if skipVariant(major, h.name) {
-					continue
-				}
-				t.Run(fmt.Sprintf("%s FMI %d %s", tt.solver, major, h.name), func(t *testing.T) {
-					extra := models.Params{"solver": tt.solver, "outputs": map[string]any{"x1": "throttle", "x2": "brake"},
-						"parameters": map[string]any{"mu": mu}}
-					for key, v := range tt.extra {
-						extra[key] = v
-					}
-					for key, v := range h.extra {
-						extra[key] = v
-					}
-					m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "vdp"}, extra)
-					worst, at := 0.0, 0.0
-					for i, s := range trajectory(t, m, p, log, n, 0) {
-						if d := math.Abs(s.a - ref[i]); d > worst {
-							worst, at = d, s.t
-						}
-					}
-					if worst > tt.tol {
-						t.Errorf("x1 differs from the reference by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
-					}
-				})
+		variants(t, tt.solver, func(t *testing.T, major int, host models.Params) {
+			extra := models.Params{"solver": tt.solver, "outputs": map[string]any{"x1": "throttle", "x2": "brake"},
+				"parameters": map[string]any{"mu": mu}}
+			for key, v := range tt.extra {
+				extra[key] = v
 			}
-		}
+			for key, v := range host {
+				extra[key] = v
+			}
+			m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "vdp"}, extra)
+			worst, at := 0.0, 0.0
+			for i, s := range trajectory(t, m, p, log, n, 0) {
+				if d := math.Abs(s.a - ref[i]); d > worst {
+					worst, at = d, s.t
+				}
+			}
+			if worst > tt.tol {
+				t.Errorf("x1 differs from the reference by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
+			}
+		})
 	}
 }
 
@@ -274,49 +271,42 @@ func TestMEVanDerPolMatchesReference(t *testing.T) {
 // said at once (the state event was stepped over, the step is too
 // coarse, the way out), for good, never a ball below the floor.
 func TestMEMissedEventIsAFault(t *testing.T) {
-	for _, major := range []int{2, 3} {
-		for _, h := range hosts {
-			if skipVariant(major, h.name) {
-				continue
-			}
-			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := models.Params{"solver": "rk4", "outputs": map[string]any{"h": "throttle", "v": "brake"},
-					"parameters": map[string]any{"vmin": 0.0}, "restart": true}
-				for key, v := range h.extra {
-					extra[key] = v
-				}
-				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
-				outs, ins := vectors(p)
-				k := 0
-				for ; k < 1000 && m.Fault() == nil; k++ {
-					outs[0][0] = 3
-					if m.Step(float64(k)*p.Period, outs, ins) {
-						if h, _ := pedals(t, p, ins); h < 0 {
-							t.Fatalf("the ball is below the floor at %g s: h = %g", float64(k+1)*p.Period, h)
-						}
-					}
-				}
-				err := m.Fault()
-				if err == nil || !strings.Contains(err.Error(), "a state event was stepped over") || !strings.Contains(err.Error(), "maxStep") {
-					t.Fatalf("after %d steps: fault %v\n%s", k, err, log)
-				}
-				// Zeno: the bounces shrink to below 5 ms by 2.3 s.
-				if at := float64(k) * p.Period; at < 2 || at > 2.6 {
-					t.Errorf("the fault came at %g s: expected when the bounces became shorter than the 5 ms step", at)
-				}
-				for range 20 {
-					outs[0][0] = 4
-					if m.Step(float64(k)*p.Period, outs, ins) {
-						t.Fatal("the FMU gave controls after the fault")
-					}
-					k++
-				}
-				if m.Restarts() != 0 || !strings.Contains(log.String(), "not started again") {
-					t.Errorf("restarts %d: a missed event is for good\n%s", m.Restarts(), log)
-				}
-			})
+	variants(t, "", func(t *testing.T, major int, host models.Params) {
+		extra := models.Params{"solver": "rk4", "outputs": map[string]any{"h": "throttle", "v": "brake"},
+			"parameters": map[string]any{"vmin": 0.0}, "restart": true}
+		for key, v := range host {
+			extra[key] = v
 		}
-	}
+		m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
+		outs, ins := vectors(p)
+		k := 0
+		for ; k < 1000 && m.Fault() == nil; k++ {
+			outs[0][0] = 3
+			if m.Step(float64(k)*p.Period, outs, ins) {
+				if h, _ := pedals(t, p, ins); h < 0 {
+					t.Fatalf("the ball is below the floor at %g s: h = %g", float64(k+1)*p.Period, h)
+				}
+			}
+		}
+		err := m.Fault()
+		if err == nil || !strings.Contains(err.Error(), "a state event was stepped over") || !strings.Contains(err.Error(), "maxStep") {
+			t.Fatalf("after %d steps: fault %v\n%s", k, err, log)
+		}
+		// Zeno: the bounces shrink to below 5 ms by 2.3 s.
+		if at := float64(k) * p.Period; at < 2 || at > 2.6 {
+			t.Errorf("the fault came at %g s: expected when the bounces became shorter than the 5 ms step", at)
+		}
+		for range 20 {
+			outs[0][0] = 4
+			if m.Step(float64(k)*p.Period, outs, ins) {
+				t.Fatal("the FMU gave controls after the fault")
+			}
+			k++
+		}
+		if m.Restarts() != 0 || !strings.Contains(log.String(), "not started again") {
+			t.Errorf("restarts %d: a missed event is for good\n%s", m.Restarts(), log)
+		}
+	})
 }
 
 // A models.Model Exchange FMU that ends the simulation in its event update (the
@@ -326,28 +316,21 @@ func TestMEFMUTerminates(t *testing.T) {
 	const h0, g, e, vmin = 1.0, 9.81, 0.7, 0.1
 	_, bounces := ball(3, h0, g, e, vmin)
 	want := fmt.Sprintf("t = %.9g s", bounces[2])
-	for _, major := range []int{2, 3} {
-		for _, h := range hosts {
-			if skipVariant(major, h.name) {
-				continue
-			}
-			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := models.Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"stopAfter": 3.0}}
-				for key, v := range h.extra {
-					extra[key] = v
-				}
-				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
-				got := trajectory(t, m, p, log, 600, 0)
-				err := m.Ended()
-				if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the ball bounced as often as stopAfter says") {
-					t.Fatalf("ended %v, want %s\n%s", err, want, log)
-				}
-				if last := got[len(got)-1].t; last > bounces[2]+p.Period || m.Fault() != nil || m.Restarts() != 0 {
-					t.Errorf("controls until %g s, fault %v, restarts %d", last, m.Fault(), m.Restarts())
-				}
-			})
+	variants(t, "", func(t *testing.T, major int, host models.Params) {
+		extra := models.Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"stopAfter": 3.0}}
+		for key, v := range host {
+			extra[key] = v
 		}
-	}
+		m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
+		got := trajectory(t, m, p, log, 600, 0)
+		err := m.Ended()
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the ball bounced as often as stopAfter says") {
+			t.Fatalf("ended %v, want %s\n%s", err, want, log)
+		}
+		if last := got[len(got)-1].t; last > bounces[2]+p.Period || m.Fault() != nil || m.Restarts() != 0 {
+			t.Errorf("controls until %g s, fault %v, restarts %d", last, m.Fault(), m.Restarts())
+		}
+	})
 }
 
 // Discrete inputs (boost, a Real bound to gear; mode, an enumeration
@@ -369,40 +352,33 @@ func TestMEDiscreteInputInEventMode(t *testing.T) {
 		}
 		return 1
 	}
-	for _, major := range []int{2, 3} {
-		for _, h := range hosts {
-			if skipVariant(major, h.name) {
-				continue
-			}
-			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := models.Params{"tolerance": 1e-10, "inputs": map[string]any{"u": "groundspeed", "boost": "gear", "mode": "rpm"},
-					"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k}}
-				for key, v := range h.extra {
-					extra[key] = v
-				}
-				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
-				outs, ins := vectors(p)
-				sp, spE, _ := p.Find(0, "groundspeed")
-				g, gE, _ := p.Find(0, "gear")
-				r, rE, _ := p.Find(0, "rpm")
-				x, worst := 1.0, 0.0
-				for step := range 400 {
-					outs[0][0] = 3
-					outs[sp][spE], outs[g][gE], outs[r][rE] = u, boost(step), mode(step)
-					if !m.Step(float64(step)*p.Period, outs, ins) {
-						t.Fatalf("step %d: no controls: %v\n%s", step, m.Fault(), log)
-					}
-					c := u + mode(step)*boost(step)
-					x = c/k + (x-c/k)*math.Exp(-k*p.Period)
-					th, _ := pedals(t, p, ins)
-					worst = max(worst, math.Abs(th-x))
-				}
-				if worst > 1e-8 || m.events.Load() != 3 {
-					t.Errorf("x differs from the closed form by %g; %d events (want 3: the inputs' changes)\n%s", worst, m.events.Load(), log)
-				}
-			})
+	variants(t, "", func(t *testing.T, major int, host models.Params) {
+		extra := models.Params{"tolerance": 1e-10, "inputs": map[string]any{"u": "groundspeed", "boost": "gear", "mode": "rpm"},
+			"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k}}
+		for key, v := range host {
+			extra[key] = v
 		}
-	}
+		m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
+		outs, ins := vectors(p)
+		sp, spE, _ := p.Find(0, "groundspeed")
+		g, gE, _ := p.Find(0, "gear")
+		r, rE, _ := p.Find(0, "rpm")
+		x, worst := 1.0, 0.0
+		for step := range 400 {
+			outs[0][0] = 3
+			outs[sp][spE], outs[g][gE], outs[r][rE] = u, boost(step), mode(step)
+			if !m.Step(float64(step)*p.Period, outs, ins) {
+				t.Fatalf("step %d: no controls: %v\n%s", step, m.Fault(), log)
+			}
+			c := u + mode(step)*boost(step)
+			x = c/k + (x-c/k)*math.Exp(-k*p.Period)
+			th, _ := pedals(t, p, ins)
+			worst = max(worst, math.Abs(th-x))
+		}
+		if worst > 1e-8 || m.events.Load() != 3 {
+			t.Errorf("x differs from the closed form by %g; %d events (want 3: the inputs' changes)\n%s", worst, m.events.Load(), log)
+		}
+	})
 }
 
 // A ball that never rests, under dopri5: the step after each bounce is no
@@ -415,91 +391,77 @@ func TestMEZenoBallIsAFault(t *testing.T) {
 	const h0, g, e = 1.0, 9.81, 0.7
 	t1 := math.Sqrt(2 * h0 / g)
 	zeno := t1 + 2*e*g*t1/g/(1-e) // the sum of every flight
-	for _, major := range []int{2, 3} {
-		for _, h := range hosts {
-			if skipVariant(major, h.name) {
+	variants(t, "", func(t *testing.T, major int, host models.Params) {
+		extra := models.Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"vmin": 0.0}}
+		for key, v := range host {
+			extra[key] = v
+		}
+		m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
+		outs, ins := vectors(p)
+		worst, k := 0.0, 0
+		for ; k < 1000 && m.Fault() == nil; k++ {
+			outs[0][0] = 3
+			if !m.Step(float64(k)*p.Period, outs, ins) {
 				continue
 			}
-			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := models.Params{"outputs": map[string]any{"h": "throttle"}, "parameters": map[string]any{"vmin": 0.0}}
-				for key, v := range h.extra {
-					extra[key] = v
-				}
-				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "ball"}, extra)
-				outs, ins := vectors(p)
-				worst, k := 0.0, 0
-				for ; k < 1000 && m.Fault() == nil; k++ {
-					outs[0][0] = 3
-					if !m.Step(float64(k)*p.Period, outs, ins) {
-						continue
-					}
-					at := float64(k+1) * p.Period
-					hgt, _ := pedals(t, p, ins)
-					if hgt < 0 {
-						t.Fatalf("the ball is below the floor at %g s: h = %g", at, hgt)
-					}
-					if want, _ := ball(at, h0, g, e, 0); at < zeno-0.05 {
-						worst = max(worst, math.Abs(hgt-want))
-					}
-				}
-				if worst > 1e-6 {
-					t.Errorf("h differs from the analytic bounces by %g m", worst)
-				}
-				err := m.Fault()
-				if err == nil || !strings.Contains(err.Error(), "the FMU's state events pile up") || m.Restarts() != 0 {
-					t.Fatalf("fault %v, restarts %d\n%s", err, m.Restarts(), log)
-				}
-				if at := float64(k) * p.Period; math.Abs(at-zeno) > 2*p.Period {
-					t.Errorf("the fault came at %g s; the bounces pile up at %g s", at, zeno)
-				}
-			})
+			at := float64(k+1) * p.Period
+			hgt, _ := pedals(t, p, ins)
+			if hgt < 0 {
+				t.Fatalf("the ball is below the floor at %g s: h = %g", at, hgt)
+			}
+			if want, _ := ball(at, h0, g, e, 0); at < zeno-0.05 {
+				worst = max(worst, math.Abs(hgt-want))
+			}
 		}
-	}
+		if worst > 1e-6 {
+			t.Errorf("h differs from the analytic bounces by %g m", worst)
+		}
+		err := m.Fault()
+		if err == nil || !strings.Contains(err.Error(), "the FMU's state events pile up") || m.Restarts() != 0 {
+			t.Fatalf("fault %v, restarts %d\n%s", err, m.Restarts(), log)
+		}
+		if at := float64(k) * p.Period; math.Abs(at-zeno) > 2*p.Period {
+			t.Errorf("the fault came at %g s; the bounces pile up at %g s", at, zeno)
+		}
+	})
 }
 
 // A tunable parameter of a running models.Model Exchange FMU (k) changed live is
 // set in event mode, as FMI has it (the FMU refuses it otherwise), and x
 // follows the closed form with the new rate from the step it came with.
 func TestMETuneLive(t *testing.T) {
-	for _, major := range []int{2, 3} {
-		for _, h := range hosts {
-			if skipVariant(major, h.name) {
-				continue
-			}
-			t.Run(fmt.Sprintf("FMI %d %s", major, h.name), func(t *testing.T) {
-				extra := models.Params{"tolerance": 1e-10, "outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": 0.5}}
-				for key, v := range h.extra {
-					extra[key] = v
-				}
-				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
-				outs, ins := vectors(p)
-				x, k, worst := 1.0, 0.5, 0.0
-				running := with(extra, "path", m.file)
-				running["interface"], running["deadlineMs"] = "ModelExchange", 5000.0
-				for step := range 200 {
-					if step == 100 {
-						tuned := with(running, "parameters", map[string]any{"k": 2.0})
-						commit, err := m.Rebind(p, running, tuned)
-						if err != nil {
-							t.Fatalf("Rebind: %v\n%s", err, log)
-						}
-						commit()
-						k = 2
-					}
-					outs[0][0] = 3
-					if !m.Step(float64(step)*p.Period, outs, ins) {
-						t.Fatalf("step %d: no controls: %v\n%s", step, m.Fault(), log)
-					}
-					x *= math.Exp(-k * p.Period)
-					th, _ := pedals(t, p, ins)
-					worst = max(worst, math.Abs(th-x))
-				}
-				if worst > 1e-8 {
-					t.Errorf("x differs from the closed form by %g\n%s", worst, log)
-				}
-			})
+	variants(t, "", func(t *testing.T, major int, host models.Params) {
+		extra := models.Params{"tolerance": 1e-10, "outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": 0.5}}
+		for key, v := range host {
+			extra[key] = v
 		}
-	}
+		m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
+		outs, ins := vectors(p)
+		x, k, worst := 1.0, 0.5, 0.0
+		running := with(extra, "path", m.file)
+		running["interface"], running["deadlineMs"] = "ModelExchange", 5000.0
+		for step := range 200 {
+			if step == 100 {
+				tuned := with(running, "parameters", map[string]any{"k": 2.0})
+				commit, err := m.Rebind(p, running, tuned)
+				if err != nil {
+					t.Fatalf("Rebind: %v\n%s", err, log)
+				}
+				commit()
+				k = 2
+			}
+			outs[0][0] = 3
+			if !m.Step(float64(step)*p.Period, outs, ins) {
+				t.Fatalf("step %d: no controls: %v\n%s", step, m.Fault(), log)
+			}
+			x *= math.Exp(-k * p.Period)
+			th, _ := pedals(t, p, ins)
+			worst = max(worst, math.Abs(th-x))
+		}
+		if worst > 1e-8 {
+			t.Errorf("x differs from the closed form by %g\n%s", worst, log)
+		}
+	})
 }
 
 // A models.Model Exchange FMU's step in its child process allocates nothing on
