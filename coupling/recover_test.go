@@ -11,6 +11,7 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/fmu/testfmu"
+	"beamconnect/internal/wine"
 	"beamconnect/models"
 	"beamconnect/models/catalog"
 	"beamconnect/models/exectest"
@@ -141,7 +142,9 @@ func TestSlowFMUCannotHoldBeamNGBack(t *testing.T) {
 			// below one of the FMU's steps however loaded the machine (the
 			// real-time factor does not: other tests on 2 cores have taken
 			// it to 23 %).
-			if med := st.Turnaround.Quantile(0.5); med >= 2*time.Millisecond || h.emSum.Stalls != 0 {
+			// (Under Wine a wake-up of the FMU's host, through wineserver,
+			// takes about as long as its step.)
+			if med := st.Turnaround.Quantile(0.5); med >= wine.Stretch(2*time.Millisecond) || h.emSum.Stalls != 0 {
 				t.Errorf("BeamNG held back: median turnaround %v; %v", med, h.emSum)
 			}
 			if st.Get(NotComputed)*2 < st.Get(Messages) || st.Get(Replies) != st.Get(Messages) {

@@ -134,7 +134,8 @@ func TestRunExecPython(t *testing.T) {
 	}
 	cfg := strings.Replace(string(src), `"deadlineMs": 4`, `"deadlineMs": 100`, 1)
 	cfg = strings.Replace(cfg, `"replyId": "next",`, `"replyId": "next", "modelTimeoutMs": 500,`, 1)
-	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
+	schema, _ := json.Marshal(mustAbs(t, "../../schemas/config.schema.json")) // a Windows path's backslashes escaped
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, string(schema), 1)
 	for _, f := range []string{"exec-cruise.json", "exec-cruise.py"} {
 		b, _ := os.ReadFile("../../examples/" + f)
 		if f == "exec-cruise.json" {
@@ -261,7 +262,8 @@ func TestRunEmulatePorts(t *testing.T) {
 	src, _ := os.ReadFile(pedals)
 	cfg := strings.Replace(string(src), `"remotePort": 64891`, fmt.Sprintf(`"remotePort": %d`, listen), 1)
 	cfg = strings.Replace(cfg, `"localPort": 64890`, fmt.Sprintf(`"localPort": %d`, client), 1)
-	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
+	schema, _ := json.Marshal(mustAbs(t, "../../schemas/config.schema.json")) // a Windows path's backslashes escaped
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, string(schema), 1)
 	rig := filepath.Join(t.TempDir(), "rig.json")
 	os.WriteFile(rig, []byte(cfg), 0o644)
 	_, errOut, code = exec(t, nil, "run", rig, "--emulate", "--duration", "1s", "--emulate-client", "config", "--emulate-listen", "config")

@@ -90,7 +90,7 @@ func TestValidateFMU(t *testing.T) {
 		{"not a zip", models.Params{"path": notZip}, "", "path", "text.fmu is not an FMU: expected a zip archive", false},
 		{"no description", models.Params{"path": noMD}, "", "path", "nomd.fmu is not an FMU: the archive has no modelDescription.xml at its top", false},
 		{"FMI 1.0", models.Params{"path": fmi1}, "", "path", `fmiVersion "1.0" is not supported: expected 2.0 or 3.0`, false},
-		{"model exchange, no binary", models.Params{"path": me}, "", "path", "has no binary for this machine (binaries/linux64/m.so, FMI 2.0)", false},
+		{"model exchange, no binary", models.Params{"path": me}, "", "path", "has no binary for this machine (binaries/" + here + "/m" + ext + ", FMI 2.0)", false},
 		{"model exchange asked of a co-simulation FMU", models.Params{"path": good, "interface": "ModelExchange"}, "", "interface", "the FMU has no ModelExchange interface: it has CoSimulation", false},
 		{"scheduled execution", models.Params{"path": se}, "", "path", "the FMU has the ScheduledExecution interface only: beamconnect runs FMUs for co-simulation and model exchange", false},
 		{"clocks", models.Params{"path": clocked}, "", "path", "declares clocks: beamconnect does not drive FMI 3.0 clocks", false},
