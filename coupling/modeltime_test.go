@@ -129,7 +129,9 @@ func TestModelTimeSeveralVehicles(t *testing.T) {
 		h.run(t)
 		distinct := slices.Compact(slices.Clone(m.times))
 		perVehicle := h.s.Link(0).Stats().Get(Messages)
-		if n := int64(len(distinct)); n < perVehicle-2 || n > perVehicle+2 {
+		// (A step whose messages were all answered neutral, which a slow
+		// run such as the race detector's can cause, has no model step.)
+		if n := int64(len(distinct)); n < perVehicle*95/100 || n > perVehicle+2 {
 			t.Errorf("%d distinct model times for %d messages a vehicle: want one per simulation step", n, perVehicle)
 		}
 		if last := m.times[len(m.times)-1]; math.Abs(last-h.emSum.SimS) > 3*h.plan.Period {
