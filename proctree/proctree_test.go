@@ -63,7 +63,12 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("spawner", tree.Pid())
 		go io.Copy(os.Stdout, out)
-		go interruptSelf()
+		if os.Getenv("PROCTREE_TEST_THEN") == "wait" {
+			// The console test's parent Ctrl-Cs its own console; any other
+			// parent waits to be killed (on Windows a Ctrl-C to a shared
+			// console could end it before its spawner has said a word).
+			go interruptSelf()
+		}
 		<-interrupts
 		fmt.Println("interrupted; spawner alive:", Alive(tree.Pid()))
 		tree.Kill()
