@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"beamconnect/suggest"
+	"beamconnect/internal/suggest"
 )
 
 // Direction says which way a Gen 1 message travels.

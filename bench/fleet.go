@@ -10,7 +10,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/coupling"
-	"beamconnect/emulated"
+	"beamconnect/coupling/scene"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
@@ -67,7 +67,7 @@ func Fleet(ctx context.Context, n int, period, d time.Duration) (FleetResult, er
 	if err != nil {
 		return r, err
 	}
-	em, err := emulated.Start(sess, plan, emulated.Options{Tune: func(v int, cfg *emulator.Config) {
+	em, err := scene.Start(sess, plan, scene.Options{Tune: func(v int, cfg *emulator.Config) {
 		cfg.Steps = int64(d.Seconds() / plan.PhysicsDt)
 	}})
 	if err != nil {

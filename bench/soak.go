@@ -15,8 +15,8 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/coupling"
-	"beamconnect/emulated"
-	"beamconnect/models/catalog"
+	"beamconnect/coupling/scene"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
 
@@ -121,7 +121,7 @@ func Soak(ctx context.Context, d time.Duration, faults []string, log *slog.Logge
 		return SoakResult{}, err
 	}
 	plan, _ := ports.Compile(cfg)
-	model, err := catalog.New(plan.Model, plan.ModelParams, plan, log)
+	model, err := kinds.New(plan.Model, plan.ModelParams, plan, log)
 	if err != nil {
 		return SoakResult{}, err
 	}
@@ -137,7 +137,7 @@ func Soak(ctx context.Context, d time.Duration, faults []string, log *slog.Logge
 		return SoakResult{}, err
 	}
 	var eps episodeTracker
-	em, err := emulated.Start(sess, plan, emulated.Options{Log: log, Tune: func(_ int, cfg *emulator.Config) { cfg.Faults, cfg.Trace = f, eps.step }})
+	em, err := scene.Start(sess, plan, scene.Options{Log: log, Tune: func(_ int, cfg *emulator.Config) { cfg.Faults, cfg.Trace = f, eps.step }})
 	if err != nil {
 		return SoakResult{}, err
 	}

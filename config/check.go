@@ -9,8 +9,8 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/contracts"
+	"beamconnect/internal/suggest"
 	"beamconnect/relative"
-	"beamconnect/suggest"
 )
 
 // resolve applies defaults and aliases to a schema-valid file and runs the
@@ -89,12 +89,12 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	in := p.groups(cfg, raw.Inputs, "/inputs", beamng.ToBeamNG, raw.RemoteObject)
 	out := p.groups(cfg, raw.Outputs, "/outputs", beamng.FromBeamNG, raw.RemoteObject)
 	p.schedule(cfg, raw, bn, in, out)
-	if cfg.Protocol != beamng.Gen2 || p.draft {
+	if cfg.Protocol != beamng.Gen2 || p.jsonFirst {
 		n := beamng.Unanswered(cfg.PingTime, cfg.Period)
 		for i := range cfg.Vehicles {
 			cfg.Vehicles[i].Unanswered = n
 		}
-		if bn.PingTime != nil && n > 1 && !p.draft {
+		if bn.PingTime != nil && n > 1 && !p.jsonFirst {
 			p.at(Warning, "/beamng/pingTime", "BeamNG will let %d messages be in flight (ceil(pingTime / %s)) before it waits for a reply: it runs up to %s ahead of the model, not in lockstep",
 				n, ms(cfg.Period), ms(float64(n)*cfg.Period))
 		}

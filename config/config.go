@@ -182,17 +182,17 @@ func Parse(file string, data []byte) (*Config, error) {
 	return parse(&parser{file: file}, data)
 }
 
-// LoadDraft reads a Gen 2 config written JSON-first, before its CSV exists:
+// LoadJSONFirst reads a Gen 2 config written JSON-first, before its CSV exists:
 // the layout is made from the fields themselves (signalTo rows from the
 // outputs, signalFrom rows from the inputs, names resolved against BeamNG's
 // catalogue), the addresses and period from the config. It is what
 // `beamconnect csv` writes a CSV from.
-func LoadDraft(path string) (*Config, error) {
+func LoadJSONFirst(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return parse(&parser{file: path, draft: true}, data)
+	return parse(&parser{file: path, jsonFirst: true}, data)
 }
 
 func parse(p *parser, data []byte) (*Config, error) {
@@ -272,10 +272,10 @@ func jsonUnmarshalNumber(b []byte, v any) error {
 }
 
 type parser struct {
-	file  string
-	ix    *index
-	diags Diagnostics
-	draft bool // Gen 2 without its CSV: lay it out from the fields (LoadDraft)
+	file      string
+	ix        *index
+	diags     Diagnostics
+	jsonFirst bool // Gen 2 without its CSV: lay it out from the fields (LoadJSONFirst)
 	// vptrs is where each vehicle is configured: "/beamng" for the one
 	// vehicle of a config without beamng.vehicles, else its entry there.
 	vptrs []string

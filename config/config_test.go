@@ -343,9 +343,9 @@ func TestGen2Fleet(t *testing.T) {
 	if gap := cfg.Outputs[0].Ports[0].Fields[1]; gap.Relative.String() != "gap" || gap.Vehicle != 0 || gap.Other != 1 {
 		t.Errorf("gap %+v", gap)
 	}
-	// `beamconnect csv` writes one vehicle's CSV: a fleet draft is refused.
-	if _, err := LoadDraft("testdata/gen2-fleet.good.json"); err == nil || !strings.Contains(err.Error(), "beamng.vehicles: `beamconnect csv` writes the CSV of one vehicle") {
-		t.Errorf("a fleet draft: %v", err)
+	// `beamconnect csv` writes one vehicle's CSV: a JSON-first fleet is refused.
+	if _, err := LoadJSONFirst("testdata/gen2-fleet.good.json"); err == nil || !strings.Contains(err.Error(), "beamng.vehicles: `beamconnect csv` writes the CSV of one vehicle") {
+		t.Errorf("a JSON-first fleet: %v", err)
 	}
 	g1, err := Load("testdata/vehicles.good.json")
 	if err != nil {

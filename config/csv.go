@@ -14,8 +14,8 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/contracts"
+	"beamconnect/internal/suggest"
 	"beamconnect/relative"
-	"beamconnect/suggest"
 )
 
 // addCSV reports a CSV's own findings in the config's diagnostics.
@@ -50,7 +50,7 @@ func (p *parser) interfaces(cfg *Config, raw *rawConfig, bn *rawBeamNG) {
 		cfg.Vehicles[i].Layout = beamng.NewLayout("", nil, nil)
 	}
 	switch {
-	case fleet && p.draft:
+	case fleet && p.jsonFirst:
 		p.atKey(Error, "/beamng/vehicles", "`beamconnect csv` writes the CSV of one vehicle: write each vehicle's from a config of that vehicle alone, or save each in BeamNG's editor")
 		return
 	case fleet && bn.Interface != nil:
@@ -73,11 +73,11 @@ func (p *parser) interfaces(cfg *Config, raw *rawConfig, bn *rawBeamNG) {
 	}
 }
 
-// loadInterface reads vehicle i's CSV. A draft (LoadDraft) does not: its
+// loadInterface reads vehicle i's CSV. A config written JSON-first (LoadJSONFirst) does not: its
 // CSV is made from the fields.
 func (p *parser) loadInterface(raw *rawConfig, iface *string, i int, name string, seen map[string]string) *cosim.File {
-	if p.draft {
-		return p.draftCSV(raw)
+	if p.jsonFirst {
+		return p.layCSV(raw)
 	}
 	ptr := p.vptrs[i] + "/interface"
 	switch {
@@ -134,7 +134,7 @@ type addrKey struct {
 // beamng.localIP and the top-level remoteIP; its ports are its own.
 func (p *parser) csvAddresses(raw *rawConfig, bn *rawBeamNG, i int, v *Vehicle) {
 	f := v.CSV
-	if p.draft {
+	if p.jsonFirst {
 		f.Other, f.BeamNG = v.Local, v.Remote
 		return
 	}
@@ -203,7 +203,7 @@ func arrival(f *cosim.File, physicsDt float64) sendTiming {
 // every vehicle, so every CSV must come to the first one's period; each
 // vehicle may have its own ping time, and so its own window.
 func (p *parser) csvTiming(cfg *Config, bn *rawBeamNG, fastest string) {
-	if p.draft {
+	if p.jsonFirst {
 		if f := cfg.Vehicles[0].CSV; f != nil {
 			f.Time.Value, f.Ping.Value = cfg.Period, cfg.PingTime
 		}
@@ -285,7 +285,7 @@ func (p *parser) periodMismatch(cfg *Config, i int, at sendTiming, first int, fi
 // reply carries there: the protocol's Unset (multiply 1, add 0, freeze 0, a
 // value row 0).
 func (p *parser) unmappedRows(cfg *Config) {
-	if p.draft {
+	if p.jsonFirst {
 		return
 	}
 	written := make([][]bool, len(cfg.Vehicles))
@@ -329,7 +329,7 @@ func (p *parser) unmappedRows(cfg *Config) {
 // nothing at all. Rows cut off after everything the config reads stay a
 // warning (the CSV's own).
 func (p *parser) cutShort(cfg *Config) {
-	if p.draft {
+	if p.jsonFirst {
 		return
 	}
 	for vi, v := range cfg.Vehicles {

@@ -9,7 +9,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/contracts"
-	"beamconnect/suggest"
+	"beamconnect/internal/suggest"
 )
 
 // rowIndex is one vehicle's CSV rows by signal name, per direction, so a
@@ -80,8 +80,8 @@ func (p *parser) csvField(v *Vehicle, ix *rowIndex, f *Field, g *Group, fptr, na
 		groups[h.Group] = true
 	}
 	switch {
-	case len(hits) == 0 && p.draft:
-		return false // draftCSV has said why the catalogue has no such row
+	case len(hits) == 0 && p.jsonFirst:
+		return false // layCSV has said why the catalogue has no such row
 	case len(hits) == 0:
 		p.explainMissing(v, ix, g.Dir, name, group, base, kind, section, other, nameptr)
 		return false
@@ -137,7 +137,7 @@ func (p *parser) explainMissing(v *Vehicle, ix *rowIndex, dir beamng.Direction, 
 	}
 	// A signal BeamNG has, whose row the CSV lacks, is said to be missing,
 	// however close another row's name is (wheelSpeedRR beside wheelSpeedRL).
-	if defs, msg := draftDefs(name, dir, nil); msg == "" {
+	if defs, msg := csvRows(name, dir, nil); msg == "" {
 		d := defs[0]
 		kindCol := ""
 		if dir == beamng.ToBeamNG {

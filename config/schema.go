@@ -12,8 +12,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"beamconnect/internal/suggest"
 	"beamconnect/schemas"
-	"beamconnect/suggest"
 )
 
 // validateSchema checks doc against the embedded schema and turns each leaf

@@ -11,8 +11,8 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/contracts"
+	"beamconnect/internal/suggest"
 	"beamconnect/relative"
-	"beamconnect/suggest"
 )
 
 // vehicles resolves the socket pairs: one from the top-level and beamng keys,

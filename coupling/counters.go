@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"beamconnect/ports"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -302,4 +303,4 @@ func (s *Stats) EndedOutOfLockstep() bool { return s.openAtEnd.Load() }
 
 // StatusAtEnd is the connection state when the run was asked to stop,
 // before it disconnected.
-func (s *Stats) StatusAtEnd() Status { return Status(s.endLink.Load()) }
+func (s *Stats) StatusAtEnd() ports.Status { return ports.Status(s.endLink.Load()) }

@@ -13,9 +13,9 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
-	"beamconnect/memnet"
+	"beamconnect/internal/memnet"
 	"beamconnect/models"
-	"beamconnect/models/catalog"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
 
@@ -91,7 +91,7 @@ type pauser struct {
 }
 
 func (p *pauser) Step(t float64, out, in [][]float64) bool {
-	if out[0][0] == float64(Connected) {
+	if out[0][0] == float64(ports.Connected) {
 		p.n++
 		if p.n == p.at {
 			time.Sleep(p.pause)
@@ -109,7 +109,7 @@ func TestPauseRecovery(t *testing.T) {
 		var sends []emulator.StepRecord
 		h := rig{cfg: load(t, "../examples/cruise-pedals.json"),
 			model: func(p *ports.Plan) models.Model {
-				m, _ := catalog.New("cruise-pedals", p.ModelParams, p, nil)
+				m, _ := kinds.New("cruise-pedals", p.ModelParams, p, nil)
 				return &pauser{Model: m, at: 50, pause: 2500 * time.Millisecond}
 			},
 			em: emulator.Config{Steps: 12000, Trace: func(r *emulator.StepRecord) {
@@ -160,7 +160,7 @@ func (m *toggler) Step(t float64, out, in [][]float64) bool {
 }
 
 func (m *toggler) Idle(t float64, out, in [][]float64) {
-	if Status(out[0][0]) == Unconnected {
+	if ports.Status(out[0][0]) == ports.Unconnected {
 		if m.idle++; m.idle == 3 {
 			in[0][0] = 1
 		}
@@ -176,15 +176,15 @@ func TestDirective(t *testing.T) {
 		var h *harness
 		released := false
 		h = rig{cfg: load(t, "../examples/cruise-torque.json"), model: func(p *ports.Plan) models.Model {
-			m, _ := catalog.New("cruise-torque", p.ModelParams, p, nil)
+			m, _ := kinds.New("cruise-torque", p.ModelParams, p, nil)
 			return &toggler{Model: m}
 		}, em: emulator.Config{Steps: 20000, Trace: func(*emulator.StepRecord) {
-			if h.c.Status() == Unconnected && !h.em.Vehicle().TorqueMode {
+			if h.c.Status() == ports.Unconnected && !h.em.Vehicle().TorqueMode {
 				released = true
 			}
 		}}}.sim(t)
 		h.run(t)
-		want := []Status{Connecting, Connected, Disconnecting, Unconnected, Connecting, Connected}
+		want := []ports.Status{ports.Connecting, ports.Connected, ports.Disconnecting, ports.Unconnected, ports.Connecting, ports.Connected}
 		got := h.statusList()
 		if len(got) < len(want) {
 			t.Fatalf("statuses %v, want %v", got, want)
@@ -238,9 +238,9 @@ func TestBindRetry(t *testing.T) {
 		plan, _ := ports.Compile(load(t, "../examples/logging.json"))
 		busy, _ := n.Listen(netip.MustParseAddrPort("127.0.0.1:6000"), 0) // another program has the port
 		log := &logBuffer{}
-		var seen []Status
+		var seen []ports.Status
 		s, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Listen: ListenMem(n),
-			Local: busy.LocalAddr(), OnStatus: func(_ int, st Status) { seen = append(seen, st) }})
+			Local: busy.LocalAddr(), OnStatus: func(_ int, st ports.Status) { seen = append(seen, st) }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,13 +249,13 @@ func TestBindRetry(t *testing.T) {
 		go func() {
 			time.Sleep(600 * time.Millisecond)
 			busy.Close()
-			for s.Status() != Connecting && ctx.Err() == nil {
+			for s.Status() != ports.Connecting && ctx.Err() == nil {
 				time.Sleep(10 * time.Millisecond)
 			}
 			cancel()
 		}()
 		s.Run(ctx)
-		if want := []Status{Unconnected, Error, Connecting}; !slices.Equal(seen[:min(3, len(seen))], want) {
+		if want := []ports.Status{ports.Unconnected, ports.Error, ports.Connecting}; !slices.Equal(seen[:min(3, len(seen))], want) {
 			t.Fatalf("statuses %v, want %v…", seen, want)
 		}
 		// Tries at 0 and 250 ms fail; the one at 750 ms (backing off to
@@ -284,7 +284,7 @@ func TestBindErrorDirectiveOff(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 		defer cancel()
 		s.Run(ctx)
-		if n := s.Link(0).Stats().Get(BindFailures); n != 1 || s.Status() != Unconnected {
+		if n := s.Link(0).Stats().Get(BindFailures); n != 1 || s.Status() != ports.Unconnected {
 			t.Errorf("bind failures %d, status %v: want 1 and unconnected", n, s.Status())
 		}
 	})
@@ -296,7 +296,7 @@ type directiveOff struct{}
 func (directiveOff) Step(t float64, out, in [][]float64) bool { return true }
 
 func (directiveOff) Idle(t float64, out, in [][]float64) {
-	if Status(out[0][0]) == Error {
+	if ports.Status(out[0][0]) == ports.Error {
 		in[0][0] = 0
 	}
 }

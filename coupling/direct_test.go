@@ -7,9 +7,9 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/config"
-	"beamconnect/memnet"
+	"beamconnect/internal/memnet"
 	"beamconnect/models"
-	"beamconnect/models/catalog"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
 
@@ -44,13 +44,13 @@ func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer)
 		t.Fatal(err)
 	}
 	if m == nil {
-		if m, err = catalog.New(plan.Model, plan.ModelParams, plan, nil); err != nil {
+		if m, err = kinds.New(plan.Model, plan.ModelParams, plan, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	n := memnet.New()
 	clock := &manualClock{now: time.Unix(1e9, 0)}
-	o := Options{Plan: plan, Model: m, Listen: ListenMem(n), Clock: clock}
+	o := Options{Plan: plan, Model: m, Params: kinds.Parameters(plan.Model), Listen: ListenMem(n), Clock: clock}
 	if log != nil {
 		o.Log = log.Logger()
 	}

@@ -12,8 +12,8 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/internal/wine"
 	"beamconnect/models"
-	"beamconnect/models/catalog"
 	"beamconnect/models/exectest"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
 
@@ -41,7 +41,7 @@ func TestDeadExecModelFailsSafe(t *testing.T) {
 	log := &logBuffer{}
 	h := rig{cfg: load(t, "../examples/cruise-pedals.json"),
 		model: func(p *ports.Plan) models.Model {
-			m, err := catalog.New("exec", models.Params{
+			m, err := kinds.New("exec", models.Params{
 				"command": exectest.Command("header", "answer:100=1 1 0 0", "exit=1"),
 				"restart": false,
 			}, p, log.Logger())
@@ -196,11 +196,11 @@ func TestHungModelFailsSafe(t *testing.T) {
 // the status its port 0 showed at each step.
 type flaky struct {
 	err  error
-	seen []Status
+	seen []ports.Status
 }
 
 func (m *flaky) Step(t float64, out, in [][]float64) bool {
-	m.seen = append(m.seen, Status(out[0][0]))
+	m.seen = append(m.seen, ports.Status(out[0][0]))
 	return true
 }
 func (m *flaky) Fault() error { return m.err }
@@ -225,19 +225,19 @@ func TestModelFaultIsStatusError(t *testing.T) {
 		return r
 	}
 	step()
-	if d.l.Status() != Connected {
+	if d.l.Status() != ports.Connected {
 		t.Fatalf("status %v before the fault", d.l.Status())
 	}
 	m.err = errors.New("the model's program stopped answering")
 	step()
-	if d.l.Status() != Error || d.s.Status() != Error {
+	if d.l.Status() != ports.Error || d.s.Status() != ports.Error {
 		t.Errorf("during the fault: vehicle %v, run %v; want 4 error", d.l.Status(), d.s.Status())
 	}
 	if !log.Has("is=error") {
 		t.Errorf("the status change is not logged:\n%s", log)
 	}
 	step()
-	if got := m.seen[len(m.seen)-1]; got != Error {
+	if got := m.seen[len(m.seen)-1]; got != ports.Error {
 		t.Errorf("the model's port 0 shows %v during the fault; want 4 error", got)
 	}
 	// The live page's problems say what the summary will: 2 neutral replies.
@@ -246,7 +246,7 @@ func TestModelFaultIsStatusError(t *testing.T) {
 	}
 	m.err = nil
 	step()
-	if d.l.Status() != Connected || d.s.Status() != Connected {
+	if d.l.Status() != ports.Connected || d.s.Status() != ports.Connected {
 		t.Errorf("after the fault: vehicle %v, run %v; want 3 connected", d.l.Status(), d.s.Status())
 	}
 }

@@ -113,7 +113,7 @@ func TestFleetVehicleGoesAway(t *testing.T) {
 				if h.s.Link(1).Stats().Get(Overdue) > 0 {
 					overdue.Add(1)
 				}
-				if h.s.Status() != Connected && h.s.Link(0).Status() == Connected {
+				if h.s.Status() != ports.Connected && h.s.Link(0).Status() == ports.Connected {
 					notAll.Add(1)
 				}
 			}

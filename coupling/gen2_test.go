@@ -122,7 +122,7 @@ type steerThenPanic struct {
 }
 
 func (m *steerThenPanic) Step(_ float64, out, in [][]float64) bool {
-	if Status(out[0][0]) != Connected {
+	if ports.Status(out[0][0]) != ports.Connected {
 		return true
 	}
 	if m.n++; m.n > 1 {

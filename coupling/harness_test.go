@@ -15,9 +15,9 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/internal/logtest"
-	"beamconnect/memnet"
+	"beamconnect/internal/memnet"
 	"beamconnect/models"
-	"beamconnect/models/catalog"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 	"beamconnect/timesync"
 )
@@ -67,7 +67,7 @@ type harness struct {
 	sums  []emulator.Summary
 
 	mu       sync.Mutex
-	statuses []Status           // vehicle 0's reported statuses, in order
+	statuses []ports.Status     // vehicle 0's reported statuses, in order
 	samples  []emulator.Vehicle // vehicle 0's car every simulated second
 }
 
@@ -111,12 +111,12 @@ func (r rig) build(t testing.TB, h *harness, listen Listen, clock timesync.Clock
 	h.plan, h.log = plan, &logBuffer{}
 	if r.model != nil {
 		h.model = r.model(plan)
-	} else if h.model, err = catalog.New(plan.Model, plan.ModelParams, plan, h.log.Logger()); err != nil {
+	} else if h.model, err = kinds.New(plan.Model, plan.ModelParams, plan, h.log.Logger()); err != nil {
 		t.Fatal(err)
 	}
-	opt := Options{Plan: plan, Model: h.model, Log: h.log.Logger(), Local: loopback, Listen: listen, Clock: clock,
+	opt := Options{Plan: plan, Model: h.model, Params: kinds.Parameters(plan.Model), Log: h.log.Logger(), Local: loopback, Listen: listen, Clock: clock,
 		BusyPoll: listen == nil && testBusyPoll,
-		OnStatus: func(v int, s Status) {
+		OnStatus: func(v int, s ports.Status) {
 			if v == 0 {
 				h.mu.Lock()
 				h.statuses = append(h.statuses, s)
@@ -231,7 +231,7 @@ func (h *harness) run(t testing.TB, during ...func(ctx context.Context)) {
 }
 
 // statusList is vehicle 0's reported statuses so far.
-func (h *harness) statusList() []Status {
+func (h *harness) statusList() []ports.Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.statuses)

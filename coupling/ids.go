@@ -1,6 +1,9 @@
 package coupling
 
-import "beamconnect/config"
+import (
+	"beamconnect/config"
+	"time"
+)
 
 // replyIDs gives each reply its id, by policy. BeamNG applies a reply only
 // when its id is above the highest it applied, and its window expects the
@@ -60,3 +63,12 @@ func (r *replyIDs) switchTo(p config.ReplyID) (stall bool) {
 // rebase restarts the reply ids at BeamNG message id, so they track the
 // window counter BeamNG just restarted.
 func (r *replyIDs) rebase(id float64) { r.base, r.counter = id, 0 }
+
+// rebase restarts the reply ids at BeamNG message id, so they track the
+// window counter BeamNG just restarted, and restarts the master schedule
+// there, so a stall is not followed by a burst.
+func (l *Link) rebase(id float64, now time.Time) {
+	l.ids.rebase(id)
+	l.sim.Anchor(id, now)
+	l.lockstep.rebased(now)
+}

@@ -45,7 +45,7 @@ type Link struct {
 
 	// state is the connection state machine, owned by the loop; status is
 	// what is reported: the state, or Error while the model is faulted.
-	state  Status
+	state  ports.Status
 	status atomic.Int32
 
 	proto   *beamng.Protocol
@@ -110,7 +110,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 	l.lockstep.init(log, &l.stats, &l.ids, veh.Unanswered)
 	l.ids.policy = p.ReplyID
 	l.rebind(p)
-	l.status.Store(int32(Unknown))
+	l.status.Store(int32(ports.Unknown))
 	return l
 }
 
@@ -151,7 +151,7 @@ func (l *Link) Name() string { return l.name }
 
 // Status is the reported connection status: the link's, or Error while the
 // model is faulted.
-func (l *Link) Status() Status { return Status(l.status.Load()) }
+func (l *Link) Status() ports.Status { return ports.Status(l.status.Load()) }
 
 // Stats are the vehicle's live counters.
 func (l *Link) Stats() *Stats { return &l.stats }
@@ -179,7 +179,7 @@ func (l *Link) SimTime() float64 {
 }
 
 // setState moves the connection state machine.
-func (l *Link) setState(s Status) {
+func (l *Link) setState(s ports.Status) {
 	l.state = s
 	l.report()
 }
@@ -190,13 +190,13 @@ func (l *Link) setState(s Status) {
 // unchanged, it costs two atomic loads.
 func (l *Link) report() {
 	s := l.state
-	if l.stage.fault.active.Load() && (s == Connecting || s == Connected) {
-		s = Error
+	if l.stage.fault.active.Load() && (s == ports.Connecting || s == ports.Connected) {
+		s = ports.Error
 	}
-	if Status(l.status.Load()) == s {
+	if ports.Status(l.status.Load()) == s {
 		return
 	}
-	old := Status(l.status.Swap(int32(s)))
+	old := ports.Status(l.status.Swap(int32(s)))
 	l.log.Info("connection status", "status", int(s), "is", s.String(), "was", old.String())
 	l.recordStatus(s, old)
 	if l.opt.OnStatus != nil {
@@ -213,14 +213,14 @@ func (l *Link) run(ctx context.Context) error {
 		l.in[i].Start(0)
 	}
 	if l.t == nil {
-		l.setState(Unconnected)
+		l.setState(ports.Unconnected)
 	} else {
 		l.log.Info("waiting for BeamNG", "bound", l.local, "beamng", l.remote)
 	}
 	for ctx.Err() == nil {
 		directive := l.stage.directive()
 		switch l.state {
-		case Unconnected:
+		case ports.Unconnected:
 			if directive {
 				if l.connect() == nil {
 					l.log.Info("waiting for BeamNG", "bound", l.local, "beamng", l.remote)
@@ -228,11 +228,11 @@ func (l *Link) run(ctx context.Context) error {
 				continue
 			}
 			l.idle(ctx)
-		case Error:
+		case ports.Error:
 			// VS Connect "perpetually attempts to reconnect": retry the bind
 			// with backoff while the directive asks for a connection.
 			if !directive {
-				l.setState(Unconnected)
+				l.setState(ports.Unconnected)
 				continue
 			}
 			if !l.clock.Now().Before(l.retryAt) {
@@ -284,7 +284,7 @@ func (l *Link) finish(stopped bool) {
 			l.stats.inc(stopSilences) // BeamNG stopped, then beamconnect was: a clean stop
 		}
 	}
-	if l.state == Connected || l.state == Connecting {
+	if l.state == ports.Connected || l.state == ports.Connecting {
 		l.disconnect()
 	}
 	l.lockstep.end(now)
@@ -321,7 +321,7 @@ func (l *Link) connect() error {
 	l.fresh = true
 	l.src.unlatch() // the first message will say where BeamNG sends from
 	l.diag.boundAt = l.clock.Now()
-	l.setState(Connecting)
+	l.setState(ports.Connecting)
 	l.log.Debug("bound", "addr", l.local)
 	return nil
 }
@@ -332,7 +332,7 @@ func (l *Link) bindFailed(err error) error {
 	wait := l.retryLater()
 	l.log.Error("cannot bind the local address; retrying", "addr", l.local, "err", err,
 		"retry_in", wait, "hint", bindHint(err, l.local))
-	l.setState(Error)
+	l.setState(ports.Error)
 	return fmt.Errorf("coupling: cannot bind %v: %w", l.local, err)
 }
 
@@ -361,7 +361,7 @@ func (l *Link) socketFailed(err error) {
 	wait := l.retryLater()
 	l.log.Error("socket failed; binding again", "err", err, "retry_in", wait)
 	l.closeSocket()
-	l.setState(Error)
+	l.setState(ports.Error)
 }
 
 func (l *Link) closeSocket() {
@@ -375,12 +375,12 @@ func (l *Link) closeSocket() {
 // disconnect sends neutral controls (pedals released, wheel torques 0,
 // drive mode back to pedals), releases the port and goes unconnected.
 func (l *Link) disconnect() {
-	l.setState(Disconnecting)
+	l.setState(ports.Disconnecting)
 	if l.t != nil && l.stats.Get(Messages) > 0 {
 		l.send(l.neutralReply(l.ids.last + 1))
 	}
 	l.closeSocket()
-	l.setState(Unconnected)
+	l.setState(ports.Unconnected)
 }
 
 // neutralReply builds the neutral reply with id into the loop's buffers,
@@ -416,3 +416,27 @@ func (l *Link) enter() *stage {
 
 // sent notes the values of a reply that went out: BeamNG has them now.
 func (l *Link) sent(reply []float64) { copy(l.last, reply) }
+
+// quiet is a read that waited its bound and got nothing: BeamNG may have
+// gone silent, a held message's time may have come, contracts may be
+// overdue, and while connecting the model is stepped so it sees the status.
+func (l *Link) quiet(now time.Time) {
+	if l.takeHeld(now) {
+		return
+	}
+	l.noMessages(now)
+	if l.state == ports.Connected && now.Sub(l.lastArrival) > l.opt.Silence {
+		l.stats.inc(Silences)
+		l.silent = true
+		l.log.Warn("BeamNG went silent: its coupling stopped, it paused, or it is lost",
+			"for", now.Sub(l.lastArrival).Round(time.Millisecond), "last_id", l.lastID)
+		l.setState(ports.Connecting)
+	}
+	st := l.enter()
+	l.checkOverdue(l.sim.IdleTime())
+	if l.state == ports.Connecting {
+		st.idle()
+	}
+	st.leave()
+	l.report() // another vehicle's step may have faulted or healed the model
+}

@@ -9,7 +9,7 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/models"
-	"beamconnect/models/catalog"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
 
@@ -107,7 +107,7 @@ func TestLockstepRepair(t *testing.T) {
 // slowModel is cruise-pedals taking d of (fake) time per step.
 func slowModel(d time.Duration) func(*ports.Plan) models.Model {
 	return func(p *ports.Plan) models.Model {
-		m, _ := catalog.New("cruise-pedals", p.ModelParams, p, nil)
+		m, _ := kinds.New("cruise-pedals", p.ModelParams, p, nil)
 		return &sleepy{Model: m, d: d}
 	}
 }

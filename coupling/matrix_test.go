@@ -22,8 +22,8 @@ import (
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/wine"
 	"beamconnect/models"
-	"beamconnect/models/catalog"
 	"beamconnect/models/exectest"
+	"beamconnect/models/kinds"
 	"beamconnect/models/program"
 	"beamconnect/ports"
 )
@@ -355,7 +355,7 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	} else {
 		// The config's model, logging where the row looks.
 		model = func(p *ports.Plan) models.Model {
-			md, err := catalog.New(p.Model, p.ModelParams, p, m.log.Logger())
+			md, err := kinds.New(p.Model, p.ModelParams, p, m.log.Logger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -536,7 +536,7 @@ func refusedReload(t *testing.T, m *matrixRun) {
 // execModel is an exectest script as the exec model, with restarts off.
 func execModel(script ...string) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 	return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
-		m, err := catalog.New("exec", models.Params{"command": exectest.Command(script...), "restart": false}, p, log.Logger())
+		m, err := kinds.New("exec", models.Params{"command": exectest.Command(script...), "restart": false}, p, log.Logger())
 		if err != nil {
 			t.Fatal(err)
 		}

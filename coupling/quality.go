@@ -3,7 +3,7 @@ package coupling
 import (
 	"math"
 
-	"beamconnect/models/catalog"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/quality"
 	"beamconnect/recording"
@@ -33,9 +33,8 @@ type controlLoop struct {
 const SetpointPrefix = recording.SetpointPrefix
 
 // newControlLoops prepares plan's loops: their setpoints' values (a model
-// parameter is read from the config's modelParams: models.ParamValue), the
-// measured values' columns and units.
-func newControlLoops(plan *ports.Plan) (*controlLoops, error) {
+// parameter read by param), the measured values' columns and units.
+func newControlLoops(plan *ports.Plan, param func(name string) (float64, error)) (*controlLoops, error) {
 	c := &controlLoops{}
 	if len(plan.Quality) == 0 {
 		return c, nil
@@ -45,7 +44,7 @@ func newControlLoops(plan *ports.Plan) (*controlLoops, error) {
 	for _, spec := range plan.Quality {
 		l := controlLoop{spec: spec, value: spec.SetValue, column: columns[spec.Measured]}
 		if spec.Set == ports.SetParam {
-			v, err := catalog.ParamValue(plan, spec.SetName)
+			v, err := param(spec.SetName)
 			if err != nil {
 				return nil, err
 			}
@@ -139,4 +138,13 @@ func setpointColumns(plan *ports.Plan) []string {
 		}
 	}
 	return out
+}
+
+// setpoint reads a parameter of the config's model under plan p, for a
+// setpoint of beamng.quality: through Options.Params, or as a number in
+// the config's modelParams.
+func (s *Session) setpoint(p *ports.Plan) func(name string) (float64, error) {
+	return func(name string) (float64, error) {
+		return models.ParamValue(p.Model, s.opt.Params, models.Params(p.ModelParams), p, name)
+	}
 }

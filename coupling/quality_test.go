@@ -11,7 +11,7 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
-	"beamconnect/scope"
+	"beamconnect/internal/scope"
 )
 
 // The loops of beamng.quality are judged from the coupling's messages for

@@ -8,9 +8,9 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
-	"beamconnect/models/catalog"
+	"beamconnect/internal/scope"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
-	"beamconnect/scope"
 )
 
 // Over real sockets, both ways of reading them couple the cruise rig: its
@@ -44,7 +44,7 @@ func TestReceiveAllocs(t *testing.T) {
 			break // busy polling needs Linux: elsewhere the same socket again
 		}
 		plan, _ := ports.Compile(load(t, "../examples/cruise-pedals.json"))
-		m, _ := catalog.New(plan.Model, plan.ModelParams, plan, nil)
+		m, _ := kinds.New(plan.Model, plan.ModelParams, plan, nil)
 		// With a live scope attached: its sample is on the same path.
 		ring := scope.New(ScopeColumns(plan), 1000, 1)
 		s, err := New(Options{Plan: plan, Model: m, Local: loopback, BusyPoll: busy, Scope: ring})

@@ -11,17 +11,6 @@ import (
 // yieldEvery is how often the link's loop yields to the scheduler.
 const yieldEvery = 5 * time.Millisecond
 
-// heldMessage is a message from a new port of BeamNG's host, kept until the
-// latched port has been silent long enough for it to be BeamNG's own (a
-// reloaded controller waits, blocked, for its reply) or until the latched
-// port sends again, which makes it a stranger's.
-type heldMessage struct {
-	buf   []byte
-	n     int
-	from  netip.AddrPort
-	count int // messages held since the last decision; the newest is kept
-}
-
 // receive waits for one datagram, or the idle step, and answers it.
 func (l *Link) receive() {
 	n, from, rxAt, err := l.t.Read(l.rx)
@@ -54,132 +43,21 @@ func (l *Link) receive() {
 	}
 }
 
-// handle answers one datagram if it is BeamNG's message.
-func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int64) {
-	id, whole, ok := l.accept(d, from, arrival)
-	if !ok {
-		return
-	}
-	a := l.step(id, arrival, whole)
-	stepped := l.clock.Now()
-	if stepped.Sub(arrival) >= RebaseGap {
-		// The step took so long that BeamNG has timed out and moved on.
-		l.stats.inc(Late)
-		return
-	}
-	l.lockstep.observe(id, rxAt, arrival)
-	// Master time sync: the reply waits for its time, so BeamNG, which
-	// blocks when its window is full, cannot run ahead of the local clock.
-	paced := l.sim.Paced
-	waited := l.sim.Hold(id)
-	if l.sim.Paced != paced {
-		l.stats.Pacing.Observe(l.sim.LastError)
-	}
-	sentAt := stepped
-	if waited > 0 {
-		sentAt = l.clock.Now()
-	}
-	if err := l.send(a.datagram); err != nil {
-		l.log.Warn("reply failed", "err", err)
-		return
-	}
-	l.sent(l.reply)
-	l.lockstep.replied(id, sentAt)
-	l.stats.inc(Replies)
-	if a.neutral {
-		l.stats.inc(NeutralReplies)
-	}
-	l.stats.Turnaround.Observe(l.clock.Now().Sub(arrival) - waited)
-	l.observed(id, a.neutral)
-}
-
-// observed hands the message to whatever watches the run: the recording,
-// the scope, a test. The recording and the scope show what went on the
-// wire: while the reply was neutral, its values, not the model's.
-func (l *Link) observed(id float64, neutral bool) {
-	o := l.opt
-	if o.Record != nil || o.Scope != nil {
-		st := l.enter()
-		ins := st.ins
-		if neutral {
-			ins = l.wireInputs()
-		}
-		t := l.sim.Local()
-		if o.Record != nil {
-			o.Record.Row(t, l.index, l.Status(), id, l.reply[0], st.stats.Get(Reloads), st.outs, ins, st.loops.set)
-		}
-		if o.Scope != nil {
-			o.Scope.Push(t, st.outs, ins, st.loops.group)
-		}
-		st.leave()
-	}
-	if o.OnMessage != nil {
-		o.OnMessage(l.index, id, l.reply[0])
-	}
-}
-
-// wireInputs is the input ports as the reply carried them: this vehicle's
-// fields from the reply's slots, the other vehicles' as the model wrote
-// them. Under the stage's lock.
-func (l *Link) wireInputs() [][]float64 {
-	st := l.stage
-	if len(l.wire) != len(st.ins) {
-		l.wire = make([][]float64, len(st.ins)) // a reload changed the ports
-	}
-	for pn, v := range st.ins {
-		l.wire[pn] = append(l.wire[pn][:0], v...)
-	}
-	for pn := range l.plan.Inputs[1:] {
-		port := &l.plan.Inputs[pn+1]
-		for fi := range port.Fields {
-			f := &port.Fields[fi]
-			if f.Vehicle == l.index && f.Width > 0 {
-				copy(l.wire[port.Number][f.Offset:f.Offset+f.Width], l.reply[f.Slot:f.Slot+f.Width])
-			}
-		}
-	}
-	return l.wire
-}
-
-// quiet is a read that waited its bound and got nothing: BeamNG may have
-// gone silent, a held message's time may have come, contracts may be
-// overdue, and while connecting the model is stepped so it sees the status.
-func (l *Link) quiet(now time.Time) {
-	if l.takeHeld(now) {
-		return
-	}
-	l.noMessages(now)
-	if l.state == Connected && now.Sub(l.lastArrival) > l.opt.Silence {
-		l.stats.inc(Silences)
-		l.silent = true
-		l.log.Warn("BeamNG went silent: its coupling stopped, it paused, or it is lost",
-			"for", now.Sub(l.lastArrival).Round(time.Millisecond), "last_id", l.lastID)
-		l.setState(Connecting)
-	}
-	st := l.enter()
-	l.checkOverdue(l.sim.IdleTime())
-	if l.state == Connecting {
-		st.idle()
-	}
-	st.leave()
-	l.report() // another vehicle's step may have faulted or healed the model
-}
-
-// kind is what a datagram is, as the link sees it: classify says it once,
+// class is what a datagram is, as the link sees it: classify says it once,
 // for the message in hand (accept) and for those drained behind it.
-type kind uint8
+type class uint8
 
 const (
-	beamngs   kind = iota // from BeamNG's host and latched port (any, before one is latched), of a size its protocol sends, with a valid id
-	newPort               // the same, but from another port of BeamNG's host
-	foreign               // another host, or another port whose datagram is not even well formed
-	wrongSize             // BeamNG's address, a length it does not send
-	malformed             // BeamNG's address and size, an id it cannot have sent
+	beamngs   class = iota // from BeamNG's host and latched port (any, before one is latched), of a size its protocol sends, with a valid id
+	newPort                // the same, but from another port of BeamNG's host
+	foreign                // another host, or another port whose datagram is not even well formed
+	wrongSize              // BeamNG's address, a length it does not send
+	malformed              // BeamNG's address and size, an id it cannot have sent
 )
 
 // classify says what datagram d from `from` is, and whether its length is
 // one BeamNG's protocol sends.
-func (l *Link) classify(d []byte, from netip.AddrPort) (k kind, fits bool) {
+func (l *Link) classify(d []byte, from netip.AddrPort) (k class, fits bool) {
 	fits = l.proto.Fits(len(d), len(l.msg))
 	if from.Addr().Unmap() != l.remote.Addr().Unmap() {
 		return foreign, fits
@@ -199,7 +77,7 @@ func (l *Link) classify(d []byte, from netip.AddrPort) (k kind, fits bool) {
 }
 
 // reject counts and reports a datagram that is not BeamNG's message.
-func (l *Link) reject(k kind, d []byte, fits bool, from netip.AddrPort, now time.Time) {
+func (l *Link) reject(k class, d []byte, fits bool, from netip.AddrPort, now time.Time) {
 	switch k {
 	case foreign:
 		l.src.foreign(from, l.remote, len(d), fits, now)
@@ -247,101 +125,6 @@ func (l *Link) accept(d []byte, from netip.AddrPort, now time.Time) (id float64,
 		l.longWarn(present, now)
 	}
 	return id, whole, true
-}
-
-// place classifies an id from BeamNG's address against the ids before it:
-// the first after connecting, after BeamNG's 2 s timeout, a controller
-// restart, a repeat, an implausible jump. It reports whether to answer.
-func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
-	gap := now.Sub(l.lastArrival)
-	switch {
-	case l.fresh:
-		// The first message since connecting: BeamNG may have been cycling
-		// through 2 s timeouts with nobody answering; count from here.
-		l.src.latch(from, now)
-		l.rebase(id, now)
-		l.fresh = false
-		l.stats.inc(Connects)
-	case gap >= RebaseGap:
-		l.stats.inc(StallsRecovered)
-		l.stalled(now)
-		if gap < stallGap && l.silent {
-			l.stats.inc(stallSilences) // the silence was BeamNG's own 2 s timeout
-		}
-		l.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
-			"gap", gap.Round(time.Millisecond), "id", id)
-		l.rebase(id, now)
-	case id == 0 && l.lastID > 0:
-		l.stats.inc(Restarts)
-		l.restarted = true
-		l.log.Warn("BeamNG's controller restarted (ids from 0 again)", "from", from)
-		l.rebase(id, now)
-	case id <= l.lastID:
-		l.stats.inc(Duplicates)
-		return false
-	case !l.src.plausible(id, l.lastID, gap, l.plan.PhysicsDt):
-		return false
-	}
-	if l.state != Connected {
-		l.setState(Connected)
-	}
-	l.silent = false
-	l.diag.sinceStall++
-	l.interArrival = gap
-	l.lastID, l.lastArrival = id, now
-	if l.stats.inc(Messages) == 1 {
-		l.firstID, l.firstAt = id, now
-	}
-	l.stats.lastArrival.Store(now.UnixNano())
-	return true
-}
-
-// takeSource latches a new port of BeamNG's host as BeamNG's, once the old
-// one has been silent long enough: a reloaded controller (ids from 0), or a
-// new session.
-func (l *Link) takeSource(from netip.AddrPort, id float64, now time.Time) {
-	silent := l.src.silentFor(now).Round(time.Millisecond)
-	if id == 0 {
-		l.stats.inc(Restarts)
-		l.log.Warn("BeamNG's controller restarted: ids from 0 again, from a new port", "from", from, "was", l.src.latched, "old_port_silent_for", silent)
-	} else {
-		l.log.Warn("BeamNG sends from a new port after its silence: a new coupling session", "from", from, "was", l.src.latched,
-			"silent_for", silent, "id", id)
-	}
-	l.stats.inc(SourceChanges)
-	l.restarted = true // a new coupling session: the model starts over
-	l.src.latch(from, now)
-	l.fresh = true // count the reply ids from this message
-}
-
-// hold keeps a message from a new port until the latched port's silence
-// says whose it is.
-func (l *Link) hold(d []byte, from netip.AddrPort) {
-	l.held.n = copy(l.held.buf, d)
-	l.held.from = from
-	l.held.count++
-}
-
-// takeHeld answers the held message once the latched port has been silent
-// long enough for it to be BeamNG's.
-func (l *Link) takeHeld(now time.Time) bool {
-	if l.held.count == 0 || !l.src.mayTake(now) {
-		return false
-	}
-	l.stats.add(Drained, int64(l.held.count-1)) // only the newest is answered
-	l.held.count = 0
-	n := copy(l.rx, l.held.buf[:l.held.n])
-	l.handle(l.rx[:n], l.held.from, now, 0)
-	return true
-}
-
-// rebase restarts the reply ids at BeamNG message id, so they track the
-// window counter BeamNG just restarted, and restarts the master schedule
-// there, so a stall is not followed by a burst.
-func (l *Link) rebase(id float64, now time.Time) {
-	l.ids.rebase(id)
-	l.sim.Anchor(id, now)
-	l.lockstep.rebased(now)
 }
 
 // drain reads whatever else is already queued and keeps BeamNG's newest

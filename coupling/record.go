@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"beamconnect/internal/scope"
 	"beamconnect/ports"
 	"beamconnect/recording"
-	"beamconnect/scope"
 )
 
 // recordHeader starts every header row of a CSV recording.
@@ -165,7 +165,7 @@ func ScopeColumns(plan *ports.Plan) []scope.Column {
 
 // Row records one message, set the setpoints of beamng.quality's loops.
 // It allocates nothing.
-func (r *Recorder) Row(t float64, vehicle int, s Status, id, replyID float64, reloads int64, outs, ins [][]float64, set []float64) {
+func (r *Recorder) Row(t float64, vehicle int, s ports.Status, id, replyID float64, reloads int64, outs, ins [][]float64, set []float64) {
 	if r.reload != nil {
 		r.reload.Time = t
 		r.Event(*r.reload)
@@ -396,7 +396,7 @@ func (r *Recorder) fault(was, now error, lasted time.Duration) {
 }
 
 // recordStatus records a vehicle's status change.
-func (l *Link) recordStatus(now, was Status) {
+func (l *Link) recordStatus(now, was ports.Status) {
 	if l.opt.Record == nil {
 		return
 	}

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
-	"beamconnect/mdf"
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/recording"
+	"beamconnect/recording/mdf"
 )
 
 // mdfRecorder records plan's run to a new MDF 4 file in dir.
@@ -170,7 +170,7 @@ func TestRecorderRowAllocsEveryFormat(t *testing.T) {
 			now := time.Now()
 			if a := testing.AllocsPerRun(5000, func() {
 				i++
-				r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+				r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
 				if i%50 == 0 { // as the loop does every 250 ms
 					now = now.Add(250 * time.Millisecond)
 					r.FlushEvery(now, flushEvery)
@@ -198,7 +198,7 @@ func BenchmarkRecorderRow(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				r.Row(float64(i)*0.005+0.123456, 0, Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+				r.Row(float64(i)*0.005+0.123456, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
 				if i%50 == 49 {
 					now = now.Add(250 * time.Millisecond)
 					r.FlushEvery(now, flushEvery)
@@ -294,7 +294,7 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 	now := time.Now()
 	rows := func(from, to int) {
 		for i := from; i < to; i++ {
-			r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+			r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
 			if i%50 == 49 {
 				now = now.Add(time.Second)
 				r.FlushEvery(now, flushEvery)
@@ -336,7 +336,7 @@ func TestRecorderMemoryFlat(t *testing.T) {
 			i := 0
 			rows := func(n int) {
 				for end := i + n; i < end; i++ {
-					r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+					r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
 					if i%50 == 49 {
 						now = now.Add(250 * time.Millisecond)
 						r.FlushEvery(now, flushEvery)

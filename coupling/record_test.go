@@ -61,7 +61,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 	ins := [][]float64{{1}, {0.25, 0}, {0}}
 	row := func(i int) {
-		r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+		r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
 		r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 	}
 	for i := range 100 {
@@ -141,7 +141,7 @@ func TestOpenRecording(t *testing.T) {
 	os.WriteFile(empty, nil, 0o644)
 	// MDF files: one beamconnect wrote, one of another tool (a real
 	// vehicle's measurement, say).
-	ours, err := os.ReadFile("../mdf/testdata/golden/run.mf4")
+	ours, err := os.ReadFile("../recording/mdf/testdata/golden/run.mf4")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestRecorderBlockedDestination(t *testing.T) {
 		outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 		ins := [][]float64{{1}, {0.25, 0}, {0}}
 		for i := range 5000 {
-			r.Row(float64(i)*0.005, 0, Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+			r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
 			r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 		}
 		start := time.Now()

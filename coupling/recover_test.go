@@ -13,8 +13,8 @@ import (
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/wine"
 	"beamconnect/models"
-	"beamconnect/models/catalog"
 	"beamconnect/models/exectest"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
 
@@ -34,7 +34,7 @@ func TestEveryModelKindRecovers(t *testing.T) {
 			for k, v := range extra {
 				params[k] = v
 			}
-			m, err := catalog.New("fmu", params, p, log.Logger())
+			m, err := kinds.New("fmu", params, p, log.Logger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestEveryModelKindRecovers(t *testing.T) {
 			// answers for good.
 			script := exectest.Command("header", "first="+filepath.Join(t.TempDir(), "ran"), "answer:200=1 1 0 0", "exit=1",
 				"second", "answer:*=1 1 0 0")
-			m, err := catalog.New("exec", models.Params{"command": script, "deadlineMs": 100.0}, p, log.Logger())
+			m, err := kinds.New("exec", models.Params{"command": script, "deadlineMs": 100.0}, p, log.Logger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestSlowFMUCannotHoldBeamNGBack(t *testing.T) {
 			cfg := load(t, path)
 			cfg.ModelTimeout = 0.5
 			h := rig{cfg: cfg, model: func(p *ports.Plan) models.Model {
-				m, err := catalog.New("fmu", models.Params{"path": testfmu.ForTest(t, "cruise.fmu", testfmu.Options{Fault: "slow", After: 1}), "inProcess": inProcess}, p, nil)
+				m, err := kinds.New("fmu", models.Params{"path": testfmu.ForTest(t, "cruise.fmu", testfmu.Options{Fault: "slow", After: 1}), "inProcess": inProcess}, p, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

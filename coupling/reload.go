@@ -94,7 +94,7 @@ func (s *Session) prepare(ch ports.Changes, p *ports.Plan) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	loops, err := newControlLoops(p)
+	loops, err := newControlLoops(p, s.setpoint(p))
 	if err != nil {
 		return nil, err
 	}

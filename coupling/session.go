@@ -30,10 +30,10 @@ import (
 	"sync"
 	"time"
 
+	"beamconnect/internal/scope"
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/quality"
-	"beamconnect/scope"
 	"beamconnect/timesync"
 )
 
@@ -56,7 +56,11 @@ const idleStep = 50 * time.Millisecond
 type Options struct {
 	Plan  *ports.Plan
 	Model models.Model
-	// ModelName is the model's name (models.New's); default the plan's.
+	// Params reads the parameters of the config's model, which a setpoint
+	// of beamng.quality may name (kinds.Parameters(plan.Model)); nil reads
+	// only numbers in modelParams.
+	Params models.ParamReader
+	// ModelName is the model's name (kinds.New's); default the plan's.
 	// A reload tunes the model's parameters only when it is the config's.
 	ModelName string
 	Log       *slog.Logger
@@ -70,7 +74,7 @@ type Options struct {
 	Record *Recorder
 	// OnStatus, when set, is called on every change of a vehicle's reported
 	// status, on that vehicle's loop.
-	OnStatus func(vehicle int, s Status)
+	OnStatus func(vehicle int, s ports.Status)
 	// Scope, when set, receives a sample per message (decimated as the ring
 	// says): time, status, every output, the directive and every input. It
 	// never blocks the loop.
@@ -134,7 +138,7 @@ func New(opt Options) (*Session, error) {
 	s := &Session{opt: opt, log: opt.Log, latest: p}
 	s.stage = newStage(p, opt.Model, &s.stats, opt.Log, opt.Clock)
 	s.stage.fault.record = opt.Record
-	loops, err := newControlLoops(p)
+	loops, err := newControlLoops(p, s.setpoint(p))
 	if err != nil {
 		return nil, fmt.Errorf("beamng.quality: %w", err)
 	}
@@ -216,7 +220,7 @@ func (s *Session) Run(ctx context.Context) error {
 // Status is port 0's status: the vehicle's, or with several vehicles the
 // run's as a whole (an error if any vehicle has one, connected only when
 // every one is).
-func (s *Session) Status() Status { return s.stage.portStatus() }
+func (s *Session) Status() ports.Status { return s.stage.portStatus() }
 
 // Plan is the plan replies are built from right now.
 func (s *Session) Plan() *ports.Plan { return s.stage.active.Load() }

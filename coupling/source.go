@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"beamconnect/ports"
 	"beamconnect/timesync"
 )
 
@@ -158,4 +159,101 @@ func (s *source) nonFinite(field string) {
 	s.log.Warn("the model wrote NaN or Inf: BeamNG's Gen 2 controller has no NaN filter (one NaN stops every control for good), so the last value sent goes instead",
 		"field", field, "count", s.nanN)
 	s.nanAt, s.nanN = now, 0
+}
+
+// heldMessage is a message from a new port of BeamNG's host, kept until the
+// latched port has been silent long enough for it to be BeamNG's own (a
+// reloaded controller waits, blocked, for its reply) or until the latched
+// port sends again, which makes it a stranger's.
+type heldMessage struct {
+	buf   []byte
+	n     int
+	from  netip.AddrPort
+	count int // messages held since the last decision; the newest is kept
+}
+
+// place classifies an id from BeamNG's address against the ids before it:
+// the first after connecting, after BeamNG's 2 s timeout, a controller
+// restart, a repeat, an implausible jump. It reports whether to answer.
+func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
+	gap := now.Sub(l.lastArrival)
+	switch {
+	case l.fresh:
+		// The first message since connecting: BeamNG may have been cycling
+		// through 2 s timeouts with nobody answering; count from here.
+		l.src.latch(from, now)
+		l.rebase(id, now)
+		l.fresh = false
+		l.stats.inc(Connects)
+	case gap >= RebaseGap:
+		l.stats.inc(StallsRecovered)
+		l.stalled(now)
+		if gap < stallGap && l.silent {
+			l.stats.inc(stallSilences) // the silence was BeamNG's own 2 s timeout
+		}
+		l.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
+			"gap", gap.Round(time.Millisecond), "id", id)
+		l.rebase(id, now)
+	case id == 0 && l.lastID > 0:
+		l.stats.inc(Restarts)
+		l.restarted = true
+		l.log.Warn("BeamNG's controller restarted (ids from 0 again)", "from", from)
+		l.rebase(id, now)
+	case id <= l.lastID:
+		l.stats.inc(Duplicates)
+		return false
+	case !l.src.plausible(id, l.lastID, gap, l.plan.PhysicsDt):
+		return false
+	}
+	if l.state != ports.Connected {
+		l.setState(ports.Connected)
+	}
+	l.silent = false
+	l.diag.sinceStall++
+	l.interArrival = gap
+	l.lastID, l.lastArrival = id, now
+	if l.stats.inc(Messages) == 1 {
+		l.firstID, l.firstAt = id, now
+	}
+	l.stats.lastArrival.Store(now.UnixNano())
+	return true
+}
+
+// takeSource latches a new port of BeamNG's host as BeamNG's, once the old
+// one has been silent long enough: a reloaded controller (ids from 0), or a
+// new session.
+func (l *Link) takeSource(from netip.AddrPort, id float64, now time.Time) {
+	silent := l.src.silentFor(now).Round(time.Millisecond)
+	if id == 0 {
+		l.stats.inc(Restarts)
+		l.log.Warn("BeamNG's controller restarted: ids from 0 again, from a new port", "from", from, "was", l.src.latched, "old_port_silent_for", silent)
+	} else {
+		l.log.Warn("BeamNG sends from a new port after its silence: a new coupling session", "from", from, "was", l.src.latched,
+			"silent_for", silent, "id", id)
+	}
+	l.stats.inc(SourceChanges)
+	l.restarted = true // a new coupling session: the model starts over
+	l.src.latch(from, now)
+	l.fresh = true // count the reply ids from this message
+}
+
+// hold keeps a message from a new port until the latched port's silence
+// says whose it is.
+func (l *Link) hold(d []byte, from netip.AddrPort) {
+	l.held.n = copy(l.held.buf, d)
+	l.held.from = from
+	l.held.count++
+}
+
+// takeHeld answers the held message once the latched port has been silent
+// long enough for it to be BeamNG's.
+func (l *Link) takeHeld(now time.Time) bool {
+	if l.held.count == 0 || !l.src.mayTake(now) {
+		return false
+	}
+	l.stats.add(Drained, int64(l.held.count-1)) // only the newest is answered
+	l.held.count = 0
+	n := copy(l.rx, l.held.buf[:l.held.n])
+	l.handle(l.rx[:n], l.held.from, now, 0)
+	return true
 }

@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"beamconnect/ports"
 	"context"
 	"net/netip"
 	"testing"
@@ -9,7 +10,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
-	"beamconnect/memnet"
+	"beamconnect/internal/memnet"
 	"beamconnect/models"
 )
 
@@ -136,10 +137,10 @@ func TestStrangerWhileBeamNGSends(t *testing.T) {
 			}
 			holdsSpeed(t, h)
 			for _, s := range h.statusList()[1:] {
-				if s == Disconnecting {
+				if s == ports.Disconnecting {
 					break // the run's end
 				}
-				if s != Connected {
+				if s != ports.Connected {
 					t.Errorf("id %v: status went %v", id, s)
 				}
 			}

@@ -109,10 +109,10 @@ func (st *stage) directive() bool { return st.connect.Load() }
 
 // portStatus is port 0's connection status: the one vehicle's, or the run's
 // as a whole.
-func (st *stage) portStatus() Status {
-	s := Status(st.statuses[0].Load())
+func (st *stage) portStatus() ports.Status {
+	s := ports.Status(st.statuses[0].Load())
 	for _, v := range st.statuses[1:] {
-		s = s.Worse(Status(v.Load()))
+		s = s.Worse(ports.Status(v.Load()))
 	}
 	return s
 }

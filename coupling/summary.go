@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"beamconnect/ports"
 	"fmt"
 	"time"
 )
@@ -28,7 +29,7 @@ func (l *Link) Faults() []string {
 		}
 		out = append(out, p)
 	}
-	if end := s.StatusAtEnd(); s.Get(Connects) > 0 && end != Connected && s.Get(stopSilences) == 0 {
+	if end := s.StatusAtEnd(); s.Get(Connects) > 0 && end != ports.Connected && s.Get(stopSilences) == 0 {
 		msg := fmt.Sprintf("BeamNG was not connected when the run ended (status %s)", end)
 		switch d := time.Duration(s.endSilence.Load()); {
 		case d >= stallGap:

@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"time"
 
-	"beamconnect/memnet"
-	"beamconnect/rawudp"
+	"beamconnect/internal/memnet"
+	"beamconnect/internal/rawudp"
 )
 
 // Transport is a link's socket: BeamNG's messages in, the replies out. The

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"beamconnect/suggest"
+	"beamconnect/internal/suggest"
 )
 
 // FMU is an opened .fmu archive.

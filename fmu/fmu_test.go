@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"beamconnect/fmu/testfmu"
-	"beamconnect/proctree"
+	"beamconnect/internal/proctree"
 )
 
 func readDesc(t *testing.T, name string) *Description {

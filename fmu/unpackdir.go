@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"beamconnect/proctree"
+	"beamconnect/internal/proctree"
 )
 
 // unpackPrefix begins the name of every folder an FMU is unpacked to, in

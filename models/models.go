@@ -5,7 +5,7 @@
 // nothing, and what every kind of model is built from. The models
 // themselves live below: models/builtin (the built-in controllers),
 // models/program ("exec": an external process), models/fmumodel ("fmu");
-// models/catalog makes any of them by its name.
+// models/kinds makes any of them by its name.
 package models
 
 import (

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"beamconnect/suggest"
+	"beamconnect/internal/suggest"
 )
 
 // Finding is one thing wrong, or doubtful, about a model and its

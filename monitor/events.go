@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"beamconnect/scope"
+	"beamconnect/internal/scope"
 )
 
 // The event stream sends the page what changed, as Server-Sent Events:

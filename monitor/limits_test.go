@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"beamconnect/coupling"
-	"beamconnect/models/catalog"
+	"beamconnect/internal/scope"
+	"beamconnect/models/kinds"
 	"beamconnect/ports/portstest"
-	"beamconnect/scope"
 )
 
 // loggingServer serves the monitor of examples/logging.json (every slot
@@ -51,7 +51,7 @@ func loggingServerWith(t testing.TB, tune func(*Server), opts func(*coupling.Opt
 		}
 		ring.Push(float64(i)*0.002, [][]float64{row})
 	}
-	m, err := catalog.New(plan.Model, plan.ModelParams, plan, nil)
+	m, err := kinds.New(plan.Model, plan.ModelParams, plan, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

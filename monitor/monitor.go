@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"beamconnect/coupling"
+	"beamconnect/internal/scope"
 	"beamconnect/ports"
-	"beamconnect/scope"
 )
 
 //go:embed web
@@ -110,7 +110,7 @@ func New(o Options) *Server {
 
 // StatusChanged records a change of a vehicle's status (coupling
 // Options.OnStatus). Status changes are rare; this takes a lock.
-func (s *Server) StatusChanged(vehicle int, st coupling.Status) {
+func (s *Server) StatusChanged(vehicle int, st ports.Status) {
 	name := ""
 	if vehicle < len(s.opt.Plan.Vehicles) {
 		name = s.opt.Plan.Vehicles[vehicle].Name

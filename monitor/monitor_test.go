@@ -19,10 +19,10 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
-	"beamconnect/models/catalog"
+	"beamconnect/internal/scope"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
-	"beamconnect/scope"
 )
 
 var loopback = netip.MustParseAddrPort("127.0.0.1:0")
@@ -43,14 +43,14 @@ type rig struct {
 func newRig(t testing.TB, steps int64) *rig {
 	t.Helper()
 	plan := portstest.Load(t, "../examples/cruise-pedals.json")
-	m, err := catalog.New(plan.Model, plan.ModelParams, plan, nil)
+	m, err := kinds.New(plan.Model, plan.ModelParams, plan, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &rig{plan: plan}
 	ring := scope.New(coupling.ScopeColumns(plan), 20000, 1)
 	r.s, err = coupling.New(coupling.Options{Plan: plan, Model: m, Local: loopback, Scope: ring,
-		OnStatus: func(v int, s coupling.Status) {
+		OnStatus: func(v int, s ports.Status) {
 			if r.srv != nil {
 				r.srv.StatusChanged(v, s)
 			}
@@ -545,7 +545,7 @@ func TestRunEndReachesThePage(t *testing.T) {
 		}
 	}
 	<-r.done
-	if !last.Ended || !last.Healthy || len(last.Problems) != 0 || last.Status == int(coupling.Connected) {
+	if !last.Ended || !last.Healthy || len(last.Problems) != 0 || last.Status == int(ports.Connected) {
 		t.Errorf("the last state the page got: %+v; want ended, healthy, no problems, not connected", last)
 	}
 	if resp, err := http.Get(r.url + "/api/state"); err == nil {

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"beamconnect/ports"
 	"encoding/json"
 	"time"
 
@@ -66,7 +67,7 @@ func (s *Server) sample(now time.Time) {
 	overall := sess.Status()
 	st.Status, st.StatusText = int(overall), overall.String()
 	st.Ended = s.ended.Load()
-	if overall != coupling.Connected && !st.Ended {
+	if overall != ports.Connected && !st.Ended {
 		// Not connected at the end is how a run ends, not a problem.
 		st.Problems = append(st.Problems, "not connected: "+overall.String())
 	}

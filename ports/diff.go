@@ -22,7 +22,7 @@ type Changes struct {
 	Live []string
 	// Params describes a change of beamng.modelParams ("" when none), the
 	// values as the config writes them. Whether the running model can take
-	// it is the model's to say (models.Tuner).
+	// it is the model's to say (models.Rebinder).
 	Params string
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/config"
-	"beamconnect/suggest"
+	"beamconnect/internal/suggest"
 )
 
 // SetpointKind says where a loop's setpoint comes from.

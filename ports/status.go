@@ -9,7 +9,7 @@ const (
 	Unconnected   Status = 1 // directive 0: not trying
 	Connecting    Status = 2 // bound, waiting for BeamNG, or BeamNG went silent
 	Connected     Status = 3
-	Failed        Status = 4 // bind or socket failure (retried with backoff), or a model fault: VS Connect's "error"
+	Error         Status = 4 // bind or socket failure (retried with backoff), or a model fault: VS Connect's "error"
 	Disconnecting Status = 5 // directive went 0: neutral controls sent, port being released
 )
 
@@ -21,7 +21,7 @@ func (s Status) String() string {
 		return "connecting"
 	case Connected:
 		return "connected"
-	case Failed:
+	case Error:
 		return "error"
 	case Disconnecting:
 		return "disconnecting"
@@ -32,7 +32,7 @@ func (s Status) String() string {
 // statusRank orders statuses for port 0 of several vehicles: an error if
 // any vehicle has one, then disconnecting, connecting, unconnected,
 // unknown, and connected only when every one is.
-var statusRank = [...]int{Connected: 0, Unknown: 1, Unconnected: 2, Connecting: 3, Disconnecting: 4, Failed: 5}
+var statusRank = [...]int{Connected: 0, Unknown: 1, Unconnected: 2, Connecting: 3, Disconnecting: 4, Error: 5}
 
 // Worse is the one of s and o that speaks for both: port 0 of several
 // vehicles, or a run's status at its end.

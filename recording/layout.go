@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"beamconnect/svgplot"
+	"beamconnect/internal/svgplot"
 )
 
 // panel is one plot area: fields of one port and unit whose ranges are

@@ -6,8 +6,8 @@ import (
 	"math"
 	"strings"
 
+	"beamconnect/internal/suggest"
 	"beamconnect/quality"
-	"beamconnect/suggest"
 )
 
 // PlotOptions choose what Plot draws.

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"beamconnect/beamng"
-	"beamconnect/suggest"
+	"beamconnect/internal/suggest"
 )
 
 // Header is the first row BeamNG's editor writes; BeamNG skips row 1 whatever it holds.

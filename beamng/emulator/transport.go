@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"beamconnect/beamng"
-	"beamconnect/memnet"
-	"beamconnect/rawudp"
+	"beamconnect/internal/memnet"
+	"beamconnect/internal/rawudp"
 )
 
 // Transport is BeamNG's side of the coupling's two UDP flows, reduced to

@@ -12,12 +12,11 @@ import (
 	"beamconnect/beamng/cosim"
 )
 
-func init() {
-	register(&command{
-		name:    "banks",
-		args:    "[NAME...]",
-		summary: "list the slots of BeamNG's Gen 1 messages: bank reference, name, unit, meaning",
-		help: `Lists every slot of the message BeamNG sends (111 doubles, banks A–H) and of
+var cmdBanks = &command{
+	name:    "banks",
+	args:    "[NAME...]",
+	summary: "list the slots of BeamNG's Gen 1 messages: bank reference, name, unit, meaning",
+	help: `Lists every slot of the message BeamNG sends (111 doubles, banks A–H) and of
 the reply it reads (64 doubles, banks A–B). A config's propertyName may be the
 name or the bank reference. NAME arguments keep the slots whose name or
 reference contains any of them, ignoring letter case.
@@ -27,28 +26,27 @@ signals a CSV row may name, by group, which of them BeamNG applies when they
 come back (From), their Gen 1 equivalent, and the ones BeamNG's controller
 mishandles. Wheels signals take the wheel id (wheelSpeedFL); Electrics take any
 key of the vehicle's electrics; Powertrain "<device> <field>".`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			fs.Bool("json", false, "print the slots as a JSON array")
-			fs.StringSlice("bank", nil, "only these banks, e.g. --bank D,E")
-			fs.Bool("from", false, "only the message BeamNG sends (for outputs)")
-			fs.Bool("to", false, "only the reply BeamNG reads (for inputs)")
-			fs.String("protocol", "fixed", "fixed (Gen 1 banks) or csv (Gen 2 catalogue)")
-			return func(c *call) int {
-				if proto, _ := fs.GetString("protocol"); proto != "fixed" {
-					if proto != "csv" {
-						fmt.Fprintf(c.stderr, "%s banks: --protocol %q: expected fixed or csv\n", programName, proto)
-						return exitUsage
-					}
-					to, _ := fs.GetBool("to")
-					return catalogueCmd(c, to)
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		fs.Bool("json", false, "print the slots as a JSON array")
+		fs.StringSlice("bank", nil, "only these banks, e.g. --bank D,E")
+		fs.Bool("from", false, "only the message BeamNG sends (for outputs)")
+		fs.Bool("to", false, "only the reply BeamNG reads (for inputs)")
+		fs.String("protocol", "fixed", "fixed (Gen 1 banks) or csv (Gen 2 catalogue)")
+		return func(c *call) int {
+			if proto, _ := fs.GetString("protocol"); proto != "fixed" {
+				if proto != "csv" {
+					fmt.Fprintf(c.stderr, "%s banks: --protocol %q: expected fixed or csv\n", programName, proto)
+					return exitUsage
 				}
-				banks, _ := fs.GetStringSlice("bank")
-				from, _ := fs.GetBool("from")
 				to, _ := fs.GetBool("to")
-				return banksCmd(c, banks, from, to)
+				return catalogueCmd(c, to)
 			}
-		},
-	})
+			banks, _ := fs.GetStringSlice("bank")
+			from, _ := fs.GetBool("from")
+			to, _ := fs.GetBool("to")
+			return banksCmd(c, banks, from, to)
+		}
+	},
 }
 
 type bankSlot struct {

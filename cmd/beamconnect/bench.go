@@ -19,11 +19,10 @@ import (
 	"beamconnect/bench"
 )
 
-func init() {
-	register(&command{
-		name:    "bench",
-		summary: "measure round trips against BeamNG's side (emulated), beamconnect and other responders side by side",
-		help: `Runs BeamNG's side (the emulator, free-running, in lockstep with no skip steps:
+var cmdBench = &command{
+	name:    "bench",
+	summary: "measure round trips against BeamNG's side (emulated), beamconnect and other responders side by side",
+	help: `Runs BeamNG's side (the emulator, free-running, in lockstep with no skip steps:
 a message every physics step, the next one only once the reply is in) over
 loopback against each responder in turn, and reports round trips a second,
 turnaround as BeamNG sees it (how long its blocking receive waited) at p50,
@@ -65,76 +64,75 @@ process) to emulated vehicles stepped in one physics loop paced in real time,
 each loaded on another step of the period, at each --period (default 5ms and
 1ms), for --duration each, and reports whether real time holds with 0 stalls,
 the round trips a second, per CPU-second, and the CPU cores used.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			d := fs.Duration("duration", 3*time.Second, "how long to measure each responder (with --soak: how long to soak, default 10m)")
-			rs := fs.StringArray("responder", nil, "NAME=COMMAND of another responder to measure (repeatable)")
-			driver := fs.String("driver", "blocking", "how BeamNG's side waits for a reply: blocking (as BeamNG does) or spin (busy-polling, Linux)")
-			rounds := fs.Int("rounds", 1, "measure the responders in turn this many times (interleaved, against drift) and report each one's median round")
-			cDriver := fs.String("c-driver", "", "play BeamNG's side with this program instead of the emulator (examples/bench/driver.c: a BeamNG-like driver in C, in its own process)")
-			fmuPath := fs.String("fmu", "", "measure beamconnect stepping this FMU too (its inputs groundspeed, its outputs throttle and brake, as the cruise FMU's), in its child process and in process")
-			soak := fs.Bool("soak", false, "soak instead: beamconnect against BeamNG's side at 0.5 ms, paced in real time, with faults on; report losses, stalls, recovery and memory growth")
-			faults := fs.StringArray("fault", nil, "with --soak: the faults to inflict (repeatable; default: every kind, at low rates)")
-			vehicles := fs.IntSlice("vehicles", nil, "several vehicles instead: the vehicle counts to measure, e.g. 1,2,4,8,16")
-			periods := fs.DurationSlice("period", []time.Duration{5 * time.Millisecond, time.Millisecond}, "with --vehicles: BeamNG's send periods to measure")
-			fs.Bool("json", false, "print the results as JSON")
-			return func(c *call) int {
-				if len(*vehicles) > 0 {
-					var rs []bench.FleetResult
-					for _, p := range *periods {
-						for _, n := range *vehicles {
-							if n < 1 || p < 500*time.Microsecond || p > 500*time.Millisecond {
-								fmt.Fprintf(c.stderr, "%s bench: --vehicles %d --period %v: expected at least 1 vehicle and a period from 0.5 ms to 500 ms\n", programName, n, p)
-								return exitUsage
-							}
-							c.log.Info("measuring", "vehicles", n, "period", p, "for", *d)
-							r, err := bench.Fleet(context.Background(), n, p, *d)
-							if err != nil {
-								return c.fail("bench", err)
-							}
-							rs = append(rs, r)
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		d := fs.Duration("duration", 3*time.Second, "how long to measure each responder (with --soak: how long to soak, default 10m)")
+		rs := fs.StringArray("responder", nil, "NAME=COMMAND of another responder to measure (repeatable)")
+		driver := fs.String("driver", "blocking", "how BeamNG's side waits for a reply: blocking (as BeamNG does) or spin (busy-polling, Linux)")
+		rounds := fs.Int("rounds", 1, "measure the responders in turn this many times (interleaved, against drift) and report each one's median round")
+		cDriver := fs.String("c-driver", "", "play BeamNG's side with this program instead of the emulator (examples/bench/driver.c: a BeamNG-like driver in C, in its own process)")
+		fmuPath := fs.String("fmu", "", "measure beamconnect stepping this FMU too (its inputs groundspeed, its outputs throttle and brake, as the cruise FMU's), in its child process and in process")
+		soak := fs.Bool("soak", false, "soak instead: beamconnect against BeamNG's side at 0.5 ms, paced in real time, with faults on; report losses, stalls, recovery and memory growth")
+		faults := fs.StringArray("fault", nil, "with --soak: the faults to inflict (repeatable; default: every kind, at low rates)")
+		vehicles := fs.IntSlice("vehicles", nil, "several vehicles instead: the vehicle counts to measure, e.g. 1,2,4,8,16")
+		periods := fs.DurationSlice("period", []time.Duration{5 * time.Millisecond, time.Millisecond}, "with --vehicles: BeamNG's send periods to measure")
+		fs.Bool("json", false, "print the results as JSON")
+		return func(c *call) int {
+			if len(*vehicles) > 0 {
+				var rs []bench.FleetResult
+				for _, p := range *periods {
+					for _, n := range *vehicles {
+						if n < 1 || p < 500*time.Microsecond || p > 500*time.Millisecond {
+							fmt.Fprintf(c.stderr, "%s bench: --vehicles %d --period %v: expected at least 1 vehicle and a period from 0.5 ms to 500 ms\n", programName, n, p)
+							return exitUsage
 						}
+						c.log.Info("measuring", "vehicles", n, "period", p, "for", *d)
+						r, err := bench.Fleet(context.Background(), n, p, *d)
+						if err != nil {
+							return c.fail("bench", err)
+						}
+						rs = append(rs, r)
 					}
-					if c.json {
-						writeJSON(c.stdout, rs)
-					} else {
-						printFleetBench(c.stdout, rs)
-					}
-					return exitOK
 				}
-				if *soak {
-					if !fs.Changed("duration") {
-						*d = 10 * time.Minute
-					}
-					if *d <= 0 {
-						fmt.Fprintf(c.stderr, "%s bench: --duration must be positive\n", programName)
-						return exitUsage
-					}
-					return soakCmd(c, *d, *faults)
+				if c.json {
+					writeJSON(c.stdout, rs)
+				} else {
+					printFleetBench(c.stdout, rs)
 				}
-				if len(*faults) > 0 {
-					fmt.Fprintf(c.stderr, "%s bench: --fault applies to --soak only\n", programName)
-					return exitUsage
-				}
-				if *driver != "blocking" && *driver != "spin" {
-					fmt.Fprintf(c.stderr, "%s bench: --driver %q: expected blocking or spin\n", programName, *driver)
-					return exitUsage
-				}
-				if *rounds < 1 {
-					fmt.Fprintf(c.stderr, "%s bench: --rounds must be at least 1\n", programName)
-					return exitUsage
-				}
-				drv := bench.Driver{Spin: *driver == "spin", Program: *cDriver}
-				if *fmuPath != "" {
-					abs, err := filepath.Abs(*fmuPath)
-					if err != nil {
-						return c.fail("bench", err)
-					}
-					drv.FMU = abs
-				}
-				return benchCmd(c, *d, *rs, drv, *rounds)
+				return exitOK
 			}
-		},
-	})
+			if *soak {
+				if !fs.Changed("duration") {
+					*d = 10 * time.Minute
+				}
+				if *d <= 0 {
+					fmt.Fprintf(c.stderr, "%s bench: --duration must be positive\n", programName)
+					return exitUsage
+				}
+				return soakCmd(c, *d, *faults)
+			}
+			if len(*faults) > 0 {
+				fmt.Fprintf(c.stderr, "%s bench: --fault applies to --soak only\n", programName)
+				return exitUsage
+			}
+			if *driver != "blocking" && *driver != "spin" {
+				fmt.Fprintf(c.stderr, "%s bench: --driver %q: expected blocking or spin\n", programName, *driver)
+				return exitUsage
+			}
+			if *rounds < 1 {
+				fmt.Fprintf(c.stderr, "%s bench: --rounds must be at least 1\n", programName)
+				return exitUsage
+			}
+			drv := bench.Driver{Spin: *driver == "spin", Program: *cDriver}
+			if *fmuPath != "" {
+				abs, err := filepath.Abs(*fmuPath)
+				if err != nil {
+					return c.fail("bench", err)
+				}
+				drv.FMU = abs
+			}
+			return benchCmd(c, *d, *rs, drv, *rounds)
+		}
+	},
 }
 
 func benchCmd(c *call, d time.Duration, responders []string, drv bench.Driver, rounds int) int {

@@ -7,17 +7,16 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"beamconnect/logqueue"
+	"beamconnect/internal/logqueue"
 
 	"github.com/lmittmann/tint"
 	"github.com/spf13/pflag"
 
-	"beamconnect/suggest"
+	"beamconnect/internal/suggest"
 )
 
 // Exit codes.
@@ -64,8 +63,6 @@ type call struct {
 	json bool
 }
 
-var commands []*command
-
 // fail reports an error that stops the command as one plain line on
 // stderr (the log is for events, and quotes its values) and returns
 // exitFailed.
@@ -73,8 +70,6 @@ func (c *call) fail(cmd string, err error) int {
 	fmt.Fprintf(c.stderr, "%s %s: %v\n", programName, cmd, err)
 	return exitFailed
 }
-
-func register(c *command) { commands = append(commands, c) }
 
 func lookup(name string) *command {
 	for _, c := range commands {
@@ -151,10 +146,7 @@ func flagHint(fs *pflag.FlagSet, err error) string {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "%s couples a controller or model to BeamNG.tech's tight-coupling UDP interface,\n", programName)
 	fmt.Fprintf(w, "configured with VS Connect S-function JSON.\n\nUsage:\n  %s COMMAND [flags] [arguments]\n\nCommands:\n", programName)
-	names := make([]*command, len(commands))
-	copy(names, commands)
-	sort.Slice(names, func(i, j int) bool { return names[i].name < names[j].name })
-	for _, c := range names {
+	for _, c := range commands {
 		if !c.internal {
 			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 		}

@@ -10,16 +10,15 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
-	"beamconnect/models/catalog"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
 
-func init() {
-	register(&command{
-		name:    "compile",
-		args:    "FILE",
-		summary: "show how a config maps onto BeamNG's messages, and the command that starts BeamNG's side",
-		help: `Prints the compiled plan as a table, one row per port element: which slot of
+var cmdCompile = &command{
+	name:    "compile",
+	args:    "FILE",
+	summary: "show how a config maps onto BeamNG's messages, and the command that starts BeamNG's side",
+	help: `Prints the compiled plan as a table, one row per port element: which slot of
 BeamNG's message (and which bank reference) it reads or writes, its unit and its
 contract. Then how to couple a real BeamNG.tech with the config's values filled
 in, per vehicle: the line to type into BeamNG's Lua console (or, for Gen 2, the
@@ -28,11 +27,10 @@ vehicle.queue_lua_command, how to stop both sides, where the debug logs go,
 and for two machines the addresses and firewall rules. docs/beamng.md is the
 whole guide. Warnings go to stderr; an invalid config prints its errors and
 exits 1.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			fs.Bool("json", false, "print the plan as one JSON object")
-			return compileCmd
-		},
-	})
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		fs.Bool("json", false, "print the plan as one JSON object")
+		return compileCmd
+	},
 }
 
 func compileCmd(c *call) int {
@@ -79,7 +77,7 @@ func printPlanHead(w io.Writer, p *ports.Plan) {
 			ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
 	}
 	fmt.Fprintf(w, "  reply id: %s, time sync: %s, time dilation: %v\n", p.ReplyID, p.TimeSync, p.TimeDilation)
-	for _, n := range catalog.Describe(p.Model, p.ModelParams, p) {
+	for _, n := range kinds.Describe(p.Model, p.ModelParams, p) {
 		fmt.Fprintf(w, "  model %s: %s\n", p.Model, n)
 	}
 	fmt.Fprintln(w)
@@ -297,7 +295,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		Warnings     []jsonDiag `json:"warnings"`
 	}{p.Source, p.Protocol.String(), p.Period, p.PhysicsDt, p.SendSkips, p.Unanswered, p.PingTime, string(p.ReplyID),
 		p.TimeSync.String(), p.TimeDilation, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs,
-		catalog.Describe(p.Model, p.ModelParams, p), warnings}
+		kinds.Describe(p.Model, p.ModelParams, p), warnings}
 }
 
 // loadPlan loads, checks and compiles a config for a command: errors print

@@ -9,16 +9,15 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/coupling"
-	_ "beamconnect/mdf" // the MDF 4 recording format
 	"beamconnect/recording"
+	_ "beamconnect/recording/mdf" // the MDF 4 recording format
 )
 
-func init() {
-	register(&command{
-		name:    "convert",
-		args:    "IN OUT",
-		summary: "turn a recording (run --record) from CSV into ASAM MDF 4 and back, by the files' extensions",
-		help: `Reads the recording IN (CSV, or ASAM MDF 4 as run --record writes it) and
+var cmdConvert = &command{
+	name:    "convert",
+	args:    "IN OUT",
+	summary: "turn a recording (run --record) from CSV into ASAM MDF 4 and back, by the files' extensions",
+	help: `Reads the recording IN (CSV, or ASAM MDF 4 as run --record writes it) and
 writes it to OUT in the format OUT's extension says: .mf4 for MDF 4, .csv for
 CSV (--format where the name does not say). The columns, their units and a
 row per message carry over; in MDF 4 each vehicle's values are a channel
@@ -36,18 +35,17 @@ time is the CSV file's modification time less the recording's length.
 
 IN is read whole once before OUT is written, so a broken IN leaves no OUT;
 an existing OUT is replaced only if it is a recording, or with --force.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			format := fs.String("format", "", "OUT's format where its name does not say: csv or mdf (ASAM MDF 4)")
-			force := fs.Bool("force", false, "replace OUT even if it is not a recording")
-			return func(c *call) int {
-				if len(c.args) != 2 {
-					fmt.Fprintf(c.stderr, "%s convert: expected a recording and the file to write, got %d arguments\nRun '%s convert --help' for usage.\n", programName, len(c.args), programName)
-					return exitUsage
-				}
-				return convertCmd(c, c.args[0], c.args[1], *format, *force)
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		format := fs.String("format", "", "OUT's format where its name does not say: csv or mdf (ASAM MDF 4)")
+		force := fs.Bool("force", false, "replace OUT even if it is not a recording")
+		return func(c *call) int {
+			if len(c.args) != 2 {
+				fmt.Fprintf(c.stderr, "%s convert: expected a recording and the file to write, got %d arguments\nRun '%s convert --help' for usage.\n", programName, len(c.args), programName)
+				return exitUsage
 			}
-		},
-	})
+			return convertCmd(c, c.args[0], c.args[1], *format, *force)
+		}
+	},
 }
 
 func convertCmd(c *call, in, out, format string, force bool) int {

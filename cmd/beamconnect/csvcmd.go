@@ -12,16 +12,15 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/config"
-	"beamconnect/draft"
+	"beamconnect/config/draft"
 	"beamconnect/ports"
 )
 
-func init() {
-	register(&command{
-		name:    "csv",
-		args:    "CONFIG",
-		summary: "write the Gen 2 CSV BeamNG's editor loads, for a config written JSON-first",
-		help: `Writes the co-simulation CSV (Gen 2, cosimulationCoupling) that matches a config
+var cmdCsv = &command{
+	name:    "csv",
+	args:    "CONFIG",
+	summary: "write the Gen 2 CSV BeamNG's editor loads, for a config written JSON-first",
+	help: `Writes the co-simulation CSV (Gen 2, cosimulationCoupling) that matches a config
 with "protocol": "csv": a signalTo row for every output signal, a signalFrom row
 for every input field (its params the row's kind: value, multiply, add or
 freeze), in the order BeamNG's Co-Simulation Signal Editor writes them, with
@@ -33,17 +32,18 @@ a name is in two groups. The CSV the config names need not exist yet.
 
 Load the result in BeamNG's World Editor (Co-Simulation Signal Editor), or
 start the coupling with it; 'beamconnect compile' then checks the pair.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			out := fs.StringP("output", "o", "", "write the CSV here instead of standard output")
-			force := fs.Bool("force", false, "overwrite an existing file")
-			return func(c *call) int { return csvCmd(c, *out, *force) }
-		},
-	})
-	register(&command{
-		name:    "init",
-		args:    "--from-csv FILE | --from-fmu FILE",
-		summary: "write a config for an existing Gen 2 CSV, or for an FMU",
-		help: `--from-csv writes a beamconnect config for a co-simulation CSV saved by
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		out := fs.StringP("output", "o", "", "write the CSV here instead of standard output")
+		force := fs.Bool("force", false, "overwrite an existing file")
+		return func(c *call) int { return csvCmd(c, *out, *force) }
+	},
+}
+
+var cmdInit = &command{
+	name:    "init",
+	args:    "--from-csv FILE | --from-fmu FILE",
+	summary: "write a config for an existing Gen 2 CSV, or for an FMU",
+	help: `--from-csv writes a beamconnect config for a co-simulation CSV saved by
 BeamNG's editor: one outputs contract with a port per signalTo group, one
 inputs contract with a port per signalFrom group (every row a field;
 multiply, add and freeze rows carry their kind in params and a neutral
@@ -53,27 +53,26 @@ in the CSV. The model is "hold": name yours in beamng.model. The config
 validates as written.
 
 ` + initFMUHelp,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			from := fs.String("from-csv", "", "the CSV to map")
-			fromFMU := fs.String("from-fmu", "", "the FMU to couple")
-			out := fs.StringP("output", "o", "", "write the config here instead of standard output")
-			force := fs.Bool("force", false, "overwrite an existing file")
-			addrs := fs.String("addresses-from", "", "with --from-fmu: take the addresses (remoteIP, remotePort, remoteObject, beamng.localIP, beamng.localPort) from this config, such as examples/two-machines.json")
-			return func(c *call) int {
-				switch {
-				case *fromFMU != "" && *from != "":
-					fmt.Fprintf(c.stderr, "%s init: --from-csv and --from-fmu: expected one of them\nRun '%s init --help' for usage.\n", programName, programName)
-					return exitUsage
-				case *fromFMU != "":
-					return initFMUCmd(c, *fromFMU, *out, *addrs, *force)
-				case *addrs != "":
-					fmt.Fprintf(c.stderr, "%s init: --addresses-from applies to --from-fmu only (a CSV has its own addresses)\nRun '%s init --help' for usage.\n", programName, programName)
-					return exitUsage
-				}
-				return initCmd(c, *from, *out, *force)
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		from := fs.String("from-csv", "", "the CSV to map")
+		fromFMU := fs.String("from-fmu", "", "the FMU to couple")
+		out := fs.StringP("output", "o", "", "write the config here instead of standard output")
+		force := fs.Bool("force", false, "overwrite an existing file")
+		addrs := fs.String("addresses-from", "", "with --from-fmu: take the addresses (remoteIP, remotePort, remoteObject, beamng.localIP, beamng.localPort) from this config, such as examples/two-machines.json")
+		return func(c *call) int {
+			switch {
+			case *fromFMU != "" && *from != "":
+				fmt.Fprintf(c.stderr, "%s init: --from-csv and --from-fmu: expected one of them\nRun '%s init --help' for usage.\n", programName, programName)
+				return exitUsage
+			case *fromFMU != "":
+				return initFMUCmd(c, *fromFMU, *out, *addrs, *force)
+			case *addrs != "":
+				fmt.Fprintf(c.stderr, "%s init: --addresses-from applies to --from-fmu only (a CSV has its own addresses)\nRun '%s init --help' for usage.\n", programName, programName)
+				return exitUsage
 			}
-		},
-	})
+			return initCmd(c, *from, *out, *force)
+		}
+	},
 }
 
 func csvCmd(c *call, out string, force bool) int {
@@ -81,7 +80,7 @@ func csvCmd(c *call, out string, force bool) int {
 		fmt.Fprintf(c.stderr, "%s csv: expected exactly one config file, got %d\nRun '%s csv --help' for usage.\n", programName, len(c.args), programName)
 		return exitUsage
 	}
-	cfg, err := config.LoadDraft(c.args[0])
+	cfg, err := config.LoadJSONFirst(c.args[0])
 	if err != nil {
 		fmt.Fprintln(c.stderr, err)
 		return exitFailed
@@ -89,7 +88,7 @@ func csvCmd(c *call, out string, force bool) int {
 	for _, d := range cfg.Warnings {
 		fmt.Fprintln(c.stderr, d)
 	}
-	csv := cfg.Vehicles[0].CSV // a draft has one vehicle
+	csv := cfg.Vehicles[0].CSV // a config written JSON-first has one vehicle
 	if cfg.Protocol != beamng.Gen2 || csv == nil {
 		fmt.Fprintf(c.stderr, "%s: csv writes the CSV of a Gen 2 config: expected \"beamng\": {\"protocol\": \"csv\"}\n", c.args[0])
 		return exitFailed

@@ -19,11 +19,10 @@ import (
 	"beamconnect/ports"
 )
 
-func init() {
-	register(&command{
-		name:    "emulate",
-		summary: "stand in for BeamNG.tech: its coupling controller, step for step, with a vehicle",
-		help: `Runs BeamNG's side of a Gen 1 tight coupling (vehicleSystemsCoupling): it binds
+var cmdEmulate = &command{
+	name:    "emulate",
+	summary: "stand in for BeamNG.tech: its coupling controller, step for step, with a vehicle",
+	help: `Runs BeamNG's side of a Gen 1 tight coupling (vehicleSystemsCoupling): it binds
 --listen (BeamNG's udpReceiveIP:udpReceivePort) and sends its 111-double state
 message to --client (udpSendIP:udpSendPort), following BeamNG's per-physics-step
 algorithm exactly, 2 s blocking receives and window resets included. Replies
@@ -58,33 +57,32 @@ It prints a summary when the run ends, on Ctrl-C or SIGTERM too.
 
 Faults (--fault, repeatable):
 ` + indent(emulator.FaultHelp),
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			o := &emulateOpts{}
-			fs.StringVar(&o.config, "config", "", "take simulinkTime, pingTime and addresses from this rig config")
-			fs.StringVar(&o.csv, "csv", "", "emulate a Gen 2 coupling laid out by this CSV (as BeamNG's Co-Simulation Signal Editor saves it)")
-			fs.Float64Var(&o.simulinkTime, "simulink-time", 0.005, "BeamNG's simulinkTime: seconds between messages, rounded up to whole physics steps")
-			fs.Float64Var(&o.pingTime, "ping-time", 1e-5, "BeamNG's pingTime: ceil(pingTime/simulinkTime) messages may be in flight")
-			fs.Int64Var(&o.steps, "steps", 0, "stop after this many physics steps (0: run until interrupted)")
-			fs.DurationVar(&o.duration, "duration", 0, "stop after this much simulated time, e.g. 20s (0: run until interrupted); a client that stops answering makes it crawl, see --client-gone")
-			fs.DurationVar(&o.clientGone, "client-gone", 10*time.Second, "stop once a client that answered has been silent this long (wall clock; 0: never)")
-			fs.BoolVar(&o.freeRunning, "free-running", false, "step as fast as the coupling allows instead of pacing with the wall clock")
-			fs.Float64Var(&o.fps, "fps", 60, "graphics frames per second when paced: steps run in one batch per frame")
-			fs.Float64Var(&o.rtf, "realtime-factor", 1, "simulated seconds per wall-clock second when paced")
-			fs.StringVar(&o.debugLogs, "debug-logs", "", "write BeamNG's debug CSVs (simulinkSendLog.csv, …) into this directory")
-			fs.StringVar(&o.listen, "listen", "127.0.0.1:64891", "address BeamNG's side binds and receives replies on")
-			fs.StringVar(&o.client, "client", "127.0.0.1:64890", "address BeamNG's side sends its messages to")
-			fs.StringArrayVar(&o.faults, "fault", nil, "inject a fault, e.g. drop-replies=0.01 or pause=2.5s@10s (repeatable; see above)")
-			fs.Bool("json", false, "print the summary as one JSON object")
-			return func(c *call) int {
-				for _, name := range []string{"simulink-time", "ping-time", "listen", "client"} {
-					if fs.Changed(name) {
-						o.changed = append(o.changed, name)
-					}
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		o := &emulateOpts{}
+		fs.StringVar(&o.config, "config", "", "take simulinkTime, pingTime and addresses from this rig config")
+		fs.StringVar(&o.csv, "csv", "", "emulate a Gen 2 coupling laid out by this CSV (as BeamNG's Co-Simulation Signal Editor saves it)")
+		fs.Float64Var(&o.simulinkTime, "simulink-time", 0.005, "BeamNG's simulinkTime: seconds between messages, rounded up to whole physics steps")
+		fs.Float64Var(&o.pingTime, "ping-time", 1e-5, "BeamNG's pingTime: ceil(pingTime/simulinkTime) messages may be in flight")
+		fs.Int64Var(&o.steps, "steps", 0, "stop after this many physics steps (0: run until interrupted)")
+		fs.DurationVar(&o.duration, "duration", 0, "stop after this much simulated time, e.g. 20s (0: run until interrupted); a client that stops answering makes it crawl, see --client-gone")
+		fs.DurationVar(&o.clientGone, "client-gone", 10*time.Second, "stop once a client that answered has been silent this long (wall clock; 0: never)")
+		fs.BoolVar(&o.freeRunning, "free-running", false, "step as fast as the coupling allows instead of pacing with the wall clock")
+		fs.Float64Var(&o.fps, "fps", 60, "graphics frames per second when paced: steps run in one batch per frame")
+		fs.Float64Var(&o.rtf, "realtime-factor", 1, "simulated seconds per wall-clock second when paced")
+		fs.StringVar(&o.debugLogs, "debug-logs", "", "write BeamNG's debug CSVs (simulinkSendLog.csv, …) into this directory")
+		fs.StringVar(&o.listen, "listen", "127.0.0.1:64891", "address BeamNG's side binds and receives replies on")
+		fs.StringVar(&o.client, "client", "127.0.0.1:64890", "address BeamNG's side sends its messages to")
+		fs.StringArrayVar(&o.faults, "fault", nil, "inject a fault, e.g. drop-replies=0.01 or pause=2.5s@10s (repeatable; see above)")
+		fs.Bool("json", false, "print the summary as one JSON object")
+		return func(c *call) int {
+			for _, name := range []string{"simulink-time", "ping-time", "listen", "client"} {
+				if fs.Changed(name) {
+					o.changed = append(o.changed, name)
 				}
-				return emulateCmd(c, o)
 			}
-		},
-	})
+			return emulateCmd(c, o)
+		}
+	},
 }
 
 type emulateOpts struct {

@@ -16,12 +16,11 @@ import (
 	"beamconnect/fmu/host"
 )
 
-func init() {
-	register(&command{
-		name:    "fmu",
-		args:    "inspect FILE",
-		summary: "show what an FMU offers: FMI version, kind, platforms, variables",
-		help: `'fmu inspect controller.fmu' reads the FMU's modelDescription.xml and lists its
+var cmdFmu = &command{
+	name:    "fmu",
+	args:    "inspect FILE",
+	summary: "show what an FMU offers: FMI version, kind, platforms, variables",
+	help: `'fmu inspect controller.fmu' reads the FMU's modelDescription.xml and lists its
 FMI version, its interfaces (beamconnect steps CoSimulation ones), the
 platforms it has a binary for and whether this machine is one, its default
 experiment, whether it can handle variable step sizes, and every variable
@@ -30,19 +29,19 @@ beamconnect can bind are scalars of type Real/Float64, Float32,
 Integer/Int32 or Boolean.
 
 'beamconnect init --from-fmu controller.fmu' writes a config for it.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			fs.Bool("json", false, "print the description as one JSON object")
-			return fmuCmd
-		},
-	})
-	register(&command{
-		name:     "fmu-host",
-		summary:  "internal: runs one FMU for 'run' in a child process, speaking binary frames on stdin and stdout",
-		internal: true,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			return func(c *call) int { return host.Main(os.Stdin, c.stdout, c.stderr) }
-		},
-	})
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		fs.Bool("json", false, "print the description as one JSON object")
+		return fmuCmd
+	},
+}
+
+var cmdFmuHost = &command{
+	name:     "fmu-host",
+	summary:  "internal: runs one FMU for 'run' in a child process, speaking binary frames on stdin and stdout",
+	internal: true,
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		return func(c *call) int { return host.Main(os.Stdin, c.stdout, c.stderr) }
+	},
 }
 
 // fmuInfo is fmu inspect's answer.

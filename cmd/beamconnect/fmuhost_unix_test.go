@@ -17,7 +17,7 @@ import (
 
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/testfmu"
-	"beamconnect/proctree"
+	"beamconnect/internal/proctree"
 )
 
 // These tests run the built binary with FMUs that misbehave as processes:

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"beamconnect/draft"
+	"beamconnect/config/draft"
 	"beamconnect/fmu"
 )
 

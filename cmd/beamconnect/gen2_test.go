@@ -30,7 +30,7 @@ func TestCSVRoundTrip(t *testing.T) {
 	if _, err := config.Load(cfgPath); err == nil || !strings.Contains(err.Error(), "rig.csv does not exist") {
 		t.Fatalf("before the CSV exists: %v", err)
 	}
-	draft, err := config.LoadDraft(cfgPath)
+	draft, err := config.LoadJSONFirst(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

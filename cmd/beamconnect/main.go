@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"beamconnect/sighup"
+	"beamconnect/internal/sighup"
 )
 
 // hangups is SIGHUP, caught from the program's first moment (package
@@ -15,6 +15,18 @@ import (
 // action would end a run before its summary, leaving BeamNG with the last
 // controls. run reloads the config on it; other commands ignore it.
 var hangups = sighup.Caught
+
+// commands are beamconnect's commands, all of them, in the order its usage
+// lists them: the main job and what prepares a config for it, then BeamNG's
+// side and its layout, models, recordings, measurements.
+var commands = []*command{
+	cmdRun, cmdValidate, cmdCompile, cmdInit, cmdCsv,
+	cmdEmulate, cmdBanks, cmdTiming,
+	cmdFmu,
+	cmdConvert, cmdPlot,
+	cmdBench, cmdVersion,
+	cmdFmuHost, // internal: an FMU's child process
+}
 
 func main() {
 	// A write to a broken pipe on stdout or stderr (the log's reader has

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/mdf"
-	"beamconnect/mdf/mdftest"
+	"beamconnect/recording/mdf"
+	"beamconnect/recording/mdf/mdftest"
 )
 
 // mdfRows is how many rows (messages) this package's reader finds in an

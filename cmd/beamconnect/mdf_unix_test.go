@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/mdf/mdftest"
+	"beamconnect/recording/mdf/mdftest"
 )
 
 // A run killed with SIGKILL leaves an MDF recording the readers open, with

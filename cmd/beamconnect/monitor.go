@@ -7,9 +7,9 @@ import (
 	"sync"
 
 	"beamconnect/coupling"
+	"beamconnect/internal/scope"
 	"beamconnect/monitor"
 	"beamconnect/ports"
-	"beamconnect/scope"
 )
 
 // Scope sizing: at most scopeRate samples a second are kept, for
@@ -45,7 +45,7 @@ func prepareMonitor(addr string, plan *ports.Plan, opts *coupling.Options) (*htt
 	capacity := min(int(rate*scopeSeconds), scopeValues/len(cols))
 	m := &httpMonitor{ln: ln, ring: scope.New(cols, capacity, every)}
 	opts.Scope = m.ring
-	opts.OnStatus = func(v int, s coupling.Status) {
+	opts.OnStatus = func(v int, s ports.Status) {
 		// Set before any loop runs (start is called before Run).
 		if m.srv != nil {
 			m.srv.StatusChanged(v, s)

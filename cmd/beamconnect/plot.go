@@ -10,16 +10,15 @@ import (
 
 	"github.com/spf13/pflag"
 
-	_ "beamconnect/mdf" // plots MDF 4 recordings
 	"beamconnect/recording"
+	_ "beamconnect/recording/mdf" // plots MDF 4 recordings
 )
 
-func init() {
-	register(&command{
-		name:    "plot",
-		args:    "RECORD",
-		summary: "draw a recording (run --record, CSV or MDF 4) as SVG: a panel per port and unit, robust scales, one time axis",
-		help: `Reads a recording written by 'beamconnect run --record' (CSV, or ASAM MDF 4 in
+var cmdPlot = &command{
+	name:    "plot",
+	args:    "RECORD",
+	summary: "draw a recording (run --record, CSV or MDF 4) as SVG: a panel per port and unit, robust scales, one time axis",
+	help: `Reads a recording written by 'beamconnect run --record' (CSV, or ASAM MDF 4 in
 an .mf4 file) and draws it as SVG.
 Each port is a group of panels, one per unit (m/s, 1/min, N·m, s; the units
 come from BeamNG's signal catalogues) and, within a unit, one per range of
@@ -54,29 +53,28 @@ groundspeed (on every port and vehicle that has it); in a several-vehicle
 recording ego.groundspeed, out1.groundspeed (whatever the vehicle), gap (for
 gap:lead), a vehicle alone (ego: all its fields) or a port alone (out1).
 Without --fields at most 240 fields are drawn.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			out := fs.StringP("output", "o", "", "the SVG file to write (default: the recording's name with .svg; - for standard output)")
-			fields := fs.StringSlice("fields", nil, "draw only these fields (comma-separated)")
-			from := fs.Float64("from", 0, "draw from this time, s")
-			to := fs.Float64("to", 0, "draw up to this time, s (default: the end)")
-			noClip := fs.Bool("no-clip", false, "clip no outliers: every value inside its panel")
-			return func(c *call) int {
-				if len(c.args) != 1 {
-					fmt.Fprintf(c.stderr, "%s plot: expected one recording, got %d arguments\nRun '%s plot --help' for usage.\n", programName, len(c.args), programName)
-					return exitUsage
-				}
-				if fs.Changed("to") && *to <= *from {
-					fmt.Fprintf(c.stderr, "%s plot: --to %g must be after --from %g\n", programName, *to, *from)
-					return exitUsage
-				}
-				end := *to
-				if !fs.Changed("to") && fs.Changed("from") {
-					end = math.Inf(1) // to the end of the recording
-				}
-				return plotCmd(c, c.args[0], *out, recording.PlotOptions{Fields: *fields, From: *from, To: end, NoClip: *noClip})
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		out := fs.StringP("output", "o", "", "the SVG file to write (default: the recording's name with .svg; - for standard output)")
+		fields := fs.StringSlice("fields", nil, "draw only these fields (comma-separated)")
+		from := fs.Float64("from", 0, "draw from this time, s")
+		to := fs.Float64("to", 0, "draw up to this time, s (default: the end)")
+		noClip := fs.Bool("no-clip", false, "clip no outliers: every value inside its panel")
+		return func(c *call) int {
+			if len(c.args) != 1 {
+				fmt.Fprintf(c.stderr, "%s plot: expected one recording, got %d arguments\nRun '%s plot --help' for usage.\n", programName, len(c.args), programName)
+				return exitUsage
 			}
-		},
-	})
+			if fs.Changed("to") && *to <= *from {
+				fmt.Fprintf(c.stderr, "%s plot: --to %g must be after --from %g\n", programName, *to, *from)
+				return exitUsage
+			}
+			end := *to
+			if !fs.Changed("to") && fs.Changed("from") {
+				end = math.Inf(1) // to the end of the recording
+			}
+			return plotCmd(c, c.args[0], *out, recording.PlotOptions{Fields: *fields, From: *from, To: end, NoClip: *noClip})
+		}
+	},
 }
 
 func plotCmd(c *call, in, out string, o recording.PlotOptions) int {

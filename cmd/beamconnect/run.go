@@ -18,22 +18,21 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
-	"beamconnect/emulated"
-	_ "beamconnect/mdf" // the MDF 4 recording format
+	"beamconnect/coupling/scene"
 	"beamconnect/models"
-	"beamconnect/models/catalog"
 	"beamconnect/models/fmumodel"
+	"beamconnect/models/kinds"
 	"beamconnect/models/program"
 	"beamconnect/ports"
 	"beamconnect/recording"
+	_ "beamconnect/recording/mdf" // the MDF 4 recording format
 )
 
-func init() {
-	register(&command{
-		name:    "run",
-		args:    "FILE",
-		summary: "couple a model to BeamNG as the config says (the main job)",
-		help: `Binds the config's local address, waits for BeamNG, and for every BeamNG message
+var cmdRun = &command{
+	name:    "run",
+	args:    "FILE",
+	summary: "couple a model to BeamNG as the config says (the main job)",
+	help: `Binds the config's local address, waits for BeamNG, and for every BeamNG message
 updates the output ports, steps the model and replies with the input ports, at
 whatever rate BeamNG sends. Port 0 carries the connection directive (in) and
 status (out): 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting.
@@ -109,25 +108,24 @@ lockstep, model faults, lost recording rows; the summary lists each.
 ` + program.ExecProtocol + `
 
 ` + fmumodel.Protocol,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			o := &runOpts{}
-			fs.StringVar(&o.model, "model", "", "the model to run instead of the config's beamng.model")
-			fs.BoolVar(&o.emulate, "emulate", false, "run BeamNG's side in process on free loopback ports")
-			fs.BoolVar(&o.freeRunning, "free-running", false, "with --emulate: step as fast as the coupling allows instead of in real time")
-			fs.StringVar(&o.emulateClient, "emulate-client", "", `with --emulate: the address beamconnect binds, where the emulated BeamNG sends (default a free loopback port; "config": the config's localIP:localPort)`)
-			fs.StringVar(&o.emulateListen, "emulate-listen", "", `with --emulate: the address the emulated BeamNG binds, where beamconnect replies (default a free loopback port; "config": the config's remoteIP:remotePort)`)
-			fs.DurationVar(&o.duration, "duration", 0, "stop after this long (wall clock); 0 runs until interrupted")
-			fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this file: CSV, or ASAM MDF 4 for a name ending .mf4")
-			fs.StringVar(&o.recordFormat, "record-format", "", "the --record file's format where its name does not say: csv or mdf (ASAM MDF 4)")
-			fs.BoolVar(&o.force, "force", false, "let --record overwrite an existing file that is not a recording (never the config itself)")
-			fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
-			fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
-			fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
-			fs.StringVar(&o.http, "http", "", "serve a live page (status, scope of every port, reloads, config) and Prometheus /metrics at this address, e.g. 127.0.0.1:8080 (a bare :PORT binds loopback only)")
-			fs.Bool("json", false, "print the final summary as one JSON object")
-			return func(c *call) int { return runCmd(c, o) }
-		},
-	})
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		o := &runOpts{}
+		fs.StringVar(&o.model, "model", "", "the model to run instead of the config's beamng.model")
+		fs.BoolVar(&o.emulate, "emulate", false, "run BeamNG's side in process on free loopback ports")
+		fs.BoolVar(&o.freeRunning, "free-running", false, "with --emulate: step as fast as the coupling allows instead of in real time")
+		fs.StringVar(&o.emulateClient, "emulate-client", "", `with --emulate: the address beamconnect binds, where the emulated BeamNG sends (default a free loopback port; "config": the config's localIP:localPort)`)
+		fs.StringVar(&o.emulateListen, "emulate-listen", "", `with --emulate: the address the emulated BeamNG binds, where beamconnect replies (default a free loopback port; "config": the config's remoteIP:remotePort)`)
+		fs.DurationVar(&o.duration, "duration", 0, "stop after this long (wall clock); 0 runs until interrupted")
+		fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this file: CSV, or ASAM MDF 4 for a name ending .mf4")
+		fs.StringVar(&o.recordFormat, "record-format", "", "the --record file's format where its name does not say: csv or mdf (ASAM MDF 4)")
+		fs.BoolVar(&o.force, "force", false, "let --record overwrite an existing file that is not a recording (never the config itself)")
+		fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
+		fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
+		fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
+		fs.StringVar(&o.http, "http", "", "serve a live page (status, scope of every port, reloads, config) and Prometheus /metrics at this address, e.g. 127.0.0.1:8080 (a bare :PORT binds loopback only)")
+		fs.Bool("json", false, "print the final summary as one JSON object")
+		return func(c *call) int { return runCmd(c, o) }
+	},
 }
 
 type runOpts struct {
@@ -253,7 +251,7 @@ func (r *runner) prepare() (code int, ok bool) {
 	if err := r.newModel(); err != nil {
 		return r.fail(err)
 	}
-	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Log: c.log, BusyPoll: o.busyPoll}
+	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Params: kinds.Parameters(plan.Model), Log: c.log, BusyPoll: o.busyPoll}
 	if c.logs != nil {
 		r.opts.LogLoss = func() (uint64, uint64) { return c.logs.Dropped(), c.logs.Failed() }
 	}
@@ -319,7 +317,7 @@ func (r *runner) newModel() error {
 	if r.o.model != "" && r.o.model != r.name {
 		r.name, params = r.o.model, nil // the config's parameters belong to its own model
 	}
-	m, err := catalog.New(r.name, params, r.plan, r.c.log)
+	m, err := kinds.New(r.name, params, r.plan, r.c.log)
 	if err != nil {
 		return err
 	}
@@ -357,11 +355,11 @@ func (r *runner) run(hup <-chan os.Signal) int {
 	c, o := r.c, r.o
 	ctx, cancel := runContext(o.duration)
 	defer cancel()
-	var em *emulated.Scene
+	var em *scene.Scene
 	var emWait sync.WaitGroup
 	if o.emulate {
 		var err error
-		em, err = emulated.Start(r.sess, r.plan, emulated.Options{FreeRunning: o.freeRunning, Log: c.log, Listen: r.emulatedListen,
+		em, err = scene.Start(r.sess, r.plan, scene.Options{FreeRunning: o.freeRunning, Log: c.log, Listen: r.emulatedListen,
 			Tune: func(v int, cfg *emulator.Config) {
 				if v == 0 {
 					cfg.Faults = r.faults
@@ -433,7 +431,7 @@ type runError struct {
 // modelList names every model for the help.
 func modelList() string {
 	var builtin []string
-	for _, n := range catalog.Names() {
+	for _, n := range kinds.Names() {
 		if n != "exec" && n != "fmu" {
 			builtin = append(builtin, n)
 		}

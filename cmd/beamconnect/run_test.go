@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"beamconnect/internal/wine"
-	"beamconnect/models/catalog"
+	"beamconnect/models/kinds"
 )
 
 type runResult struct {
@@ -215,7 +215,7 @@ func TestRunHTTPAddress(t *testing.T) {
 func TestRunHelpListsEveryModel(t *testing.T) {
 	out, errOut, _ := exec(t, nil, "run", "--help")
 	help := out + errOut
-	for _, name := range catalog.Names() {
+	for _, name := range kinds.Names() {
 		if !strings.Contains(help, name) {
 			t.Errorf("run --help does not name model %q", name)
 		}

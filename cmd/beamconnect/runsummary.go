@@ -11,7 +11,7 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
-	"beamconnect/emulated"
+	"beamconnect/coupling/scene"
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/quality"
@@ -102,13 +102,13 @@ func withCounters(vals coupling.Values, vehicle bool, v any) ([]byte, error) {
 
 // summarize reads the session's, the model's and the recording's figures at
 // the end of a run, and lists the faults.
-func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.Model, rec *coupling.Recorder, em *emulated.Scene) runSummary {
+func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.Model, rec *coupling.Recorder, em *scene.Scene) runSummary {
 	if rec != nil {
 		rec.Close()
 	}
 	links := sess.Links()
 	sum := runSummary{
-		counters: sess.Values(), Connected: true, StatusAtEnd: int(coupling.Connected),
+		counters: sess.Values(), Connected: true, StatusAtEnd: int(ports.Connected),
 		FinalStatus: int(sess.Status()), ReplyID: string(plan.ReplyID), Model: model,
 		TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
 		Faults: sess.Faults(), Control: sess.FinalControl(), ModelNotes: sess.ModelNotes(),
@@ -129,7 +129,7 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		sum.PacingP99 = max(sum.PacingP99, us(sync.PacingError(0.99)))
 		sum.Overruns += sync.Overruns
 		sum.SimS = max(sum.SimS, l.SimTime())
-		sum.StatusAtEnd = int(coupling.Status(sum.StatusAtEnd).Worse(st.StatusAtEnd()))
+		sum.StatusAtEnd = int(ports.Status(sum.StatusAtEnd).Worse(st.StatusAtEnd()))
 		if sum.Vehicles == nil {
 			sum.Emulator = em.Summary(v)
 			continue
@@ -258,7 +258,7 @@ func printRunSummary(c *call, s runSummary) {
 		line("model %s: %s", s.Model, n)
 	}
 	line("out of lockstep %.3f s; status at the end %d (%s), after disconnecting %d (%s)",
-		s.OutOfLockstepS, s.StatusAtEnd, coupling.Status(s.StatusAtEnd), s.FinalStatus, coupling.Status(s.FinalStatus))
+		s.OutOfLockstepS, s.StatusAtEnd, ports.Status(s.StatusAtEnd), s.FinalStatus, ports.Status(s.FinalStatus))
 	if s.Emulator != nil {
 		line("emulated BeamNG: %v", *s.Emulator)
 	}
@@ -266,7 +266,7 @@ func printRunSummary(c *call, s runSummary) {
 		vs := s.Vehicles[name]
 		line("vehicle %q: messages %d, replies %d, neutral %d; turnaround p50 %.0f µs p99 %.0f µs; status at end %s", name,
 			vs.counters[coupling.Messages], vs.counters[coupling.Replies], vs.counters[coupling.NeutralReplies],
-			vs.TurnaroundP50, vs.TurnaroundP99, coupling.Status(vs.StatusAtEnd))
+			vs.TurnaroundP50, vs.TurnaroundP99, ports.Status(vs.StatusAtEnd))
 		if l := counterLine("", []coupling.Counter{coupling.StallsRecovered, coupling.LockstepLost, coupling.Silences}, &vs.counters, s.ReplyID, false, true); l != "" {
 			out("      ", "    ", "BeamNG: %s", l)
 		}

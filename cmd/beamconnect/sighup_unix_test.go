@@ -26,8 +26,8 @@ func TestSIGHUPCaughtBeforeOtherInitialisation(t *testing.T) {
 		return strings.Fields(string(out))
 	}
 	// It needs nothing but os/signal: nothing else can hold it up.
-	needed, signal := list("beamconnect/sighup"), list("os/signal")
-	if extra := slices.DeleteFunc(slices.Clone(needed), func(p string) bool { return slices.Contains(signal, p) || p == "beamconnect/sighup" }); len(extra) > 0 {
+	needed, signal := list("beamconnect/internal/sighup"), list("os/signal")
+	if extra := slices.DeleteFunc(slices.Clone(needed), func(p string) bool { return slices.Contains(signal, p) || p == "beamconnect/internal/sighup" }); len(extra) > 0 {
 		t.Errorf("package sighup needs more than os/signal: %v", extra)
 	}
 	cmd := osexec.Command(bin, "version")
@@ -46,7 +46,7 @@ func TestSIGHUPCaughtBeforeOtherInitialisation(t *testing.T) {
 			continue
 		}
 		switch {
-		case f[1] == "beamconnect/sighup":
+		case f[1] == "beamconnect/internal/sighup":
 			caught = true
 		case slices.Contains(needed, f[1]):
 			between = between[:0]

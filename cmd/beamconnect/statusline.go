@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"beamconnect/coupling"
+	"beamconnect/ports"
 	"beamconnect/timesync"
 )
 
@@ -112,7 +113,7 @@ func statusParts(sess *coupling.Session, now, start time.Time, r *rates) []part 
 	}
 	if msgs > 0 {
 		for _, l := range links {
-			if last := l.Stats().LastArrival(); l.Status() != coupling.Connected && now.Sub(last) > 2*time.Second {
+			if last := l.Stats().LastArrival(); l.Status() != ports.Connected && now.Sub(last) > 2*time.Second {
 				who := "BeamNG"
 				if len(links) > 1 {
 					who = l.Name() + "'s BeamNG"

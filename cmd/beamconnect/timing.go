@@ -7,15 +7,14 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"beamconnect/timing"
+	"beamconnect/beamng/timing"
 )
 
-func init() {
-	register(&command{
-		name:    "timing",
-		args:    "DIR | STEPS.csv SENDS.csv RECEIVES.csv",
-		summary: "analyse BeamNG's debug logs: a verdict, where replies land, skips, stalls, lockstep, real-time factor; draw the figures",
-		help: `Reads BeamNG's debug logs (start its coupling with debugFile=true, or run
+var cmdTiming = &command{
+	name:    "timing",
+	args:    "DIR | STEPS.csv SENDS.csv RECEIVES.csv",
+	summary: "analyse BeamNG's debug logs: a verdict, where replies land, skips, stalls, lockstep, real-time factor; draw the figures",
+	help: `Reads BeamNG's debug logs (start its coupling with debugFile=true, or run
 'beamconnect emulate --debug-logs DIR'): simulinkPhysicsStepsLog.csv,
 simulinkSendLog.csv and simulinkReceiveLog.csv in DIR, or the three files named
 in that order (docs/beamng.md says where BeamNG writes them).
@@ -32,13 +31,12 @@ docs/timing.md explains them. Exit status 1 when not healthy.
 short run; for a long one, how long BeamNG waited for each reply and the
 real-time factor over time), a zoom on the start-up and one on the running
 connection, physics steps as ticks, sends and receives with their ids.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			svg := fs.String("svg", "", "write the figures to this SVG file")
-			dt := fs.Float64("physics-dt", 0.0005, "BeamNG's physics step, s")
-			fs.Bool("json", false, "print the numbers as one JSON object")
-			return func(c *call) int { return timingCmd(c, *svg, *dt) }
-		},
-	})
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		svg := fs.String("svg", "", "write the figures to this SVG file")
+		dt := fs.Float64("physics-dt", 0.0005, "BeamNG's physics step, s")
+		fs.Bool("json", false, "print the numbers as one JSON object")
+		return func(c *call) int { return timingCmd(c, *svg, *dt) }
+	},
 }
 
 func timingCmd(c *call, svg string, dt float64) int {

@@ -9,23 +9,21 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/config"
-	"beamconnect/models/catalog"
+	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
 
-func init() {
-	register(&command{
-		name:    "validate",
-		args:    "FILE...",
-		summary: "check rig configs and report every problem with file:line:col",
-		help: `Checks each file's JSON, its schema and its meaning against BeamNG's message
+var cmdValidate = &command{
+	name:    "validate",
+	args:    "FILE...",
+	summary: "check rig configs and report every problem with file:line:col",
+	help: `Checks each file's JSON, its schema and its meaning against BeamNG's message
 layout, and prints every error and warning at once, in file order. Exits 0 when
 every file is valid (warnings do not fail), 1 when any is not, 2 on bad usage.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			fs.Bool("json", false, "print the result as one JSON object")
-			return validateCmd
-		},
-	})
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		fs.Bool("json", false, "print the result as one JSON object")
+		return validateCmd
+	},
 }
 
 // jsonDiag is a diagnostic in machine-readable output.
@@ -102,12 +100,12 @@ func checkPlan(cfg *config.Config, ds config.Diagnostics) (*ports.Plan, config.D
 		if l.Set != ports.SetParam {
 			continue
 		}
-		if _, err := catalog.ParamValue(plan, l.SetName); err != nil {
+		if _, err := kinds.ParamValue(plan, l.SetName); err != nil {
 			pos, path := cfg.Locate(l.Ptr + "/setpoint")
 			ds = append(ds, config.Diagnostic{File: cfg.File, Pos: pos, Path: path, Severity: config.Error, Msg: err.Error()})
 		}
 	}
-	for _, f := range catalog.Validate(plan.Model, plan.ModelParams, plan) {
+	for _, f := range kinds.Validate(plan.Model, plan.ModelParams, plan) {
 		ptr := "/beamng/model"
 		if f.Param != "" {
 			ptr = "/beamng/modelParams/" + f.Param

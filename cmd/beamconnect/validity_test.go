@@ -9,7 +9,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/coupling"
-	"beamconnect/models/catalog"
+	"beamconnect/models/kinds"
 )
 
 // One validity: whatever validate accepts, compile, run and emulate accept.
@@ -49,7 +49,7 @@ func FuzzOneValidity(f *testing.F) {
 		if plan.Model == "exec" {
 			return // starting it would run a program: Validate covered its parameters
 		}
-		m, err := catalog.New(plan.Model, plan.ModelParams, plan, nil)
+		m, err := kinds.New(plan.Model, plan.ModelParams, plan, nil)
 		if err != nil {
 			t.Fatalf("run refuses the model validate accepts: %v\n%s", err, data)
 		}

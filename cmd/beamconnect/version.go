@@ -15,19 +15,17 @@ import (
 // version is set at release time with -ldflags "-X main.version=v1.2.3".
 var version = ""
 
-func init() {
-	register(&command{
-		name:    "version",
-		summary: "print beamconnect's version, the revision it was built from, and the BeamNG protocols it speaks",
-		help: `Prints the module version (a release tag, or the pseudo-version Go derives
+var cmdVersion = &command{
+	name:    "version",
+	summary: "print beamconnect's version, the revision it was built from, and the BeamNG protocols it speaks",
+	help: `Prints the module version (a release tag, or the pseudo-version Go derives
 from the repository), the version-control revision the binary was built from
 (with "modified" when the working tree had changes), the Go toolchain, and the
 two BeamNG coupling protocols this build speaks. Quote it in a bug report.`,
-		flags: func(fs *pflag.FlagSet) func(*call) int {
-			fs.Bool("json", false, "print the version as one JSON object")
-			return versionCmd
-		},
-	})
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		fs.Bool("json", false, "print the version as one JSON object")
+		return versionCmd
+	},
 }
 
 // buildInfo is what the binary knows of its own build.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"beamconnect/stdout"
+	"beamconnect/internal/stdout"
 )
 
 // Status is what an FMI function returns. Both versions number it alike.

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"beamconnect/fmu/fmi"
-	"beamconnect/lines"
-	"beamconnect/mailbox"
-	"beamconnect/proctree"
+	"beamconnect/internal/lines"
+	"beamconnect/internal/mailbox"
+	"beamconnect/internal/proctree"
 )
 
 // Client is the coupling's end of one fmu-host process.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"beamconnect/fmu/fmi"
-	"beamconnect/mailbox"
-	"beamconnect/proctree"
+	"beamconnect/internal/mailbox"
+	"beamconnect/internal/proctree"
 )
 
 // Main is the fmu-host process: it serves the coupling on stdin and

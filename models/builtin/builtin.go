@@ -120,3 +120,20 @@ func New(name string, params models.Params, plan *ports.Plan) (models.Model, err
 	}
 	return m, nil
 }
+
+// Parameters reads the numbers of the controller called name, for a
+// setpoint of beamng.quality (models.ParamReader): modelParams' value, or
+// the default.
+type Parameters string
+
+// ParamValue is the controller's number name under p.
+func (c Parameters) ParamValue(p models.Params, _ *ports.Plan, name string) (float64, bool, []string) {
+	names, defs := Numbers(string(c))
+	i := slices.Index(names, name)
+	if i < 0 {
+		return 0, false, names
+	}
+	v, err := p.Float(name, defs[i])
+	return v, err == nil, names
+}
+

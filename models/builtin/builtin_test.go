@@ -12,7 +12,7 @@ import (
 
 func plan(t *testing.T, file string) *ports.Plan { return portstest.Load(t, file) }
 
-// newModel builds a controller as the catalog does: its parameters
+// newModel builds a controller as models/kinds does: its parameters
 // checked, then bound.
 func newModel(t *testing.T, name string, p models.Params, plan *ports.Plan, _ any) (models.Model, error) {
 	t.Helper()

@@ -10,9 +10,9 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/fmu"
 	"beamconnect/fmu/fmi"
+	"beamconnect/internal/suggest"
 	"beamconnect/models"
 	"beamconnect/ports"
-	"beamconnect/suggest"
 )
 
 // The FMU model binds by name. An FMU input takes the value of the

@@ -9,7 +9,7 @@ import (
 
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/host"
-	"beamconnect/mailbox"
+	"beamconnect/internal/mailbox"
 	"beamconnect/models"
 )
 

@@ -121,7 +121,7 @@ type FMU struct {
 	wg        sync.WaitGroup
 }
 
-// NewFMU unpacks the FMU of params["path"], checks its binding to plan
+// New unpacks the FMU of params["path"], checks its binding to plan
 // and starts it, in a child process unless params["inProcess"] is true.
 func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error) {
 	c, findings := checkFMU(params, plan)

@@ -9,11 +9,11 @@ import (
 	"beamconnect/ports/portstest"
 )
 
-// The catalog (models/catalog) makes models by name, but it imports this
+// Package kinds (models/kinds) makes models by name, but it imports this
 // package, so these tests make their FMU models as it does.
 
 // newModel builds an FMU model once validateModel finds no error, as the
-// catalog's New does.
+// kinds.New does.
 func newModel(p models.Params, plan *ports.Plan, log *slog.Logger) (models.Model, error) {
 	if err := models.Refusal("fmu", validateModel(p, plan)); err != nil {
 		return nil, err
@@ -25,7 +25,7 @@ func newModel(p models.Params, plan *ports.Plan, log *slog.Logger) (models.Model
 	return m, nil
 }
 
-// validateModel checks an FMU model's parameters as the catalog's Validate
+// validateModel checks an FMU model's parameters as kinds.Validate
 // does.
 func validateModel(p models.Params, plan *ports.Plan) []models.Finding {
 	return append(models.CheckParams("fmu", Params, p), Validate(p, plan)...)

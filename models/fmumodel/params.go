@@ -19,10 +19,14 @@ var Params = []models.Param{{Name: "path", Kind: models.File}, {Name: "inputs", 
 // would refuse, before it runs.
 func Validate(p models.Params, plan *ports.Plan) []models.Finding { return validateFMU(p, plan) }
 
+// Parameters reads an FMU model's parameters before it runs, for a
+// setpoint of beamng.quality (models.ParamReader).
+type Parameters struct{}
+
 // ParamValue is the value of an FMU model's parameter name, as a
 // setpoint of beamng.quality reads it: from modelParams.parameters, or
 // else its start value in the FMU. Not found, it lists the names there are.
-func ParamValue(p models.Params, plan *ports.Plan, name string) (value float64, found bool, known []string) {
+func (Parameters) ParamValue(p models.Params, plan *ports.Plan, name string) (value float64, found bool, known []string) {
 	set, _ := p["parameters"].(map[string]any)
 	switch v := set[name].(type) {
 	case float64:
@@ -47,3 +51,4 @@ func ParamValue(p models.Params, plan *ports.Plan, name string) (value float64, 
 	}
 	return 0, false, known
 }
+

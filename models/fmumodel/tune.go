@@ -12,9 +12,9 @@ import (
 	"beamconnect/fmu"
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/host"
+	"beamconnect/internal/suggest"
 	"beamconnect/models"
 	"beamconnect/ports"
-	"beamconnect/suggest"
 )
 
 // tuneChange is one parameter a reload changes: its new values, one per

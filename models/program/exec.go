@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/internal/proctree"
 	"beamconnect/models"
 	"beamconnect/ports"
-	"beamconnect/proctree"
 )
 
 // ExecProtocol documents the line protocol of the "exec" model.

@@ -1,7 +1,7 @@
 package program
 
 import (
-	"beamconnect/lines"
+	"beamconnect/internal/lines"
 	"beamconnect/models"
 	"bufio"
 	"bytes"

@@ -1,8 +1,8 @@
 package program
 
 import (
+	"beamconnect/internal/proctree"
 	"beamconnect/models"
-	"beamconnect/proctree"
 	"fmt"
 	"os"
 	"os/exec"

@@ -1,7 +1,7 @@
 package program
 
 import (
-	"beamconnect/proctree"
+	"beamconnect/internal/proctree"
 	"path/filepath"
 	"syscall"
 	"testing"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/proctree"
+	"beamconnect/internal/proctree"
 )
 
 // waitGone waits up to 5 s for pid to end.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/mdf/mdftest"
 	"beamconnect/recording"
+	"beamconnect/recording/mdf/mdftest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -185,7 +185,7 @@ func writeFleet(t *testing.T, f Output) {
 }
 
 // The byte layout of small recordings stays as it is: a change to it must
-// be meant (go test ./mdf -run Golden -update), and checked by the
+// be meant (go test ./recording/mdf -run Golden -update), and checked by the
 // independent readers, which read the golden files alike.
 func TestGolden(t *testing.T) {
 	for _, tc := range []struct {

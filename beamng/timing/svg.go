@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"beamconnect/svgplot"
+	"beamconnect/internal/svgplot"
 )
 
 // Window is a span of time to draw.

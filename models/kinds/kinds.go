@@ -1,8 +1,8 @@
-// Package catalog makes a model by the name a config gives it
+// Package kinds makes a model of any kind by the name a config gives it
 // (beamng.model): "hold", the built-in controllers, "exec" and "fmu". It
 // checks a model's parameters the same way for validate and for run, so
 // the two never disagree.
-package catalog
+package kinds
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 	"slices"
 	"strings"
 
+	"beamconnect/internal/suggest"
 	"beamconnect/models"
 	"beamconnect/models/builtin"
 	"beamconnect/models/fmumodel"
 	"beamconnect/models/program"
 	"beamconnect/ports"
-	"beamconnect/suggest"
 )
 
 // Names of the models there are.

@@ -7,13 +7,13 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
-	"beamconnect/suggest"
+	"beamconnect/internal/suggest"
 )
 
-// draftCSV lays out a CSV from a config written JSON-first: a signalTo row
+// layCSV lays out a CSV from a config written JSON-first: a signalTo row
 // per output signal, a signalFrom row per input field (its params the
 // row's kind), names resolved against BeamNG's catalogue.
-func (p *parser) draftCSV(raw *rawConfig) *cosim.File {
+func (p *parser) layCSV(raw *rawConfig) *cosim.File {
 	f := &cosim.File{Path: "(the CSV `beamconnect csv` writes)", Other: cosim.DefaultOther, BeamNG: cosim.DefaultBeamNG,
 		Time: cosim.Param{Value: cosim.DefaultTime}, Ping: cosim.Param{Value: cosim.DefaultPing}}
 	seen := map[string]bool{}
@@ -32,7 +32,7 @@ func (p *parser) draftCSV(raw *rawConfig) *cosim.File {
 						continue
 					}
 					ptr := side.base + strconv.Itoa(gi) + "/ports/" + strconv.Itoa(pi) + "/" + strconv.Itoa(fi) + "/propertyName"
-					defs, msg := draftDefs(rf.PropertyName, side.dir, rf.ArraySize)
+					defs, msg := csvRows(rf.PropertyName, side.dir, rf.ArraySize)
 					if msg != "" {
 						p.at(Error, ptr, "%s", msg)
 						continue
@@ -73,12 +73,12 @@ func (p *parser) draftCSV(raw *rawConfig) *cosim.File {
 	return f
 }
 
-type draftDef struct{ group, name, desc string }
+type csvRow struct{ group, name, desc string }
 
-// draftDefs resolves a Gen 2 propertyName ("vehicleYaw", "Driver/throttle",
+// csvRows resolves a Gen 2 propertyName ("vehicleYaw", "Driver/throttle",
 // "wheelSpeedFL") against BeamNG's catalogue, with arraySize consecutive
 // entries; or says why it cannot.
-func draftDefs(name string, dir beamng.Direction, arraySize *float64) ([]draftDef, string) {
+func csvRows(name string, dir beamng.Direction, arraySize *float64) ([]csvRow, string) {
 	n := 1
 	if arraySize != nil {
 		n = int(*arraySize)
@@ -87,7 +87,7 @@ func draftDefs(name string, dir beamng.Direction, arraySize *float64) ([]draftDe
 	if !hasGroup {
 		group, base = "", name
 	}
-	var hits []draftDef
+	var hits []csvRow
 	var hitIdx []int
 	var names []string
 	for i, d := range cosim.Catalogue() {
@@ -108,14 +108,14 @@ func draftDefs(name string, dir beamng.Direction, arraySize *float64) ([]draftDe
 				if group != "" {
 					g = group
 				}
-				hits = append(hits, draftDef{g, fn, d.Desc})
+				hits = append(hits, csvRow{g, fn, d.Desc})
 				hitIdx = append(hitIdx, i)
 			}
 		}
 	}
 	if len(hits) == 0 && hasGroup && (cosim.Class(group) == "Electrics" || cosim.Class(group) == "Powertrain") && dir == beamng.FromBeamNG {
 		if d, _, ok := cosim.Lookup(group, base); ok {
-			return []draftDef{{group, base, d.Desc}}, ""
+			return []csvRow{{group, base, d.Desc}}, ""
 		}
 	}
 	switch {
@@ -142,7 +142,7 @@ func draftDefs(name string, dir beamng.Direction, arraySize *float64) ([]draftDe
 		if i >= len(cat) || cat[i].Group != cat[hitIdx[0]].Group || cat[i].Group == "Wheels" {
 			return nil, fmt.Sprintf("arraySize %d runs past the end of %s's group in BeamNG's catalogue: expected at most %d", n, name, k)
 		}
-		out = append(out, draftDef{hits[0].group, cat[i].Name, cat[i].Desc})
+		out = append(out, csvRow{hits[0].group, cat[i].Name, cat[i].Desc})
 	}
 	return out, ""
 }

@@ -1,8 +1,8 @@
-// Package emulated runs BeamNG's side of a coupling session in this
+// Package scene runs BeamNG's side of a coupling session in this
 // process: a vehicle per link on loopback ports, all in one physics loop,
 // as BeamNG steps every vehicle of a scene together. `run --emulate`, the
 // fleet bench and the soak stand on it.
-package emulated
+package scene
 
 import (
 	"context"

@@ -1,7 +1,7 @@
 // Package mdftest checks MDF 4 files with readers independent of package
-// mdf: mdflib-dump (mdflib, C++, built from mdf/testdata/oracle; its path
+// mdf: mdflib-dump (mdflib, C++, built from recording/mdf/testdata/oracle; its path
 // in BEAMCONNECT_MDF_ORACLE) and mdfcheck.py (a strict reader written from
-// the standard in Python, in mdf/testdata). Both print what they read in
+// the standard in Python, in recording/mdf/testdata). Both print what they read in
 // the same lines, so a file is read alike when their outputs are equal.
 // BEAMCONNECT_REQUIRE_MDF_READERS=1 (CI) makes a missing reader fail the
 // test instead of skipping the check.
@@ -34,7 +34,7 @@ func Readers(t testing.TB) []Reader {
 		}
 		rs = append(rs, Reader{"mdflib", []string{p}})
 	} else if require {
-		t.Fatal("BEAMCONNECT_MDF_ORACLE is not set: build mdflib-dump with mdf/testdata/oracle/build")
+		t.Fatal("BEAMCONNECT_MDF_ORACLE is not set: build mdflib-dump with recording/mdf/testdata/oracle/build")
 	}
 	if py, err := osexec.LookPath("python3"); err == nil {
 		_, here, _, _ := runtime.Caller(0)

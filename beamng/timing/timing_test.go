@@ -20,7 +20,7 @@ import (
 	"beamconnect/beamng/emulator"
 )
 
-var docs = flag.Bool("docs", false, "write the timing figures into ../docs (timing-*.svg)")
+var docs = flag.Bool("docs", false, "write the timing figures into ../../docs (timing-*.svg)")
 
 // timingCase runs the emulator, writing BeamNG's debug logs, against a
 // client that takes compute to answer each message, on the fake clock. The
@@ -159,7 +159,7 @@ func writeFigure(t *testing.T, logs *Logs, r Report, name string, simulinkTime f
 	if err := SVG(&b, logs, r, beamng.PhysicsDt, title); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("..", "docs", "timing-"+name+".svg"), b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", "timing-"+name+".svg"), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,0 +1,93 @@
+package coupling
+
+import (
+	"net/netip"
+	"time"
+)
+
+// handle answers one datagram if it is BeamNG's message.
+func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int64) {
+	id, whole, ok := l.accept(d, from, arrival)
+	if !ok {
+		return
+	}
+	a := l.step(id, arrival, whole)
+	stepped := l.clock.Now()
+	if stepped.Sub(arrival) >= RebaseGap {
+		// The step took so long that BeamNG has timed out and moved on.
+		l.stats.inc(Late)
+		return
+	}
+	l.lockstep.observe(id, rxAt, arrival)
+	// Master time sync: the reply waits for its time, so BeamNG, which
+	// blocks when its window is full, cannot run ahead of the local clock.
+	paced := l.sim.Paced
+	waited := l.sim.Hold(id)
+	if l.sim.Paced != paced {
+		l.stats.Pacing.Observe(l.sim.LastError)
+	}
+	sentAt := stepped
+	if waited > 0 {
+		sentAt = l.clock.Now()
+	}
+	if err := l.send(a.datagram); err != nil {
+		l.log.Warn("reply failed", "err", err)
+		return
+	}
+	l.sent(l.reply)
+	l.lockstep.replied(id, sentAt)
+	l.stats.inc(Replies)
+	if a.neutral {
+		l.stats.inc(NeutralReplies)
+	}
+	l.stats.Turnaround.Observe(l.clock.Now().Sub(arrival) - waited)
+	l.observed(id, a.neutral)
+}
+
+// observed hands the message to whatever watches the run: the recording,
+// the scope, a test. The recording and the scope show what went on the
+// wire: while the reply was neutral, its values, not the model's.
+func (l *Link) observed(id float64, neutral bool) {
+	o := l.opt
+	if o.Record != nil || o.Scope != nil {
+		st := l.enter()
+		ins := st.ins
+		if neutral {
+			ins = l.wireInputs()
+		}
+		t := l.sim.Local()
+		if o.Record != nil {
+			o.Record.Row(t, l.index, l.Status(), id, l.reply[0], st.stats.Get(Reloads), st.outs, ins, st.loops.set)
+		}
+		if o.Scope != nil {
+			o.Scope.Push(t, st.outs, ins, st.loops.group)
+		}
+		st.leave()
+	}
+	if o.OnMessage != nil {
+		o.OnMessage(l.index, id, l.reply[0])
+	}
+}
+
+// wireInputs is the input ports as the reply carried them: this vehicle's
+// fields from the reply's slots, the other vehicles' as the model wrote
+// them. Under the stage's lock.
+func (l *Link) wireInputs() [][]float64 {
+	st := l.stage
+	if len(l.wire) != len(st.ins) {
+		l.wire = make([][]float64, len(st.ins)) // a reload changed the ports
+	}
+	for pn, v := range st.ins {
+		l.wire[pn] = append(l.wire[pn][:0], v...)
+	}
+	for pn := range l.plan.Inputs[1:] {
+		port := &l.plan.Inputs[pn+1]
+		for fi := range port.Fields {
+			f := &port.Fields[fi]
+			if f.Vehicle == l.index && f.Width > 0 {
+				copy(l.wire[port.Number][f.Offset:f.Offset+f.Width], l.reply[f.Slot:f.Slot+f.Width])
+			}
+		}
+	}
+	return l.wire
+}
