@@ -51,4 +51,3 @@ func (Parameters) ParamValue(p models.Params, plan *ports.Plan, name string) (va
 	}
 	return 0, false, known
 }
-
