@@ -1,6 +1,7 @@
 package beamng
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -83,49 +84,54 @@ func TestCatalogueSlots(t *testing.T) {
 		{ToBeamNG, 14, "B1", "custom1", ""},
 		{ToBeamNG, 63, "B50", "custom50", ""},
 	} {
-		s, ok := At(tt.d, tt.index)
-		if !ok || s.Ref != tt.ref || s.Name != tt.name || s.Unit != tt.unit {
-			t.Errorf("%v[%d] = %s %q %q, want %s %q %q", tt.d, tt.index, s.Ref, s.Name, s.Unit, tt.ref, tt.name, tt.unit)
-		}
-		if got, m := Lookup(tt.d, tt.name); m != Exact || got.Index != tt.index {
-			t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.name, got.Index, m)
-		}
-		if got, m := Lookup(tt.d, tt.ref); m != Reference || got.Index != tt.index {
-			t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.ref, got.Index, m)
-		}
+		t.Run(fmt.Sprintf("%v %s", tt.d, tt.ref), func(t *testing.T) {
+			s, ok := At(tt.d, tt.index)
+			if !ok || s.Ref != tt.ref || s.Name != tt.name || s.Unit != tt.unit {
+				t.Errorf("%v[%d] = %s %q %q, want %s %q %q", tt.d, tt.index, s.Ref, s.Name, s.Unit, tt.ref, tt.name, tt.unit)
+			}
+			if got, m := Lookup(tt.d, tt.name); m != Exact || got.Index != tt.index {
+				t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.name, got.Index, m)
+			}
+			if got, m := Lookup(tt.d, tt.ref); m != Reference || got.Index != tt.index {
+				t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.ref, got.Index, m)
+			}
+		})
 	}
 }
 
 func TestLookup(t *testing.T) {
 	for _, tt := range []struct {
+		name  string // the row's
 		d     Direction
-		name  string
+		key   string
 		index int
 		match Match
 	}{
-		{FromBeamNG, "rpm", 33, Exact},
-		{FromBeamNG, "RPM", 33, Folded},
+		{"exact name", FromBeamNG, "rpm", 33, Exact},
+		{"name in other case", FromBeamNG, "RPM", 33, Folded},
 		// The seed's spelling: accepted, with a warning from the caller.
-		{FromBeamNG, "wheelFL_propulsiontorque", 40, Folded},
-		{FromBeamNG, "H50", 110, Reference},
-		{FromBeamNG, "H51", 0, NoMatch},
-		{FromBeamNG, "H0", 0, NoMatch},
-		{FromBeamNG, "H01", 0, NoMatch},
-		{FromBeamNG, "I1", 0, NoMatch},
-		{FromBeamNG, "b7", 17, Folded},
-		{FromBeamNG, "id", 0, Exact},
-		{FromBeamNG, "driveMode", 0, NoMatch}, // only BeamNG reads it
-		{ToBeamNG, "rpm", 0, NoMatch},         // only BeamNG sends it
-		{ToBeamNG, "A13", 13, Reference},
-		{ToBeamNG, "A14", 0, NoMatch},
-		{ToBeamNG, "B7", 20, Reference},
-		{ToBeamNG, "drivemode", 13, Folded},
-		{ToBeamNG, "", 0, NoMatch},
+		{"seed spelling", FromBeamNG, "wheelFL_propulsiontorque", 40, Folded},
+		{"reference last of bank", FromBeamNG, "H50", 110, Reference},
+		{"reference past bank", FromBeamNG, "H51", 0, NoMatch},
+		{"reference zero", FromBeamNG, "H0", 0, NoMatch},
+		{"reference leading zero", FromBeamNG, "H01", 0, NoMatch},
+		{"reference no such bank", FromBeamNG, "I1", 0, NoMatch},
+		{"reference in other case", FromBeamNG, "b7", 17, Folded},
+		{"message id", FromBeamNG, "id", 0, Exact},
+		{"control in state", FromBeamNG, "driveMode", 0, NoMatch}, // only BeamNG reads it
+		{"state in controls", ToBeamNG, "rpm", 0, NoMatch},        // only BeamNG sends it
+		{"control reference", ToBeamNG, "A13", 13, Reference},
+		{"control reference past bank", ToBeamNG, "A14", 0, NoMatch},
+		{"custom control reference", ToBeamNG, "B7", 20, Reference},
+		{"control in other case", ToBeamNG, "drivemode", 13, Folded},
+		{"empty", ToBeamNG, "", 0, NoMatch},
 	} {
-		s, m := Lookup(tt.d, tt.name)
-		if m != tt.match || (m != NoMatch && s.Index != tt.index) {
-			t.Errorf("Lookup(%v, %q) = %d, %v; want %d, %v", tt.d, tt.name, s.Index, m, tt.index, tt.match)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			s, m := Lookup(tt.d, tt.key)
+			if m != tt.match || (m != NoMatch && s.Index != tt.index) {
+				t.Errorf("Lookup(%v, %q) = %d, %v; want %d, %v", tt.d, tt.key, s.Index, m, tt.index, tt.match)
+			}
+		})
 	}
 }
 
@@ -144,9 +150,11 @@ func TestBankEnd(t *testing.T) {
 		{ToBeamNG, 5, 13},
 		{ToBeamNG, 14, 63},
 	} {
-		if got := BankEnd(tt.d, tt.index); got != tt.to {
-			t.Errorf("BankEnd(%v, %d) = %d, want %d", tt.d, tt.index, got, tt.to)
-		}
+		t.Run(fmt.Sprintf("%v slot %d", tt.d, tt.index), func(t *testing.T) {
+			if got := BankEnd(tt.d, tt.index); got != tt.to {
+				t.Errorf("BankEnd(%v, %d) = %d, want %d", tt.d, tt.index, got, tt.to)
+			}
+		})
 	}
 	total := 0
 	for _, b := range Banks(FromBeamNG) {
@@ -167,8 +175,10 @@ func TestSuggest(t *testing.T) {
 		{ToBeamNG, "drivemod", "driveMode"},
 		{ToBeamNG, "engineTemperature", ""},
 	} {
-		if got := Suggest(tt.d, tt.name); got != tt.want {
-			t.Errorf("Suggest(%v, %q) = %q, want %q", tt.d, tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Suggest(tt.d, tt.name); got != tt.want {
+				t.Errorf("Suggest(%v, %q) = %q, want %q", tt.d, tt.name, got, tt.want)
+			}
+		})
 	}
 }
