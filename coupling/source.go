@@ -173,10 +173,15 @@ type heldMessage struct {
 }
 
 // place classifies an id from BeamNG's address against the ids before it:
-// the first after connecting, after BeamNG's 2 s timeout, a controller
-// restart, a repeat, an implausible jump. It reports whether to answer.
+// the first after connecting, a controller restart, the end of a silence
+// (BeamNG's 2 s timeout, or a pause: silence.go), a repeat, an implausible
+// jump. It reports whether to answer.
 func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
 	gap := now.Sub(l.lastArrival)
+	if l.fresh || id == 0 && l.lastID > 0 || id > l.lastID {
+		l.settleGuess(id, now) // a message BeamNG sent after a guessed silence
+	}
+	pause := false
 	switch {
 	case l.fresh:
 		// The first message since connecting: BeamNG may have been cycling
@@ -185,30 +190,29 @@ func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
 		l.rebase(id, now)
 		l.fresh = false
 		l.stats.inc(Connects)
-	case gap >= RebaseGap:
-		l.stats.inc(StallsRecovered)
-		l.stalled(now)
-		if gap < stallGap && l.silent {
-			l.stats.inc(stallSilences) // the silence was BeamNG's own 2 s timeout
-		}
-		l.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
-			"gap", gap.Round(time.Millisecond), "id", id)
-		l.rebase(id, now)
 	case id == 0 && l.lastID > 0:
 		l.stats.inc(Restarts)
 		l.restarted = true
 		l.log.Warn("BeamNG's controller restarted (ids from 0 again)", "from", from)
 		l.rebase(id, now)
+	case gap >= RebaseGap && id > l.lastID:
+		pause = l.endSilence(id, gap, now)
 	case id <= l.lastID:
 		l.stats.inc(Duplicates)
 		return false
 	case !l.src.plausible(id, l.lastID, gap, l.plan.PhysicsDt):
 		return false
+	default:
+		pause = l.silent && l.resumedWhole(id)
+	}
+	if pause {
+		l.paused(gap, l.silent, id, now)
 	}
 	if l.state != ports.Connected {
 		l.setState(ports.Connected)
 	}
 	l.silent = false
+	l.owed = true
 	l.diag.sinceStall++
 	l.interArrival = gap
 	l.lastID, l.lastArrival = id, now
