@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"sync/atomic"
 	"syscall"
@@ -79,6 +80,7 @@ type Link struct {
 	flushAt      time.Time     // when the recording is flushed next (vehicle 0's loop)
 	interArrival time.Duration // between the last two BeamNG messages (ping_results[1])
 	fresh        bool          // the next message is the first since (re)connecting
+	freshBase    float64       // a new port's first id, when more came from it before it was taken (else +Inf)
 	restarted    bool          // BeamNG started this vehicle's coupling again: its next message begins it
 	silent       bool          // BeamNG went silent while connected, and has not sent since
 	owed         bool          // BeamNG's latest message has had no reply yet
@@ -106,6 +108,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 		sim:   timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
 	}
 	l.held.buf = make([]byte, beamng.MaxDatagram)
+	l.freshBase = math.Inf(1)
 	l.keep = make([]byte, 0, beamng.MaxDatagram+1)
 	l.diag.startCommand = p.StartCommand(v)
 	if s.opt.Local.IsValid() {

@@ -64,6 +64,9 @@ type lockstep struct {
 	repeat     bool    // the next reply repeats the previous id
 	lastNormal float64 // the last reply id the policy gave, before adjusting
 	lastRepair time.Time
+	// suspected: BeamNG's reloaded controller ran ahead from its start
+	// (takeSource): the repair starts at the next message, seen or not.
+	suspected bool
 }
 
 type sentReply struct {
@@ -104,6 +107,18 @@ func (w *lockstep) replied(id float64, at time.Time) {
 // observe looks at the message just handled (before its reply goes out):
 // did it arrive before the reply BeamNG should have waited for?
 func (w *lockstep) observe(id float64, rxAt int64, now time.Time) {
+	if w.suspected {
+		w.suspected = false
+		if !w.lost {
+			w.lose(id, -1, 0, now)
+		}
+		return
+	}
+	if rxAt == 0 && w.lost && w.boost == 0 {
+		// No arrival times to see it by: the repair has closed the gap,
+		// so BeamNG waits for every reply again.
+		w.regain(now, "the repair closed BeamNG's window gap")
+	}
 	if rxAt == 0 || w.window > len(w.sent) {
 		return // no arrival times, or a window too wide to track
 	}
@@ -130,12 +145,18 @@ func (w *lockstep) observe(id float64, rxAt int64, now time.Time) {
 	}
 }
 
+// lose starts an episode out of lockstep at message id: seen sent before
+// the reply to message prev, recent times of the last lockstepWindow; or,
+// with prev -1, suspected.
 func (w *lockstep) lose(id, prev float64, recent int, now time.Time) {
 	w.lost, w.since, w.quiet = true, now, 0
 	w.stats.inc(LockstepLost)
 	w.stats.lockstepSince.Store(now.UnixNano())
 	args := []any{"message", id, "sent_before_the_reply_to", prev, "in_the_last", lockstepWindow, "times", recent,
 		"likely", "a late reply of ours was accepted after BeamNG's 2 s timeout reset its window (reordered or delayed on the network), or another program answers BeamNG"}
+	if prev < 0 {
+		args = []any{"message", id, "likely", "BeamNG's reloaded controller took a late reply of ours to its old self as its own: it sent more than its window allows before any reply to it"}
+	}
 	if w.ids.policy == config.ReplyEcho || now.Sub(w.lastRepair) < repairEvery {
 		w.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting", args...)
 		return
@@ -156,6 +177,12 @@ func (w *lockstep) regain(now time.Time, why string) {
 	w.stats.lockstepSince.Store(0)
 	w.log.Info("BeamNG is back in lockstep", "why", why, "after", d.Round(time.Millisecond))
 }
+
+// suspect is told that BeamNG's reloaded controller sent more messages
+// than its window allows before any reply to it: it took a reply of ours
+// to its old self, late on the network, as its own, and runs ahead. The
+// repair starts at once, whether arrival times show it or not.
+func (w *lockstep) suspect() { w.suspected = true }
 
 // rebased is told that the reply ids were re-based because BeamNG's window
 // restarted: a lost lockstep ends there.

@@ -131,3 +131,86 @@ func TestPauses(t *testing.T) {
 		})
 	}
 }
+
+// lateReply delivers to BeamNG's reloaded controller a reply of the
+// client's to its old self, late on the network: after a Reopen, its
+// first receive gets a copy of the last reply the old controller had.
+type lateReply struct {
+	emulator.Transport
+	last    []byte
+	pending bool
+}
+
+func (w *lateReply) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
+	if w.pending {
+		w.pending = false
+		return copy(buf, w.last), true
+	}
+	n, ok := w.Transport.Recv(buf, wait, stop)
+	if ok {
+		w.last = append(w.last[:0], buf[:n]...)
+	}
+	return n, ok
+}
+
+func (w *lateReply) Reopen() error {
+	err := w.Transport.(emulator.Reopener).Reopen()
+	w.pending = true
+	return err
+}
+
+// BeamNG's controller is reloaded (new sockets, a new port, ids from 0) and
+// a late reply of ours to its old self lands on its new socket: the new
+// controller takes it as its own (any reply above 0 is), so its window
+// says it is far ahead, and it sends every period without waiting. Its
+// messages come from the new port while the old one may still be sending:
+// they are held, and the new port is taken with the first message after
+// the old one's silence. Before, that message was taken, and the messages
+// held before it, BeamNG's own, were then dropped as a stranger's
+// ("claimed BeamNG's place while BeamNG still sent", 1 run in 16 after a
+// restart on a loaded machine); the reply ids counted from that message,
+// not from the new controller's first, and BeamNG stayed out of lockstep
+// unseen where arrival times are not stamped. Now the held messages are
+// drained as BeamNG's, the restart is a restart, and BeamNG's window is
+// repaired from the new session's start, stamps or not.
+func TestRestartAfterALateReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var aheadFrom, aheadTo time.Time // BeamNG's window ahead of the replies, after the restart
+		f := emulator.Faults{Restart: true, RestartAt: time.Second}
+		h := rig{cfg: load(t, "../examples/cruise-pedals.json"),
+			wrap: func(_ int, t emulator.Transport) emulator.Transport { return &lateReply{Transport: t} },
+			em: emulator.Config{Steps: 12000, Faults: f, Trace: func(r *emulator.StepRecord) {
+				if r.MaxRecvID > r.SendCtr {
+					mu.Lock()
+					if aheadFrom.IsZero() {
+						aheadFrom = r.Start
+					}
+					aheadTo = r.Start
+					mu.Unlock()
+				}
+			}}}.sim(t)
+		h.run(t)
+		st := h.c.Stats()
+		if st.Get(Strangers) != 0 || h.log.Has("claimed to be BeamNG") {
+			t.Errorf("%d of BeamNG's own messages dropped as a stranger's\n%s", st.Get(Strangers), h.log)
+		}
+		if st.Get(Restarts) != 1 || st.Get(SourceChanges) != 1 || !h.log.Has("BeamNG's controller restarted: ids from 0 again, from a new port") || h.s.Values()[ModelResets] != 1 {
+			t.Errorf("restarts %d, source changes %d, model resets %d: want the restart taken as one\n%s", st.Get(Restarts), st.Get(SourceChanges), h.s.Values()[ModelResets], h.log)
+		}
+		if aheadFrom.IsZero() {
+			t.Fatal("BeamNG's reloaded controller never took the late reply: the test tests nothing")
+		}
+		// Repaired: back in lockstep well before the end, never a 2 s stall.
+		if h.emSum.Stalls != 0 || h.emSum.MaxRecvID > h.emSum.SendCtr || h.emSum.SendCtr-h.emSum.MaxRecvID > 1 {
+			t.Errorf("BeamNG at the end: %+v", h.emSum)
+		}
+		if st.Get(LockstepLost) != 1 || st.EndedOutOfLockstep() || !h.log.Has("took a late reply of ours to its old self") {
+			t.Errorf("lockstep lost %d, at the end %v: want one episode, repaired\n%s", st.Get(LockstepLost), st.EndedOutOfLockstep(), h.log)
+		}
+		t.Logf("BeamNG ran ahead of the replies for %v after the restart; %d messages drained", aheadTo.Sub(aheadFrom), st.Get(Drained))
+		if f := h.s.Faults(); len(f) != 1 || !containsAll(f, "BeamNG ran out of lockstep 1 times") {
+			t.Errorf("faults %q", f)
+		}
+	})
+}
