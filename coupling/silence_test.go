@@ -169,14 +169,16 @@ func (w *lateReply) Reopen() error {
 // held before it, BeamNG's own, were then dropped as a stranger's
 // ("claimed BeamNG's place while BeamNG still sent", 1 run in 16 after a
 // restart on a loaded machine); the reply ids counted from that message,
-// not from the new controller's first, and BeamNG stayed out of lockstep
-// unseen where arrival times are not stamped. Now the held messages are
-// drained as BeamNG's, the restart is a restart, and BeamNG's window is
-// repaired from the new session's start, stamps or not.
+// not from the new controller's first (a 2 s stall once BeamNG's window
+// caught up), and BeamNG stayed out of lockstep unseen where arrival times
+// are not stamped. Now the held messages are drained as BeamNG's, the
+// restart is a restart, and BeamNG's window is repaired from the new
+// session's start, stamps or not, every reply applied meanwhile.
 func TestRestartAfterALateReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var aheadFrom, aheadTo time.Time // BeamNG's window ahead of the replies, after the restart
+		var got, applied int             // replies BeamNG received, and applied, while ahead
 		f := emulator.Faults{Restart: true, RestartAt: time.Second}
 		h := rig{cfg: load(t, "../examples/cruise-pedals.json"),
 			wrap: func(_ int, t emulator.Transport) emulator.Transport { return &lateReply{Transport: t} },
@@ -187,6 +189,12 @@ func TestRestartAfterALateReply(t *testing.T) {
 						aheadFrom = r.Start
 					}
 					aheadTo = r.Start
+					if r.Got {
+						got++
+						if r.Accepted {
+							applied++
+						}
+					}
 					mu.Unlock()
 				}
 			}}}.sim(t)
@@ -208,7 +216,14 @@ func TestRestartAfterALateReply(t *testing.T) {
 		if st.Get(LockstepLost) != 1 || st.EndedOutOfLockstep() || !h.log.Has("took a late reply of ours to its old self") {
 			t.Errorf("lockstep lost %d, at the end %v: want one episode, repaired\n%s", st.Get(LockstepLost), st.EndedOutOfLockstep(), h.log)
 		}
-		t.Logf("BeamNG ran ahead of the replies for %v after the restart; %d messages drained", aheadTo.Sub(aheadFrom), st.Get(Drained))
+		// The repair lets every reply through (but the first, answered
+		// before the repair began, and the late one), and takes as many
+		// messages as the gap: about the old controller's 1 s.
+		ahead := aheadTo.Sub(aheadFrom)
+		t.Logf("BeamNG ran ahead of the replies for %v after the restart, and applied %d of the %d replies it got meanwhile; %d messages drained", ahead, applied, got, st.Get(Drained))
+		if applied < got-2 || ahead > 1200*time.Millisecond {
+			t.Errorf("BeamNG ran ahead for %v, applying %d of %d replies: want every one applied, for no longer than the gap", ahead, applied, got)
+		}
 		if f := h.s.Faults(); len(f) != 1 || !containsAll(f, "BeamNG ran out of lockstep 1 times") {
 			t.Errorf("faults %q", f)
 		}
