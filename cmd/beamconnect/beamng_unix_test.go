@@ -63,6 +63,16 @@ func rigWithModel(t *testing.T, local, remote int, model string) string {
 	return rig
 }
 
+// hasNote reports whether one of the summary's notes says sub.
+func hasNote(s runJSONSummary, sub string) bool {
+	for _, n := range s.Notes {
+		if strings.Contains(n, sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // summaryOf reads the run's --json summary.
 func summaryOf(t *testing.T, out string) runJSONSummary {
 	t.Helper()
@@ -196,7 +206,9 @@ func TestPausesAreNotFaults(t *testing.T) {
 			if code != exitOK || !s.Healthy || len(s.Faults) != 0 || len(s.Diagnoses) != 0 {
 				t.Errorf("exit %d, faults %q, diagnoses %v: want a healthy run\n%s", code, s.Faults, s.Diagnoses, errb)
 			}
-			if s.Pauses != 1 || s.StallsRecovered != 0 || s.LockstepLost != 0 || len(s.Notes) == 0 || !strings.Contains(s.Notes[0], "BeamNG paused 1 times") {
+			// (A machine loaded enough to hold emulate up for a second
+			// more is another pause of BeamNG's, rightly counted.)
+			if s.Pauses < 1 || s.StallsRecovered != 0 || s.LockstepLost != 0 || !hasNote(s, "BeamNG paused") {
 				t.Errorf("pauses %d, stalls %d, lockstep lost %d, notes %q: want the pause noted", s.Pauses, s.StallsRecovered, s.LockstepLost, s.Notes)
 			}
 			if em.Pauses != 1 || em.Stalls != 0 || em.Accepted < em.Sent-1 {
@@ -236,7 +248,7 @@ func TestStopInsideBeamNGsWait(t *testing.T) {
 			run.Process.Signal(tt.sig)
 			code := waitExit(t, run, 30*time.Second, "run after the signal")
 			s := summaryOf(t, out.String())
-			if code != exitOK || !s.Healthy || len(s.Faults) != 0 || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "before beamconnect was stopped") {
+			if code != exitOK || !s.Healthy || len(s.Faults) != 0 || !hasNote(s, "before beamconnect was stopped") {
 				t.Errorf("exit %d, faults %q, notes %q: want a clean stop\n%s", code, s.Faults, s.Notes, errb)
 			}
 		})
