@@ -100,7 +100,11 @@ binds only where told (":8080" is loopback) and answers only GET.
 
 Exit status: 0 for a healthy run, 1 when anything went wrong: never
 connected, datagrams that were not BeamNG's, BeamNG stalls, silences or lost
-lockstep, model faults, lost recording rows; the summary lists each.
+lockstep, model faults, lost recording rows; the summary lists each. Not
+faults, and noted: BeamNG pausing (it goes on where it left off, the same
+reply ids, in lockstep at once), and BeamNG stopping before beamconnect is
+stopped (Ctrl-C, SIGTERM), however soon after: with every message answered,
+BeamNG was not waiting for a reply.
 --fault (with --emulate) makes the emulated BeamNG misbehave, to see all this.
 
 ` + coupling.PingResultsLayout + `
