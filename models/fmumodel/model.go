@@ -172,13 +172,14 @@ func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error)
 	}
 	m.setup = fmi.Setup{
 		Library: u.Library, Major: c.desc.Major, Token: c.desc.Token, Resources: u.Resources,
-		Name: c.desc.ModelName, Period: c.step, Inputs: c.bind.inVars, Outputs: c.bind.outVars, Texts: c.texts,
+		Name: c.desc.ModelName, Period: c.step, Grid: plan.Period, Inputs: c.bind.inVars, Outputs: c.bind.outVars, Texts: c.texts,
 	}
 	m.setup.Params, m.setup.ParamValues = c.fmiParams()
 	if c.iface == fmu.ME {
 		m.setup.ModelExchange, m.setup.Solver, m.setup.Tolerance, m.setup.MaxStep = true, c.method.String(), c.tolerance, c.maxStep
 		m.setup.States, m.setup.EventIndicators = c.desc.States, c.desc.EventIndicators
 		m.setup.CompletedIntegratorStep = c.desc.ME.CompletedIntegratorStep
+		m.setup.Derivatives = c.desc.Derivatives
 	} else {
 		m.setup.VariableStep = c.desc.CoSim.VariableStep
 		m.setup.Redo = c.desc.CoSim.VariableStep && c.desc.CoSim.CanGetAndSetState
