@@ -113,6 +113,7 @@ type FMU struct {
 	procFault                           atomic.Pointer[error] // the instance or process is gone
 	ended                               atomic.Pointer[error] // the FMU asked to end the simulation
 	missed, skipped, restarts, failures atomic.Int64
+	clamped                             atomic.Int64 // BeamNG's values beyond what an input holds
 	catchUps, resets                    atomic.Int64
 	steps, rejected, events             atomic.Int64 // a model exchange FMU's solver
 
@@ -305,15 +306,29 @@ func (m *FMU) Reset() {
 // Reads reports whether the FMU's inputs are bound to vehicle v's data.
 func (m *FMU) Reads(v int) bool { return m.vehicles.Reads(v) }
 
-// gather collects the FMU's inputs from the output ports.
+// gather collects the FMU's inputs from the output ports, each made to
+// fit what its input holds (fit.go): a value beyond it is clamped,
+// counted, and said once per input.
 func (m *FMU) gather(out [][]float64) {
 	for i := range m.inputs {
 		p := &m.inputs[i]
-		if p.bound {
-			m.inVals[i] = p.r.Get(out)
-		} else {
+		if !p.bound {
 			m.inVals[i] = p.start
+			continue
 		}
+		x := p.r.Get(out)
+		if p.fit.check {
+			var clamped bool
+			if x, clamped = p.fit.take(x, m.inVals[i]); clamped {
+				m.clamped.Add(1)
+				if !p.fit.warned {
+					p.fit.warned = true
+					m.log.Warn("BeamNG's value is beyond what the FMU's input holds: clamped (counted as inputs_clamped; said once per input)",
+						"input", p.name, "type", p.v.Type, "holds", p.fit.holds(p.v), "field", p.field, "value", p.r.Get(out), "sent", x)
+				}
+			}
+		}
+		m.inVals[i] = x
 	}
 }
 
@@ -449,5 +464,5 @@ func (m *FMU) Close() error {
 // restarts.
 func (m *FMU) Tally() models.Tally {
 	return models.Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts(),
-		SolverSteps: m.steps.Load(), SolverRejected: m.rejected.Load(), Events: m.events.Load()}
+		SolverSteps: m.steps.Load(), SolverRejected: m.rejected.Load(), Events: m.events.Load(), InputsClamped: m.clamped.Load()}
 }
