@@ -197,13 +197,13 @@ type BadState struct {
 	Value      float64
 	X          float64 // a derivative's state's value
 	T          float64
-	Event      bool       // a state the FMU set at its event at T
-	Shrunk     ode.Method // dopri5 met it at every step however short; 0 otherwise
+	Event      bool // a state the FMU set at its event at T
+	Shrunk     bool // dopri5 met it at every step however short
 }
 
 func (e *BadState) Error() string {
 	switch {
-	case e.Derivative && e.Shrunk == ode.DOPRI5:
+	case e.Derivative && e.Shrunk:
 		return fmt.Sprintf("the FMU's derivative %s is %v at t = %g s (its state %s = %v), at every step of the dopri5 solver however short: the model cannot be integrated past it", e.Name, e.Value, e.T, e.State, e.X)
 	case e.Derivative:
 		return fmt.Sprintf("the FMU's derivative %s is %v at t = %g s (its state %s = %v): the model cannot be integrated past it", e.Name, e.Value, e.T, e.State, e.X)
@@ -450,11 +450,7 @@ func (e *me) explain(err error) error {
 		if !nf.Derivative {
 			return &BadState{Name: state, Value: nf.Value, T: nf.T}
 		}
-		b := &BadState{Derivative: true, Name: der, State: state, Value: nf.Value, X: nf.X, T: nf.T}
-		if nf.Shrunk {
-			b.Shrunk = ode.DOPRI5
-		}
-		return b
+		return &BadState{Derivative: true, Name: der, State: state, Value: nf.Value, X: nf.X, T: nf.T, Shrunk: nf.Shrunk}
 	case errors.As(err, &u):
 		return &Unstable{Unstable: *u, Period: e.period}
 	}

@@ -313,6 +313,11 @@ const margin = 0.01
 // the first step), and the slowest unstable ones have |h·λ| = 0.14.
 const look = 0.05
 
+// eps is the second look's difference, in units of each state's nominal
+// value plus its size: about the square root of float64's precision, a
+// tangent to rounding's error.
+const eps = 1e-7
+
 // floor is the smallest change of the states (relative to their nominal
 // values and sizes, in the root mean square) the stability estimate is
 // made from: below it the change is rounding, and its ratio noise.
@@ -379,23 +384,48 @@ func (s *Solver) stable(sys System, t, h float64, x []float64) error {
 	if s.growth(z) <= s.allowed(z) && h*math.Sqrt(jj) <= look {
 		return nil // dynamics too slow for the step to matter
 	}
-	// Arnoldi's second vector: q2 = (Jq1 − h11 q1)/h21.
-	h21 := math.Sqrt(max(jj-h11*h11, 0))
-	lams := [2]complex128{complex(h11, 0), complex(h11, 0)}
-	if h21 > 1e-9*math.Sqrt(jj) {
-		q2 := func(i int) float64 { return (jq1(i) - h11*q1(i)) / h21 }
-		p, fp := k[4], k[5] // free in both fixed-step methods
+	// The second look: J at the base state itself (a tangent, by a small
+	// difference, where the first was a secant over the stages' whole
+	// excursion, which a strongly nonlinear model bends: Robertson's
+	// y2' = −3e7 y2² is stiff at a stage's y2 > 0, and grows where an
+	// overshoot took y2 below 0), in the plane of q1 and its image: Jq1,
+	// then q2 = (Jq1 − h11 q1)/|…| and Jq2. Slots free in both methods
+	// now (RK4's k3 and k4 are spent, Euler's probe too): jt holds Jq1,
+	// q2 its part across q1, p and fp a perturbed state and its f.
+	jt, q2, p, fp := k[6], k[2], k[4], k[5]
+	tangent := func(q func(int) float64) bool {
 		for i := range x {
-			p[i] = base(i) + norm*q2(i)*sc(i)
+			p[i] = base(i) + eps*q(i)*sc(i)
 		}
 		if s.eval(sys, ts, p, fp) != nil {
-			return nil // not confirmed
+			return false // not looked at: the next step meets what failed
+		}
+		for i := range x {
+			jt[i] = (fp[i] - fb[i]) / sc(i) / eps
+		}
+		return true
+	}
+	if !tangent(q1) {
+		return nil
+	}
+	h11, jj = 0, 0
+	for i := range x {
+		h11 += q1(i) * jt[i]
+		jj += jt[i] * jt[i]
+	}
+	h21 := math.Sqrt(max(jj-h11*h11, 0))
+	lams := [2]complex128{complex(h11, 0), complex(h11, 0)}
+	if h21 > 1e-6*math.Sqrt(jj) {
+		for i := range x {
+			q2[i] = (jt[i] - h11*q1(i)) / h21
+		}
+		if !tangent(func(i int) float64 { return q2[i] }) {
+			return nil
 		}
 		var h12, h22 float64
 		for i := range x {
-			jq2 := (fp[i] - fb[i]) / sc(i) / norm
-			h12 += q1(i) * jq2
-			h22 += q2(i) * jq2
+			h12 += q1(i) * jt[i]
+			h22 += q2[i] * jt[i]
 		}
 		tr, det := h11+h22, h11*h22-h12*h21
 		root := cmplx.Sqrt(complex(tr*tr/4-det, 0))

@@ -344,6 +344,21 @@ func (s spring) Derivatives(_ float64, x, dx []float64) error {
 	return nil
 }
 
+// robertson is Robertson's chemical kinetics (the stiff test problem):
+// y1' = −0.04 y1 + 1e4 y2 y3, y2' = 0.04 y1 − 1e4 y2 y3 − 3e7 y2², with
+// y3 = 1 − y1 − y2. At its start its Jacobian is mild; a stage's y2 makes
+// it stiff (−6e7 y2), and an overshoot below 0 makes y2 grow without
+// bound, which a secant across the stages mistakes for the model's own
+// growth.
+type robertson struct{}
+
+func (robertson) Derivatives(_ float64, y, dy []float64) error {
+	y3 := 1 - y[0] - y[1]
+	dy[0] = -0.04*y[0] + 1e4*y[1]*y3
+	dy[1] = 0.04*y[0] - 1e4*y[1]*y3 - 3e7*y[1]*y[1]
+	return nil
+}
+
 // A fixed step the model's fastest dynamics make unstable is refused at
 // the first step, before its result is used, naming the stable step;
 // steps within the stability region pass, whatever the forcing.
@@ -367,6 +382,7 @@ func TestUnstableStep(t *testing.T) {
 		{"rk4 on a 50 Hz spring", RK4, spring{2 * math.Pi * 50, 0}, []float64{1, 0}, false, 0},
 		{"euler, a fast forcing", Euler, forcing{1e6, 1e4}, []float64{0, 0}, false, 0},
 		{"rk4, a fast forcing", RK4, forcing{1e6, 1e4}, []float64{0, 0}, false, 0},
+		{"rk4 on Robertson", RK4, robertson{}, []float64{1, 0}, true, 0},
 		{"euler on van der Pol", Euler, vanDerPol{1}, []float64{2, 0}, false, 0},
 		{"rk4 on van der Pol", RK4, vanDerPol{3}, []float64{2, 0}, false, 0},
 	} {
