@@ -28,9 +28,11 @@ euler; .tolerance; .maxStep in seconds). modelParams.path names the .fmu
 picks one of an FMU that has both (default: co-simulation). Its inputs take
 the config's outputs fields of the same name (groundspeed; a Gen 2 CSV
 name, with or without its group; ego.groundspeed with several vehicles;
-an array's elements as u[1], u[2]…), its outputs drive the inputs fields
-of their name (throttle, brake, steering…). modelParams.inputs and
-.outputs ({"fmuVariable": "field"}) bind other names; .parameters
+an array's elements as u[1], u[2]…; a value an input cannot hold is
+rounded and clamped to what it holds, counted as inputs_clamped), its
+outputs drive the inputs fields of their name (throttle, brake,
+steering…). modelParams.inputs and .outputs ({"fmuVariable": "field"})
+bind other names; .parameters
 ({"name": value}) sets parameters and inputs' values (numbers, true/false,
 an enumeration's item, text for a String, hexadecimal for a Binary, arrays
 as JSON arrays). Unbound FMU inputs keep their values, unbound config
@@ -48,9 +50,11 @@ BeamNG only when its step for that simulation step answered in time.
 
 By default the FMU runs in a child process (beamconnect fmu-host), so that
 its crash or hang cannot take beamconnect with it. A crash, a step that runs
-longer than beamng.modelTimeoutMs, a status other than OK or Warning, or a
-NaN output is a model fault: BeamNG gets neutral controls at once, the fault
-is logged, the FMU is started again after 1 s, 2, 4 … up to 30 s (a step
+longer than beamng.modelTimeoutMs, a status other than OK or Warning, a
+NaN output, or a model exchange FMU's state gone NaN is a model fault (an
+unstable fixed step of its solver is one for good, naming maxStep or
+dopri5): BeamNG gets neutral controls at once, the fault is logged, the
+FMU is started again after 1 s, 2, 4 … up to 30 s (a step
 that returns late ends its fault; one still running after 1 s, and 4 model
 timeouts, has its host stopped and started again)
 (modelParams.restart: false turns that off; a NaN output ends when the
