@@ -205,11 +205,13 @@ func TestSignalValues(t *testing.T) {
 		{FromBeamNG, "custom3", 0, 0, false, false},
 		{ToBeamNG, "throttle", 0, 0, false, false},
 	} {
-		s, _ := Lookup(tt.d, tt.name)
-		lo, hi, whole, ok := s.Values()
-		if lo != tt.lo || hi != tt.hi || whole != tt.whole || ok != tt.listed {
-			t.Errorf("%v %s: %v..%v whole %v listed %v", tt.d, tt.name, lo, hi, whole, ok)
-		}
+		t.Run(fmt.Sprintf("%v %s", tt.d, tt.name), func(t *testing.T) {
+			s, _ := Lookup(tt.d, tt.name)
+			lo, hi, whole, ok := s.Values()
+			if lo != tt.lo || hi != tt.hi || whole != tt.whole || ok != tt.listed {
+				t.Errorf("%v..%v whole %v listed %v", lo, hi, whole, ok)
+			}
+		})
 	}
 	// A Gen 2 row takes its Gen 1 namesake's, a modifier row none.
 	if lo, hi, _, ok := (Signal{Dir: FromBeamNG, Name: "Driver/throttle", Meaning: "throttle"}).Values(); !ok || lo != 0 || hi != 1 {
