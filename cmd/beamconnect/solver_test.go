@@ -53,6 +53,23 @@ func meRig(t *testing.T, fmuPath string, periodMs float64, modelParams string, l
 	return rig
 }
 
+// valuesOnly has the rig at path await every step of its FMU however long
+// it takes (a deadline of 4 s, a model timeout of 5 s): for tests of what
+// the FMU computes, which a loaded machine's hiccup must not turn into
+// neutral replies.
+func valuesOnly(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), `"modelTimeoutMs": 500`, `"modelTimeoutMs": 5000`, 1)
+	s = strings.Replace(s, `"deadlineMs": 100`, `"deadlineMs": 4000`, 1)
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // recordedRows reads a CSV recording: its rows by column name.
 func recordedRows(t *testing.T, file string) (rows []map[string]float64) {
 	t.Helper()
@@ -88,6 +105,7 @@ func TestRunMENaNStateFaults(t *testing.T) {
 		t.Run(fmt.Sprintf("%s FMI %d", tt.solver, tt.fmi), func(t *testing.T) {
 			path := testfmu.MEForTest(t, "nan.fmu", testfmu.MEOptions{FMI: tt.fmi, Model: "nan"})
 			rig := meRig(t, path, 5, `"solver": "`+tt.solver+`", "outputs": { "y": "throttle" }`, 0, 0)
+			valuesOnly(t, rig)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--duration", "1s", "--record", rec)
 			late, before := 0, 0
@@ -220,6 +238,7 @@ func TestRunMETimeEventsOnTheirMessage(t *testing.T) {
 
 			free := freeUDPPorts(t, 2)
 			rig := meRig(t, path, 10, `"outputs": { "counter": "custom1" }`, free[0], free[1])
+			valuesOnly(t, rig)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			run, out, errb := startProcess(t, "run", "--json", rig, "--record", rec)
 			errb.waitFor(t, "waiting for BeamNG")
@@ -314,6 +333,7 @@ func TestRunMEReferenceFMUs(t *testing.T) {
 			}
 			want := referenceAt(t, ref, "counter", period)
 			rig := meRig(t, path, tt.periodMs, `"outputs": { "counter": "custom1" }`, 0, 0)
+			valuesOnly(t, rig)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s", "--record", rec)
 			if code != exitOK {
@@ -349,4 +369,71 @@ func TestRunMEReferenceFMUs(t *testing.T) {
 			t.Errorf("%s", errOut)
 		}
 	})
+}
+
+// The Reference FMUs as co-simulation at a 10 ms period, their
+// communication points computed from the messages' ids: what BeamNG gets
+// at every message is what fmusim computes at that message's end, to the
+// 16 digits it prints; Dahlquist's FMI 3.0 fixed internal step of 100 ms
+// multi-rate (stepped every 10 messages, its output held in between).
+func TestRunCSReferenceFMUs(t *testing.T) {
+	dir, sim := referenceFMUs(t)
+	for _, tt := range []struct {
+		fmi          int
+		model, out   string
+		every        int64 // messages an FMU step spans
+		stepInterval string
+	}{
+		{2, "VanDerPol", "x0", 1, "0.01"},
+		{3, "VanDerPol", "x0", 1, "0.01"},
+		{3, "BouncingBall", "h", 1, "0.01"},
+		{2, "Dahlquist", "x", 1, "0.01"},
+		{3, "Dahlquist", "x", 10, "0.1"},
+	} {
+		t.Run(fmt.Sprintf("%s FMI %d", tt.model, tt.fmi), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tt.model+".fmu")
+			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("fmi%d", tt.fmi), tt.model+".fmu"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(path, b, 0o644)
+			ref := filepath.Join(t.TempDir(), "fmusim.csv")
+			if out, err := osexec.Command(sim, "--interface-type", "cs", "--stop-time", "5", "--output-interval", tt.stepInterval,
+				"--output-file", ref, path).CombinedOutput(); err != nil {
+				t.Fatalf("fmusim: %v\n%s", err, out)
+			}
+			want := referenceAt(t, ref, tt.out, 0.01)
+			rig := meRig(t, path, 10, `"outputs": { "`+tt.out+`": "custom1" }`, 0, 0)
+			valuesOnly(t, rig)
+			cfg, err := os.ReadFile(rig) // as co-simulation, the default for an FMU with both
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(rig, []byte(strings.Replace(string(cfg), `"interface": "ModelExchange", `, "", 1)), 0o644)
+			rec := filepath.Join(t.TempDir(), "run.csv")
+			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "1s", "--record", rec)
+			if code != exitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			compared, worst := 0, 0.0
+			for _, r := range recordedRows(t, rec) {
+				id := int64(r["id"])
+				end := (id/tt.every + 1) * tt.every // the end of the FMU's step this message's reply carries
+				ref, ok := want[end]
+				if !ok || end > 500 {
+					continue
+				}
+				compared++
+				if got := r["in2.custom1"]; math.Abs(got-ref) > 1e-15*math.Abs(ref) {
+					worst = max(worst, math.Abs(got-ref))
+					if worst == math.Abs(got-ref) {
+						t.Errorf("message %d (the FMU at %g s): %v, fmusim %v", id, float64(end)/100, got, ref)
+					}
+				}
+			}
+			if compared < 490 {
+				t.Errorf("%d messages compared", compared)
+			}
+		})
+	}
 }
