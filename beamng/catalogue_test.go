@@ -2,6 +2,7 @@ package beamng
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -180,5 +181,43 @@ func TestSuggest(t *testing.T) {
 				t.Errorf("Suggest(%v, %q) = %q, want %q", tt.d, tt.name, got, tt.want)
 			}
 		})
+	}
+}
+
+// The values BeamNG documents for what it sends: the pedals' and the
+// steering's ranges, the lights' 0 or 1, the gear's whole numbers from -1,
+// speeds of 0 or more; none for what it does not document, nor for a
+// control it is sent.
+func TestSignalValues(t *testing.T) {
+	for _, tt := range []struct {
+		d             Direction
+		name          string
+		lo, hi        float64
+		whole, listed bool
+	}{
+		{FromBeamNG, "throttle", 0, 1, false, true},
+		{FromBeamNG, "steering_input", -1, 1, false, true},
+		{FromBeamNG, "highbeam", 0, 1, true, true},
+		{FromBeamNG, "ignitionLevel", 0, 3, true, true},
+		{FromBeamNG, "gear", -1, math.Inf(1), true, true},
+		{FromBeamNG, "rpm", 0, math.Inf(1), false, true},
+		{FromBeamNG, "posX", 0, 0, false, false},
+		{FromBeamNG, "custom3", 0, 0, false, false},
+		{ToBeamNG, "throttle", 0, 0, false, false},
+	} {
+		t.Run(fmt.Sprintf("%v %s", tt.d, tt.name), func(t *testing.T) {
+			s, _ := Lookup(tt.d, tt.name)
+			lo, hi, whole, ok := s.Values()
+			if lo != tt.lo || hi != tt.hi || whole != tt.whole || ok != tt.listed {
+				t.Errorf("%v..%v whole %v listed %v", lo, hi, whole, ok)
+			}
+		})
+	}
+	// A Gen 2 row takes its Gen 1 namesake's, a modifier row none.
+	if lo, hi, _, ok := (Signal{Dir: FromBeamNG, Name: "Driver/throttle", Meaning: "throttle"}).Values(); !ok || lo != 0 || hi != 1 {
+		t.Errorf("Gen 2 throttle: %v..%v %v", lo, hi, ok)
+	}
+	if _, _, _, ok := (Signal{Dir: FromBeamNG, Name: "x", Meaning: "throttle", Kind: "multiply"}).Values(); ok {
+		t.Error("a multiply row has documented values")
 	}
 }

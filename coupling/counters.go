@@ -55,6 +55,7 @@ const (
 	ModelSkipped                   // requests not sent to the model's program (it was busy)
 	ModelRestarts                  // restarts of the model's program
 	ModelResets                    // times the model started over: BeamNG started its coupling again
+	InputsClamped                  // BeamNG's values an FMU's input could not hold: clamped to what it holds
 	SolverSteps                    // a model exchange FMU's solver steps
 	SolverRejected                 // … steps its error control rejected
 	SolverEvents                   // … events handled (time, state, step)
@@ -155,6 +156,7 @@ var CounterTable = [NumCounters]CounterInfo{
 	SolverRejected: {Name: "solver_rejected", Normal: true, Help: "Steps of that solver its error control rejected (and took again, smaller).", Run: true},
 	SolverEvents:   {Name: "solver_events", Normal: true, Help: "Events of a model exchange FMU handled: time, state and step events.", Run: true},
 	ModelResets:    {Name: "model_resets", Normal: true, Help: "Times the model started over from its initial state because BeamNG started its coupling again.", Run: true},
+	InputsClamped:  {Name: "inputs_clamped", Help: "Values from BeamNG an FMU's input cannot hold (beyond its integer type's range or its min and max, or no item of its enumeration): clamped to what it holds before the step.", Run: true},
 	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},
 	ReloadErrors:   {Name: "reload_errors", Normal: true, Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
 	RecordRows:     {Name: "record_rows", Help: "Rows recorded.", Run: true},

@@ -3,6 +3,7 @@ package coupling
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"flag"
 	"fmt"
 	"net"
@@ -284,6 +285,57 @@ func TestFaultMatrix(t *testing.T) {
 					t.Errorf("the fault is not said, or the FMU was started again\n%s", m.log)
 				}
 				m.extra = "said at once, not started again"
+			}},
+		{name: "a state gone NaN", what: "a Model Exchange FMU whose derivative turns NaN at 0.5 s, its output fmin(x, 0.8) a number all the same, under rk4: a fault at the step that meets it, naming der(x); neutral controls from then on, never the 0.8 computed from a NaN state",
+			configFile: meMatrixRig(testfmu.MEOptions{Model: "nan"}, 5, `"solver": "rk4", "outputs": { "y": "throttle" }`),
+			reported:   []string{"the model faulted", "the FMU failed or gave NaN or infinite outputs"},
+			check: func(t *testing.T, m *matrixRun) {
+				before, after := 0, 0
+				for _, r := range recordedRows(t, m.f.Name()) {
+					switch end := (r["id"] + 1) * 0.005; {
+					case end <= 0.4951 && r["in1.throttle"] == 0.8:
+						before++
+					case end > 0.5051 && r["in1.throttle"] != 0:
+						after++
+					}
+				}
+				if before < 99 || after != 0 || !m.log.Has("the FMU's derivative der(x) is NaN at t = 0.5") {
+					t.Errorf("%d replies at 0.8 before 0.5 s, %d carrying the FMU's throttle after\n%s", before, after, m.log)
+				}
+				m.extra = fmt.Sprintf("%d replies at 0.8 until 0.5 s, %d after it", before, after)
+			}},
+		{name: "an unstable fixed step", what: "a Model Exchange FMU with a fast state (λ = 500/s) under euler at the period's step, h·λ = 2.5: refused at the first step, before any of its output reaches BeamNG, a fault for good naming maxStep 0.004 or dopri5",
+			configFile: meMatrixRig(testfmu.MEOptions{FMI: 3, Model: "stiff"}, 5, `"solver": "euler", "outputs": { "x": "throttle" }, "parameters": { "lambda": 500 }`),
+			reported:   []string{"the model faulted 1 times"},
+			check: func(t *testing.T, m *matrixRun) {
+				model := 0
+				for _, r := range recordedRows(t, m.f.Name()) {
+					if r["in1.throttle"] != 0 {
+						model++
+					}
+				}
+				if model != 0 || !m.log.Has("set modelParams.maxStep to 0.004 or less") || m.log.Has("starting it again") {
+					t.Errorf("%d replies carried the unstable step's throttle\n%s", model, m.log)
+				}
+				m.extra = fmt.Sprintf("%d replies carried its throttle, not started again", model)
+			}},
+		{name: "a time event on a communication point", what: "a Model Exchange stair at a 10 ms period, its counter one higher at every whole second by time events: the reply to the message whose step ends on the second carries the new count, as fmusim has it",
+			configFile: meMatrixRig(testfmu.MEOptions{Model: "stair"}, 10, `"outputs": { "counter": "custom1" }`),
+			check: func(t *testing.T, m *matrixRun) {
+				seconds, onTime := 0, 0
+				for _, r := range recordedRows(t, m.f.Name()) {
+					end := int64(r["id"]) + 1
+					if end%100 == 0 {
+						seconds++
+						if r["in2.custom1"] == float64(1+end/100) {
+							onTime++
+						}
+					}
+				}
+				if seconds < 4 || onTime != seconds {
+					t.Errorf("%d of %d whole seconds' messages carried the new count", onTime, seconds)
+				}
+				m.extra = fmt.Sprintf("%d of %d on their message", onTime, seconds)
 			}},
 		{name: "a reload the model refuses", what: "an FMU in its child process: kp 50, which it refuses, tried on a scratch instance first: refused whole, nothing applied",
 			configFile: fmuRig(testfmu.Options{}), steps: 6000, fps: 60, during: refusedReload,
@@ -618,6 +670,53 @@ func startedOver(t *testing.T, m *matrixRun) {
 		t.Errorf("%d replies after the restart to compare", same)
 	}
 	m.extra = fmt.Sprintf("1 model reset; %d replies after the restart, each the same as as many steps from the run's start", same-differ)
+}
+
+// meMatrixRig writes the FMU example's rig with a Model Exchange test FMU
+// at a period of periodMs, its inputs holding custom1 too (a slot BeamNG
+// leaves alone, unclamped), modelParams (without the path) as given.
+func meMatrixRig(o testfmu.MEOptions, periodMs int, params string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		path := testfmu.MEForTest(t, o.Model+".fmu", o)
+		text := strings.Replace(string(must(os.ReadFile("../examples/fmu-cruise/cruise.json"))), `"path": "cruise.fmu",
+      "parameters": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 }`,
+			`"path": "`+filepath.ToSlash(path)+`", "interface": "ModelExchange", "deadlineMs": 100, `+params, 1)
+		text = strings.Replace(text, `"model": "fmu",`, `"model": "fmu", "modelTimeoutMs": 500,`, 1)
+		text = strings.Replace(text, `,
+    "quality": { "measured": "groundspeed", "setpoint": "setSpeed" }`, "", 1)
+		text = strings.ReplaceAll(text, `"updatePeriodMs": 5`, fmt.Sprintf(`"updatePeriodMs": %d`, periodMs))
+		text = strings.Replace(text, `[ { "propertyName": "driveMode", "initialValue": 0 } ]`,
+			`[ { "propertyName": "driveMode", "initialValue": 0 }, { "propertyName": "custom1", "initialValue": 0 } ]`, 1)
+		rig := filepath.Join(filepath.Dir(path), o.Model+".json")
+		os.WriteFile(rig, []byte(text), 0o644)
+		return rig
+	}
+}
+
+// recordedRows reads a CSV recording: its rows by column name.
+func recordedRows(t *testing.T, file string) []map[string]float64 {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	all, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(all) < 2 {
+		t.Fatalf("recording: %v, %d rows", err, len(all))
+	}
+	var rows []map[string]float64
+	for _, line := range all[1:] {
+		if line[0] == "time" {
+			continue // a reload's header
+		}
+		row := map[string]float64{}
+		for i, name := range all[0] {
+			row[name], _ = strconv.ParseFloat(line[i], 64)
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // swapGroups reloads the Gen 2 follow rig with its inputs groups swapped,
