@@ -336,6 +336,30 @@ func TestValidateFMUValuePositions(t *testing.T) {
 	}
 }
 
+// An array parameter of an FMU takes a JSON array, as docs/fmu.md says:
+// the schema lets it through, and the FMU's own shape judges its length.
+func TestValidateFMUArrayParameter(t *testing.T) {
+	extra := testfmu.Options{FMI: 3, Extra: []string{
+		`<Float64 name="gains" valueReference="24" causality="parameter" variability="tunable" start="1 2 3"><Dimension start="3"/></Float64>`,
+	}}
+	for _, tc := range []struct {
+		name, params string
+		code         int
+		want         string
+	}{
+		{"three values", `"gains": [0.5, 1, 1.5]`, exitOK, ": valid"},
+		{"two values", `"gains": [0.5, 1]`, exitFailed, "beamng.modelParams.parameters.gains"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := fmuRig(t, extra, `{ "path": "cruise.fmu", "parameters": { `+tc.params+` } }`)
+			out, _, code := exec(t, nil, "validate", rig)
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want %d and %q in\n%s", code, tc.code, tc.want, out)
+			}
+		})
+	}
+}
+
 // An FMU that ends the simulation ends its model cleanly: the run goes on
 // with neutral controls and exits 0, its summary saying when and why.
 func TestRunFMUEndsCleanly(t *testing.T) {
