@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -621,4 +622,73 @@ func TestFMUExport(t *testing.T) {
 			t.Error("a refused export left an FMU behind")
 		}
 	})
+}
+
+// A beamconnect beside the other platform's (as `go build` for both into
+// one folder leaves them, as the README's install does) exports an FMU
+// that runs on both: binaries for x86-64 Linux and Windows, each the shim
+// beside its beamconnect, no warning.
+func TestFMUExportBothPlatforms(t *testing.T) {
+	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" && runtime.GOOS != "windows" {
+		t.Skip("FMUs are exported on x86-64 Linux and Windows")
+	}
+	if testing.Short() {
+		t.Skip("builds beamconnect for the other platform")
+	}
+	goBin, err := osexec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command here (the Windows tests under Wine): the Linux run builds both")
+	}
+	dir := t.TempDir()
+	self, err := os.ReadFile(binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := filepath.Join(dir, export.ExecutableName(runtime.GOOS))
+	if err := os.WriteFile(here, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"linux": "windows", "windows": "linux"}[runtime.GOOS]
+	build := osexec.Command(goBin, "build", "-o", filepath.Join(dir, export.ExecutableName(other)), ".")
+	build.Env = append(os.Environ(), "GOOS="+other, "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build for %s: %v\n%s", other, err, out)
+	}
+	for _, major := range []int{2, 3} {
+		fmuPath := filepath.Join(dir, fmt.Sprintf("rig%d.fmu", major))
+		cmd := osexec.Command(here, "fmu", "export", "../../examples/cruise-pedals.json", "-o", fmuPath, "--fmi", strconv.Itoa(major))
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || strings.Contains(stderr.String(), "warning") {
+			t.Fatalf("export: %v\n%s%s", err, stdout.String(), stderr.String())
+		}
+		linux, _ := export.Platform(major, "linux")
+		windows, _ := export.Platform(major, "windows")
+		if want := "platforms:  binaries/" + linux + ", binaries/" + windows; !strings.Contains(stdout.String(), want) {
+			t.Errorf("export says:\n%s\nwant it to say %q", stdout.String(), want)
+		}
+		f, err := fmu.Open(fmuPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(f.Platforms, []string{linux, windows}) && !slices.Equal(f.Platforms, []string{windows, linux}) {
+			t.Errorf("the FMU has binaries for %v", f.Platforms)
+		}
+		f.Close()
+		zr, err := zip.OpenReader(fmuPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exes []string
+		for _, zf := range zr.File {
+			if strings.HasSuffix(zf.Name, "/beamconnect") || strings.HasSuffix(zf.Name, "/beamconnect.exe") {
+				exes = append(exes, zf.Name)
+			}
+		}
+		zr.Close()
+		slices.Sort(exes)
+		if want := []string{"binaries/" + linux + "/beamconnect", "binaries/" + windows + "/beamconnect.exe"}; !slices.Equal(exes, want) {
+			t.Errorf("beamconnect's executables in the FMU: %v, want %v", exes, want)
+		}
+	}
 }
