@@ -117,19 +117,34 @@ type server struct {
 
 	step   stepRequest
 	values []float64 // the master's inputs of the step (handed to the bridge)
+
+	// Buffers reused from call to call: an answer is copied into the
+	// mailbox before the next request is read.
+	ans, payload []byte
+	timer        *time.Timer
 }
 
 func newServer(room int, listen coupling.Listen) *server {
 	q := &logQueue{}
-	return &server{room: room, listen: listen, logs: q, log: slog.New(&handler{q: q})}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &server{room: room, listen: listen, logs: q, log: slog.New(&handler{q: q}), timer: t}
 }
 
 // answer builds an answer: result, the log lines that fit, then payload.
+// It is valid until the next request is handled.
 func (s *server) answer(result uint8, payload []byte) []byte {
-	w := writer{b: make([]byte, 0, 256+len(payload))}
+	w := writer{b: s.ans[:0]}
 	w.u8(result)
 	s.logs.take(&w, s.room-len(payload)-16)
-	return append(w.b, payload...)
+	s.ans = append(w.b, payload...)
+	return s.ans
+}
+
+// wait arms the server's timer for d; the caller stops it.
+func (s *server) wait(d time.Duration) <-chan time.Time {
+	s.timer.Reset(d)
+	return s.timer.C
 }
 
 // fail answers an error, said through the logger.
@@ -254,12 +269,13 @@ func (s *server) progress() []byte {
 // outputs is the payload of an answer to initialize and to a step: the
 // FMU's time and its outputs.
 func (s *server) outputs(b *bridge) []byte {
-	w := writer{b: make([]byte, 0, 12+8*len(s.outs))}
+	w := writer{b: s.payload[:0]}
 	w.f64(s.start + float64(s.n)*s.plan.Period)
 	w.u32(uint32(len(s.outs)))
 	for i := range s.outs {
 		w.f64(b.out[i])
 	}
+	s.payload = w.b
 	return w.b
 }
 

@@ -146,8 +146,7 @@ func (s *server) initialize(body []byte) []byte {
 		if !deadline.IsZero() {
 			wait = min(wait, max(time.Until(deadline), 0))
 		}
-		t := time.NewTimer(wait)
-		defer t.Stop()
+		defer s.timer.Stop()
 		select {
 		case <-r.bridge.ended:
 			return true, s.answer(statusOK, s.outputs(r.bridge))
@@ -155,7 +154,7 @@ func (s *server) initialize(body []byte) []byte {
 			return true, s.failFor(fmt.Errorf("the coupling ended before BeamNG's first message: %v", err))
 		case <-s.gone:
 			return true, s.failFor(errors.New("the master's process ended"))
-		case <-t.C:
+		case <-s.wait(wait):
 		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return true, s.failFor(fmt.Errorf("BeamNG sent no message in %v (parameter connectTimeout): start BeamNG's coupling as logged above, once the FMU waits for it; BeamNG started first loses its first message and waits 2 s", r.connect))
@@ -246,8 +245,7 @@ func (s *server) doStep(body []byte) []byte {
 		return s.failFor(errors.New("the master's process ended"))
 	}
 	s.op = func(wait time.Duration) (bool, []byte) {
-		t := time.NewTimer(wait)
-		defer t.Stop()
+		defer s.timer.Stop()
 		select {
 		case <-r.bridge.ended:
 			s.n = end
@@ -256,7 +254,7 @@ func (s *server) doStep(body []byte) []byte {
 			return true, s.failFor(fmt.Errorf("the coupling ended: %v", err))
 		case <-s.gone:
 			return true, s.failFor(errors.New("the master's process ended"))
-		case <-t.C:
+		case <-s.wait(wait):
 		}
 		last := time.Unix(0, r.bridge.arrived.Load())
 		if r.asked.After(last) {

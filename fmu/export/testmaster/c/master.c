@@ -7,13 +7,14 @@
  * in between (the second run's outputs to OUT.2.csv): the library loads,
  * runs, unloads and loads again in one process. Built for Linux with cc and for Windows with mingw-w64.
  *
- * master [-twice] DIR IDENTIFIER FMI TOKEN STOP H INPUT STEP_AT VALUE OUTPUTS OUT.csv [PARAM...]
+ * master [-twice] [-nochld] DIR IDENTIFIER FMI TOKEN STOP H INPUT STEP_AT VALUE OUTPUTS OUT.csv [PARAM...]
  *   DIR the unpacked FMU; IDENTIFIER its model identifier; FMI 2 or 3;
  *   TOKEN its guid or instantiationToken; STOP the stop time; H the step;
  *   INPUT the value reference stepped from 0 to VALUE at STEP_AT;
  *   OUTPUTS the value references recorded, comma-separated (Real/Float64);
  *   PARAM r:VR=number, i:VR=integer or s:VR=text, set before
- *   initialization.
+ *   initialization. -nochld ignores SIGCHLD (Unix), as some masters do, so
+ *   that the system reaps their children for them.
  * The exit status is the worst FMI status any call returned (0 OK, 1
  * Warning, 3 Error…), 10 for a bad command line or library. Every log
  * line goes to stdout as "[STATUS] category: message", at once. */
@@ -31,6 +32,7 @@
 #define SEP "\\"
 #else
 #include <dlfcn.h>
+#include <signal.h>
 #define LIBEXT ".so"
 #define SEP "/"
 #endif
@@ -274,8 +276,14 @@ static int run(int argc, char **argv, const char *out) {
 int main(int argc, char **argv) {
 	int twice = argc > 1 && !strcmp(argv[1], "-twice");
 	if (twice) argc--, argv++;
+	if (argc > 1 && !strcmp(argv[1], "-nochld")) {
+#if !defined(_WIN32)
+		signal(SIGCHLD, SIG_IGN);
+#endif
+		argc--, argv++;
+	}
 	if (argc < 12) {
-		fprintf(stderr, "usage: master [-twice] DIR IDENTIFIER FMI TOKEN STOP H INPUT STEP_AT VALUE OUTPUTS OUT.csv [PARAM...]\n");
+		fprintf(stderr, "usage: master [-twice] [-nochld] DIR IDENTIFIER FMI TOKEN STOP H INPUT STEP_AT VALUE OUTPUTS OUT.csv [PARAM...]\n");
 		return 10;
 	}
 	int status = run(argc - 1, argv + 1, argv[11]);
