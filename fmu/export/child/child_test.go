@@ -132,11 +132,21 @@ func (r *rig) ask(t *testing.T, req []byte) answer {
 // starts BeamNG's side once the coupling waits for it.
 func (r *rig) initialize(t *testing.T, start float64, params map[string]any) answer {
 	t.Helper()
+	return r.initializeUntil(t, start, -1, params)
+}
+
+// initializeUntil is initialize with a stop time (none when negative).
+func (r *rig) initializeUntil(t *testing.T, start, stop float64, params map[string]any) answer {
+	t.Helper()
 	w := writer{}
 	w.u8(reqInit)
 	w.f64(start)
-	w.u8(0)
-	w.f64(0)
+	if stop >= 0 {
+		w.u8(1)
+	} else {
+		w.u8(0)
+	}
+	w.f64(stop)
 	w.u32(uint32(len(params)))
 	for name, val := range params {
 		v, ok := r.iface.Variable(name)
@@ -432,6 +442,27 @@ func TestBeamNGRestarts(t *testing.T) {
 		if s := r.stopBeamNG(); s.Stalls != 0 || s.Restarts != 1 {
 			t.Errorf("BeamNG's side: %d stalls, %d restarts", s.Stalls, s.Restarts)
 		}
+	})
+}
+
+// A stop time that is not a whole number of periods after the start is
+// warned about as the FMU is initialized: a master that shortens its last
+// step to end there would have it refused.
+func TestStopTimeOffThePeriods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		a := r.initializeUntil(t, 0, 10.0012, nil)
+		if a.result != statusOK || !a.said("the stop time 10.0012 s is not a whole number of BeamNG's 5 ms periods") {
+			t.Errorf("%+v", a)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
+		r = open(t, pedals)
+		if a := r.initializeUntil(t, 1, 11, nil); a.said("stop time") {
+			t.Errorf("a whole number of periods warned about: %+v", a)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
 	})
 }
 

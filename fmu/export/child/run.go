@@ -138,6 +138,10 @@ func (s *server) initialize(body []byte) []byte {
 	s.mu.Unlock()
 	s.start, s.n = q.Start, 0
 	s.startLines(r)
+	if span := q.Stop - q.Start; q.StopDefined && math.Abs(span-math.Round(span/plan.Period)*plan.Period) > plan.Period/1000 {
+		s.log.Warn(fmt.Sprintf("the stop time %s s is not a whole number of BeamNG's %s ms periods after the start (%s s): a master that shortens its last step to end there will have it refused",
+			sec(q.Stop), sec(plan.Period*1000), sec(q.Start)))
+	}
 	var deadline time.Time
 	if r.connect > 0 {
 		deadline = time.Now().Add(r.connect)
