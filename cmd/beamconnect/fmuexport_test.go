@@ -174,13 +174,14 @@ type emulatedBeamNG struct {
 // emulate starts BeamNG's side of e's config, sending to client and
 // listening on listen, free-running, for stop plus one period of
 // simulated time: it sends the message of stop, which ends the master's
-// last step, and stops on its own, never waiting 2 s for a reply.
-func emulate(t *testing.T, e exported, client, listen string, stop float64) *emulatedBeamNG {
+// last step, and stops on its own, never waiting 2 s for a reply. extra
+// are more of emulate's flags.
+func emulate(t *testing.T, e exported, client, listen string, stop float64, extra ...string) *emulatedBeamNG {
 	t.Helper()
 	em := &emulatedBeamNG{out: newOutput(), logs: t.TempDir(), done: make(chan struct{})}
 	dur := time.Duration(math.Round((stop + e.plan.Period) * 1e9))
-	em.cmd = osexec.Command(binary(t), "emulate", "--config", e.config, "--client", client, "--listen", listen,
-		"--free-running", "--duration", dur.String(), "--debug-logs", em.logs, "--json")
+	em.cmd = osexec.Command(binary(t), append([]string{"emulate", "--config", e.config, "--client", client, "--listen", listen,
+		"--free-running", "--duration", dur.String(), "--debug-logs", em.logs, "--json"}, extra...)...)
 	em.cmd.Stdout, em.cmd.Stderr = em.out, em.out
 	if err := em.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -201,8 +202,8 @@ func (em *emulatedBeamNG) summary(t *testing.T) map[string]any {
 	text := em.out.String()
 	i := strings.Index(text, "{\n")
 	var sum map[string]any
-	if i < 0 || json.Unmarshal([]byte(text[i:]), &sum) != nil {
-		t.Fatalf("no summary from the emulator:\n%s", text)
+	if i < 0 || json.NewDecoder(strings.NewReader(text[i:])).Decode(&sum) != nil { // log lines may follow
+		t.Fatalf("no summary from the emulator (exit %v):\n%s", em.cmd.ProcessState, text)
 	}
 	return sum
 }
@@ -698,6 +699,80 @@ func TestFMUExportBothPlatforms(t *testing.T) {
 		slices.Sort(exes)
 		if want := []string{"binaries/" + linux + "/beamconnect", "binaries/" + windows + "/beamconnect.exe"}; !slices.Equal(exes, want) {
 			t.Errorf("beamconnect's executables in the FMU: %v, want %v", exes, want)
+		}
+	}
+}
+
+// masterRun is the test master started on an exported FMU.
+type masterRun struct {
+	cmd  *osexec.Cmd
+	out  *output
+	done chan struct{}
+	dir  string // the unpacked FMU
+}
+
+// startMaster unpacks e and starts the test master on it, stepping the
+// throttle to value at stepAt, with the parameters given by name
+// (i:localPort=0 style values as the master takes them).
+func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, params map[string]string) *masterRun {
+	t.Helper()
+	m := &masterRun{out: newOutput(), done: make(chan struct{}), dir: unpack(t, e.path)}
+	in, _ := e.iface.Variable(throttleInput(t, e))
+	var outs []string
+	for _, v := range e.iface.Vars {
+		if v.Causality == export.Output {
+			outs = append(outs, strconv.Itoa(int(v.VR)))
+		}
+	}
+	args := []string{m.dir, export.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, fmt.Sprint(stop), fmt.Sprint(h),
+		strconv.Itoa(int(in.VR)), fmt.Sprint(stepAt), fmt.Sprint(value), strings.Join(outs, ","), filepath.Join(t.TempDir(), "outputs.csv")}
+	for name, val := range params {
+		v, ok := e.iface.Variable(name)
+		if !ok {
+			t.Fatalf("no parameter %s", name)
+		}
+		kind := map[export.Type]string{export.Real: "r", export.Integer: "i", export.String: "s"}[v.Type]
+		args = append(args, fmt.Sprintf("%s:%d=%s", kind, v.VR, val))
+	}
+	m.cmd = osexec.Command(testmaster.Path(t), args...)
+	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { m.cmd.Wait(); close(m.done) }()
+	t.Cleanup(func() { m.cmd.Process.Kill(); <-m.done })
+	return m
+}
+
+// wait waits for the master's end and returns its exit status.
+func (m *masterRun) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-m.done:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("the master still runs:\n%s", m.out)
+	}
+	return m.cmd.ProcessState.ExitCode()
+}
+
+// BeamNG lost in the middle of a run, through the real library and
+// processes: the step fails with the reason (Error), and the master
+// learns why from its logger.
+func TestExportedFMULosesBeamNG(t *testing.T) {
+	e := exportFMU(t, "../../examples/cruise-pedals.json", 2)
+	listen := freePort(t)
+	m := startMaster(t, e, 10, 0.005, 0, 0.5, map[string]string{
+		"localPort": "0", "remotePort": strconv.Itoa(int(listen.Port())), "silenceTimeout": "1"})
+	bound := m.out.waitLine(t, waiting, 1, m.done)[1]
+	em := emulate(t, e, bound, listen.String(), 1) // BeamNG stops after 1 s of its time
+	em.summary(t)
+	if code := m.wait(t); code != 3 {
+		t.Errorf("the master exited %d, want 3 (a step's Error):\n%s", code, m.out)
+	}
+	for _, want := range []string{"[Error] logStatusError: BeamNG lost: BeamNG sent no message for 1s (parameter silenceTimeout)",
+		"master: fmi2DoStep returned Error"} {
+		if !strings.Contains(m.out.String(), want) {
+			t.Errorf("the master's log lacks %q:\n%s", want, m.out)
 		}
 	}
 }

@@ -59,11 +59,12 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 	s := newServer(len(box.Answer()), nil)
 	gone := make(chan struct{})
 	var once sync.Once
+	// The master's process gone: the loop's wait for a request, or a
+	// call's wait, ends, and the run is ended below.
 	parentGone := func() {
 		once.Do(func() {
 			close(gone)
-			s.masterGone()
-			box.Close() // the loop's wait for a request ends
+			box.Close()
 		})
 	}
 	go func() {
@@ -86,7 +87,12 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 			break
 		}
 	}
-	s.endRun(errors.New("the FMU was freed"))
+	select {
+	case <-gone:
+		s.masterGone()
+	default:
+		s.endRun(errors.New("the FMU was freed"))
+	}
 	box.Close()
 	box.Release()
 	return 0
