@@ -466,6 +466,46 @@ func TestStopTimeOffThePeriods(t *testing.T) {
 	})
 }
 
+// A master slower than BeamNG's 2 s wait: BeamNG stalls and goes on, the
+// coupling re-bases its reply ids and carries on stepping, and the run is
+// not healthy. A master slower than a period but within 2 s only slows
+// BeamNG down (lockstep): healthy.
+func TestSlowMaster(t *testing.T) {
+	for _, tc := range []struct {
+		pause   time.Duration
+		healthy bool
+	}{{1500 * time.Millisecond, true}, {3 * time.Second, false}} {
+		t.Run(tc.pause.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := open(t, pedals)
+				r.initialize(t, 0, nil)
+				at := 0.0
+				for n := range 400 {
+					if n == 200 {
+						time.Sleep(tc.pause) // the master busy between two steps
+					}
+					a := r.step(t, at, 0.005, map[string]float64{"in1.throttle": 0.3})
+					if a.result != statusOK {
+						t.Fatalf("step %d: %+v", n, a)
+					}
+					at = a.time
+				}
+				end := r.terminate(t)
+				s := r.stopBeamNG()
+				if tc.healthy {
+					if end.result != statusOK || s.Stalls != 0 {
+						t.Errorf("terminate %+v, BeamNG's stalls %d: want a healthy run", end, s.Stalls)
+					}
+					return
+				}
+				if end.result != statusWarning || !end.said("BeamNG stalled 1 times") || s.Stalls != 1 {
+					t.Errorf("terminate %+v, BeamNG's stalls %d: want one stall, said", end, s.Stalls)
+				}
+			})
+		})
+	}
+}
+
 // Initialization waits for BeamNG's first message up to connectTimeout,
 // then fails, saying how to start BeamNG's side.
 func TestConnectTimeout(t *testing.T) {
