@@ -43,6 +43,11 @@ import (
 // it sleeps: a master that steps at once is answered without a wake-up.
 const spin = 50 * time.Microsecond
 
+// endWait bounds how long the child outlives the master's process: what
+// ending the run takes (neutral controls, the recording closed) is
+// milliseconds; the shim waits as long for a child it asked to end.
+const endWait = 10 * time.Second
+
 // progressEvery is how often a call that waits (for BeamNG's first
 // message, a step's messages) hands the master its log lines.
 const progressEvery = 250 * time.Millisecond
@@ -65,6 +70,12 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 		once.Do(func() {
 			close(gone)
 			box.Close()
+			// Nobody is left to wait for this process: should ending the
+			// run hang (a recording's disk stuck), it ends anyway.
+			time.AfterFunc(endWait, func() {
+				fmt.Fprintf(stderr, "beamconnect fmu-export-child: the master's process ended %v ago and the coupling has not: ending it\n", endWait)
+				os.Exit(1)
+			})
 		})
 	}
 	go func() {
