@@ -506,6 +506,48 @@ func TestSlowMaster(t *testing.T) {
 	}
 }
 
+// A reset ends the coupling as a terminate does (neutral controls); the
+// FMU is then initialized again, BeamNG's next message its new start.
+func TestReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		r.initialize(t, 0, nil)
+		at := 0.0
+		for range 100 {
+			at = r.step(t, at, 0.005, map[string]float64{"in1.throttle": 0.4}).time
+		}
+		if a := r.ask(t, []byte{reqReset}); a.result != statusOK || !a.said("the master reset the FMU") {
+			t.Fatalf("reset: %+v", a)
+		}
+		w := writer{}
+		w.u8(reqInit)
+		w.f64(0)
+		w.u8(0)
+		w.f64(0)
+		w.u32(0)
+		a := r.ask(t, w.b) // BeamNG still runs: its next message comes
+		if a.result != statusOK || a.time != 0 {
+			t.Fatalf("initialized again: %+v", a)
+		}
+		begun := r.output(t, a, "out4.time")
+		for range 100 {
+			a = r.step(t, a.time, 0.005, map[string]float64{"in1.throttle": 0.2})
+			if a.result != statusOK {
+				t.Fatalf("%+v", a)
+			}
+		}
+		if got := r.output(t, a, "out4.time"); math.Abs(got-begun-0.5) > 1e-9 {
+			t.Errorf("100 steps after the reset BeamNG is at %v s, want %v s", got, begun+0.5)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
+		got := r.replies(t, "A1")
+		if got[99] != 0.4 || got[100] != 0 {
+			t.Errorf("around the reset BeamNG got throttle %v, %v: want the master's, then neutral", got[99], got[100])
+		}
+	})
+}
+
 // Initialization waits for BeamNG's first message up to connectTimeout,
 // then fails, saying how to start BeamNG's side.
 func TestConnectTimeout(t *testing.T) {
