@@ -18,8 +18,8 @@ import (
 
 var cmdFmu = &command{
 	name:    "fmu",
-	args:    "inspect FILE",
-	summary: "show what an FMU offers: FMI version, kind, platforms, variables",
+	args:    "inspect FILE | export CONFIG -o FILE.fmu",
+	summary: "show what an FMU offers; or export a rig as an FMU for Simulink, Dymola, OpenModelica, fmusim",
 	help: `'fmu inspect controller.fmu' reads the FMU's modelDescription.xml and lists its
 FMI version, its interfaces (beamconnect steps CoSimulation ones), the
 platforms it has a binary for and whether this machine is one, its default
@@ -28,10 +28,24 @@ with its causality, variability, type, unit and start value. The variables
 beamconnect can bind are scalars of type Real/Float64, Float32,
 Integer/Int32 or Boolean.
 
-'beamconnect init --from-fmu controller.fmu' writes a config for it.`,
+'beamconnect init --from-fmu controller.fmu' writes a config for it.
+
+` + exportHelp,
 	flags: func(fs *pflag.FlagSet) func(*call) int {
-		fs.Bool("json", false, "print the description as one JSON object")
-		return fmuCmd
+		fs.Bool("json", false, "inspect: print the description as one JSON object")
+		o := &exportOpts{given: map[string]string{}}
+		fs.StringVarP(&o.out, "output", "o", "", "export: the FMU to write, e.g. rig.fmu (its name is the model's)")
+		fs.IntVar(&o.fmi, "fmi", 2, "export: the FMI version, 2 or 3")
+		fs.StringVar(&o.linux, "beamconnect-linux", "", "export: the x86-64 Linux beamconnect the FMU carries (default: this one, or the one beside it)")
+		fs.StringVar(&o.windows, "beamconnect-windows", "", "export: the x86-64 Windows beamconnect.exe the FMU carries (default: this one, or the one beside it)")
+		return func(c *call) int {
+			for _, n := range []string{"output", "fmi", "beamconnect-linux", "beamconnect-windows"} {
+				if fs.Changed(n) {
+					o.changed = append(o.changed, "--"+n)
+				}
+			}
+			return fmuCmd(c, o)
+		}
 	},
 }
 
@@ -85,9 +99,16 @@ type fmuVariable struct {
 	Bindable    bool   `json:"bindable"`
 }
 
-func fmuCmd(c *call) int {
+func fmuCmd(c *call, o *exportOpts) int {
+	if len(c.args) == 2 && c.args[0] == "export" {
+		return exportCmd(c, o)
+	}
 	if len(c.args) != 2 || c.args[0] != "inspect" {
-		fmt.Fprintf(c.stderr, "%s fmu: expected 'inspect FILE'\nRun '%s fmu --help' for usage.\n", programName, programName)
+		fmt.Fprintf(c.stderr, "%s fmu: expected 'inspect FILE' or 'export CONFIG -o FILE.fmu'\nRun '%s fmu --help' for usage.\n", programName, programName)
+		return exitUsage
+	}
+	if len(o.changed) > 0 {
+		fmt.Fprintf(c.stderr, "%s fmu inspect: %s applies to export only\nRun '%s fmu --help' for usage.\n", programName, o.changed[0], programName)
 		return exitUsage
 	}
 	f, err := fmu.Open(c.args[1])

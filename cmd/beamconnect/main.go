@@ -25,7 +25,8 @@ var commands = []*command{
 	cmdFmu,
 	cmdConvert, cmdPlot,
 	cmdBench, cmdVersion,
-	cmdFmuHost, // internal: an FMU's child process
+	cmdFmuHost,        // internal: an FMU's child process
+	cmdFmuExportChild, // internal: an exported FMU's coupling
 }
 
 func main() {

@@ -1,0 +1,740 @@
+package child
+
+import (
+	"context"
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"beamconnect/beamng/emulator"
+	"beamconnect/config"
+	"beamconnect/coupling"
+	"beamconnect/fmu/export"
+	"beamconnect/internal/memnet"
+	"beamconnect/ports"
+)
+
+// rig is a child's server as the shim drives it, coupled to an emulated
+// BeamNG on an in-memory network: inside testing/synctest every wait of
+// both sides (BeamNG's frames, its 2 s timeout, the silence timeout) is on
+// the fake clock.
+type rig struct {
+	s      *server
+	net    *memnet.Network
+	plan   *ports.Plan
+	iface  *export.Interface
+	logs   string // BeamNG's debug logs
+	faults emulator.Faults
+	em     *emulator.Emulator
+	emDone chan emulator.Summary
+	cancel context.CancelFunc
+}
+
+// resources lays out the FMU's resources folder for config: the config as
+// config.json, its CSVs beside it.
+func resources(t *testing.T, file string) string {
+	t.Helper()
+	dir := t.TempDir()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, export.ConfigName), text, 0o644)
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range cfg.CSVPaths() {
+		data, _ := os.ReadFile(p)
+		os.WriteFile(filepath.Join(dir, filepath.Base(p)), data, 0o644)
+	}
+	return dir
+}
+
+// open opens the FMU of config as the shim does.
+func open(t *testing.T, file string) *rig {
+	t.Helper()
+	res := resources(t, file)
+	plan, in, err := export.Load(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{net: memnet.New(), plan: plan, iface: in, logs: t.TempDir()}
+	r.s = newServer(256<<10, coupling.ListenMem(r.net))
+	w := writer{}
+	w.u8(reqOpen)
+	w.u32(export.Protocol)
+	w.u32(2)
+	w.str("rig")
+	w.str(in.Token)
+	w.str(res)
+	w.u8(1)
+	if a := r.ask(t, w.b); a.result != statusOK {
+		t.Fatalf("open: %v", a)
+	}
+	return r
+}
+
+// answer is a decoded answer.
+type answer struct {
+	result  uint8
+	logs    []record
+	time    float64
+	outputs []float64
+}
+
+func (a answer) said(sub string) bool {
+	for _, l := range a.logs {
+		if strings.Contains(l.msg, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// ask sends a request and reads the answer, going on while it says more
+// is to come, with every log line of the way.
+func (r *rig) ask(t *testing.T, req []byte) answer {
+	t.Helper()
+	var a answer
+	typ := req[0]
+	for {
+		p := r.s.handle(req)
+		rd := reader{b: p}
+		a.result = rd.u8()
+		for range rd.u32() {
+			a.logs = append(a.logs, record{status: rd.u8(), category: rd.str(), msg: rd.str()})
+		}
+		if a.result != resultPending {
+			if (typ == reqInit || typ == reqStep) && a.result == statusOK {
+				a.time = rd.f64()
+				a.outputs = make([]float64, rd.u32())
+				for i := range a.outputs {
+					a.outputs[i] = rd.f64()
+				}
+			}
+			if rd.bad {
+				t.Fatalf("an answer the shim cannot read: %x…", p[:min(len(p), 64)])
+			}
+			return a
+		}
+		req = []byte{reqContinue}
+	}
+}
+
+// initialize initializes the FMU at start with parameters (by name) and
+// starts BeamNG's side once the coupling waits for it.
+func (r *rig) initialize(t *testing.T, start float64, params map[string]any) answer {
+	t.Helper()
+	return r.initializeUntil(t, start, -1, params)
+}
+
+// initializeUntil is initialize with a stop time (none when negative).
+func (r *rig) initializeUntil(t *testing.T, start, stop float64, params map[string]any) answer {
+	t.Helper()
+	w := writer{}
+	w.u8(reqInit)
+	w.f64(start)
+	if stop >= 0 {
+		w.u8(1)
+	} else {
+		w.u8(0)
+	}
+	w.f64(stop)
+	w.u32(uint32(len(params)))
+	for name, val := range params {
+		v, ok := r.iface.Variable(name)
+		if !ok {
+			t.Fatalf("no variable %s", name)
+		}
+		w.u32(v.VR)
+		if s, ok := val.(string); ok {
+			w.str(s)
+		} else {
+			w.f64(val.(float64))
+		}
+	}
+	done := make(chan answer, 1)
+	go func() { done <- r.ask(t, w.b) }()
+	synctest.Wait() // bound, waiting for BeamNG's first message
+	if len(done) == 0 {
+		r.startBeamNG(t)
+	}
+	return <-done
+}
+
+// startBeamNG starts the emulated vehicles, each sending to its link.
+func (r *rig) startBeamNG(t *testing.T) {
+	t.Helper()
+	var ctx context.Context
+	ctx, r.cancel = context.WithCancel(context.Background())
+	r.emDone = make(chan emulator.Summary, 1)
+	var ems []*emulator.Emulator
+	for v, l := range r.s.current().sess.Links() {
+		m, err := emulator.ListenMem(r.net, r.plan.Vehicles[v].Remote, l.LocalAddr(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := emulator.Config{SimulinkTime: r.plan.Period, PingTime: r.plan.PingTime, PhysicsDt: r.plan.PhysicsDt, CSV: r.plan.Vehicles[v].CSV}
+		if v == 0 {
+			cfg.Faults, cfg.DebugLogs = r.faults, r.logs
+		}
+		cfg.Vehicle = emulator.DefaultVehicle()
+		cfg.Vehicle.Start = [3]float64{40 * float64(v), 0, 0}
+		em, err := emulator.New(cfg, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ems = append(ems, em)
+	}
+	r.em = ems[0]
+	r.em.Attach(ems[1:]...)
+	go func() {
+		s, _ := r.em.Run(ctx)
+		r.emDone <- s
+	}()
+}
+
+// step asks for doStep(t, h) with the inputs by name (others 0).
+func (r *rig) step(t *testing.T, tm, h float64, inputs map[string]float64) answer {
+	t.Helper()
+	w := writer{}
+	w.u8(reqStep)
+	w.f64(tm)
+	w.f64(h)
+	w.u32(uint32(len(r.s.ins)))
+	for _, vr := range r.s.ins {
+		w.f64(inputs[r.iface.Vars[vr].Name])
+	}
+	return r.ask(t, w.b)
+}
+
+func (r *rig) terminate(t *testing.T) answer {
+	t.Helper()
+	return r.ask(t, []byte{reqTerminate})
+}
+
+// stopBeamNG stops the emulated BeamNG and returns its summary; its debug
+// logs are written then.
+func (r *rig) stopBeamNG() emulator.Summary {
+	r.cancel()
+	return <-r.emDone
+}
+
+// output is an output's value in an answer.
+func (r *rig) output(t *testing.T, a answer, name string) float64 {
+	t.Helper()
+	for i, vr := range r.s.outs {
+		if r.iface.Vars[vr].Name == name {
+			return a.outputs[i]
+		}
+	}
+	t.Fatalf("no output %s", name)
+	return 0
+}
+
+// replies are BeamNG's received log: the value of column col by the id of
+// the message each reply answered (reply ids: next).
+func (r *rig) replies(t *testing.T, col string) map[int]float64 {
+	t.Helper()
+	f, err := os.Open(filepath.Join(r.logs, emulator.ReceiveLogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := -1
+	for i, h := range recs[0] {
+		if h == col {
+			at = i
+		}
+	}
+	out := map[int]float64{}
+	for _, rec := range recs[1:] {
+		id, _ := strconv.Atoi(rec[1])
+		out[id-1], _ = strconv.ParseFloat(rec[at], 64)
+	}
+	return out
+}
+
+const pedals = "../../../examples/cruise-pedals.json"
+
+// A step of h couples BeamNG's messages of [t, t+h): each gets the
+// master's inputs of that step, held over it; the outputs at t+h are
+// BeamNG's message of t+h, whose reply waits for the next step. The
+// master's time starts at its own start time, whatever BeamNG's.
+func TestStepsCoupleTheirMessages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		const start, p = 100.0, 0.005
+		a := r.initialize(t, start, nil)
+		if a.result != statusOK || a.time != start || r.output(t, a, "out4.time") != 0 {
+			t.Fatalf("initialize: %+v", a)
+		}
+		// Steps of 3, 1 and 2 periods, each with its own throttle.
+		at, n := start, 0
+		throttle := []float64{0.1, 0.2, 0.3, 0.4}
+		for i, m := range []int{3, 1, 2, 3} {
+			h := float64(m) * p
+			a = r.step(t, at, h, map[string]float64{"in1.throttle": throttle[i]})
+			n += m
+			at = start + float64(n)*p
+			if a.result != statusOK || math.Abs(a.time-at) > 1e-9 {
+				t.Fatalf("step %d: %+v", i, a)
+			}
+			if got := r.output(t, a, "out4.time"); math.Abs(got-float64(n)*p) > 1e-12 {
+				t.Errorf("step %d ends at BeamNG's message of %v s, want %v s", i, got, float64(n)*p)
+			}
+		}
+		if a := r.terminate(t); a.result != statusOK || !a.said("healthy") {
+			t.Errorf("terminate: %+v", a)
+		}
+		r.stopBeamNG()
+		got := r.replies(t, "A1")
+		want := []float64{0.1, 0.1, 0.1, 0.2, 0.3, 0.3, 0.4, 0.4, 0.4}
+		for id, w := range want {
+			if got[id] != w {
+				t.Errorf("message %d: BeamNG got throttle %v, want %v (the input of its step)", id, got[id], w)
+			}
+		}
+		if got[9] != 0 {
+			t.Errorf("the message after the last step got throttle %v: want neutral controls once the master terminated", got[9])
+		}
+	})
+}
+
+// A step that is not a whole number of BeamNG's periods, or does not
+// start where the last ended, is refused with the reason; so are a step
+// before initialization, and bad parameters.
+func TestRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		step   [2]float64
+		want   string
+	}{
+		{"h not whole periods", nil, [2]float64{0, 0.0075}, "h must be a whole number of BeamNG's 5 ms periods"},
+		{"h of 0", nil, [2]float64{0, 0}, "a step of h = 0 s"},
+		{"not contiguous", nil, [2]float64{0.01, 0.005}, "a step from t = 0.01 s, but the FMU is at 0 s"},
+		{"a bad address", map[string]any{"localIP": "beamng.local"}, [2]float64{}, `parameter localIP "beamng.local": expected an IPv4 address`},
+		{"a bad port", map[string]any{"remotePort": 70000.0}, [2]float64{}, "parameter remotePort 70000: expected a port from 0 to 65535"},
+		{"a bad timeout", map[string]any{"silenceTimeout": -1.0}, [2]float64{}, "parameter silenceTimeout -1"},
+		{"a recording over the config", map[string]any{"recordFile": "RES/config.json"}, [2]float64{}, "parameter recordFile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := open(t, pedals)
+				if f, ok := tc.params["recordFile"].(string); ok {
+					tc.params["recordFile"] = strings.Replace(f, "RES", r.s.resources, 1)
+				}
+				a := r.initialize(t, 0, tc.params)
+				if tc.params != nil {
+					if a.result != statusError || !a.said(tc.want) {
+						t.Fatalf("initialize: %+v, want an error saying %q", a, tc.want)
+					}
+					return
+				}
+				a = r.step(t, tc.step[0], tc.step[1], nil)
+				if a.result != statusError || !a.said(tc.want) {
+					t.Errorf("step: %+v, want an error saying %q", a, tc.want)
+				}
+				if a := r.step(t, 0, 0.005, nil); a.result != statusError || !a.said("failed before") {
+					t.Errorf("a step after the refusal: %+v", a)
+				}
+				r.terminate(t)
+				r.stopBeamNG()
+			})
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		if a := r.step(t, 0, 0.005, nil); a.result != statusError || !a.said("a step before initialization") {
+			t.Errorf("a step before initialization: %+v", a)
+		}
+	})
+}
+
+// BeamNG lost in the middle of a step: the step fails after
+// silenceTimeout with the reason, and when BeamNG sends again its
+// messages get neutral controls, never the master's last inputs. Every
+// log line reaches the master while the step waits.
+func TestLostBeamNG(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		if err := emulator.ParseFault("pause=15s@1s", &r.faults); err != nil {
+			t.Fatal(err)
+		}
+		r.initialize(t, 0, nil)
+		var a answer
+		at := 0.0
+		for n := 0; n < 400; n++ {
+			began := time.Now()
+			a = r.step(t, at, 0.005, map[string]float64{"in1.throttle": 0.5})
+			if a.result != statusOK {
+				if waited := time.Since(began); waited < 10*time.Second || waited > 11*time.Second {
+					t.Errorf("the step failed after %v, want the silence timeout, 10 s", waited)
+				}
+				break
+			}
+			at = a.time
+		}
+		if a.result != statusError || !a.said("BeamNG lost: BeamNG sent no message for 10s (parameter silenceTimeout)") || !a.said("BeamNG went silent") {
+			t.Fatalf("the step during BeamNG's pause: %+v", a)
+		}
+		time.Sleep(10 * time.Second) // BeamNG's pause ends; it sends again
+		end := r.terminate(t)
+		if end.result != statusWarning || !end.said("not healthy") {
+			t.Errorf("terminate after BeamNG was lost: %+v", end)
+		}
+		r.stopBeamNG()
+		got := r.replies(t, "A1")
+		lost := int(math.Round(at/0.005)) + 1
+		after := 0
+		for id, v := range got {
+			if id > lost && v != 0 {
+				t.Errorf("message %d, after BeamNG was lost: throttle %v, want neutral", id, v)
+			}
+			if id > lost {
+				after++
+			}
+		}
+		if after == 0 {
+			t.Error("BeamNG sent nothing after its pause")
+		}
+	})
+}
+
+// BeamNG starting its coupling again (its ids from 0, a new port): the
+// FMU's time goes on, the step completes with the new coupling's
+// messages, and it is said.
+func TestBeamNGRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		if err := emulator.ParseFault("restart@1s", &r.faults); err != nil {
+			t.Fatal(err)
+		}
+		r.initialize(t, 0, nil)
+		at, restarted := 0.0, false
+		for n := 0; n < 400; n++ {
+			a := r.step(t, at, 0.005, map[string]float64{"in1.throttle": 0.2})
+			if a.result != statusOK {
+				t.Fatalf("step %d: %+v", n, a)
+			}
+			restarted = restarted || a.said("BeamNG started its coupling again")
+			if math.Abs(a.time-(at+0.005)) > 1e-9 {
+				t.Fatalf("step %d ended at %v, want %v", n, a.time, at+0.005)
+			}
+			at = a.time
+		}
+		if !restarted {
+			t.Error("BeamNG's restart was not said")
+		}
+		r.terminate(t)
+		if s := r.stopBeamNG(); s.Stalls != 0 || s.Restarts != 1 {
+			t.Errorf("BeamNG's side: %d stalls, %d restarts", s.Stalls, s.Restarts)
+		}
+	})
+}
+
+// A stop time that is not a whole number of periods after the start is
+// warned about as the FMU is initialized: a master that shortens its last
+// step to end there would have it refused.
+func TestStopTimeOffThePeriods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		a := r.initializeUntil(t, 0, 10.0012, nil)
+		if a.result != statusOK || !a.said("the stop time 10.0012 s is not a whole number of BeamNG's 5 ms periods") {
+			t.Errorf("%+v", a)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
+		r = open(t, pedals)
+		if a := r.initializeUntil(t, 1, 11, nil); a.said("stop time") {
+			t.Errorf("a whole number of periods warned about: %+v", a)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
+	})
+}
+
+// A master slower than BeamNG's 2 s wait: BeamNG stalls and goes on, the
+// coupling re-bases its reply ids and carries on stepping, and the run is
+// not healthy. A master slower than a period but within 2 s only slows
+// BeamNG down (lockstep): healthy.
+func TestSlowMaster(t *testing.T) {
+	for _, tc := range []struct {
+		pause   time.Duration
+		healthy bool
+	}{{1500 * time.Millisecond, true}, {3 * time.Second, false}} {
+		t.Run(tc.pause.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := open(t, pedals)
+				r.initialize(t, 0, nil)
+				at := 0.0
+				for n := range 400 {
+					if n == 200 {
+						time.Sleep(tc.pause) // the master busy between two steps
+					}
+					a := r.step(t, at, 0.005, map[string]float64{"in1.throttle": 0.3})
+					if a.result != statusOK {
+						t.Fatalf("step %d: %+v", n, a)
+					}
+					at = a.time
+				}
+				end := r.terminate(t)
+				s := r.stopBeamNG()
+				if tc.healthy {
+					if end.result != statusOK || s.Stalls != 0 {
+						t.Errorf("terminate %+v, BeamNG's stalls %d: want a healthy run", end, s.Stalls)
+					}
+					return
+				}
+				if end.result != statusWarning || !end.said("BeamNG stalled 1 times") || s.Stalls != 1 {
+					t.Errorf("terminate %+v, BeamNG's stalls %d: want one stall, said", end, s.Stalls)
+				}
+			})
+		})
+	}
+}
+
+// A reset ends the coupling as a terminate does (neutral controls); the
+// FMU is then initialized again, BeamNG's next message its new start.
+func TestReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		r.initialize(t, 0, nil)
+		at := 0.0
+		for range 100 {
+			at = r.step(t, at, 0.005, map[string]float64{"in1.throttle": 0.4}).time
+		}
+		if a := r.ask(t, []byte{reqReset}); a.result != statusOK || !a.said("the master reset the FMU") {
+			t.Fatalf("reset: %+v", a)
+		}
+		w := writer{}
+		w.u8(reqInit)
+		w.f64(0)
+		w.u8(0)
+		w.f64(0)
+		w.u32(0)
+		a := r.ask(t, w.b) // BeamNG still runs: its next message comes
+		if a.result != statusOK || a.time != 0 {
+			t.Fatalf("initialized again: %+v", a)
+		}
+		begun := r.output(t, a, "out4.time")
+		for range 100 {
+			a = r.step(t, a.time, 0.005, map[string]float64{"in1.throttle": 0.2})
+			if a.result != statusOK {
+				t.Fatalf("%+v", a)
+			}
+		}
+		if got := r.output(t, a, "out4.time"); math.Abs(got-begun-0.5) > 1e-9 {
+			t.Errorf("100 steps after the reset BeamNG is at %v s, want %v s", got, begun+0.5)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
+		got := r.replies(t, "A1")
+		if got[99] != 0.4 || got[100] != 0 {
+			t.Errorf("around the reset BeamNG got throttle %v, %v: want the master's, then neutral", got[99], got[100])
+		}
+	})
+}
+
+// Initialization waits for BeamNG's first message up to connectTimeout,
+// then fails, saying how to start BeamNG's side.
+func TestConnectTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		w := writer{}
+		w.u8(reqInit)
+		w.f64(0)
+		w.u8(0)
+		w.f64(0)
+		v, _ := r.iface.Variable("connectTimeout")
+		w.u32(1)
+		w.u32(v.VR)
+		w.f64(5)
+		began := time.Now()
+		a := r.ask(t, w.b) // no BeamNG
+		if a.result != statusError || !a.said("BeamNG sent no message in 5s (parameter connectTimeout)") || !a.said("tech_vehicleSystemsCoupling.startCoupling") {
+			t.Errorf("%+v", a)
+		}
+		if waited := time.Since(began); waited != 5*time.Second {
+			t.Errorf("waited %v, want 5 s", waited)
+		}
+		r.terminate(t)
+	})
+}
+
+// Several vehicles: every vehicle's outputs, each vehicle's controls to
+// its own BeamNG.
+func TestSeveralVehicles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, "../../../examples/follow.json")
+		r.initialize(t, 0, nil)
+		var a answer
+		at := 0.0
+		for range 200 {
+			a = r.step(t, at, 0.01, map[string]float64{"ego.throttle": 0.6, "lead.throttle": 0})
+			if a.result != statusOK {
+				t.Fatalf("%+v", a)
+			}
+			at = a.time
+		}
+		if ego, lead := r.output(t, a, "ego.groundspeed"), r.output(t, a, "lead.groundspeed"); ego < 1 || lead != 0 {
+			t.Errorf("after 2 s: the ego at %v m/s, the lead at %v m/s; want the ego moving, the lead at rest", ego, lead)
+		}
+		if gap := r.output(t, a, "ego.gap:lead"); !(gap > 0 && gap < 40) {
+			t.Errorf("the gap %v m: want less than the 40 m they started apart", gap)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
+	})
+}
+
+// The master's process ends without terminating: BeamNG gets neutral
+// controls.
+func TestMasterGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		gone := make(chan struct{})
+		r.s.gone = gone
+		r.initialize(t, 0, nil)
+		at := 0.0
+		for range 50 {
+			at = r.step(t, at, 0.005, map[string]float64{"in1.throttle": 0.7}).time
+		}
+		close(gone)
+		r.s.masterGone()
+		time.Sleep(time.Second)
+		r.stopBeamNG()
+		got := r.replies(t, "A1")
+		if last := got[50]; last != 0 {
+			t.Errorf("the message the master never stepped past got throttle %v: want neutral", last)
+		}
+		if got[49] != 0.7 {
+			t.Errorf("the last stepped message got %v, want the master's 0.7", got[49])
+		}
+	})
+}
+
+// The recording names a file: every message recorded, CSV or MDF 4 as the
+// name says.
+func TestRecording(t *testing.T) {
+	for _, name := range []string{"rig.csv", "rig.mf4"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := open(t, pedals)
+				file := filepath.Join(t.TempDir(), name)
+				r.initialize(t, 0, map[string]any{"recordFile": file})
+				at := 0.0
+				for range 100 {
+					at = r.step(t, at, 0.005, map[string]float64{"in1.throttle": 0.3}).time
+				}
+				a := r.terminate(t)
+				r.stopBeamNG()
+				if !a.said("recorded file=" + file + " rows=101") {
+					t.Errorf("%+v", a)
+				}
+				if st, err := os.Stat(file); err != nil || st.Size() < 1000 {
+					t.Errorf("the recording: %v", err)
+				}
+			})
+		})
+	}
+}
+
+// open refuses a library of another protocol, a token of another FMU, a
+// resources folder without the config, each saying why.
+func TestOpenRefusals(t *testing.T) {
+	res := resources(t, pedals)
+	_, in, err := export.Load(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name             string
+		protocol, major  uint32
+		token, resources string
+		want             string
+	}{
+		{"another protocol", 99, 2, in.Token, res, "the FMU's library speaks protocol 99"},
+		{"FMI 1", export.Protocol, 1, in.Token, res, "FMI 1: expected 2 or 3"},
+		{"another FMU's token", export.Protocol, 2, "{x}", res, `with token "{x}", but its config makes`},
+		{"no config", export.Protocol, 3, in.Token, t.TempDir(), "the config the FMU carries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(1<<16, nil)
+			w := writer{}
+			w.u8(reqOpen)
+			w.u32(tc.protocol)
+			w.u32(tc.major)
+			w.str("rig")
+			w.str(tc.token)
+			w.str(tc.resources)
+			w.u8(0)
+			rd := reader{b: s.handle(w.b)}
+			result := rd.u8()
+			var msgs []string
+			for range rd.u32() {
+				rd.u8()
+				rd.str()
+				msgs = append(msgs, rd.str())
+			}
+			if result != statusError || len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1], tc.want) {
+				t.Errorf("result %d, %q: want an error saying %q", result, msgs, tc.want)
+			}
+		})
+	}
+}
+
+// Requests the shim would never send are refused, never a crash: every
+// decoder checks every length.
+func FuzzRequests(f *testing.F) {
+	w := writer{}
+	w.u8(reqStep)
+	w.f64(0)
+	w.f64(0.005)
+	w.u32(1)
+	w.f64(0.5)
+	f.Add(w.b)
+	f.Add([]byte{reqOpen, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 'a', 'b', 'c'})
+	f.Add([]byte{reqInit, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if len(p) == 0 {
+			return
+		}
+		body := p[1:]
+		decodeOpen(body)
+		decodeInit(body, func(vr uint32) (bool, bool) { return vr%3 == 0, vr < 10 })
+		var q stepRequest
+		decodeStep(body, int(p[0]%8), &q)
+		s := newServer(1<<12, nil)
+		if a := s.handle(p); len(a) < 5 {
+			t.Fatalf("an answer of %d bytes", len(a))
+		}
+	})
+}
+
+// The coupling's per-message path allocates nothing: a message within a
+// step gets the held inputs.
+func TestStepAllocs(t *testing.T) {
+	b := newBridge(0.005, []ports.Element{{Port: 1, Elem: 0}}, []ports.Element{{Port: 1, Elem: 0}}, nil)
+	b.started, b.end = true, 1<<40
+	outs, ins := [][]float64{{0}, {1}}, [][]float64{{1}, {0}}
+	tm := 0.0
+	if n := testing.AllocsPerRun(1000, func() {
+		tm += 0.005
+		b.Step(tm, outs, ins)
+	}); n != 0 {
+		t.Errorf("a message within a step allocates %v times", n)
+	}
+}

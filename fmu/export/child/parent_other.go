@@ -1,0 +1,6 @@
+//go:build !unix && !windows
+
+package child
+
+func ignoreTerminal()         {}
+func watchParent(gone func()) {}

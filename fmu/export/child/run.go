@@ -1,0 +1,354 @@
+package child
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"beamconnect/coupling"
+	"beamconnect/fmu/export"
+	"beamconnect/ports"
+)
+
+// run is one coupling: from initialization to termination (or a reset).
+type run struct {
+	sess     *coupling.Session
+	plan     *ports.Plan
+	bridge   *bridge
+	cancel   context.CancelFunc
+	done     chan error // Run's end
+	closeRec func()
+	record   string
+	connect  time.Duration // 0: wait for ever
+	silence  time.Duration // 0: wait for ever
+	asked    time.Time     // when the step in progress was asked for
+}
+
+// isString says whether a value reference is a parameter or an input,
+// and whether it carries text.
+func (s *server) isString(vr uint32) (text, ok bool) {
+	if int(vr) >= len(s.iface.Vars) || s.iface.Vars[vr].Causality == export.Output {
+		return false, false
+	}
+	return s.iface.Vars[vr].Type == export.String, true
+}
+
+// seconds reads a timeout parameter.
+func seconds(name string, v float64) (time.Duration, error) {
+	if v < 0 || v != v || v > 1e6 {
+		return 0, fmt.Errorf("parameter %s %v: expected seconds from 0 (for ever) to 1e6", name, v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
+}
+
+// initialize starts the coupling with the master's parameters and waits
+// for BeamNG's first message: its data are the outputs at the FMU's start.
+func (s *server) initialize(body []byte) []byte {
+	switch {
+	case s.failed:
+		return s.fail("the FMU failed before: reset or free it")
+	case s.current() != nil:
+		return s.fail("the FMU is initialized already")
+	}
+	q, err := decodeInit(body, s.isString)
+	if err != nil {
+		return s.fail("%v", err)
+	}
+	plan := *s.plan
+	plan.Vehicles = slices.Clone(plan.Vehicles)
+	type address struct {
+		ip   [2]string  // local, remote
+		port [2]float64 // local, remote
+		name [4]string
+	}
+	addrs := make([]address, len(plan.Vehicles))
+	r := &run{plan: &plan, connect: export.DefaultConnectTimeout * time.Second, silence: export.DefaultSilenceTimeout * time.Second}
+	for i, v := range plan.Vehicles {
+		addrs[i] = address{ip: [2]string{v.Local.Addr().String(), v.Remote.Addr().String()}, port: [2]float64{float64(v.Local.Port()), float64(v.Remote.Port())}}
+	}
+	for _, val := range q.Values {
+		v := &s.iface.Vars[val.VR]
+		a := &addrs[v.Vehicle]
+		switch {
+		case v.Causality == export.Input:
+			s.values[slices.Index(s.ins, int(val.VR))] = val.Num
+		case v.Param == export.LocalIP:
+			a.ip[0], a.name[0] = val.Text, v.Name
+		case v.Param == export.RemoteIP:
+			a.ip[1], a.name[1] = val.Text, v.Name
+		case v.Param == export.LocalPort:
+			a.port[0], a.name[2] = val.Num, v.Name
+		case v.Param == export.RemotePort:
+			a.port[1], a.name[3] = val.Num, v.Name
+		case v.Param == export.RecordFile:
+			r.record = strings.TrimSpace(val.Text)
+		case v.Param == export.ConnectTimeout:
+			r.connect, err = seconds(v.Name, val.Num)
+		case v.Param == export.SilenceTimeout:
+			r.silence, err = seconds(v.Name, val.Num)
+		}
+		if err != nil {
+			return s.failFor(err)
+		}
+	}
+	for i, a := range addrs {
+		local, err := addr(a.ip[0], a.port[0], a.name[0], a.name[2])
+		if err != nil {
+			return s.failFor(err)
+		}
+		remote, err := addr(a.ip[1], a.port[1], a.name[1], a.name[3])
+		if err == nil && remote.Port() == 0 {
+			err = fmt.Errorf("parameter %s 0: BeamNG's port is a port from 1 to 65535", a.name[3])
+		}
+		if err != nil {
+			return s.failFor(err)
+		}
+		plan.Vehicles[i].Local, plan.Vehicles[i].Remote = local, remote
+	}
+	var rec *coupling.Recorder
+	r.closeRec = func() {}
+	if r.record != "" {
+		if rec, r.closeRec, err = openRecording(r.record, &plan, s.log); err != nil {
+			return s.failFor(err)
+		}
+	}
+	r.bridge = newBridge(plan.Period, s.elements(s.outs), s.elements(s.ins), s.log)
+	r.sess, err = coupling.New(coupling.Options{Plan: &plan, Model: r.bridge, ModelName: "the master", Log: s.log, Record: rec, Listen: s.listen})
+	if err == nil {
+		err = r.sess.Bind()
+	}
+	if err != nil {
+		if rec != nil {
+			rec.Close()
+		}
+		r.closeRec()
+		return s.failFor(fmt.Errorf("the coupling cannot start: %w", err))
+	}
+	var ctx context.Context
+	ctx, r.cancel = runContext()
+	r.done = make(chan error, 1)
+	go func() { r.done <- r.sess.Run(ctx) }()
+	s.mu.Lock()
+	s.run = r
+	s.mu.Unlock()
+	s.start, s.n = q.Start, 0
+	s.startLines(r)
+	if span := q.Stop - q.Start; q.StopDefined && math.Abs(span-math.Round(span/plan.Period)*plan.Period) > plan.Period/1000 {
+		s.log.Warn(fmt.Sprintf("the stop time %s s is not a whole number of BeamNG's %s ms periods after the start (%s s): a master that shortens its last step to end there will have it refused",
+			sec(q.Stop), sec(plan.Period*1000), sec(q.Start)))
+	}
+	var deadline time.Time
+	if r.connect > 0 {
+		deadline = time.Now().Add(r.connect)
+	}
+	s.op = func(wait time.Duration) (bool, []byte) {
+		if !deadline.IsZero() {
+			wait = min(wait, max(time.Until(deadline), 0))
+		}
+		defer s.timer.Stop()
+		select {
+		case <-r.bridge.ended:
+			return true, s.answer(statusOK, s.outputs(r.bridge))
+		case err := <-r.done:
+			return true, s.failFor(fmt.Errorf("the coupling ended before BeamNG's first message: %v", err))
+		case <-s.gone:
+			return true, s.failFor(errors.New("the master's process ended"))
+		case <-s.wait(wait):
+		}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return true, s.failFor(fmt.Errorf("BeamNG sent no message in %v (parameter connectTimeout): start BeamNG's coupling as logged above, once the FMU waits for it; BeamNG started first loses its first message and waits 2 s", r.connect))
+		}
+		return false, nil
+	}
+	return s.progress()
+}
+
+// startLines say where the coupling waits and how to start BeamNG's side.
+func (s *server) startLines(r *run) {
+	shown := *r.plan
+	shown.Vehicles = slices.Clone(shown.Vehicles)
+	for i, l := range r.sess.Links() {
+		shown.Vehicles[i].Local = l.LocalAddr() // a free port (localPort 0) is known once bound
+	}
+	for i, v := range shown.Vehicles {
+		who := ""
+		if len(shown.Vehicles) > 1 {
+			who = fmt.Sprintf(" (vehicle %q)", v.Name)
+		}
+		s.log.Info("waiting for BeamNG's first message"+who, "bound", v.Local, "beamng", v.Remote,
+			"start_beamng_with", shown.StartCommand(i))
+	}
+	if r.record != "" {
+		s.log.Info("recording every BeamNG message", "file", r.record)
+	}
+}
+
+// elements are the port elements of the variables vrs.
+func (s *server) elements(vrs []int) []ports.Element {
+	out := make([]ports.Element, len(vrs))
+	for i, vr := range vrs {
+		out[i] = s.iface.Vars[vr].Elem
+	}
+	return out
+}
+
+// failFor fails the call for good: the run (if any) ends, its summary
+// said, and no more steps are taken.
+func (s *server) failFor(err error) []byte {
+	s.failed = true
+	s.logs.say(statusError, "%v", err)
+	if r := s.current(); r != nil {
+		r.bridge.lose(err) // any message BeamNG still sends gets neutral controls
+	}
+	return s.answer(statusError, nil)
+}
+
+func (s *server) current() *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.run
+}
+
+// doStep couples BeamNG's messages of [t, t+h).
+func (s *server) doStep(body []byte) []byte {
+	r := s.current()
+	switch {
+	case s.failed:
+		return s.fail("the FMU failed before: it takes no more steps (reset or free it)")
+	case r == nil:
+		return s.fail("a step before initialization")
+	}
+	if err := decodeStep(body, len(s.ins), &s.step); err != nil {
+		return s.fail("%v", err)
+	}
+	p := r.plan.Period
+	tol := p / 1000
+	at := s.start + float64(s.n)*p
+	t, h := s.step.T, s.step.H
+	if math.Abs(t-at) > tol {
+		return s.failFor(fmt.Errorf("a step from t = %s s, but the FMU is at %s s: FMI's communication points are contiguous", sec(t), sec(at)))
+	}
+	m := math.Round(h / p)
+	if !(m >= 1) || math.Abs(h-m*p) > tol {
+		return s.failFor(fmt.Errorf("a step of h = %s s: a step couples whole BeamNG messages, so h must be a whole number of BeamNG's %s ms periods (%s s, %s s, %s s…): set the master's communication step size so",
+			sec(h), sec(p*1000), sec(p), sec(2*p), sec(4*p)))
+	}
+	copy(s.values, s.step.Inputs)
+	end := s.n + int64(m)
+	r.asked = time.Now()
+	select {
+	case r.bridge.orders <- order{end: end, inputs: s.values}:
+	case err := <-r.done:
+		return s.failFor(fmt.Errorf("the coupling ended: %v", err))
+	case <-s.gone:
+		return s.failFor(errors.New("the master's process ended"))
+	}
+	s.op = func(wait time.Duration) (bool, []byte) {
+		defer s.timer.Stop()
+		select {
+		case <-r.bridge.ended:
+			s.n = end
+			return true, s.answer(statusOK, s.outputs(r.bridge))
+		case err := <-r.done:
+			return true, s.failFor(fmt.Errorf("the coupling ended: %v", err))
+		case <-s.gone:
+			return true, s.failFor(errors.New("the master's process ended"))
+		case <-s.wait(wait):
+		}
+		last := time.Unix(0, r.bridge.arrived.Load())
+		if r.asked.After(last) {
+			last = r.asked
+		}
+		if r.silence > 0 && time.Since(last) > r.silence {
+			return true, s.failFor(s.lost(r, at, end))
+		}
+		return false, nil
+	}
+	return s.progress()
+}
+
+// lost says BeamNG is lost in the middle of a step.
+func (s *server) lost(r *run, from float64, end int64) error {
+	p := r.plan.Period
+	var silent []string
+	if len(r.plan.Vehicles) > 1 {
+		for _, l := range r.sess.Links() {
+			if l.Status() != ports.Connected {
+				silent = append(silent, strconv.Quote(l.Name()))
+			}
+		}
+	}
+	who := "BeamNG"
+	if len(silent) > 0 {
+		who = "BeamNG (vehicle " + strings.Join(silent, ", ") + ")"
+	}
+	return fmt.Errorf("BeamNG lost: %s sent no message for %v (parameter silenceTimeout) while the step from t = %s s waited for its message of %s s: its coupling stopped, it paused, or it is gone. The step fails; from now on BeamNG gets neutral controls (pedals released, wheel torques 0), never the master's last inputs",
+		who, r.silence, sec(from), sec(s.start+float64(end)*p))
+}
+
+// terminate ends the coupling: BeamNG gets neutral controls, the
+// recording is closed, and the run's summary is said. Warning when the
+// run was not healthy, as `beamconnect run` exits 1.
+func (s *server) terminate() []byte {
+	healthy := s.endRun(fmt.Errorf("the master ended the simulation at t = %s s", sec(s.start+float64(s.n)*s.planPeriod())))
+	if !healthy {
+		return s.answer(statusWarning, nil)
+	}
+	return s.answer(statusOK, nil)
+}
+
+func (s *server) planPeriod() float64 {
+	if s.plan == nil {
+		return 0
+	}
+	return s.plan.Period
+}
+
+// endRun stops the run in progress, if any, and says its summary; it
+// reports whether the run was healthy.
+func (s *server) endRun(why error) bool {
+	s.mu.Lock()
+	r := s.run
+	s.run = nil
+	s.mu.Unlock()
+	s.op = nil
+	if r == nil {
+		return true
+	}
+	r.bridge.finish(why)
+	r.cancel()
+	err := <-r.done
+	r.closeRec()
+	v := r.sess.Values()
+	var simS float64
+	for _, l := range r.sess.Links() {
+		simS = max(simS, l.SimTime())
+	}
+	s.log.Info("the coupling ended", "why", why.Error(), "messages", v[coupling.Messages], "replies", v[coupling.Replies],
+		"beamng_time_s", fmt.Sprintf("%.3f", simS))
+	if r.record != "" {
+		s.log.Info("recorded", "file", r.record, "rows", v[coupling.RecordRows], "lost", v[coupling.RecordLost])
+	}
+	for _, n := range r.sess.Notes() {
+		s.log.Info(n)
+	}
+	faults := r.sess.Faults()
+	if err != nil {
+		faults = append(faults, err.Error())
+	}
+	for _, f := range faults {
+		s.log.Warn("the run was not healthy: " + f)
+	}
+	if len(faults) == 0 {
+		s.log.Info("the run was healthy: BeamNG coupled in lockstep all along")
+	}
+	return len(faults) == 0
+}
+
+// sec writes seconds as they read best.
+func sec(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }

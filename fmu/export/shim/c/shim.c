@@ -1,0 +1,1176 @@
+/* The shim's core (see shim.h). Written for beamconnect; the mailbox's
+ * layout is internal/mailbox's (mailbox.go), the requests and answers
+ * fmu/export/child's (protocol.go). */
+#if !defined(_WIN32)
+#define _GNU_SOURCE
+#endif
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+extern char **environ;
+#endif
+
+/* The mailbox (internal/mailbox): a control block of words, each side's
+ * on its own cache line, then the request, then the answer framed by its
+ * sequence number before and after. */
+#define OFF_REQ_SEQ 0
+#define OFF_REQ_LEN 4
+#define OFF_REQ_SLEEP 8
+#define OFF_ANS_SEQ 64
+#define OFF_ANS_LEN 68
+#define OFF_ANS_SLEEP 72
+#define OFF_CLOSED 128
+#define CTL_SIZE 192
+#define ANS_FRAME 8
+#define REQ_CAP (256u * 1024u)
+#define ANS_CAP (256u * 1024u)
+#define BOX_SIZE (CTL_SIZE + REQ_CAP + ANS_CAP + ANS_FRAME)
+
+/* The answer that says "more to come": log lines of a call still going
+ * on; the shim logs them and asks on ('C'). */
+#define RESULT_PENDING 0xFF
+
+/* How long the child may take to end once asked to (it leaves BeamNG
+ * with neutral controls and closes the recording first). */
+#define END_WAIT_MS 10000
+
+struct shim {
+	int major;
+	char *name;
+	shim_say say;
+	void *ctx;
+	int logging;
+	unsigned cats;
+	int state;
+	double time, start, stop;
+	int stop_defined;
+	char *token, *resources;
+
+	uint32_t nvars, nin, nout;
+	shim_var *vars;
+	uint32_t *in, *out;
+
+	uint8_t *mem;
+	uint32_t seq;
+	int gone;          /* the child has ended */
+	char last[512];    /* its last line on stderr */
+	char partial[512]; /* a line it has not finished */
+	size_t npartial;
+#if defined(_WIN32)
+	wchar_t *exe;
+	HANDLE process, stdin_w, stderr_r, map, req_ev, ans_ev;
+#else
+	char *exe;
+	pid_t pid;
+	int stdin_w, stderr_r;
+#endif
+};
+
+/* ---- small helpers ---- */
+
+static char *dup_str(const char *s) {
+	size_t n = s ? strlen(s) : 0;
+	char *d = malloc(n + 1);
+	if (d) {
+		if (n) memcpy(d, s, n);
+		d[n] = 0;
+	}
+	return d;
+}
+
+static void say(shim *s, int status, const char *category, const char *msg) {
+	unsigned bit = !strcmp(category, "logStatusError") ? CAT_ERROR : !strcmp(category, "logStatusWarning") ? CAT_WARNING : CAT_EVENTS;
+	/* Errors always; warnings unless the master turned their category
+	 * off; the rest when the master asked for logging. */
+	if (status < ST_ERROR) {
+		if (status < ST_WARNING && !s->logging) return;
+		if (s->logging && !(s->cats & bit)) return;
+	}
+	if (s->say) s->say(s->ctx, s->name, status, category, msg);
+}
+
+void shim_error(shim *s, const char *fmt, const char *arg) {
+	char msg[1024];
+	snprintf(msg, sizeof msg, fmt, arg ? arg : "");
+	say(s, ST_ERROR, "logStatusError", msg);
+}
+
+static void sayf(shim *s, int status, const char *fmt, ...) {
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	say(s, status, status >= ST_ERROR ? "logStatusError" : status == ST_WARNING ? "logStatusWarning" : "logEvents", msg);
+}
+
+/* ---- the mailbox's words ---- */
+
+static uint32_t *word(shim *s, int off) { return (uint32_t *)(void *)(s->mem + off); }
+static uint32_t load(shim *s, int off) { return __atomic_load_n(word(s, off), __ATOMIC_SEQ_CST); }
+static void store(shim *s, int off, uint32_t v) { __atomic_store_n(word(s, off), v, __ATOMIC_SEQ_CST); }
+
+#if defined(_WIN32)
+static uint64_t now_us(void) {
+	static LARGE_INTEGER freq;
+	LARGE_INTEGER c;
+	if (!freq.QuadPart) QueryPerformanceFrequency(&freq);
+	QueryPerformanceCounter(&c);
+	return (uint64_t)(c.QuadPart / (freq.QuadPart / 1000000 ? freq.QuadPart / 1000000 : 1));
+}
+static void yield(void) { SwitchToThread(); }
+static void wake(shim *s, int off) { SetEvent(off == OFF_REQ_SEQ ? s->req_ev : s->ans_ev); }
+#else
+static uint64_t now_us(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+static void yield(void) { sched_yield(); }
+/* Not FUTEX_PRIVATE: the word is shared with the child. */
+static void wake(shim *s, int off) { syscall(SYS_futex, word(s, off), FUTEX_WAKE, 1 << 30, NULL, NULL, 0); }
+#endif
+
+/* ---- the child's stderr: a crash report, or what should not be there ---- */
+
+static void take_line(shim *s, int dying) {
+	s->partial[s->npartial] = 0;
+	if (s->npartial > 0 && s->partial[s->npartial - 1] == '\r') s->partial[--s->npartial] = 0;
+	if (s->npartial > 0) {
+		snprintf(s->last, sizeof s->last, "%s", s->partial);
+		sayf(s, dying ? ST_ERROR : ST_WARNING, "beamconnect's child process says: %s", s->partial);
+	}
+	s->npartial = 0;
+}
+
+static void take_output(shim *s, const char *buf, size_t n, int dying) {
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n') {
+			take_line(s, dying);
+		} else if (s->npartial < sizeof s->partial - 1) {
+			s->partial[s->npartial++] = buf[i];
+		}
+	}
+}
+
+/* drain reads what the child wrote to stderr without waiting. */
+static void drain(shim *s, int dying) {
+	char buf[4096];
+#if defined(_WIN32)
+	DWORD avail = 0, got = 0;
+	while (s->stderr_r && PeekNamedPipe(s->stderr_r, NULL, 0, NULL, &avail, NULL) && avail > 0) {
+		if (!ReadFile(s->stderr_r, buf, avail < sizeof buf ? avail : sizeof buf, &got, NULL) || got == 0) break;
+		take_output(s, buf, got, dying);
+	}
+#else
+	ssize_t got;
+	while (s->stderr_r >= 0 && (got = read(s->stderr_r, buf, sizeof buf)) > 0) take_output(s, buf, (size_t)got, dying);
+#endif
+	if (dying) take_line(s, dying);
+}
+
+/* ended reports whether the child has ended (and reaps it). */
+static int ended(shim *s) {
+	if (s->gone) return 1;
+#if defined(_WIN32)
+	if (!s->process || WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0) s->gone = 1;
+#else
+	int st;
+	pid_t r = s->pid > 0 ? waitpid(s->pid, &st, WNOHANG) : -1;
+	if (r == s->pid || (r < 0 && errno == ECHILD) || s->pid <= 0) {
+		s->gone = 1;
+		if (r == s->pid && WIFSIGNALED(st)) snprintf(s->last + strlen(s->last), sizeof s->last - strlen(s->last), " (signal %d)", WTERMSIG(st));
+	}
+#endif
+	return s->gone;
+}
+
+/* wait_answer sleeps until the answer's word moves from cur, for at
+ * most ms, or the child ends. */
+static void wait_answer(shim *s, uint32_t cur, int ms) {
+#if defined(_WIN32)
+	HANDLE h[2] = {s->ans_ev, s->process};
+	(void)cur;
+	WaitForMultipleObjects(2, h, FALSE, (DWORD)ms);
+#else
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	syscall(SYS_futex, word(s, OFF_ANS_SEQ), FUTEX_WAIT, cur, &ts, NULL, 0);
+#endif
+}
+
+/* ask publishes the request of n bytes written at the request's place. */
+static int ask(shim *s, uint32_t n) {
+	if (s->gone || load(s, OFF_CLOSED)) return -1;
+	s->seq++;
+	store(s, OFF_REQ_LEN, n);
+	store(s, OFF_REQ_SEQ, s->seq);
+	if (load(s, OFF_REQ_SLEEP)) wake(s, OFF_REQ_SEQ);
+	return 0;
+}
+
+/* await_answer waits for the answer to the last request: a spin first
+ * (the answer to a step of a fast master comes within microseconds of
+ * BeamNG's message), then asleep, looking every 100 ms whether the child
+ * still lives. */
+static int await_answer(shim *s, const uint8_t **p, uint32_t *n) {
+	uint64_t begin = now_us();
+	for (;;) {
+		uint32_t cur = load(s, OFF_ANS_SEQ);
+		if ((int32_t)(cur - s->seq) >= 0) break;
+		uint64_t spent = now_us() - begin;
+		if (spent < 20) continue;
+		if (spent < 200) {
+			yield();
+			continue;
+		}
+		drain(s, 0);
+		if (ended(s) || load(s, OFF_CLOSED)) {
+			if ((int32_t)(load(s, OFF_ANS_SEQ) - s->seq) >= 0) break; /* it answered, then ended */
+			return -1;
+		}
+		store(s, OFF_ANS_SLEEP, 1);
+		cur = load(s, OFF_ANS_SEQ);
+		if ((int32_t)(cur - s->seq) < 0 && !load(s, OFF_CLOSED)) wait_answer(s, cur, 100);
+		store(s, OFF_ANS_SLEEP, 0);
+	}
+	uint32_t len = load(s, OFF_ANS_LEN);
+	const uint8_t *ans = s->mem + CTL_SIZE + REQ_CAP;
+	uint32_t head, tail;
+	if (len > ANS_CAP) return -2;
+	memcpy(&head, ans, 4);
+	memcpy(&tail, ans + 4 + len, 4);
+	if (head != s->seq || tail != s->seq) return -2;
+	*p = ans + 4;
+	*n = len;
+	return 0;
+}
+
+/* ---- requests and answers (little-endian, as x86-64 is) ---- */
+
+typedef struct {
+	uint8_t *p;
+	uint32_t n, cap;
+	int bad;
+} wbuf;
+
+static void put(wbuf *w, const void *v, uint32_t n) {
+	if (w->bad || w->cap - w->n < n) {
+		w->bad = 1;
+		return;
+	}
+	memcpy(w->p + w->n, v, n);
+	w->n += n;
+}
+static void put_u8(wbuf *w, uint8_t v) { put(w, &v, 1); }
+static void put_u32(wbuf *w, uint32_t v) { put(w, &v, 4); }
+static void put_f64(wbuf *w, double v) { put(w, &v, 8); }
+static void put_str(wbuf *w, const char *s) {
+	uint32_t n = s ? (uint32_t)strlen(s) : 0;
+	put_u32(w, n);
+	put(w, s, n);
+}
+
+typedef struct {
+	const uint8_t *p;
+	uint32_t n, at;
+	int bad;
+} rbuf;
+
+static int get(rbuf *r, void *v, uint32_t n) {
+	if (r->bad || r->n - r->at < n) {
+		r->bad = 1;
+		memset(v, 0, n);
+		return 0;
+	}
+	memcpy(v, r->p + r->at, n);
+	r->at += n;
+	return 1;
+}
+static uint8_t get_u8(rbuf *r) {
+	uint8_t v;
+	get(r, &v, 1);
+	return v;
+}
+static uint32_t get_u32(rbuf *r) {
+	uint32_t v;
+	get(r, &v, 4);
+	return v;
+}
+static double get_f64(rbuf *r) {
+	double v;
+	get(r, &v, 8);
+	return v;
+}
+/* get_str returns a malloc'd copy. */
+static char *get_str(rbuf *r) {
+	uint32_t n = get_u32(r);
+	if (r->bad || r->n - r->at < n) {
+		r->bad = 1;
+		return NULL;
+	}
+	char *s = malloc((size_t)n + 1);
+	if (!s) {
+		r->bad = 1;
+		return NULL;
+	}
+	memcpy(s, r->p + r->at, n);
+	s[n] = 0;
+	r->at += n;
+	return s;
+}
+
+static wbuf request(shim *s, char type) {
+	wbuf w = {s->mem + CTL_SIZE, 0, REQ_CAP, 0};
+	put_u8(&w, (uint8_t)type);
+	return w;
+}
+
+static void child_lost(shim *s) {
+	drain(s, 1);
+	s->state = S_FAILED;
+	if (s->last[0])
+		sayf(s, ST_ERROR, "beamconnect's child process, which runs the coupling, ended: %s", s->last);
+	else
+		sayf(s, ST_ERROR, "beamconnect's child process, which runs the coupling, ended without a word");
+}
+
+/* broken stops a child that no longer speaks the protocol: nothing it
+ * says can be trusted. */
+static int broken(shim *s, const char *what) {
+	sayf(s, ST_ERROR, "beamconnect's child process %s: it is stopped", what);
+#if defined(_WIN32)
+	TerminateProcess(s->process, 1);
+#else
+	kill(s->pid, SIGKILL);
+#endif
+	s->state = S_FAILED;
+	return -1;
+}
+
+/* call sends the request written in w and returns the answer's result
+ * (a status) with r at its payload, having logged its log lines; the
+ * answers that say "more to come" are followed. -1: no answer (the child
+ * is gone, said). */
+static int call(shim *s, wbuf *w, rbuf *r) {
+	if (w->bad) {
+		sayf(s, ST_ERROR, "the request is larger than the shared memory holds (%u bytes)", REQ_CAP);
+		return -1;
+	}
+	if (ask(s, w->n) != 0) {
+		child_lost(s);
+		return -1;
+	}
+	for (;;) {
+		const uint8_t *p;
+		uint32_t n;
+		int e = await_answer(s, &p, &n);
+		if (e == -2) return broken(s, "answered out of turn");
+		if (e != 0) {
+			child_lost(s);
+			return -1;
+		}
+		*r = (rbuf){p, n, 0, 0};
+		uint8_t result = get_u8(r);
+		uint32_t nlogs = get_u32(r);
+		for (uint32_t i = 0; i < nlogs && !r->bad; i++) {
+			uint8_t st = get_u8(r);
+			char *cat = get_str(r), *msg = get_str(r);
+			if (cat && msg) say(s, st, cat, msg);
+			free(cat);
+			free(msg);
+		}
+		if (r->bad) return broken(s, "answered what the shim cannot read");
+		if (result != RESULT_PENDING) return result;
+		wbuf more = request(s, 'C');
+		if (ask(s, more.n) != 0) {
+			child_lost(s);
+			return -1;
+		}
+	}
+}
+
+/* ---- finding beamconnect and the resources ---- */
+
+#if defined(_WIN32)
+/* decimal appends v in decimal to s. */
+static void decimal(char *s, uint64_t v) {
+	char d[24];
+	int i = 23;
+	d[i] = 0;
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	strcat(s, d + i);
+}
+
+static wchar_t *widen(const char *s) {
+	int n = MultiByteToWideChar(CP_UTF8, 0, s, -1, NULL, 0);
+	wchar_t *w = n > 0 ? malloc(sizeof(wchar_t) * (size_t)n) : NULL;
+	if (w) MultiByteToWideChar(CP_UTF8, 0, s, -1, w, n);
+	return w;
+}
+static char *narrow(const wchar_t *w) {
+	int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
+	char *s = n > 0 ? malloc((size_t)n) : NULL;
+	if (s) WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL);
+	return s;
+}
+
+/* own_folder is the folder this library was loaded from. */
+static wchar_t *own_folder(void) {
+	HMODULE mod = NULL;
+	if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+	                        (LPCWSTR)(void *)&own_folder, &mod))
+		return NULL;
+	DWORD cap = MAX_PATH;
+	for (;;) {
+		wchar_t *buf = malloc(sizeof(wchar_t) * cap);
+		if (!buf) return NULL;
+		DWORD n = GetModuleFileNameW(mod, buf, cap);
+		if (n == 0) {
+			free(buf);
+			return NULL;
+		}
+		if (n < cap) {
+			wchar_t *slash = wcsrchr(buf, L'\\');
+			if (!slash) slash = wcsrchr(buf, L'/');
+			if (slash) *slash = 0;
+			return buf;
+		}
+		free(buf);
+		cap *= 2;
+	}
+}
+#else
+/* own_folder is the folder this library was loaded from: the mapping of
+ * its code in /proc/self/maps (dladdr would tie the library to a newer C
+ * library than it needs). */
+static char *own_folder(void) {
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f) return NULL;
+	uintptr_t me = (uintptr_t)(void *)&own_folder;
+	char line[8192];
+	char *found = NULL;
+	while (!found && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) != 2 || me < lo || me >= hi) continue;
+		char *p = strchr(line, '/');
+		if (!p) break;
+		p[strcspn(p, "\n")] = 0;
+		char *del = strstr(p, " (deleted)");
+		if (del && del[10] == 0) *del = 0;
+		char *slash = strrchr(p, '/');
+		if (slash) *slash = 0;
+		found = dup_str(p);
+	}
+	fclose(f);
+	return found;
+}
+#endif
+
+static int hexval(char c) {
+	if (c >= '0' && c <= '9') return c - '0';
+	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+	return -1;
+}
+
+/* uri_path turns FMI 2.0's resource location (a file: URI) into a path;
+ * anything else is taken as a path. */
+static char *uri_path(const char *uri) {
+	if (strncmp(uri, "file:", 5) != 0) return dup_str(uri);
+	const char *p = uri + 5;
+	char *out = malloc(strlen(uri) + 3), *o = out;
+	if (!out) return NULL;
+	if (p[0] == '/' && p[1] == '/') {
+		const char *host = p + 2, *end = strchr(host, '/');
+		if (!end) end = host + strlen(host);
+		if (end != host && !(end - host == 9 && !strncmp(host, "localhost", 9))) {
+			/* file://server/share/…: a UNC path */
+			*o++ = '/';
+			*o++ = '/';
+			memcpy(o, host, (size_t)(end - host));
+			o += end - host;
+		}
+		p = end;
+	}
+#if defined(_WIN32)
+	/* file:///C:/…: the drive letter follows the slash */
+	if (p[0] == '/' && p[1] && p[2] == ':') p++;
+#endif
+	for (; *p; p++) {
+		int a, b;
+		if (*p == '%' && (a = hexval(p[1])) >= 0 && (b = hexval(p[2])) >= 0) {
+			*o++ = (char)(a * 16 + b);
+			p += 2;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = 0;
+	return out;
+}
+
+/* ---- the child ---- */
+
+static const char *mailbox_var = "BEAMCONNECT_MAILBOX";
+
+#if defined(_WIN32)
+static int start_child(shim *s) {
+	SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+	HANDLE in_r = NULL, err_w = NULL;
+	if (!CreatePipe(&in_r, &s->stdin_w, &sa, 0) || !CreatePipe(&s->stderr_r, &err_w, &sa, 0)) {
+		sayf(s, ST_ERROR, "cannot make the child process's pipes (error %lu)", GetLastError());
+		return -1;
+	}
+	SetHandleInformation(s->stdin_w, HANDLE_FLAG_INHERIT, 0);
+	SetHandleInformation(s->stderr_r, HANDLE_FLAG_INHERIT, 0);
+	s->map = CreateFileMappingW(INVALID_HANDLE_VALUE, &sa, PAGE_READWRITE, 0, BOX_SIZE, NULL);
+	s->req_ev = CreateEventW(&sa, FALSE, FALSE, NULL);
+	s->ans_ev = CreateEventW(&sa, FALSE, FALSE, NULL);
+	if (!s->map || !s->req_ev || !s->ans_ev || !(s->mem = MapViewOfFile(s->map, FILE_MAP_WRITE, 0, 0, BOX_SIZE))) {
+		sayf(s, ST_ERROR, "cannot make the shared memory the child process answers through (error %lu)", GetLastError());
+		CloseHandle(in_r);
+		CloseHandle(err_w);
+		return -1;
+	}
+	/* The environment: this process's, and the mailbox's handles. */
+	char var8[200];
+	strcpy(var8, mailbox_var);
+	strcat(var8, "=map:");
+	decimal(var8, (uint64_t)(uintptr_t)s->map);
+	strcat(var8, ",reqev:");
+	decimal(var8, (uint64_t)(uintptr_t)s->req_ev);
+	strcat(var8, ",ansev:");
+	decimal(var8, (uint64_t)(uintptr_t)s->ans_ev);
+	strcat(var8, ",req:");
+	decimal(var8, REQ_CAP);
+	strcat(var8, ",ans:");
+	decimal(var8, ANS_CAP);
+	wchar_t *var = widen(var8);
+	wchar_t *env = GetEnvironmentStringsW(), *e;
+	size_t len = 0;
+	for (e = env; *e; e += wcslen(e) + 1) len += wcslen(e) + 1;
+	wchar_t *block = var ? malloc(sizeof(wchar_t) * (len + wcslen(var) + 2)) : NULL, *b = block;
+	for (e = env; block && *e; e += wcslen(e) + 1) {
+		if (_wcsnicmp(e, L"BEAMCONNECT_MAILBOX=", 20) == 0) continue;
+		wcscpy(b, e);
+		b += wcslen(e) + 1;
+	}
+	if (block) {
+		wcscpy(b, var);
+		b += wcslen(var) + 1;
+		*b = 0;
+	}
+	FreeEnvironmentStringsW(env);
+	free(var);
+	/* Exactly these handles are inherited, not whatever else of the
+	 * master's is inheritable. */
+	HANDLE inherit[5] = {in_r, err_w, s->map, s->req_ev, s->ans_ev};
+	SIZE_T size = 0;
+	InitializeProcThreadAttributeList(NULL, 1, 0, &size);
+	LPPROC_THREAD_ATTRIBUTE_LIST attrs = malloc(size);
+	STARTUPINFOEXW si;
+	memset(&si, 0, sizeof si);
+	si.StartupInfo.cb = sizeof si;
+	si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+	si.StartupInfo.hStdInput = in_r;
+	si.StartupInfo.hStdOutput = err_w;
+	si.StartupInfo.hStdError = err_w;
+	int ok = attrs && InitializeProcThreadAttributeList(attrs, 1, 0, &size) &&
+	         UpdateProcThreadAttribute(attrs, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, inherit, sizeof inherit, NULL, NULL);
+	si.lpAttributeList = attrs;
+	wchar_t *cmdline = malloc(sizeof(wchar_t) * (wcslen(s->exe) + 32));
+	if (cmdline) {
+		wcscpy(cmdline, L"\"");
+		wcscat(cmdline, s->exe);
+		wcscat(cmdline, L"\" fmu-export-child");
+	}
+	PROCESS_INFORMATION pi;
+	/* No console window of its own for a master without one (Simulink);
+	 * a process group of its own, so the console's Ctrl-C reaches the
+	 * master, whose end ends the child. */
+	ok = ok && block && cmdline && CreateProcessW(s->exe, cmdline, NULL, NULL, TRUE,
+	                                   CREATE_UNICODE_ENVIRONMENT | EXTENDED_STARTUPINFO_PRESENT | CREATE_NO_WINDOW | CREATE_NEW_PROCESS_GROUP,
+	                                   block, NULL, &si.StartupInfo, &pi);
+	DWORD err = GetLastError();
+	if (attrs) DeleteProcThreadAttributeList(attrs);
+	free(attrs);
+	free(block);
+	free(cmdline);
+	CloseHandle(in_r);
+	CloseHandle(err_w);
+	if (!ok) {
+		char *exe = narrow(s->exe);
+		char msg[64];
+		snprintf(msg, sizeof msg, "%lu", err);
+		sayf(s, ST_ERROR, "cannot start beamconnect's child process %s (error %s): the FMU carries it beside its library", exe ? exe : "", msg);
+		free(exe);
+		return -1;
+	}
+	CloseHandle(pi.hThread);
+	s->process = pi.hProcess;
+	return 0;
+}
+#else
+/* high moves fd above the standard ones and the mailbox's (3), keeping it
+ * closed on exec: only what the child is given by number survives. */
+static int high(int fd) {
+	if (fd < 0) return fd;
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	close(fd);
+	return h;
+}
+
+static int start_child(shim *s) {
+	int in[2] = {-1, -1}, err[2] = {-1, -1}, mem = -1;
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+		sayf(s, ST_ERROR, "cannot make the child process's pipes: %s", strerror(errno));
+		return -1;
+	}
+	in[0] = high(in[0]), in[1] = high(in[1]), err[0] = high(err[0]), err[1] = high(err[1]);
+#ifdef SYS_memfd_create
+	mem = (int)syscall(SYS_memfd_create, "beamconnect-mailbox", 1u /* MFD_CLOEXEC */);
+#endif
+	if (mem < 0) {
+		char path[] = "/dev/shm/beamconnect-mailbox-XXXXXX";
+		mem = mkstemp(path);
+		if (mem >= 0) {
+			unlink(path);
+			fcntl(mem, F_SETFD, FD_CLOEXEC);
+		}
+	}
+	mem = high(mem);
+	if (mem < 0 || ftruncate(mem, BOX_SIZE) != 0 ||
+	    (s->mem = mmap(NULL, BOX_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0)) == MAP_FAILED) {
+		s->mem = NULL;
+		sayf(s, ST_ERROR, "cannot make the shared memory the child process answers through: %s", strerror(errno));
+		close(in[0]), close(in[1]), close(err[0]), close(err[1]);
+		if (mem >= 0) close(mem);
+		return -1;
+	}
+	size_t n = 0;
+	while (environ && environ[n]) n++;
+	char **env = malloc(sizeof(char *) * (n + 2)), var[128];
+	size_t k = 0;
+	snprintf(var, sizeof var, "%s=fd:3,req:%u,ans:%u", mailbox_var, REQ_CAP, ANS_CAP);
+	for (size_t i = 0; env && i < n; i++)
+		if (strncmp(environ[i], "BEAMCONNECT_MAILBOX=", 20) != 0) env[k++] = environ[i];
+	if (env) {
+		env[k++] = var;
+		env[k] = NULL;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	posix_spawn_file_actions_adddup2(&fa, mem, 3);
+	posix_spawnattr_init(&attr);
+	/* A process group of its own: the terminal's Ctrl-C reaches the
+	 * master, whose end ends the child; signals as a fresh program has
+	 * them, whatever the master blocked or ignored. */
+	sigset_t none, dflt;
+	sigemptyset(&none);
+	sigemptyset(&dflt);
+	int sigs[] = {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&dflt, sigs[i]);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &dflt);
+	char *argv[] = {s->exe, "fmu-export-child", NULL};
+	int e = env ? posix_spawn(&s->pid, s->exe, &fa, &attr, argv, env) : ENOMEM;
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	free(env);
+	close(in[0]);
+	close(err[1]);
+	close(mem);
+	if (e != 0) {
+		sayf(s, ST_ERROR, "cannot start beamconnect's child process %s: %s (the FMU carries it beside its library)", s->exe, strerror(e));
+		close(in[1]);
+		close(err[0]);
+		s->pid = 0;
+		return -1;
+	}
+	s->stdin_w = in[1];
+	s->stderr_r = err[0];
+	fcntl(s->stderr_r, F_SETFL, fcntl(s->stderr_r, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+#endif
+
+/* end_child asks the child to end (the mailbox closed, its stdin at its
+ * end), waits for it, and kills it if it will not. */
+static void end_child(shim *s) {
+	if (s->mem) {
+		store(s, OFF_CLOSED, 1);
+		wake(s, OFF_REQ_SEQ);
+		wake(s, OFF_ANS_SEQ);
+	}
+#if defined(_WIN32)
+	if (s->stdin_w) CloseHandle(s->stdin_w);
+	s->stdin_w = NULL;
+	if (s->process) {
+		if (WaitForSingleObject(s->process, END_WAIT_MS) != WAIT_OBJECT_0) TerminateProcess(s->process, 1);
+		WaitForSingleObject(s->process, 5000);
+		drain(s, 0);
+		CloseHandle(s->process);
+	}
+	if (s->stderr_r) CloseHandle(s->stderr_r);
+	if (s->mem) UnmapViewOfFile(s->mem);
+	if (s->map) CloseHandle(s->map);
+	if (s->req_ev) CloseHandle(s->req_ev);
+	if (s->ans_ev) CloseHandle(s->ans_ev);
+	s->process = s->stderr_r = s->map = s->req_ev = s->ans_ev = NULL;
+#else
+	if (s->stdin_w >= 0) close(s->stdin_w);
+	s->stdin_w = -1;
+	if (s->pid > 0) {
+		uint64_t until = now_us() + (uint64_t)END_WAIT_MS * 1000u;
+		while (!ended(s) && now_us() < until) {
+			struct timespec ts = {0, 10 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+		if (!ended(s)) {
+			kill(-s->pid, SIGKILL);
+			kill(s->pid, SIGKILL);
+			int st;
+			waitpid(s->pid, &st, 0);
+		}
+		drain(s, 0);
+	}
+	if (s->stderr_r >= 0) close(s->stderr_r);
+	if (s->mem) munmap(s->mem, BOX_SIZE);
+	s->stderr_r = -1;
+	s->pid = 0;
+#endif
+	s->mem = NULL;
+	s->gone = 1;
+}
+
+/* open starts the child and asks it to open the FMU: it answers with the
+ * variables. */
+static int open_child(shim *s) {
+	s->gone = 0;
+	s->seq = 0;
+	s->last[0] = 0;
+	s->npartial = 0;
+	if (start_child(s) != 0) return -1;
+	wbuf w = request(s, 'O');
+	put_u32(&w, SHIM_PROTOCOL);
+	put_u32(&w, (uint32_t)s->major);
+	put_str(&w, s->name);
+	put_str(&w, s->token);
+	put_str(&w, s->resources);
+	put_u8(&w, (uint8_t)(s->logging != 0));
+	rbuf r;
+	int res = call(s, &w, &r);
+	if (res != ST_OK && res != ST_WARNING) return -1;
+	if (s->vars) return 0; /* started again (a reset): it has the variables already */
+	uint32_t n = get_u32(&r);
+	if (n > r.n / 10) r.bad = 1;
+	s->vars = calloc(n ? n : 1, sizeof(shim_var));
+	s->in = calloc(n ? n : 1, sizeof(uint32_t));
+	s->out = calloc(n ? n : 1, sizeof(uint32_t));
+	if (!s->vars || !s->in || !s->out) {
+		sayf(s, ST_ERROR, "out of memory");
+		return -1;
+	}
+	s->nvars = n;
+	for (uint32_t i = 0; i < n && !r.bad; i++) {
+		shim_var *v = &s->vars[i];
+		if (get_u32(&r) != i) r.bad = 1;
+		v->type = get_u8(&r);
+		v->causality = get_u8(&r);
+		v->name = get_str(&r);
+		if (v->type == T_STRING) {
+			v->starts = get_str(&r);
+			v->text = dup_str(v->starts);
+		} else {
+			v->start = v->value = get_f64(&r);
+		}
+		if (v->type > T_STRING || v->causality > C_PARAMETER) r.bad = 1;
+		if (v->causality == C_INPUT) s->in[s->nin++] = i;
+		if (v->causality == C_OUTPUT) s->out[s->nout++] = i;
+	}
+	if (r.bad) {
+		sayf(s, ST_ERROR, "beamconnect's child process listed the variables in a way the shim cannot read");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the instance ---- */
+
+shim *shim_new(int major, const char *name, const char *token, const char *resources, int logging, shim_say sayfn,
+               void *ctx) {
+	shim *s = calloc(1, sizeof *s);
+	if (!s) return NULL;
+	s->major = major;
+	s->name = dup_str(name ? name : "");
+	s->token = dup_str(token ? token : "");
+	s->say = sayfn;
+	s->ctx = ctx;
+	s->logging = logging;
+	s->cats = CAT_ALL;
+	s->state = S_INSTANTIATED;
+#if !defined(_WIN32)
+	s->stdin_w = s->stderr_r = -1;
+#endif
+#if defined(_WIN32)
+	wchar_t *dir = own_folder();
+	if (dir) {
+		s->exe = malloc(sizeof(wchar_t) * (wcslen(dir) + 20));
+		if (s->exe) {
+			wcscpy(s->exe, dir);
+			wcscat(s->exe, L"\\beamconnect.exe");
+		}
+	}
+	char *dir8 = dir ? narrow(dir) : NULL;
+	free(dir);
+	const char *sep = "\\";
+#else
+	char *dir8 = own_folder();
+	if (dir8) {
+		s->exe = malloc(strlen(dir8) + 16);
+		if (s->exe) {
+			sprintf(s->exe, "%s/beamconnect", dir8);
+			/* An unzipper that keeps no file modes leaves it not
+			 * executable. */
+			if (access(s->exe, X_OK) != 0) chmod(s->exe, 0755);
+		}
+	}
+	const char *sep = "/";
+#endif
+	if (resources && resources[0]) {
+		s->resources = uri_path(resources);
+	} else if (dir8) {
+		/* binaries/PLATFORM/ → resources/ */
+		s->resources = malloc(strlen(dir8) + 32);
+		if (s->resources) sprintf(s->resources, "%s%s..%s..%sresources", dir8, sep, sep, sep);
+	}
+	free(dir8);
+	if (!s->exe || !s->resources || !s->name || !s->token) {
+		sayf(s, ST_ERROR, "cannot find the folder the FMU's library was loaded from, where beamconnect's executable is");
+		shim_free(s);
+		return NULL;
+	}
+	if (open_child(s) != 0) {
+		shim_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void free_vars(shim *s) {
+	for (uint32_t i = 0; s->vars && i < s->nvars; i++) {
+		free(s->vars[i].name);
+		free(s->vars[i].text);
+		free(s->vars[i].starts);
+	}
+	free(s->vars);
+	free(s->in);
+	free(s->out);
+	s->vars = NULL;
+	s->in = s->out = NULL;
+}
+
+void shim_free(shim *s) {
+	if (!s) return;
+	end_child(s);
+	free_vars(s);
+	free(s->name);
+	free(s->token);
+	free(s->resources);
+	free(s->exe);
+	free(s);
+}
+
+void shim_logging(shim *s, int on, size_t n, const char *const categories[]) {
+	s->logging = on;
+	if (n == 0) {
+		s->cats = CAT_ALL;
+		return;
+	}
+	s->cats = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!categories[i]) continue;
+		if (!strcmp(categories[i], "logEvents")) s->cats |= CAT_EVENTS;
+		if (!strcmp(categories[i], "logStatusWarning")) s->cats |= CAT_WARNING;
+		if (!strcmp(categories[i], "logStatusError")) s->cats |= CAT_ERROR;
+	}
+}
+
+double shim_time(shim *s) { return s->time; }
+int shim_state(shim *s) { return s->state; }
+
+int shim_setup(shim *s, double start, int stop_defined, double stop) {
+	if (s->state != S_INSTANTIATED) {
+		sayf(s, ST_ERROR, "the experiment is set up before initialization, not now");
+		return ST_ERROR;
+	}
+	s->start = s->time = start;
+	s->stop_defined = stop_defined;
+	s->stop = stop;
+	return ST_OK;
+}
+
+int shim_enter_initialization(shim *s) {
+	if (s->state != S_INSTANTIATED) {
+		sayf(s, ST_ERROR, "initialization mode is entered once, after instantiation (or a reset)");
+		return ST_ERROR;
+	}
+	s->state = S_INITIALIZATION;
+	return ST_OK;
+}
+
+/* outputs takes the answer's time and outputs. */
+static int outputs(shim *s, rbuf *r) {
+	double t = get_f64(r);
+	uint32_t n = get_u32(r);
+	if (r->bad || n != s->nout) {
+		sayf(s, ST_ERROR, "beamconnect's child process answered with the wrong number of outputs");
+		return ST_ERROR;
+	}
+	for (uint32_t i = 0; i < n; i++) s->vars[s->out[i]].value = get_f64(r);
+	if (r->bad) return ST_ERROR;
+	s->time = t;
+	return ST_OK;
+}
+
+int shim_exit_initialization(shim *s) {
+	if (s->state != S_INITIALIZATION) {
+		sayf(s, ST_ERROR, "initialization mode is left once, after it was entered");
+		return ST_ERROR;
+	}
+	wbuf w = request(s, 'I');
+	put_f64(&w, s->start);
+	put_u8(&w, (uint8_t)(s->stop_defined != 0));
+	put_f64(&w, s->stop);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->nvars; i++)
+		if (s->vars[i].causality != C_OUTPUT) n++;
+	put_u32(&w, n);
+	for (uint32_t i = 0; i < s->nvars; i++) {
+		shim_var *v = &s->vars[i];
+		if (v->causality == C_OUTPUT) continue;
+		put_u32(&w, i);
+		if (v->type == T_STRING)
+			put_str(&w, v->text);
+		else
+			put_f64(&w, v->value);
+	}
+	rbuf r;
+	int res = call(s, &w, &r);
+	if (res < 0 || res >= ST_DISCARD) {
+		s->state = S_FAILED;
+		return res < 0 ? ST_ERROR : res;
+	}
+	if (outputs(s, &r) != ST_OK) {
+		s->state = S_FAILED;
+		return ST_ERROR;
+	}
+	s->state = S_STEP;
+	return res;
+}
+
+int shim_do_step(shim *s, double t, double h) {
+	if (s->state != S_STEP) {
+		sayf(s, ST_ERROR, s->state == S_FAILED ? "the instance failed before: it takes no more steps (free it, or reset it)"
+		                                      : "a step comes after initialization, before termination");
+		return ST_ERROR;
+	}
+	wbuf w = request(s, 'S');
+	put_f64(&w, t);
+	put_f64(&w, h);
+	put_u32(&w, s->nin);
+	for (uint32_t i = 0; i < s->nin; i++) put_f64(&w, s->vars[s->in[i]].value);
+	rbuf r;
+	int res = call(s, &w, &r);
+	if (res < 0 || res >= ST_ERROR) {
+		s->state = S_FAILED;
+		return res < 0 ? ST_ERROR : res;
+	}
+	if (res == ST_DISCARD) return res;
+	if (outputs(s, &r) != ST_OK) {
+		s->state = S_FAILED;
+		return ST_ERROR;
+	}
+	return res;
+}
+
+int shim_terminate(shim *s) {
+	if (s->state == S_TERMINATED) return ST_OK;
+	int res = ST_OK;
+	if (!s->gone && (s->state == S_INITIALIZATION || s->state == S_STEP || s->state == S_FAILED)) {
+		wbuf w = request(s, 'T');
+		rbuf r;
+		res = call(s, &w, &r);
+		if (res < 0) res = ST_ERROR;
+	}
+	s->state = S_TERMINATED;
+	return res;
+}
+
+int shim_reset(shim *s) {
+	for (uint32_t i = 0; i < s->nvars; i++) {
+		shim_var *v = &s->vars[i];
+		v->value = v->start;
+		if (v->type == T_STRING) {
+			free(v->text);
+			v->text = dup_str(v->starts);
+		}
+	}
+	s->time = s->start = 0;
+	s->stop_defined = 0;
+	int res = ST_ERROR;
+	if (!s->gone) {
+		wbuf w = request(s, 'R');
+		rbuf r;
+		res = call(s, &w, &r);
+	}
+	if (res < 0 || res >= ST_ERROR) {
+		/* The child failed or ended: a new one. */
+		end_child(s);
+		if (open_child(s) != 0) {
+			s->state = S_FAILED;
+			return ST_ERROR;
+		}
+		res = ST_OK;
+	}
+	s->state = S_INSTANTIATED;
+	return res;
+}
+
+/* ---- values ---- */
+
+static const char *type_name(shim *s, int type) {
+	static const char *names2[] = {"Real", "Integer", "String"}, *names3[] = {"Float64", "Int32", "String"};
+	return s->major == 2 ? names2[type] : names3[type];
+}
+
+/* lookup checks a value reference for a get or set of type. */
+static shim_var *lookup(shim *s, const char *fn, uint32_t vr, int type) {
+	if (vr >= s->nvars) {
+		char msg[64];
+		snprintf(msg, sizeof msg, "%u", vr);
+		sayf(s, ST_ERROR, "%s: value reference %s is no variable of the FMU (it has 0 to %u)", fn, msg, s->nvars - 1);
+		return NULL;
+	}
+	shim_var *v = &s->vars[vr];
+	if (v->type != type) {
+		sayf(s, ST_ERROR, "%s: %s is of type %s, not %s", fn, v->name, type_name(s, v->type), type_name(s, type));
+		return NULL;
+	}
+	return v;
+}
+
+/* settable checks that v may be set now. */
+static int settable(shim *s, const char *fn, shim_var *v) {
+	if (v->causality == C_OUTPUT) {
+		sayf(s, ST_ERROR, "%s: %s is an output (one of BeamNG's signals): it cannot be set", fn, v->name);
+		return 0;
+	}
+	if (v->causality == C_PARAMETER && s->state != S_INSTANTIATED && s->state != S_INITIALIZATION) {
+		sayf(s, ST_ERROR, "%s: %s is a fixed parameter: it is set before initialization ends, not now", fn, v->name);
+		return 0;
+	}
+	if (s->state == S_TERMINATED || s->state == S_FAILED) {
+		sayf(s, ST_ERROR, "%s: the instance is %s: nothing is set any more", fn, s->state == S_FAILED ? "failed" : "terminated");
+		return 0;
+	}
+	return 1;
+}
+
+int shim_get_real(shim *s, const char *fn, const uint32_t vr[], size_t n, double out[]) {
+	for (size_t i = 0; i < n; i++) {
+		shim_var *v = lookup(s, fn, vr[i], T_REAL);
+		if (!v) return ST_ERROR;
+		out[i] = v->value;
+	}
+	return ST_OK;
+}
+
+int shim_get_integer(shim *s, const char *fn, const uint32_t vr[], size_t n, int32_t out[]) {
+	for (size_t i = 0; i < n; i++) {
+		shim_var *v = lookup(s, fn, vr[i], T_INTEGER);
+		if (!v) return ST_ERROR;
+		out[i] = (int32_t)v->value;
+	}
+	return ST_OK;
+}
+
+int shim_get_string(shim *s, const char *fn, const uint32_t vr[], size_t n, const char *out[]) {
+	for (size_t i = 0; i < n; i++) {
+		shim_var *v = lookup(s, fn, vr[i], T_STRING);
+		if (!v) return ST_ERROR;
+		out[i] = v->text ? v->text : "";
+	}
+	return ST_OK;
+}
+
+int shim_set_real(shim *s, const char *fn, const uint32_t vr[], size_t n, const double in[]) {
+	for (size_t i = 0; i < n; i++) {
+		shim_var *v = lookup(s, fn, vr[i], T_REAL);
+		if (!v || !settable(s, fn, v)) return ST_ERROR;
+		v->value = in[i];
+	}
+	return ST_OK;
+}
+
+int shim_set_integer(shim *s, const char *fn, const uint32_t vr[], size_t n, const int32_t in[]) {
+	for (size_t i = 0; i < n; i++) {
+		shim_var *v = lookup(s, fn, vr[i], T_INTEGER);
+		if (!v || !settable(s, fn, v)) return ST_ERROR;
+		v->value = in[i];
+	}
+	return ST_OK;
+}
+
+int shim_set_string(shim *s, const char *fn, const uint32_t vr[], size_t n, const char *const in[]) {
+	for (size_t i = 0; i < n; i++) {
+		shim_var *v = lookup(s, fn, vr[i], T_STRING);
+		if (!v || !settable(s, fn, v)) return ST_ERROR;
+		char *d = dup_str(in[i] ? in[i] : "");
+		if (!d) return ST_ERROR;
+		free(v->text);
+		v->text = d;
+	}
+	return ST_OK;
+}
+
+int shim_no_type(shim *s, const char *fn, const char *type, size_t n) {
+	if (n == 0) return ST_OK;
+	sayf(s, ST_ERROR, "%s: the FMU has no variable of type %s", fn, type);
+	return ST_ERROR;
+}
+
+int shim_unsupported(shim *s, const char *fn) {
+	if (s)
+		sayf(s, ST_ERROR, "%s: not provided by this FMU (a co-simulation FMU that couples BeamNG.tech)", fn);
+	return ST_ERROR;
+}
