@@ -12,7 +12,7 @@ import (
 )
 
 // fmusimPath is the Modelica Association's reference FMI master, as
-// BEAMCONNECT_FMUSIM names it (../shared/fmi-oracle/build builds it);
+// BEAMCONNECT_FMUSIM names it (bash fmu/testdata/oracle/build builds it);
 // the test is skipped without it, or fails with
 // BEAMCONNECT_REQUIRE_FMUSIM=1 (as .ci/run sets).
 func fmusimPath(t *testing.T) string {
@@ -22,7 +22,7 @@ func fmusimPath(t *testing.T) string {
 		if os.Getenv("BEAMCONNECT_REQUIRE_FMUSIM") == "1" {
 			t.Fatal("BEAMCONNECT_FMUSIM names no fmusim")
 		}
-		t.Skip("BEAMCONNECT_FMUSIM names no fmusim (../shared/fmi-oracle/build builds it)")
+		t.Skip("BEAMCONNECT_FMUSIM names no fmusim (bash fmu/testdata/oracle/build builds it)")
 	}
 	return p
 }

@@ -161,9 +161,9 @@ func TestDescriptionsValidate(t *testing.T) {
 	fmusim := os.Getenv("BEAMCONNECT_FMUSIM")
 	if fmusim == "" {
 		if os.Getenv("BEAMCONNECT_REQUIRE_FMUSIM") == "1" {
-			t.Fatal("BEAMCONNECT_FMUSIM names no fmusim (../shared/fmi-oracle/build builds it)")
+			t.Fatal("BEAMCONNECT_FMUSIM names no fmusim (bash fmu/testdata/oracle/build builds it)")
 		}
-		t.Skip("BEAMCONNECT_FMUSIM names no fmusim (../shared/fmi-oracle/build builds it)")
+		t.Skip("BEAMCONNECT_FMUSIM names no fmusim (bash fmu/testdata/oracle/build builds it)")
 	}
 	for _, file := range configs(t) {
 		in := New(plan(t, file))
