@@ -13,6 +13,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/contracts"
 	"beamconnect/ports"
+	"beamconnect/recording"
 	"beamconnect/relative"
 	"beamconnect/timesync"
 )
@@ -64,6 +65,10 @@ type Link struct {
 	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
 	keep    []byte      // drain's newest message
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
+	// simTime is the recording's time of the latest message: BeamNG's
+	// simulation time (modelClock.axis); entry is its row.
+	simTime float64
+	entry   recording.Entry
 	diag    diagnosis
 	diags   diagnoses
 

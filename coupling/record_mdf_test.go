@@ -170,7 +170,7 @@ func TestRecorderRowAllocsEveryFormat(t *testing.T) {
 			now := time.Now()
 			if a := testing.AllocsPerRun(5000, func() {
 				i++
-				r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+				r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 				if i%50 == 0 { // as the loop does every 250 ms
 					now = now.Add(250 * time.Millisecond)
 					r.FlushEvery(now, flushEvery)
@@ -198,7 +198,7 @@ func BenchmarkRecorderRow(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				r.Row(float64(i)*0.005+0.123456, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+				r.Row(&recording.Entry{Time: float64(i)*0.005 + 0.123456, LocalTime: float64(i)*0.005 + 0.123456, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 				if i%50 == 49 {
 					now = now.Add(250 * time.Millisecond)
 					r.FlushEvery(now, flushEvery)
@@ -225,7 +225,7 @@ func BenchmarkRecorderRow(b *testing.B) {
 // blocks, then the links and counts in place).
 func BenchmarkRecorderWrite(b *testing.B) {
 	plan := recordPlan(b)
-	layout := recording.LayoutOf(plan)
+	layout := recording.LayoutOf(plan, nil)
 	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 	ins := [][]float64{{1}, {0.25, 0}, {0}}
 	for _, format := range []string{"csv", "mdf"} {
@@ -241,7 +241,7 @@ func BenchmarkRecorderWrite(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				vals = layout.Flatten(vals, float64(i)*0.005+0.123456, 3, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+				vals = layout.Flatten(vals, &recording.Entry{Time: float64(i)*0.005 + 0.123456, LocalTime: float64(i)*0.005 + 0.123456, Status: 3, ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 				buf = w.Row(buf, 0, vals)
 				if i%50 == 49 || i == b.N-1 {
 					if _, lost, err := w.Write(buf, nil); err != nil || lost > 0 {
@@ -294,7 +294,7 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 	now := time.Now()
 	rows := func(from, to int) {
 		for i := from; i < to; i++ {
-			r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+			r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 			if i%50 == 49 {
 				now = now.Add(time.Second)
 				r.FlushEvery(now, flushEvery)
@@ -336,7 +336,7 @@ func TestRecorderMemoryFlat(t *testing.T) {
 			i := 0
 			rows := func(n int) {
 				for end := i + n; i < end; i++ {
-					r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+					r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 					if i%50 == 49 {
 						now = now.Add(250 * time.Millisecond)
 						r.FlushEvery(now, flushEvery)

@@ -26,7 +26,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,7 @@ import (
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/quality"
+	"beamconnect/recording"
 	"beamconnect/timesync"
 )
 
@@ -154,14 +157,15 @@ func New(opt Options) (*Session, error) {
 	for _, l := range s.links {
 		s.stage.statuses = append(s.stage.statuses, &l.status)
 	}
-	s.stage.onReload = func(p *ports.Plan) {
+	s.stage.onLayout = func(p *ports.Plan, vars []models.Variable) {
 		if opt.Record != nil {
-			opt.Record.Header(p)
+			opt.Record.Layout(p, vars)
 		}
 		if opt.Scope != nil {
-			opt.Scope.SetColumns(ScopeColumns(p))
+			opt.Scope.SetColumns(ScopeColumns(p, vars))
 		}
 	}
+	s.stage.onLayout(p, s.stage.vars.list)
 	return s, nil
 }
 
@@ -211,8 +215,13 @@ func (s *Session) Run(ctx context.Context) error {
 		wg.Go(func() { errs[i] = l.run(ctx) })
 	}
 	wg.Wait()
-	if s.opt.Record != nil {
-		s.opt.Record.Close()
+	if r := s.opt.Record; r != nil {
+		if faults := s.Faults(); len(faults) > 0 {
+			// The file says how the run went: plotted or converted, a run
+			// with faults is not taken for a good one.
+			r.Event(recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.Faults, Name: "run ended with faults", Text: strings.Join(faults, "; ")})
+		}
+		r.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -41,7 +41,7 @@ func loggingServerWith(t testing.TB, tune func(*Server), opts func(*coupling.Opt
 	src = bytes.Replace(src, []byte(`"$schema": "../schemas/config.schema.json",`), nil, 1)
 	os.WriteFile(path, src, 0o644)
 	plan := portstest.Load(t, path)
-	cols := coupling.ScopeColumns(plan)
+	cols := coupling.ScopeColumns(plan, nil)
 	capacity := min(500*130, (4<<20)/len(cols))
 	ring := scope.New(cols, capacity, 1)
 	row := make([]float64, len(cols))

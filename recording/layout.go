@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"beamconnect/internal/svgplot"
+	"beamconnect/quality"
 )
 
 // panel is one plot area: fields of one port and unit whose ranges are
@@ -173,6 +174,8 @@ func (pn *panel) legendLines() int {
 
 func portTitle(p string) string {
 	switch p {
+	case ModelPort:
+		return "the model's own variables"
 	case "out0":
 		return "port 0 (out): connection status"
 	case "in0":
@@ -200,7 +203,10 @@ func (p *plot) draw(lay layout, title string) string {
 	svgplot.Text(&b, float64(lay.width)/2, 44, "middle", `fill="#444"`, sub)
 	for i, r := range p.control() {
 		color := "#15803d"
-		if !r.Good() {
+		switch {
+		case r.Verdict == quality.Faulted:
+			color = "#b45309" // it held, but the run had faults
+		case !r.Good():
 			color = "#b91c1c"
 		}
 		svgplot.Text(&b, float64(lay.width)/2, float64(top+i*18-4), "middle", `class="control" fill="`+color+`"`, "control "+r.Line())
@@ -227,7 +233,7 @@ func (p *plot) draw(lay layout, title string) string {
 		p.drawPanel(&b, pn, lay.labelWidth)
 	}
 	last := lay.panels[len(lay.panels)-1]
-	svgplot.Text(&b, float64(last.X+last.W/2), float64(last.Y+last.H+36), "middle", `fill="#444"`, "time [s]")
+	svgplot.Text(&b, float64(last.X+last.W/2), float64(last.Y+last.H+36), "middle", `fill="#444"`, "simulation time [s]")
 	svgplot.End(&b)
 	return b.String()
 }

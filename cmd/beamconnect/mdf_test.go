@@ -163,7 +163,7 @@ func TestConvert(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{csvFile, csvFile}, "is the recording itself"},
+		{[]string{csvFile, csvFile}, "is the recording " + csvFile + " itself"},
 		{[]string{csvFile, notes}, "notes.mf4: the file exists and is not a recording"},
 		{[]string{notes, back}, "notes.mf4: 10 bytes: too short for an MDF 4 file"},
 		{[]string{csvFile}, "expected a recording and the file to write"},

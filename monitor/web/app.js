@@ -18,11 +18,13 @@ let paused = false;
 let lastConfigEvents = -1;
 
 function text(el, s) { if (el.textContent !== s) el.textContent = s; }
+// fmt writes a live value in at most 11 characters (2.225e-308,
+// -1.845e+19, 20.1053), so it fits its cell on one line.
 function fmt(v) {
   if (v === null || v === undefined) return "–";
-  if (Number.isInteger(v)) return String(v);
   const a = Math.abs(v);
-  return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? v.toExponential(4) : v.toFixed(4);
+  if (Number.isInteger(v) && a < 1e10) return String(v);
+  return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? v.toExponential(3) : v.toFixed(4);
 }
 
 // Tick labels: as many decimals as the tick spacing needs and no more, so
@@ -50,6 +52,11 @@ function ticks(u, splits, axisIdx, space, incr) {
   if (axisIdx === 1) tickLabels.set(u, labels);
   return labels;
 }
+// The steps a value axis may have: 1, 2 and 5 times every power of ten a
+// double has, so a panel of 1e-300 or of 1e19 gets round ticks too (uPlot's
+// own stop at 1e-16 and 5e16, and leave such a panel a lone "0").
+const INCRS = [];
+for (let e = -300; e <= 300; e++) for (const m of [1, 2, 5]) INCRS.push(m * 10 ** e);
 
 // Every plot's value axis is as wide as the widest labels of any plot, so
 // the plot areas line up and no label is cut. The width only grows.
@@ -81,6 +88,7 @@ function resize() {
 }
 
 function portTitle(port) {
+  if (port === "model") return "the model's own variables";
   const m = /^(out|in)(\d+)$/.exec(port);
   if (!m) return port;
   if (m[2] === "0") return m[1] === "out" ? "port 0 (out): status" : "port 0 (in): directive";
@@ -208,6 +216,7 @@ function build(groups) {
       const tr = live.insertRow();
       const name = tr.insertCell();
       name.textContent = layout.columns[ci].name;
+      if (layout.columns[ci].comment) name.title = layout.columns[ci].comment; // what it is, on hover
       name.style.color = COLORS[k % COLORS.length];
       const v = tr.insertCell();
       v.className = "v";
@@ -229,8 +238,8 @@ function build(groups) {
       width: Math.max(chart.clientWidth, 300), height: HEIGHT,
       padding: [10, 28, 0, 0], // room for the last time label at the right edge
       scales: { x: { time: false }, y: { auto: false, range: () => [p.lo, p.hi] } },
-      axes: [{ label: "time s", font: AXIS_FONT, values: ticks },
-        { font: AXIS_FONT, values: ticks, size: ySize, label: g.unit || "(no unit)", labelFont: AXIS_FONT, labelSize: 18 }],
+      axes: [{ label: "simulation time s", font: AXIS_FONT, values: ticks },
+        { font: AXIS_FONT, values: ticks, incrs: INCRS, size: ySize, label: g.unit || "(no unit)", labelFont: AXIS_FONT, labelSize: 18 }],
       series: [{ label: "t", value: (u, v) => v == null ? "–" : v.toFixed(3) }]
         .concat(g.idx.map((ci, k) => ({ label: layout.columns[ci].name, stroke: COLORS[k % COLORS.length], width: isSetpoint(ci) ? 1.5 : 1.25,
           dash: isSetpoint(ci) ? [6, 4] : undefined, value: (u, v) => fmt(v) }))),
@@ -398,7 +407,7 @@ function draw(now) {
     p.idx.forEach((ci, k) => text(p.cells[k], fmt(cols[ci][cols[ci].length - 1])));
   }
   drawTimeline(from, Math.max(end - win, xs[0]), end); // the plots' time axis
-  text($("scopeinfo"), `${xs.length} samples shown, t = ${end.toFixed(3)} s`);
+  text($("scopeinfo"), `${xs.length} samples shown, simulation time ${end.toFixed(3)} s`);
 }
 
 // The status timeline: port 0's status over the plots' time window, a
@@ -515,6 +524,8 @@ function showControl(s) {
   chip.hidden = !loops.length;
   if (!loops.length) return;
   text($("controlmodel"), `(model ${s.model})`);
+  // The server never calls a loop good in a run with faults: it held, in a
+  // run with faults, shown amber.
   const good = loops.every((r) => r.verdict === "good");
   const poor = loops.some((r) => r.verdict === "poor" || r.verdict === "not settled");
   text(chip, "control: " + (good ? "good" : loops.map((r) => `${r.name} ${r.verdict}`).join(", ")));
@@ -534,7 +545,7 @@ function showControl(s) {
       td.dataset.loop = r.name;
       text(td, v);
     });
-    row.cells[1].className = "verdict " + r.verdict.replace(" ", "-");
+    row.cells[1].className = "verdict " + r.verdict.replace(/[^a-z]+/g, "-");
   });
 }
 
