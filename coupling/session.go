@@ -50,6 +50,10 @@ const stallGap = 2300 * time.Millisecond
 // reply later than this is not sent: BeamNG gave up on it.
 const RebaseGap = 1900 * time.Millisecond
 
+// DefaultBindTimeout is how long run retries a local address it cannot
+// bind before it gives up.
+const DefaultBindTimeout = 10 * time.Second
+
 // idleStep is how long a read waits before the loop looks around (the
 // directive, silence, overdue contracts) and steps the model without new
 // data, so it sees the status and can change the directive.
@@ -95,6 +99,12 @@ type Options struct {
 	// Listen binds a vehicle's local address; nil binds UDP sockets
 	// (ListenUDP). Tests bind in memory (ListenMem).
 	Listen Listen
+	// BindTimeout is how long a vehicle's local address may fail to bind
+	// (a busy port, an address not of this machine) before the run gives
+	// up with the error: 0 is DefaultBindTimeout, negative retries for as
+	// long as the directive asks (VS Connect's perpetual reconnect). A
+	// socket that fails after it was bound is bound again without limit.
+	BindTimeout time.Duration
 	// LogLoss, when set, says how many log records were dropped and how
 	// many log writes failed (a slow or broken stderr): counted with the
 	// run's counters, not a fault of the coupling.
@@ -133,6 +143,9 @@ func New(opt Options) (*Session, error) {
 	}
 	if opt.Silence <= 0 {
 		opt.Silence = max(time.Second, 3*seconds(p.Period))
+	}
+	if opt.BindTimeout == 0 {
+		opt.BindTimeout = DefaultBindTimeout
 	}
 	opt.BusyPoll = opt.BusyPoll || p.BusyPoll
 	if opt.Listen == nil {
@@ -205,14 +218,22 @@ func (s *Session) Bind() error {
 }
 
 // Run drives every vehicle's link until ctx ends, each on its own
-// goroutine, and then leaves BeamNG with neutral controls.
+// goroutine, and then leaves BeamNG with neutral controls. A link that
+// gives up (its address never bound within Options.BindTimeout) ends the
+// run of every link, with its error.
 func (s *Session) Run(ctx context.Context) error {
 	s.stage.begin()
 	defer s.stage.end()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.links))
 	for i, l := range s.links {
-		wg.Go(func() { errs[i] = l.run(ctx) })
+		wg.Go(func() {
+			if errs[i] = l.run(ctx); errs[i] != nil {
+				stop()
+			}
+		})
 	}
 	wg.Wait()
 	if r := s.opt.Record; r != nil {

@@ -70,8 +70,10 @@ status 4 is reported, BeamNG gets neutral controls instead of the last ones
 and keeps being answered; a fault ends when its cause does. A reload is
 prepared whole (the model's new binding and parameters included) while the
 coupling goes on, then swapped in between two messages; anything in it that
-fails refuses all of it. A bind that
-fails (another program on the port) is retried with backoff. A watchdog
+fails refuses all of it. A bind that fails (another program on the port) is
+retried with backoff for --bind-timeout (10 s), then the run ends with the
+error and a hint (exit 1); a socket that fails after it was bound is bound
+again for as long as it takes. A watchdog
 sees BeamNG run ahead of the replies (out of lockstep) and repairs its
 window where the protocol allows. --record writes whole rows every 250 ms,
 even while BeamNG is silent; it refuses the config file, and any existing
@@ -100,7 +102,11 @@ binds only where told (":8080" is loopback) and answers only GET.
 
 Exit status: 0 for a healthy run, 1 when anything went wrong: never
 connected, datagrams that were not BeamNG's, BeamNG stalls, silences or lost
-lockstep, model faults, lost recording rows; the summary lists each.
+lockstep, model faults, lost recording rows; the summary lists each. How
+well the model controlled is a verdict of its own: with --fail-on control
+(or "failOn": ["control"] in the config's beamng block) a healthy run whose
+control verdict is not good for every loop (poor, not settled, no data, or
+no loop at all) exits 4, and the summary says which; faults still exit 1.
 --fault (with --emulate) makes the emulated BeamNG misbehave, to see all this.
 
 ` + coupling.PingResultsLayout + `
@@ -123,6 +129,8 @@ lockstep, model faults, lost recording rows; the summary lists each.
 		fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
 		fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
 		fs.StringVar(&o.http, "http", "", "serve a live page (status, scope of every port, reloads, config) and Prometheus /metrics at this address, e.g. 127.0.0.1:8080 (a bare :PORT binds loopback only)")
+		fs.DurationVar(&o.bindTimeout, "bind-timeout", coupling.DefaultBindTimeout, "give up when the local address cannot be bound (a busy port) for this long; 0 retries for as long as the run goes on")
+		fs.StringSliceVar(&o.failOn, "fail-on", nil, `what else makes the exit status non-zero: "control" exits 4 when a control verdict is not good (as beamng.failOn)`)
 		fs.Bool("json", false, "print the final summary as one JSON object")
 		return func(c *call) int { return runCmd(c, o) }
 	},
@@ -138,6 +146,8 @@ type runOpts struct {
 	busyPoll             bool
 	duration             time.Duration
 	faults               []string
+	failOn               []string // --fail-on: "control"
+	bindTimeout          time.Duration
 }
 
 func runCmd(c *call, o *runOpts) int {
@@ -207,6 +217,8 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.usage("expected exactly one config file, got %d", len(c.args))
 	case o.duration < 0:
 		return r.usage("--duration %v: expected 0 (run until interrupted) or a positive duration", o.duration)
+	case o.bindTimeout < 0:
+		return r.usage("--bind-timeout %v: expected 0 (retry for as long as the run goes on) or a positive duration", o.bindTimeout)
 	case o.freeRunning && !o.emulate:
 		return r.usage("--free-running applies to --emulate only")
 	case o.recordFormat != "" && o.record == "":
@@ -227,6 +239,11 @@ func (r *runner) prepare() (code int, ok bool) {
 	for _, spec := range o.faults {
 		if err := emulator.ParseFault(spec, &r.faults); err != nil {
 			return r.usage("--fault: %v", err)
+		}
+	}
+	for _, f := range o.failOn {
+		if f != "control" {
+			return r.usage("--fail-on %q: expected control (a control verdict other than good exits 4)", f)
 		}
 	}
 	plan, res := check(c.args[0])
@@ -251,7 +268,11 @@ func (r *runner) prepare() (code int, ok bool) {
 	if err := r.newModel(); err != nil {
 		return r.fail(err)
 	}
-	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Params: kinds.Parameters(plan.Model), Log: c.log, BusyPoll: o.busyPoll}
+	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Params: kinds.Parameters(plan.Model), Log: c.log, BusyPoll: o.busyPoll,
+		BindTimeout: o.bindTimeout}
+	if o.bindTimeout == 0 {
+		r.opts.BindTimeout = -1 // for as long as the run goes on
+	}
 	if c.logs != nil {
 		r.opts.LogLoss = func() (uint64, uint64) { return c.logs.Dropped(), c.logs.Failed() }
 	}
@@ -386,6 +407,7 @@ func (r *runner) run(hup <-chan os.Signal) int {
 
 	sum := summarize(r.sess, r.plan, r.name, r.model, r.opts.Record, em)
 	sum.WallS = time.Since(start).Seconds()
+	sum.judgeControl(len(o.failOn) > 0 || r.sess.Plan().FailOnControl)
 	// The summary comes after the last log line: what stopping the model
 	// and the emulator logs, then everything queued, is written first.
 	r.close()
@@ -403,8 +425,11 @@ func (r *runner) run(hup <-chan os.Signal) int {
 	if runErr != nil {
 		return c.fail("run", runErr)
 	}
-	if !sum.Healthy {
+	switch {
+	case !sum.Healthy:
 		return exitFailed
+	case sum.ControlFailed != "":
+		return exitControl
 	}
 	return exitOK
 }
