@@ -60,9 +60,9 @@ func prepareMonitor(addr string, plan *ports.Plan, opts *coupling.Options) (*htt
 }
 
 // start serves the page until ctx ends.
-func (m *httpMonitor) start(ctx context.Context, c *call, plan *ports.Plan, sess *coupling.Session) {
+func (m *httpMonitor) start(ctx context.Context, c *call, plan *ports.Plan, sess *coupling.Session, hosts []string) {
 	text, _ := os.ReadFile(plan.Source)
-	m.srv = monitor.New(monitor.Options{Plan: plan, Session: sess, Ring: m.ring, Config: text, Log: c.log})
+	m.srv = monitor.New(monitor.Options{Plan: plan, Session: sess, Ring: m.ring, Config: text, Log: c.log, Hosts: hosts})
 	c.log.Info("live page", "url", "http://"+m.ln.Addr().String()+"/", "metrics", "http://"+m.ln.Addr().String()+"/metrics")
 	m.wg.Go(func() {
 		if err := m.srv.Serve(ctx, m.ln); err != nil {

@@ -97,7 +97,9 @@ timeToCollision; params names the other vehicle).
 history, rates, turnaround, a scope of every port (uPlot, embedded; samples
 by Server-Sent Events from a ring the loop never waits on), reloads and
 refusals, the config in use; and /metrics in Prometheus' text format. It
-binds only where told (":8080" is loopback) and answers only GET.
+binds only where told (":8080" is loopback), answers only GET, and only to
+requests for this machine's addresses or localhost: a request for another
+name (DNS rebinding) is refused; --http-host NAME allows a name of yours.
 'beamconnect plot' draws a --record file afterwards.
 
 Exit status: 0 for a healthy run, 1 when anything went wrong: never
@@ -129,6 +131,7 @@ no loop at all) exits 4, and the summary says which; faults still exit 1.
 		fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
 		fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
 		fs.StringVar(&o.http, "http", "", "serve a live page (status, scope of every port, reloads, config) and Prometheus /metrics at this address, e.g. 127.0.0.1:8080 (a bare :PORT binds loopback only)")
+		fs.StringArrayVar(&o.httpHosts, "http-host", nil, "with --http: a further name the live page answers to (rig-pc.lab), besides this machine's addresses and localhost (repeatable)")
 		fs.DurationVar(&o.bindTimeout, "bind-timeout", coupling.DefaultBindTimeout, "give up when the local address cannot be bound (a busy port) for this long; 0 retries for as long as the run goes on")
 		fs.StringSliceVar(&o.failOn, "fail-on", nil, `what else makes the exit status non-zero: "control" exits 4 when a control verdict is not good (as beamng.failOn)`)
 		fs.Bool("json", false, "print the final summary as one JSON object")
@@ -147,6 +150,7 @@ type runOpts struct {
 	duration             time.Duration
 	faults               []string
 	failOn               []string // --fail-on: "control"
+	httpHosts            []string // --http-host
 	bindTimeout          time.Duration
 }
 
@@ -225,6 +229,8 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.usage("--record-format applies to --record only")
 	case len(o.faults) > 0 && !o.emulate:
 		return r.usage("--fault applies to --emulate only (it makes the emulated BeamNG misbehave)")
+	case len(o.httpHosts) > 0 && o.http == "":
+		return r.usage("--http-host applies to --http only")
 	case (o.emulateClient != "" || o.emulateListen != "") && !o.emulate:
 		return r.usage("--emulate-client and --emulate-listen apply to --emulate only")
 	}
@@ -394,7 +400,7 @@ func (r *runner) run(hup <-chan os.Signal) int {
 		emWait.Go(func() { em.Run(ctx) })
 	}
 	if r.mon != nil {
-		r.mon.start(ctx, c, r.plan, r.sess)
+		r.mon.start(ctx, c, r.plan, r.sess, o.httpHosts)
 	}
 	stopWatch := watchConfig(ctx, c, r.sess, c.args[0], r.plan, o.noWatch, hup, r.mon.observer())
 	stopLine := statusLine(c, r.sess)
