@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"beamconnect/ports"
 	"beamconnect/recording"
 	"beamconnect/recording/mdf"
+	"beamconnect/recording/mdf/mdftest"
 )
 
 // mdfRecorder records plan's run to a new MDF 4 file in dir.
@@ -320,6 +322,65 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 	if got := int64(mf.Groups[0].Cycles); got != r.Written() || r.Written()+r.Lost() != 300 || r.Lost() == 0 || !mf.Finalized {
 		t.Errorf("%d rows in the file; rows %d, written %d, lost %d", got, r.Rows(), r.Written(), r.Lost())
 	}
+}
+
+// A disk full to the end of the run: the rows that did not fit are lost,
+// and the file says so (issue 34): an event at the last row's time with how
+// many, written into the room the file keeps for it, so a conversion or a
+// plot of it is not taken for the whole run. Both readers read the file.
+func TestRecorderMDFFullToTheEnd(t *testing.T) {
+	plan := recordPlan(t)
+	path := filepath.Join(t.TempDir(), "run.mf4")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	disk := &fullFile{File: f}
+	disk.room.Store(1 << 30)
+	w, err := mdf.NewRecording(disk, recording.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRecorderOf(w, f.Name(), plan, nil)
+	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
+	ins := [][]float64{{1}, {0.25, 0}, {0}}
+	now := time.Now()
+	for i := range 400 {
+		r.Row(&recording.Entry{Time: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
+		if i%50 == 49 {
+			now = now.Add(time.Second)
+			r.FlushEvery(now, flushEvery)
+			for len(r.full) > 0 || len(r.free) < 2 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if i == 100 {
+			st, _ := f.Stat()
+			disk.room.Store(st.Size()) // full: nothing more fits
+		}
+	}
+	if err := r.Close(); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Close: %v, want the disk-full error", err)
+	}
+	mf := readMDF(t, path)
+	if got := int64(mf.Groups[0].Cycles); got != r.Written() || r.Lost() < 299 || got+r.Lost() != 400 {
+		t.Errorf("%d rows in the file, %d lost", got, r.Lost())
+	}
+	events, err := mdf.Events(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := false
+	for _, e := range events {
+		if e.Kind == recording.Lost && e.Time == 399*0.005 && strings.HasPrefix(e.Text, strconv.FormatInt(r.Lost(), 10)+" rows could not be written") {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("no event says %d rows were lost: %+v", r.Lost(), events)
+	}
+	mdftest.Agree(t, path)
 }
 
 // Memory does not grow with the run: recording five times as many rows

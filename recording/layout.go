@@ -116,7 +116,10 @@ func (p *plot) portOrder() []string {
 }
 
 // joinable is the panel of list f can share, or nil: one of the same unit
-// where, with f, every field still spans a fifth of the range or more.
+// where, with f, every field still spans a fifth of the range or more. A
+// field that barely moves counts with the least span its unit and
+// magnitude make meaningful (MinSpan), so a constant 2.2e-308 does not join
+// a panel of 1.8e19, where it would be a line at 0.
 func joinable(list []*panel, f *field) *panel {
 	for _, pn := range list {
 		if pn.unit != f.unit || len(pn.fields) >= maxPerPanel {
@@ -128,7 +131,11 @@ func joinable(list []*panel, f *field) *panel {
 		}
 		ok := true
 		for _, m := range append(slices.Clip(pn.fields), f) {
-			if span := m.hi - m.lo; span > 0 && span*shareSpan < hi-lo {
+			if m.n == 0 {
+				continue // no value: it fits anywhere
+			}
+			span := max(m.hi-m.lo, MinSpan(m.unit, max(math.Abs(m.lo), math.Abs(m.hi))))
+			if span*shareSpan < hi-lo {
 				ok = false
 			}
 		}

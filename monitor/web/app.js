@@ -52,11 +52,42 @@ function ticks(u, splits, axisIdx, space, incr) {
   if (axisIdx === 1) tickLabels.set(u, labels);
   return labels;
 }
-// The steps a value axis may have: 1, 2 and 5 times every power of ten a
-// double has, so a panel of 1e-300 or of 1e19 gets round ticks too (uPlot's
-// own stop at 1e-16 and 5e16, and leave such a panel a lone "0").
-const INCRS = [];
-for (let e = -300; e <= 300; e++) for (const m of [1, 2, 5]) INCRS.push(m * 10 ** e);
+// The value axis' ticks: round values, 1, 2 or 5 times a power of ten
+// apart, at least two inside the panel whatever its height and whatever
+// the magnitude (2.2e-308, 1.8e19), as `beamconnect plot` has them: uPlot's
+// own choice leaves a short panel of ±4.9 one lone "0", and stops at the
+// powers of ten it knows.
+function niceStep(raw) {
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (raw <= m * p * (1 + 1e-9)) return m * p;
+  return 10 * p;
+}
+function smallerStep(step) {
+  const p = 10 ** Math.floor(Math.log10(step) + 1e-9), m = Math.round(step / p);
+  return m >= 5 ? 2 * p : m >= 2 ? p : p / 2;
+}
+function tickCount(lo, hi, step) { return Math.floor(hi / step + 1e-6) - Math.ceil(lo / step - 1e-6) + 1; }
+function valueSplits(u, axisIdx, lo, hi) {
+  if (!(hi > lo) || !isFinite(hi - lo)) return [];
+  const px = u.bbox.height / (uPlot.pxRatio || 1);
+  const n = Math.max(2, Math.floor(px / 28));
+  const raw = (hi - lo) / n;
+  let step = niceStep(raw);
+  const down = smallerStep(step);
+  if (raw / down < step / raw) step = down; // the nearer of the two, by ratio
+  while (tickCount(lo, hi, step) < Math.min(3, n) && step > (hi - lo) * 1e-9) step = smallerStep(step);
+  const out = [];
+  for (let k = Math.ceil(lo / step - 1e-9); out.length <= 1000; k++) {
+    let v = k * step;
+    if (v > hi + step / 1e6) break;
+    if (Math.abs(v) < step / 1e6) v = 0;
+    out.push(v);
+  }
+  return out;
+}
+function valueTicks(u, splits, axisIdx, space, incr) {
+  return ticks(u, splits, axisIdx, space, splits.length > 1 ? splits[1] - splits[0] : incr);
+}
 
 // Every plot's value axis is as wide as the widest labels of any plot, so
 // the plot areas line up and no label is cut. The width only grows.
@@ -167,11 +198,18 @@ function span(idx) {
 }
 
 // fits reports whether every field of idx spans at least 1/k of their
-// union (a field that does not change fits anywhere).
+// union. A field that barely moves counts with the least span its unit and
+// magnitude make meaningful, as in `beamconnect plot`: a constant 2.2e-308
+// does not share a panel with 1.8e19, where it would be a line at 0.
 function fits(idx, k) {
   const all = span(idx);
   if (!all) return true;
-  return idx.every((ci) => { const b = bands[ci]; return !b || b.hi === b.lo || (b.hi - b.lo) * k >= all[1] - all[0]; });
+  return idx.every((ci) => {
+    const b = bands[ci];
+    if (!b) return true;
+    const w = Math.max(b.hi - b.lo, layout.columns[ci].min_span || 0, 0.1 * Math.max(Math.abs(b.lo), Math.abs(b.hi)));
+    return w * k >= all[1] - all[0];
+  });
 }
 
 // groupByRange is the grouping the values shown call for.
@@ -239,7 +277,7 @@ function build(groups) {
       padding: [10, 28, 0, 0], // room for the last time label at the right edge
       scales: { x: { time: false }, y: { auto: false, range: () => [p.lo, p.hi] } },
       axes: [{ label: "simulation time s", font: AXIS_FONT, values: ticks },
-        { font: AXIS_FONT, values: ticks, incrs: INCRS, size: ySize, label: g.unit || "(no unit)", labelFont: AXIS_FONT, labelSize: 18 }],
+        { font: AXIS_FONT, values: valueTicks, splits: valueSplits, size: ySize, label: g.unit || "(no unit)", labelFont: AXIS_FONT, labelSize: 18 }],
       series: [{ label: "t", value: (u, v) => v == null ? "–" : v.toFixed(3) }]
         .concat(g.idx.map((ci, k) => ({ label: layout.columns[ci].name, stroke: COLORS[k % COLORS.length], width: isSetpoint(ci) ? 1.5 : 1.25,
           dash: isSetpoint(ci) ? [6, 4] : undefined, value: (u, v) => fmt(v) }))),
@@ -474,7 +512,8 @@ function setState(s) {
     text(h, s.healthy ? "healthy" : "NOT HEALTHY");
     h.className = "health " + (s.healthy ? "good" : "bad");
   }
-  text($("what"), `${s.config} · ${s.protocol} · model ${s.model} · every ${s.period_ms} ms · time sync ${s.time_sync}`);
+  const sync = s.time_sync === "none" ? "no time sync" : `time sync ${s.time_sync}`;
+  text($("what"), `${s.config} · ${s.protocol} · model ${s.model} · every ${s.period_ms} ms · ${sync}`);
   const tb = document.querySelector("#vehicles tbody");
   while (tb.rows.length > s.vehicles.length) tb.deleteRow(-1);
   s.vehicles.forEach((v, i) => {
@@ -633,7 +672,7 @@ window.scopeCheck = () => panels.map((p) => {
     if (x - w / 2 < canvas.left - 0.5 || x + w / 2 > canvas.right + 0.5) timeFits = false;
   });
   return {
-    port: p.port, unit: p.unit, axisLabel: p.u.axes[1].label, fields: p.idx.map((ci) => layout.columns[ci].name), lo: p.lo, hi: p.hi,
+    port: p.port, unit: p.unit, axisLabel: p.u.axes[1].label, timeLabel: p.u.axes[0].label, fields: p.idx.map((ci) => layout.columns[ci].name), lo: p.lo, hi: p.hi,
     dashed: p.idx.filter((ci, k) => p.u.series[k + 1].dash).map((ci) => layout.columns[ci].name),
     clipped: p.notes.map((n) => n.textContent).filter((s) => s),
     chart: p.chart.clientWidth, uw: p.u.width, left: over.left, width: over.width, labels,
