@@ -64,7 +64,7 @@ func (l *Link) observed(id float64, neutral bool) {
 			e := &l.entry
 			*e = recording.Entry{Time: l.simTime, LocalTime: l.sim.Local(), Vehicle: l.index, Status: int(l.Status()),
 				ID: id, ReplyID: l.reply[0], Reloads: st.stats.Get(Reloads),
-				Outputs: st.outs, Inputs: ins, Setpoints: st.loops.set, Model: st.modelVals}
+				Outputs: st.outs, Inputs: ins, Setpoints: st.loops.set, Model: st.modelVals, VariablesPending: st.vars.pending()}
 			o.Record.Row(e)
 		}
 		if o.Scope != nil {

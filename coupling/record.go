@@ -64,6 +64,12 @@ type Recorder struct {
 	lastT     float64
 	endT      float64          // the last row's time, set by Close for the writer
 	reload    *recording.Event // a reload waiting for the time of its first row
+	// Rows held back while the model has not named its variables (before
+	// the header is written): their values as the layout then had them,
+	// and their vehicles.
+	heldAll     []float64
+	heldWidth   int
+	heldVehicle []int
 
 	full      chan *batch // to the writer
 	free      chan *batch // back from it
@@ -138,9 +144,55 @@ func (r *Recorder) Layout(plan *ports.Plan, vars []models.Variable) {
 		}
 		r.reload = &recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.Reload, Name: "reload", Text: text, Config: plan.Config}
 	}
+	if r.pending && r.heldWidth > 0 && r.plan != nil && r.plan != plan {
+		// A reload while rows are held: they go under the layout they
+		// were made with.
+		r.header()
+		r.release()
+	}
 	r.plan = plan
 	r.layout = recording.LayoutOf(plan, vars)
 	r.pending = true
+}
+
+// hold keeps a row back while the header waits for the model's names;
+// false when there is no more room (the row is then written as it is).
+func (r *Recorder) hold(e *recording.Entry) bool {
+	n := len(r.layout.Columns)
+	if r.heldWidth != 0 && r.heldWidth != n || len(r.heldVehicle) >= maxHeldRows || len(r.heldAll)+n > maxHeldValues {
+		return false
+	}
+	if r.untimed.Load() {
+		r.stamp(e.Time)
+	}
+	r.lastT = e.Time
+	r.heldWidth = n
+	r.vals = r.layout.Flatten(r.vals, e)
+	r.heldAll = append(r.heldAll, r.vals...)
+	r.heldVehicle = append(r.heldVehicle, e.Vehicle)
+	r.rows.Add(1)
+	return true
+}
+
+// release writes the rows held back under the header just written: the
+// model's columns it did not have then are NaN.
+func (r *Recorder) release() {
+	if r.heldWidth == 0 {
+		return
+	}
+	n := len(r.layout.Columns)
+	for i, v := range r.heldVehicle {
+		row := r.heldAll[i*r.heldWidth : (i+1)*r.heldWidth]
+		r.vals = append(r.vals[:0], row...)
+		for len(r.vals) < n {
+			r.vals = append(r.vals, math.NaN())
+		}
+		r.cur.data = r.f.Row(r.cur.data, v, r.vals[:n])
+		if len(r.cur.data) >= recordBufSize*3/4 {
+			r.handOver(time.Now())
+		}
+	}
+	r.heldAll, r.heldVehicle, r.heldWidth = nil, nil, 0
 }
 
 // header writes the pending layout's header. A header is never dropped:
@@ -180,10 +232,23 @@ func ScopeColumns(plan *ports.Plan, vars []models.Variable) []scope.Column {
 	return cols
 }
 
-// Row records one message's row. It allocates nothing.
+// maxHeld bounds the rows held back while the model names its variables.
+const (
+	maxHeldValues = 1 << 19 // 4 MB of values
+	maxHeldRows   = 20000
+)
+
+// Row records one message's row. Before the header is written, while the
+// model has not named its variables yet (an exec program starting), the row
+// is held back, up to a bound, and written under the header the names
+// make. It allocates nothing (holding rows, only at the start).
 func (r *Recorder) Row(e *recording.Entry) {
 	if r.pending {
+		if e.VariablesPending && r.hold(e) {
+			return
+		}
 		r.header()
+		r.release()
 	}
 	t := e.Time
 	if r.reload != nil {
@@ -308,6 +373,7 @@ func (r *Recorder) Close() error {
 		defer wait.Stop()
 		if r.pending {
 			r.header()
+			r.release()
 		}
 		// What waits for a row's time when none comes: the last row's.
 		last := r.lastT

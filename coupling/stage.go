@@ -87,6 +87,7 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 	st.loops = &controlLoops{}
 	st.shown.Store(st.loops)
 	st.vars.sampler, _ = m.(models.Sampler)
+	st.vars.late, _ = m.(models.LateSampler)
 	st.useVariables(p)
 	return st
 }

@@ -13,6 +13,7 @@ import (
 // values. Under the stage's lock.
 type variables struct {
 	sampler models.Sampler // nil: the model has none
+	late    models.LateSampler
 	list    []models.Variable
 	values  []float64 // one per variable, as Sample writes them
 	sampled []int     // the variables with columns of their own (recording.Layout.Sampled)
@@ -55,3 +56,6 @@ func (st *stage) sample() {
 		st.modelVals[k] = v.values[i]
 	}
 }
+
+// pending says the model has not named its variables yet.
+func (v *variables) pending() bool { return v.late != nil && v.late.VariablesPending() }

@@ -260,3 +260,55 @@ func TestObservedAllocs(t *testing.T) {
 		})
 	}
 }
+
+// lateModel names its variables only at its 50th step, as a program that
+// names its values once it has started: until then they are pending.
+type lateModel struct{ *namedModel }
+
+func (m lateModel) Variables() []models.Variable {
+	if m.steps < 50 {
+		return nil
+	}
+	return m.vars
+}
+
+func (m lateModel) Sample(v []float64) {
+	if m.steps >= 50 {
+		m.namedModel.Sample(v)
+	}
+}
+
+func (m lateModel) VariablesPending() bool { return m.steps < 50 }
+
+// Rows of a model whose names come late are held back until they come,
+// then written under the header they make, in one file: the model's
+// columns empty (NaN) before it named them.
+func TestRecordingWaitsForLateNames(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "run.csv")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fm, _ := recording.FormatFor(path, "")
+		w, err := fm.Create(f, recording.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := rig{cfg: load(t, "../examples/cruise-pedals.json"), em: emulator.Config{Steps: 2000},
+			model: func(p *ports.Plan) models.Model { return lateModel{newNamedModel(p, 0)} },
+			opts:  func(_ *harness, o *Options) { o.Record = NewRecorderOf(w, path, o.Plan, nil) }}.sim(t)
+		h.run(t)
+		headers, rows := readCSV(t, path)
+		if len(headers) != 1 || !slices.Contains(headers[0], "in1.pedal [1]") || headers[0][len(headers[0])-1] != "model.t [s]" {
+			t.Fatalf("headers %q: want one, with the model's names", headers)
+		}
+		if _, err := os.Stat(recording.Continuation(path, 2)); err == nil {
+			t.Errorf("a second file for the names that came late")
+		}
+		if len(rows) < 190 || !math.IsNaN(rows[0][len(rows[0])-1]) || math.IsNaN(rows[len(rows)-1][len(rows[0])-1]) || rows[0][2] != 0 {
+			t.Errorf("%d rows; the first %v, the last %v: want them all, the model's values NaN until it named them", len(rows), rows[0], rows[len(rows)-1])
+		}
+	})
+}

@@ -41,3 +41,14 @@ type Sampler interface {
 func SameVariables(a, b []Variable) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
+
+// LateSampler is a Sampler whose variables are named by something that
+// starts after the model does: an exec program names them in its first
+// lines. VariablesPending is true until they are known (the program has
+// said something), and the recording holds its first rows back meanwhile
+// (for a bounded time), so that they come under the names too rather
+// than in a file of their own.
+type LateSampler interface {
+	Sampler
+	VariablesPending() bool
+}

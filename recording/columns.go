@@ -410,6 +410,10 @@ type Entry struct {
 	Outputs, Inputs [][]float64
 	Setpoints       []float64
 	Model           []float64
+	// VariablesPending says the model has not named its variables yet (a
+	// program that has not spoken): a recorder may hold the row back until
+	// it has (models.LateSampler).
+	VariablesPending bool
 }
 
 // Flatten appends a row's values in the layout's order: the time, the

@@ -26,9 +26,10 @@ per step over stdin and stdout, numbers separated by spaces:
 
   first, once:  "# columns: t status <outputs…> | directive <inputs…>"
                 (the names of what follows, for the program's information)
-  each step:    beamconnect writes  "t status o1 o2 …"   (local time in s,
-                connection status 0–5, then every output port element in
-                port order)
+  each step:    beamconnect writes  "t status o1 o2 …"   (the simulation's
+                time in s: BeamNG's message id × its period, the model's
+                time; the connection status 0–5; then every output port
+                element in port order)
                 the program answers "d i1 i2 …"          (the connection
                 directive, then every input port element in port order)
 
@@ -103,13 +104,14 @@ type Exec struct {
 	// What the program named (NamesProtocol): its latest "# columns:"
 	// line, and, on the loop, the variables made of it for the input port
 	// elements refs (of plan generation gen).
-	declared atomic.Pointer[declaration]
-	refs     []models.Ref
-	gen      int
-	varsOf   *declaration
-	varsGen  int
-	vars     []models.Variable
-	varIdx   []int // each variable's index in an answer
+	declared  atomic.Pointer[declaration]
+	everSpoke atomic.Bool // the program (any run of it) has written a line
+	refs      []models.Ref
+	gen       int
+	varsOf    *declaration
+	varsGen   int
+	vars      []models.Variable
+	varIdx    []int // each variable's index in an answer
 
 	// Requests: only the newest waits; the writer sends it once the program
 	// has answered the previous one. Buffers rotate between Step, pending

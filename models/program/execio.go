@@ -81,7 +81,11 @@ func (m *Exec) read(p *process) {
 		line = bytes.TrimSpace(line)
 		if len(line) > 0 && line[0] == '#' {
 			m.named(line)
+			m.everSpoke.Store(true) // after its names, if it gave any
 			continue
+		}
+		if len(line) > 0 {
+			m.everSpoke.Store(true)
 		}
 		if len(line) == 0 {
 			continue

@@ -103,6 +103,10 @@ func (m *Exec) Variables() []models.Variable {
 	return m.vars
 }
 
+// VariablesPending is true until the program has said anything since it
+// first started: until then whether it names its values is not known.
+func (m *Exec) VariablesPending() bool { return !m.everSpoke.Load() }
+
 // Sample writes the named values of the latest answer taken.
 func (m *Exec) Sample(values []float64) {
 	for k, i := range m.varIdx {
