@@ -138,7 +138,7 @@ func columnChanges(old, new []string) string {
 		parts = append(parts, "removed "+list(removed))
 	}
 	if len(parts) == 0 {
-		return "the ports unchanged (model parameters or other settings)"
+		return "the columns unchanged (model parameters or other settings)"
 	}
 	return strings.Join(parts, ", ")
 }

@@ -116,34 +116,60 @@ func (p *plot) portOrder() []string {
 }
 
 // joinable is the panel of list f can share, or nil: one of the same unit
-// where, with f, every field still spans a fifth of the range or more. A
-// field that barely moves counts with the least span its unit and
-// magnitude make meaningful (MinSpan), so a constant 2.2e-308 does not join
-// a panel of 1.8e19, where it would be a line at 0.
+// where, with f, every field that moves still spans a fifth of the range
+// or more, and every field that barely moves (less than the least span its
+// unit and magnitude make meaningful, MinSpan: a setpoint, a constant)
+// lies within the range of those that do, or, where none moves, spans a
+// fifth of it with that least span. A setpoint joins its measured value;
+// a constant 2.2e-308 does not join 1.8e19, where it would be a line at 0.
 func joinable(list []*panel, f *field) *panel {
 	for _, pn := range list {
 		if pn.unit != f.unit || len(pn.fields) >= maxPerPanel {
 			continue
 		}
-		lo, hi := f.lo, f.hi
-		for _, m := range pn.fields {
-			lo, hi = min(lo, m.lo), max(hi, m.hi)
-		}
-		ok := true
-		for _, m := range append(slices.Clip(pn.fields), f) {
-			if m.n == 0 {
-				continue // no value: it fits anywhere
-			}
-			span := max(m.hi-m.lo, MinSpan(m.unit, max(math.Abs(m.lo), math.Abs(m.hi))))
-			if span*shareSpan < hi-lo {
-				ok = false
-			}
-		}
-		if ok {
+		if fitTogether(append(slices.Clip(pn.fields), f)) {
 			return pn
 		}
 	}
 	return nil
+}
+
+func fitTogether(fs []*field) bool {
+	least := func(m *field) float64 { return MinSpan(m.unit, max(math.Abs(m.lo), math.Abs(m.hi))) }
+	moves := func(m *field) bool { return m.hi-m.lo >= least(m) }
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, m := range fs {
+		if m.n > 0 && moves(m) {
+			lo, hi = min(lo, m.lo), max(hi, m.hi)
+		}
+	}
+	if lo > hi { // none moves: each with its least span
+		for _, m := range fs {
+			if m.n > 0 {
+				lo, hi = min(lo, m.lo), max(hi, m.hi)
+			}
+		}
+		for _, m := range fs {
+			if m.n > 0 && least(m)*shareSpan < hi-lo {
+				return false
+			}
+		}
+		return true
+	}
+	for _, m := range fs {
+		switch {
+		case m.n == 0:
+		case moves(m):
+			if (m.hi-m.lo)*shareSpan < hi-lo {
+				return false
+			}
+		default:
+			if eff := least(m); m.lo < lo-eff || m.hi > hi+eff {
+				return false // beyond what the moving fields span
+			}
+		}
+	}
+	return true
 }
 
 // setRange sets the panel's value range: its fields' ranges, with a margin.

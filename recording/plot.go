@@ -164,7 +164,7 @@ func measure(file string, src Source, o PlotOptions) (*plot, error) {
 			if reload && (!p.window || t >= o.From && t <= o.To) {
 				what := changed
 				if what == "" {
-					what = "the columns unchanged (model parameters or other settings)"
+					what = columnChanges(nil, nil) // the columns unchanged
 				}
 				p.reloads = append(p.reloads, t)
 				p.reloadWhat = append(p.reloadWhat, what)

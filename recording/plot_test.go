@@ -583,7 +583,7 @@ func TestPlotControl(t *testing.T) {
 		t.Fatalf("the verdict: %+v", res.Control)
 	}
 	all := d.text()
-	for _, want := range []string{"control groundspeed: good: settled after", "a reload (dashed) at 10.000 s: the ports unchanged (model parameters or other settings)"} {
+	for _, want := range []string{"control groundspeed: good: settled after", "a reload (dashed) at 10.000 s: the columns unchanged (model parameters or other settings)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the plot does not say %q: %s", want, all)
 		}

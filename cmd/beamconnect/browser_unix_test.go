@@ -191,6 +191,11 @@ func checkSettledSpan(t *testing.T, cdp *chrome, session string) {
 	if p := panelOf(ps, "out1.groundspeed"); p.Hi-p.Lo < 2 {
 		t.Errorf("the settled speed's panel spans %g to %g m/s: its noise fills it", p.Lo, p.Hi)
 	}
+	// Regrouped by the values shown, the setpoint is still drawn with the
+	// value it is the setpoint of.
+	if p := panelOf(ps, "setpoint:out1.groundspeed"); p == nil || !slices.Contains(p.Fields, "out1.groundspeed") {
+		t.Errorf("the setpoint's panel after regrouping: %+v", p)
+	}
 	for _, f := range []string{"out2.throttle", "in1.throttle"} {
 		if p := panelOf(ps, f); p != nil && p.Hi-p.Lo < 0.1 {
 			t.Errorf("%s's panel spans %g to %g: a steady pedal's last digits fill it", f, p.Lo, p.Hi)

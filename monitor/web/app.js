@@ -197,18 +197,27 @@ function span(idx) {
   return lo <= hi ? [lo, hi] : null;
 }
 
-// fits reports whether every field of idx spans at least 1/k of their
-// union. A field that barely moves counts with the least span its unit and
-// magnitude make meaningful, as in `beamconnect plot`: a constant 2.2e-308
-// does not share a panel with 1.8e19, where it would be a line at 0.
+// fits reports whether the fields of idx can share a panel: every field
+// that moves spans at least 1/k of their range, and every field that
+// barely moves (less than the least span its unit and magnitude make
+// meaningful: a setpoint, a constant) lies within the range of those that
+// do, or, where none moves, spans 1/k of it with that least span. As in
+// `beamconnect plot`: a setpoint joins its measured value; a constant
+// 2.2e-308 does not share a panel with 1.8e19, where it would be a line at 0.
 function fits(idx, k) {
-  const all = span(idx);
-  if (!all) return true;
-  return idx.every((ci) => {
+  const least = (ci, b) => Math.max(layout.columns[ci].min_span || 0, 0.1 * Math.max(Math.abs(b.lo), Math.abs(b.hi)), 1e-300);
+  const moves = (ci, b) => b.hi - b.lo >= least(ci, b);
+  const have = idx.filter((ci) => bands[ci]);
+  if (!have.length) return true;
+  const moving = have.filter((ci) => moves(ci, bands[ci]));
+  const all = span(moving.length ? moving : have);
+  const w = all[1] - all[0];
+  if (!moving.length) return have.every((ci) => least(ci, bands[ci]) * k >= w);
+  return have.every((ci) => {
     const b = bands[ci];
-    if (!b) return true;
-    const w = Math.max(b.hi - b.lo, layout.columns[ci].min_span || 0, 0.1 * Math.max(Math.abs(b.lo), Math.abs(b.hi)));
-    return w * k >= all[1] - all[0];
+    if (moves(ci, b)) return (b.hi - b.lo) * k >= w;
+    const e = least(ci, b);
+    return b.lo >= all[0] - e && b.hi <= all[1] + e;
   });
 }
 
