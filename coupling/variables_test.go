@@ -3,6 +3,7 @@ package coupling
 import (
 	"math"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -311,4 +312,25 @@ func TestRecordingWaitsForLateNames(t *testing.T) {
 			t.Errorf("%d rows; the first %v, the last %v: want them all, the model's values NaN until it named them", len(rows), rows[0], rows[len(rows)-1])
 		}
 	})
+}
+
+// The runtime reaches models only through the models package's
+// interfaces (a model's variables included): it builds with no FMU, exec
+// or process package.
+func TestRuntimeReachesModelsOnlyThroughTheContract(t *testing.T) {
+	goTool, err := osexec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool here")
+	}
+	out, err := osexec.Command(goTool, "list", "-deps", "beamconnect/coupling").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		for _, bad := range []string{"beamconnect/fmu", "beamconnect/models/", "beamconnect/internal/proctree", "beamconnect/internal/mailbox"} {
+			if p == bad || strings.HasPrefix(p, bad+"/") || strings.HasPrefix(p, bad) && strings.HasSuffix(bad, "/") {
+				t.Errorf("coupling depends on %s", p)
+			}
+		}
+	}
 }

@@ -245,7 +245,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	io.WriteString(idle, "GET /api/state HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.WriteString(idle, "GET /api/state HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%v %v", err, resp)

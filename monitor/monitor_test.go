@@ -289,7 +289,7 @@ func stalledClient(t testing.TB, url string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	return conn
 }
 
