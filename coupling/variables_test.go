@@ -17,6 +17,7 @@ import (
 	"beamconnect/ports"
 	"beamconnect/recording"
 	_ "beamconnect/recording/mdf"
+	"beamconnect/recording/mdf/mdftest"
 )
 
 // namedModel is a model with variables of its own (models.Sampler): it
@@ -257,6 +258,13 @@ func TestObservedAllocs(t *testing.T) {
 			b, _ := os.ReadFile(f.Name())
 			if format == "csv" && !strings.Contains(string(b), "model.sq [s2]") {
 				t.Errorf("the recording lacks the model's columns:\n%.300s", b)
+			}
+			if format == "mdf" {
+				// The model's channels, the local time and all, as the two
+				// independent readers read them.
+				if dump := mdftest.Agree(t, f.Name()); dump != "" && (!strings.Contains(dump, `"model.sq" unit="s2"`) || !strings.Contains(dump, `"in1.pedal" unit="1"`) || !strings.Contains(dump, `"local_time" unit="s"`)) {
+					t.Errorf("the readers read:\n%s", dump)
+				}
 			}
 		})
 	}

@@ -329,3 +329,25 @@ func TestExecNamesItsValues(t *testing.T) {
 		t.Errorf("too few names: variables %+v; log:\n%s", m.Variables(), log)
 	}
 }
+
+// A program's "# columns:" line, whatever it holds, is read or refused,
+// never a panic: a declaration names one value per number past the
+// directive, its units taken from NAME[UNIT].
+func FuzzDeclare(f *testing.F) {
+	f.Add("# columns: directive pedal[1] - - err[m/s]", 4)
+	f.Add("# columns:", 1)
+	f.Add("# columns: d u[1] v[", 3)
+	f.Add("# nothing", 2)
+	f.Fuzz(func(t *testing.T, line string, width int) {
+		if width < 1 || width > 1000 {
+			return
+		}
+		d, msg := declare(line, width)
+		if d == nil {
+			return
+		}
+		if msg != "" || len(d.names) != len(d.units) || len(d.names) != width-1+d.extra || d.extra < 0 {
+			t.Fatalf("%q (width %d): %+v %q", line, width, d, msg)
+		}
+	})
+}
