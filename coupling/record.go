@@ -138,11 +138,11 @@ func (r *Recorder) Layout(plan *ports.Plan, vars []models.Variable) {
 		if ch.Params != "" {
 			what = append(what, ch.Params)
 		}
-		text := strings.Join(what, "; ")
-		if text == "" {
-			text = "nothing that changes the recording"
+		// The same config by another plan (a recorder made before the
+		// session's) is no reload.
+		if text := strings.Join(what, "; "); text != "" {
+			r.reload = &recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.Reload, Name: "reload", Text: text, Config: plan.Config}
 		}
-		r.reload = &recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.Reload, Name: "reload", Text: text, Config: plan.Config}
 	}
 	if r.pending && r.heldWidth > 0 && r.plan != nil && r.plan != plan {
 		// A reload while rows are held: they go under the layout they
