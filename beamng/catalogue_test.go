@@ -1,6 +1,8 @@
 package beamng
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -83,49 +85,54 @@ func TestCatalogueSlots(t *testing.T) {
 		{ToBeamNG, 14, "B1", "custom1", ""},
 		{ToBeamNG, 63, "B50", "custom50", ""},
 	} {
-		s, ok := At(tt.d, tt.index)
-		if !ok || s.Ref != tt.ref || s.Name != tt.name || s.Unit != tt.unit {
-			t.Errorf("%v[%d] = %s %q %q, want %s %q %q", tt.d, tt.index, s.Ref, s.Name, s.Unit, tt.ref, tt.name, tt.unit)
-		}
-		if got, m := Lookup(tt.d, tt.name); m != Exact || got.Index != tt.index {
-			t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.name, got.Index, m)
-		}
-		if got, m := Lookup(tt.d, tt.ref); m != Reference || got.Index != tt.index {
-			t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.ref, got.Index, m)
-		}
+		t.Run(fmt.Sprintf("%v %s", tt.d, tt.ref), func(t *testing.T) {
+			s, ok := At(tt.d, tt.index)
+			if !ok || s.Ref != tt.ref || s.Name != tt.name || s.Unit != tt.unit {
+				t.Errorf("%v[%d] = %s %q %q, want %s %q %q", tt.d, tt.index, s.Ref, s.Name, s.Unit, tt.ref, tt.name, tt.unit)
+			}
+			if got, m := Lookup(tt.d, tt.name); m != Exact || got.Index != tt.index {
+				t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.name, got.Index, m)
+			}
+			if got, m := Lookup(tt.d, tt.ref); m != Reference || got.Index != tt.index {
+				t.Errorf("Lookup(%v, %q) = %d, %v", tt.d, tt.ref, got.Index, m)
+			}
+		})
 	}
 }
 
 func TestLookup(t *testing.T) {
 	for _, tt := range []struct {
+		name  string // the row's
 		d     Direction
-		name  string
+		key   string
 		index int
 		match Match
 	}{
-		{FromBeamNG, "rpm", 33, Exact},
-		{FromBeamNG, "RPM", 33, Folded},
+		{"exact name", FromBeamNG, "rpm", 33, Exact},
+		{"name in other case", FromBeamNG, "RPM", 33, Folded},
 		// The seed's spelling: accepted, with a warning from the caller.
-		{FromBeamNG, "wheelFL_propulsiontorque", 40, Folded},
-		{FromBeamNG, "H50", 110, Reference},
-		{FromBeamNG, "H51", 0, NoMatch},
-		{FromBeamNG, "H0", 0, NoMatch},
-		{FromBeamNG, "H01", 0, NoMatch},
-		{FromBeamNG, "I1", 0, NoMatch},
-		{FromBeamNG, "b7", 17, Folded},
-		{FromBeamNG, "id", 0, Exact},
-		{FromBeamNG, "driveMode", 0, NoMatch}, // only BeamNG reads it
-		{ToBeamNG, "rpm", 0, NoMatch},         // only BeamNG sends it
-		{ToBeamNG, "A13", 13, Reference},
-		{ToBeamNG, "A14", 0, NoMatch},
-		{ToBeamNG, "B7", 20, Reference},
-		{ToBeamNG, "drivemode", 13, Folded},
-		{ToBeamNG, "", 0, NoMatch},
+		{"seed spelling", FromBeamNG, "wheelFL_propulsiontorque", 40, Folded},
+		{"reference last of bank", FromBeamNG, "H50", 110, Reference},
+		{"reference past bank", FromBeamNG, "H51", 0, NoMatch},
+		{"reference zero", FromBeamNG, "H0", 0, NoMatch},
+		{"reference leading zero", FromBeamNG, "H01", 0, NoMatch},
+		{"reference no such bank", FromBeamNG, "I1", 0, NoMatch},
+		{"reference in other case", FromBeamNG, "b7", 17, Folded},
+		{"message id", FromBeamNG, "id", 0, Exact},
+		{"control in state", FromBeamNG, "driveMode", 0, NoMatch}, // only BeamNG reads it
+		{"state in controls", ToBeamNG, "rpm", 0, NoMatch},        // only BeamNG sends it
+		{"control reference", ToBeamNG, "A13", 13, Reference},
+		{"control reference past bank", ToBeamNG, "A14", 0, NoMatch},
+		{"custom control reference", ToBeamNG, "B7", 20, Reference},
+		{"control in other case", ToBeamNG, "drivemode", 13, Folded},
+		{"empty", ToBeamNG, "", 0, NoMatch},
 	} {
-		s, m := Lookup(tt.d, tt.name)
-		if m != tt.match || (m != NoMatch && s.Index != tt.index) {
-			t.Errorf("Lookup(%v, %q) = %d, %v; want %d, %v", tt.d, tt.name, s.Index, m, tt.index, tt.match)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			s, m := Lookup(tt.d, tt.key)
+			if m != tt.match || (m != NoMatch && s.Index != tt.index) {
+				t.Errorf("Lookup(%v, %q) = %d, %v; want %d, %v", tt.d, tt.key, s.Index, m, tt.index, tt.match)
+			}
+		})
 	}
 }
 
@@ -144,9 +151,11 @@ func TestBankEnd(t *testing.T) {
 		{ToBeamNG, 5, 13},
 		{ToBeamNG, 14, 63},
 	} {
-		if got := BankEnd(tt.d, tt.index); got != tt.to {
-			t.Errorf("BankEnd(%v, %d) = %d, want %d", tt.d, tt.index, got, tt.to)
-		}
+		t.Run(fmt.Sprintf("%v slot %d", tt.d, tt.index), func(t *testing.T) {
+			if got := BankEnd(tt.d, tt.index); got != tt.to {
+				t.Errorf("BankEnd(%v, %d) = %d, want %d", tt.d, tt.index, got, tt.to)
+			}
+		})
 	}
 	total := 0
 	for _, b := range Banks(FromBeamNG) {
@@ -167,8 +176,48 @@ func TestSuggest(t *testing.T) {
 		{ToBeamNG, "drivemod", "driveMode"},
 		{ToBeamNG, "engineTemperature", ""},
 	} {
-		if got := Suggest(tt.d, tt.name); got != tt.want {
-			t.Errorf("Suggest(%v, %q) = %q, want %q", tt.d, tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Suggest(tt.d, tt.name); got != tt.want {
+				t.Errorf("Suggest(%v, %q) = %q, want %q", tt.d, tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+// The values BeamNG documents for what it sends: the pedals' and the
+// steering's ranges, the lights' 0 or 1, the gear's whole numbers from -1,
+// speeds of 0 or more; none for what it does not document, nor for a
+// control it is sent.
+func TestSignalValues(t *testing.T) {
+	for _, tt := range []struct {
+		d             Direction
+		name          string
+		lo, hi        float64
+		whole, listed bool
+	}{
+		{FromBeamNG, "throttle", 0, 1, false, true},
+		{FromBeamNG, "steering_input", -1, 1, false, true},
+		{FromBeamNG, "highbeam", 0, 1, true, true},
+		{FromBeamNG, "ignitionLevel", 0, 3, true, true},
+		{FromBeamNG, "gear", -1, math.Inf(1), true, true},
+		{FromBeamNG, "rpm", 0, math.Inf(1), false, true},
+		{FromBeamNG, "posX", 0, 0, false, false},
+		{FromBeamNG, "custom3", 0, 0, false, false},
+		{ToBeamNG, "throttle", 0, 0, false, false},
+	} {
+		t.Run(fmt.Sprintf("%v %s", tt.d, tt.name), func(t *testing.T) {
+			s, _ := Lookup(tt.d, tt.name)
+			lo, hi, whole, ok := s.Values()
+			if lo != tt.lo || hi != tt.hi || whole != tt.whole || ok != tt.listed {
+				t.Errorf("%v..%v whole %v listed %v", lo, hi, whole, ok)
+			}
+		})
+	}
+	// A Gen 2 row takes its Gen 1 namesake's, a modifier row none.
+	if lo, hi, _, ok := (Signal{Dir: FromBeamNG, Name: "Driver/throttle", Meaning: "throttle"}).Values(); !ok || lo != 0 || hi != 1 {
+		t.Errorf("Gen 2 throttle: %v..%v %v", lo, hi, ok)
+	}
+	if _, _, _, ok := (Signal{Dir: FromBeamNG, Name: "x", Meaning: "throttle", Kind: "multiply"}).Values(); ok {
+		t.Error("a multiply row has documented values")
 	}
 }

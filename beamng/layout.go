@@ -99,6 +99,38 @@ func (s Signal) Range() (lo, hi float64, ok bool) {
 	return 0, 0, false
 }
 
+// Values is the range BeamNG documents for a signal it sends, and whether
+// its values are whole numbers (a gear, a light's 0 or 1); ok is false
+// where it documents none (positions, accelerations, custom slots) and
+// for a Gen 2 row that is not the value itself. A bound whose end is open
+// is ±Inf (an engine's speed is 0 or more).
+func (s Signal) Values() (lo, hi float64, whole, ok bool) {
+	if s.Dir != FromBeamNG || s.Kind != "" && s.Kind != "value" {
+		return 0, 0, false, false
+	}
+	name := s.Name
+	if s.Meaning != "" {
+		name = s.Meaning
+	}
+	inf := math.Inf(1)
+	switch name {
+	case "throttle", "throttle_input", "brake", "brake_input", "clutch", "clutch_input",
+		"parkingbrake", "parkingbrake_input", "fuel", "engineLoad":
+		return 0, 1, false, true
+	case "steering", "steering_input":
+		return -1, 1, false, true
+	case "highbeam", "lowbeam", "reverse", "signal_L", "signal_R":
+		return 0, 1, true, true
+	case "ignitionLevel":
+		return 0, 3, true, true
+	case "gear":
+		return -1, inf, true, true
+	case "groundspeed", "rpm", "maxrpm":
+		return 0, inf, false, true
+	}
+	return 0, 0, false, false
+}
+
 // Limits are the lowest and highest value BeamNG takes in each element of
 // a reply (Range), −Inf and +Inf where it documents none.
 func (l *Layout) Limits() (lo, hi []float64) {

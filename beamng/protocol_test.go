@@ -8,22 +8,25 @@ import (
 
 func TestProtocolFits(t *testing.T) {
 	for _, tt := range []struct {
+		name string
 		p    *Protocol
 		n    int
 		want bool
 	}{
-		{Gen1, 8 * StateLen, true},
-		{Gen1, 8*StateLen - 8, false}, // Gen 1's message is always whole
-		{Gen1, 8*StateLen + 8, false},
-		{Gen2, 8, true}, // a Gen 2 message may be cut short by a row BeamNG cannot resolve
-		{Gen2, 8 * 40, true},
-		{Gen2, 8*40 + 3, false}, // not whole doubles
-		{Gen2, 0, false},
-		{Gen2, MaxDatagram + 8, false},
+		{"gen1 whole", Gen1, 8 * StateLen, true},
+		{"gen1 short", Gen1, 8*StateLen - 8, false}, // Gen 1's message is always whole
+		{"gen1 long", Gen1, 8*StateLen + 8, false},
+		{"gen2 id only", Gen2, 8, true}, // a Gen 2 message may be cut short by a row BeamNG cannot resolve
+		{"gen2 40 doubles", Gen2, 8 * 40, true},
+		{"gen2 not whole doubles", Gen2, 8*40 + 3, false},
+		{"gen2 empty", Gen2, 0, false},
+		{"gen2 over largest datagram", Gen2, MaxDatagram + 8, false},
 	} {
-		if got := tt.p.Fits(tt.n, StateLen); got != tt.want {
-			t.Errorf("%s.Fits(%d, %d) = %v, want %v", tt.p, tt.n, StateLen, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.Fits(tt.n, StateLen); got != tt.want {
+				t.Errorf("%s.Fits(%d, %d) = %v, want %v", tt.p, tt.n, StateLen, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -8,31 +8,34 @@ import (
 
 func TestSendSkips(t *testing.T) {
 	for _, tt := range []struct {
+		name                   string
 		simulinkTime, pingTime float64
 		skips, window          int
 		period                 float64
 	}{
 		// BeamNG's defaults: one message every 10 steps, one in flight (spec §2.1).
-		{0.005, 0.00001, 9, 1, 0.005},
+		{"defaults", 0.005, 0.00001, 9, 1, 0.005},
 		// Seed 001 case 1 and case 5: every step.
-		{0.0005, 0.00001, 0, 1, 0.0005},
+		{"every step", 0.0005, 0.00001, 0, 1, 0.0005},
 		// Not a multiple of 0.5 ms: BeamNG rounds up to 1.5 ms.
-		{0.0012, 0.00001, 2, 1, 0.0015},
+		{"rounded up", 0.0012, 0.00001, 2, 1, 0.0015},
 		// A ping longer than the period widens the window.
-		{0.0005, 0.0012, 0, 3, 0.0005},
+		{"long ping", 0.0005, 0.0012, 0, 3, 0.0005},
 		// The Gen 2 editor's float32 trap (spec §3.1): 0.5 ms stored as float32
 		// makes BeamNG send every second step.
-		{0.00050000002374873, 9.9999997473788e-06, 1, 1, 0.001},
+		{"float32 half millisecond", 0.00050000002374873, 9.9999997473788e-06, 1, 1, 0.001},
 	} {
-		if got := SendSkips(tt.simulinkTime, PhysicsDt); got != tt.skips {
-			t.Errorf("SendSkips(%g) = %d, want %d", tt.simulinkTime, got, tt.skips)
-		}
-		if got := Unanswered(tt.pingTime, tt.simulinkTime); got != tt.window {
-			t.Errorf("Unanswered(%g, %g) = %d, want %d", tt.pingTime, tt.simulinkTime, got, tt.window)
-		}
-		if got := SendPeriod(tt.simulinkTime, PhysicsDt); math.Abs(got-tt.period) > 1e-15 {
-			t.Errorf("SendPeriod(%g) = %g, want %g", tt.simulinkTime, got, tt.period)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SendSkips(tt.simulinkTime, PhysicsDt); got != tt.skips {
+				t.Errorf("SendSkips(%g) = %d, want %d", tt.simulinkTime, got, tt.skips)
+			}
+			if got := Unanswered(tt.pingTime, tt.simulinkTime); got != tt.window {
+				t.Errorf("Unanswered(%g, %g) = %d, want %d", tt.pingTime, tt.simulinkTime, got, tt.window)
+			}
+			if got := SendPeriod(tt.simulinkTime, PhysicsDt); math.Abs(got-tt.period) > 1e-15 {
+				t.Errorf("SendPeriod(%g) = %g, want %g", tt.simulinkTime, got, tt.period)
+			}
+		})
 	}
 }
 

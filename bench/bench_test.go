@@ -12,23 +12,26 @@ import (
 func TestBenchCoreShortage(t *testing.T) {
 	emulated, cDriver, spin := Driver{}, Driver{Program: "/tmp/driver"}, Driver{Spin: true, Program: "/tmp/driver"}
 	for _, tt := range []struct {
-		name, cmd string
-		drv       Driver
-		cpus      int
-		want      string
+		name           string
+		responder, cmd string
+		drv            Driver
+		cpus           int
+		want           string
 	}{
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", emulated, 2, "needs 3 cores (one for it, one for the emulator, one for the Go runtime and the kernel's work); this process may use 2"},
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", emulated, 4, ""},
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", cDriver, 2, ""},
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", cDriver, 1, "needs 2 cores (one for it, one for BeamNG's side); this process may use 1"},
-		{"beamconnect --busy-poll", "bc run {config} --busy-poll", spin, 2, "needs 3 cores (one for it, one for the spinning driver, one for everything else)"},
-		{"beamconnect", "bc run {config}", emulated, 1, ""},
-		{"other", "/tmp/other {listen} {beamng} --busy-poll", emulated, 2, `"other" busy-polls`},
+		{"busy-poll emulated 2 cores", "beamconnect --busy-poll", "bc run {config} --busy-poll", emulated, 2, "needs 3 cores (one for it, one for the emulator, one for the Go runtime and the kernel's work); this process may use 2"},
+		{"busy-poll emulated 4 cores", "beamconnect --busy-poll", "bc run {config} --busy-poll", emulated, 4, ""},
+		{"busy-poll driver 2 cores", "beamconnect --busy-poll", "bc run {config} --busy-poll", cDriver, 2, ""},
+		{"busy-poll driver 1 core", "beamconnect --busy-poll", "bc run {config} --busy-poll", cDriver, 1, "needs 2 cores (one for it, one for BeamNG's side); this process may use 1"},
+		{"busy-poll spinning driver 2 cores", "beamconnect --busy-poll", "bc run {config} --busy-poll", spin, 2, "needs 3 cores (one for it, one for the spinning driver, one for everything else)"},
+		{"blocking 1 core", "beamconnect", "bc run {config}", emulated, 1, ""},
+		{"other program busy-polls", "other", "/tmp/other {listen} {beamng} --busy-poll", emulated, 2, `"other" busy-polls`},
 	} {
-		got := CoreShortage(tt.name, tt.cmd, tt.drv, tt.cpus)
-		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
-			t.Errorf("%s %+v on %d cores: %q, want %q", tt.name, tt.drv, tt.cpus, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got := CoreShortage(tt.responder, tt.cmd, tt.drv, tt.cpus)
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("%s %+v on %d cores: %q, want %q", tt.responder, tt.drv, tt.cpus, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -44,19 +47,22 @@ func TestResponders(t *testing.T) {
 		return strings.Join(out, ", ")
 	}
 	for _, tt := range []struct {
+		name string
 		exe  string
 		drv  Driver
 		want string
 	}{
-		{"", Driver{}, "beamconnect in process"},
-		{"/x/beamconnect.test", Driver{FMU: "c.fmu"}, "beamconnect in process"},
-		{`C:\x\beamconnect.test.exe`, Driver{}, "beamconnect in process"},
-		{"/x/beamconnect", Driver{}, "beamconnect in process, beamconnect, beamconnect --busy-poll"},
-		{"/x/beamconnect", Driver{FMU: "c.fmu"}, "beamconnect in process, beamconnect, beamconnect --busy-poll, beamconnect FMU in its child, beamconnect FMU in process"},
+		{"no executable", "", Driver{}, "beamconnect in process"},
+		{"test binary with an FMU", "/x/beamconnect.test", Driver{FMU: "c.fmu"}, "beamconnect in process"},
+		{"windows test binary", `C:\x\beamconnect.test.exe`, Driver{}, "beamconnect in process"},
+		{"binary", "/x/beamconnect", Driver{}, "beamconnect in process, beamconnect, beamconnect --busy-poll"},
+		{"binary with an FMU", "/x/beamconnect", Driver{FMU: "c.fmu"}, "beamconnect in process, beamconnect, beamconnect --busy-poll, beamconnect FMU in its child, beamconnect FMU in process"},
 	} {
-		if got := names(Responders(tt.exe, tt.drv)); got != tt.want {
-			t.Errorf("%s %+v: %s, want %s", tt.exe, tt.drv, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := names(Responders(tt.exe, tt.drv)); got != tt.want {
+				t.Errorf("%s %+v: %s, want %s", tt.exe, tt.drv, got, tt.want)
+			}
+		})
 	}
 	if rs := Responders("/x/beamconnect", Driver{FMU: "c.fmu"}); !strings.Contains(rs[4].Command, "{fmu-config-in-process}") || !strings.Contains(rs[3].Command, "{fmu-config}") {
 		t.Errorf("%+v", rs)

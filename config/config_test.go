@@ -172,16 +172,18 @@ func TestAliases(t *testing.T) {
 		{`"overdueDataTimeoutMs": -1`, 0.005, 1, -1},
 		{`"overdueDataTimeout": 0`, 0.005, 1, 0},
 	} {
-		src := `{"version": 2, "outputs": [{` + tt.group + `, "ports": [[{"propertyName": "rpm"}]]}]}`
-		cfg, err := Parse("rig.json", []byte(src))
-		if err != nil {
-			t.Errorf("%s: %v", tt.group, err)
-			continue
-		}
-		g := cfg.Outputs[0]
-		if math.Abs(cfg.Period-tt.period) > 1e-15 || g.Schedule.Every != tt.every || math.Abs(g.Overdue-tt.overdue) > 1e-15 {
-			t.Errorf("%s: period %v every %d overdue %v", tt.group, cfg.Period, g.Schedule.Every, g.Overdue)
-		}
+		t.Run(strings.NewReplacer(`"`, "", ":", "").Replace(tt.group), func(t *testing.T) {
+			src := `{"version": 2, "outputs": [{` + tt.group + `, "ports": [[{"propertyName": "rpm"}]]}]}`
+			cfg, err := Parse("rig.json", []byte(src))
+			if err != nil {
+				t.Errorf("%s: %v", tt.group, err)
+				return
+			}
+			g := cfg.Outputs[0]
+			if math.Abs(cfg.Period-tt.period) > 1e-15 || g.Schedule.Every != tt.every || math.Abs(g.Overdue-tt.overdue) > 1e-15 {
+				t.Errorf("%s: period %v every %d overdue %v", tt.group, cfg.Period, g.Schedule.Every, g.Overdue)
+			}
+		})
 	}
 }
 
@@ -213,23 +215,26 @@ func TestIndexPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
+		name      string
 		ptr, path string
 		value     Pos
 		key       Pos
 	}{
-		{"", "", Pos{1, 1}, Pos{1, 1}},
-		{"/a", "a", Pos{2, 8}, Pos{2, 3}},
-		{"/a/0", "a[0]", Pos{2, 9}, Pos{2, 9}},
-		{"/a/1/b", "a[1].b", Pos{2, 18}, Pos{2, 13}},
-		{"/c d", `["c d"]`, Pos{3, 9}, Pos{3, 2}},
-		{"/c d/e", `["c d"].e`, Pos{3, 14}, Pos{3, 10}},
-		{"/c d/missing", `["c d"]`, Pos{3, 9}, Pos{3, 9}},
+		{"root", "", "", Pos{1, 1}, Pos{1, 1}},
+		{"member", "/a", "a", Pos{2, 8}, Pos{2, 3}},
+		{"array element", "/a/0", "a[0]", Pos{2, 9}, Pos{2, 9}},
+		{"member of an element", "/a/1/b", "a[1].b", Pos{2, 18}, Pos{2, 13}},
+		{"key with a space", "/c d", `["c d"]`, Pos{3, 9}, Pos{3, 2}},
+		{"member of a spaced key", "/c d/e", `["c d"].e`, Pos{3, 14}, Pos{3, 10}},
+		{"missing member", "/c d/missing", `["c d"]`, Pos{3, 9}, Pos{3, 9}},
 	} {
-		vp, vpath := ix.value(tt.ptr)
-		kp, _ := ix.key(tt.ptr)
-		if vp != tt.value || kp != tt.key || vpath != tt.path {
-			t.Errorf("%q: value %v key %v path %q; want %v %v %q", tt.ptr, vp, kp, vpath, tt.value, tt.key, tt.path)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			vp, vpath := ix.value(tt.ptr)
+			kp, _ := ix.key(tt.ptr)
+			if vp != tt.value || kp != tt.key || vpath != tt.path {
+				t.Errorf("%q: value %v key %v path %q; want %v %v %q", tt.ptr, vp, kp, vpath, tt.value, tt.key, tt.path)
+			}
+		})
 	}
 }
 

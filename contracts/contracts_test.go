@@ -17,10 +17,12 @@ func TestParseMeta(t *testing.T) {
 		{"ping_results", PingResults, true},
 		{"pingResults", PingResults, true},
 	} {
-		m, ok := ParseMeta(tt.name)
-		if !ok || m != tt.want || m.CommData() != tt.commData {
-			t.Errorf("ParseMeta(%q) = %v %v", tt.name, m, ok)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			m, ok := ParseMeta(tt.name)
+			if !ok || m != tt.want || m.CommData() != tt.commData {
+				t.Errorf("ParseMeta(%q) = %v %v", tt.name, m, ok)
+			}
+		})
 	}
 	for _, bad := range []string{"", "Time", "serialNumber", "rpm"} {
 		if m, ok := ParseMeta(bad); ok {
@@ -37,20 +39,23 @@ func TestParseMeta(t *testing.T) {
 
 func TestSchedule(t *testing.T) {
 	for _, tt := range []struct {
+		name             string
 		period, coupling float64
 		every            int
 		real             float64
 	}{
-		{0.005, 0.005, 1, 0.005},
-		{0.001, 0.005, 1, 0.005}, // faster than BeamNG sends: every message
-		{0.05, 0.005, 10, 0.05},
-		{0.012, 0.005, 3, 0.015}, // not a multiple: rounded up
-		{0.0015, 0.0005, 3, 0.0015},
+		{"same as the coupling", 0.005, 0.005, 1, 0.005},
+		{"faster than BeamNG sends", 0.001, 0.005, 1, 0.005}, // every message
+		{"every tenth message", 0.05, 0.005, 10, 0.05},
+		{"not a multiple", 0.012, 0.005, 3, 0.015}, // rounded up
+		{"every third step", 0.0015, 0.0005, 3, 0.0015},
 	} {
-		s := NewSchedule(tt.period, tt.coupling)
-		if s.Every != tt.every || s.Period-tt.real > 1e-12 || tt.real-s.Period > 1e-12 {
-			t.Errorf("NewSchedule(%g, %g) = %+v, want every %d (%g s)", tt.period, tt.coupling, s, tt.every, tt.real)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewSchedule(tt.period, tt.coupling)
+			if s.Every != tt.every || s.Period-tt.real > 1e-12 || tt.real-s.Period > 1e-12 {
+				t.Errorf("NewSchedule(%g, %g) = %+v, want every %d (%g s)", tt.period, tt.coupling, s, tt.every, tt.real)
+			}
+		})
 	}
 	s := Schedule{Every: 3}
 	var due []uint64

@@ -39,6 +39,8 @@ const (
 	Restarts                       // BeamNG controller reloads seen (ids from 0 again)
 	SourceChanges                  // BeamNG's sending address latched anew
 	Silences                       // BeamNG went silent while connected
+	Pauses                         // silences BeamNG came back from where it left off: a pause (not a fault)
+	longestPause                   // gauge: ns of the longest pause
 	stallSilences                  // silences that were BeamNG's own 2 s timeout (not a fault)
 	stopSilences                   // the silence open when the run was stopped: BeamNG's stop (not a fault)
 	BindFailures                   // failed binds of the local address (each retried)
@@ -53,6 +55,7 @@ const (
 	ModelSkipped                   // requests not sent to the model's program (it was busy)
 	ModelRestarts                  // restarts of the model's program
 	ModelResets                    // times the model started over: BeamNG started its coupling again
+	InputsClamped                  // BeamNG's values an FMU's input could not hold: clamped to what it holds
 	SolverSteps                    // a model exchange FMU's solver steps
 	SolverRejected                 // … steps its error control rejected
 	SolverEvents                   // … events handled (time, state, step)
@@ -131,6 +134,8 @@ var CounterTable = [NumCounters]CounterInfo{
 	Restarts:      {Name: "restarts", Normal: true, Help: "BeamNG controller reloads seen (ids from 0 again)."},
 	SourceChanges: {Name: "source_changes", Normal: true, Help: "Times BeamNG's sending address was latched anew (a reload, or a new session after silence)."},
 	Silences:      {Name: "silences", Help: "Times BeamNG went silent while connected.", Problem: silences},
+	Pauses:        {Name: "pauses", Normal: true, Help: "Silences of BeamNG (a second or more) after which it went on where it left off, nothing lost: it paused; not a fault."},
+	longestPause:  {Name: "longest_pause_ns", Hidden: true, Gauge: true},
 	stallSilences: {Name: "stall_silences", Hidden: true},
 	stopSilences:  {Name: "stop_silences", Hidden: true},
 	BindFailures:  {Name: "bind_failures", Help: "Failed binds of the local address (each retried)."},
@@ -151,6 +156,7 @@ var CounterTable = [NumCounters]CounterInfo{
 	SolverRejected: {Name: "solver_rejected", Normal: true, Help: "Steps of that solver its error control rejected (and took again, smaller).", Run: true},
 	SolverEvents:   {Name: "solver_events", Normal: true, Help: "Events of a model exchange FMU handled: time, state and step events.", Run: true},
 	ModelResets:    {Name: "model_resets", Normal: true, Help: "Times the model started over from its initial state because BeamNG started its coupling again.", Run: true},
+	InputsClamped:  {Name: "inputs_clamped", Help: "Values from BeamNG an FMU's input cannot hold (beyond its integer type's range or its min and max, or no item of its enumeration): clamped to what it holds before the step.", Run: true},
 	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},
 	ReloadErrors:   {Name: "reload_errors", Normal: true, Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
 	RecordRows:     {Name: "record_rows", Help: "Rows recorded.", Run: true},
@@ -183,11 +189,11 @@ func stalls(v *Values, _ Counter, policy string) string {
 }
 
 func silences(v *Values, _ Counter, _ string) string {
-	n := v[Silences] - v[stallSilences] - v[stopSilences]
+	n := v[Silences] - v[stallSilences] - v[stopSilences] - v[Pauses]
 	if n <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("BeamNG went silent %d times while connected, for a second or more and not as its own 2 s wait for a reply (its coupling stopped, it paused, or it was lost)", n)
+	return fmt.Sprintf("BeamNG went silent %d times while connected, for a second or more, neither as a pause nor as its own 2 s wait for a reply (its coupling stopped or restarted, messages were lost, or it was lost)", n)
 }
 
 func lockstepLine(v *Values, _ Counter, _ string) string {
@@ -207,6 +213,7 @@ type Stats struct {
 	openAtEnd     atomic.Bool   // the run ended out of lockstep
 	endLink       atomic.Int32  // the link's state when the run was asked to stop
 	endSilence    atomic.Int64  // ns BeamNG had been silent when the run was asked to stop
+	endWaiting    atomic.Bool   // … in what may have been its 2 s wait for a reply it had not had
 }
 
 func (s *Stats) add(k Counter, d int64) int64 { return s.n[k].Add(d) }

@@ -65,6 +65,9 @@ type harness struct {
 	udp   []*emulator.UDP
 	emSum emulator.Summary // vehicle 0's
 	sums  []emulator.Summary
+	// linger is how long the session runs on after BeamNG's side has
+	// stopped, before it is stopped (cancelled, as Ctrl-C stops run).
+	linger time.Duration
 
 	mu       sync.Mutex
 	statuses []ports.Status     // vehicle 0's reported statuses, in order
@@ -221,6 +224,12 @@ func (h *harness) run(t testing.TB, during ...func(ctx context.Context)) {
 	h.sums = []emulator.Summary{h.emSum}
 	for _, em := range h.ems[1:] {
 		h.sums = append(h.sums, em.Summary())
+	}
+	if h.linger > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(h.linger): // the user stops beamconnect this long after BeamNG
+		}
 	}
 	timedOut := ctx.Err() == context.DeadlineExceeded
 	cancel()

@@ -35,7 +35,7 @@ func (r *replyIDs) next(id float64, lock *lockstep) float64 {
 	default:
 		n = id - r.base + 1
 	}
-	return lock.adjust(n, r.last)
+	return lock.adjust(n)
 }
 
 // sent records the id of a reply that went out.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"sync/atomic"
 	"syscall"
@@ -87,8 +88,15 @@ type Link struct {
 	flushAt      time.Time     // when the recording is flushed next (vehicle 0's loop)
 	interArrival time.Duration // between the last two BeamNG messages (ping_results[1])
 	fresh        bool          // the next message is the first since (re)connecting
+	freshBase    float64       // a new port's first id, when more came from it before it was taken (else +Inf)
 	restarted    bool          // BeamNG started this vehicle's coupling again: its next message begins it
 	silent       bool          // BeamNG went silent while connected, and has not sent since
+	owed         bool          // BeamNG's latest message has had no reply yet
+	guess        silenceGuess  // a silence of about 2 s, re-based on a guess being checked
+	// After a silence, what drain found queued: BeamNG's messages, and the
+	// lowest id among them (drainN 0: the message in hand alone).
+	drainLow float64
+	drainN   int64
 
 	stats Stats
 }
@@ -108,6 +116,7 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 		sim:   timesync.NewEngine(p.TimeSync, p.TimeDilation, p.Period, s.opt.Clock),
 	}
 	l.held.buf = make([]byte, beamng.MaxDatagram)
+	l.freshBase = math.Inf(1)
 	l.keep = make([]byte, 0, beamng.MaxDatagram+1)
 	l.diag.startCommand = p.StartCommand(v)
 	if s.opt.Local.IsValid() {
@@ -287,14 +296,25 @@ func (l *Link) run(ctx context.Context) error {
 // duration.
 func (l *Link) finish(stopped bool) {
 	now := l.clock.Now()
+	if l.guess.phase != noGuess {
+		// The run ended before BeamNG said whether it waited or paused:
+		// taken for its wait, as guessed.
+		l.stall(l.guess.gap, l.guess.silent, l.guess.id, now)
+		l.guess.phase = noGuess
+	}
 	l.stats.endLink.Store(int32(l.state))
 	if l.silent {
 		// A silence the run's end cut short: say how long it lasted rather
-		// than calling it longer than BeamNG's 2 s timeout.
+		// than calling it longer than BeamNG's 2 s timeout. BeamNG waits 2 s
+		// only for a reply it has not had: with every message answered, its
+		// silence was its stop (or a pause, or its loss: a run that ends by
+		// its duration expected it to send throughout).
 		gap := now.Sub(l.lastArrival)
 		l.stats.endSilence.Store(int64(gap))
+		waiting := l.owed && gap < stallGap
+		l.stats.endWaiting.Store(waiting)
 		switch {
-		case gap < stallGap:
+		case waiting:
 			l.stats.inc(stallSilences)
 		case stopped:
 			l.stats.inc(stopSilences) // BeamNG stopped, then beamconnect was: a clean stop
@@ -447,14 +467,18 @@ func (l *Link) enter() *stage {
 	return st
 }
 
-// sent notes the values of a reply that went out: BeamNG has them now.
-func (l *Link) sent(reply []float64) { copy(l.last, reply) }
+// sent notes the values of a reply that went out: BeamNG has them now, and
+// its latest message is answered.
+func (l *Link) sent(reply []float64) {
+	copy(l.last, reply)
+	l.owed = false
+}
 
 // quiet is a read that waited its bound and got nothing: BeamNG may have
 // gone silent, a held message's time may have come, contracts may be
 // overdue, and while connecting the model is stepped so it sees the status.
 func (l *Link) quiet(now time.Time) {
-	if l.takeHeld(now) {
+	if l.takeHeld(now) || l.checkGuess(now) {
 		return
 	}
 	l.noMessages(now)

@@ -21,13 +21,16 @@ import (
 // never blocks, and it rejects our replies until its send counter catches
 // up with the stale id: for as long as the run had lasted.
 //
-// The repair the protocol allows: reply ids jump above every id ever sent,
-// so BeamNG accepts our replies again at once (the model's controls reach
-// the car), then every other reply repeats the previous id, which BeamNG
-// rejects, so each pair of messages closes BeamNG's window gap by one while
-// controls still apply at half rate, until the ids meet BeamNG's window
-// count again and it waits for every reply as before. A 2 s timeout of
-// BeamNG's resets its window too (the ids are re-based then).
+// The repair the protocol allows: BeamNG applies a reply whose id is above
+// the highest it has applied, and its window compares that id with a count
+// of whole messages. So while its window is repaired, each reply's id is
+// just above the highest BeamNG can hold: above every id sent so far, then
+// a 1/1024 more each time. BeamNG applies every reply (the model's controls
+// reach the car at the full rate) while its send count gains a whole
+// message on the highest id it holds with each one, until the ids meet its
+// count again and it waits for every reply as before: as many messages as
+// the gap. A 2 s timeout of BeamNG's resets its window too (the ids are
+// re-based then).
 //
 // Seeing BeamNG run ahead needs it to be faster than the round trip: in
 // BeamNG's per-frame batches of physics steps it usually is; a BeamNG whose
@@ -60,10 +63,13 @@ type lockstep struct {
 	lost       bool
 	since      time.Time
 	quiet      int
-	boost      float64 // added to reply ids while BeamNG's window is repaired
-	repeat     bool    // the next reply repeats the previous id
+	repairing  bool    // BeamNG's window is being repaired
+	top        float64 // the last reply id of the repair: the highest BeamNG holds
 	lastNormal float64 // the last reply id the policy gave, before adjusting
 	lastRepair time.Time
+	// suspected: BeamNG's reloaded controller ran ahead from its start
+	// (takeSource): the repair starts at the next message, seen or not.
+	suspected bool
 }
 
 type sentReply struct {
@@ -86,7 +92,7 @@ func (w *lockstep) reset() {
 	for i := range w.sent {
 		w.sent[i].id = -1
 	}
-	w.evidence, w.boost, w.repeat = 0, 0, false
+	w.evidence, w.repairing = 0, false
 }
 
 func (w *lockstep) slot(id float64) *sentReply {
@@ -104,6 +110,18 @@ func (w *lockstep) replied(id float64, at time.Time) {
 // observe looks at the message just handled (before its reply goes out):
 // did it arrive before the reply BeamNG should have waited for?
 func (w *lockstep) observe(id float64, rxAt int64, now time.Time) {
+	if w.suspected {
+		w.suspected = false
+		if !w.lost {
+			w.lose(id, -1, 0, now)
+		}
+		return
+	}
+	if rxAt == 0 && w.lost && !w.repairing {
+		// No arrival times to see it by: the repair has closed the gap,
+		// so BeamNG waits for every reply again.
+		w.regain(now, "the repair closed BeamNG's window gap")
+	}
 	if rxAt == 0 || w.window > len(w.sent) {
 		return // no arrival times, or a window too wide to track
 	}
@@ -123,30 +141,34 @@ func (w *lockstep) observe(id float64, rxAt int64, now time.Time) {
 		w.lose(id, prev, recent, now)
 	case w.lost && ahead:
 		w.quiet = 0
-	case w.lost && w.boost == 0:
+	case w.lost && !w.repairing:
 		if w.quiet++; w.quiet >= lockstepQuiet {
 			w.regain(now, "BeamNG waits for every reply again")
 		}
 	}
 }
 
+// lose starts an episode out of lockstep at message id: seen sent before
+// the reply to message prev, recent times of the last lockstepWindow; or,
+// with prev -1, suspected.
 func (w *lockstep) lose(id, prev float64, recent int, now time.Time) {
 	w.lost, w.since, w.quiet = true, now, 0
 	w.stats.inc(LockstepLost)
 	w.stats.lockstepSince.Store(now.UnixNano())
 	args := []any{"message", id, "sent_before_the_reply_to", prev, "in_the_last", lockstepWindow, "times", recent,
 		"likely", "a late reply of ours was accepted after BeamNG's 2 s timeout reset its window (reordered or delayed on the network), or another program answers BeamNG"}
+	if prev < 0 {
+		args = []any{"message", id, "likely", "BeamNG's reloaded controller took a late reply of ours to its old self as its own: it sent more than its window allows before any reply to it"}
+	}
 	if w.ids.policy == config.ReplyEcho || now.Sub(w.lastRepair) < repairEvery {
 		w.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting", args...)
 		return
 	}
 	w.lastRepair = now
-	// From the next message: the first reply above every id sent so far,
-	// then every other reply repeating the previous id.
-	w.boost = w.ids.max - w.lastNormal
-	w.repeat = false
-	w.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting; repairing its window: reply ids jump above every id sent so their controls apply, then every other reply closes the gap",
-		append(args, "gap_messages", w.boost)...)
+	// From the next message: reply ids just above every id sent so far.
+	w.repairing, w.top = true, w.ids.max
+	w.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting; repairing its window: reply ids just above every id sent, so every reply applies, until BeamNG's count meets them",
+		append(args, "gap_messages", w.ids.max-w.lastNormal)...)
 }
 
 func (w *lockstep) regain(now time.Time, why string) {
@@ -157,6 +179,12 @@ func (w *lockstep) regain(now time.Time, why string) {
 	w.log.Info("BeamNG is back in lockstep", "why", why, "after", d.Round(time.Millisecond))
 }
 
+// suspect is told that BeamNG's reloaded controller sent more messages
+// than its window allows before any reply to it: it took a reply of ours
+// to its old self, late on the network, as its own, and runs ahead. The
+// repair starts at once, whether arrival times show it or not.
+func (w *lockstep) suspect() { w.suspected = true }
+
 // rebased is told that the reply ids were re-based because BeamNG's window
 // restarted: a lost lockstep ends there.
 func (w *lockstep) rebased(now time.Time) {
@@ -166,22 +194,25 @@ func (w *lockstep) rebased(now time.Time) {
 	w.reset()
 }
 
+// repairStep is how far above the previous one each reply id of a repair
+// is: a fraction, so that BeamNG applies every reply while its count of
+// whole messages catches up (a power of two: the sums stay exact).
+const repairStep = 1.0 / 1024
+
 // adjust turns the policy's reply id r into the one sent, while a repair
-// is in progress (last is the previous reply id sent).
-func (w *lockstep) adjust(r, last float64) float64 {
+// is in progress.
+func (w *lockstep) adjust(r float64) float64 {
 	w.lastNormal = r
-	if w.boost <= 0 {
+	if !w.repairing {
 		return r
 	}
-	if w.repeat {
-		// BeamNG rejects an id it has: its send counter gains one on its
-		// highest accepted id, closing the gap by one.
-		w.repeat = false
-		w.boost--
-		return last
+	if r > w.top {
+		// The ids meet BeamNG's count again: it waits for every reply.
+		w.repairing = false
+		return r
 	}
-	w.repeat = true
-	return r + w.boost
+	w.top += repairStep
+	return w.top
 }
 
 // end closes an open episode when the run ends.

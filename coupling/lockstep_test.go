@@ -55,9 +55,10 @@ func (h *holdOnce) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (i
 // stale id (200) and then rejects every real reply, running free, for as
 // long as the run had lasted (200 messages here). The watchdog sees BeamNG sending before it
 // has the replies, reports it, and repairs BeamNG's window: the model's
-// controls reach BeamNG at once again (every other reply), and BeamNG ends
+// controls reach BeamNG at once again (every reply), and BeamNG ends
 // back in lockstep. Before, none of the next 200 replies were applied and
-// nothing was reported.
+// nothing was reported; and until a repair that let every reply through,
+// only every other one was applied, for twice as long.
 func TestLockstepRepair(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		stalled := false
@@ -86,9 +87,10 @@ func TestLockstepRepair(t *testing.T) {
 		if st.Get(LockstepLost) != 1 || st.Get(OutOfLockstep) <= 0 {
 			t.Errorf("lockstep lost %d times for %v; want it seen once\n%s", st.Get(LockstepLost), time.Duration(st.Get(OutOfLockstep)), h.log)
 		}
-		// Half in theory: one per two messages.
-		if frac := float64(acceptedAfter) / float64(gotAfter); frac < 0.4 {
-			t.Errorf("BeamNG applied %d of the %d replies after the stall (%.0f%%): the repair should get half of them through", acceptedAfter, gotAfter, 100*frac)
+		// Every one from the repair's start: only those before the
+		// watchdog has seen it (a few messages of evidence) are rejected.
+		if acceptedAfter < gotAfter-8 {
+			t.Errorf("BeamNG applied %d of the %d replies after the stall: the repair should get every one through", acceptedAfter, gotAfter)
 		}
 		if d := h.emSum.SendCtr - h.emSum.MaxRecvID; d < 0 || d > 1 {
 			t.Errorf("at the end sendCtr %v, maxRecvId %v: BeamNG is not back in lockstep", h.emSum.SendCtr, h.emSum.MaxRecvID)

@@ -1,6 +1,9 @@
 package coupling
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // modelClock is the model's time: the simulation's, what BeamNG simulated,
 // never the wall clock, whatever the time sync. BeamNG's message k of a
@@ -22,7 +25,9 @@ import "math"
 //
 // BeamNG starting a vehicle's coupling again (ids from 0, from a new port)
 // starts the model over at that message's time, when the model reads the
-// vehicle; its other vehicles join the new start. Couplings started again
+// vehicle, or reads no vehicle at all (a model of time alone, such as an
+// FMU with outputs only: the simulation's time is all it takes from
+// BeamNG); its other vehicles join the new start. Couplings started again
 // within staleAfter of each other (BeamNG restarting the scenario restarts
 // every vehicle's) start the model over once.
 type modelClock struct {
@@ -54,16 +59,16 @@ func (c *modelClock) forget() {
 
 // place takes vehicle v's message id and returns the model's time for it.
 // restart says BeamNG started v's coupling again with this message, reads
-// whether the model reads v's data; reset whether the model must start
+// which vehicles' data the model reads; reset whether the model must start
 // over first.
-func (c *modelClock) place(v int, id float64, restart, reads bool) (t float64, reset bool) {
+func (c *modelClock) place(v int, id float64, restart bool, reads []bool) (t float64, reset bool) {
 	switch {
 	case !c.started:
 		c.started, c.t0, c.n = true, id*c.period, 0
 		c.forget()
 		c.base[v] = id
 		return c.t0, false
-	case restart && reads && !(c.reset && c.n*c.period < staleAfter):
+	case restart && startsOver(reads, v) && !(c.reset && c.n*c.period < staleAfter):
 		c.shift += c.now() + c.period - id*c.period
 		c.t0, c.n, c.reset = id*c.period, 0, true
 		c.resets++
@@ -94,4 +99,11 @@ func (c *modelClock) now() float64 {
 		return 0
 	}
 	return c.t0 + c.n*c.period
+}
+
+// startsOver reports whether BeamNG starting vehicle v's coupling again
+// starts the model over: it reads v's data, or no vehicle's (its time, the
+// simulation's, is then all it takes from BeamNG, and that starts over).
+func startsOver(reads []bool, v int) bool {
+	return v < len(reads) && reads[v] || !slices.Contains(reads, true)
 }

@@ -49,6 +49,11 @@ func TestModelClock(t *testing.T) {
 			{0, 500, false, 500, false}, {1, 700, false, 500, false},
 			{0, 0, true, 0, true}, {1, 701, false, 0, false}, {0, 1, false, 1, false}, {1, 0, true, 1, false},
 			{0, 2, false, 2, false}, {1, 1, false, 2, false}}},
+		{"a model that reads no vehicle (time alone) starts over with its vehicle", []bool{false}, []msg{
+			{0, 0, false, 0, false}, {0, 300, false, 300, false}, {0, 0, true, 0, true}, {0, 1, false, 1, false}}},
+		{"a model that reads no vehicle: every vehicle's coupling started again, one start over", []bool{false, false}, []msg{
+			{0, 500, false, 500, false}, {1, 700, false, 500, false},
+			{0, 0, true, 0, true}, {1, 0, true, 0, false}, {0, 1, false, 1, false}, {1, 1, false, 1, false}}},
 		{"a vehicle the model does not read starts again: no start over", []bool{true, false}, []msg{
 			{0, 20, false, 20, false}, {1, 40, false, 20, false},
 			{1, 0, true, 20, false}, {0, 21, false, 21, false}, {1, 1, false, 21, false}}},
@@ -57,7 +62,7 @@ func TestModelClock(t *testing.T) {
 			const period = 0.005
 			c := newModelClock(len(tt.reads), period)
 			for i, m := range tt.msgs {
-				got, reset := c.place(m.v, m.id, m.restart, tt.reads[m.v])
+				got, reset := c.place(m.v, m.id, m.restart, tt.reads)
 				if math.Abs(got-m.t*period) > 1e-12 || reset != m.reset {
 					t.Errorf("message %d (vehicle %d, id %v): time %v reset %v, want %v and %v", i, m.v, m.id, got/period, reset, m.t, m.reset)
 				}
@@ -147,23 +152,41 @@ func TestModelTimeSeveralVehicles(t *testing.T) {
 
 // BeamNG starting its coupling again (the controller reloaded: ids from 0,
 // from a new port) starts the model over: reset once, its time from the new
-// coupling's first message.
+// coupling's first message. So does a model of time alone, which reads no
+// vehicle's data (an FMU with outputs only): before, it went on from where
+// it was, its old trajectory sent to the restarted car.
 func TestModelResetOnRestart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		m := &timeLog{}
-		h := rig{cfg: load(t, "../examples/cruise-pedals.json"), model: func(*ports.Plan) models.Model { return m },
-			faults: map[int]emulator.Faults{0: {Restart: true, RestartAt: time.Second}},
-			em:     emulator.Config{Steps: 6000}}.sim(t)
-		h.run(t)
-		if len(m.resets) != 1 || h.s.Values()[ModelResets] != 1 {
-			t.Fatalf("resets %v, counted %d", m.resets, h.s.Values()[ModelResets])
-		}
-		at := m.resets[0]
-		if before, after := m.times[at-1], m.times[at]; before < 0.9 || after != 0 {
-			t.Errorf("the model's time went from %v to %v at the reset, want back to 0", before, after)
-		}
-		if !h.log.Has("BeamNG started its coupling again: the model starts over") {
-			t.Errorf("log:\n%s", h.log)
-		}
-	})
+	for _, tt := range []struct {
+		name  string
+		model func(m *timeLog) models.Model
+	}{
+		{"a model that reads the vehicle", func(m *timeLog) models.Model { return m }},
+		{"a model of time alone", func(m *timeLog) models.Model { return timeAlone{m} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := &timeLog{}
+				h := rig{cfg: load(t, "../examples/cruise-pedals.json"), model: func(*ports.Plan) models.Model { return tt.model(m) },
+					faults: map[int]emulator.Faults{0: {Restart: true, RestartAt: time.Second}},
+					em:     emulator.Config{Steps: 6000}}.sim(t)
+				h.run(t)
+				if len(m.resets) != 1 || h.s.Values()[ModelResets] != 1 {
+					t.Fatalf("resets %v, counted %d", m.resets, h.s.Values()[ModelResets])
+				}
+				at := m.resets[0]
+				if before, after := m.times[at-1], m.times[at]; before < 0.9 || after != 0 {
+					t.Errorf("the model's time went from %v to %v at the reset, want back to 0", before, after)
+				}
+				if !h.log.Has("BeamNG started its coupling again: the model starts over") {
+					t.Errorf("log:\n%s", h.log)
+				}
+			})
+		})
+	}
 }
+
+// timeAlone is a model that reads no vehicle's data: its steps depend on
+// time alone.
+type timeAlone struct{ *timeLog }
+
+func (timeAlone) Reads(int) bool { return false }

@@ -32,6 +32,7 @@ func (l *Link) receive() {
 		now, rxAt = l.clock.Now(), 0
 	}
 	l.handle(l.rx[:n], from, now, rxAt)
+	l.drainN = 0
 	l.takeHeld(now)
 	if now.Sub(l.yieldAt) > yieldEvery {
 		// A scheduling point every few milliseconds: a goroutine that only
@@ -131,8 +132,12 @@ func (l *Link) accept(d []byte, from netip.AddrPort, now time.Time) (id float64,
 // message (the highest id: the network may deliver them out of order). The
 // datagram in l.rx[:n] is BeamNG's; every queued one must be too to be
 // kept, so a stray with a high id never wins over BeamNG's messages.
+//
+// It notes how many of BeamNG's messages were queued, and the lowest id
+// among them, for the end of a silence (resumedWhole).
 func (l *Link) drain(n int, from netip.AddrPort, now time.Time) (int, netip.AddrPort) {
 	keep := append(l.keep[:0], l.rx[:n]...)
+	l.drainLow, l.drainN = messageID(keep), 1
 	for {
 		m, f, ok := l.t.Queued(l.rx)
 		if !ok {
@@ -147,6 +152,7 @@ func (l *Link) drain(n int, from netip.AddrPort, now time.Time) (int, netip.Addr
 			continue
 		}
 		l.stats.inc(Drained)
+		l.drainLow, l.drainN = min(l.drainLow, messageID(l.rx[:m])), l.drainN+1
 		if messageID(l.rx[:m]) > messageID(keep) {
 			keep, from = append(keep[:0], l.rx[:m]...), f
 		}

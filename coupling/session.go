@@ -283,6 +283,7 @@ func (s *Session) collect() {
 		s.stats.Set(SolverSteps, n.SolverSteps)
 		s.stats.Set(SolverRejected, n.SolverRejected)
 		s.stats.Set(SolverEvents, n.Events)
+		s.stats.Set(InputsClamped, n.InputsClamped)
 	}
 	if l := s.opt.LogLoss; l != nil {
 		dropped, failed := l()

@@ -2,6 +2,7 @@ package coupling
 
 import (
 	"log/slog"
+	"math"
 	"net/netip"
 	"time"
 
@@ -169,46 +170,56 @@ type heldMessage struct {
 	buf   []byte
 	n     int
 	from  netip.AddrPort
-	count int // messages held since the last decision; the newest is kept
+	count int     // messages held since the last decision; the newest is kept
+	low   float64 // the lowest id held from `from`
 }
 
 // place classifies an id from BeamNG's address against the ids before it:
-// the first after connecting, after BeamNG's 2 s timeout, a controller
-// restart, a repeat, an implausible jump. It reports whether to answer.
+// the first after connecting, a controller restart, the end of a silence
+// (BeamNG's 2 s timeout, or a pause: silence.go), a repeat, an implausible
+// jump. It reports whether to answer.
 func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
 	gap := now.Sub(l.lastArrival)
+	if l.fresh || id == 0 && l.lastID > 0 || id > l.lastID {
+		l.settleGuess(id, now) // a message BeamNG sent after a guessed silence
+	}
+	pause := false
 	switch {
 	case l.fresh:
 		// The first message since connecting: BeamNG may have been cycling
-		// through 2 s timeouts with nobody answering; count from here.
+		// through 2 s timeouts with nobody answering; count from here (a
+		// new port's first message, when more came from it meanwhile).
 		l.src.latch(from, now)
 		l.rebase(id, now)
+		if l.freshBase < id {
+			l.ids.rebase(l.freshBase) // the reply ids count the new port's messages from its first
+		}
 		l.fresh = false
 		l.stats.inc(Connects)
-	case gap >= RebaseGap:
-		l.stats.inc(StallsRecovered)
-		l.stalled(now)
-		if gap < stallGap && l.silent {
-			l.stats.inc(stallSilences) // the silence was BeamNG's own 2 s timeout
-		}
-		l.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
-			"gap", gap.Round(time.Millisecond), "id", id)
-		l.rebase(id, now)
 	case id == 0 && l.lastID > 0:
 		l.stats.inc(Restarts)
 		l.restarted = true
 		l.log.Warn("BeamNG's controller restarted (ids from 0 again)", "from", from)
 		l.rebase(id, now)
+	case gap >= RebaseGap && id > l.lastID:
+		pause = l.endSilence(id, gap, now)
 	case id <= l.lastID:
 		l.stats.inc(Duplicates)
 		return false
 	case !l.src.plausible(id, l.lastID, gap, l.plan.PhysicsDt):
 		return false
+	default:
+		pause = l.silent && l.resumedWhole(id)
 	}
+	if pause {
+		l.paused(gap, l.silent, id, now)
+	}
+	l.freshBase = math.Inf(1)
 	if l.state != ports.Connected {
 		l.setState(ports.Connected)
 	}
 	l.silent = false
+	l.owed = true
 	l.diag.sinceStall++
 	l.interArrival = gap
 	l.lastID, l.lastArrival = id, now
@@ -221,25 +232,46 @@ func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
 
 // takeSource latches a new port of BeamNG's host as BeamNG's, once the old
 // one has been silent long enough: a reloaded controller (ids from 0), or a
-// new session.
+// new session. The messages held from that port are its own: the first of
+// them began its session (low is the lowest id of them and of id).
 func (l *Link) takeSource(from netip.AddrPort, id float64, now time.Time) {
+	low := id
+	if l.held.count > 0 && l.held.from == from {
+		low = min(low, l.held.low)
+	}
 	silent := l.src.silentFor(now).Round(time.Millisecond)
-	if id == 0 {
+	if low == 0 {
 		l.stats.inc(Restarts)
 		l.log.Warn("BeamNG's controller restarted: ids from 0 again, from a new port", "from", from, "was", l.src.latched, "old_port_silent_for", silent)
 	} else {
 		l.log.Warn("BeamNG sends from a new port after its silence: a new coupling session", "from", from, "was", l.src.latched,
-			"silent_for", silent, "id", id)
+			"silent_for", silent, "id", low)
 	}
 	l.stats.inc(SourceChanges)
 	l.restarted = true // a new coupling session: the model starts over
 	l.src.latch(from, now)
-	l.fresh = true // count the reply ids from this message
+	l.fresh = true // count the reply ids from this session's first message
+	l.freshBase = low
+	if l.held.count > 0 && l.held.from == from {
+		// BeamNG's own messages, held while its old port might still
+		// send: only the newest is answered.
+		l.stats.add(Drained, int64(l.held.count))
+		if id-low+1 > float64(l.lockstep.window) {
+			// The new controller sent more than its window allows before
+			// any reply to it: it took a reply of ours to its old self,
+			// late on the network, as its own, and runs ahead.
+			l.lockstep.suspect()
+		}
+		l.held.count = 0
+	}
 }
 
 // hold keeps a message from a new port until the latched port's silence
 // says whose it is.
 func (l *Link) hold(d []byte, from netip.AddrPort) {
+	if l.held.count == 0 || from != l.held.from || messageID(d) < l.held.low {
+		l.held.low = messageID(d)
+	}
 	l.held.n = copy(l.held.buf, d)
 	l.held.from = from
 	l.held.count++
@@ -251,9 +283,9 @@ func (l *Link) takeHeld(now time.Time) bool {
 	if l.held.count == 0 || !l.src.mayTake(now) {
 		return false
 	}
-	l.stats.add(Drained, int64(l.held.count-1)) // only the newest is answered
-	l.held.count = 0
+	l.held.count-- // the newest is answered; takeSource drains the others
 	n := copy(l.rx, l.held.buf[:l.held.n])
 	l.handle(l.rx[:n], l.held.from, now, 0)
+	l.held.count = 0
 	return true
 }

@@ -131,7 +131,7 @@ func (st *stage) portStatus() ports.Status {
 // restart says BeamNG started v's coupling again with it: the model then
 // starts over (see modelClock), at its next step.
 func (st *stage) place(v int, id float64, restart bool) float64 {
-	t, reset := st.clock.place(v, id, restart, st.fresh.reads[v])
+	t, reset := st.clock.place(v, id, restart, st.fresh.reads)
 	if reset {
 		st.reset = true
 		st.stats.inc(ModelResets)

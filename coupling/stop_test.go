@@ -9,9 +9,13 @@ import (
 )
 
 // BeamNG's coupling stops and, however long after, the user stops
-// beamconnect: a clean stop, no fault, a note of when BeamNG stopped. The
-// same silence at the end of a run that ends by its duration is a fault: a
-// run with a duration expects BeamNG to send throughout.
+// beamconnect: a clean stop, no fault, a note of when BeamNG stopped. Also
+// within 2 s of its last message: BeamNG waits 2 s only for a reply it has
+// not had, and every message was answered, so its silence is its stop
+// (before, a stop 1.1 to 2.3 s after BeamNG's was a fault: "BeamNG was not
+// connected when the run ended … BeamNG's own 2 s wait for a reply, or its
+// stop"). The same silence at the end of a run that ends by its duration
+// is a fault: a run with a duration expects BeamNG to send throughout.
 func TestStopAfterBeamNG(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -24,6 +28,13 @@ func TestStopAfterBeamNG(t *testing.T) {
 			notes: []string{"BeamNG stopped sending 45.0 s before beamconnect was stopped", "a clean stop, not a fault"}},
 		{name: "stopped an hour after BeamNG", after: time.Hour, stopped: true,
 			notes: []string{"BeamNG stopped sending 3600."}},
+		{name: "stopped 1.5 s after BeamNG, inside its 2 s wait", after: 1500 * time.Millisecond, stopped: true,
+			notes: []string{"BeamNG stopped sending 1.", "s before beamconnect was stopped", "a clean stop, not a fault"}},
+		{name: "stopped 2.1 s after BeamNG", after: 2100 * time.Millisecond, stopped: true,
+			notes: []string{"BeamNG stopped sending 2.1 s before beamconnect was stopped"}},
+		{name: "the duration ends 1.5 s after BeamNG", after: 1500 * time.Millisecond,
+			faults: []string{"BeamNG was not connected when the run ended (status connecting): silent for its last 1.", "s, and the run ended by its duration",
+				"BeamNG went silent 1 times while connected"}},
 		{name: "the duration ends 45 s after BeamNG", after: 45 * time.Second,
 			faults: []string{"BeamNG was not connected when the run ended (status connecting): silent for its last 45.0 s, and the run ended by its duration",
 				"BeamNG went silent 1 times while connected"}},

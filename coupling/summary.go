@@ -32,24 +32,29 @@ func (l *Link) Faults() []string {
 	if end := s.StatusAtEnd(); s.Get(Connects) > 0 && end != ports.Connected && s.Get(stopSilences) == 0 {
 		msg := fmt.Sprintf("BeamNG was not connected when the run ended (status %s)", end)
 		switch d := time.Duration(s.endSilence.Load()); {
-		case d >= stallGap:
-			msg += fmt.Sprintf(": silent for its last %.1f s, and the run ended by its duration, which BeamNG was to send throughout (stop beamconnect with Ctrl-C or SIGTERM once BeamNG has stopped, and that is a clean stop)", d.Seconds())
+		case s.endWaiting.Load():
+			msg += fmt.Sprintf(": silent for its last %.1f s, waiting 2 s for a reply it had not had, or stopped", d.Seconds())
 		case d > 0:
-			msg += fmt.Sprintf(": silent for its last %.1f s (BeamNG's own 2 s wait for a reply, or its stop)", d.Seconds())
+			msg += fmt.Sprintf(": silent for its last %.1f s, and the run ended by its duration, which BeamNG was to send throughout (stop beamconnect with Ctrl-C or SIGTERM once BeamNG has stopped, and that is a clean stop)", d.Seconds())
 		}
 		out = append(out, msg)
 	}
 	return out
 }
 
-// Notes lists what the run's end says that is not a fault: BeamNG stopped
-// sending some time before beamconnect was stopped (its coupling stopped,
-// then beamconnect was). Read it after Run returns.
+// Notes lists what the run says that is not a fault: BeamNG paused and went
+// on, BeamNG stopped sending some time before beamconnect was stopped (its
+// coupling stopped, then beamconnect was). Read it after Run returns.
 func (l *Link) Notes() []string {
 	s := &l.stats
-	if s.Get(stopSilences) == 0 {
-		return nil
+	var out []string
+	v := s.Snapshot()
+	if n := pausesNote(&v); n != "" {
+		out = append(out, n)
 	}
-	return []string{fmt.Sprintf("BeamNG stopped sending %.1f s before beamconnect was stopped (at local time %.3f s): its coupling stopped, and then beamconnect was; a clean stop, not a fault",
-		time.Duration(s.endSilence.Load()).Seconds(), s.LocalTime())}
+	if s.Get(stopSilences) == 0 {
+		return out
+	}
+	return append(out, fmt.Sprintf("BeamNG stopped sending %.1f s before beamconnect was stopped (at local time %.3f s): its coupling stopped, and then beamconnect was; a clean stop, not a fault",
+		time.Duration(s.endSilence.Load()).Seconds(), s.LocalTime()))
 }

@@ -176,19 +176,22 @@ func finish(words []string) ([]string, bool, error) {
 // Shell words as the pages write them.
 func TestShellWords(t *testing.T) {
 	for _, tt := range []struct {
+		name string
 		in   string
 		want []string
 		bg   bool
 	}{
-		{`beamconnect run examples/x.json --emulate   # the main job`, []string{"beamconnect", "run", "examples/x.json", "--emulate"}, false},
-		{`beamconnect run x.json --duration 10s &      # first`, []string{"beamconnect", "run", "x.json", "--duration", "10s"}, true},
-		{`beamconnect bench --responder "c=/tmp/r {listen} {beamng}" --responder 'c spin=x'`, []string{"beamconnect", "bench", "--responder", "c=/tmp/r {listen} {beamng}", "--responder", "c spin=x"}, false},
-		{`beamconnect plot run.csv --fields a,b`, []string{"beamconnect", "plot", "run.csv", "--fields", "a,b"}, false},
+		{"comment", `beamconnect run examples/x.json --emulate   # the main job`, []string{"beamconnect", "run", "examples/x.json", "--emulate"}, false},
+		{"background", `beamconnect run x.json --duration 10s &      # first`, []string{"beamconnect", "run", "x.json", "--duration", "10s"}, true},
+		{"quotes", `beamconnect bench --responder "c=/tmp/r {listen} {beamng}" --responder 'c spin=x'`, []string{"beamconnect", "bench", "--responder", "c=/tmp/r {listen} {beamng}", "--responder", "c spin=x"}, false},
+		{"comma", `beamconnect plot run.csv --fields a,b`, []string{"beamconnect", "plot", "run.csv", "--fields", "a,b"}, false},
 	} {
-		got, bg, err := shellWords(tt.in)
-		if err != nil || bg != tt.bg || strings.Join(got, "|") != strings.Join(tt.want, "|") {
-			t.Errorf("%s: %q %v %v", tt.in, got, bg, err)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got, bg, err := shellWords(tt.in)
+			if err != nil || bg != tt.bg || strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("%s: %q %v %v", tt.in, got, bg, err)
+			}
+		})
 	}
 	if _, _, err := shellWords(`beamconnect run 'x`); err == nil {
 		t.Error("an unclosed quote is not an error")

@@ -256,10 +256,18 @@ type Description struct {
 	// 3.0: scalars; the FMU is asked at run time) and, for FMI 2.0,
 	// numberOfEventIndicators say.
 	States, EventIndicators int
+	// Derivatives are a Model Exchange FMU's state derivatives in its
+	// ModelStructure's order (the order of its continuous states, FMI 3.0
+	// arrays as one each): each one's name and its state's, "" where the
+	// description does not say. For messages that name a state.
+	Derivatives []Derivative
 	// Clocks: the FMU declares clocks (FMI 3.0), which beamconnect does not
 	// drive.
 	Clocks bool
 }
+
+// Derivative is a state derivative of a Model Exchange FMU, and its state.
+type Derivative struct{ Name, State string }
 
 // Variable finds a variable by name.
 func (d *Description) Variable(name string) (*Variable, bool) {
@@ -338,10 +346,14 @@ type xmlME struct {
 
 type xmlStructure struct {
 	Derivatives struct {
-		Unknown []struct{} `xml:"Unknown"`
+		Unknown []struct {
+			Index string `xml:"index,attr"`
+		} `xml:"Unknown"`
 	} `xml:"Derivatives"` // 2.0
-	StateDerivatives []struct{} `xml:"ContinuousStateDerivative"` // 3.0
-	EventIndicators  []struct{} `xml:"EventIndicator"`            // 3.0
+	StateDerivatives []struct {
+		VR string `xml:"valueReference,attr"`
+	} `xml:"ContinuousStateDerivative"` // 3.0
+	EventIndicators []struct{} `xml:"EventIndicator"` // 3.0
 }
 
 type xmlDefault struct {
@@ -399,6 +411,7 @@ func (t *xmlTypes) defs(major int) map[string]typeDef {
 }
 
 type xmlTypeRef struct {
+	Derivative   string `xml:"derivative,attr"` // the state's index (2.0) or value reference (3.0)
 	Start        string `xml:"start,attr"`
 	Unit         string `xml:"unit,attr"`
 	DeclaredType string `xml:"declaredType,attr"`
@@ -549,7 +562,47 @@ func ParseDescription(data []byte) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.derivatives(&m)
 	return d, d.check()
+}
+
+// derivatives names the state derivatives and their states, where the
+// description says (a wrong index is left unnamed: names only serve
+// messages).
+func (d *Description) derivatives(m *xmlModel) {
+	num := func(s string) (int, bool) {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		return n, err == nil
+	}
+	if d.Major == 2 {
+		for _, u := range m.Structure.Derivatives.Unknown {
+			var dv Derivative
+			if i, ok := num(u.Index); ok && i >= 1 && i <= len(d.Variables) && i <= len(m.Vars.Scalar) {
+				dv.Name = d.Variables[i-1].Name
+				if r := m.Vars.Scalar[i-1].Real; r != nil {
+					if k, ok := num(r.Derivative); ok && k >= 1 && k <= len(d.Variables) {
+						dv.State = d.Variables[k-1].Name
+					}
+				}
+			}
+			d.Derivatives = append(d.Derivatives, dv)
+		}
+		return
+	}
+	byVR := make(map[string]int, len(m.Vars.Any))
+	for i, x := range m.Vars.Any {
+		byVR[strings.TrimSpace(x.VR)] = i
+	}
+	for _, u := range m.Structure.StateDerivatives {
+		var dv Derivative
+		if i, ok := byVR[strings.TrimSpace(u.VR)]; ok {
+			dv.Name = d.Variables[i].Name
+			if k, ok := byVR[strings.TrimSpace(m.Vars.Any[i].Derivative)]; ok {
+				dv.State = d.Variables[k].Name
+			}
+		}
+		d.Derivatives = append(d.Derivatives, dv)
+	}
 }
 
 func (e *Experiment) read(x *xmlDefault) error {

@@ -352,6 +352,9 @@ func TestParseFMI3Types(t *testing.T) {
 	if iface, err := d.Interface("ModelExchange"); iface != ME || err != nil || d.Identifier(iface) != "types_me" {
 		t.Errorf("model exchange %q %v", iface, err)
 	}
+	if want := []Derivative{{"der(x)", "x"}}; !reflect.DeepEqual(d.Derivatives, want) {
+		t.Errorf("derivatives %v, want %v", d.Derivatives, want)
+	}
 }
 
 // An FMI 2.0 Model Exchange FMU: its states from the Derivatives, its
@@ -374,6 +377,10 @@ func TestParseFMI2ModelExchange(t *testing.T) {
 	}
 	if h, _ := d.Variable("h"); h.Unit != "m" || h.Min == nil || *h.Min != 0 || h.Max != nil {
 		t.Errorf("h %+v", h)
+	}
+	// The states named, for messages, in the order of the Derivatives.
+	if want := []Derivative{{"der(h)", "h"}, {"der(v)", "v"}}; !reflect.DeepEqual(d.Derivatives, want) {
+		t.Errorf("derivatives %v, want %v", d.Derivatives, want)
 	}
 }
 

@@ -10,6 +10,10 @@ type Tally struct {
 	// A model exchange FMU's integration: accepted and rejected steps of
 	// its solver, events handled.
 	SolverSteps, SolverRejected, Events int64
+	// InputsClamped: values of BeamNG's an FMU's input could not hold
+	// (beyond its type or its min and max, no item of its enumeration),
+	// clamped to what it holds.
+	InputsClamped int64
 }
 
 // Tallier is a Model that keeps a Tally; the coupling reports it in the

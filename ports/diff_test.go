@@ -42,19 +42,21 @@ func TestDiff(t *testing.T) {
 		{name: "model timeout", edit: func(s string) string { return strings.Replace(s, `%s`, `, "beamng": {"modelTimeoutMs": 80}`, 1) },
 			restart: []string{"beamng.modelTimeoutMs (25 → 80)"}},
 	} {
-		src := strings.Replace(tt.edit(base), "%s", "", 1)
-		c := Diff(old, compile(t, src))
-		if tt.name == "slower contract" {
-			if len(c.RestartOnly) != 0 || len(c.Live) < 2 {
-				t.Errorf("%s: %+v", tt.name, c)
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.Replace(tt.edit(base), "%s", "", 1)
+			c := Diff(old, compile(t, src))
+			if tt.name == "slower contract" {
+				if len(c.RestartOnly) != 0 || len(c.Live) < 2 {
+					t.Errorf("%s: %+v", tt.name, c)
+				}
+				return
 			}
-			continue
-		}
-		if strings.Join(c.RestartOnly, "|") != strings.Join(tt.restart, "|") || strings.Join(c.Live, "|") != strings.Join(tt.live, "|") {
-			t.Errorf("%s:\n restart %q\n want    %q\n live    %q\n want    %q", tt.name, c.RestartOnly, tt.restart, c.Live, tt.live)
-		}
-		if (tt.restart == nil && tt.live == nil) != c.None() {
-			t.Errorf("%s: None() = %v", tt.name, c.None())
-		}
+			if strings.Join(c.RestartOnly, "|") != strings.Join(tt.restart, "|") || strings.Join(c.Live, "|") != strings.Join(tt.live, "|") {
+				t.Errorf("%s:\n restart %q\n want    %q\n live    %q\n want    %q", tt.name, c.RestartOnly, tt.restart, c.Live, tt.live)
+			}
+			if (tt.restart == nil && tt.live == nil) != c.None() {
+				t.Errorf("%s: None() = %v", tt.name, c.None())
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -78,15 +79,17 @@ func TestCompileLayout(t *testing.T) {
 		{beamng.ToBeamNG, 2, 0, Slot, 9, 4, 0, 0, 5, 0},
 		{beamng.ToBeamNG, 2, 1, Slot, 13, 1, 4, 0, 1, 0},
 	} {
-		port, ok := p.Port(w.dir, w.port)
-		if !ok {
-			t.Fatalf("no %v port %d", w.dir, w.port)
-		}
-		f := port.Fields[w.field]
-		if f.Source != w.src || f.Width != w.width || f.Offset != w.offset || f.Initial != w.initial || f.Invalid != w.bad ||
-			(w.src == Slot && f.Slot != w.slot) || (w.src == Meta && f.Meta != w.meta) {
-			t.Errorf("%v port %d field %d = %+v, want %+v", w.dir, w.port, w.field, f, w)
-		}
+		t.Run(fmt.Sprintf("%v port %d field %d", w.dir, w.port, w.field), func(t *testing.T) {
+			port, ok := p.Port(w.dir, w.port)
+			if !ok {
+				t.Fatalf("no %v port %d", w.dir, w.port)
+			}
+			f := port.Fields[w.field]
+			if f.Source != w.src || f.Width != w.width || f.Offset != w.offset || f.Initial != w.initial || f.Invalid != w.bad ||
+				(w.src == Slot && f.Slot != w.slot) || (w.src == Meta && f.Meta != w.meta) {
+				t.Errorf("%v port %d field %d = %+v, want %+v", w.dir, w.port, w.field, f, w)
+			}
+		})
 	}
 	for n, width := range []int{1, 4, 2, 50, 6} {
 		if p.Outputs[n].Width != width || p.Outputs[n].Number != n {
@@ -118,20 +121,22 @@ func TestCompileContracts(t *testing.T) {
 		{"outputs[1]", 10, false, false, beamng.FromBeamNG, []int{3}},
 		{"outputs[2]", 0, false, true, beamng.FromBeamNG, []int{4}},
 	} {
-		c := p.Contracts[i]
-		if c.Name != w.name || c.Schedule.Every != w.every || c.TimeSync != w.sync || c.CommData != w.comm || c.Dir != w.dir || len(c.Ports) != len(w.ports) {
-			t.Errorf("contract %d = %+v, want %+v", i, c, w)
-			continue
-		}
-		for j := range c.Ports {
-			if c.Ports[j] != w.ports[j] {
-				t.Errorf("contract %d ports %v, want %v", i, c.Ports, w.ports)
+		t.Run(w.name, func(t *testing.T) {
+			c := p.Contracts[i]
+			if c.Name != w.name || c.Schedule.Every != w.every || c.TimeSync != w.sync || c.CommData != w.comm || c.Dir != w.dir || len(c.Ports) != len(w.ports) {
+				t.Errorf("contract %d = %+v, want %+v", i, c, w)
+				return
 			}
-			port, _ := p.Port(c.Dir, c.Ports[j])
-			if port.Contract != i {
-				t.Errorf("port %d points at contract %d, want %d", c.Ports[j], port.Contract, i)
+			for j := range c.Ports {
+				if c.Ports[j] != w.ports[j] {
+					t.Errorf("contract %d ports %v, want %v", i, c.Ports, w.ports)
+				}
+				port, _ := p.Port(c.Dir, c.Ports[j])
+				if port.Contract != i {
+					t.Errorf("port %d points at contract %d, want %d", c.Ports[j], port.Contract, i)
+				}
 			}
-		}
+		})
 	}
 }
 

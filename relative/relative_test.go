@@ -31,10 +31,12 @@ func TestCompute(t *testing.T) {
 		{"time gap at standstill", TimeGap, State{}, lead, 0, false},
 		{"behind: negative gap", Gap, ego, State{X: -12}, -12, true},
 	} {
-		got, ok := tt.p.Compute(tt.e, tt.o)
-		if ok != tt.ok || ok && math.Abs(got-tt.want) > 1e-9 {
-			t.Errorf("%s: %v %v, want %v %v", tt.name, got, ok, tt.want, tt.ok)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.p.Compute(tt.e, tt.o)
+			if ok != tt.ok || ok && math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("%s: %v %v, want %v %v", tt.name, got, ok, tt.want, tt.ok)
+			}
+		})
 	}
 }
 
@@ -59,29 +61,33 @@ func TestNeeds(t *testing.T) {
 	base := State{X: 1, Y: 2, Z: 0.5, Yaw: 0.3, VX: 20, VY: 3, Speed: 20}
 	other := State{X: 40, Y: 9, Z: 1, Yaw: 1, VX: 12, VY: 1, Speed: 12}
 	for _, p := range []Property{Distance, Gap, ClosingSpeed, TimeGap, TimeToCollision} {
-		ego, oth := p.Needs()
-		for _, side := range []struct {
-			name    string
-			needs   []string
-			egoSide bool
-		}{{"ego", ego, true}, {"other", oth, false}} {
-			for _, q := range Quantities {
-				e, o := base, other
-				if side.egoSide {
-					set(&e, q, 7.7)
-				} else {
-					set(&o, q, 7.7)
-				}
-				v0, _ := p.Compute(base, other)
-				v1, _ := p.Compute(e, o)
-				listed := false
-				for _, n := range side.needs {
-					listed = listed || n == q
-				}
-				if changed := v0 != v1; changed != listed {
-					t.Errorf("%v: the %s's %s changes the result: %v, but Needs lists it: %v", p, side.name, q, changed, listed)
-				}
+		t.Run(p.String(), func(t *testing.T) {
+			ego, oth := p.Needs()
+			for _, side := range []struct {
+				name    string
+				needs   []string
+				egoSide bool
+			}{{"ego", ego, true}, {"other", oth, false}} {
+				t.Run(side.name, func(t *testing.T) {
+					for _, q := range Quantities {
+						e, o := base, other
+						if side.egoSide {
+							set(&e, q, 7.7)
+						} else {
+							set(&o, q, 7.7)
+						}
+						v0, _ := p.Compute(base, other)
+						v1, _ := p.Compute(e, o)
+						listed := false
+						for _, n := range side.needs {
+							listed = listed || n == q
+						}
+						if changed := v0 != v1; changed != listed {
+							t.Errorf("%v: the %s's %s changes the result: %v, but Needs lists it: %v", p, side.name, q, changed, listed)
+						}
+					}
+				})
 			}
-		}
+		})
 	}
 }

@@ -66,19 +66,22 @@ func TestEveryPropertyDescribed(t *testing.T) {
 
 func TestProperties(t *testing.T) {
 	for _, tt := range []struct {
+		name string
 		at   string
 		want []string
 	}{
-		{"#", []string{"$schema", "beamng", "inputs", "outputs", "remoteIP", "remoteObject", "remotePort", "timeDilation", "version"}},
-		{"#/$defs/field", []string{"arraySize", "dataSize", "dataType", "initialValue", "invalidValue", "params", "propertyName", "propertyType", "remoteObject"}},
-		{"#/$defs/vehicle", []string{"interface", "localIP", "localPort", "remoteIP", "remotePort"}},
-		{"#/$defs/nothing", []string{}},
+		{"root", "#", []string{"$schema", "beamng", "inputs", "outputs", "remoteIP", "remoteObject", "remotePort", "timeDilation", "version"}},
+		{"field", "#/$defs/field", []string{"arraySize", "dataSize", "dataType", "initialValue", "invalidValue", "params", "propertyName", "propertyType", "remoteObject"}},
+		{"vehicle", "#/$defs/vehicle", []string{"interface", "localIP", "localPort", "remoteIP", "remotePort"}},
+		{"no such definition", "#/$defs/nothing", []string{}},
 	} {
-		got := Properties(tt.at)
-		slices.Sort(got)
-		if !slices.Equal(got, tt.want) {
-			t.Errorf("Properties(%q) = %v, want %v", tt.at, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got := Properties(tt.at)
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Properties(%q) = %v, want %v", tt.at, got, tt.want)
+			}
+		})
 	}
 }
 

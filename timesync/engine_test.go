@@ -1,6 +1,7 @@
 package timesync
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -29,16 +30,18 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func TestNone(t *testing.T) {
 	for _, tt := range []struct{ dilation, want float64 }{{1, 2}, {0.5, 1}, {0, 2}, {-1, 2}} {
-		c := newFake()
-		e := NewEngine(None, tt.dilation, 0.005, c)
-		got := e.Message(7, c.advance(2*time.Second))
-		if !near(got, tt.want) || e.Hold(7) != 0 || c.waits != 0 || e.Blocked() {
-			t.Errorf("dilation %v: local %v, want %v; waits %d", tt.dilation, got, tt.want, c.waits)
-		}
-		// time + receive_time_offset is the local time.
-		if !near(e.Remote(7)+e.ReceiveTimeOffset(), got) {
-			t.Errorf("offset %v does not agree with local %v", e.ReceiveTimeOffset(), got)
-		}
+		t.Run(fmt.Sprintf("dilation %v", tt.dilation), func(t *testing.T) {
+			c := newFake()
+			e := NewEngine(None, tt.dilation, 0.005, c)
+			got := e.Message(7, c.advance(2*time.Second))
+			if !near(got, tt.want) || e.Hold(7) != 0 || c.waits != 0 || e.Blocked() {
+				t.Errorf("dilation %v: local %v, want %v; waits %d", tt.dilation, got, tt.want, c.waits)
+			}
+			// time + receive_time_offset is the local time.
+			if !near(e.Remote(7)+e.ReceiveTimeOffset(), got) {
+				t.Errorf("offset %v does not agree with local %v", e.ReceiveTimeOffset(), got)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package timesync
 
 import (
+	"fmt"
 	"testing"
 
 	"beamconnect/beamng"
@@ -23,8 +24,10 @@ func TestRemoteTime(t *testing.T) {
 		{200, 0.005, 1},
 		{3, 0.0005, 0.0015},
 	} {
-		if got := RemoteTime(tt.id, tt.period); got-tt.want > 1e-12 || tt.want-got > 1e-12 {
-			t.Errorf("RemoteTime(%v, %v) = %v, want %v", tt.id, tt.period, got, tt.want)
-		}
+		t.Run(fmt.Sprintf("id %v at %v s", tt.id, tt.period), func(t *testing.T) {
+			if got := RemoteTime(tt.id, tt.period); got-tt.want > 1e-12 || tt.want-got > 1e-12 {
+				t.Errorf("RemoteTime(%v, %v) = %v, want %v", tt.id, tt.period, got, tt.want)
+			}
+		})
 	}
 }

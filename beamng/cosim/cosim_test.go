@@ -35,26 +35,28 @@ func TestParseLineEnds(t *testing.T) {
 		"CR":                   strings.ReplaceAll(rig, "\n", "\r"),
 		"BOM and blank lines":  "\xef\xbb\xbf" + strings.Replace(rig, "\nsignalFrom", "\n\nsignalFrom", 1),
 	} {
-		f, err := Parse("rig.csv", []byte(text))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		l := f.Layout()
-		if l.Len(beamng.FromBeamNG) != 4 || l.Len(beamng.ToBeamNG) != 3 {
-			t.Errorf("%s: %d out / %d in, want 4 / 3", name, l.Len(beamng.FromBeamNG), l.Len(beamng.ToBeamNG))
-		}
-		if f.To[2].Desc != "RL - Wheel speed, m/s" || f.To[1].Name != "mainEngine outputAV1" {
-			t.Errorf("%s: rows %+v", name, f.To)
-		}
-		if f.Other.String() != "127.0.0.1:64990" || f.BeamNG.String() != "127.0.0.2:64991" {
-			t.Errorf("%s: addresses %v %v", name, f.Other, f.BeamNG)
-		}
-		if s, _ := l.At(beamng.FromBeamNG, 3); s.Meaning != "wheelRL_wheelSpeed" || s.Line != 4 {
-			t.Errorf("%s: wheel row %+v", name, s)
-		}
-		if s, _ := l.At(beamng.ToBeamNG, 2); s.Kind != "freeze" || s.Meaning != "" {
-			t.Errorf("%s: freeze row %+v", name, s)
-		}
+		t.Run(name, func(t *testing.T) {
+			f, err := Parse("rig.csv", []byte(text))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			l := f.Layout()
+			if l.Len(beamng.FromBeamNG) != 4 || l.Len(beamng.ToBeamNG) != 3 {
+				t.Errorf("%s: %d out / %d in, want 4 / 3", name, l.Len(beamng.FromBeamNG), l.Len(beamng.ToBeamNG))
+			}
+			if f.To[2].Desc != "RL - Wheel speed, m/s" || f.To[1].Name != "mainEngine outputAV1" {
+				t.Errorf("%s: rows %+v", name, f.To)
+			}
+			if f.Other.String() != "127.0.0.1:64990" || f.BeamNG.String() != "127.0.0.2:64991" {
+				t.Errorf("%s: addresses %v %v", name, f.Other, f.BeamNG)
+			}
+			if s, _ := l.At(beamng.FromBeamNG, 3); s.Meaning != "wheelRL_wheelSpeed" || s.Line != 4 {
+				t.Errorf("%s: wheel row %+v", name, s)
+			}
+			if s, _ := l.At(beamng.ToBeamNG, 2); s.Kind != "freeze" || s.Meaning != "" {
+				t.Errorf("%s: freeze row %+v", name, s)
+			}
+		})
 	}
 }
 
@@ -81,16 +83,18 @@ func TestParseErrors(t *testing.T) {
 			[]string{`x.csv:2:40: 3rd Party Computation Time 0 is out of range`, `x.csv:3:23: Ping Time "soon" is not a number`, `x.csv:4:26: "0" is not a port`}},
 		{"same addresses", Header0 + "\nconnection,otherUDP,port,64891,number,,,", []string{`beamngUDP and otherUDP are both 127.0.0.1:64891`}},
 	} {
-		_, err := Parse("x.csv", []byte(tt.text))
-		var ds Diags
-		if !errors.As(err, &ds) {
-			t.Fatalf("%s: accepted (%v)", tt.name, err)
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: missing %q in\n%v", tt.name, w, err)
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("x.csv", []byte(tt.text))
+			var ds Diags
+			if !errors.As(err, &ds) {
+				t.Fatalf("%s: accepted (%v)", tt.name, err)
 			}
-		}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: missing %q in\n%v", tt.name, w, err)
+				}
+			}
+		})
 	}
 }
 
@@ -181,9 +185,11 @@ func TestLpack(t *testing.T) {
 		v     float64
 		skips int
 	}{{0.0005, 1}, {0.00050000002374873, 1}, {0.005, 10}, {0.0049999999999999, 9}, {0.001, 2}, {1e-5, 0}, {0.02, 40}} {
-		if got := SendSkips(tt.v, beamng.PhysicsDt); got != tt.skips {
-			t.Errorf("SendSkips(%v) = %d, want %d (arrives as %v)", tt.v, got, tt.skips, Arrived(tt.v))
-		}
+		t.Run(fmt.Sprint(tt.v), func(t *testing.T) {
+			if got := SendSkips(tt.v, beamng.PhysicsDt); got != tt.skips {
+				t.Errorf("SendSkips(%v) = %d, want %d (arrives as %v)", tt.v, got, tt.skips, Arrived(tt.v))
+			}
+		})
 	}
 	if Arrived(0.0005) <= 0.0005 || Arrived(1e-5) != 1e-5 || LpackNumber("-2.5") != -2.5 {
 		t.Error("lpack decoding")
@@ -248,15 +254,17 @@ func TestRowsPerDatagram(t *testing.T) {
 		{"1100 signalFrom rows", Header0 + rows("signalTo", "", 2) + rows("signalFrom", "value", 1100),
 			"x.csv:1027:1: signalFrom row 1024 of 1100 does not fit: a reply BeamNG reads holds at most 8192 bytes, 1024 doubles with the message id, so at most 1023 signalFrom rows: expected 77 fewer rows"},
 	} {
-		f, err := Parse("x.csv", []byte(tt.text))
-		switch {
-		case tt.want == "" && err != nil:
-			t.Errorf("%s: %v", tt.name, err)
-		case tt.want == "" && (f.Layout().Len(beamng.FromBeamNG)*8 != beamng.MaxDatagram || f.Layout().Len(beamng.ToBeamNG)*8 != beamng.MaxDatagram):
-			t.Errorf("%s: layout %d/%d doubles", tt.name, f.Layout().Len(beamng.FromBeamNG), f.Layout().Len(beamng.ToBeamNG))
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-			t.Errorf("%s: got %v\nwant %s", tt.name, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("x.csv", []byte(tt.text))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("%s: %v", tt.name, err)
+			case tt.want == "" && (f.Layout().Len(beamng.FromBeamNG)*8 != beamng.MaxDatagram || f.Layout().Len(beamng.ToBeamNG)*8 != beamng.MaxDatagram):
+				t.Errorf("%s: layout %d/%d doubles", tt.name, f.Layout().Len(beamng.FromBeamNG), f.Layout().Len(beamng.ToBeamNG))
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("%s: got %v\nwant %s", tt.name, err, tt.want)
+			}
+		})
 	}
 }
 
@@ -335,11 +343,22 @@ connection,beamngUDP,port,64891,number,,,`))
 	}
 	lo, hi := f.Layout().Limits()
 	inf := math.Inf(1)
-	want := [][2]float64{{-inf, inf}, {0, 1}, {-inf, inf}, {0, 1}, {-1, 1}, {-inf, inf}}
-	for i, w := range want {
-		if lo[i] != w[0] || hi[i] != w[1] {
-			t.Errorf("slot %d: [%v, %v], want %v", i, lo[i], hi[i], w)
-		}
+	for i, w := range []struct {
+		name   string // the slot's row
+		lo, hi float64
+	}{
+		{"id", -inf, inf},
+		{"throttle", 0, 1},
+		{"throttle multiply", -inf, inf},
+		{"parkingBrake", 0, 1},
+		{"steeringWheelPosition", -1, 1},
+		{"propulsionTorqueRL", -inf, inf},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			if lo[i] != w.lo || hi[i] != w.hi {
+				t.Errorf("slot %d: [%v, %v], want [%v %v]", i, lo[i], hi[i], w.lo, w.hi)
+			}
+		})
 	}
 	gl, gh := beamng.Fixed.Limits()
 	if gl[1] != 0 || gh[1] != 1 || gl[3] != -1 || gh[3] != 1 || !math.IsInf(gh[9], 1) || !math.IsInf(gh[13], 1) {

@@ -107,24 +107,27 @@ func sendSteps(trace []StepRecord) []int64 {
 
 func TestSendCadence(t *testing.T) {
 	for _, tt := range []struct {
+		name         string
 		simulinkTime float64
 		every        int64
-	}{{0.0005, 1}, {0.005, 10}, {0.0012, 3}} {
-		_, trace := couple(t, Config{SimulinkTime: tt.simulinkTime, Steps: 400, StepCost: 10 * time.Microsecond},
-			&responder{policy: "next", compute: time.Microsecond})
-		steps := sendSteps(trace)
-		if len(steps) < 10 {
-			t.Fatalf("simulinkTime %v: only %d sends", tt.simulinkTime, len(steps))
-		}
-		// The first send comes once sendSkips steps have passed.
-		if steps[0] != tt.every-1 {
-			t.Errorf("simulinkTime %v: first send at step %d, want %d", tt.simulinkTime, steps[0], tt.every-1)
-		}
-		for i := 1; i < len(steps); i++ {
-			if steps[i]-steps[i-1] != tt.every {
-				t.Fatalf("simulinkTime %v: sends at steps %d and %d, want every %d", tt.simulinkTime, steps[i-1], steps[i], tt.every)
+	}{{"every step", 0.0005, 1}, {"every tenth step", 0.005, 10}, {"rounded up to whole steps", 0.0012, 3}} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, trace := couple(t, Config{SimulinkTime: tt.simulinkTime, Steps: 400, StepCost: 10 * time.Microsecond},
+				&responder{policy: "next", compute: time.Microsecond})
+			steps := sendSteps(trace)
+			if len(steps) < 10 {
+				t.Fatalf("simulinkTime %v: only %d sends", tt.simulinkTime, len(steps))
 			}
-		}
+			// The first send comes once sendSkips steps have passed.
+			if steps[0] != tt.every-1 {
+				t.Errorf("simulinkTime %v: first send at step %d, want %d", tt.simulinkTime, steps[0], tt.every-1)
+			}
+			for i := 1; i < len(steps); i++ {
+				if steps[i]-steps[i-1] != tt.every {
+					t.Fatalf("simulinkTime %v: sends at steps %d and %d, want every %d", tt.simulinkTime, steps[i-1], steps[i], tt.every)
+				}
+			}
+		})
 	}
 }
 
@@ -135,29 +138,31 @@ func TestStartupStall(t *testing.T) {
 		policy string
 		stalls int64
 	}{{"echo", 1}, {"next", 0}, {"counter", 0}} {
-		cfg := Config{SimulinkTime: 0.005, Steps: 8000, StepCost: 20 * time.Microsecond}
-		sum, trace := couple(t, cfg, &responder{policy: tt.policy, compute: 50 * time.Microsecond})
-		if sum.Stalls != tt.stalls {
-			t.Errorf("%s: %d stalls, want %d\n%v", tt.policy, sum.Stalls, tt.stalls, sum)
-		}
-		// After start-up every reply is applied: lockstep.
-		late := 0
-		for _, s := range trace[4000:] {
-			if s.Got && !s.Accepted {
-				late++
+		t.Run(tt.policy, func(t *testing.T) {
+			cfg := Config{SimulinkTime: 0.005, Steps: 8000, StepCost: 20 * time.Microsecond}
+			sum, trace := couple(t, cfg, &responder{policy: tt.policy, compute: 50 * time.Microsecond})
+			if sum.Stalls != tt.stalls {
+				t.Errorf("%s: %d stalls, want %d\n%v", tt.policy, sum.Stalls, tt.stalls, sum)
 			}
-		}
-		if late > 0 || sum.Accepted < sum.Sent-2 || tt.policy != "echo" && lastInFlight(trace) > 1 {
-			t.Errorf("%s: not in lockstep: %d rejected late, %v", tt.policy, late, sum)
-		}
-		if tt.stalls == 1 {
-			// The stall is the 2 s blocking receive at the second send step.
-			for _, s := range trace {
-				if s.TimedOut && (s.Step != 19 || s.Waited != BlockingTimeout) {
-					t.Errorf("stall at step %d after %v, want step 19 after 2s", s.Step, s.Waited)
+			// After start-up every reply is applied: lockstep.
+			late := 0
+			for _, s := range trace[4000:] {
+				if s.Got && !s.Accepted {
+					late++
 				}
 			}
-		}
+			if late > 0 || sum.Accepted < sum.Sent-2 || tt.policy != "echo" && lastInFlight(trace) > 1 {
+				t.Errorf("%s: not in lockstep: %d rejected late, %v", tt.policy, late, sum)
+			}
+			if tt.stalls == 1 {
+				// The stall is the 2 s blocking receive at the second send step.
+				for _, s := range trace {
+					if s.TimedOut && (s.Step != 19 || s.Waited != BlockingTimeout) {
+						t.Errorf("stall at step %d after %v, want step 19 after 2s", s.Step, s.Waited)
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -382,36 +387,38 @@ func TestPacing(t *testing.T) {
 	for _, tt := range []struct {
 		fps, rtf float64
 	}{{60, 1}, {30, 1}, {60, 2}, {60, 0.5}} {
-		cfg := Config{SimulinkTime: 0.005, Steps: 4000, FPS: tt.fps, RealTimeFactor: tt.rtf}
-		sum, trace := couple(t, cfg, &responder{policy: "next"})
-		if math.Abs(sum.RealtimeFactor-tt.rtf) > 0.02*tt.rtf {
-			t.Errorf("fps %v rtf %v: ran at %.3f× real time", tt.fps, tt.rtf, sum.RealtimeFactor)
-		}
-		// Steps cost no time here, so each frame's batch shares one instant.
-		frames := map[time.Time]int{}
-		for _, s := range trace {
-			frames[s.Start]++
-		}
-		perFrame := 1 / tt.fps * tt.rtf / beamng.PhysicsDt
-		// (The first and last batches are partial, hence the slack.)
-		if got := float64(len(trace)) / float64(len(frames)); math.Abs(got-perFrame) > 2 {
-			t.Errorf("fps %v rtf %v: %.1f steps a frame, want %.1f", tt.fps, tt.rtf, got, perFrame)
-		}
-		// Ahead of the clock: when a frame's batch ends, simulated time has
-		// reached the next frame's wall time (to within the one step that
-		// whole steps round off).
-		start := trace[0].Start
-		frame := time.Duration(float64(time.Second) / tt.fps)
-		for i, s := range trace[:len(trace)-1] {
-			if trace[i+1].Start == s.Start {
-				continue // not the last step of its batch
+		t.Run(fmt.Sprintf("fps %v rtf %v", tt.fps, tt.rtf), func(t *testing.T) {
+			cfg := Config{SimulinkTime: 0.005, Steps: 4000, FPS: tt.fps, RealTimeFactor: tt.rtf}
+			sum, trace := couple(t, cfg, &responder{policy: "next"})
+			if math.Abs(sum.RealtimeFactor-tt.rtf) > 0.02*tt.rtf {
+				t.Errorf("fps %v rtf %v: ran at %.3f× real time", tt.fps, tt.rtf, sum.RealtimeFactor)
 			}
-			sim := time.Duration(float64(s.Step+1) * beamng.PhysicsDt / tt.rtf * float64(time.Second))
-			step := time.Duration(beamng.PhysicsDt / tt.rtf * float64(time.Second))
-			if sim < s.Start.Sub(start)+frame-step {
-				t.Fatalf("fps %v rtf %v: batch ending at step %d reached %v simulated, want %v", tt.fps, tt.rtf, s.Step, sim, s.Start.Sub(start)+frame)
+			// Steps cost no time here, so each frame's batch shares one instant.
+			frames := map[time.Time]int{}
+			for _, s := range trace {
+				frames[s.Start]++
 			}
-		}
+			perFrame := 1 / tt.fps * tt.rtf / beamng.PhysicsDt
+			// (The first and last batches are partial, hence the slack.)
+			if got := float64(len(trace)) / float64(len(frames)); math.Abs(got-perFrame) > 2 {
+				t.Errorf("fps %v rtf %v: %.1f steps a frame, want %.1f", tt.fps, tt.rtf, got, perFrame)
+			}
+			// Ahead of the clock: when a frame's batch ends, simulated time has
+			// reached the next frame's wall time (to within the one step that
+			// whole steps round off).
+			start := trace[0].Start
+			frame := time.Duration(float64(time.Second) / tt.fps)
+			for i, s := range trace[:len(trace)-1] {
+				if trace[i+1].Start == s.Start {
+					continue // not the last step of its batch
+				}
+				sim := time.Duration(float64(s.Step+1) * beamng.PhysicsDt / tt.rtf * float64(time.Second))
+				step := time.Duration(beamng.PhysicsDt / tt.rtf * float64(time.Second))
+				if sim < s.Start.Sub(start)+frame-step {
+					t.Fatalf("fps %v rtf %v: batch ending at step %d reached %v simulated, want %v", tt.fps, tt.rtf, s.Step, sim, s.Start.Sub(start)+frame)
+				}
+			}
+		})
 	}
 }
 

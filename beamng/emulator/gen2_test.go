@@ -112,15 +112,17 @@ func TestGen2MessageSizes(t *testing.T) {
 		{"throttle_example", rows("Kinematics", "vehicleYaw", "vehicleGroundSpeed"), rows("Driver", "throttle,value", "steeringWheelPosition,value"), 3, 3},
 		{"torques_example", rows("Kinematics", "vehicleYaw", "vehicleGroundSpeed"), torquesFrom, 3, 10},
 	} {
-		f := gen2CSV(t, "0.0005", tt.to, tt.from)
-		link := &gen2Scripted{n: tt.in}
-		_, sum := run(t, Config{CSV: f, Steps: 200}, link)
-		if link.sentLen[0] != tt.out || f.Layout().Len(beamng.ToBeamNG) != tt.in {
-			t.Errorf("%s: sends %d doubles, reads %d; want %d and %d", tt.name, link.sentLen[0], f.Layout().Len(beamng.ToBeamNG), tt.out, tt.in)
-		}
-		if sum.Accepted < sum.Sent-1 || sum.LuaErrors != 0 { // the last message ends the run unanswered
-			t.Errorf("%s: a full-size reply must be accepted every time: %v, lua errors %d", tt.name, sum, sum.LuaErrors)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			f := gen2CSV(t, "0.0005", tt.to, tt.from)
+			link := &gen2Scripted{n: tt.in}
+			_, sum := run(t, Config{CSV: f, Steps: 200}, link)
+			if link.sentLen[0] != tt.out || f.Layout().Len(beamng.ToBeamNG) != tt.in {
+				t.Errorf("%s: sends %d doubles, reads %d; want %d and %d", tt.name, link.sentLen[0], f.Layout().Len(beamng.ToBeamNG), tt.out, tt.in)
+			}
+			if sum.Accepted < sum.Sent-1 || sum.LuaErrors != 0 { // the last message ends the run unanswered
+				t.Errorf("%s: a full-size reply must be accepted every time: %v, lua errors %d", tt.name, sum, sum.LuaErrors)
+			}
+		})
 	}
 }
 
@@ -137,12 +139,14 @@ func TestGen2Period(t *testing.T) {
 		{"0.00049999999999999", 1}, // and for 0.5 ms
 		{"1e-3", 3},                // csvlib keeps only the number: "0.001" again, 0.0010000000000000002
 	} {
-		f := gen2CSV(t, tt.time, rows("Kinematics", "vehicleGroundSpeed"), rows("Driver", "throttle,value"))
-		link := &gen2Scripted{n: 2}
-		_, sum := run(t, Config{CSV: f, Steps: int64(100 * tt.every)}, link)
-		if sum.SendSkips != tt.every-1 || sum.Sent != 100 {
-			t.Errorf("time %s: sendSkips %d, %d sends in %d steps; want a send every %d steps", tt.time, sum.SendSkips, sum.Sent, 100*tt.every, tt.every)
-		}
+		t.Run(tt.time, func(t *testing.T) {
+			f := gen2CSV(t, tt.time, rows("Kinematics", "vehicleGroundSpeed"), rows("Driver", "throttle,value"))
+			link := &gen2Scripted{n: 2}
+			_, sum := run(t, Config{CSV: f, Steps: int64(100 * tt.every)}, link)
+			if sum.SendSkips != tt.every-1 || sum.Sent != 100 {
+				t.Errorf("time %s: sendSkips %d, %d sends in %d steps; want a send every %d steps", tt.time, sum.SendSkips, sum.Sent, 100*tt.every, tt.every)
+			}
+		})
 	}
 }
 
@@ -154,15 +158,17 @@ func TestGen2EchoStall(t *testing.T) {
 		policy string
 		stalls int64
 	}{{"echo", 1}, {"next", 0}, {"counter", 0}} {
-		cfg := Config{CSV: f, Steps: 20000, StepCost: 20 * time.Microsecond}
-		sum, _ := couple(t, cfg, &responder{policy: tt.policy, compute: 50 * time.Microsecond, layout: f.Layout(), values: map[int]float64{1: 0.1}})
-		if sum.Stalls != tt.stalls {
-			t.Errorf("%s: %d stalls, want %d (%v)", tt.policy, sum.Stalls, tt.stalls, sum)
-		}
-		// Echo loses the few replies around its stall; next and counter none.
-		if lost := sum.Sent - sum.Accepted; sum.Rejected > 1 || tt.policy == "echo" && lost > 5 || tt.policy != "echo" && lost > 1 {
-			t.Errorf("%s: not every reply applied: %v", tt.policy, sum)
-		}
+		t.Run(tt.policy, func(t *testing.T) {
+			cfg := Config{CSV: f, Steps: 20000, StepCost: 20 * time.Microsecond}
+			sum, _ := couple(t, cfg, &responder{policy: tt.policy, compute: 50 * time.Microsecond, layout: f.Layout(), values: map[int]float64{1: 0.1}})
+			if sum.Stalls != tt.stalls {
+				t.Errorf("%s: %d stalls, want %d (%v)", tt.policy, sum.Stalls, tt.stalls, sum)
+			}
+			// Echo loses the few replies around its stall; next and counter none.
+			if lost := sum.Sent - sum.Accepted; sum.Rejected > 1 || tt.policy == "echo" && lost > 5 || tt.policy != "echo" && lost > 1 {
+				t.Errorf("%s: not every reply applied: %v", tt.policy, sum)
+			}
+		})
 	}
 }
 
@@ -190,6 +196,8 @@ func TestGen2FromSemantics(t *testing.T) {
 		{0.9, -2, 0.3},
 		{0.8, 0, 0.8},
 	}
+	// One test, not subtests: each reply's steering depends on what the
+	// replies before it held.
 	for i, s := range steer {
 		msg := []float64{float64(i + 1), 0.2, 2, 0.1, 0.5, 0.6, s.value, s.freeze, 50, 2, 10}
 		if nans, _ := e.side.apply(e.veh, msg); nans != 0 {

@@ -345,16 +345,18 @@ func TestParseFault(t *testing.T) {
 		{"seed=-1", nil, `expected a whole number`},
 		{"explode=1", nil, "unknown fault; the faults are:\ndrop-replies=P"},
 	} {
-		var f Faults
-		err := ParseFault(tt.spec, &f)
-		switch {
-		case tt.err == "" && err != nil:
-			t.Errorf("%s: %v", tt.spec, err)
-		case tt.err == "" && !tt.want(f):
-			t.Errorf("%s: %+v", tt.spec, f)
-		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
-			t.Errorf("%s: error %v, want %q", tt.spec, err, tt.err)
-		}
+		t.Run(tt.spec, func(t *testing.T) {
+			var f Faults
+			err := ParseFault(tt.spec, &f)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("%s: %v", tt.spec, err)
+			case tt.err == "" && !tt.want(f):
+				t.Errorf("%s: %+v", tt.spec, f)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Errorf("%s: error %v, want %q", tt.spec, err, tt.err)
+			}
+		})
 	}
 }
 

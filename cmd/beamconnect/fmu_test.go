@@ -347,6 +347,30 @@ func TestValidateFMUValuePositions(t *testing.T) {
 	}
 }
 
+// An array parameter of an FMU takes a JSON array, as docs/fmu.md says:
+// the schema lets it through, and the FMU's own shape judges its length.
+func TestValidateFMUArrayParameter(t *testing.T) {
+	extra := testfmu.Options{FMI: 3, Extra: []string{
+		`<Float64 name="gains" valueReference="24" causality="parameter" variability="tunable" start="1 2 3"><Dimension start="3"/></Float64>`,
+	}}
+	for _, tc := range []struct {
+		name, params string
+		code         int
+		want         string
+	}{
+		{"three values", `"gains": [0.5, 1, 1.5]`, exitOK, ": valid"},
+		{"two values", `"gains": [0.5, 1]`, exitFailed, "beamng.modelParams.parameters.gains"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := fmuRig(t, extra, `{ "path": "cruise.fmu", "parameters": { `+tc.params+` } }`)
+			out, _, code := exec(t, nil, "validate", rig)
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want %d and %q in\n%s", code, tc.code, tc.want, out)
+			}
+		})
+	}
+}
+
 // An FMU that ends the simulation ends its model cleanly: the run goes on
 // with neutral controls and exits 0, its summary saying when and why.
 func TestRunFMUEndsCleanly(t *testing.T) {
@@ -458,5 +482,100 @@ func TestInitFromFMUConfigsRun(t *testing.T) {
 				t.Logf("the machine was too loaded for the period: %s", sum.Faults[0])
 			}
 		})
+	}
+}
+
+// A field bound to an FMU input that can never hold its values is
+// refused at the binding's line and column; one whose values can be
+// beyond the input, or whose fractions are rounded, is a warning there
+// (a speed into an enumeration is both).
+func TestValidateFMUInputTypes(t *testing.T) {
+	rig := fmuRig(t, testfmu.Options{FMI: 3, Extra: []string{
+		`<Enumeration name="level" valueReference="21" causality="input" declaredType="Level" start="10"/>`,
+		`<UInt8 name="few" valueReference="22" causality="input" min="5" start="5"/>`,
+		`<Enumeration name="mode" valueReference="23" causality="input" declaredType="Mode" start="1"/>`,
+		`<Int8 name="small" valueReference="24" causality="input" start="0"/>`,
+		`<Enumeration name="shift" valueReference="25" causality="input" declaredType="Mode" start="1"/>`,
+	}, Types: `<EnumerationType name="Level"><Item name="Low" value="10"/><Item name="High" value="20"/></EnumerationType>` +
+		`<EnumerationType name="Mode"><Item name="Eco" value="1"/><Item name="Sport" value="2"/></EnumerationType>`}, `{
+      "path": "cruise.fmu",
+      "inputs": { "level": "throttle", "few": "brake",
+        "mode": "groundspeed", "small": "rpm",
+        "shift": "gear" }
+    }`)
+	out, _, code := exec(t, nil, "validate", rig)
+	if code != exitFailed {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		`:45:28: beamng.modelParams.inputs.level: the FMU's input "level" (an enumeration (Level), holding the items Low (10), High (20)) is bound to throttle (outputs[0].ports[1][0]: 0 to 1), none of whose values it can hold`,
+		`:45:47: beamng.modelParams.inputs.few: the FMU's input "few" (a UInt8, holding 5 to 255) is bound to brake (outputs[0].ports[1][1]: 0 to 1), none of whose values it can hold`,
+		`:46:17: warning: beamng.modelParams.inputs.mode: the FMU's input "mode" (an enumeration (Mode), holding the items Eco (1), Sport (2)) is bound to groundspeed (outputs[0].ports[0][0]: 0 or more), whose values can be beyond it`,
+		`:46:17: warning: beamng.modelParams.inputs.mode: the FMU's input "mode" (an enumeration (Mode), holding the items Eco (1), Sport (2)) is bound to groundspeed (outputs[0].ports[0][0]: 0 or more), a quantity that is not whole-numbered: its value is rounded to the nearest whole number at every message, and one that is no item clamped to the nearest item`,
+		`:46:41: warning: beamng.modelParams.inputs.small: the FMU's input "small" (an Int8, holding -128 to 127) is bound to rpm (outputs[0].ports[2][0]: 0 or more), whose values can be beyond it: those are clamped to it at every message, counted as inputs_clamped and said once`,
+		`:46:41: warning: beamng.modelParams.inputs.small: the FMU's input "small" (an Int8, holding -128 to 127) is bound to rpm (outputs[0].ports[2][0]: 0 or more), which is not whole-numbered: its value is rounded to the nearest whole number at every message`,
+		`:47:18: warning: beamng.modelParams.inputs.shift: the FMU's input "shift" (an enumeration (Mode), holding the items Eco (1), Sport (2)) is bound to gear (outputs[0].ports[2][1]: -1 or more, whole numbers), whose values can be beyond it`,
+		": invalid: 2 errors, 5 warnings",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+// BeamNG's engine speed (800 rpm and more) into an FMU's Int8 input, its
+// gear (up to 5 as the emulated car shifts) into an enumeration of three
+// items: the FMU gets 127 and its nearest item, never a value it refuses
+// (before, the undeclared item made the FMU fail and the run fault), each
+// clamp counted as inputs_clamped in the summary and --json, the first of
+// each input said once with its value.
+func TestRunFMUInputsClamped(t *testing.T) {
+	path := testfmu.TypesForTest(t, 0)
+	src, err := os.ReadFile(pedals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(src), `"model": "cruise-pedals",
+    "modelParams": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 },
+    "quality": { "measured": "groundspeed", "setpoint": "setSpeed" }`, `"model": "fmu",
+    "modelTimeoutMs": 500,
+    "modelParams": { "path": "types.fmu", "deadlineMs": 100,
+      "inputs": { "i8": "rpm", "mode": "gear", "u[1]": "fuel" },
+      "outputs": { "y": "throttle" } }`, 1)
+	cfg = strings.Replace(cfg, `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
+	rig := filepath.Join(filepath.Dir(path), "rig.json")
+	if err := os.WriteFile(rig, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	valuesOnly(t, rig) // every message's values gathered, however loaded the machine
+	rec := filepath.Join(t.TempDir(), "run.csv")
+	// y = fuel (a full tank: 1) floors the throttle: the car shifts up to
+	// its fifth gear within 10 s of simulation, a fraction of the run's 3 s.
+	out, errOut, _ := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "3s", "--record", rec)
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, errOut)
+	}
+	if g := lastValue(t, rec, "out3.gear"); g < 4 {
+		t.Fatalf("the car reached gear %v only\n%s", g, errOut)
+	}
+	clamped, _ := s["inputs_clamped"].(float64)
+	messages, _ := s["messages"].(float64)
+	// rpm at every message, the gear from the fourth on.
+	if clamped <= messages || s["model_failed"] != 0.0 || hasFault(s, "the FMU failed") {
+		t.Errorf("inputs_clamped %v for %v messages, model_failed %v, faults %v\n%s", s["inputs_clamped"], messages, s["model_failed"], s["faults"], errOut)
+	}
+	for _, want := range []string{
+		`input=i8 type=Int8 holds="-128 to 127" field=rpm value=800 sent=127`,
+		`input=mode type=Enumeration holds="the items Eco (1), Sport (2), Race (3)" field=gear value=4 sent=3`,
+	} {
+		if n := strings.Count(errOut, want); n != 1 {
+			t.Errorf("%d lines of %q, want 1\n%s", n, want, errOut)
+		}
+	}
+	text, _, _ := exec(t, nil, "run", rig, "--emulate", "--free-running", "--duration", "1s")
+	if !strings.Contains(text, "data: inputs clamped ") {
+		t.Errorf("the text summary does not say it:\n%s", text)
 	}
 }

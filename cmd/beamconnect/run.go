@@ -104,11 +104,15 @@ name (DNS rebinding) is refused; --http-host NAME allows a name of yours.
 
 Exit status: 0 for a healthy run, 1 when anything went wrong: never
 connected, datagrams that were not BeamNG's, BeamNG stalls, silences or lost
-lockstep, model faults, lost recording rows; the summary lists each. How
-well the model controlled is a verdict of its own: with --fail-on control
-(or "failOn": ["control"] in the config's beamng block) a healthy run whose
-control verdict is not good for every loop (poor, not settled, no data, or
-no loop at all) exits 4, and the summary says which; faults still exit 1.
+lockstep, model faults, lost recording rows; the summary lists each. Not
+faults, and noted: BeamNG pausing (it goes on where it left off, the same
+reply ids, in lockstep at once), and BeamNG stopping before beamconnect is
+stopped (Ctrl-C, SIGTERM), however soon after: with every message answered,
+BeamNG was not waiting for a reply. How well the model controlled is a
+verdict of its own: with --fail-on control (or "failOn": ["control"] in the
+config's beamng block) a healthy run whose control verdict is not good for
+every loop (poor, not settled, no data, or no loop at all) exits 4, and the
+summary says which; faults still exit 1.
 --fault (with --emulate) makes the emulated BeamNG misbehave, to see all this.
 
 ` + coupling.PingResultsLayout + `

@@ -204,7 +204,7 @@ var counterGroups = []struct {
 	always bool
 }{
 	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}, true},
-	{"data", []coupling.Counter{coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.Overdue, coupling.Late, coupling.Drained}, false},
+	{"data", []coupling.Counter{coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.InputsClamped, coupling.Overdue, coupling.Late, coupling.Drained}, false},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}, true},
 	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelRestarts, coupling.ModelResets, coupling.ModelMissed, coupling.ModelSkipped}, true},
 	{"solver", []coupling.Counter{coupling.SolverSteps, coupling.SolverRejected, coupling.SolverEvents}, false},

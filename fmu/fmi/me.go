@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 
+	"beamconnect/fmu"
 	"beamconnect/fmu/ode"
 )
 
@@ -154,11 +156,68 @@ func (e *EventFlood) Error() string {
 	return fmt.Sprintf("the FMU's state events pile up: %d between t = %.9g s and %.9g s, ever closer (a model that switches infinitely often in a finite time, such as a bouncing ball that never comes to rest): no integrator can pass that point; the model needs a rest condition", e.Events, e.From, e.To)
 }
 
+// Unstable is a fixed-step solver's step the FMU's fastest dynamics make
+// unstable (ode.Unstable), with the way out.
+type Unstable struct {
+	ode.Unstable
+	Period float64 // the coupling's: how many steps a message the stable step takes
+}
+
+// maxStiff is the most steps a message the way out of an unstable step
+// may take: past it the model is too stiff for an explicit solver in real
+// time, whichever.
+const maxStiff = 1000
+
+func (e *Unstable) Error() string {
+	msg := e.Unstable.Error()
+	n := math.Ceil(e.Period/e.Stable - 1e-9)
+	step := strconv.FormatFloat(roundDown(e.Stable), 'g', -1, 64)
+	if n <= maxStiff {
+		return fmt.Sprintf("%s: set modelParams.maxStep to %s or less (%.0f steps a message), or the solver to dopri5, which adapts its step to the model", msg, step, n)
+	}
+	return fmt.Sprintf("%s: an explicit solver would need %.3g steps a message (modelParams.maxStep %s), and dopri5 as many: the model is too stiff for beamconnect's solvers at this period; export the FMU as co-simulation, with its own (implicit) solver", msg, n, step)
+}
+
+// roundDown is x rounded down to 2 significant digits.
+func roundDown(x float64) float64 {
+	if !(x > 0) {
+		return x
+	}
+	p := math.Pow(10, math.Floor(math.Log10(x))-1)
+	return math.Floor(x/p*(1+1e-12)) * p
+}
+
+// BadState is a state or a state derivative of a Model Exchange FMU that
+// is NaN or infinite: nothing can be integrated from it, whatever the
+// outputs (a model's fmin(x, 0.8) is 0.8 for a NaN x).
+type BadState struct {
+	Derivative bool   // a derivative; else a state
+	Name       string // the variable, as the model description names it
+	State      string // a derivative's state
+	Value      float64
+	X          float64 // a derivative's state's value
+	T          float64
+	Event      bool // a state the FMU set at its event at T
+	Shrunk     bool // dopri5 met it at every step however short
+}
+
+func (e *BadState) Error() string {
+	switch {
+	case e.Derivative && e.Shrunk:
+		return fmt.Sprintf("the FMU's derivative %s is %v at t = %g s (its state %s = %v), at every step of the dopri5 solver however short: the model cannot be integrated past it", e.Name, e.Value, e.T, e.State, e.X)
+	case e.Derivative:
+		return fmt.Sprintf("the FMU's derivative %s is %v at t = %g s (its state %s = %v): the model cannot be integrated past it", e.Name, e.Value, e.T, e.State, e.X)
+	case e.Event:
+		return fmt.Sprintf("the FMU's state %s is %v after its event at t = %g s: the model cannot be integrated from it", e.Name, e.Value, e.T)
+	}
+	return fmt.Sprintf("the FMU's state %s became %v in the solver's step to t = %g s: the model cannot be integrated past it", e.Name, e.Value, e.T)
+}
+
 // Unfit reports whether err says the FMU cannot run faithfully as
-// configured (a state event stepped over, events piling up): starting it
-// again would meet the same.
+// configured (a state event stepped over, events piling up, an unstable
+// step): starting it again would meet the same.
 func Unfit(err error) bool {
-	return errors.As(err, new(*MissedEvent)) || errors.As(err, new(*EventFlood))
+	return errors.As(err, new(*MissedEvent)) || errors.As(err, new(*EventFlood)) || errors.As(err, new(*Unstable))
 }
 
 // SolverStats count a Model Exchange FMU's integration.
@@ -173,6 +232,8 @@ type me struct {
 	in          *Instance
 	f           *meFuncs
 	sol         *ode.Solver
+	names       []fmu.Derivative // the derivatives' and states' names, when the description has one per state
+	period      float64
 	nx, nz      int
 	x, z        []float64 // the states; the event indicators at the current point
 	zEnd, xMid  []float64
@@ -202,7 +263,10 @@ func newME(in *Instance, s *Setup) (*me, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &me{in: in, f: f, needStep: s.CompletedIntegratorStep, lastState: math.NaN()}
+	e := &me{in: in, f: f, needStep: s.CompletedIntegratorStep, lastState: math.NaN(), names: s.Derivatives, period: s.Period}
+	if s.Grid > 0 {
+		e.period = s.Grid
+	}
 	e.size(s.States, s.EventIndicators, m)
 	e.sol.RelTol, e.sol.AbsTol = s.Tolerance, s.Tolerance
 	if e.sol.RelTol <= 0 {
@@ -315,6 +379,12 @@ func (e *me) settle(t float64, enter bool) error {
 		if err := in.vec("GetContinuousStates", f.getStates, e.x); err != nil {
 			return err
 		}
+		for i, v := range e.x {
+			if v-v != 0 {
+				name, _ := e.name(i)
+				return &BadState{Name: name, Value: v, T: t, Event: true}
+			}
+		}
 		if err := in.vec("GetNominalsOfContinuousStates", f.nominals, e.sol.Scale); err != nil {
 			return err
 		}
@@ -349,16 +419,59 @@ func (e *me) event(t float64) error {
 // event when z goes from > 0 to ≤ 0 or back.
 func domain(z float64) bool { return z > 0 }
 
+// name is state i's name and its derivative's, as the model description
+// has them ("state 2", "its derivative" where it does not).
+func (e *me) name(i int) (state, derivative string) {
+	state, derivative = fmt.Sprintf("%d (of %d)", i+1, e.nx), fmt.Sprintf("of state %d (of %d)", i+1, e.nx)
+	if len(e.names) == e.nx && i < len(e.names) {
+		if n := e.names[i].State; n != "" {
+			state = n
+		}
+		if n := e.names[i].Name; n != "" {
+			derivative = n
+		} else if e.names[i].State != "" {
+			derivative = "der(" + state + ")"
+		}
+	}
+	return state, derivative
+}
+
+// explain says a solver's fault in the FMU's words: a state or derivative
+// that is not a number by its name, an unstable step with the way out.
+func (e *me) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var nf *ode.NonFinite
+	var u *ode.Unstable
+	switch {
+	case errors.As(err, &nf):
+		state, der := e.name(nf.Index)
+		if !nf.Derivative {
+			return &BadState{Name: state, Value: nf.Value, T: nf.T}
+		}
+		return &BadState{Derivative: true, Name: der, State: state, Value: nf.Value, X: nf.X, T: nf.T, Shrunk: nf.Shrunk}
+	case errors.As(err, &u):
+		return &Unstable{Unstable: *u, Period: e.period}
+	}
+	return err
+}
+
 // advance integrates from t0 to t1 with the inputs set, handling every
 // time, state and step event on the way.
-func (e *me) advance(t0, t1 float64) error {
+func (e *me) advance(t0, t1 float64) error { return e.explain(e.integrate(t0, t1)) }
+
+func (e *me) integrate(t0, t1 float64) error {
 	t := t0
 	flood := 0
 	for t < t1 {
 		tEnd := t1
-		timeEvent := e.nextDefined && e.next > t && e.next <= t1
+		// A time event at the communication point, or within rounding of
+		// it (an FMU that sums its event times), is handled there, as
+		// fmusim does.
+		timeEvent := e.nextDefined && e.next > t && e.next <= t1+1e-12*math.Max(1, math.Abs(t1))
 		if timeEvent {
-			tEnd = e.next
+			tEnd = math.Min(e.next, t1)
 		}
 		tNew := tEnd
 		if e.nx > 0 {

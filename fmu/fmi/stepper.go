@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"beamconnect/fmu"
 )
 
 // Setup is what a Stepper needs to run an FMU: where it is, what to
@@ -31,6 +33,14 @@ type Setup struct {
 	ParamValues []float64
 	Texts       []Text  // String and Binary parameters, set after instantiation
 	Period      float64 // h: each Step advances the FMU by it, seconds
+	// Grid is the coupling's period (0: Period): every time Step is given
+	// is a whole number of it (BeamNG's message id times its send
+	// period), Period is a whole number of it, and every time the FMU is
+	// given is computed as such a number times Grid, never summed: summed
+	// periods drift below a whole second (300 × 10 ms add up to
+	// 2.99999999999998), which would put a time event due at 3 s one
+	// message late.
+	Grid float64
 	// VariableStep is the FMU's canHandleVariableCommunicationStepSize: a
 	// gap in the coupling's time is crossed in one step of the gap's size
 	// instead of whole periods.
@@ -51,6 +61,9 @@ type Setup struct {
 	MaxStep                 float64
 	States, EventIndicators int
 	CompletedIntegratorStep bool
+	// Derivatives name the states and their derivatives, for the messages
+	// of a state gone NaN (the model description's, in its order).
+	Derivatives []fmu.Derivative
 }
 
 // Values is how many values a step reads: every output's and observed
@@ -80,10 +93,12 @@ func (e *Terminated) Error() string {
 }
 
 // Stepper steps an FMU on the model's time. The FMU is initialized at the
-// time of its first step; every step is from the FMU's current time tc by
-// h, contiguous as FMI requires: doStep(tc, h) for co-simulation, the
-// integration from tc to tc + h for model exchange. When the model's time
-// runs ahead of tc by half a period or more (lost messages), the FMU
+// time of its first step; every step is from the FMU's current time tc to
+// the next communication point tc + h, contiguous as FMI requires:
+// doStep(tc, h) for co-simulation, the integration from tc to tc + h for
+// model exchange, each time computed from the message's id (Setup.Grid),
+// never summed. When the model's time runs ahead of tc by half a period or
+// more (lost messages), the FMU
 // catches up first; Reset (or a time that goes back) brings it back to
 // its initial state, initialized again at the next step's time.
 type Stepper struct {
@@ -102,9 +117,11 @@ type Stepper struct {
 	started            bool
 	broken             bool        // an FMI call failed: the instance may only be freed
 	ended              *Terminated // the FMU asked to stop
-	tc                 float64     // the FMU's time
-	lastT              float64     // the last model time it was stepped at
-	said               string      // the FMU's last log message: why it stops, if it does
+	// Times are whole numbers of grid: at is the FMU's communication
+	// point, last the model time it was last stepped at, every its step.
+	grid            float64
+	at, last, every int64
+	said            string // the FMU's last log message: why it stops, if it does
 
 	// Counters: steps taken to catch up, resets.
 	CatchUps, Resets int64
@@ -119,7 +136,14 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 	if len(s.ParamValues) != Count(s.Params) {
 		return nil, errors.New("fmi: a value is needed for every parameter")
 	}
-	st := &Stepper{setup: s}
+	st := &Stepper{setup: s, grid: s.Grid}
+	if !(st.grid > 0) {
+		st.grid = s.Period
+	}
+	st.every = int64(math.Round(s.Period / st.grid))
+	if st.every < 1 || math.Abs(float64(st.every)*st.grid-s.Period) > 1e-9*s.Period {
+		return nil, fmt.Errorf("fmi: the step %g s is no whole number of the coupling's period %g s", s.Period, st.grid)
+	}
 	var err error
 	if st.in, err = NewVars(s.Inputs); err != nil {
 		return nil, err
@@ -236,9 +260,20 @@ func (s *Stepper) setParams() error {
 	return nil
 }
 
-// Time is the FMU's current communication point; ok is false before its
-// first step.
-func (s *Stepper) Time() (t float64, ok bool) { return s.tc, s.started }
+// Time is the FMU's current communication point (where it ended the
+// simulation, once it has); ok is false before its first step.
+func (s *Stepper) Time() (t float64, ok bool) {
+	if s.ended != nil {
+		return s.ended.Time, true
+	}
+	return s.time(s.at), s.started
+}
+
+// time is the time of point n of the grid: n × grid, one rounding.
+func (s *Stepper) time(n int64) float64 { return float64(n) * s.grid }
+
+// point is the grid's point nearest t.
+func (s *Stepper) point(t float64) int64 { return int64(math.Round(t / s.grid)) }
 
 // Solver says how the integration of a Model Exchange FMU went (zero for
 // co-simulation).
@@ -263,6 +298,9 @@ func (s *Stepper) Step(t float64, in, out []float64) (bool, error) {
 		return false, errors.New("fmi: the FMU failed before; it must be instantiated again")
 	}
 	ok, err := s.step(t, in, out)
+	if err == nil {
+		return ok, nil
+	}
 	var ce *CallError
 	var te *Terminated
 	switch {
@@ -270,9 +308,9 @@ func (s *Stepper) Step(t float64, in, out []float64) (bool, error) {
 		if te.Reason == "" {
 			te.Reason = s.said
 		}
-		s.ended, s.tc = te, te.Time
+		s.ended = te
 		s.inst.Terminate() // the FMU asked: it is terminated now, and freed at the end
-	case errors.As(err, &ce), Unfit(err):
+	case errors.As(err, &ce), Unfit(err), errors.As(err, new(*BadState)):
 		s.broken = true
 	}
 	return ok, err
@@ -301,9 +339,9 @@ func (s *Stepper) Reset() error {
 }
 
 func (s *Stepper) step(t float64, in, out []float64) (bool, error) {
-	h := s.setup.Period
-	if s.started && t <= s.lastT {
-		if t >= s.lastT-h/2 {
+	n := s.point(t)
+	if s.started && n <= s.last {
+		if 2*(s.last-n) <= s.every {
 			return false, nil
 		}
 		// Time went back without a reset: start over all the same.
@@ -311,20 +349,20 @@ func (s *Stepper) step(t float64, in, out []float64) (bool, error) {
 			return true, err
 		}
 	}
-	s.lastT = t
+	s.last = n
 	if !s.started {
-		if err := s.init(t, in); err != nil {
+		if err := s.init(n, in); err != nil {
 			return true, err
 		}
 	} else if err := s.setInputs(in); err != nil {
 		return true, err
 	}
-	if gap := t - s.tc; gap >= h/2 {
+	if gap := n - s.at; 2*gap >= s.every {
 		if err := s.catchUp(gap); err != nil {
 			return true, err
 		}
 	}
-	if err := s.advance(s.tc, h); err != nil {
+	if err := s.advance(s.every); err != nil {
 		return true, err
 	}
 	if err := s.inst.Get(s.out, out); err != nil {
@@ -352,8 +390,8 @@ func (s *Stepper) outName(i int) string {
 	return "?"
 }
 
-// init sets the inputs and initializes the FMU at t.
-func (s *Stepper) init(t float64, in []float64) error {
+// init sets the inputs and initializes the FMU at point n.
+func (s *Stepper) init(n int64, in []float64) error {
 	if err := s.inst.Set(s.in, in); err != nil {
 		return err
 	}
@@ -361,13 +399,14 @@ func (s *Stepper) init(t float64, in []float64) error {
 	if s.me != nil {
 		tol = s.me.sol.RelTol
 	}
+	t := s.time(n)
 	if err := s.inst.EnterInit(t, tol); err != nil {
 		return err
 	}
 	if err := s.inst.ExitInit(); err != nil {
 		return err
 	}
-	s.started, s.tc = true, t
+	s.started, s.at = true, n
 	if s.me != nil {
 		copy(s.lastIn, in)
 		return s.me.initialized(s.setup.Major, t)
@@ -407,36 +446,40 @@ func (s *Stepper) setInputs(in []float64) error {
 	if err := s.inst.Set(s.inDisc, s.discVals); err != nil {
 		return err
 	}
-	return s.me.event(s.tc)
+	return s.me.event(s.time(s.at))
 }
 
-// catchUp advances the FMU over a gap in the model's time, with the inputs
-// already set.
-func (s *Stepper) catchUp(gap float64) error {
-	h := s.setup.Period
+// catchUp advances the FMU over a gap of the model's time (in grid
+// points), with the inputs already set.
+func (s *Stepper) catchUp(gap int64) error {
 	if s.setup.VariableStep || s.me != nil {
 		s.CatchUps++
-		return s.advance(s.tc, gap)
+		return s.advance(gap)
 	}
-	for n := 0; n < maxCatchUp && s.tc+h/2 <= s.lastT; n++ {
+	for n := 0; n < maxCatchUp && 2*(s.last-s.at) >= s.every; n++ {
 		s.CatchUps++
-		if err := s.advance(s.tc, h); err != nil {
+		if err := s.advance(s.every); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// advance takes the FMU from t (its time) by h.
-func (s *Stepper) advance(t, h float64) error {
+// advance takes the FMU from its communication point by n grid points:
+// from one whole number of the grid times its period to another, as
+// fmusim (the FMI reference master) computes its communication points.
+func (s *Stepper) advance(n int64) error {
+	t0, t1 := s.time(s.at), s.time(s.at+n)
+	var err error
 	if s.me != nil {
-		if err := s.me.advance(t, t+h); err != nil {
-			return err
-		}
-		s.tc = t + h
-		return nil
+		err = s.me.advance(t0, t1)
+	} else {
+		err = s.doStep(t0, t1-t0, 0)
 	}
-	return s.doStep(t, h, 0)
+	if err == nil {
+		s.at += n
+	}
+	return err
 }
 
 // doStep steps a co-simulation FMU from t by h. A step the FMU discards
@@ -472,11 +515,7 @@ func (s *Stepper) doStep(t, h float64, depth int) error {
 		}
 		return err
 	}
-	if err != nil {
-		return err
-	}
-	s.tc = t + h
-	return nil
+	return err
 }
 
 // SetParams sets parameters (only tunable ones once the FMU runs) to
@@ -498,7 +537,7 @@ func (s *Stepper) SetParams(list []Var, values []float64) error {
 		return err
 	}
 	if inEvent {
-		if err := s.me.event(s.tc); err != nil {
+		if err := s.me.event(s.time(s.at)); err != nil {
 			return err
 		}
 	}

@@ -57,7 +57,7 @@ func TestStepperEveryType(t *testing.T) {
 	}
 	want := []float64{-127, 255, -32767, 65535, math.MinInt32 + 1, math.MaxUint32, -(1 << 52) + 1, 1<<52 + 1,
 		float64(f32 * 2), 2, 0,
-		2*(0.5+2*0.25+3*2) + 10*(1+2+3), 4 + 100*2, 3, 1.005}
+		2*(0.5+2*0.25+3*2) + 10*(1+2+3), 4 + 100*2, 3, idTime(201, 0.005)} // the time of message 201 at 5 ms, computed from its id
 	for i, w := range want {
 		if out[i] != w {
 			t.Errorf("output %d: %v, want %v (bit for bit)", i, out[i], w)

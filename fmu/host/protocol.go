@@ -66,7 +66,7 @@ const (
 	BadOutput                // an output is NaN or infinite; the FMU may recover
 	TuneFailed               // setting the changed parameters failed; the step did not happen
 	Terminated               // the FMU asked to end the simulation: it is not stepped again
-	Unfit                    // the FMU cannot run faithfully as configured (a model exchange FMU's state event stepped over): starting it again would not help
+	Unfit                    // the FMU cannot run faithfully as configured (a model exchange FMU's state event stepped over, its fixed step unstable): starting it again would not help
 )
 
 // Step request flags.

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/cmplx"
+	"strconv"
 	"strings"
 )
 
@@ -60,6 +62,106 @@ type System interface {
 // ErrRetry is what a System's error wraps to ask for a smaller step (a
 // model evaluated outside its domain).
 var ErrRetry = errors.New("the model asks for a smaller step")
+
+// NonFinite is a derivative or a state that is NaN or infinite: the
+// solution cannot be continued past it. Every evaluation's derivatives
+// and every step's states are checked, so that a NaN never passes for a
+// state (a model's output computed from one may well be a number).
+type NonFinite struct {
+	Derivative bool    // a derivative; else a state
+	Index      int     // whose: the state's index
+	T          float64 // the time of the derivative, or of the end of the step that made the state
+	Value      float64
+	X          float64 // a derivative's state at T
+	Shrunk     bool    // the adaptive method met it at every step down to the shortest
+}
+
+func (e *NonFinite) Error() string {
+	if e.Derivative {
+		return fmt.Sprintf("derivative %d is %v at t = %g s (its state %v)", e.Index, e.Value, e.T, e.X)
+	}
+	return fmt.Sprintf("state %d became %v in the step to t = %g s", e.Index, e.Value, e.T)
+}
+
+// Unstable is a fixed-step method's step that the system's fastest
+// dynamics make unstable: where the system holds or decays them, the step
+// multiplies them by Growth (Euler's stability function |1 + z|, RK4's
+// |1 + z + z²/2 + z³/6 + z⁴/24|), so that they grow from step to step
+// into a diverging, sign-flipping trajectory long before they reach Inf.
+// Seen in the step, before its result is used.
+type Unstable struct {
+	Method Method
+	T, H   float64    // the step: from T, of H seconds
+	Z      complex128 // h·λ of the dynamics the step saw: λ, the system's eigenvalue along the step, estimated from its stages
+	Growth float64    // what the step multiplied them by
+	Stable float64    // the longest step that keeps them from growing, seconds
+}
+
+func (e *Unstable) Error() string {
+	return fmt.Sprintf("the %v solver's step of %s from t = %g s is unstable for the model: its fastest dynamics (λ ≈ %s, h·λ ≈ %s) grow %s a step under it where the model itself %s them; steps of at most %s are stable for them",
+		e.Method, Seconds(e.H), e.T, complexText(e.Z/complex(e.H, 0), "/s"), complexText(e.Z, ""), growthText(e.Growth), keeps(e.Z), Seconds(e.Stable))
+}
+
+// keeps says what the system does with dynamics of h·λ = z: decays or
+// holds them, or grows them less than the step does.
+func keeps(z complex128) string {
+	switch {
+	case real(z) < -1e-3:
+		return "damps"
+	case real(z) <= 1e-3:
+		return "holds"
+	}
+	return "grows more slowly"
+}
+
+// Seconds formats a duration in seconds for a message: 5 ms, 0.28 µs, 1.5 s.
+func Seconds(s float64) string {
+	switch a := math.Abs(s); {
+	case a >= 1:
+		return sig(s) + " s"
+	case a >= 1e-3:
+		return sig(s*1e3) + " ms"
+	case a >= 1e-6:
+		return sig(s*1e6) + " µs"
+	}
+	return sig(s*1e9) + " ns"
+}
+
+// sig is x to 2 significant digits: 280, 4.1, 0.031, 2.6e+17.
+func sig(x float64) string {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return fmt.Sprint(x)
+	}
+	e := math.Floor(math.Log10(math.Abs(x)))
+	if e >= 6 || e < -4 {
+		return fmt.Sprintf("%.2g", x)
+	}
+	p := math.Pow(10, e-1)
+	t := strconv.FormatFloat(math.Round(x/p)*p, 'f', int(max(1-e, 0)), 64)
+	if strings.Contains(t, ".") {
+		t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
+	}
+	return t
+}
+
+// growthText says how much a step multiplies by: "by 1.8 %", "1.5-fold".
+func growthText(g float64) string {
+	if g < 1.995 {
+		return "by " + sig((g-1)*100) + " %"
+	}
+	return sig(g) + "-fold"
+}
+
+func complexText(z complex128, unit string) string {
+	re, im := real(z), imag(z)
+	if math.Abs(im) <= 1e-3*math.Abs(re) {
+		return sig(re) + unit
+	}
+	if math.Abs(re) <= 1e-3*math.Abs(im) {
+		return "±" + sig(math.Abs(im)) + "i" + unit
+	}
+	return fmt.Sprintf("%s ± %si%s", sig(re), sig(math.Abs(im)), unit)
+}
 
 // Stats count a solver's work.
 type Stats struct {
@@ -122,7 +224,15 @@ func minStep(t float64) float64 { return 1e-14 * math.Max(1, math.Abs(t)) }
 
 func (s *Solver) eval(sys System, t float64, x, dx []float64) error {
 	s.Stats.Evals++
-	return sys.Derivatives(t, x, dx)
+	if err := sys.Derivatives(t, x, dx); err != nil {
+		return err
+	}
+	for i, v := range dx {
+		if v-v != 0 { // NaN or ±Inf
+			return &NonFinite{Derivative: true, Index: i, T: t, Value: v, X: x[i]}
+		}
+	}
+	return nil
 }
 
 // Step advances x (in place) from t towards tEnd by one accepted step and
@@ -162,6 +272,12 @@ func (s *Solver) Step(sys System, t float64, x []float64, tEnd float64) (float64
 		} else {
 			err = s.rk4(sys, t, h, x)
 		}
+		if err == nil {
+			err = s.check(t1, x)
+		}
+		if err == nil {
+			err = s.stable(sys, t, h, x)
+		}
 		if err != nil {
 			copy(x, s.y0)
 			return t, err
@@ -171,6 +287,194 @@ func (s *Solver) Step(sys System, t float64, x []float64, tEnd float64) (float64
 		return t1, nil
 	}
 	return s.dopri5(sys, t, x, tEnd)
+}
+
+// check says which state a step made NaN or infinite.
+func (s *Solver) check(t1 float64, x []float64) error {
+	for i, v := range x {
+		if v-v != 0 {
+			return &NonFinite{Index: i, T: t1, Value: v}
+		}
+	}
+	return nil
+}
+
+// margin is how much more than the system a fixed-step method's step may
+// amplify its fastest dynamics before the step is called unstable: 1 %
+// past the methods' stability limits on the negative real axis (h·λ = 2
+// for Euler, 2.785 for RK4), and an oscillation Euler lets grow by 1 % a
+// step (h·ω = 0.14; a 10 Hz mode at 5 ms grows by 1.8 % a step, 33-fold a
+// second).
+const margin = 0.01
+
+// look is the size of h·J along the step from which the second look is
+// taken whatever the first says: the first can miss dynamics across the
+// step's direction (a spring released from rest moves only its speed in
+// the first step), and the slowest unstable ones have |h·λ| = 0.14.
+const look = 0.05
+
+// eps is the second look's difference, in units of each state's nominal
+// value plus its size: about the square root of float64's precision, a
+// tangent to rounding's error.
+const eps = 1e-7
+
+// floor is the smallest change of the states (relative to their nominal
+// values and sizes, in the root mean square) the stability estimate is
+// made from: below it the change is rounding, and its ratio noise.
+const floor = 1e-8
+
+// stable estimates what the step of h from t did to the system's fastest
+// dynamics, and refuses the step when it amplifies them by more than the
+// system does (by the margin): an unstable step. The estimate is the
+// Jacobian J of the derivatives along the step's own change of the
+// states, from two evaluations at one time (so that time's own effect, a
+// forcing, stays out of it): RK4's stages k2 and k3, at t + h/2, whose
+// states differ by Δx = h/2 (k2 − k1); Euler's start and one more
+// evaluation at its result and its start's time. The change Δx leans
+// towards the fastest dynamics (RK4's is J applied once to k1), as power
+// iteration does (Hairer and Wanner's stiffness detection, II IV.2).
+//
+// h·λ from |JΔx|/|Δx| and the Rayleigh quotient alone would take a
+// spring's x' = v, v' = −ω²x for ω² instead of ω (J is far from normal
+// in the states' units); so a step this first estimate calls unstable is
+// looked at again, at the cost of one more evaluation: J in the plane of
+// Δx and JΔx (two steps of Arnoldi's method), whose two eigenvalues are
+// the dynamics' own in any two-state system and the dominant pair's
+// estimate in any other. Every vector is in units of each state's
+// nominal value plus its size, so states of any units weigh alike.
+func (s *Solver) stable(sys System, t, h float64, x []float64) error {
+	k, y0 := s.k, s.y0
+	// The pair: base state b (f there: fb) and b + Δx (f there: fb + Δf),
+	// at time ts.
+	ts, fb := t+h/2, k[1]
+	dxAt := func(i int) float64 { return h / 2 * (k[1][i] - k[0][i]) }
+	base := func(i int) float64 { return y0[i] + h/2*k[0][i] }
+	if s.Method == Euler {
+		ts, fb = t, k[0]
+		dxAt = func(i int) float64 { return h * k[0][i] }
+		base = func(i int) float64 { return y0[i] }
+	}
+	sc := func(i int) float64 { return s.scale(i) + math.Abs(y0[i]) }
+	var dd float64
+	for i := range x {
+		w := dxAt(i) / sc(i)
+		dd += w * w
+	}
+	if !(dd/float64(max(len(x), 1)) > floor*floor) {
+		return nil // no change to speak of (or not a number: check's)
+	}
+	f2 := k[2] // RK4: k3, at b + Δx
+	if s.Method == Euler {
+		// An evaluation that fails says nothing here; the next step meets it.
+		if s.eval(sys, t, x, k[1]) != nil {
+			return nil
+		}
+		f2 = k[1]
+	}
+	norm := math.Sqrt(dd)
+	// In scaled units: q1 = Δx/|Δx|, Jq1 = Δf/|Δx|.
+	q1 := func(i int) float64 { return dxAt(i) / sc(i) / norm }
+	jq1 := func(i int) float64 { return (f2[i] - fb[i]) / sc(i) / norm }
+	var h11, jj float64
+	for i := range x {
+		h11 += q1(i) * jq1(i)
+		jj += jq1(i) * jq1(i)
+	}
+	z := complex(h*h11, h*math.Sqrt(max(jj-h11*h11, 0)))
+	if s.growth(z) <= s.allowed(z) && h*math.Sqrt(jj) <= look {
+		return nil // dynamics too slow for the step to matter
+	}
+	// The second look: J at the base state itself (a tangent, by a small
+	// difference, where the first was a secant over the stages' whole
+	// excursion, which a strongly nonlinear model bends: Robertson's
+	// y2' = −3e7 y2² is stiff at a stage's y2 > 0, and grows where an
+	// overshoot took y2 below 0), in the plane of q1 and its image: Jq1,
+	// then q2 = (Jq1 − h11 q1)/|…| and Jq2. Slots free in both methods
+	// now (RK4's k3 and k4 are spent, Euler's probe too): jt holds Jq1,
+	// q2 its part across q1, p and fp a perturbed state and its f.
+	jt, q2, p, fp := k[6], k[2], k[4], k[5]
+	tangent := func(q func(int) float64) bool {
+		for i := range x {
+			p[i] = base(i) + eps*q(i)*sc(i)
+		}
+		if s.eval(sys, ts, p, fp) != nil {
+			return false // not looked at: the next step meets what failed
+		}
+		for i := range x {
+			jt[i] = (fp[i] - fb[i]) / sc(i) / eps
+		}
+		return true
+	}
+	if !tangent(q1) {
+		return nil
+	}
+	h11, jj = 0, 0
+	for i := range x {
+		h11 += q1(i) * jt[i]
+		jj += jt[i] * jt[i]
+	}
+	h21 := math.Sqrt(max(jj-h11*h11, 0))
+	lams := [2]complex128{complex(h11, 0), complex(h11, 0)}
+	if h21 > 1e-6*math.Sqrt(jj) {
+		for i := range x {
+			q2[i] = (jt[i] - h11*q1(i)) / h21
+		}
+		if !tangent(func(i int) float64 { return q2[i] }) {
+			return nil
+		}
+		var h12, h22 float64
+		for i := range x {
+			h12 += q1(i) * jt[i]
+			h22 += q2[i] * jt[i]
+		}
+		tr, det := h11+h22, h11*h22-h12*h21
+		root := cmplx.Sqrt(complex(tr*tr/4-det, 0))
+		lams = [2]complex128{complex(tr/2, 0) + root, complex(tr/2, 0) - root}
+	}
+	var worst *Unstable
+	for _, lam := range lams {
+		z := lam * complex(h, 0)
+		if g, a := s.growth(z), s.allowed(z); g > a && (worst == nil || g/a > worst.Growth/s.allowed(worst.Z)) {
+			if worst == nil {
+				worst = &Unstable{}
+			}
+			*worst = Unstable{Method: s.Method, T: t, H: h, Z: z, Growth: g, Stable: h * s.stableShare(z)}
+		}
+	}
+	if worst != nil {
+		return worst
+	}
+	return nil
+}
+
+// growth is |R(z)|, what a step multiplies dynamics of h·λ = z by.
+func (s *Solver) growth(z complex128) float64 {
+	if s.Method == Euler {
+		return cmplx.Abs(1 + z)
+	}
+	return cmplx.Abs(1 + z*(1+z/2*(1+z/3*(1+z/4))))
+}
+
+// allowed is the most a step may multiply dynamics of h·λ = z by: what
+// the system does over the step (|e^z|, at least 1), and the margin.
+func (s *Solver) allowed(z complex128) float64 {
+	return math.Max(1, math.Exp(real(z))) * (1 + margin)
+}
+
+// stableShare is the share of the step that keeps dynamics of h·λ = z
+// within half the margin: the longest stable step, over the step.
+func (s *Solver) stableShare(z complex128) float64 {
+	lo, hi := 0.0, 1.0
+	for range 60 {
+		mid := (lo + hi) / 2
+		w := z * complex(mid, 0)
+		if s.growth(w) <= math.Max(1, math.Exp(real(w)))*(1+margin/2) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 func (s *Solver) rk4(sys System, t, h float64, x []float64) error {
@@ -228,6 +532,7 @@ func (s *Solver) dopri5(sys System, t float64, x []float64, tEnd float64) (float
 		s.h = s.firstStep(sys, t, tEnd)
 	}
 	rejected := false
+	var bad *NonFinite // the derivatives were not numbers in the last step rejected
 	for {
 		h := math.Min(s.h, tEnd-t)
 		if s.MaxStep > 0 {
@@ -241,6 +546,10 @@ func (s *Solver) dopri5(sys System, t float64, x []float64, tEnd float64) (float
 			h, last = tEnd-t, true
 		}
 		if h < minStep(t) && !last {
+			if bad != nil {
+				bad.Shrunk = true
+				return t, bad // not a number however short the step
+			}
 			return t, fmt.Errorf("the step size fell to %g s at t = %g s: the equations are too stiff for an explicit method, or singular there", h, t)
 		}
 		err := s.stages(sys, t, h)
@@ -252,7 +561,11 @@ func (s *Solver) dopri5(sys System, t float64, x []float64, tEnd float64) (float
 		}
 		if err != nil {
 			copy(x, y0)
-			if !errors.Is(err, ErrRetry) {
+			// A stage whose derivatives are not numbers went somewhere the
+			// model is not defined, as a stage the model refuses did: a
+			// shorter step may pass.
+			bad, _ = err.(*NonFinite) // eval's own, never wrapped
+			if bad == nil && !errors.Is(err, ErrRetry) {
 				return t, err
 			}
 			s.Stats.Rejected++
@@ -272,6 +585,7 @@ func (s *Solver) dopri5(sys System, t float64, x []float64, tEnd float64) (float
 		}
 		fac := 0.9 * math.Pow(math.Max(errNorm, 1e-10), -0.2)
 		if errNorm > 1 {
+			bad = nil
 			copy(x, y0)
 			s.Stats.Rejected++
 			s.h, rejected = h*math.Max(0.2, fac), true

@@ -3,6 +3,8 @@ package ode
 import (
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -264,5 +266,154 @@ func TestCap(t *testing.T) {
 	}
 	if t3, err := s.Step(decay{0.1}, 1.01, x, 2); err != nil || !(t3 > 1.02) || s.Cap != 0 {
 		t.Errorf("after the capped step: reached %v, %v, cap %v", t3, err, s.Cap)
+	}
+}
+
+// turnsNaN is x' = −x until the time at, NaN from then on.
+type turnsNaN struct{ at float64 }
+
+func (n turnsNaN) Derivatives(t float64, x, dx []float64) error {
+	dx[0] = -x[0]
+	if t >= n.at {
+		dx[0] = math.NaN()
+	}
+	return nil
+}
+
+// A derivative that turns NaN is said, by every method, never integrated
+// into the state: the fixed-step methods at the step that meets it, the
+// adaptive one once no step however short passes (not as stiffness).
+func TestDerivativeTurnsNaN(t *testing.T) {
+	for _, m := range []Method{Euler, RK4, DOPRI5} {
+		t.Run(m.String(), func(t *testing.T) {
+			s := New(m, 1)
+			s.MaxStep = 0.01
+			x := []float64{1}
+			var err error
+			tc := 0.0
+			for tc < 1 && err == nil {
+				tc, err = s.Step(turnsNaN{0.5}, tc, x, 1)
+			}
+			var nf *NonFinite
+			if !errors.As(err, &nf) || !nf.Derivative || nf.Index != 0 || !math.IsNaN(nf.Value) || nf.T < 0.5 || nf.T > 0.51 {
+				t.Fatalf("%v at t = %v", err, tc)
+			}
+			if math.IsNaN(x[0]) || tc > nf.T || (m == DOPRI5) != nf.Shrunk {
+				t.Errorf("the state %v at t = %v, shrunk %v", x[0], tc, nf.Shrunk)
+			}
+			if !strings.Contains(err.Error(), "derivative 0 is NaN at t = 0.5") {
+				t.Errorf("%v", err)
+			}
+		})
+	}
+}
+
+// huge is x' = 1e308: finite, but a step of a second takes x past the
+// largest float64.
+type huge struct{}
+
+func (huge) Derivatives(_ float64, _, dx []float64) error { dx[0] = 1e308; return nil }
+
+// A state a step makes infinite is said, and the step not taken.
+func TestStateOverflows(t *testing.T) {
+	s := New(Euler, 1)
+	x := []float64{1e308}
+	tc, err := s.Step(huge{}, 0, x, 1)
+	var nf *NonFinite
+	if !errors.As(err, &nf) || nf.Derivative || !math.IsInf(nf.Value, 1) || tc != 0 || x[0] != 1e308 || s.Stats.Steps != 0 {
+		t.Errorf("%v, t %v, x %v, steps %d", err, tc, x, s.Stats.Steps)
+	}
+}
+
+// forcing is x' = A sin(ωt), whatever x: the derivatives change with time
+// alone, which is no instability however fast.
+type forcing struct{ a, w float64 }
+
+func (f forcing) Derivatives(t float64, x, dx []float64) error {
+	for i := range dx {
+		dx[i] = f.a * math.Sin(f.w*t+float64(i))
+	}
+	return nil
+}
+
+// spring is a damped oscillator of natural frequency w and damping
+// ratio zeta: its eigenvalues are −ζω ± iω√(1 − ζ²).
+type spring struct{ w, zeta float64 }
+
+func (s spring) Derivatives(_ float64, x, dx []float64) error {
+	dx[0], dx[1] = x[1], -s.w*s.w*x[0]-2*s.zeta*s.w*x[1]
+	return nil
+}
+
+// robertson is Robertson's chemical kinetics (the stiff test problem):
+// y1' = −0.04 y1 + 1e4 y2 y3, y2' = 0.04 y1 − 1e4 y2 y3 − 3e7 y2², with
+// y3 = 1 − y1 − y2. At its start its Jacobian is mild; a stage's y2 makes
+// it stiff (−6e7 y2), and an overshoot below 0 makes y2 grow without
+// bound, which a secant across the stages mistakes for the model's own
+// growth.
+type robertson struct{}
+
+func (robertson) Derivatives(_ float64, y, dy []float64) error {
+	y3 := 1 - y[0] - y[1]
+	dy[0] = -0.04*y[0] + 1e4*y[1]*y3
+	dy[1] = 0.04*y[0] - 1e4*y[1]*y3 - 3e7*y[1]*y[1]
+	return nil
+}
+
+// A fixed step the model's fastest dynamics make unstable is refused at
+// the first step, before its result is used, naming the stable step;
+// steps within the stability region pass, whatever the forcing.
+func TestUnstableStep(t *testing.T) {
+	const h = 0.005
+	for _, tt := range []struct {
+		name     string
+		m        Method
+		sys      System
+		x        []float64
+		unstable bool
+		stable   float64 // the longest stable step, about
+	}{
+		{"euler h·λ = 2.5", Euler, decay{2.5 / h}, []float64{1}, true, 2.05 / (2.5 / h)},
+		{"euler h·λ = 1.9", Euler, decay{1.9 / h}, []float64{1}, false, 0},
+		{"rk4 λ = 1e7", RK4, decay{1e7}, []float64{1}, true, 2.8 / 1e7},
+		{"rk4 h·λ = 2.7", RK4, decay{2.7 / h}, []float64{1}, false, 0},
+		{"euler on a 10 Hz spring", Euler, spring{2 * math.Pi * 10, 0.1}, []float64{1, 0}, true, 0},
+		{"euler on a 1 Hz spring", Euler, spring{2 * math.Pi, 0.1}, []float64{1, 0}, false, 0},
+		{"rk4 on a 100 Hz spring", RK4, spring{2 * math.Pi * 100, 0}, []float64{1, 0}, true, 0},
+		{"rk4 on a 50 Hz spring", RK4, spring{2 * math.Pi * 50, 0}, []float64{1, 0}, false, 0},
+		{"euler, a fast forcing", Euler, forcing{1e6, 1e4}, []float64{0, 0}, false, 0},
+		{"rk4, a fast forcing", RK4, forcing{1e6, 1e4}, []float64{0, 0}, false, 0},
+		{"rk4 on Robertson", RK4, robertson{}, []float64{1, 0}, true, 0},
+		{"euler on van der Pol", Euler, vanDerPol{1}, []float64{2, 0}, false, 0},
+		{"rk4 on van der Pol", RK4, vanDerPol{3}, []float64{2, 0}, false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(tt.m, len(tt.x))
+			s.MaxStep = h
+			x := slices.Clone(tt.x)
+			var err error
+			tc := 0.0
+			for k := 0; k < 2000 && err == nil; k++ {
+				tc, err = s.Step(tt.sys, tc, x, tc+h)
+			}
+			var u *Unstable
+			if got := errors.As(err, &u); got != tt.unstable || !got && err != nil {
+				t.Fatalf("unstable %v, want %v: %v", got, tt.unstable, err)
+			}
+			if !tt.unstable {
+				return
+			}
+			if tc != 0 || !slices.Equal(x, tt.x) || s.Stats.Steps != 0 || !(u.Growth > s.allowed(u.Z)) {
+				t.Errorf("refused at t = %v after %d steps, x %v, growth %v: want the first step refused, x as it was", tc, s.Stats.Steps, x, u.Growth)
+			}
+			if tt.stable > 0 && math.Abs(u.Stable-tt.stable) > 0.05*tt.stable {
+				t.Errorf("the stable step %v, want about %v", u.Stable, tt.stable)
+			}
+			// The stable step it names is stable.
+			if u.Stable <= 0 || s.growth(u.Z*complex(u.Stable/h, 0)) > s.allowed(u.Z*complex(u.Stable/h, 0)) {
+				t.Errorf("the stable step %v is not", u.Stable)
+			}
+			t.Log(err)
+		})
 	}
 }

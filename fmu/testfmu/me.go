@@ -21,8 +21,13 @@ type MEOptions struct {
 	// + mode × boost: output x, continuous input u, discrete input boost,
 	// enumeration input mode (Eco 1, Sport 2), parameters k and tKick, a
 	// time event), "vdp" (Van
-	// der Pol: outputs x1 and x2, parameter mu) or "chain" (five Van der
-	// Pol oscillators, 10 states: output x1, parameter mu).
+	// der Pol: outputs x1 and x2, parameter mu), "chain" (five Van der
+	// Pol oscillators, 10 states: output x1, parameter mu), "nan" (x' =
+	// -x/10 until the time tNaN, NaN from then on: output y = fmin(x,
+	// 0.8), which stays a number), "stiff" (x' = lambda (y - x), y' = -a
+	// y: outputs x and y, parameters lambda and a, one event indicator, y
+	// - 0.5) or "stair" (no states: output counter, 1 and one more at
+	// every whole second, by time events).
 	Model string
 }
 
@@ -71,6 +76,24 @@ var meModels = map[string]struct {
 		{"mu", "parameter", "fixed", "", "1", "damping", 4, -1},
 	}},
 	"chain": {vars: chainVars()},
+	"nan": {vars: []meVar{
+		{"x", "local", "continuous", "calculated", "", "the state, NaN from tNaN on", 0, -1},
+		{"der(x)", "local", "continuous", "calculated", "", "", 1, 0},
+		{"tNaN", "parameter", "fixed", "", "0.5", "time from which the derivative is NaN, s", 2, -1},
+		{"y", "output", "continuous", "calculated", "", "fmin(x, 0.8): a number while x is NaN", 3, -1},
+	}},
+	"stiff": {vars: []meVar{
+		{"x", "output", "continuous", "calculated", "", "the fast state", 0, -1},
+		{"y", "output", "continuous", "calculated", "", "the slow state", 1, -1},
+		{"der(x)", "local", "continuous", "calculated", "", "", 2, 0},
+		{"der(y)", "local", "continuous", "calculated", "", "", 3, 1},
+		{"lambda", "parameter", "fixed", "", "1000", "the fast state's rate, 1/s", 4, -1},
+		{"a", "parameter", "fixed", "", "0.5", "the slow state's rate, 1/s", 5, -1},
+		{"z", "local", "continuous", "calculated", "", "the event indicator y - 0.5", 6, -1},
+	}, indicators: []int{6}},
+	"stair": {vars: []meVar{
+		{"counter", "output", "discrete", "calculated", "", "1, and one more at every whole second", 0, -1},
+	}},
 }
 
 func chainVars() []meVar {
@@ -132,13 +155,17 @@ func MEDescription(o MEOptions) (string, error) {
 				fmt.Fprintf(&b, "      <Unknown index=\"%d\"/>\n", i+1)
 			}
 		}
-		b.WriteString("    </Outputs>\n    <Derivatives>\n")
+		b.WriteString("    </Outputs>\n")
+		var ders strings.Builder // the schema wants none rather than an empty one
 		for i, v := range model.vars {
 			if v.derivativeOf >= 0 {
-				fmt.Fprintf(&b, "      <Unknown index=\"%d\"/>\n", i+1)
+				fmt.Fprintf(&ders, "      <Unknown index=\"%d\"/>\n", i+1)
 			}
 		}
-		b.WriteString("    </Derivatives>\n  </ModelStructure>\n</fmiModelDescription>\n")
+		if ders.Len() > 0 {
+			b.WriteString("    <Derivatives>\n" + ders.String() + "    </Derivatives>\n")
+		}
+		b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 		return b.String(), nil
 	}
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>

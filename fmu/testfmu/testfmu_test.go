@@ -2,7 +2,11 @@ package testfmu
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -13,21 +17,28 @@ func TestCompilesForWindows(t *testing.T) {
 	if err != nil {
 		t.Skip("no x86_64-w64-mingw32-gcc")
 	}
-	for _, c := range []struct {
+	type lib struct {
 		name, src string
 		major     int
 		defines   []string
-	}{
+	}
+	// Every Model Exchange model, in both wrappers (the Windows tests take
+	// them prebuilt by cmd/testfmus).
+	var me []lib
+	for _, model := range slices.Sorted(maps.Keys(meModels)) {
+		for _, major := range []int{2, 3} {
+			me = append(me, lib{model, fmt.Sprintf("me%d.c", major), major,
+				[]string{"-DMODEL_" + strings.ToUpper(model), `-DMODEL_TOKEN="` + METoken + `"`}})
+		}
+	}
+	for _, c := range append([]lib{
 		{"cruise", "cruise2.c", 2, nil},
 		{"cruise", "cruise3.c", 3, nil},
 		{"types", "types3.c", 3, []string{`-DTYPES_TOKEN="` + TypesToken + `"`}},
-		{"ball", "me2.c", 2, []string{"-DMODEL_BALL", `-DMODEL_TOKEN="` + METoken + `"`}},
-		{"decay", "me3.c", 3, []string{"-DMODEL_DECAY", `-DMODEL_TOKEN="` + METoken + `"`}},
-		{"chain", "me3.c", 3, []string{"-DMODEL_CHAIN", `-DMODEL_TOKEN="` + METoken + `"`}},
-	} {
+	}, me...) {
 		lib, err := compileC(cc, "windows", c.major, c.name, c.src, c.defines...)
 		if err != nil {
-			t.Errorf("%s: %v", c.src, err)
+			t.Errorf("%s %s: %v", c.name, c.src, err)
 			continue
 		}
 		if !bytes.HasPrefix(lib, []byte("MZ")) {

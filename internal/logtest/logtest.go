@@ -13,14 +13,29 @@ import (
 
 // Buffer collects log output; safe for concurrent use.
 type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written chan struct{} // closed at the next write, for WaitFor
 }
 
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.buf.Write(p)
+}
+
+// nextWrite is closed at the next write.
+func (b *Buffer) nextWrite() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.written == nil {
+		b.written = make(chan struct{})
+	}
+	return b.written
 }
 
 // Logger is a text logger, debug level and up, writing into b.
@@ -34,15 +49,22 @@ func (b *Buffer) Has(s string) bool { return strings.Contains(b.String(), s) }
 // Count is how many times s was logged.
 func (b *Buffer) Count(s string) int { return strings.Count(b.String(), s) }
 
-// WaitFor waits up to 2 s for s to be logged, and fails the test if it is not.
+// WaitFor waits up to 2 s for s to be logged, and fails the test if it is
+// not. It looks again at each write, not on a timer.
 func (b *Buffer) WaitFor(t testing.TB, s string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !b.Has(s) {
-		if time.Now().After(deadline) {
+	timeout := time.NewTimer(2 * time.Second)
+	defer timeout.Stop()
+	for {
+		next := b.nextWrite() // before looking, so a write meanwhile is not missed
+		if b.Has(s) {
+			return
+		}
+		select {
+		case <-next:
+		case <-timeout.C:
 			t.Fatalf("no %q logged in 2 s:\n%s", s, b)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -1,8 +1,13 @@
 package logtest
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // Writes from several goroutines all land, and WaitFor sees them.
@@ -21,4 +26,55 @@ func TestBuffer(t *testing.T) {
 	if b.Has("absent") {
 		t.Error("Has found what was not logged")
 	}
+}
+
+// WaitFor returns at the write of the line it waits for, past other lines
+// written meanwhile, not at a later look.
+func TestWaitForWakesAtTheWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b Buffer
+		log := b.Logger()
+		go func() {
+			time.Sleep(time.Second)
+			log.Info("other")
+			time.Sleep(time.Second / 3) // a poll on a tick would see it later
+			log.Info("late")
+		}()
+		start := time.Now()
+		b.WaitFor(t, "msg=late")
+		if d, want := time.Since(start), time.Second+time.Second/3; d != want {
+			t.Errorf("WaitFor returned %v after the start, want %v: at the write", d, want)
+		}
+	})
+}
+
+// fatalTB records a Fatalf and ends its goroutine, as testing's does.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// A line never written fails the test after 2 s, showing what was logged.
+func TestWaitForGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b Buffer
+		b.Logger().Info("something else")
+		tb := &fatalTB{TB: t}
+		start := time.Now()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b.WaitFor(tb, "msg=never")
+		}()
+		<-done
+		if d := time.Since(start); d != 2*time.Second || !strings.HasPrefix(tb.msg, `no "msg=never" logged in 2 s:`) || !strings.Contains(tb.msg, "something else") {
+			t.Errorf("after %v: %q", d, tb.msg)
+		}
+	})
 }

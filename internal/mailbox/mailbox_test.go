@@ -148,6 +148,10 @@ func TestCloseEndsWaits(t *testing.T) {
 	b2 := newBox(t)
 	await := make(chan error)
 	go func() { _, err := ask(t, b2, 1, 0, time.Hour); await <- err }()
+	// A sleep, not the asker's sleep flag: the flag is set just before the
+	// futex wait, and a Close landing between the two is not seen until
+	// the deadline (Close changes no futex word), so waiting for the flag
+	// would make this test fail about once in 5000 runs.
 	time.Sleep(10 * time.Millisecond) // whether it spins or sleeps by now, Close must end it
 	peer(b2).Close()
 	select {

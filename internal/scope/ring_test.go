@@ -1,6 +1,7 @@
 package scope
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -113,16 +114,18 @@ func TestSinceAtMost(t *testing.T) {
 		{6, 2, []float64{7, 9}},
 		{10, 3, nil},
 	} {
-		cur := r.SinceAtMost(tt.cursor, 1, &s, tt.limit)
-		if cur != 10 || len(s.T) != len(tt.want) {
-			t.Errorf("from %d at most %d: times %v, cursor %d; want %v", tt.cursor, tt.limit, s.T, cur, tt.want)
-			continue
-		}
-		for i, w := range tt.want {
-			if s.T[i] != w || s.V[i] != 10*w {
-				t.Errorf("from %d at most %d: %v %v, want times %v", tt.cursor, tt.limit, s.T, s.V, tt.want)
-				break
+		t.Run(fmt.Sprintf("from %d at most %d", tt.cursor, tt.limit), func(t *testing.T) {
+			cur := r.SinceAtMost(tt.cursor, 1, &s, tt.limit)
+			if cur != 10 || len(s.T) != len(tt.want) {
+				t.Errorf("from %d at most %d: times %v, cursor %d; want %v", tt.cursor, tt.limit, s.T, cur, tt.want)
+				return
 			}
-		}
+			for i, w := range tt.want {
+				if s.T[i] != w || s.V[i] != 10*w {
+					t.Errorf("from %d at most %d: %v %v, want times %v", tt.cursor, tt.limit, s.T, s.V, tt.want)
+					break
+				}
+			}
+		})
 	}
 }

@@ -8,21 +8,24 @@ import (
 
 func TestDistance(t *testing.T) {
 	for _, tt := range []struct {
+		name string
 		a, b string
 		want int
 	}{
-		{"", "", 0},
-		{"abc", "", 3},
-		{"", "abc", 3},
-		{"groundspeed", "grondspeed", 1},
-		{"kitten", "sitting", 3},
-		{"flaw", "lawn", 2},
-		{"rmp", "rpm", 1},
-		{"ca", "abc", 3},
+		{"both empty", "", "", 0},
+		{"to empty", "abc", "", 3},
+		{"from empty", "", "abc", 3},
+		{"a letter left out", "groundspeed", "grondspeed", 1},
+		{"kitten sitting", "kitten", "sitting", 3},
+		{"flaw lawn", "flaw", "lawn", 2},
+		{"swapped letters", "rmp", "rpm", 1},
+		{"no edit inside a swap", "ca", "abc", 3},
 	} {
-		if got := Distance(tt.a, tt.b); got != tt.want {
-			t.Errorf("Distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Distance(tt.a, tt.b); got != tt.want {
+				t.Errorf("Distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -38,10 +41,12 @@ func TestClosest(t *testing.T) {
 		{"x", ""},  // three edits from "rpm", the nearest
 		{"Xo", ""}, // two edits from "rpm" is too many for two letters
 	} {
-		got := Closest(tt.word, names)
-		if got != tt.want {
-			t.Errorf("Closest(%q) = %q, want %q", tt.word, got, tt.want)
-		}
+		t.Run(tt.word, func(t *testing.T) {
+			got := Closest(tt.word, names)
+			if got != tt.want {
+				t.Errorf("Closest(%q) = %q, want %q", tt.word, got, tt.want)
+			}
+		})
 	}
 	if got := Closest("anything", nil); got != "" {
 		t.Errorf("Closest with no candidates = %q", got)

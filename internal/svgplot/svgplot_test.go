@@ -2,6 +2,7 @@ package svgplot
 
 import (
 	"encoding/xml"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -10,9 +11,11 @@ func TestNiceStep(t *testing.T) {
 	for _, tt := range []struct{ raw, want float64 }{
 		{0.3, 0.5}, {1, 1}, {1.2, 2}, {3, 5}, {7, 10}, {0.0012, 0.002}, {0, 1}, {-1, 1},
 	} {
-		if got := NiceStep(tt.raw); got != tt.want {
-			t.Errorf("NiceStep(%v) = %v, want %v", tt.raw, got, tt.want)
-		}
+		t.Run(fmt.Sprint(tt.raw), func(t *testing.T) {
+			if got := NiceStep(tt.raw); got != tt.want {
+				t.Errorf("NiceStep(%v) = %v, want %v", tt.raw, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -52,24 +55,26 @@ func TestTickLabelsDistinct(t *testing.T) {
 		{0, 1}, {20.10519, 20.10522}, {-1, 1e5}, {0, 3e9}, {1e9, 1e9 + 40}, {0, 2e-7}, {-3e-5, 5e-5},
 		{4999.9, 5000.1}, {0.1, 0.10000001}, {-1e12, 1e12}, {1791, 1809},
 	} {
-		ticks, step := Ticks(tt.lo, tt.hi, 5)
-		if len(ticks) < 2 {
-			t.Errorf("[%g, %g]: %d ticks", tt.lo, tt.hi, len(ticks))
-			continue
-		}
-		seen := map[string]bool{}
-		var labels []string
-		for _, v := range ticks {
-			l := FormatTick(v, step)
-			labels = append(labels, l)
-			if seen[l] {
-				t.Errorf("[%g, %g]: label %q repeats in %q", tt.lo, tt.hi, l, labels)
+		t.Run(fmt.Sprintf("%g to %g", tt.lo, tt.hi), func(t *testing.T) {
+			ticks, step := Ticks(tt.lo, tt.hi, 5)
+			if len(ticks) < 2 {
+				t.Errorf("[%g, %g]: %d ticks", tt.lo, tt.hi, len(ticks))
+				return
 			}
-			seen[l] = true
-			if len(l) > 11 {
-				t.Errorf("[%g, %g]: label %q is too long for the axis", tt.lo, tt.hi, l)
+			seen := map[string]bool{}
+			var labels []string
+			for _, v := range ticks {
+				l := FormatTick(v, step)
+				labels = append(labels, l)
+				if seen[l] {
+					t.Errorf("[%g, %g]: label %q repeats in %q", tt.lo, tt.hi, l, labels)
+				}
+				seen[l] = true
+				if len(l) > 11 {
+					t.Errorf("[%g, %g]: label %q is too long for the axis", tt.lo, tt.hi, l)
+				}
 			}
-		}
+		})
 	}
 	for _, tt := range []struct {
 		v, step float64
@@ -78,8 +83,10 @@ func TestTickLabelsDistinct(t *testing.T) {
 		{0.5, 0.5, "0.5"}, {20.10521, 0.00001, "20.10521"}, {12000, 2000, "12000"}, {1.5e12, 5e11, "1.5e+12"}, {1.5e6, 5e5, "1500000"},
 		{2.5e-7, 5e-8, "2.5e-07"}, {-0.0, 1, "0"}, {1e5, 2e4, "100000"},
 	} {
-		if got := FormatTick(tt.v, tt.step); got != tt.want {
-			t.Errorf("FormatTick(%g, %g) = %q, want %q", tt.v, tt.step, got, tt.want)
-		}
+		t.Run(fmt.Sprintf("FormatTick %g %g", tt.v, tt.step), func(t *testing.T) {
+			if got := FormatTick(tt.v, tt.step); got != tt.want {
+				t.Errorf("FormatTick(%g, %g) = %q, want %q", tt.v, tt.step, got, tt.want)
+			}
+		})
 	}
 }

@@ -136,4 +136,3 @@ func (c Parameters) ParamValue(p models.Params, _ *ports.Plan, name string) (flo
 	v, err := p.Float(name, defs[i])
 	return v, err == nil, names
 }
-

@@ -39,6 +39,7 @@ type fmuPort struct {
 	mapped bool
 	field  string  // the config's name for it, when bound
 	start  float64 // an unbound input's value: its start, or modelParams.parameters'
+	fit    fit     // an input: what it holds of the values BeamNG sends
 }
 
 // fmuBinding is the FMU's inputs and outputs bound to a plan's ports, in
@@ -117,7 +118,7 @@ func bindFMU(d *fmu.Description, p models.Params, plan *ports.Plan) (*fmuBinding
 				if !mapped {
 					field = name
 				}
-				fp := fmuPort{v: v, name: name, start: st[e], mapped: mapped}
+				fp := fmuPort{v: v, name: name, start: st[e], mapped: mapped, fit: newFit(v)}
 				r, found, err := resolve(names, plan, field)
 				switch {
 				case err != nil:
@@ -132,6 +133,7 @@ func bindFMU(d *fmu.Description, p models.Params, plan *ports.Plan) (*fmuBinding
 		}
 	}
 	out = append(out, b.checkDrivers()...)
+	out = append(out, b.fitFindings(plan, p)...)
 	return b, out
 }
 

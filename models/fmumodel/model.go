@@ -28,9 +28,11 @@ euler; .tolerance; .maxStep in seconds). modelParams.path names the .fmu
 picks one of an FMU that has both (default: co-simulation). Its inputs take
 the config's outputs fields of the same name (groundspeed; a Gen 2 CSV
 name, with or without its group; ego.groundspeed with several vehicles;
-an array's elements as u[1], u[2]…), its outputs drive the inputs fields
-of their name (throttle, brake, steering…). modelParams.inputs and
-.outputs ({"fmuVariable": "field"}) bind other names; .parameters
+an array's elements as u[1], u[2]…; a value an input cannot hold is
+rounded and clamped to what it holds, counted as inputs_clamped), its
+outputs drive the inputs fields of their name (throttle, brake,
+steering…). modelParams.inputs and .outputs ({"fmuVariable": "field"})
+bind other names; .parameters
 ({"name": value}) sets parameters and inputs' values (numbers, true/false,
 an enumeration's item, text for a String, hexadecimal for a Binary, arrays
 as JSON arrays). Unbound FMU inputs keep their values, unbound config
@@ -48,9 +50,11 @@ BeamNG only when its step for that simulation step answered in time.
 
 By default the FMU runs in a child process (beamconnect fmu-host), so that
 its crash or hang cannot take beamconnect with it. A crash, a step that runs
-longer than beamng.modelTimeoutMs, a status other than OK or Warning, or a
-NaN output is a model fault: BeamNG gets neutral controls at once, the fault
-is logged, the FMU is started again after 1 s, 2, 4 … up to 30 s (a step
+longer than beamng.modelTimeoutMs, a status other than OK or Warning, a
+NaN output, or a model exchange FMU's state gone NaN is a model fault (an
+unstable fixed step of its solver is one for good, naming maxStep or
+dopri5): BeamNG gets neutral controls at once, the fault is logged, the
+FMU is started again after 1 s, 2, 4 … up to 30 s (a step
 that returns late ends its fault; one still running after 1 s, and 4 model
 timeouts, has its host stopped and started again)
 (modelParams.restart: false turns that off; a NaN output ends when the
@@ -116,6 +120,7 @@ type FMU struct {
 	procFault                           atomic.Pointer[error] // the instance or process is gone
 	ended                               atomic.Pointer[error] // the FMU asked to end the simulation
 	missed, skipped, restarts, failures atomic.Int64
+	clamped                             atomic.Int64 // BeamNG's values beyond what an input holds
 	catchUps, resets                    atomic.Int64
 	steps, rejected, events             atomic.Int64 // a model exchange FMU's solver
 
@@ -175,7 +180,7 @@ func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error)
 	}
 	m.setup = fmi.Setup{
 		Library: u.Library, Major: c.desc.Major, Token: c.desc.Token, Resources: u.Resources,
-		Name: c.desc.ModelName, Period: c.step, Inputs: c.bind.inVars, Outputs: c.bind.outVars, Texts: c.texts,
+		Name: c.desc.ModelName, Period: c.step, Grid: plan.Period, Inputs: c.bind.inVars, Outputs: c.bind.outVars, Texts: c.texts,
 		Observed: c.observedVars(),
 	}
 	for i := range m.outVals {
@@ -187,6 +192,7 @@ func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error)
 		m.setup.ModelExchange, m.setup.Solver, m.setup.Tolerance, m.setup.MaxStep = true, c.method.String(), c.tolerance, c.maxStep
 		m.setup.States, m.setup.EventIndicators = c.desc.States, c.desc.EventIndicators
 		m.setup.CompletedIntegratorStep = c.desc.ME.CompletedIntegratorStep
+		m.setup.Derivatives = c.desc.Derivatives
 	} else {
 		m.setup.VariableStep = c.desc.CoSim.VariableStep
 		m.setup.Redo = c.desc.CoSim.VariableStep && c.desc.CoSim.CanGetAndSetState
@@ -312,15 +318,29 @@ func (m *FMU) Reset() {
 // Reads reports whether the FMU's inputs are bound to vehicle v's data.
 func (m *FMU) Reads(v int) bool { return m.vehicles.Reads(v) }
 
-// gather collects the FMU's inputs from the output ports.
+// gather collects the FMU's inputs from the output ports, each made to
+// fit what its input holds (fit.go): a value beyond it is clamped,
+// counted, and said once per input.
 func (m *FMU) gather(out [][]float64) {
 	for i := range m.inputs {
 		p := &m.inputs[i]
-		if p.bound {
-			m.inVals[i] = p.r.Get(out)
-		} else {
+		if !p.bound {
 			m.inVals[i] = p.start
+			continue
 		}
+		x := p.r.Get(out)
+		if p.fit.check {
+			var clamped bool
+			if x, clamped = p.fit.take(x, m.inVals[i]); clamped {
+				m.clamped.Add(1)
+				if !p.fit.warned {
+					p.fit.warned = true
+					m.log.Warn("BeamNG's value is beyond what the FMU's input holds: clamped (counted as inputs_clamped; said once per input)",
+						"input", p.name, "type", p.v.Type, "holds", p.fit.holds(p.v), "field", p.field, "value", p.r.Get(out), "sent", x)
+				}
+			}
+		}
+		m.inVals[i] = x
 	}
 }
 
@@ -456,5 +476,5 @@ func (m *FMU) Close() error {
 // restarts.
 func (m *FMU) Tally() models.Tally {
 	return models.Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts(),
-		SolverSteps: m.steps.Load(), SolverRejected: m.rejected.Load(), Events: m.events.Load()}
+		SolverSteps: m.steps.Load(), SolverRejected: m.rejected.Load(), Events: m.events.Load(), InputsClamped: m.clamped.Load()}
 }

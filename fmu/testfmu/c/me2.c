@@ -190,3 +190,40 @@ FMI2_EXPORT fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component c, fmi2Re
 	for (size_t i = 0; i < nx; i++) x[i] = 1;
 	return fmi2OK;
 }
+
+/* The rest of the FMI 2.0 API, which the standard has every FMU export and
+ * these models do not support: each refuses (fmi2Error). An importer that
+ * loads every function (fmusim, the reference master, does) can load the
+ * FMU. */
+typedef void *fmi2FMUstate;
+typedef char fmi2Byte;
+
+FMI2_EXPORT fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2String v[]) {
+	(void)c, (void)vr, (void)v;
+	return n == 0 ? fmi2OK : fmi2Error;
+}
+FMI2_EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2String v[]) {
+	(void)c, (void)vr, (void)v;
+	return n == 0 ? fmi2OK : fmi2Error;
+}
+FMI2_EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *s) { (void)c, (void)s; return fmi2Error; }
+FMI2_EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate s) { (void)c, (void)s; return fmi2Error; }
+FMI2_EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s) { (void)c, (void)s; return fmi2Error; }
+FMI2_EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, size_t *size) {
+	(void)c, (void)s, (void)size;
+	return fmi2Error;
+}
+FMI2_EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte b[], size_t size) {
+	(void)c, (void)s, (void)b, (void)size;
+	return fmi2Error;
+}
+FMI2_EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], size_t size, fmi2FMUstate *s) {
+	(void)c, (void)b, (void)size, (void)s;
+	return fmi2Error;
+}
+FMI2_EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference unknown[], size_t nUnknown,
+                                                    const fmi2ValueReference known[], size_t nKnown,
+                                                    const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
+	(void)c, (void)unknown, (void)nUnknown, (void)known, (void)nKnown, (void)dvKnown, (void)dvUnknown;
+	return fmi2Error;
+}

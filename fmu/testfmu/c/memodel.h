@@ -18,7 +18,17 @@
  * vdp: the Van der Pol oscillator x1' = x2, x2' = mu (1 - x1^2) x2 - x1,
  *   from (2, 0).
  * chain: NOSC = 5 Van der Pol oscillators of mu, 1.2 mu … (10 states): a
- *   model of a size the benchmark asks for. */
+ *   model of a size the benchmark asks for.
+ * nan: x' = -x / 10, x(0) = 1, until the time tNaN, from which on the
+ *   derivative is NaN; the output y = fmin(x, 0.8) stays a number (C's
+ *   fmin ignores a NaN): only the state and its derivative show it.
+ * stiff: a fast state x following a slow one y: x' = lambda (y - x),
+ *   y' = -a y, from x = 0, y = 1; an explicit solver is stable only for
+ *   steps h with h lambda below its limit (2 for Euler, 2.785 for RK4).
+ *   The event indicator y - 0.5 changes its sign once, at ln 2 / a.
+ * stair: no states; the output counter is 1 and rises by 1 at every
+ *   whole second, by time events (the next one always announced; the
+ *   counter rises once the FMU's time has reached it, exactly). */
 #ifndef BEAMCONNECT_MEMODEL_H
 #define BEAMCONNECT_MEMODEL_H
 
@@ -45,8 +55,20 @@ enum { VR_X1, VR_X2, VR_D1, VR_D2, VR_MU, NR };
 #define NX (2 * NOSC)
 #define NZ 0
 enum { VR_MU = 2 * NX, NR };
+#elif defined(MODEL_NAN)
+#define NX 1
+#define NZ 0
+enum { VR_X, VR_DX, VR_TNAN, VR_Y, NR };
+#elif defined(MODEL_STIFF)
+#define NX 2
+#define NZ 1
+enum { VR_X, VR_Y, VR_DX, VR_DY, VR_LAMBDA, VR_A, VR_Z, NR };
+#elif defined(MODEL_STAIR)
+#define NX 0
+#define NZ 0
+enum { VR_COUNTER, NR };
 #else
-#error "define one of MODEL_BALL, MODEL_DECAY, MODEL_VDP, MODEL_CHAIN"
+#error "define one of MODEL_BALL, MODEL_DECAY, MODEL_VDP, MODEL_CHAIN, MODEL_NAN, MODEL_STIFF, MODEL_STAIR"
 #endif
 
 #ifndef DISCRETE_INPUT
@@ -64,6 +86,7 @@ typedef struct {
 	double time;
 	int resting; /* ball: a discrete state */
 	int kicked;  /* decay: the time event happened */
+	double next; /* stair: the next time event */
 	int initialized, event_mode;
 } model;
 
@@ -101,6 +124,12 @@ static void model_start(model *m) {
 #elif defined(MODEL_CHAIN)
 	for (int i = 0; i < NOSC; i++) m->r[2 * i] = 2;
 	m->r[VR_MU] = 1;
+#elif defined(MODEL_NAN)
+	m->r[VR_X] = 1, m->r[VR_TNAN] = 0.5;
+#elif defined(MODEL_STIFF)
+	m->r[VR_X] = 0, m->r[VR_Y] = 1, m->r[VR_LAMBDA] = 1000, m->r[VR_A] = 0.5;
+#elif defined(MODEL_STAIR)
+	m->r[VR_COUNTER] = 1, m->next = 1;
 #endif
 }
 
@@ -130,6 +159,13 @@ static void model_derivatives(model *m) {
 		r[NX + 2 * i] = x2;
 		r[NX + 2 * i + 1] = mu * (1 - x1 * x1) * x2 - x1;
 	}
+#elif defined(MODEL_NAN)
+	r[VR_DX] = m->time >= r[VR_TNAN] ? NAN : -r[VR_X] / 10;
+	r[VR_Y] = fmin(r[VR_X], 0.8);
+#elif defined(MODEL_STIFF)
+	r[VR_DX] = r[VR_LAMBDA] * (r[VR_Y] - r[VR_X]);
+	r[VR_DY] = -r[VR_A] * r[VR_Y];
+	r[VR_Z] = r[VR_Y] - 0.5;
 #endif
 }
 
@@ -137,6 +173,8 @@ static void model_derivatives(model *m) {
 static void model_indicators(model *m, double z[]) {
 #if defined(MODEL_BALL)
 	z[0] = m->resting ? 1 : m->r[VR_H];
+#elif defined(MODEL_STIFF)
+	z[0] = m->r[VR_Y] - 0.5;
 #endif
 	(void)m, (void)z;
 }
@@ -164,6 +202,12 @@ static void model_event(model *m, int *terminate, int *has_next, double *next) {
 			*has_next = 1, *next = m->r[VR_KICK];
 		}
 	}
+#elif defined(MODEL_STAIR)
+	while (m->time >= m->next) { /* exactly: a master that is late by a rounding is late */
+		m->r[VR_COUNTER] += 1;
+		m->next += 1;
+	}
+	*has_next = 1, *next = m->next;
 #endif
 	(void)m, (void)terminate, (void)has_next, (void)next;
 }

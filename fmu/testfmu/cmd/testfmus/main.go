@@ -35,7 +35,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	for _, model := range []string{"ball", "decay", "vdp", "chain"} {
+	for _, model := range []string{"ball", "decay", "vdp", "chain", "nan", "stiff", "stair"} {
 		for _, major := range []int{2, 3} {
 			file := filepath.Join(*out, model+strconv.Itoa(major)+".fmu")
 			if err := testfmu.BuildMEFor(file, testfmu.MEOptions{FMI: major, Model: model}, path, *goos); err != nil {
