@@ -71,8 +71,11 @@ type Config struct {
 	Outputs []Group // data from BeamNG
 	// Quality lists the controlled quantities beamng.quality names, whose
 	// names ports.Compile resolves.
-	Quality  []Loop
-	Warnings Diagnostics
+	Quality []Loop
+	// FailOnControl is beamng.failOn's "control": run exits non-zero when
+	// a loop's verdict is not good.
+	FailOnControl bool
+	Warnings      Diagnostics
 
 	ix *index // where each value sits in the file, for Locate
 }
@@ -353,6 +356,7 @@ type rawBeamNG struct {
 	ModelTimeoutMs *float64               `json:"modelTimeoutMs"`
 	ModelParams    map[string]any         `json:"modelParams"`
 	Quality        json.RawMessage        `json:"quality"`
+	FailOn         []string               `json:"failOn"`
 	Vehicles       map[string]*rawVehicle `json:"vehicles"`
 }
 

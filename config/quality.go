@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Loop is one controlled quantity of beamng.quality: a measured field and
@@ -29,6 +30,10 @@ type rawLoop struct {
 // quality reads beamng.quality: one loop, or an array of them. The schema
 // reported what does not fit; what it let through is read here.
 func (p *parser) quality(cfg *Config, bn *rawBeamNG) {
+	cfg.FailOnControl = slices.Contains(bn.FailOn, "control") // the schema takes no other value
+	if cfg.FailOnControl && (len(bn.Quality) == 0 || string(bn.Quality) == "null") && (cfg.Model == "exec" || cfg.Model == "fmu" || cfg.Model == "hold") {
+		p.at(Warning, "/beamng/failOn", "\"control\" with no beamng.quality: model %s judges no loop of its own, so every run ends without a control verdict and exits 4; name the loop in beamng.quality", cfg.Model)
+	}
 	if len(bn.Quality) == 0 || string(bn.Quality) == "null" {
 		return
 	}

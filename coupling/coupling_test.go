@@ -273,6 +273,55 @@ func TestBindRetry(t *testing.T) {
 	})
 }
 
+// A port that stays busy is given up after the bind timeout: the run ends
+// with the error, its cause and a hint, rather than waiting for ever; with
+// a negative timeout it is retried for as long as the run goes on.
+func TestBindGivesUp(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		ends    bool
+	}{
+		{"bounded", 2 * time.Second, true},
+		{"for ever", -1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := memnet.New()
+				plan, _ := ports.Compile(load(t, "../examples/logging.json"))
+				busy, _ := n.Listen(netip.MustParseAddrPort("127.0.0.1:6000"), 0)
+				defer busy.Close()
+				log := &logBuffer{}
+				s, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Listen: ListenMem(n),
+					Local: busy.LocalAddr(), BindTimeout: tt.timeout})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				start := time.Now()
+				err = s.Run(ctx)
+				took := time.Since(start)
+				if !tt.ends {
+					if err != nil || took < 30*time.Second || s.Link(0).Stats().Get(BindFailures) < 7 {
+						t.Errorf("%v after %v, %d tries: want retries until the run ends", err, took, s.Link(0).Stats().Get(BindFailures))
+					}
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), "could not bind 127.0.0.1:6000 for 2s (4 tries): memnet: listen 127.0.0.1:6000: address already in use; check") {
+					t.Fatalf("the run ended with %v", err)
+				}
+				if took < 2*time.Second || took > 3*time.Second {
+					t.Errorf("given up after %v, want the 2 s timeout", took)
+				}
+				if !log.Has("giving up: the local address could not be bound") {
+					t.Errorf("the log:\n%s", log)
+				}
+			})
+		})
+	}
+}
+
 // With the directive at 0, a failed bind is not retried: the status goes
 // to unconnected.
 func TestBindErrorDirectiveOff(t *testing.T) {

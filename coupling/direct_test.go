@@ -37,7 +37,7 @@ type manualClock struct{ now time.Time }
 func (c *manualClock) Now() time.Time        { return c.now }
 func (c *manualClock) WaitUntil(t time.Time) { c.now = t }
 
-func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer) *direct {
+func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer, opts ...func(*Options)) *direct {
 	t.Helper()
 	plan, err := ports.Compile(cfg)
 	if err != nil {
@@ -53,6 +53,9 @@ func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer)
 	o := Options{Plan: plan, Model: m, Params: kinds.Parameters(plan.Model), Listen: ListenMem(n), Clock: clock}
 	if log != nil {
 		o.Log = log.Logger()
+	}
+	for _, f := range opts {
+		f(&o)
 	}
 	s, err := New(o)
 	if err != nil {

@@ -3,6 +3,8 @@ package coupling
 import (
 	"net/netip"
 	"time"
+
+	"beamconnect/recording"
 )
 
 // handle answers one datagram if it is BeamNG's message.
@@ -46,21 +48,27 @@ func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int
 
 // observed hands the message to whatever watches the run: the recording,
 // the scope, a test. The recording and the scope show what went on the
-// wire: while the reply was neutral, its values, not the model's.
+// wire: while the reply was neutral, its values, not the model's; the
+// model's own variables as its latest step left them. Their time is
+// BeamNG's simulation time of the message.
 func (l *Link) observed(id float64, neutral bool) {
 	o := l.opt
 	if o.Record != nil || o.Scope != nil {
 		st := l.enter()
+		st.sample()
 		ins := st.ins
 		if neutral {
 			ins = l.wireInputs()
 		}
-		t := l.sim.Local()
 		if o.Record != nil {
-			o.Record.Row(t, l.index, l.Status(), id, l.reply[0], st.stats.Get(Reloads), st.outs, ins, st.loops.set)
+			e := &l.entry
+			*e = recording.Entry{Time: l.simTime, LocalTime: l.sim.Local(), Vehicle: l.index, Status: int(l.Status()),
+				ID: id, ReplyID: l.reply[0], Reloads: st.stats.Get(Reloads),
+				Outputs: st.outs, Inputs: ins, Setpoints: st.loops.set, Model: st.modelVals, VariablesPending: st.vars.pending()}
+			o.Record.Row(e)
 		}
 		if o.Scope != nil {
-			o.Scope.Push(t, st.outs, ins, st.loops.group)
+			o.Scope.Push(l.simTime, st.outs, ins, st.loops.group, st.modelGroup)
 		}
 		st.leave()
 	}

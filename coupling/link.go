@@ -14,6 +14,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/contracts"
 	"beamconnect/ports"
+	"beamconnect/recording"
 	"beamconnect/relative"
 	"beamconnect/timesync"
 )
@@ -43,6 +44,9 @@ type Link struct {
 	t             Transport
 	retryAt       time.Time // when a failed bind is tried again
 	backoff       time.Duration
+	bound         bool      // the address was bound in this run: a later failure is retried without limit
+	failingSince  time.Time // the first of the failed binds in a row (zero: none)
+	bindErr       error     // the latest bind's error
 
 	// state is the connection state machine, owned by the loop; status is
 	// what is reported: the state, or Error while the model is faulted.
@@ -65,6 +69,10 @@ type Link struct {
 	held    heldMessage // a message from a new port, waiting for BeamNG's to fall silent
 	keep    []byte      // drain's newest message
 	wire    [][]float64 // the input ports as a neutral reply carried them (recording, scope)
+	// simTime is the recording's time of the latest message: BeamNG's
+	// simulation time (modelClock.axis); entry is its row.
+	simTime float64
+	entry   recording.Entry
 	diag    diagnosis
 	diags   diagnoses
 
@@ -238,11 +246,19 @@ func (l *Link) run(ctx context.Context) error {
 			}
 			l.idle(ctx)
 		case ports.Error:
-			// VS Connect "perpetually attempts to reconnect": retry the bind
-			// with backoff while the directive asks for a connection.
+			// A bind that fails is retried with backoff while the directive
+			// asks for a connection; an address never bound gives up after
+			// the bind timeout (a busy port is a mistake to say, not to
+			// wait out); a socket that failed after it was bound is bound
+			// again for as long as it takes (VS Connect "perpetually
+			// attempts to reconnect").
 			if !directive {
 				l.setState(ports.Unconnected)
 				continue
+			}
+			if err := l.givenUp(); err != nil {
+				l.finish(false)
+				return err
 			}
 			if !l.clock.Now().Before(l.retryAt) {
 				if l.connect() == nil {
@@ -335,7 +351,7 @@ func (l *Link) connect() error {
 	if err != nil {
 		return l.bindFailed(err)
 	}
-	l.backoff = 0
+	l.backoff, l.bound, l.failingSince = 0, true, time.Time{}
 	l.t = t
 	l.local = t.LocalAddr()
 	l.fresh = true
@@ -349,11 +365,28 @@ func (l *Link) connect() error {
 // bindFailed logs a failed bind and schedules the next try.
 func (l *Link) bindFailed(err error) error {
 	l.stats.inc(BindFailures)
+	l.bindErr = err
+	if l.failingSince.IsZero() {
+		l.failingSince = l.clock.Now()
+	}
 	wait := l.retryLater()
 	l.log.Error("cannot bind the local address; retrying", "addr", l.local, "err", err,
 		"retry_in", wait, "hint", bindHint(err, l.local))
 	l.setState(ports.Error)
 	return fmt.Errorf("coupling: cannot bind %v: %w", l.local, err)
+}
+
+// givenUp is the error that ends the run when the address has failed to
+// bind for longer than the bind timeout, and was never bound in this run;
+// nil while it is retried.
+func (l *Link) givenUp() error {
+	limit := l.opt.BindTimeout
+	if l.bound || limit < 0 || l.failingSince.IsZero() || l.clock.Now().Sub(l.failingSince) < limit {
+		return nil
+	}
+	n := l.stats.Get(BindFailures)
+	l.log.Error("giving up: the local address could not be bound", "addr", l.local, "tries", n, "for", limit, "err", l.bindErr)
+	return fmt.Errorf("could not bind %v for %v (%d tries): %w; %s", l.local, limit, n, l.bindErr, bindHint(l.bindErr, l.local))
 }
 
 // retryLater schedules the next bind, backing off.

@@ -293,9 +293,9 @@ func TestFaultMatrix(t *testing.T) {
 				before, after := 0, 0
 				for _, r := range recordedRows(t, m.f.Name()) {
 					switch end := (r["id"] + 1) * 0.005; {
-					case end <= 0.4951 && r["in1.throttle"] == 0.8:
+					case end <= 0.4951 && r["in1.y"] == 0.8:
 						before++
-					case end > 0.5051 && r["in1.throttle"] != 0:
+					case end > 0.5051 && r["in1.y"] != 0:
 						after++
 					}
 				}
@@ -310,7 +310,7 @@ func TestFaultMatrix(t *testing.T) {
 			check: func(t *testing.T, m *matrixRun) {
 				model := 0
 				for _, r := range recordedRows(t, m.f.Name()) {
-					if r["in1.throttle"] != 0 {
+					if r["in1.x"] != 0 {
 						model++
 					}
 				}
@@ -327,7 +327,7 @@ func TestFaultMatrix(t *testing.T) {
 					end := int64(r["id"]) + 1
 					if end%100 == 0 {
 						seconds++
-						if r["in2.custom1"] == float64(1+end/100) {
+						if r["in2.counter"] == float64(1+end/100) {
 							onTime++
 						}
 					}
@@ -637,7 +637,8 @@ func startedOver(t *testing.T, m *matrixRun) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(must(os.ReadFile(m.f.Name())))), "\n")
 	head := strings.Split(lines[0], ",")
-	idCol, thCol := slices.Index(head, "id"), slices.Index(head, "in1.throttle")
+	// The decay FMU's x drives the throttle: its column is named after it.
+	idCol, thCol := slices.Index(head, "id"), slices.IndexFunc(head, func(c string) bool { return c == "in1.x" || strings.HasPrefix(c, "in1.x [") })
 	var byStep [2]map[float64]string
 	session, first, last := -1, 0.0, 0.0
 	for i, l := range lines[1:] {
@@ -712,6 +713,7 @@ func recordedRows(t *testing.T, file string) []map[string]float64 {
 		}
 		row := map[string]float64{}
 		for i, name := range all[0] {
+			name, _, _ = strings.Cut(name, " [") // a model variable's unit
 			row[name], _ = strconv.ParseFloat(line[i], 64)
 		}
 		rows = append(rows, row)

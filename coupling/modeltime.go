@@ -38,6 +38,10 @@ type modelClock struct {
 	base    []float64 // per vehicle: the id of its message at step 0 (NaN: it joins at its next)
 	reset   bool      // the model started over, and has not gone staleAfter on since
 	resets  int64
+	// shift is what the recording's time axis adds to the model's time:
+	// where BeamNG started its coupling again, the axis goes on one
+	// period after the last step instead of running back.
+	shift float64
 }
 
 func newModelClock(vehicles int, period float64) *modelClock {
@@ -65,6 +69,7 @@ func (c *modelClock) place(v int, id float64, restart bool, reads []bool) (t flo
 		c.base[v] = id
 		return c.t0, false
 	case restart && startsOver(reads, v) && !(c.reset && c.n*c.period < staleAfter):
+		c.shift += c.now() + c.period - id*c.period
 		c.t0, c.n, c.reset = id*c.period, 0, true
 		c.resets++
 		c.forget()
@@ -83,6 +88,10 @@ func (c *modelClock) place(v int, id float64, restart bool, reads []bool) (t flo
 	}
 	return c.now(), false
 }
+
+// axis is the recording's time of model time t: BeamNG's simulation time,
+// which goes on (never back) where BeamNG started its coupling again.
+func (c *modelClock) axis(t float64) float64 { return t + c.shift }
 
 // now is the model's time: of its latest step, 0 before the first message.
 func (c *modelClock) now() float64 {

@@ -71,7 +71,7 @@ func newControlLoops(plan *ports.Plan, param func(name string) (float64, error))
 // elementColumns names every output element as a recording's column.
 func elementColumns(plan *ports.Plan) map[ports.Element]string {
 	out := map[ports.Element]string{}
-	for _, c := range recording.LayoutOf(plan).Columns {
+	for _, c := range recording.LayoutOf(plan, nil).Columns {
 		if c.Role == recording.Field && c.Out {
 			out[ports.Element{Port: c.Port, Elem: c.Elem, Vehicle: c.Vehicle}] = c.Name
 		}
@@ -132,7 +132,7 @@ func (c *controlLoops) reports(final bool) []quality.Report {
 // setpoints, in the loops' order.
 func setpointColumns(plan *ports.Plan) []string {
 	var out []string
-	for _, c := range recording.LayoutOf(plan).Columns {
+	for _, c := range recording.LayoutOf(plan, nil).Columns {
 		if c.Role == recording.Setpoint {
 			out = append(out, c.Name)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -39,7 +40,7 @@ func TestControlLoops(t *testing.T) {
 		var ring *scope.Ring
 		r := rig{cfg: cfg, em: emulator.Config{Steps: 60000}}
 		r.opts = func(h *harness, o *Options) {
-			ring = scope.New(ScopeColumns(o.Plan), 100, 1)
+			ring = scope.New(ScopeColumns(o.Plan, nil), 100, 1)
 			o.Scope = ring
 		}
 		h := r.sim(t)
@@ -71,15 +72,21 @@ func TestControlLoops(t *testing.T) {
 		if p := rs[2]; p.Setpoint != "in1.throttle (written by the model)" || p.Verdict != "good" {
 			t.Errorf("the loop against the throttle written: %+v", p)
 		}
+		// The setpoints come after the ports, before the model's own
+		// variables (cruise-pedals' signals).
 		cols := ring.Layout().Columns
-		if last := cols[len(cols)-3:]; last[0].Name != "setpoint:out1.groundspeed" || last[0].Port != "out1" || last[0].Unit != "m/s" ||
-			last[1].Name != "setpoint:out1.groundspeed#2" || last[2].Name != "setpoint:out2.throttle" {
-			t.Errorf("the scope's last columns: %+v", last)
+		first := slices.IndexFunc(cols, func(c scope.Column) bool { return strings.HasPrefix(c.Name, SetpointPrefix) })
+		if first < 0 || first+3 > len(cols) {
+			t.Fatalf("no setpoint columns: %+v", cols)
+		}
+		if set := cols[first : first+3]; set[0].Name != "setpoint:out1.groundspeed" || set[0].Port != "out1" || set[0].Unit != "m/s" ||
+			set[1].Name != "setpoint:out1.groundspeed#2" || set[2].Name != "setpoint:out2.throttle" || cols[first+3].Port != "model" {
+			t.Errorf("the scope's setpoint columns, then: %+v", cols[first:])
 		}
 		var smp scope.Samples
 		ring.Since(0, ring.Layout().Generation, &smp)
-		if n := len(smp.T); n == 0 || smp.V[(n-1)*smp.Width+smp.Width-3] != 15 {
-			t.Errorf("the scope's setpoint now: %v", smp.V[max(0, len(smp.V)-3):])
+		if n := len(smp.T); n == 0 || smp.V[(n-1)*smp.Width+first] != 15 {
+			t.Errorf("the scope's setpoint now: %v", smp.V[max(0, len(smp.V)-smp.Width):])
 		}
 	})
 }

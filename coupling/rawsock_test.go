@@ -9,6 +9,7 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
 	"beamconnect/internal/scope"
+	"beamconnect/models"
 	"beamconnect/models/kinds"
 	"beamconnect/ports"
 )
@@ -45,8 +46,10 @@ func TestReceiveAllocs(t *testing.T) {
 		}
 		plan, _ := ports.Compile(load(t, "../examples/cruise-pedals.json"))
 		m, _ := kinds.New(plan.Model, plan.ModelParams, plan, nil)
-		// With a live scope attached: its sample is on the same path.
-		ring := scope.New(ScopeColumns(plan), 1000, 1)
+		// With a live scope attached: its sample is on the same path, the
+		// model's own variables (cruise-pedals' signals) included.
+		cols := ScopeColumns(plan, m.(models.Sampler).Variables())
+		ring := scope.New(cols, 1000, 1)
 		s, err := New(Options{Plan: plan, Model: m, Local: loopback, BusyPoll: busy, Scope: ring})
 		if err != nil {
 			t.Fatal(err)
@@ -87,8 +90,11 @@ func TestReceiveAllocs(t *testing.T) {
 			t.Errorf("busy poll %v: %v allocations per message", busy, a)
 		}
 		var smp scope.Samples
-		if ring.Since(0, 0, &smp); len(smp.T) < 500 || smp.Width != len(ScopeColumns(plan)) || smp.V[1] != 15 {
+		if ring.Since(0, 0, &smp); len(smp.T) < 500 || smp.Width != len(cols) || smp.V[1] != 15 {
 			t.Errorf("busy poll %v: the scope holds %d samples of width %d, groundspeed %v", busy, len(smp.T), smp.Width, smp.V[1])
+		}
+		if last := smp.V[len(smp.V)-smp.Width:]; cols[len(cols)-4].Name != "model.setSpeed" || last[len(cols)-4] != 20 || last[len(cols)-3] != 5 {
+			t.Errorf("busy poll %v: the model's signals %v: %v, want setSpeed 20, speedError 5", busy, cols[len(cols)-4:], last[len(cols)-4:])
 		}
 		c.closeSocket()
 		beamngSide.Close()

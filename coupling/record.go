@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"beamconnect/internal/scope"
+	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/recording"
 )
@@ -34,10 +35,12 @@ const (
 )
 
 // Recorder records one row per BeamNG message, in the format its
-// recording.Writer writes (CSV, MDF 4): local time, status, BeamNG's id,
-// the reply id, the reload count, then every output and input port
-// element; and what happens during the run (reloads, model faults, status
-// changes, diagnoses) for formats that keep events.
+// recording.Writer writes (CSV, MDF 4): BeamNG's simulation time, status,
+// BeamNG's id, the reply id, the reload count, the local time, then every
+// output and input port element, the setpoints and the model's own
+// variables (recording.LayoutOf); and what happens during the run
+// (reloads, model faults, status changes, diagnoses, rows lost, the run's
+// faults) for formats that keep events.
 //
 // It loses nothing it could keep. Rows are encoded without allocating
 // into a buffer of whole rows; the coupling hands the buffer to a writer
@@ -53,12 +56,20 @@ type Recorder struct {
 
 	// Under the stage's lock (the loop's side).
 	layout    *recording.Layout
+	pending   bool // layout's header is not written yet: at the next row
 	plan      *ports.Plan
 	vals      []float64
 	cur       *batch // rows the loop is filling
 	lastFlush time.Time
 	lastT     float64
+	endT      float64          // the last row's time, set by Close for the writer
 	reload    *recording.Event // a reload waiting for the time of its first row
+	// Rows held back while the model has not named its variables (before
+	// the header is written): their values as the layout then had them,
+	// and their vehicles.
+	heldAll     []float64
+	heldWidth   int
+	heldVehicle []int
 
 	full      chan *batch // to the writer
 	free      chan *batch // back from it
@@ -109,40 +120,96 @@ func NewRecorderOf(w recording.Writer, name string, plan *ports.Plan, log *slog.
 	r.free <- &batch{data: make([]byte, 0, recordBufSize)}
 	r.free <- &batch{data: make([]byte, 0, recordBufSize)}
 	go r.write()
-	r.Header(plan)
+	r.Layout(plan, nil)
 	return r
 }
 
-// Header starts the rows of plan: at the start, and at every reload,
-// which is recorded as an event at the time of the first row it applies
-// to, with what changed and the config's text.
-func (r *Recorder) Header(plan *ports.Plan) {
-	if r.plan != nil {
+// Layout lays the rows out for plan and the model's variables vars
+// (models.Sampler): at the start, at every reload, and when the model's
+// variables change. A new plan is a reload, recorded as an event at the
+// time of the first row it applies to, with what changed and the config's
+// text. The header is written with the next row (or at Close), so that
+// the layouts given before the first row write one; a format writes none
+// for a layout whose columns it has already (a reload of parameters).
+func (r *Recorder) Layout(plan *ports.Plan, vars []models.Variable) {
+	if r.plan != nil && r.plan != plan {
 		ch := ports.Diff(r.plan, plan)
 		what := append(append([]string{}, ch.Live...), ch.RestartOnly...)
 		if ch.Params != "" {
 			what = append(what, ch.Params)
 		}
-		text := strings.Join(what, "; ")
-		if text == "" {
-			text = "nothing that changes the recording"
+		// The same config by another plan (a recorder made before the
+		// session's) is no reload.
+		if text := strings.Join(what, "; "); text != "" {
+			r.reload = &recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.Reload, Name: "reload", Text: text, Config: plan.Config}
 		}
-		r.reload = &recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.Reload, Name: "reload", Text: text, Config: plan.Config}
+	}
+	if r.pending && r.heldWidth > 0 && r.plan != nil && r.plan != plan {
+		// A reload while rows are held: they go under the layout they
+		// were made with.
+		r.header()
+		r.release()
 	}
 	r.plan = plan
-	r.layout = recording.LayoutOf(plan)
-	// A header is never dropped: the rows after it are read by it.
+	r.layout = recording.LayoutOf(plan, vars)
+	r.pending = true
+}
+
+// hold keeps a row back while the header waits for the model's names;
+// false when there is no more room (the row is then written as it is).
+func (r *Recorder) hold(e *recording.Entry) bool {
+	n := len(r.layout.Columns)
+	if r.heldWidth != 0 && r.heldWidth != n || len(r.heldVehicle) >= maxHeldRows || len(r.heldAll)+n > maxHeldValues {
+		return false
+	}
+	if r.untimed.Load() {
+		r.stamp(e.Time)
+	}
+	r.lastT = e.Time
+	r.heldWidth = n
+	r.vals = r.layout.Flatten(r.vals, e)
+	r.heldAll = append(r.heldAll, r.vals...)
+	r.heldVehicle = append(r.heldVehicle, e.Vehicle)
+	r.rows.Add(1)
+	return true
+}
+
+// release writes the rows held back under the header just written: the
+// model's columns it did not have then are NaN.
+func (r *Recorder) release() {
+	if r.heldWidth == 0 {
+		return
+	}
+	n := len(r.layout.Columns)
+	for i, v := range r.heldVehicle {
+		row := r.heldAll[i*r.heldWidth : (i+1)*r.heldWidth]
+		r.vals = append(r.vals[:0], row...)
+		for len(r.vals) < n {
+			r.vals = append(r.vals, math.NaN())
+		}
+		r.cur.data = r.f.Row(r.cur.data, v, r.vals[:n])
+		if len(r.cur.data) >= recordBufSize*3/4 {
+			r.handOver(time.Now())
+		}
+	}
+	r.heldAll, r.heldVehicle, r.heldWidth = nil, nil, 0
+}
+
+// header writes the pending layout's header. A header is never dropped:
+// the rows after it are read by it.
+func (r *Recorder) header() {
+	r.pending = false
 	r.cur.data = r.f.Header(r.cur.data, r.layout)
 }
 
 // ScopeColumns is the layout of a scope sample (Options.Scope): status, the
-// outputs, the directive, the inputs and the setpoints of beamng.quality's
-// loops, named as in a recording, each with its unit and the least span a
-// panel of it shows; a setpoint is drawn with the value it is the
-// setpoint of.
-func ScopeColumns(plan *ports.Plan) []scope.Column {
+// outputs, the directive, the inputs, the setpoints of beamng.quality's
+// loops and the model's variables (vars, models.Sampler's), named as in a
+// recording, each with its unit and the least span a panel of it shows; a
+// setpoint is drawn with the value it is the setpoint of.
+func ScopeColumns(plan *ports.Plan, vars []models.Variable) []scope.Column {
 	var cols []scope.Column
-	for _, c := range recording.LayoutOf(plan).Columns {
+	for _, c := range recording.LayoutOf(plan, vars).Columns {
 		port := ""
 		switch {
 		case c.Name == "status" && c.Role == recording.Own:
@@ -155,17 +222,35 @@ func ScopeColumns(plan *ports.Plan) []scope.Column {
 				dir = "in"
 			}
 			port = dir + strconv.Itoa(c.Port)
+		case c.Role == recording.Model:
+			port = recording.ModelPort
 		default:
 			continue
 		}
-		cols = append(cols, scope.Column{Name: c.Name, Port: port, Unit: c.Unit, MinSpan: recording.UnitSpan(c.Unit)})
+		cols = append(cols, scope.Column{Name: c.Name, Port: port, Unit: c.Unit, MinSpan: recording.UnitSpan(c.Unit), Comment: c.Comment})
 	}
 	return cols
 }
 
-// Row records one message, set the setpoints of beamng.quality's loops.
-// It allocates nothing.
-func (r *Recorder) Row(t float64, vehicle int, s ports.Status, id, replyID float64, reloads int64, outs, ins [][]float64, set []float64) {
+// maxHeld bounds the rows held back while the model names its variables.
+const (
+	maxHeldValues = 1 << 19 // 4 MB of values
+	maxHeldRows   = 20000
+)
+
+// Row records one message's row. Before the header is written, while the
+// model has not named its variables yet (an exec program starting), the row
+// is held back, up to a bound, and written under the header the names
+// make. It allocates nothing (holding rows, only at the start).
+func (r *Recorder) Row(e *recording.Entry) {
+	if r.pending {
+		if e.VariablesPending && r.hold(e) {
+			return
+		}
+		r.header()
+		r.release()
+	}
+	t := e.Time
 	if r.reload != nil {
 		r.reload.Time = t
 		r.Event(*r.reload)
@@ -175,9 +260,9 @@ func (r *Recorder) Row(t float64, vehicle int, s ports.Status, id, replyID float
 		r.stamp(t)
 	}
 	r.lastT = t
-	r.vals = r.layout.Flatten(r.vals, t, int(s), id, replyID, reloads, outs, ins, set)
+	r.vals = r.layout.Flatten(r.vals, e)
 	before := len(r.cur.data)
-	r.cur.data = r.f.Row(r.cur.data, vehicle, r.vals)
+	r.cur.data = r.f.Row(r.cur.data, e.Vehicle, r.vals)
 	if len(r.cur.data) > maxBuffered {
 		// The writer is far behind: the row is counted lost, not kept.
 		r.cur.data = r.cur.data[:before]
@@ -286,11 +371,16 @@ func (r *Recorder) Close() error {
 	r.closeOnce.Do(func() {
 		wait := time.NewTimer(closeWait)
 		defer wait.Stop()
+		if r.pending {
+			r.header()
+			r.release()
+		}
 		// What waits for a row's time when none comes: the last row's.
 		last := r.lastT
 		if math.IsNaN(last) {
 			last = 0
 		}
+		r.endT = last
 		if r.reload != nil {
 			r.reload.Time = last
 			r.Event(*r.reload)
@@ -359,6 +449,12 @@ func (r *Recorder) write() {
 		}
 		r.free <- b
 	}
+	if lost := r.lost.Load(); lost > 0 && !r.abandoned.Load() {
+		// The file says it too: converted or plotted, it is not taken for
+		// the whole run.
+		r.f.Write(nil, []recording.Event{{Time: r.endT, Vehicle: -1, Kind: recording.Lost, Name: "recording lost rows",
+			Text: fmt.Sprintf("%d rows could not be written (%v): the file does not hold the whole run", lost, r.Err())}})
+	}
 	if err := r.f.Close(); err != nil && !r.abandoned.Load() {
 		r.failed(err, 0)
 	}
@@ -424,13 +520,10 @@ func (l *Link) diagnosed(level slog.Level, msg string, args ...any) {
 	l.opt.Record.Event(recording.Event{Time: l.eventTime(), Vehicle: l.index, Kind: recording.Diagnosis, Name: "diagnosis", Text: text})
 }
 
-// eventTime is local time now, on the rows' time base.
-func (l *Link) eventTime() float64 {
-	if l.sim == nil {
-		return 0
-	}
-	return l.sim.IdleTime()
-}
+// eventTime is the time of something that happens now, on the rows' time
+// base: the latest message's simulation time (BeamNG simulates nothing
+// between two of its messages); 0 before the first.
+func (l *Link) eventTime() float64 { return l.simTime }
 
 // ErrNotRecording is returned by OpenRecording for a file that is not a
 // recording, which --record does not overwrite without --force.

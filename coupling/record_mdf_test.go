@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"beamconnect/ports"
 	"beamconnect/recording"
 	"beamconnect/recording/mdf"
+	"beamconnect/recording/mdf/mdftest"
 )
 
 // mdfRecorder records plan's run to a new MDF 4 file in dir.
@@ -170,7 +172,7 @@ func TestRecorderRowAllocsEveryFormat(t *testing.T) {
 			now := time.Now()
 			if a := testing.AllocsPerRun(5000, func() {
 				i++
-				r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+				r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 				if i%50 == 0 { // as the loop does every 250 ms
 					now = now.Add(250 * time.Millisecond)
 					r.FlushEvery(now, flushEvery)
@@ -198,7 +200,7 @@ func BenchmarkRecorderRow(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				r.Row(float64(i)*0.005+0.123456, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+				r.Row(&recording.Entry{Time: float64(i)*0.005 + 0.123456, LocalTime: float64(i)*0.005 + 0.123456, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 				if i%50 == 49 {
 					now = now.Add(250 * time.Millisecond)
 					r.FlushEvery(now, flushEvery)
@@ -225,7 +227,7 @@ func BenchmarkRecorderRow(b *testing.B) {
 // blocks, then the links and counts in place).
 func BenchmarkRecorderWrite(b *testing.B) {
 	plan := recordPlan(b)
-	layout := recording.LayoutOf(plan)
+	layout := recording.LayoutOf(plan, nil)
 	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 	ins := [][]float64{{1}, {0.25, 0}, {0}}
 	for _, format := range []string{"csv", "mdf"} {
@@ -241,7 +243,7 @@ func BenchmarkRecorderWrite(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				vals = layout.Flatten(vals, float64(i)*0.005+0.123456, 3, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+				vals = layout.Flatten(vals, &recording.Entry{Time: float64(i)*0.005 + 0.123456, LocalTime: float64(i)*0.005 + 0.123456, Status: 3, ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 				buf = w.Row(buf, 0, vals)
 				if i%50 == 49 || i == b.N-1 {
 					if _, lost, err := w.Write(buf, nil); err != nil || lost > 0 {
@@ -294,7 +296,7 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 	now := time.Now()
 	rows := func(from, to int) {
 		for i := from; i < to; i++ {
-			r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+			r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 			if i%50 == 49 {
 				now = now.Add(time.Second)
 				r.FlushEvery(now, flushEvery)
@@ -322,6 +324,65 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 	}
 }
 
+// A disk full to the end of the run: the rows that did not fit are lost,
+// and the file says so (issue 34): an event at the last row's time with how
+// many, written into the room the file keeps for it, so a conversion or a
+// plot of it is not taken for the whole run. Both readers read the file.
+func TestRecorderMDFFullToTheEnd(t *testing.T) {
+	plan := recordPlan(t)
+	path := filepath.Join(t.TempDir(), "run.mf4")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	disk := &fullFile{File: f}
+	disk.room.Store(1 << 30)
+	w, err := mdf.NewRecording(disk, recording.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRecorderOf(w, f.Name(), plan, nil)
+	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
+	ins := [][]float64{{1}, {0.25, 0}, {0}}
+	now := time.Now()
+	for i := range 400 {
+		r.Row(&recording.Entry{Time: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
+		if i%50 == 49 {
+			now = now.Add(time.Second)
+			r.FlushEvery(now, flushEvery)
+			for len(r.full) > 0 || len(r.free) < 2 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if i == 100 {
+			st, _ := f.Stat()
+			disk.room.Store(st.Size()) // full: nothing more fits
+		}
+	}
+	if err := r.Close(); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Close: %v, want the disk-full error", err)
+	}
+	mf := readMDF(t, path)
+	if got := int64(mf.Groups[0].Cycles); got != r.Written() || r.Lost() < 299 || got+r.Lost() != 400 {
+		t.Errorf("%d rows in the file, %d lost", got, r.Lost())
+	}
+	events, err := mdf.Events(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := false
+	for _, e := range events {
+		if e.Kind == recording.Lost && e.Time == 399*0.005 && strings.HasPrefix(e.Text, strconv.FormatInt(r.Lost(), 10)+" rows could not be written") {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("no event says %d rows were lost: %+v", r.Lost(), events)
+	}
+	mdftest.Agree(t, path)
+}
+
 // Memory does not grow with the run: recording five times as many rows
 // leaves the heap as it was, in either format.
 func TestRecorderMemoryFlat(t *testing.T) {
@@ -336,7 +397,7 @@ func TestRecorderMemoryFlat(t *testing.T) {
 			i := 0
 			rows := func(n int) {
 				for end := i + n; i < end; i++ {
-					r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+					r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 					if i%50 == 49 {
 						now = now.Add(250 * time.Millisecond)
 						r.FlushEvery(now, flushEvery)

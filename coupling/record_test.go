@@ -18,6 +18,7 @@ import (
 	"beamconnect/internal/wine"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
+	"beamconnect/recording"
 )
 
 // fullDisk is a file that takes `room` bytes and then fails like a full
@@ -61,7 +62,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 	ins := [][]float64{{1}, {0.25, 0}, {0}}
 	row := func(i int) {
-		r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+		r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 		r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 	}
 	for i := range 100 {
@@ -237,7 +238,7 @@ func TestRecorderBlockedDestination(t *testing.T) {
 		outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 		ins := [][]float64{{1}, {0.25, 0}, {0}}
 		for i := range 5000 {
-			r.Row(float64(i)*0.005, 0, ports.Connected, float64(i), float64(i+1), 0, outs, ins, []float64{20})
+			r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 			r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 		}
 		start := time.Now()
@@ -299,7 +300,7 @@ func TestScopeColumnUnits(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := map[string]string{}
-		for _, c := range ScopeColumns(plan) {
+		for _, c := range ScopeColumns(plan, nil) {
 			got[c.Name] = c.Unit
 		}
 		for name, unit := range tc.want {

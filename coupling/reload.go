@@ -211,8 +211,9 @@ func (st *stage) swap(r *prepared) {
 	st.fresh.reads = modelReads(st.model, r.plan)
 	st.active.Store(r.plan)
 	st.stats.inc(Reloads)
-	if st.onReload != nil {
-		st.onReload(r.plan)
+	st.useVariables(r.plan) // the commit may have changed them
+	if st.onLayout != nil {
+		st.onLayout(r.plan, st.vars.list)
 	}
 	close(r.swappedIn)
 }

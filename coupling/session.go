@@ -26,7 +26,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,7 @@ import (
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/quality"
+	"beamconnect/recording"
 	"beamconnect/timesync"
 )
 
@@ -46,6 +49,10 @@ const stallGap = 2300 * time.Millisecond
 // so BeamNG goes back to lockstep instead of keeping a standing backlog. A
 // reply later than this is not sent: BeamNG gave up on it.
 const RebaseGap = 1900 * time.Millisecond
+
+// DefaultBindTimeout is how long run retries a local address it cannot
+// bind before it gives up.
+const DefaultBindTimeout = 10 * time.Second
 
 // idleStep is how long a read waits before the loop looks around (the
 // directive, silence, overdue contracts) and steps the model without new
@@ -92,6 +99,12 @@ type Options struct {
 	// Listen binds a vehicle's local address; nil binds UDP sockets
 	// (ListenUDP). Tests bind in memory (ListenMem).
 	Listen Listen
+	// BindTimeout is how long a vehicle's local address may fail to bind
+	// (a busy port, an address not of this machine) before the run gives
+	// up with the error: 0 is DefaultBindTimeout, negative retries for as
+	// long as the directive asks (VS Connect's perpetual reconnect). A
+	// socket that fails after it was bound is bound again without limit.
+	BindTimeout time.Duration
 	// LogLoss, when set, says how many log records were dropped and how
 	// many log writes failed (a slow or broken stderr): counted with the
 	// run's counters, not a fault of the coupling.
@@ -131,6 +144,9 @@ func New(opt Options) (*Session, error) {
 	if opt.Silence <= 0 {
 		opt.Silence = max(time.Second, 3*seconds(p.Period))
 	}
+	if opt.BindTimeout == 0 {
+		opt.BindTimeout = DefaultBindTimeout
+	}
 	opt.BusyPoll = opt.BusyPoll || p.BusyPoll
 	if opt.Listen == nil {
 		opt.Listen = udpListen(opt.BusyPoll, opt.Log)
@@ -154,14 +170,15 @@ func New(opt Options) (*Session, error) {
 	for _, l := range s.links {
 		s.stage.statuses = append(s.stage.statuses, &l.status)
 	}
-	s.stage.onReload = func(p *ports.Plan) {
+	s.stage.onLayout = func(p *ports.Plan, vars []models.Variable) {
 		if opt.Record != nil {
-			opt.Record.Header(p)
+			opt.Record.Layout(p, vars)
 		}
 		if opt.Scope != nil {
-			opt.Scope.SetColumns(ScopeColumns(p))
+			opt.Scope.SetColumns(ScopeColumns(p, vars))
 		}
 	}
+	s.stage.onLayout(p, s.stage.vars.list)
 	return s, nil
 }
 
@@ -201,18 +218,31 @@ func (s *Session) Bind() error {
 }
 
 // Run drives every vehicle's link until ctx ends, each on its own
-// goroutine, and then leaves BeamNG with neutral controls.
+// goroutine, and then leaves BeamNG with neutral controls. A link that
+// gives up (its address never bound within Options.BindTimeout) ends the
+// run of every link, with its error.
 func (s *Session) Run(ctx context.Context) error {
 	s.stage.begin()
 	defer s.stage.end()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.links))
 	for i, l := range s.links {
-		wg.Go(func() { errs[i] = l.run(ctx) })
+		wg.Go(func() {
+			if errs[i] = l.run(ctx); errs[i] != nil {
+				stop()
+			}
+		})
 	}
 	wg.Wait()
-	if s.opt.Record != nil {
-		s.opt.Record.Close()
+	if r := s.opt.Record; r != nil {
+		if faults := s.Faults(); len(faults) > 0 {
+			// The file says how the run went: plotted or converted, a run
+			// with faults is not taken for a good one.
+			r.Event(recording.Event{Time: math.NaN(), Vehicle: -1, Kind: recording.Faults, Name: "run ended with faults", Text: strings.Join(faults, "; ")})
+		}
+		r.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -52,9 +52,16 @@ type stage struct {
 	active  atomic.Pointer[ports.Plan]
 	running bool   // a run is in progress (under mu)
 	stats   *Stats // the run's counters
-	// onReload, when set, hears of every plan swapped in (the recording's
-	// header, the scope's columns), under the lock.
-	onReload func(*ports.Plan)
+	// onLayout, when set, hears of every plan swapped in and every change
+	// of the model's variables (the recording's layout, the scope's
+	// columns), under the lock.
+	onLayout func(*ports.Plan, []models.Variable)
+	// vars are the model's own variables; modelVals their values at the
+	// latest message (those with columns of their own), modelGroup them as
+	// a group of the scope's samples.
+	vars       variables
+	modelVals  []float64
+	modelGroup [][]float64
 	// loops are beamng.quality's control loops (under mu), published in
 	// shown for readers.
 	loops *controlLoops
@@ -79,6 +86,9 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 	st.ender, _ = m.(models.Ender)
 	st.loops = &controlLoops{}
 	st.shown.Store(st.loops)
+	st.vars.sampler, _ = m.(models.Sampler)
+	st.vars.late, _ = m.(models.LateSampler)
+	st.useVariables(p)
 	return st
 }
 

@@ -29,6 +29,7 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	st := l.enter()
 	replyID := l.ids.next(id, &l.lockstep)
 	mt := st.place(l.index, id, l.restarted)
+	l.simTime = st.clock.axis(mt) // the recording's time of this message
 	l.restarted = false
 	if whole {
 		st.capture(l.index, &l.slots, l.msg)
@@ -38,7 +39,7 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	why, ok := ShortMessages, false
 	if whole {
 		why, ok = st.step(l.index, id, mt)
-		st.loops.observe(l.index, t, st.outs, st.ins)
+		st.loops.observe(l.index, mt, st.outs, st.ins) // judged in simulation time
 	}
 	if ok {
 		l.fillReply(id)

@@ -2,11 +2,16 @@
 """A model in another process: beamconnect's "exec" model protocol.
 
 beamconnect writes one line per BeamNG message: "t status o1 o2 ...", the
-local time, the connection status and every output port element; it first
-sends a "# columns: ..." line naming them. This program answers one line:
-"directive i1 i2 ...", the connection directive (1: stay connected) and
-every input port element. Here: a PI speed controller on the pedals, the
-same as the built-in cruise-pedals model.
+simulation time, the connection status and every output port element; it
+first sends a "# columns: ..." line naming them. This program answers one
+line: "directive i1 i2 ...", the connection directive (1: stay connected)
+and every input port element. Here: a PI speed controller on the pedals,
+the same as the built-in cruise-pedals model.
+
+It names what it answers with a "# columns:" line of its own: "-" keeps the
+config's names for the directive and the inputs, and two values it appends
+to every answer, its speed error and integral, are recorded and shown under
+its names and units (model.speedError, model.integral), not sent to BeamNG.
 """
 import sys
 
@@ -23,6 +28,8 @@ for line in sys.stdin:
         left, right = line[len("# columns:"):].split("|")
         outputs = left.split()  # "t", "status", then the output elements
         inputs = right.split()  # "directive", then the input elements
+        names = " ".join("-" for _ in inputs)  # the config's names, kept
+        print(f"# columns: {names} speedError[m/s] integral[m]", flush=True)
         continue
     if not line or line.startswith("#"):
         continue
@@ -37,4 +44,6 @@ for line in sys.stdin:
         throttle, brake = max(0.0, u), max(0.0, -u)
     last_t = t
     answer = {"directive": 1.0, "throttle": throttle, "brake": brake, "driveMode": 0.0}
-    print(" ".join(repr(answer.get(name, float("nan"))) for name in inputs), flush=True)
+    error = SET_SPEED - values.get("groundspeed", 0.0)
+    line = [answer.get(name, float("nan")) for name in inputs] + [error, integral]
+    print(" ".join(repr(x) for x in line), flush=True)

@@ -1,6 +1,6 @@
 // Package models is the contract of what stands where the Simulink model
 // stood: the Model interface and the optional ones the coupling looks for
-// (Idler, Rebinder, Reader, Faulter, Tallier, Reporter, Closer), a model's
+// (Idler, Rebinder, Reader, Faulter, Tallier, Reporter, Sampler, Closer), a model's
 // Params and the Findings about them, and "hold", the model that writes
 // nothing, and what every kind of model is built from. The models
 // themselves live below: models/builtin (the built-in controllers),

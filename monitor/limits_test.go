@@ -41,7 +41,7 @@ func loggingServerWith(t testing.TB, tune func(*Server), opts func(*coupling.Opt
 	src = bytes.Replace(src, []byte(`"$schema": "../schemas/config.schema.json",`), nil, 1)
 	os.WriteFile(path, src, 0o644)
 	plan := portstest.Load(t, path)
-	cols := coupling.ScopeColumns(plan)
+	cols := coupling.ScopeColumns(plan, nil)
 	capacity := min(500*130, (4<<20)/len(cols))
 	ring := scope.New(cols, capacity, 1)
 	row := make([]float64, len(cols))
@@ -245,7 +245,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	io.WriteString(idle, "GET /api/state HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.WriteString(idle, "GET /api/state HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%v %v", err, resp)

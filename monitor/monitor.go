@@ -39,6 +39,11 @@ type Options struct {
 	// Config is the config file's text as the run started with it.
 	Config []byte
 	Log    *slog.Logger
+	// Hosts are further names the page answers to (run --http-host), as
+	// a Host header says them: rig-pc.lab or rig-pc.lab:8080. It always
+	// answers to the addresses it is bound to and this machine's, and to
+	// localhost.
+	Hosts []string
 }
 
 // Server is the monitor of one run.
@@ -59,6 +64,7 @@ type Server struct {
 	rates   []rate
 
 	limits    limits
+	hosts     *hostCheck                    // the names requests may come to
 	streams   gate                          // /events streams open and refused
 	listener  atomic.Pointer[limitListener] // while serving
 	backlogMu sync.Mutex                    // one backlog encoded at a time
@@ -99,7 +105,7 @@ func New(o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opt: o, start: time.Now(), log: log, config: o.Config, limits: defaultLimits}
+	s := &Server{opt: o, start: time.Now(), log: log, config: o.Config, limits: defaultLimits, hosts: newHostCheck(o.Hosts)}
 	s.rates = make([]rate, len(o.Session.Links()))
 	for i, l := range o.Session.Links() {
 		s.StatusChanged(i, l.Status()) // where each starts
@@ -156,6 +162,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/layout", s.serveLayout)
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hosts.allowed(r.Host) {
+			// A name that is not this machine's: DNS rebinding, a page of
+			// another site that made its name point here, must not read
+			// the config.
+			http.Error(w, s.hosts.refusal(r.Host), http.StatusForbidden)
+			return
+		}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'")
 		mux.ServeHTTP(w, r)
@@ -189,6 +202,9 @@ func Listen(addr string) (net.Listener, error) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ll := newLimitListener(ln, s.limits.conns)
 	s.listener.Store(ll)
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.hosts.add(a.IP.String())
+	}
 	// The requests' context: the streams outlive ctx by endGrace.
 	streams, stopStreams := context.WithCancel(context.Background())
 	defer stopStreams()

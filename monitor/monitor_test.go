@@ -48,7 +48,7 @@ func newRig(t testing.TB, steps int64) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{plan: plan}
-	ring := scope.New(coupling.ScopeColumns(plan), 20000, 1)
+	ring := scope.New(coupling.ScopeColumns(plan, nil), 20000, 1)
 	r.s, err = coupling.New(coupling.Options{Plan: plan, Model: m, Local: loopback, Scope: ring,
 		OnStatus: func(v int, s ports.Status) {
 			if r.srv != nil {
@@ -210,9 +210,10 @@ func TestEventsCarryThePlan(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	want := []string{"status", "out1.groundspeed", "out2.throttle", "out2.brake", "out3.rpm", "out3.gear", "out4.time", "out4.serial_number",
-		"directive", "in1.throttle", "in1.brake", "in2.driveMode", "setpoint:out1.groundspeed"}
+		"directive", "in1.throttle", "in1.brake", "in2.driveMode", "setpoint:out1.groundspeed",
+		"model.setSpeed", "model.speedError", "model.pedal", "model.integral"}
 	if !slices.Equal(names, want) {
-		t.Errorf("columns %q, want the plan's %q", names, want)
+		t.Errorf("columns %q, want the plan's and the model's %q", names, want)
 	}
 	if len(speeds) < 50 || speeds[len(speeds)-1] <= speeds[0] {
 		t.Errorf("groundspeed samples %v…: want the car accelerating", speeds[:min(len(speeds), 5)])
@@ -266,7 +267,7 @@ func TestStalledClient(t *testing.T) {
 func stall(t testing.TB, r *rig, n int) {
 	t.Helper()
 	vals := make([][]float64, 1)
-	vals[0] = make([]float64, len(coupling.ScopeColumns(r.plan)))
+	vals[0] = make([]float64, len(coupling.ScopeColumns(r.plan, nil)))
 	for i := range 20000 {
 		r.srv.opt.Ring.Push(float64(i)*0.002, vals)
 	}
@@ -288,7 +289,7 @@ func stalledClient(t testing.TB, url string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	return conn
 }
 
@@ -484,6 +485,7 @@ func TestEventsFollowALayoutChange(t *testing.T) {
 	if name, _ := readEvent(t, ev); name != "layout" {
 		t.Fatalf("first event %q, want the layout", name)
 	}
+	gen := ring.Layout().Generation + 1
 	ring.SetColumns([]scope.Column{{Name: "status", Port: "out0"}, {Name: "out1.rpm", Port: "out1"}})
 	ring.Push(1.5, [][]float64{{3}, {900}})
 	var l scope.Layout
@@ -499,10 +501,10 @@ func TestEventsFollowALayoutChange(t *testing.T) {
 				V [][]float64
 			}
 			json.Unmarshal(data, &s)
-			if l.Generation != 2 || len(l.Columns) != 2 || l.Columns[1].Name != "out1.rpm" {
+			if l.Generation != gen || len(l.Columns) != 2 || l.Columns[1].Name != "out1.rpm" {
 				t.Fatalf("samples before the new layout: layout %+v", l)
 			}
-			if s.G != 2 || len(s.V) != 2 || s.V[1][0] != 900 || s.T[0] != 1.5 {
+			if s.G != gen || len(s.V) != 2 || s.V[1][0] != 900 || s.T[0] != 1.5 {
 				t.Fatalf("samples %+v", s)
 			}
 			return

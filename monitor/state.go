@@ -38,7 +38,7 @@ type vehicleState struct {
 	Name            string  `json:"name"`
 	Status          int     `json:"status"`
 	StatusText      string  `json:"status_text"`
-	Time            float64 `json:"time_s"`
+	Time            float64 `json:"time_s"` // local time (the run's time base)
 	Messages        int64   `json:"messages"`
 	Replies         int64   `json:"replies"`
 	Rate            float64 `json:"messages_per_s"`
@@ -104,10 +104,17 @@ func (s *Server) sample(now time.Time) {
 		}
 		st.Vehicles = append(st.Vehicles, vs)
 	}
-	st.Problems = append(st.Problems, sess.Problems()...)
+	faults := sess.Problems()
+	st.Problems = append(st.Problems, faults...)
 	st.Control = sess.Control()
 	if st.Ended {
 		st.Control = sess.FinalControl()
+	}
+	if len(faults) > 0 {
+		// The page never calls a loop good in a run with faults.
+		for i := range st.Control {
+			st.Control[i] = st.Control[i].InFaultedRun(faults[0])
+		}
 	}
 	st.Healthy = len(st.Problems) == 0
 	s.mu.Lock()

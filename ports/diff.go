@@ -80,6 +80,9 @@ func Diff(old, new *Plan) Changes {
 			live("messages in flight%s %d → %d (BeamNG keeps the window it was started with)", vehicleLabel(new.Vehicles[i].Name), o, n)
 		}
 	}
+	if old.FailOnControl != new.FailOnControl {
+		live("beamng.failOn control: %v → %v", old.FailOnControl, new.FailOnControl)
+	}
 	if !reflect.DeepEqual(old.Quality, new.Quality) {
 		live("beamng.quality: %s → %s", loopsText(old.Quality), loopsText(new.Quality))
 	}

@@ -162,6 +162,9 @@ type Plan struct {
 	Contracts    []Contract
 	// Quality lists the controlled quantities of beamng.quality.
 	Quality []Loop
+	// FailOnControl is beamng.failOn's "control" (run --fail-on control
+	// too): a control verdict other than good makes the exit status 4.
+	FailOnControl bool
 
 	csvPaths []string // the config's CSVPaths
 }
@@ -179,21 +182,22 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		return nil, errors.New("ports: config is not a checked config (use config.Load)")
 	}
 	p := &Plan{
-		Source:       cfg.File,
-		Config:       cfg.Text,
-		csvPaths:     cfg.CSVPaths(),
-		Protocol:     cfg.Protocol,
-		ReplyID:      cfg.ReplyID,
-		TimeDilation: cfg.TimeDilation,
-		PhysicsDt:    cfg.PhysicsDt,
-		Period:       cfg.Period,
-		PingTime:     cfg.PingTime,
-		SendSkips:    beamng.SendSkips(cfg.Period, cfg.PhysicsDt),
-		DebugFile:    cfg.DebugFile,
-		BusyPoll:     cfg.BusyPoll,
-		Model:        cfg.Model,
-		ModelParams:  cfg.ModelParams,
-		ModelTimeout: cfg.ModelTimeout,
+		Source:        cfg.File,
+		Config:        cfg.Text,
+		csvPaths:      cfg.CSVPaths(),
+		Protocol:      cfg.Protocol,
+		ReplyID:       cfg.ReplyID,
+		TimeDilation:  cfg.TimeDilation,
+		PhysicsDt:     cfg.PhysicsDt,
+		Period:        cfg.Period,
+		PingTime:      cfg.PingTime,
+		SendSkips:     beamng.SendSkips(cfg.Period, cfg.PhysicsDt),
+		DebugFile:     cfg.DebugFile,
+		BusyPoll:      cfg.BusyPoll,
+		Model:         cfg.Model,
+		ModelParams:   cfg.ModelParams,
+		ModelTimeout:  cfg.ModelTimeout,
+		FailOnControl: cfg.FailOnControl,
 		Inputs: []Port{{Number: 0, Dir: beamng.ToBeamNG, Contract: -1, Width: 1, Fields: []Field{
 			{Name: "directive", Source: DirectiveSource, Width: 1, Initial: 1},
 		}}},

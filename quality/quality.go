@@ -39,6 +39,9 @@ const (
 	NotSettled = "not settled" // the run ended before the loop settled
 	Good       = "good"        // settled, and held the setpoint since
 	Poor       = "poor"        // settled, then strayed or oscillated
+	// Faulted is a loop that held its setpoint in a run with faults: its
+	// controls were not all the model's, so it is not called good.
+	Faulted = "held, in a run with faults"
 )
 
 // strayFactor bounds the error after settling in a good loop: within this
@@ -280,6 +283,17 @@ func (r *Report) judge(settled, final bool) {
 	default:
 		r.Verdict, r.Why = Good, fmt.Sprintf("settled after %s s and held within %s since", num(r.SettledAfter), band)
 	}
+}
+
+// InFaultedRun is the report of a loop in a run with faults (why says
+// which): a loop that held its setpoint is Faulted, not good; other
+// verdicts stay.
+func (r Report) InFaultedRun(why string) Report {
+	if r.Verdict == Good {
+		r.Verdict = Faulted
+		r.Why += "; but the run had faults (" + why + "), so it is not judged good"
+	}
+	return r
 }
 
 // Line is the report as the summary prints it: the verdict and why, then

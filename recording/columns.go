@@ -8,16 +8,23 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/contracts"
+	"beamconnect/models"
 	"beamconnect/ports"
 )
 
 // Layout is the columns of a recording's rows, the same in every format:
-// time, the vehicle (with several vehicles), status, id, reply_id, reloads,
-// every output port's values, the directive, every input port's values.
-// A row is a value per column (NaN for the vehicle column).
+// time (BeamNG's simulation time), the vehicle (with several vehicles),
+// status, id, reply_id, reloads, local_time, every output port's values,
+// the directive, every input port's values, the setpoints of
+// beamng.quality's loops, then the model's own variables. A row is a value
+// per column (NaN for the vehicle column).
 type Layout struct {
 	Vehicles []string // the vehicles' names; one vehicle: one name, maybe ""
 	Columns  []Column
+	// Sampled are, for each model column in order, the index of its
+	// variable in the list LayoutOf was given: a row's model values are
+	// those variables' values (Entry.Model).
+	Sampled []int
 }
 
 // Column is one column: its name as a CSV header writes it, and what a
@@ -41,20 +48,26 @@ type Role uint8
 
 const (
 	Field    Role = iota // a port's value
-	Time                 // the row's time: local time of the message, s
+	Time                 // the row's time: BeamNG's simulation time of the message, s
 	Vehicle              // the vehicle the row is for
-	Own                  // the row's vehicle's: status, id, reply_id, reloads, directive
+	Own                  // the row's vehicle's: status, id, reply_id, reloads, local_time, directive
 	Setpoint             // a setpoint of beamng.quality's loops, after the ports: setpoint:out1.groundspeed
+	Model                // a variable of the model's own, after the setpoints: model.der(h)
 )
+
+// ModelPrefix starts the column of a model's variable that drives no
+// field: model.der(h) is the model's der(h).
+const ModelPrefix = "model."
 
 // The comments of the columns every recording has.
 var ownComments = map[string]string{
-	"time":      "local time of the message, on the run's time base (the summary's and the plot's), s",
-	"status":    "connection status (port 0 out): 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting",
-	"id":        "BeamNG's message id",
-	"reply_id":  "the id of beamconnect's reply to the message",
-	"reloads":   "config reloads applied so far",
-	"directive": "connection directive (port 0 in): 0 disconnect, otherwise connect",
+	"time":       "BeamNG's simulation time of the message (its id × the send period; after BeamNG restarted its coupling it goes on from where it was), s",
+	"local_time": "local time of the message, on the run's time base (the summary's): from the start of the run, or BeamNG's time when BeamNG is the time master, s",
+	"status":     "connection status (port 0 out): 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting",
+	"id":         "BeamNG's message id",
+	"reply_id":   "the id of beamconnect's reply to the message",
+	"reloads":    "config reloads applied so far",
+	"directive":  "connection directive (port 0 in): 0 disconnect, otherwise connect",
 }
 
 // Several reports whether the rows are of several vehicles (a vehicle
@@ -78,14 +91,38 @@ func (l *Layout) Equal(o *Layout) bool {
 	})
 }
 
+// ImpliedUnit is the unit a column's name implies (BeamNG's catalogues,
+// by the field's name), "" for none; a column whose Unit differs (a
+// model's variable) carries its unit in a CSV header: "in1.h [m]".
+func (l *Layout) ImpliedUnit(c *Column) string {
+	switch c.Role {
+	case Time:
+		return "s"
+	case Vehicle:
+		return ""
+	case Own:
+		if c.Name == "local_time" {
+			return "s"
+		}
+		return ""
+	}
+	if n, ok := ParseName(c.Name, l.Several()); ok {
+		return n.Unit()
+	}
+	return ""
+}
+
 // VehicleIndex is the index of a vehicle's name, -1 when it has none.
 func (l *Layout) VehicleIndex(name string) int { return slices.Index(l.Vehicles, name) }
 
-// LayoutOf is the layout of a run of plan: the columns named as they have
-// always been (out3.wheelspeed, in2.throttle, and with several vehicles
-// out3.lead.wheelspeed), each with its unit and what it is, from BeamNG's
-// catalogue or the Gen 2 CSV.
-func LayoutOf(plan *ports.Plan) *Layout {
+// LayoutOf is the layout of a run of plan with a model whose own
+// variables are vars (models.Sampler; nil for none): the ports' columns
+// named by port and field (out3.wheelspeed, in2.throttle, and with several
+// vehicles out3.lead.wheelspeed), each with its unit and what it is, from
+// BeamNG's catalogue or the Gen 2 CSV; a field a model's variable drives
+// named after the variable, with its unit and description (in1.h, m); the
+// variables that drive no field in columns of their own (model.der(h)).
+func LayoutOf(plan *ports.Plan, vars []models.Variable) *Layout {
 	l := &Layout{}
 	for _, v := range plan.Vehicles {
 		l.Vehicles = append(l.Vehicles, v.Name)
@@ -98,11 +135,77 @@ func LayoutOf(plan *ports.Plan) *Layout {
 	l.own("id", Own, true)
 	l.own("reply_id", Own, false)
 	l.own("reloads", Own, true)
+	l.own("local_time", Own, true)
 	l.fields(plan, beamng.FromBeamNG)
 	l.own("directive", Own, false)
 	l.fields(plan, beamng.ToBeamNG)
 	l.setpoints(plan)
+	l.variables(plan, vars)
 	return l
+}
+
+// variables names the fields the model's variables drive after them, and
+// adds a column for each of the others.
+func (l *Layout) variables(plan *ports.Plan, vars []models.Variable) {
+	taken := map[string]bool{}
+	for _, c := range l.Columns {
+		taken[c.Name] = true
+	}
+	unique := func(name string) string {
+		for k := 2; taken[name]; k++ {
+			name = strings.TrimSuffix(name, "#"+strconv.Itoa(k-1)) + "#" + strconv.Itoa(k)
+		}
+		taken[name] = true
+		return name
+	}
+	renamed := map[models.Ref]bool{}
+	for i, v := range vars {
+		desc := v.Description
+		what := "the model's " + v.Kind + " " + strconv.Quote(v.Name)
+		if v.Kind == "" {
+			what = "the model's " + strconv.Quote(v.Name)
+		}
+		if v.Drives {
+			c := l.fieldAt(v.At)
+			if c == nil || renamed[v.At] {
+				continue // no such field (not expected), or another variable's
+			}
+			renamed[v.At] = true
+			prefix := "in" + strconv.Itoa(c.Port) + "."
+			if l.Several() {
+				prefix += plan.Vehicles[c.Vehicle].Name + "."
+			}
+			delete(taken, c.Name)
+			sent := c.Comment
+			c.Name = unique(prefix + v.Name)
+			if v.Unit != "" {
+				c.Unit = v.Unit
+			}
+			c.Comment = joinComment(desc, what+", sent to BeamNG as "+sent)
+			continue
+		}
+		l.Columns = append(l.Columns, Column{Name: unique(ModelPrefix + v.Name), Unit: v.Unit, Role: Model, Vehicle: -1,
+			Elem: -1, Comment: joinComment(desc, what)})
+		l.Sampled = append(l.Sampled, i)
+	}
+}
+
+// fieldAt is the column of input port element at, nil for none.
+func (l *Layout) fieldAt(at models.Ref) *Column {
+	for i := range l.Columns {
+		c := &l.Columns[i]
+		if c.Role == Field && !c.Out && c.Port == at.Port && c.Elem == at.Elem {
+			return c
+		}
+	}
+	return nil
+}
+
+func joinComment(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " (" + b + ")"
 }
 
 // setpoints adds a column per loop of beamng.quality, in its order, named
@@ -131,7 +234,7 @@ func (l *Layout) setpoints(plan *ports.Plan) {
 
 func (l *Layout) own(name string, role Role, out bool) {
 	unit := ""
-	if role == Time {
+	if role == Time || name == "local_time" {
 		unit = "s"
 	}
 	l.Columns = append(l.Columns, Column{Name: name, Unit: unit, Comment: ownComments[name], Role: role, Vehicle: -1, Out: out, Elem: -1})
@@ -233,24 +336,32 @@ func name(plan *ports.Plan, v int) string {
 }
 
 // LayoutOfHeader is the layout of a CSV header row's columns: the
-// vehicles from the names, units as Name.Unit finds them, meanings from
-// BeamNG's catalogue where the name is there.
+// vehicles from the names, units as the header gives them ("in1.h [m]")
+// or Name.Unit finds them, meanings from BeamNG's catalogue where the name
+// is there.
 func LayoutOfHeader(h *Header) *Layout {
 	l := &Layout{}
 	several := h.Vehicle >= 0
 	for i, col := range h.Columns {
-		c := Column{Name: col, Vehicle: -1, Comment: ownComments[col]}
+		c := Column{Name: col, Vehicle: -1, Elem: -1, Comment: ownComments[col]}
 		switch {
 		case i == 0:
 			c.Role, c.Unit = Time, "s"
 		case i == h.Vehicle:
 			c.Role = Vehicle
 		case ownComments[col] != "":
-			c.Role, c.Out = Own, col == "status" || col == "id" || col == "reloads"
+			c.Role, c.Out = Own, col == "status" || col == "id" || col == "reloads" || col == "local_time"
+			if col == "local_time" {
+				c.Unit = "s"
+			}
 		default:
 			n, ok := ParseName(col, several)
 			if !ok {
 				c.Role = Own // a column of no port: kept, as the row's
+				break
+			}
+			if n.Port == ModelPort {
+				c.Role = Model
 				break
 			}
 			c.Role, c.Unit, c.Out = Field, n.Unit(), strings.HasPrefix(n.Port, "out")
@@ -272,6 +383,9 @@ func LayoutOfHeader(h *Header) *Layout {
 				c.Comment = signalComment(s)
 			}
 		}
+		if i < len(h.Units) && h.Units[i] != "" {
+			c.Unit = h.Units[i]
+		}
 		l.Columns = append(l.Columns, c)
 	}
 	if !several {
@@ -280,21 +394,45 @@ func LayoutOfHeader(h *Header) *Layout {
 	return l
 }
 
+// Entry is what one message's row is made of.
+type Entry struct {
+	Time      float64 // BeamNG's simulation time of the message, s
+	LocalTime float64 // its local time, s
+	Vehicle   int     // whose message it is: an index into the layout's Vehicles
+	Status    int     // the connection status (ports.Status)
+	ID        float64 // BeamNG's message id
+	ReplyID   float64
+	Reloads   int64
+	// Outputs and Inputs are the port vectors (port 0 first), Setpoints
+	// the setpoints of beamng.quality's loops, Model the values of the
+	// model's variables that have columns of their own (Layout.Sampled's
+	// order).
+	Outputs, Inputs [][]float64
+	Setpoints       []float64
+	Model           []float64
+	// VariablesPending says the model has not named its variables yet (a
+	// program that has not spoken): a recorder may hold the row back until
+	// it has (models.LateSampler).
+	VariablesPending bool
+}
+
 // Flatten appends a row's values in the layout's order: the time, the
-// vehicle column (NaN), status, id, reply_id, reloads, the output ports
-// after port 0, the input ports (port 0, the directive, first), then the
-// setpoints.
-func (l *Layout) Flatten(vals []float64, t float64, status int, id, replyID float64, reloads int64, outs, ins [][]float64, set []float64) []float64 {
-	vals = append(vals[:0], t)
+// vehicle column (NaN), status, id, reply_id, reloads, local_time, the
+// output ports after port 0, the input ports (port 0, the directive,
+// first), the setpoints, the model's variables. It allocates nothing once
+// vals has room.
+func (l *Layout) Flatten(vals []float64, e *Entry) []float64 {
+	vals = append(vals[:0], e.Time)
 	if l.Several() {
 		vals = append(vals, math.NaN())
 	}
-	vals = append(vals, float64(status), id, replyID, float64(reloads))
-	for _, p := range outs[1:] {
+	vals = append(vals, float64(e.Status), e.ID, e.ReplyID, float64(e.Reloads), e.LocalTime)
+	for _, p := range e.Outputs[1:] {
 		vals = append(vals, p...)
 	}
-	for _, p := range ins {
+	for _, p := range e.Inputs {
 		vals = append(vals, p...)
 	}
-	return append(vals, set...)
+	vals = append(vals, e.Setpoints...)
+	return append(vals, e.Model...)
 }

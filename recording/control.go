@@ -15,21 +15,26 @@ import (
 // the config gave is not in the recording).
 type loops struct {
 	list []*loop
-	// the current header's: each loop's measured and setpoint columns
+	// the current header's: each loop's measured and setpoint columns,
+	// and the id column
 	at [][2]int
+	id int
 }
 
 type loop struct {
 	name     string // the measured column
 	setpoint string
 	vehicle  string
+	opts     quality.Options
 	track    *quality.Tracker
+	lastID   float64 // BeamNG's id at its vehicle's last row
 }
 
 // header finds the loops of a header row, new ones and those of earlier
 // headers alike.
 func (ls *loops) header(h *Header) {
 	ls.at = ls.at[:0]
+	ls.id = slices.Index(h.Columns, "id")
 	several := h.Vehicle >= 0
 	for i, c := range h.Columns {
 		n, ok := ParseName(c, several)
@@ -53,7 +58,7 @@ func (ls *loops) header(h *Header) {
 			if o.Unit == "rad" {
 				o.Wrap = 2 * math.Pi
 			}
-			ls.list = append(ls.list, &loop{name: measured, setpoint: c, vehicle: n.Vehicle, track: quality.New(o)})
+			ls.list = append(ls.list, &loop{name: measured, setpoint: c, vehicle: n.Vehicle, opts: o, track: quality.New(o), lastID: math.NaN()})
 			k = len(ls.list) - 1
 		}
 		for len(ls.at) <= k {
@@ -64,12 +69,21 @@ func (ls *loops) header(h *Header) {
 }
 
 // row takes one row: a loop compares its measured value with its setpoint
-// on its vehicle's rows.
+// on its vehicle's rows. BeamNG's ids starting over (its coupling started
+// again, the model with it) start the loop's figures over, as the run's
+// own judging does (the recording's time goes on there).
 func (ls *loops) row(r *Row) {
 	for k, at := range ls.at {
 		l := ls.list[k]
 		if at[0] < 0 || l.vehicle != "" && r.Vehicle != l.vehicle {
 			continue
+		}
+		if ls.id >= 0 {
+			id := r.Values[ls.id]
+			if id < l.lastID {
+				l.track = quality.New(l.opts)
+			}
+			l.lastID = id
 		}
 		l.track.Observe(r.Time(), r.Values[at[0]], r.Values[at[1]])
 	}
@@ -86,11 +100,15 @@ func (ls *loops) reports() []quality.Report {
 	return out
 }
 
-// control is the verdict on each loop whose measured value is drawn.
+// control is the verdict on each loop whose measured value is drawn; in
+// a run with faults none is good.
 func (p *plot) control() []quality.Report {
 	var out []quality.Report
 	for _, r := range p.loops.reports() {
 		if p.byName[r.Signal] != nil {
+			if len(p.faults) > 0 {
+				r = r.InFaultedRun(p.faults[0])
+			}
 			out = append(out, r)
 		}
 	}
@@ -120,7 +138,7 @@ func columnChanges(old, new []string) string {
 		parts = append(parts, "removed "+list(removed))
 	}
 	if len(parts) == 0 {
-		return "the ports unchanged (model parameters or other settings)"
+		return "the columns unchanged (model parameters or other settings)"
 	}
 	return strings.Join(parts, ", ")
 }

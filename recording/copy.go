@@ -3,6 +3,8 @@ package recording
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 )
 
 // Span is what a first reading of a recording finds: how many rows and
@@ -46,15 +48,16 @@ func containsString(list []string, s string) bool {
 }
 
 // Copy writes src's rows with dst, as measured by span: a header as
-// src's, a row per row; every header after the first is a reload (an
-// event for formats that keep them). It writes every flush bytes and at
-// the end, and closes dst.
-func Copy(dst Writer, src Source, span Span, flush int) (rows int64, err error) {
+// src's, a row per row; a row whose reloads column counts more than the
+// row before is a reload (an event for formats that keep them), and so are
+// src's events (Events, for formats that keep them). It writes every flush
+// bytes and at the end, and closes dst.
+func Copy(dst Writer, src Source, span Span, flush int, given []Event) (rows int64, err error) {
 	var buf []byte
-	var events []Event
+	events := append([]Event(nil), given...)
 	var lay *Layout
 	headers := 0
-	reload := false
+	reloadsCol, lastReloads := -1, math.NaN()
 	write := func() error {
 		n, lost, err := dst.Write(buf, events)
 		rows += n
@@ -76,14 +79,17 @@ func Copy(dst Writer, src Source, span Span, flush int) (rows int64, err error) 
 				}
 			}
 		}
-		reload = headers > 0
+		reloadsCol = slices.Index(h.Columns, "reloads")
 		headers++
 		buf = dst.Header(buf, lay)
 		return nil
 	}, func(h *Header, r *Row) error {
-		if reload {
-			events = append(events, Event{Time: r.Time(), Vehicle: -1, Kind: Reload, Name: "reload", Text: "a new header row in the recording"})
-			reload = false
+		if reloadsCol >= 0 {
+			n := r.Values[reloadsCol]
+			if n > lastReloads && len(given) == 0 {
+				events = append(events, Event{Time: r.Time(), Vehicle: -1, Kind: Reload, Name: "reload", Text: "the reloads column counts " + strconv.FormatFloat(n, 'f', -1, 64)})
+			}
+			lastReloads = n
 		}
 		v := 0
 		if lay.Several() {

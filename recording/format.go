@@ -30,6 +30,8 @@ type Format struct {
 	Seekable bool
 	Create   func(f *os.File, o Options) (Writer, error)
 	Open     func(path string) (Source, error)
+	// Events, for a format that keeps them, reads a recording's events.
+	Events func(path string) ([]Event, error)
 }
 
 // Options are what a format may keep of the run besides its rows.
@@ -115,6 +117,22 @@ func Open(path string) (Source, error) {
 	return format.Open(path)
 }
 
+// Events reads the events of the recording at path: none for a format
+// that keeps none (CSV).
+func Events(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	if format := Detect(head[:n]); format != nil && format.Events != nil {
+		return format.Events(path)
+	}
+	return nil, nil
+}
+
 // The header rows a CSV recording starts with: a file that starts so is
 // a recording, which --record may replace.
 const (
@@ -125,10 +143,18 @@ const (
 var csvFormat = &Format{
 	Name: "csv",
 	Exts: []string{".csv", ".txt"},
-	Is: func(head []byte) bool {
-		return bytes.HasPrefix(head, []byte(csvHeader)) || bytes.HasPrefix(head, []byte(csvFleetHeader))
+	Is:   isCSV,
+	Create: func(f *os.File, _ Options) (Writer, error) {
+		c := NewCSV(f)
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			path := f.Name()
+			if err := removeContinuations(path); err != nil {
+				return nil, err
+			}
+			c.Next = func(n int) (io.Writer, error) { return createContinuation(path, n) }
+		}
+		return c, nil
 	},
-	Create: func(f *os.File, _ Options) (Writer, error) { return NewCSV(f), nil },
 	Open: func(path string) (Source, error) {
 		return CSVSource(path, func() (io.ReadCloser, error) { return os.Open(path) }), nil
 	},
@@ -136,14 +162,77 @@ var csvFormat = &Format{
 
 func init() { Register(csvFormat) }
 
-// CSVSource reads the CSV recording open opens, named file in errors.
+// Continuation is the name of the file a CSV recording's nth layout goes
+// to (n ≥ 2): run-2.csv beside run.csv.
+func Continuation(path string, n int) string {
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), n, ext)
+}
+
+// removeContinuations removes the continuations of an earlier recording
+// at path, which the new one replaces: run-2.csv, run-3.csv… while they
+// are recordings.
+func removeContinuations(path string) error {
+	for n := 2; ; n++ {
+		name := Continuation(path, n)
+		if !isCSVRecording(name) {
+			return nil
+		}
+		if err := os.Remove(name); err != nil {
+			return fmt.Errorf("%s, the continuation of the earlier recording %s: %w", name, filepath.Base(path), err)
+		}
+	}
+}
+
+// createContinuation makes the file of a recording's nth layout; an
+// existing file that is not a recording is never replaced.
+func createContinuation(path string, n int) (*os.File, error) {
+	name := Continuation(path, n)
+	if _, err := os.Stat(name); err == nil && !isCSVRecording(name) {
+		return nil, fmt.Errorf("%s exists and is not a recording", name)
+	}
+	return os.Create(name)
+}
+
+// isCSVRecording reports whether the file at path is a CSV recording.
+func isCSVRecording(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	return isCSV(head[:n])
+}
+
+func isCSV(head []byte) bool {
+	return bytes.HasPrefix(head, []byte(csvHeader)) || bytes.HasPrefix(head, []byte(csvFleetHeader))
+}
+
+// CSVSource reads the CSV recording open opens, named file in errors, and
+// the files its later layouts went to (Continuation), as one recording:
+// each starts with its header row.
 func CSVSource(file string, open func() (io.ReadCloser, error)) Source {
 	return func(onHeader func(*Header) error, onRow func(*Header, *Row) error) error {
 		rc, err := open()
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
-		return Scan(rc, file, onHeader, onRow)
+		err = Scan(rc, file, onHeader, onRow)
+		rc.Close()
+		for n := 2; err == nil; n++ {
+			name := Continuation(file, n)
+			if !isCSVRecording(name) {
+				break
+			}
+			f, ferr := os.Open(name)
+			if ferr != nil {
+				return ferr
+			}
+			err = Scan(f, name, onHeader, onRow)
+			f.Close()
+		}
+		return err
 	}
 }

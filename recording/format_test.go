@@ -66,7 +66,7 @@ func TestLayoutOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := LayoutOf(plan)
+	l := LayoutOf(plan, nil)
 	byName := map[string]Column{}
 	for _, c := range l.Columns {
 		byName[c.Name] = c
@@ -85,7 +85,7 @@ func TestLayoutOf(t *testing.T) {
 	if c := byName["out2.ego.gap:lead"]; !strings.Contains(c.Comment, "gap from ego to lead") {
 		t.Errorf("gap: %+v", c)
 	}
-	back := LayoutOfHeader(NewHeader(l.Names()))
+	back := LayoutOfHeader(NewHeader(l.Names(), nil))
 	if !back.Several() || back.Vehicles[0] != "ego" || len(back.Columns) != len(l.Columns) {
 		t.Fatalf("from the header: %q %v", back.Vehicles, back.Names())
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"beamconnect/internal/svgplot"
+	"beamconnect/quality"
 )
 
 // panel is one plot area: fields of one port and unit whose ranges are
@@ -115,27 +116,60 @@ func (p *plot) portOrder() []string {
 }
 
 // joinable is the panel of list f can share, or nil: one of the same unit
-// where, with f, every field still spans a fifth of the range or more.
+// where, with f, every field that moves still spans a fifth of the range
+// or more, and every field that barely moves (less than the least span its
+// unit and magnitude make meaningful, MinSpan: a setpoint, a constant)
+// lies within the range of those that do, or, where none moves, spans a
+// fifth of it with that least span. A setpoint joins its measured value;
+// a constant 2.2e-308 does not join 1.8e19, where it would be a line at 0.
 func joinable(list []*panel, f *field) *panel {
 	for _, pn := range list {
 		if pn.unit != f.unit || len(pn.fields) >= maxPerPanel {
 			continue
 		}
-		lo, hi := f.lo, f.hi
-		for _, m := range pn.fields {
-			lo, hi = min(lo, m.lo), max(hi, m.hi)
-		}
-		ok := true
-		for _, m := range append(slices.Clip(pn.fields), f) {
-			if span := m.hi - m.lo; span > 0 && span*shareSpan < hi-lo {
-				ok = false
-			}
-		}
-		if ok {
+		if fitTogether(append(slices.Clip(pn.fields), f)) {
 			return pn
 		}
 	}
 	return nil
+}
+
+func fitTogether(fs []*field) bool {
+	least := func(m *field) float64 { return MinSpan(m.unit, max(math.Abs(m.lo), math.Abs(m.hi))) }
+	moves := func(m *field) bool { return m.hi-m.lo >= least(m) }
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, m := range fs {
+		if m.n > 0 && moves(m) {
+			lo, hi = min(lo, m.lo), max(hi, m.hi)
+		}
+	}
+	if lo > hi { // none moves: each with its least span
+		for _, m := range fs {
+			if m.n > 0 {
+				lo, hi = min(lo, m.lo), max(hi, m.hi)
+			}
+		}
+		for _, m := range fs {
+			if m.n > 0 && least(m)*shareSpan < hi-lo {
+				return false
+			}
+		}
+		return true
+	}
+	for _, m := range fs {
+		switch {
+		case m.n == 0:
+		case moves(m):
+			if (m.hi-m.lo)*shareSpan < hi-lo {
+				return false
+			}
+		default:
+			if eff := least(m); m.lo < lo-eff || m.hi > hi+eff {
+				return false // beyond what the moving fields span
+			}
+		}
+	}
+	return true
 }
 
 // setRange sets the panel's value range: its fields' ranges, with a margin.
@@ -173,6 +207,8 @@ func (pn *panel) legendLines() int {
 
 func portTitle(p string) string {
 	switch p {
+	case ModelPort:
+		return "the model's own variables"
 	case "out0":
 		return "port 0 (out): connection status"
 	case "in0":
@@ -200,7 +236,10 @@ func (p *plot) draw(lay layout, title string) string {
 	svgplot.Text(&b, float64(lay.width)/2, 44, "middle", `fill="#444"`, sub)
 	for i, r := range p.control() {
 		color := "#15803d"
-		if !r.Good() {
+		switch {
+		case r.Verdict == quality.Faulted:
+			color = "#b45309" // it held, but the run had faults
+		case !r.Good():
 			color = "#b91c1c"
 		}
 		svgplot.Text(&b, float64(lay.width)/2, float64(top+i*18-4), "middle", `class="control" fill="`+color+`"`, "control "+r.Line())
@@ -227,7 +266,7 @@ func (p *plot) draw(lay layout, title string) string {
 		p.drawPanel(&b, pn, lay.labelWidth)
 	}
 	last := lay.panels[len(lay.panels)-1]
-	svgplot.Text(&b, float64(last.X+last.W/2), float64(last.Y+last.H+36), "middle", `fill="#444"`, "time [s]")
+	svgplot.Text(&b, float64(last.X+last.W/2), float64(last.Y+last.H+36), "middle", `fill="#444"`, "simulation time [s]")
 	svgplot.End(&b)
 	return b.String()
 }

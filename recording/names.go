@@ -13,13 +13,17 @@ import (
 // field gap:lead, whose base is gap.
 type Name struct {
 	Full    string
-	Port    string // out3, in1; out0 for status, in0 for directive
+	Port    string // out3, in1; out0 for status, in0 for directive; model for a model's variable
 	Vehicle string // "" in a one-vehicle recording
 	Field   string
 	// Setpoint marks a setpoint's column (beamng.quality): its port,
 	// vehicle and field are the measured value's.
 	Setpoint bool
 }
+
+// ModelPort is the port a model's variable of its own is drawn under
+// (its column model.NAME).
+const ModelPort = "model"
 
 // SetpointPrefix starts a setpoint's column: setpoint:out1.groundspeed is
 // the setpoint of out1.groundspeed (setpoint:out1.groundspeed#2 that of a
@@ -37,12 +41,15 @@ func ParseName(col string, several bool) (Name, bool) {
 	case "directive":
 		return Name{Full: col, Port: "in0", Field: col}, true
 	}
+	if v, ok := strings.CutPrefix(col, ModelPrefix); ok && v != "" {
+		return Name{Full: col, Port: ModelPort, Field: v}, true
+	}
 	if measured, ok := strings.CutPrefix(col, SetpointPrefix); ok {
 		if i := strings.LastIndexByte(measured, '#'); i > 0 {
 			measured = measured[:i]
 		}
 		n, ok := ParseName(measured, several)
-		if !ok || n.Setpoint || n.Port == "out0" || n.Port == "in0" {
+		if !ok || n.Setpoint || n.Port == "out0" || n.Port == "in0" || n.Port == ModelPort {
 			return Name{}, false
 		}
 		n.Full, n.Setpoint = col, true
@@ -110,6 +117,9 @@ func (n Name) Matches(spec string) bool {
 // a gear, a serial number, the status) or is not known (a custom Gen 2
 // electrics value).
 func (n Name) Unit() string {
+	if n.Port == ModelPort {
+		return "" // the model's: a recording says it
+	}
 	switch n.Field {
 	case "status", "directive", "serial_number":
 		return ""

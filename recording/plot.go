@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"beamconnect/internal/suggest"
@@ -23,6 +24,9 @@ type PlotOptions struct {
 	MaxFields int
 	// NoClip draws every value: no outlier is clipped.
 	NoClip bool
+	// Events are the recording's (an MDF 4 file's): the run's faults and
+	// lost rows they tell of keep a loop that held from being called good.
+	Events []Event
 }
 
 // PlotResult says what a plot shows.
@@ -36,6 +40,9 @@ type PlotResult struct {
 	Control []quality.Report
 	// Reloads says what each reload changed, in time order.
 	Reloads []string
+	// Faults are what the recording tells of the run's faults (its
+	// events; a status of error in its rows), a line each.
+	Faults []string
 }
 
 const defaultMaxFields = 240
@@ -73,7 +80,7 @@ func Plot(w io.Writer, file string, src Source, o PlotOptions) (PlotResult, erro
 	if title == "" {
 		title = file
 	}
-	res := PlotResult{Fields: len(p.fields), Panels: len(lay.panels), Omitted: p.omitted, Control: p.control(), Reloads: p.reloadText()}
+	res := PlotResult{Fields: len(p.fields), Panels: len(lay.panels), Omitted: p.omitted, Control: p.control(), Reloads: p.reloadText(), Faults: p.faults}
 	for _, f := range p.fields {
 		if c := f.clipText(); c != "" {
 			res.Clipped = append(res.Clipped, f.name.Full+": "+c)
@@ -99,6 +106,8 @@ type plot struct {
 	// what each reload changed in the columns (first pass)
 	reloadWhat []string
 	columns    []string // the last header's columns
+	// faults: what the run's events and rows say went wrong (first pass)
+	faults []string
 }
 
 // measure is the first pass: which fields, their ranges, the time span and
@@ -107,23 +116,36 @@ func measure(file string, src Source, o PlotOptions) (*plot, error) {
 	p := &plot{byName: map[string]*field{}, t0: math.Inf(1), t1: math.Inf(-1),
 		window: o.To > o.From, from: o.From, to: o.To, noClip: o.NoClip}
 	matched := make([]bool, len(o.Fields))
-	headers, pending := 0, false
-	what := "" // what the latest reload changed
+	for _, e := range o.Events {
+		switch e.Kind {
+		case Faults, Lost, FaultBegin, Diagnosis:
+			p.faults = append(p.faults, e.Name+" at "+plain(e.Time)+" s: "+e.Text)
+		}
+	}
+	// A reload is where the reloads column counts one more; one that
+	// changed the columns started a new header there.
+	headers := 0
+	changed := ""                               // the latest header's change, for the reload at its first row
+	reloadsCol, statusCol := -1, -1             // the current header's
+	lastReloads, errorSeen := math.NaN(), false // across headers
 	err := src(func(h *Header) error {
 		headers++
-		pending = headers > 1
-		if pending {
-			what = columnChanges(p.columns, h.Columns)
+		if headers > 1 {
+			changed = columnChanges(p.columns, h.Columns)
 		}
 		p.columns = h.Columns
+		reloadsCol, statusCol = slices.Index(h.Columns, "reloads"), slices.Index(h.Columns, "status")
 		p.loops.header(h)
 		p.idx = p.idx[:0]
 		left := 0 // fields of this header left out past MaxFields
-		for _, col := range h.Columns {
+		for i, col := range h.Columns {
 			n, ok := ParseName(col, h.Vehicle >= 0)
 			f, omitted := p.pick(n, ok, o, matched)
 			if omitted {
 				left++
+			}
+			if f != nil && i < len(h.Units) && h.Units[i] != "" {
+				f.unit = h.Units[i] // a model's variable's, as the header says it
 			}
 			p.idx = append(p.idx, f)
 		}
@@ -131,13 +153,28 @@ func measure(file string, src Source, o PlotOptions) (*plot, error) {
 		return nil
 	}, func(h *Header, r *Row) error {
 		t := r.Time()
+		if statusCol >= 0 && r.Values[statusCol] == 4 && !errorSeen {
+			errorSeen = true
+			p.faults = append(p.faults, "status error (4) at "+plain(t)+" s: a model fault, or a socket that failed")
+		}
+		if reloadsCol >= 0 {
+			n := r.Values[reloadsCol]
+			reload := n > lastReloads
+			lastReloads = n
+			if reload && (!p.window || t >= o.From && t <= o.To) {
+				what := changed
+				if what == "" {
+					what = columnChanges(nil, nil) // the columns unchanged
+				}
+				p.reloads = append(p.reloads, t)
+				p.reloadWhat = append(p.reloadWhat, what)
+			}
+			if reload {
+				changed = ""
+			}
+		}
 		if p.window && (t < o.From || t > o.To) {
 			return nil
-		}
-		if pending {
-			p.reloads = append(p.reloads, t)
-			p.reloadWhat = append(p.reloadWhat, what)
-			pending = false
 		}
 		p.loops.row(r)
 		p.t0, p.t1 = min(p.t0, t), max(p.t1, t)

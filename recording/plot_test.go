@@ -583,9 +583,73 @@ func TestPlotControl(t *testing.T) {
 		t.Fatalf("the verdict: %+v", res.Control)
 	}
 	all := d.text()
-	for _, want := range []string{"control groundspeed: good: settled after", "a reload (dashed) at 10.000 s: the ports unchanged (model parameters or other settings)"} {
+	for _, want := range []string{"control groundspeed: good: settled after", "a reload (dashed) at 10.000 s: the columns unchanged (model parameters or other settings)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the plot does not say %q: %s", want, all)
 		}
+	}
+}
+
+// A recording of a model's own view, as a BouncingBall draft records it:
+// h and v (the fields they drive, named after them, with their units) in
+// panels of their own units, never one "(no unit)" panel; the model's
+// variables a group of their own, a value as small as the smallest double
+// and one as large as a UInt64's largest each with round ticks that read
+// apart; the time axis the simulation's; a reload of parameters (the
+// reloads column counting one more, no new header) marked where it came.
+func TestPlotModelView(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("time,status,id,reply_id,reloads,local_time,directive,in1.h [m],in1.v [m/s],model.der(v) [m/s2],model.tiny,model.huge\n")
+	for i := range 300 {
+		tm := float64(i) * 0.01
+		h := 1 - 4.905*tm*tm
+		v := -9.81 * tm
+		if d := math.Mod(tm, 0.9) - 0.45; tm > 0.45 { // bouncing
+			h, v = 0.99-4.905*d*d, -9.81*d
+		}
+		reloads := 0
+		if i >= 150 {
+			reloads = 1
+		}
+		fmt.Fprintf(&b, "%.6f,3,%d,%d,%d,%.6f,1,%g,%g,-9.81,2.2251e-308,1.8446744073709552e+19\n", tm, i, i+1, reloads, tm*1.3+0.02, h, v)
+	}
+	var out bytes.Buffer
+	res, err := Plot(&out, "bb.csv", CSVSource("bb.csv", open(b.String())), PlotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, out.Bytes())
+	h, v := d.panelOf(t, "in1.h"), d.panelOf(t, "in1.v")
+	if h.Unit != "m" || v.Unit != "m/s" || h.unitLabel() != "m" || v.unitLabel() != "m/s" || slices.Equal(h.fields(), v.fields()) {
+		t.Errorf("h in %q (%v), v in %q (%v): want panels of their own units", h.Unit, h.fields(), v.Unit, v.fields())
+	}
+	if tiny, huge := d.panelOf(t, "model.tiny"), d.panelOf(t, "model.huge"); slices.Equal(tiny.fields(), huge.fields()) {
+		t.Errorf("2.2251e-308 drawn in the panel of 1.8e19 (%v): a line at 0", tiny.fields())
+	}
+	for _, f := range []string{"model.tiny", "model.huge", "model.der(v)"} {
+		p := d.panelOf(t, f)
+		labels := p.valueLabels()
+		if p.Port != "model" || len(labels) < 2 {
+			t.Errorf("%s: port %q, value labels %q: want the model's group, at least two ticks", f, p.Port, labels)
+		}
+		seen := map[string]bool{}
+		for _, l := range labels {
+			if seen[l] || len(l) > 12 {
+				t.Errorf("%s: the value labels %q repeat or run long", f, labels)
+			}
+			seen[l] = true
+		}
+	}
+	if s := d.text(); !strings.Contains(s, "the model's own variables") || !strings.Contains(s, "simulation time [s]") {
+		t.Errorf("no heading of the model's variables, or no simulation time axis:\n%s", s)
+	}
+	if len(res.Reloads) != 1 || !strings.HasPrefix(res.Reloads[0], "1.500 s: the columns unchanged") {
+		t.Errorf("reloads %q: want the one of the reloads column at 1.5 s", res.Reloads)
+	}
+	if len(res.Faults) != 0 {
+		t.Errorf("faults %q in a run without", res.Faults)
+	}
+	if os.Getenv("BEAMCONNECT_PLOT_PNG") != "" { // look at it
+		os.WriteFile(os.Getenv("BEAMCONNECT_PLOT_PNG"), out.Bytes(), 0o644)
 	}
 }

@@ -1,8 +1,11 @@
-// Package recording reads the CSV files `run --record` writes: header rows
+// Package recording reads the CSV files `run --record` writes: a header row
 // (starting "time,") followed by a row per BeamNG message; a config reload
-// that changed the ports starts a new header row, and several-vehicle runs
-// have a vehicle column after the time. Reading streams the file, so a long
-// recording need not fit in memory.
+// that changed the columns starts a new file beside the first (run-2.csv),
+// or, written to a pipe, a new header row; several-vehicle runs have a
+// vehicle column after the time. A column whose unit its name does not
+// imply (a model's variable) says it in the header: "in1.h [m]"; a name
+// with a comma or a quote is quoted as RFC 4180 has it. Reading streams the
+// file, so a long recording need not fit in memory.
 package recording
 
 import (
@@ -18,8 +21,11 @@ import (
 // Header is one header row: the columns of the rows that follow it.
 type Header struct {
 	Line    int      // its line in the file, from 1
-	Columns []string // as written, "time" first
-	Vehicle int      // the index of the vehicle column, or -1
+	Columns []string // the names, "time" first ("in1.h" of "in1.h [m]")
+	// Units are the units the header gives ("m" of "in1.h [m]"), one per
+	// column ("" where it gives none); nil when it gives none at all.
+	Units   []string
+	Vehicle int // the index of the vehicle column, or -1
 	// vehicles are the names met in the vehicle column, so that a row of
 	// a known vehicle reuses its string instead of making one.
 	vehicles []string
@@ -141,9 +147,10 @@ func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
 }
 
 // NewHeader is the header of a recording's columns (as a CSV header row
-// names them), for a reader of another format.
-func NewHeader(columns []string) *Header {
-	h := &Header{Columns: columns, Vehicle: -1}
+// names them) and their units (nil, or "" where a name implies its unit),
+// for a reader of another format.
+func NewHeader(columns, units []string) *Header {
+	h := &Header{Columns: columns, Units: units, Vehicle: -1}
 	if len(columns) > 1 && columns[1] == "vehicle" {
 		h.Vehicle = 1
 	}
@@ -151,16 +158,105 @@ func NewHeader(columns []string) *Header {
 }
 
 func parseHeader(file string, line int, text string) (*Header, error) {
-	h := &Header{Line: line, Columns: strings.Split(text, ","), Vehicle: -1}
-	for i, c := range h.Columns {
+	cells, cols, err := splitHeader(text)
+	if err != nil {
+		return nil, &Error{file, line, err.col, err.msg}
+	}
+	h := &Header{Line: line, Columns: cells, Vehicle: -1}
+	for i, c := range cells {
 		if c == "" {
-			return nil, &Error{file, line, column(text, i), "expected a column name, got an empty one"}
+			return nil, &Error{file, line, cols[i], "expected a column name, got an empty one"}
 		}
 		if c == "vehicle" && i == 1 {
 			h.Vehicle = 1
 		}
+		if name, unit, ok := cutUnit(c); ok {
+			if h.Units == nil {
+				h.Units = make([]string, len(cells))
+			}
+			h.Columns[i], h.Units[i] = name, unit
+		}
 	}
 	return h, nil
+}
+
+// cutUnit takes a header cell "in1.h [m]" apart.
+func cutUnit(cell string) (name, unit string, ok bool) {
+	if !strings.HasSuffix(cell, "]") {
+		return "", "", false
+	}
+	i := strings.LastIndex(cell, " [")
+	if i <= 0 {
+		return "", "", false
+	}
+	return cell[:i], cell[i+2 : len(cell)-1], true
+}
+
+type headerError struct {
+	col int
+	msg string
+}
+
+// splitHeader splits a header row into its cells, unquoting those quoted
+// as RFC 4180 has it ("u[1,2]"), with the column each starts at.
+func splitHeader(text string) ([]string, []int, *headerError) {
+	var cells []string
+	var cols []int
+	for i := 0; ; {
+		cols = append(cols, i+1)
+		if i < len(text) && text[i] == '"' {
+			var b strings.Builder
+			j := i + 1
+			for {
+				k := strings.IndexByte(text[j:], '"')
+				if k < 0 {
+					return nil, nil, &headerError{i + 1, "a quoted column name without its closing quote"}
+				}
+				b.WriteString(text[j : j+k])
+				j += k + 1
+				if j < len(text) && text[j] == '"' { // "" is a quote
+					b.WriteByte('"')
+					j++
+					continue
+				}
+				break
+			}
+			cells = append(cells, b.String())
+			if j == len(text) {
+				return cells, cols, nil
+			}
+			if text[j] != ',' {
+				return nil, nil, &headerError{j + 1, "expected a comma after a quoted column name"}
+			}
+			i = j + 1
+			continue
+		}
+		k := strings.IndexByte(text[i:], ',')
+		if k < 0 {
+			return append(cells, text[i:]), cols, nil
+		}
+		cells = append(cells, text[i:i+k])
+		i += k + 1
+	}
+}
+
+// headerCell writes a column's header cell: its name, its unit where the
+// name does not imply it, quoted where a comma or a quote needs it (a line
+// break, which a line-by-line reader cannot take, becomes a space).
+func headerCell(b []byte, name, unit string) []byte {
+	cell := name
+	if unit != "" {
+		cell += " [" + unit + "]"
+	}
+	if strings.ContainsAny(cell, "\r\n") {
+		cell = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(cell)
+	}
+	if !strings.ContainsAny(cell, ",\"") {
+		return append(b, cell...)
+	}
+	b = append(b, '"')
+	b = append(b, strings.ReplaceAll(cell, `"`, `""`)...)
+	return append(b, '"')
 }
 
 // parseRow reads a row's values into row, one per column of h.
@@ -197,13 +293,4 @@ func parseRow(file string, line int, text []byte, h *Header, row *Row) error {
 		return &Error{file, line, len(text) + 1, fmt.Sprintf("%d values, the header at line %d has %d columns", i, h.Line, len(h.Columns))}
 	}
 	return nil
-}
-
-// column is the 1-based column where field i of a line starts.
-func column(text string, field int) int {
-	col := 1
-	for i := 0; i < field; i++ {
-		col += strings.IndexByte(text[col-1:], ',') + 1
-	}
-	return col
 }

@@ -73,6 +73,9 @@ func FuzzScan(f *testing.F) {
 	f.Add(reloaded)
 	f.Add("time,vehicle,status\n0,a,3\n")
 	f.Add("time\n1e400\n")
+	f.Add("time,status,id,reply_id,reloads,local_time,directive,in1.h [m],\"model.A[1,2] \"\"g\"\"\"\n0,3,0,1,0,0,1,0.99,2\n")
+	f.Add("time,\"a,b\n0,1\n")
+	f.Add("time,model.x [\n0,1\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		var b bytes.Buffer
 		_, err := Plot(&b, "f.csv", CSVSource("f.csv", open(s)), PlotOptions{})

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strconv"
 )
@@ -28,6 +29,8 @@ type Writer interface {
 
 // Event is something that happened during a run, recorded at its time
 // (MDF 4 keeps them as events; a CSV recording has no place for them).
+// Times are on the rows' time base: BeamNG's simulation time; an event
+// between two messages has the latest message's time.
 type Event struct {
 	Time    float64 // on the rows' time base
 	Vehicle int     // the vehicle it concerns, -1 for the run as a whole
@@ -48,6 +51,8 @@ const (
 	FaultEnd                    // the model recovered
 	StatusChange
 	Diagnosis // a live diagnosis: a classic mistake of a rig, with its fix
+	Lost      // rows the recording lost (a full disk): how many, and why
+	Faults    // the run ended with faults: the summary's list
 )
 
 // truncater is a file a CSV recording can cut back to its last whole row.
@@ -57,17 +62,29 @@ type truncater interface {
 }
 
 // CSV writes recordings as CSV: a header row of column names (see
-// Layout), then a row per message; a reload writes a new header row.
-// Times have microsecond resolution, ids and counts are written whole,
-// values in the shortest form that reads back exactly.
+// Layout), then a row per message. A reload that keeps the columns writes
+// nothing; one that changes them starts a new file (Next), so each file has
+// one header row and reads as it is in any CSV reader; without Next (a
+// pipe) a new header row follows in the same stream. Times have microsecond
+// resolution, ids and counts are written whole, values in the shortest form
+// that reads back exactly.
 type CSV struct {
 	w      io.Writer
 	file   truncater // when w can: cut back to whole rows after a failed write
 	offset int64     // bytes of whole rows in the file (writer goroutine)
+	// Next, when set, opens the file of the recording's nth layout (n ≥ 2),
+	// where the rows go once the columns changed (writer goroutine).
+	Next  func(n int) (io.Writer, error)
+	files int // files written so far (writer goroutine)
 	// loop side: the current layout's names and how each column is written
 	vehicles []string
 	kinds    []byte
+	layout   *Layout
 }
+
+// sectionMark starts a new layout's header in the buffer: the writer
+// goroutine starts a new file there. No CSV text holds it.
+const sectionMark = 0
 
 // Column kinds, for formatting.
 const (
@@ -80,25 +97,39 @@ const (
 
 // NewCSV writes a CSV recording to w.
 func NewCSV(w io.Writer) *CSV {
-	c := &CSV{w: w}
+	c := &CSV{w: w, files: 1}
 	if f, ok := w.(truncater); ok {
 		c.file = f
 	}
 	return c
 }
 
-// Header writes the header row.
+// Header writes the header row, unless the columns are the ones already
+// written.
 func (c *CSV) Header(buf []byte, l *Layout) []byte {
+	if c.layout != nil && c.layout.Equal(l) {
+		c.layout = l
+		return buf
+	}
+	if c.layout != nil {
+		buf = append(buf, sectionMark)
+	}
+	c.layout = l
 	c.vehicles = l.Vehicles
 	c.kinds = c.kinds[:0]
-	for i, col := range l.Columns {
+	for i := range l.Columns {
+		col := &l.Columns[i]
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, col.Name...)
+		unit := ""
+		if col.Unit != l.ImpliedUnit(col) {
+			unit = col.Unit
+		}
+		buf = headerCell(buf, col.Name, unit)
 		k := byte(kindValue)
 		switch {
-		case col.Role == Time:
+		case col.Role == Time, col.Role == Own && col.Name == "local_time":
 			k = kindTime
 		case col.Role == Vehicle:
 			k = kindVehicle
@@ -136,8 +167,34 @@ func (c *CSV) Row(b []byte, vehicle int, values []float64) []byte {
 
 // Write writes whole rows; after a failed write (a full disk) the part of
 // a row that made it is cut off the file again, so it holds whole rows
-// only, and the rows that did not make it are counted lost.
+// only, and the rows that did not make it are counted lost. A new layout's
+// header starts the next file (Next), or follows in the same one.
 func (c *CSV) Write(buf []byte, _ []Event) (written, lost int64, err error) {
+	for {
+		i := bytes.IndexByte(buf, sectionMark)
+		if i < 0 {
+			return c.write(buf, written, lost)
+		}
+		if written, lost, err = c.write(buf[:i], written, lost); err != nil {
+			return written, lost + dataRows(buf[i+1:]), err
+		}
+		buf = buf[i+1:]
+		if c.Next == nil {
+			continue // the header row follows in the same stream
+		}
+		w, err := c.Next(c.files + 1)
+		if err != nil {
+			return written, lost, fmt.Errorf("the columns changed, and the file for them could not be made (%w): they follow a new header row in the same file", err)
+		}
+		c.files++
+		c.w, c.offset, c.file = w, 0, nil
+		if f, ok := w.(truncater); ok {
+			c.file = f
+		}
+	}
+}
+
+func (c *CSV) write(buf []byte, written, lost int64) (int64, int64, error) {
 	n, err := c.w.Write(buf)
 	if err == nil && n < len(buf) {
 		err = io.ErrShortWrite
@@ -154,7 +211,7 @@ func (c *CSV) Write(buf []byte, _ []Event) (written, lost int64, err error) {
 			c.file.Seek(c.offset, io.SeekStart)
 		}
 	}
-	return dataRows(buf[:whole]), dataRows(buf[whole:]), err
+	return written + dataRows(buf[:whole]), lost + dataRows(buf[whole:]), err
 }
 
 // Close ends nothing: a CSV file is complete after every row.

@@ -21,9 +21,13 @@ import (
 
 // Exit codes.
 const (
-	exitOK      = 0
-	exitFailed  = 1 // the command ran and the answer is no (an invalid config)
-	exitUsage   = 2 // the command line itself is wrong
+	exitOK     = 0
+	exitFailed = 1 // the command ran and the answer is no (an invalid config)
+	exitUsage  = 2 // the command line itself is wrong
+	// exitControl is run's with --fail-on control (or beamng.failOn): no
+	// fault, but a control verdict other than good. 3 is an FMU that
+	// called exit() in process.
+	exitControl = 4
 	envPrefix   = "BEAMCONNECT_"
 	programName = "beamconnect"
 )
@@ -189,13 +193,12 @@ func runCommand(c *command, args []string, e env) int {
 	// and plain lines alike, goes through one bounded queue written by its
 	// own goroutine: a log call never blocks the coupling on a slow, stuck
 	// or broken stderr (what does not fit is dropped and counted).
-	var handler slog.Handler = tint.NewTextHandler(e.stderr, &tint.Options{
-		Level:   level,
-		NoColor: !colour(*noColor, e),
-	})
-	if e.stderrIsTTY && level > slog.LevelDebug {
-		// A terminal's log lines stay lines: long values are cut to fit.
-		handler = cutHandler{handler, max(terminalWidth(&call{env: e})-40, 40)}
+	topts := &tint.Options{Level: level, NoColor: !colour(*noColor, e)}
+	var handler slog.Handler = tint.NewTextHandler(e.stderr, topts)
+	if e.stderrIsTTY {
+		// A terminal's log lines fit its width: long values go on lines
+		// of their own under the record's.
+		handler = newWrapHandler(e.stderr, max(terminalWidth(&call{env: e}), 60), topts)
 	}
 	logs := logqueue.New(handler, e.stderr, logqueue.Options{})
 	defer logs.Close(logFlushWait)

@@ -49,10 +49,19 @@ an existing OUT is replaced only if it is a recording, or with --force.`,
 }
 
 func convertCmd(c *call, in, out, format string, force bool) int {
+	same := false
 	if a, err := filepath.Abs(in); err == nil {
 		if b, err := filepath.Abs(out); err == nil && a == b {
-			return c.fail("convert", fmt.Errorf("%s is the recording itself: expected another file to write", out))
+			same = true
 		}
+	}
+	if fi, err := os.Stat(in); err == nil {
+		if fo, err := os.Stat(out); err == nil && os.SameFile(fi, fo) {
+			same = true // a link to it, or the same file by another path
+		}
+	}
+	if same {
+		return c.fail("convert", fmt.Errorf("%s is the recording %s itself: expected another file to write", out, in))
 	}
 	src, err := recording.Open(in)
 	if err != nil {
@@ -75,7 +84,11 @@ func convertCmd(c *call, in, out, format string, force bool) int {
 	if err != nil {
 		return c.fail("convert", fmt.Errorf("%s: %w", out, err))
 	}
-	rows, err := recording.Copy(w, src, span, 1<<20)
+	events, err := recording.Events(in)
+	if err != nil {
+		return c.fail("convert", err)
+	}
+	rows, err := recording.Copy(w, src, span, 1<<20, events)
 	if err != nil {
 		return c.fail("convert", fmt.Errorf("%s: %w", out, err))
 	}
@@ -83,5 +96,11 @@ func convertCmd(c *call, in, out, format string, force bool) int {
 		return c.fail("convert", err)
 	}
 	fmt.Fprintf(c.stderr, "wrote %s (%s): %d rows, %d headers\n", out, fm.Name, rows, span.Headers)
+	for _, e := range events {
+		if e.Kind == recording.Lost || e.Kind == recording.Faults {
+			// What the run said of itself stays said, whatever OUT keeps.
+			fmt.Fprint(c.stderr, wrapText(fmt.Sprintf("%s says: %s at %.3f s: %s", in, e.Name, e.Time, e.Text), summaryWidth(c), "  note: ", "    "))
+		}
+	}
 	return exitOK
 }

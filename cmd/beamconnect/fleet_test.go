@@ -41,7 +41,8 @@ func TestRunFleetExample(t *testing.T) {
 	}
 	b, _ := os.ReadFile(rec)
 	head, _, _ := strings.Cut(string(b), "\n")
-	if !strings.HasPrefix(head, "time,vehicle,status,id,reply_id,reloads,out1.ego.groundspeed") || !strings.Contains(head, "out2.ego.gap:lead") ||
+	if !strings.HasPrefix(head, "time,vehicle,status,id,reply_id,reloads,local_time,out1.ego.groundspeed") || !strings.Contains(head, "out2.ego.gap:lead") ||
+		!strings.HasSuffix(head, ",model.leadTarget [m/s],model.egoTarget [m/s],model.gapError [m],model.timeGap [s]") ||
 		!strings.Contains(string(b), "\n") || strings.Count(string(b), ",lead,") < 1000 {
 		t.Errorf("recording header %q", head)
 	}

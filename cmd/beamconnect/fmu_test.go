@@ -187,23 +187,26 @@ func TestFMUInspect(t *testing.T) {
 	}
 }
 
-// init --from-fmu writes a config that validates, binds by name, leaves
-// what matches nothing as TODO warnings, and runs.
+// init --from-fmu writes a config that validates with no warning, binds by
+// name, sends an output that matches nothing to a free custom field, and
+// proposes the control loop of a setpoint parameter and its signal
+// (setSpeed and groundspeed); it runs as written, recording the FMU's
+// outputs under their names, and judges the loop.
 func TestInitFromFMU(t *testing.T) {
 	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{TimeOutput: true})
 	rig := filepath.Join(filepath.Dir(path), "rig.json")
 	_, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig)
-	if code != exitOK || !strings.Contains(errOut, "1 FMU inputs and 2 outputs bound") ||
-		!strings.Contains(errOut, `TODO: the FMU's output "fmuTime" matches no BeamNG signal`) {
+	if code != exitOK || !strings.Contains(errOut, "1 FMU inputs and 3 outputs bound") || strings.Contains(errOut, "TODO") ||
+		!strings.Contains(errOut, "fmuTime → custom1") || !strings.Contains(errOut, "beamng.quality judges how well groundspeed follows setSpeed") {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	out, _, code := exec(t, nil, "validate", rig)
-	if code != exitOK || !strings.Contains(out, `warning: beamng.model: TODO: the FMU's output "fmuTime" drives no field`) ||
-		!strings.Contains(out, "valid, 1 warning") {
+	if code != exitOK || strings.TrimSpace(out) != rig+": valid" {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 	data, _ := os.ReadFile(rig)
-	for _, want := range []string{`"propertyName": "groundspeed"`, `"propertyName": "throttle"`, `"path": "cruise.fmu"`, `"setSpeed": 20`} {
+	for _, want := range []string{`"propertyName": "groundspeed"`, `"propertyName": "throttle"`, `"propertyName": "custom1"`, `"fmuTime": "custom1"`,
+		`"path": "cruise.fmu"`, `"setSpeed": 20`, `"measured": "groundspeed"`, `"setpoint": "setSpeed"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("config lacks %s:\n%s", want, data)
 		}
@@ -225,9 +228,14 @@ func TestInitFromFMU(t *testing.T) {
 	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "--addresses-from", "../../examples/gen2-cruise.json"); code != exitFailed || !strings.Contains(errOut, "a Gen 2 config's addresses are in its CSV") {
 		t.Errorf("--addresses-from a Gen 2 config: exit %d\n%s", code, errOut)
 	}
-	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "1s")
-	if r.Messages < 100 || r.Model != "fmu" {
+	rec := filepath.Join(filepath.Dir(path), "run.csv")
+	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "1s", "--record", rec)
+	if r.Messages < 100 || r.Model != "fmu" || len(r.Control) != 1 || r.Control[0].Name != "groundspeed" {
 		t.Errorf("%+v\n%s", r, errOut)
+	}
+	b, _ := os.ReadFile(rec)
+	if head, _, _ := strings.Cut(string(b), "\n"); !strings.Contains(head, ",in1.throttle,in1.brake,in1.fmuTime [s],") {
+		t.Errorf("the recording's header %q: want the FMU's outputs under their names, fmuTime with its unit", head)
 	}
 	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitFailed || !strings.Contains(errOut, "exists") {
 		t.Errorf("overwrite: exit %d %s", code, errOut)
@@ -301,9 +309,12 @@ func TestFMUInspectShapesAndBinaries(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.Binaries) != 1 || info.Binaries[0] != "x86_64-linux/x.so" || len(info.Platforms) != 0 {
 		t.Errorf("%v: binaries %v, platforms %v", err, info.Binaries, info.Platforms)
 	}
-	_, errOut, _ := exec(t, nil, "init", "--from-fmu", path, "-o", filepath.Join(t.TempDir(), "rig.json"))
-	if !strings.Contains(errOut, `the FMU's input "u" is an array, Float64[n=3]: bind its elements one by one in modelParams.inputs, e.g. {"u[1]": "FIELD"`) {
-		t.Errorf("init:\n%s", errOut)
+	rig := filepath.Join(t.TempDir(), "rig.json")
+	_, errOut, _ := exec(t, nil, "init", "--from-fmu", path, "-o", rig)
+	data, _ := os.ReadFile(rig)
+	if !strings.Contains(errOut, "inputs that match no signal BeamNG sends keep their start values") || !strings.Contains(errOut, ": u") ||
+		!strings.Contains(string(data), `"u": [`) {
+		t.Errorf("init: the array input u kept at its start:\n%s\n%s", errOut, data)
 	}
 }
 

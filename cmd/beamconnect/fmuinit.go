@@ -5,25 +5,33 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"beamconnect/config/draft"
 	"beamconnect/fmu"
 )
 
 const initFMUHelp = `--from-fmu writes a config that couples an FMU (Gen 1 messages, "model":
-"fmu"): every FMU input named like a BeamNG signal (groundspeed, rpm,
-yaw…) becomes a field of one outputs port, every FMU output named like
-something BeamNG reads (throttle, brake, steering…) a field of one inputs
-port, starting at 0. A name that differs only in letter case, or is one typo
-away from a signal's, is bound to it through modelParams.inputs or .outputs
-and reported, so you can check it. Names that match nothing are listed, and
-validate keeps warning about them (TODO) until they are mapped. The FMU's
-parameters are written to modelParams.parameters with their start values,
-to edit. The period is the FMU's DefaultExperiment step size (rounded up to
-BeamNG's 0.5 ms physics step), or 5 ms. The addresses are the defaults
-(all on this machine), or with --addresses-from CONFIG those of a config of
-yours (remoteIP, remotePort, remoteObject, beamng.localIP and localPort):
-examples/two-machines.json gives a rig with BeamNG on another machine.`
+"fmu") and runs as written: every FMU input named like a BeamNG signal
+(groundspeed, rpm, yaw…) becomes a field of one outputs port, every FMU
+output named like something BeamNG reads (throttle, brake, steering…) a
+field of one inputs port, starting at 0. A name that differs only in letter
+case, or is one typo away from a signal's, is bound to it through
+modelParams.inputs or .outputs and reported, so you can check it. An output
+that matches nothing goes to a free custom field (custom1, custom2…, mapped
+in modelParams.outputs), so BeamNG gets it and the recording and the live
+page show it under the FMU's name and unit; an input that matches nothing
+keeps its start value, written to modelParams.parameters; both are listed.
+The FMU's parameters are written to modelParams.parameters with their start
+values, to edit. A parameter named as a setpoint (setSpeed, targetSpeed,
+speedRef…) beside an input bound to the signal it is the setpoint of
+(groundspeed) becomes a loop of beamng.quality, so the run has a control
+verdict. The period is the FMU's own step (its fixed internal step, or its
+DefaultExperiment step size, rounded up to BeamNG's 0.5 ms physics step),
+or 5 ms. The addresses are the defaults (all on this machine), or with
+--addresses-from CONFIG those of a config of yours (remoteIP, remotePort,
+remoteObject, beamng.localIP and localPort): examples/two-machines.json
+gives a rig with BeamNG on another machine.`
 
 func initFMUCmd(c *call, from, out, addrsFrom string, force bool) int {
 	if len(c.args) > 0 {
@@ -54,8 +62,8 @@ func initFMUCmd(c *call, from, out, addrsFrom string, force bool) int {
 			return c.fail("init", err)
 		}
 	}
-	cfg, ins, outs, todo := draft.FromFMU(f.Desc, filepath.ToSlash(path), addrs)
-	data, err := json.MarshalIndent(cfg, "", "  ")
+	dr := draft.FromFMU(f.Desc, filepath.ToSlash(path), addrs)
+	data, err := json.MarshalIndent(dr.Config, "", "  ")
 	if err != nil {
 		return c.fail("init", err)
 	}
@@ -69,20 +77,36 @@ func initFMUCmd(c *call, from, out, addrsFrom string, force bool) int {
 		if err := os.WriteFile(out, data, 0o644); err != nil {
 			return c.fail("init", err)
 		}
-		fmt.Fprintf(c.stderr, "wrote %s: %d FMU inputs and %d outputs bound to BeamNG signals; check it with 'beamconnect validate %s'\n", out, len(ins), len(outs), out)
+		fmt.Fprintf(c.stderr, "wrote %s: %d FMU inputs and %d outputs bound to BeamNG's fields; check it with 'beamconnect validate %s'\n", out, len(dr.Inputs), len(dr.Outputs), out)
 	}
+	say := func(format string, args ...any) {
+		fmt.Fprint(c.stderr, wrapText(fmt.Sprintf(format, args...), summaryWidth(c), "  ", "    "))
+	}
+	var custom []string
 	for _, side := range []struct {
 		what  string
 		bound []draft.Bound
-	}{{"input", ins}, {"output", outs}} {
+	}{{"input", dr.Inputs}, {"output", dr.Outputs}} {
 		for _, b := range side.bound {
-			if b.Guessed {
-				fmt.Fprintf(c.stderr, "  the FMU's %s %q is bound to %s, the closest BeamNG signal: check it\n", side.what, b.Variable, b.Signal)
+			switch {
+			case b.Guessed:
+				say("the FMU's %s %q is bound to %s, the closest BeamNG signal: check it", side.what, b.Variable, b.Signal)
+			case b.Custom:
+				custom = append(custom, b.Variable+" → "+b.Signal)
 			}
 		}
 	}
-	for _, t := range todo {
-		fmt.Fprintf(c.stderr, "  TODO: %s\n", t)
+	if len(custom) > 0 {
+		say("outputs that match no signal BeamNG reads go to free custom fields, recorded and shown under the FMU's names (in1.NAME): %s", strings.Join(custom, ", "))
+	}
+	if len(dr.Constants) > 0 {
+		say("inputs that match no signal BeamNG sends keep their start values (modelParams.parameters; map them in modelParams.inputs to drive them): %s", strings.Join(dr.Constants, ", "))
+	}
+	if dr.Quality.Measured != "" {
+		say("beamng.quality judges how well %s follows %s (the control verdict)", dr.Quality.Measured, dr.Quality.Setpoint)
+	}
+	for _, n := range dr.Notes {
+		say("note: %s", n)
 	}
 	if f.Supported() != nil {
 		fmt.Fprintf(c.stderr, "  note: %v\n", f.Supported())

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/ports/portstest"
+	"beamconnect/recording"
 	"beamconnect/recording/mdf"
 	"beamconnect/recording/mdf/mdftest"
 )
@@ -157,13 +159,18 @@ func TestConvert(t *testing.T) {
 		t.Errorf("CSV → MDF 4 → CSV changed the recording (%d → %d bytes)", len(a), len(b))
 	}
 	mdftest.Agree(t, mf4)
+	if err := os.Symlink(csvFile, filepath.Join(dir, "link.csv")); err != nil {
+		t.Logf("no symbolic link here (%v): a link to the input is written as a copy", err)
+		os.WriteFile(filepath.Join(dir, "link.csv"), []byte("lab notes\n"), 0o644) // then refused as not a recording
+	}
 	notes := filepath.Join(dir, "notes.mf4")
 	os.WriteFile(notes, []byte("lab notes\n"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{csvFile, csvFile}, "is the recording itself"},
+		{[]string{csvFile, csvFile}, "is the recording " + csvFile + " itself"},
+		{[]string{csvFile, filepath.Join(dir, "link.csv")}, "link.csv is the recording " + csvFile + " itself"},
 		{[]string{csvFile, notes}, "notes.mf4: the file exists and is not a recording"},
 		{[]string{notes, back}, "notes.mf4: 10 bytes: too short for an MDF 4 file"},
 		{[]string{csvFile}, "expected a recording and the file to write"},
@@ -172,5 +179,56 @@ func TestConvert(t *testing.T) {
 		if code == exitOK || !strings.Contains(errOut, tc.want) {
 			t.Errorf("convert %v: exit %d, %s; want %q", tc.args, code, errOut, tc.want)
 		}
+	}
+}
+
+// What a recording says of its run stays said: converted, the rows lost to
+// a full disk and the run's faults are named on stderr (a CSV has no place
+// for them); plotted, a loop that held is not called good, in the headline
+// or on stderr, and the faults are listed.
+func TestRecordingSaysItsLosses(t *testing.T) {
+	dir := t.TempDir()
+	plan := portstest.Load(t, pedals)
+	path := filepath.Join(dir, "run.mf4")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mdf.NewRecording(f, recording.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay := recording.LayoutOf(plan, nil)
+	buf := w.Header(nil, lay)
+	outs := [][]float64{{3}, {20}, {0.3, 0}, {2000, 3}, {0, 0}}
+	ins := [][]float64{{1}, {0.3, 0}, {0}}
+	for i := range 400 {
+		buf = w.Row(buf, 0, lay.Flatten(nil, &recording.Entry{Time: float64(i) * 0.005, Status: 3, ID: float64(i), ReplyID: float64(i + 1),
+			Outputs: outs, Inputs: ins, Setpoints: []float64{20}}))
+	}
+	events := []recording.Event{
+		{Time: 1.995, Vehicle: -1, Kind: recording.Lost, Name: "recording lost rows", Text: "1190 rows could not be written (no space left on device): the file does not hold the whole run"},
+		{Time: 1.995, Vehicle: -1, Kind: recording.Faults, Name: "run ended with faults", Text: "recording: 1190 rows lost"},
+	}
+	if _, _, err := w.Write(buf, events); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f.Close()
+	_, errOut, code := exec(t, nil, "convert", path, filepath.Join(dir, "back.csv"))
+	flat := strings.Join(strings.Fields(errOut), " ")
+	if code != exitOK || !strings.Contains(flat, "note: "+path+" says: recording lost rows at 1.995 s: 1190 rows could not be written") ||
+		!strings.Contains(flat, "says: run ended with faults at 1.995 s: recording: 1190 rows lost") {
+		t.Errorf("convert: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = exec(t, nil, "plot", path, "-o", filepath.Join(dir, "run.svg"))
+	svg, _ := os.ReadFile(filepath.Join(dir, "run.svg"))
+	flat = strings.Join(strings.Fields(errOut), " ")
+	if code != exitOK || !strings.Contains(flat, "control groundspeed: held, in a run with faults") || strings.Contains(flat, ": good:") ||
+		!strings.Contains(flat, "the run had faults: recording lost rows at 1.995 s") {
+		t.Errorf("plot: exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(string(svg), `fill="#b45309">control groundspeed: held, in a run with faults`) || strings.Contains(string(svg), "control groundspeed: good") {
+		t.Errorf("the plot's headline:\n%.2000s", svg)
 	}
 }

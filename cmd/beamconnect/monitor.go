@@ -8,6 +8,7 @@ import (
 
 	"beamconnect/coupling"
 	"beamconnect/internal/scope"
+	"beamconnect/models"
 	"beamconnect/monitor"
 	"beamconnect/ports"
 )
@@ -39,7 +40,11 @@ func prepareMonitor(addr string, plan *ports.Plan, opts *coupling.Options) (*htt
 	if err != nil {
 		return nil, err
 	}
-	cols := coupling.ScopeColumns(plan)
+	var vars []models.Variable
+	if sm, ok := opts.Model.(models.Sampler); ok {
+		vars = sm.Variables()
+	}
+	cols := coupling.ScopeColumns(plan, vars)
 	every := max(1, int(1/(plan.Period*scopeRate)+0.5))
 	rate := float64(len(plan.Vehicles)) / plan.Period / float64(every)
 	capacity := min(int(rate*scopeSeconds), scopeValues/len(cols))
@@ -55,9 +60,9 @@ func prepareMonitor(addr string, plan *ports.Plan, opts *coupling.Options) (*htt
 }
 
 // start serves the page until ctx ends.
-func (m *httpMonitor) start(ctx context.Context, c *call, plan *ports.Plan, sess *coupling.Session) {
+func (m *httpMonitor) start(ctx context.Context, c *call, plan *ports.Plan, sess *coupling.Session, hosts []string) {
 	text, _ := os.ReadFile(plan.Source)
-	m.srv = monitor.New(monitor.Options{Plan: plan, Session: sess, Ring: m.ring, Config: text, Log: c.log})
+	m.srv = monitor.New(monitor.Options{Plan: plan, Session: sess, Ring: m.ring, Config: text, Log: c.log, Hosts: hosts})
 	c.log.Info("live page", "url", "http://"+m.ln.Addr().String()+"/", "metrics", "http://"+m.ln.Addr().String()+"/metrics")
 	m.wg.Go(func() {
 		if err := m.srv.Serve(ctx, m.ln); err != nil {

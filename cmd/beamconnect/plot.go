@@ -20,8 +20,9 @@ var cmdPlot = &command{
 	summary: "draw a recording (run --record, CSV or MDF 4) as SVG: a panel per port and unit, robust scales, one time axis",
 	help: `Reads a recording written by 'beamconnect run --record' (CSV, or ASAM MDF 4 in
 an .mf4 file) and draws it as SVG.
-Each port is a group of panels, one per unit (m/s, 1/min, N·m, s; the units
-come from BeamNG's signal catalogues) and, within a unit, one per range of
+Each port is a group of panels, one per unit (m/s, 1/min, N·m, s: BeamNG's
+signal catalogues', and a model's variables' as the recording gives them)
+and, within a unit, one per range of
 values: rpm and gear, a time and a serial number, a time to collision that
 reaches 1e5 s and a 1.8 s time gap each get an axis of their own. All panels
 share one time axis. Port 0 (status and directive) comes last.
@@ -42,7 +43,14 @@ maximum per pixel, so spikes show and long recordings make small files.
 A loop of the config's beamng.quality is recorded with its setpoint
 (setpoint:out1.groundspeed): the setpoint is drawn dashed beside its
 measured value, and the loop judged as the run judged it (with the default
-band), its verdict over the panels and on stderr.
+band), its verdict over the panels and on stderr. A run with faults (the
+MDF file's events of faults, diagnoses and lost rows; a status of error in
+the rows) is said on stderr, and its loops are never called good: one that
+held reads "held, in a run with faults", in amber.
+
+The time axis is BeamNG's simulation time (the recording's first column).
+The model's own variables (model.NAME columns) are a group of panels of
+their own, each with the unit the recording gives it.
 
   beamconnect plot run.csv                       # writes run.svg
   beamconnect plot run.mf4
@@ -92,6 +100,9 @@ func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
 	if err != nil {
 		return c.fail("plot", err)
 	}
+	if o.Events, err = recording.Events(in); err != nil {
+		return c.fail("plot", err)
+	}
 	var w io.Writer = c.stdout
 	var f *os.File
 	if out != "-" {
@@ -122,6 +133,9 @@ func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
 			return c.fail("plot", err)
 		}
 		fmt.Fprintf(c.stderr, "wrote %s: %d fields in %d panels\n", out, res.Fields, res.Panels)
+	}
+	for _, f := range res.Faults {
+		fmt.Fprint(c.stderr, wrapText("the run had faults: "+f, summaryWidth(c), "  ", "    "))
 	}
 	for _, r := range res.Control {
 		fmt.Fprint(c.stderr, wrapText("control "+r.Line(), summaryWidth(c), "  ", "    "))

@@ -172,7 +172,8 @@ func isLogLine(l string) bool {
 // In 80 columns: log lines never share a line with the status line (it is
 // cleared before them and drawn again after), a reload of a parameter
 // logs one short line, the summary comes after the last log line, and
-// every line of the summary and the status line fits.
+// every line of the log, the summary and the status line fits; the status
+// line says the simulated time and what the time sync does in words.
 func TestTerminalOf80Columns(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rig.json")
@@ -202,7 +203,13 @@ func TestTerminalOf80Columns(t *testing.T) {
 	}) {
 		t.Errorf("no status line says how the speed loop does: %q", tm.statusLines())
 	}
+	if !slices.ContainsFunc(tm.statusLines(), func(s string) bool { return strings.Contains(s, "| simulated ") }) {
+		t.Errorf("no status line says the simulated time: %q", tm.statusLines())
+	}
 	for _, s := range tm.statusLines() {
+		if strings.Contains(s, "(none)") {
+			t.Errorf("a status line with a bare (none): %q", s)
+		}
 		if utf8.RuneCountInString(s) >= 80 {
 			t.Errorf("a status line of %d columns: %q", utf8.RuneCountInString(s), s)
 		}
@@ -221,8 +228,8 @@ func TestTerminalOf80Columns(t *testing.T) {
 		if summary >= 0 && isLogLine(l) {
 			t.Errorf("a log line after the summary began (line %d): %q\n%s", i+1, l, shown)
 		}
-		if summary >= 0 && utf8.RuneCountInString(l) > 80 {
-			t.Errorf("summary line %d is %d columns: %q", i+1, utf8.RuneCountInString(l), l)
+		if utf8.RuneCountInString(l) > 80 {
+			t.Errorf("line %d is %d columns: %q", i+1, utf8.RuneCountInString(l), l)
 		}
 	}
 	if os.Getenv("BEAMCONNECT_SHOW_TERMINAL") != "" {

@@ -70,8 +70,10 @@ status 4 is reported, BeamNG gets neutral controls instead of the last ones
 and keeps being answered; a fault ends when its cause does. A reload is
 prepared whole (the model's new binding and parameters included) while the
 coupling goes on, then swapped in between two messages; anything in it that
-fails refuses all of it. A bind that
-fails (another program on the port) is retried with backoff. A watchdog
+fails refuses all of it. A bind that fails (another program on the port) is
+retried with backoff for --bind-timeout (10 s), then the run ends with the
+error and a hint (exit 1); a socket that fails after it was bound is bound
+again for as long as it takes. A watchdog
 sees BeamNG run ahead of the replies (out of lockstep) and repairs its
 window where the protocol allows. --record writes whole rows every 250 ms,
 even while BeamNG is silent; it refuses the config file, and any existing
@@ -95,7 +97,9 @@ timeToCollision; params names the other vehicle).
 history, rates, turnaround, a scope of every port (uPlot, embedded; samples
 by Server-Sent Events from a ring the loop never waits on), reloads and
 refusals, the config in use; and /metrics in Prometheus' text format. It
-binds only where told (":8080" is loopback) and answers only GET.
+binds only where told (":8080" is loopback), answers only GET, and only to
+requests for this machine's addresses or localhost: a request for another
+name (DNS rebinding) is refused; --http-host NAME allows a name of yours.
 'beamconnect plot' draws a --record file afterwards.
 
 Exit status: 0 for a healthy run, 1 when anything went wrong: never
@@ -104,7 +108,11 @@ lockstep, model faults, lost recording rows; the summary lists each. Not
 faults, and noted: BeamNG pausing (it goes on where it left off, the same
 reply ids, in lockstep at once), and BeamNG stopping before beamconnect is
 stopped (Ctrl-C, SIGTERM), however soon after: with every message answered,
-BeamNG was not waiting for a reply.
+BeamNG was not waiting for a reply. How well the model controlled is a
+verdict of its own: with --fail-on control (or "failOn": ["control"] in the
+config's beamng block) a healthy run whose control verdict is not good for
+every loop (poor, not settled, no data, or no loop at all) exits 4, and the
+summary says which; faults still exit 1.
 --fault (with --emulate) makes the emulated BeamNG misbehave, to see all this.
 
 ` + coupling.PingResultsLayout + `
@@ -127,6 +135,9 @@ BeamNG was not waiting for a reply.
 		fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
 		fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
 		fs.StringVar(&o.http, "http", "", "serve a live page (status, scope of every port, reloads, config) and Prometheus /metrics at this address, e.g. 127.0.0.1:8080 (a bare :PORT binds loopback only)")
+		fs.StringArrayVar(&o.httpHosts, "http-host", nil, "with --http: a further name the live page answers to (rig-pc.lab), besides this machine's addresses and localhost (repeatable)")
+		fs.DurationVar(&o.bindTimeout, "bind-timeout", coupling.DefaultBindTimeout, "give up when the local address cannot be bound (a busy port) for this long; 0 retries for as long as the run goes on")
+		fs.StringSliceVar(&o.failOn, "fail-on", nil, `what else makes the exit status non-zero: "control" exits 4 when a control verdict is not good (as beamng.failOn)`)
 		fs.Bool("json", false, "print the final summary as one JSON object")
 		return func(c *call) int { return runCmd(c, o) }
 	},
@@ -142,6 +153,9 @@ type runOpts struct {
 	busyPoll             bool
 	duration             time.Duration
 	faults               []string
+	failOn               []string // --fail-on: "control"
+	httpHosts            []string // --http-host
+	bindTimeout          time.Duration
 }
 
 func runCmd(c *call, o *runOpts) int {
@@ -211,12 +225,16 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.usage("expected exactly one config file, got %d", len(c.args))
 	case o.duration < 0:
 		return r.usage("--duration %v: expected 0 (run until interrupted) or a positive duration", o.duration)
+	case o.bindTimeout < 0:
+		return r.usage("--bind-timeout %v: expected 0 (retry for as long as the run goes on) or a positive duration", o.bindTimeout)
 	case o.freeRunning && !o.emulate:
 		return r.usage("--free-running applies to --emulate only")
 	case o.recordFormat != "" && o.record == "":
 		return r.usage("--record-format applies to --record only")
 	case len(o.faults) > 0 && !o.emulate:
 		return r.usage("--fault applies to --emulate only (it makes the emulated BeamNG misbehave)")
+	case len(o.httpHosts) > 0 && o.http == "":
+		return r.usage("--http-host applies to --http only")
 	case (o.emulateClient != "" || o.emulateListen != "") && !o.emulate:
 		return r.usage("--emulate-client and --emulate-listen apply to --emulate only")
 	}
@@ -231,6 +249,11 @@ func (r *runner) prepare() (code int, ok bool) {
 	for _, spec := range o.faults {
 		if err := emulator.ParseFault(spec, &r.faults); err != nil {
 			return r.usage("--fault: %v", err)
+		}
+	}
+	for _, f := range o.failOn {
+		if f != "control" {
+			return r.usage("--fail-on %q: expected control (a control verdict other than good exits 4)", f)
 		}
 	}
 	plan, res := check(c.args[0])
@@ -255,7 +278,11 @@ func (r *runner) prepare() (code int, ok bool) {
 	if err := r.newModel(); err != nil {
 		return r.fail(err)
 	}
-	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Params: kinds.Parameters(plan.Model), Log: c.log, BusyPoll: o.busyPoll}
+	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Params: kinds.Parameters(plan.Model), Log: c.log, BusyPoll: o.busyPoll,
+		BindTimeout: o.bindTimeout}
+	if o.bindTimeout == 0 {
+		r.opts.BindTimeout = -1 // for as long as the run goes on
+	}
 	if c.logs != nil {
 		r.opts.LogLoss = func() (uint64, uint64) { return c.logs.Dropped(), c.logs.Failed() }
 	}
@@ -377,7 +404,7 @@ func (r *runner) run(hup <-chan os.Signal) int {
 		emWait.Go(func() { em.Run(ctx) })
 	}
 	if r.mon != nil {
-		r.mon.start(ctx, c, r.plan, r.sess)
+		r.mon.start(ctx, c, r.plan, r.sess, o.httpHosts)
 	}
 	stopWatch := watchConfig(ctx, c, r.sess, c.args[0], r.plan, o.noWatch, hup, r.mon.observer())
 	stopLine := statusLine(c, r.sess)
@@ -390,6 +417,7 @@ func (r *runner) run(hup <-chan os.Signal) int {
 
 	sum := summarize(r.sess, r.plan, r.name, r.model, r.opts.Record, em)
 	sum.WallS = time.Since(start).Seconds()
+	sum.judgeControl(len(o.failOn) > 0 || r.sess.Plan().FailOnControl)
 	// The summary comes after the last log line: what stopping the model
 	// and the emulator logs, then everything queued, is written first.
 	r.close()
@@ -407,8 +435,11 @@ func (r *runner) run(hup <-chan os.Signal) int {
 	if runErr != nil {
 		return c.fail("run", runErr)
 	}
-	if !sum.Healthy {
+	switch {
+	case !sum.Healthy:
 		return exitFailed
+	case sum.ControlFailed != "":
+		return exitControl
 	}
 	return exitOK
 }

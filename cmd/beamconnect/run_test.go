@@ -151,6 +151,11 @@ func TestRunExecPython(t *testing.T) {
 	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 		t.Errorf("speed at the end %v, want 20", v)
 	}
+	// The values the program names and appends are recorded under its
+	// names and units.
+	if v := lastValue(t, rec, "model.speedError [m/s]"); v < -1 || v > 1 {
+		t.Errorf("the program's speed error at the end %v, want about 0", v)
+	}
 }
 
 // run --json reports simulated and wall time and, as master, the pacing.

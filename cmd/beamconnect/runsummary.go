@@ -52,6 +52,11 @@ type runSummary struct {
 	// ModelNotes say how the model ran (an FMU's interface and step) and
 	// why it ended, if it did.
 	ModelNotes []string `json:"model_notes,omitempty"`
+	// FailOnControl: the run was asked to fail on a control verdict other
+	// than good (--fail-on control, beamng.failOn); ControlFailed says why
+	// it did (exit status 4), "" when it did not.
+	FailOnControl bool   `json:"fail_on_control"`
+	ControlFailed string `json:"control_failed,omitempty"`
 
 	Emulator *emulator.Summary `json:"emulator,omitempty"`
 	// Vehicles holds each vehicle's own figures when the config couples
@@ -157,7 +162,36 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 		sum.Notes = []string{}
 	}
 	sum.Healthy = len(sum.Faults) == 0
+	if !sum.Healthy {
+		// A loop is never called good in a run with faults.
+		for i := range sum.Control {
+			sum.Control[i] = sum.Control[i].InFaultedRun(sum.Faults[0])
+		}
+	}
 	return sum
+}
+
+// judgeControl sets ControlFailed when failOn asks the run to fail on a
+// control verdict other than good: every loop must be good, and there
+// must be a loop.
+func (s *runSummary) judgeControl(failOn bool) {
+	s.FailOnControl = failOn
+	if !failOn {
+		return
+	}
+	if len(s.Control) == 0 {
+		s.ControlFailed = "no control verdict: the config names no loop in beamng.quality, and model " + s.Model + " judges none of its own"
+		return
+	}
+	var bad []string
+	for _, r := range s.Control {
+		if !r.Good() {
+			bad = append(bad, r.Name+" "+r.Verdict+": "+r.Why)
+		}
+	}
+	if len(bad) > 0 {
+		s.ControlFailed = strings.Join(bad, "; ")
+	}
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -276,6 +310,11 @@ func printRunSummary(c *call, s runSummary) {
 	}
 	for _, n := range s.Notes {
 		out("    ", "  note: ", "%s", n)
+	}
+	if s.Healthy && s.ControlFailed != "" {
+		fmt.Fprintf(c.stdout, "healthy, but CONTROL NOT GOOD (exit status %d, as --fail-on control asks):\n", exitControl)
+		out("    ", "  - ", "%s", s.ControlFailed)
+		return
 	}
 	if s.Healthy {
 		fmt.Fprintln(c.stdout, "healthy: BeamNG coupled in lockstep, no faults")

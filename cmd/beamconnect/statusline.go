@@ -156,11 +156,12 @@ func statusParts(sess *coupling.Session, now, start time.Time, r *rates) []part 
 			parts = append(parts, part{fmt.Sprintf("%s %s %.0f msg/s", l.Name(), l.Status(), rate), 3})
 			continue
 		}
-		sync := plan.TimeSync.String()
+		sync := syncWords(plan.TimeSync)
 		if plan.TimeSync == timesync.Slave && msgs > 0 && now.Sub(st.LastArrival()) > 2*time.Duration(plan.Period*float64(time.Second)) {
 			sync += ", blocked: waiting for BeamNG's time"
 		}
-		parts = append(parts, part{fmt.Sprintf("t %.3f s (%s)", st.LocalTime(), sync), 3}, part{fmt.Sprintf("%.0f msg/s", rate), 3},
+		parts = append(parts, part{fmt.Sprintf("simulated %.3f s", l.SimTime()), 3}, part{fmt.Sprintf("local time %.3f s, %s", st.LocalTime(), sync), 4},
+			part{fmt.Sprintf("%.0f msg/s", rate), 3},
 			part{fmt.Sprintf("turnaround p50 %.0f µs p99 %.0f µs", us(st.Turnaround.Quantile(0.5)), us(st.Turnaround.Quantile(0.99))), 4})
 	}
 	r.at = now
@@ -168,6 +169,18 @@ func statusParts(sess *coupling.Session, now, start time.Time, r *rates) []part 
 		part{fmt.Sprintf("stalls recovered %d", run[coupling.StallsRecovered]), 4},
 		part{fmt.Sprintf("reloads %d", run[coupling.Reloads]), 5})
 	return parts
+}
+
+// syncWords says what the time sync does, for the status line: "no time
+// sync" rather than a bare "none".
+func syncWords(m timesync.Mode) string {
+	switch m {
+	case timesync.Slave:
+		return "BeamNG's time (time sync slave)"
+	case timesync.Master:
+		return "replies paced to it (time sync master)"
+	}
+	return "no time sync"
 }
 
 // fitLine joins the parts that fit in width columns, keeping their order:

@@ -2,6 +2,7 @@ package draft
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,36 +60,59 @@ func TestFromCSV(t *testing.T) {
 	}
 }
 
-// An FMU's variables are bound by their names: exactly, in another letter
-// case (said to be guessed), or not at all (a TODO); its parameters go to
-// modelParams.parameters with their start values.
+// An FMU's variables are bound by their names: exactly, or in another
+// letter case (said to be guessed); an output that matches no signal goes
+// to a free custom field, an input to its start value; its parameters go
+// to modelParams.parameters with their start values; a setpoint parameter
+// beside the signal it is the setpoint of makes a loop of beamng.quality.
 func TestFromFMU(t *testing.T) {
 	d, err := fmu.ParseDescription([]byte(`<?xml version="1.0"?>
 <fmiModelDescription fmiVersion="2.0" modelName="m" guid="{x}">
   <CoSimulation modelIdentifier="m" canHandleVariableCommunicationStepSize="true"/>
   <DefaultExperiment stepSize="0.002"/>
   <ModelVariables>
-    <ScalarVariable name="groundspeed" valueReference="1" causality="input"><Real start="0"/></ScalarVariable>
+    <ScalarVariable name="groundspeed" valueReference="1" causality="input"><Real start="0" unit="m/s"/></ScalarVariable>
     <ScalarVariable name="Throttle" valueReference="2" causality="output"><Real/></ScalarVariable>
     <ScalarVariable name="fuelFlowCmd" valueReference="3" causality="output"><Real/></ScalarVariable>
-    <ScalarVariable name="setSpeed" valueReference="4" causality="parameter" variability="tunable"><Real start="20"/></ScalarVariable>
+    <ScalarVariable name="setSpeed" valueReference="4" causality="parameter" variability="tunable"><Real start="20" unit="m/s"/></ScalarVariable>
+    <ScalarVariable name="slope" valueReference="5" causality="input"><Real start="0.02"/></ScalarVariable>
   </ModelVariables>
   <ModelStructure><Outputs><Unknown index="2"/><Unknown index="3"/></Outputs></ModelStructure>
 </fmiModelDescription>`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, ins, outs, todo := FromFMU(d, "m.fmu", nil)
-	if len(ins) != 1 || ins[0] != (Bound{"groundspeed", "groundspeed", false}) || len(outs) != 1 || outs[0] != (Bound{"Throttle", "throttle", true}) {
-		t.Errorf("bound: inputs %+v, outputs %+v", ins, outs)
+	dr := FromFMU(d, "m.fmu", nil)
+	if len(dr.Inputs) != 1 || dr.Inputs[0] != (Bound{Variable: "groundspeed", Signal: "groundspeed"}) || len(dr.Outputs) != 2 ||
+		dr.Outputs[0] != (Bound{Variable: "Throttle", Signal: "throttle", Guessed: true}) ||
+		dr.Outputs[1] != (Bound{Variable: "fuelFlowCmd", Signal: "custom1", Custom: true}) {
+		t.Errorf("bound: inputs %+v, outputs %+v", dr.Inputs, dr.Outputs)
 	}
-	if len(todo) != 1 || !strings.Contains(todo[0], `"fuelFlowCmd" matches no BeamNG signal`) {
-		t.Errorf("todo %q", todo)
+	if !slices.Equal(dr.Constants, []string{"slope"}) || len(dr.Notes) != 0 {
+		t.Errorf("constants %q, notes %q", dr.Constants, dr.Notes)
 	}
-	b, _ := json.Marshal(cfg)
-	for _, want := range []string{`"updatePeriodMs":2`, `"parameters":{"setSpeed":20}`, `"outputs":{"Throttle":"throttle"}`, `"path":"m.fmu"`, `"model":"fmu"`} {
+	if dr.Quality.Measured != "groundspeed" || dr.Quality.Setpoint != "setSpeed" {
+		t.Errorf("quality %+v, want groundspeed against setSpeed", dr.Quality)
+	}
+	b, _ := json.Marshal(dr.Config)
+	for _, want := range []string{`"updatePeriodMs":2`, `"parameters":{"setSpeed":20,"slope":0.02}`, `"outputs":{"Throttle":"throttle","fuelFlowCmd":"custom1"}`,
+		`{"propertyName":"custom1","initialValue":0}`, `"quality":{"measured":"groundspeed","setpoint":"setSpeed"}`, `"path":"m.fmu"`, `"model":"fmu"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("no %s in\n%s", want, b)
 		}
+	}
+}
+
+// What a setpoint parameter's name says it is the setpoint of.
+func TestQuantity(t *testing.T) {
+	for name, want := range map[string]string{
+		"setSpeed": "speed", "set_speed": "speed", "targetSpeed": "speed", "speedSetpoint": "speed", "vRef": "",
+		"speedRef": "speed", "desiredHeading": "heading", "spYaw": "yaw", "spring": "", "settle": "", "k": "", "setpoint": "", "speed_sp": "speed",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := quantity(name); got != want {
+				t.Errorf("%q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -1,51 +1,92 @@
 package draft
 
 import (
-	"beamconnect/beamng"
-	"beamconnect/config"
-	"beamconnect/fmu"
 	"fmt"
 	"math"
 	"net/netip"
 	"strconv"
+	"strings"
+
+	"beamconnect/beamng"
+	"beamconnect/config"
+	"beamconnect/fmu"
 )
 
 // Bound is how one FMU variable was bound.
 type Bound struct {
 	Variable, Signal string
 	Guessed          bool // not the same name: a case or typo match
+	// Custom: an output that matches no signal BeamNG reads, sent to a
+	// free custom field (Signal), so that it is recorded under its name.
+	Custom bool
+}
+
+// Draft is a config for an FMU, and what init says about it.
+type Draft struct {
+	Config          any
+	Inputs, Outputs []Bound
+	// Constants are the FMU inputs that match no signal BeamNG sends:
+	// they keep their start values, written in modelParams.parameters.
+	Constants []string
+	// Quality is the loop proposed for beamng.quality ("" measured: none).
+	Quality struct{ Measured, Setpoint string }
+	// Notes say what the config leaves out, a line each (a String input is
+	// set once; a Clock is not driven).
+	Notes []string
 }
 
 // FromFMU is a config that couples the FMU described by d (Gen 1
 // messages, "model": "fmu"), path its file as the config names it, at the
-// addresses given (nil: the defaults): the variables bound, and what is
-// left to do, a line each.
-func FromFMU(d *fmu.Description, path string, addrs *Addresses) (cfg any, ins, outs []Bound, todo []string) {
+// addresses given (nil: the defaults), and runs as written: its inputs
+// and outputs bound to BeamNG's signals of their names; an output that
+// matches none sent to a free custom field (custom1…), so that BeamNG has
+// it and the recording shows it under the FMU's name; an input that
+// matches none kept at its start value (modelParams.parameters); its
+// parameters with their start values; beamng.quality when a setpoint
+// parameter and the signal it is the setpoint of are found (setSpeed and
+// groundspeed); the period from the FMU's own step.
+func FromFMU(d *fmu.Description, path string, addrs *Addresses) Draft {
+	var dr Draft
 	params := map[string]any{"path": path}
+	values := map[string]any{}
+	custom := 0 // the last custom field used
+	nextCustom := func(used map[string]bool) string {
+		for custom < maxCustom {
+			custom++
+			name := "custom" + strconv.Itoa(custom)
+			if !used[name] {
+				return name
+			}
+		}
+		return ""
+	}
 	bind := func(causality string, dir beamng.Direction, key string) ([]Bound, []field) {
 		var bound []Bound
 		var fields []field
 		mapped := map[string]any{}
 		used := map[string]bool{}
+		var unmatched []fmu.Variable
 		for _, v := range d.Variables {
 			if v.Causality != causality {
 				continue
 			}
 			switch {
 			case v.Kind == fmu.Unsupported:
-				todo = append(todo, fmt.Sprintf("the FMU's %s %q is a %s, which beamconnect does not drive: it cannot be bound", causality, v.Name, v.Type))
+				dr.Notes = append(dr.Notes, fmt.Sprintf("the FMU's %s %q is a %s, which beamconnect does not drive: it is left out", causality, v.Name, v.Type))
 				continue
 			case v.Kind == fmu.String || v.Kind == fmu.Binary:
-				todo = append(todo, fmt.Sprintf("the FMU's %s %q is a %s: beamconnect sets it once, before the FMU starts, in modelParams.parameters; it is not exchanged at every step", causality, v.Name, v.Type))
+				if causality == "input" && v.Start != "" {
+					values[v.Name] = v.Start // set once, before the FMU starts
+				}
+				dr.Notes = append(dr.Notes, fmt.Sprintf("the FMU's %s %q is a %s: it is not exchanged at every step (an input's value is set once, in modelParams.parameters)", causality, v.Name, v.Type))
 				continue
 			case v.Array:
-				todo = append(todo, fmt.Sprintf("the FMU's %s %q is an array, %s%s: bind its elements one by one in modelParams.%s, e.g. {\"%s[1]\": \"FIELD\", \"%s[2]\": \"FIELD\"}, after adding the fields",
-					causality, v.Name, v.Type, d.Shape(&v), key, v.Name, v.Name))
+				unmatched = append(unmatched, v)
 				continue
 			}
 			signal, guessed := matchSignal(dir, v.Name)
 			if signal == "" || dir == beamng.ToBeamNG && used[signal] {
-				todo = append(todo, fmt.Sprintf("the FMU's %s %q matches no BeamNG signal: map it in modelParams.%s, e.g. {%q: \"FIELD\"}, after adding the field", causality, v.Name, key, v.Name))
+				unmatched = append(unmatched, v)
 				continue
 			}
 			if guessed {
@@ -54,12 +95,28 @@ func FromFMU(d *fmu.Description, path string, addrs *Addresses) (cfg any, ins, o
 			bound = append(bound, Bound{Variable: v.Name, Signal: signal, Guessed: guessed})
 			if !used[signal] {
 				used[signal] = true
-				jf := field{PropertyName: signal}
-				if dir == beamng.ToBeamNG {
-					zero := 0.0
-					jf.InitialValue = &zero
+				fields = append(fields, newField(signal, dir))
+			}
+		}
+		for _, v := range unmatched {
+			if dir == beamng.FromBeamNG {
+				// Nothing of BeamNG's to read: the input keeps its start.
+				if x, ok := startValue(d, &v); ok {
+					values[v.Name] = x
 				}
-				fields = append(fields, jf)
+				dr.Constants = append(dr.Constants, v.Name)
+				continue
+			}
+			for _, name := range elementNames(d, &v) {
+				signal := nextCustom(used)
+				if signal == "" {
+					dr.Notes = append(dr.Notes, fmt.Sprintf("the FMU's output %q: no custom field is left (BeamNG has %d): it is recorded, not sent", name, maxCustom))
+					continue
+				}
+				used[signal] = true
+				mapped[name] = signal
+				bound = append(bound, Bound{Variable: name, Signal: signal, Custom: true})
+				fields = append(fields, newField(signal, dir))
 			}
 		}
 		if len(mapped) > 0 {
@@ -67,17 +124,15 @@ func FromFMU(d *fmu.Description, path string, addrs *Addresses) (cfg any, ins, o
 		}
 		return bound, fields
 	}
-	ins, inFields := bind("input", beamng.FromBeamNG, "inputs")
-	outs, outFields := bind("output", beamng.ToBeamNG, "outputs")
-	values := map[string]any{}
+	var inFields, outFields []field
+	dr.Inputs, inFields = bind("input", beamng.FromBeamNG, "inputs")
+	dr.Outputs, outFields = bind("output", beamng.ToBeamNG, "outputs")
 	for _, v := range d.Variables {
 		if v.Causality != "parameter" || !v.Settable() || v.Kind == fmu.Unsupported || v.Array || v.Start == "" {
 			continue
 		}
-		if x, err := strconv.ParseFloat(v.Start, 64); err == nil {
+		if x, ok := startValue(d, &v); ok {
 			values[v.Name] = x
-		} else if b, err := strconv.ParseBool(v.Start); err == nil && v.Kind == fmu.Bool {
-			values[v.Name] = b
 		}
 	}
 	if len(values) > 0 {
@@ -91,6 +146,10 @@ func FromFMU(d *fmu.Description, path string, addrs *Addresses) (cfg any, ins, o
 		return []group{{UpdatePeriodMs: period, Ports: [][]field{fields}}}
 	}
 	bn := map[string]any{"protocol": "fixed", "model": "fmu", "modelParams": params}
+	if m, s := proposeLoop(d, dr.Inputs); m != "" {
+		dr.Quality.Measured, dr.Quality.Setpoint = m, s
+		bn["quality"] = map[string]any{"measured": m, "setpoint": s}
+	}
 	out := struct {
 		Version      float64        `json:"version"`
 		RemoteIP     string         `json:"remoteIP,omitempty"`
@@ -104,7 +163,128 @@ func FromFMU(d *fmu.Description, path string, addrs *Addresses) (cfg any, ins, o
 		out.RemoteIP, out.RemotePort, out.RemoteObject = addrs.Remote.Addr().String(), int(addrs.Remote.Port()), addrs.Object
 		bn["localIP"], bn["localPort"] = addrs.Local.Addr().String(), int(addrs.Local.Port())
 	}
-	return out, ins, outs, todo
+	dr.Config = out
+	return dr
+}
+
+// maxCustom is how many custom fields BeamNG reads (custom1…custom50).
+const maxCustom = 50
+
+func newField(signal string, dir beamng.Direction) field {
+	f := field{PropertyName: signal}
+	if dir == beamng.ToBeamNG {
+		zero := 0.0
+		f.InitialValue = &zero
+	}
+	return f
+}
+
+// elementNames are a variable's names as bound: its own, or an array's
+// elements' (u[1], u[2]…) at its start size.
+func elementNames(d *fmu.Description, v *fmu.Variable) []string {
+	if !v.Array {
+		return []string{v.Name}
+	}
+	n := 1
+	for _, dim := range v.Dims {
+		size := dim.Start
+		if dim.Param {
+			if p, ok := d.ByVR(dim.VR); ok {
+				if x, err := strconv.ParseUint(strings.TrimSpace(p.Start), 10, 64); err == nil {
+					size = x
+				}
+			}
+		}
+		n *= int(size)
+	}
+	if len(v.Dims) > 1 {
+		return nil // a matrix output is left to the user
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s[%d]", v.Name, i+1)
+	}
+	return out
+}
+
+// startValue is a variable's start as modelParams.parameters takes it: a
+// number, true or false, an array of numbers; ok is false when it has
+// none.
+func startValue(d *fmu.Description, v *fmu.Variable) (any, bool) {
+	if v.Array {
+		var list []any
+		for _, f := range strings.Fields(v.Start) {
+			x, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				return nil, false
+			}
+			list = append(list, x)
+		}
+		if n := len(elementNames(d, v)); n == 0 || len(list) != n {
+			return nil, false
+		}
+		return list, true
+	}
+	if x, err := strconv.ParseFloat(strings.TrimSpace(v.Start), 64); err == nil {
+		return x, true
+	}
+	if b, err := strconv.ParseBool(strings.TrimSpace(v.Start)); err == nil && v.Kind == fmu.Bool {
+		return b, true
+	}
+	return nil, false
+}
+
+// setpointWords start or end a setpoint parameter's name: setSpeed,
+// targetSpeed, speedSetpoint, vRef, desiredHeading.
+var setpointWords = []string{"setpoint", "target", "desired", "demand", "reference", "set", "ref", "sp"}
+
+// proposeLoop finds a loop for beamng.quality: a parameter named as a
+// setpoint (setSpeed) and a bound input whose signal is what it is the
+// setpoint of (groundspeed: the name's rest, "speed", is in it, or their
+// units agree).
+func proposeLoop(d *fmu.Description, inputs []Bound) (measured, setpoint string) {
+	for _, v := range d.Variables {
+		if v.Causality != "parameter" || v.Array || !v.Kind.Numeric() {
+			continue
+		}
+		rest := quantity(v.Name)
+		if rest == "" {
+			continue
+		}
+		for _, in := range inputs {
+			iv, _ := d.Variable(in.Variable)
+			sig := strings.ToLower(in.Signal)
+			if strings.Contains(sig, rest) || strings.Contains(rest, sig) || iv != nil && v.Unit != "" && iv.Unit == v.Unit && iv.Unit != "1" {
+				return in.Signal, v.Name
+			}
+		}
+	}
+	return "", ""
+}
+
+// quantity is what a setpoint parameter's name is the setpoint of, lower
+// case ("speed" of setSpeed, set_speed or speedRef); "" for a name that is
+// no setpoint's. The setpoint word must stand apart: a capital or a
+// separator after or before it (settle is not a setpoint of "tle").
+func quantity(name string) string {
+	lower := strings.ToLower(name)
+	apart := func(c byte) bool { return c >= 'A' && c <= 'Z' || c == '_' || c == '-' || c == '.' }
+	clean := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "", ".", "").Replace(s))
+	}
+	for _, w := range setpointWords {
+		if strings.HasPrefix(lower, w) && len(name) > len(w) && apart(name[len(w)]) {
+			if rest := clean(name[len(w):]); len(rest) >= 3 {
+				return rest
+			}
+		}
+		if at := len(name) - len(w); strings.HasSuffix(lower, w) && at > 0 && (apart(name[at]) || apart(name[at-1])) {
+			if rest := clean(name[:at]); len(rest) >= 3 {
+				return rest
+			}
+		}
+	}
+	return ""
 }
 
 // Addresses are a rig's addresses, taken from a config of one Gen 1

@@ -108,7 +108,7 @@ const (
 func New(plan *ports.Plan) *Interface {
 	in := &Interface{Period: plan.Period, Several: len(plan.Vehicles) > 1}
 	cols := map[[3]int]recording.Column{}
-	for _, c := range recording.LayoutOf(plan).Columns {
+	for _, c := range recording.LayoutOf(plan, nil).Columns {
 		if c.Role == recording.Field {
 			out := 0
 			if c.Out {

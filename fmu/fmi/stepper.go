@@ -23,7 +23,11 @@ type Setup struct {
 	ModelExchange bool
 	Inputs        []Var // set before every step, from the values Step is given
 	Outputs       []Var // read after every step
-	Params        []Var // set after instantiation; their values are ParamValues
+	// Observed are read after every step too, after the outputs in the
+	// same values (Values counts both), only to be recorded: locals,
+	// parameters, outputs of no use as controls. A NaN there is no fault.
+	Observed []Var
+	Params   []Var // set after instantiation; their values are ParamValues
 	// ParamValues are the parameters' values, in Params order (one per
 	// element).
 	ParamValues []float64
@@ -61,6 +65,10 @@ type Setup struct {
 	// of a state gone NaN (the model description's, in its order).
 	Derivatives []fmu.Derivative
 }
+
+// Values is how many values a step reads: every output's and observed
+// variable's element.
+func (s *Setup) Values() int { return Count(s.Outputs) + Count(s.Observed) }
 
 // maxCatchUp bounds the extra whole periods a fixed-step FMU is stepped at
 // one message to catch up with the coupling's time, so a long gap cannot
@@ -140,7 +148,7 @@ func NewStepper(s Setup, log Logger) (*Stepper, error) {
 	if st.in, err = NewVars(s.Inputs); err != nil {
 		return nil, err
 	}
-	if st.out, err = NewVars(s.Outputs); err != nil {
+	if st.out, err = NewVars(append(slices.Clip(s.Outputs), s.Observed...)); err != nil {
 		return nil, err
 	}
 	if st.lib, err = Load(s.Library, s.Major); err != nil {
@@ -360,7 +368,7 @@ func (s *Stepper) step(t float64, in, out []float64) (bool, error) {
 	if err := s.inst.Get(s.out, out); err != nil {
 		return true, err
 	}
-	for i, v := range out {
+	for i, v := range out[:Count(s.setup.Outputs)] {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return true, &BadOutput{Name: s.outName(i), Value: v}
 		}

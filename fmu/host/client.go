@@ -121,7 +121,7 @@ func StartWith(argv []string, dir string, setup fmi.Setup, grace time.Duration, 
 	// for open, ready and quit (and carry the steps where there is none).
 	var box *mailbox.Box
 	if !h.Pipes {
-		if box, err = mailbox.Create(maxRequest, 80+8*fmi.Count(setup.Outputs)+maxErrText); err == nil {
+		if box, err = mailbox.Create(maxRequest, 80+8*setup.Values()+maxErrText); err == nil {
 			box.Attach(cmd)
 			cmd.Env = append(cmd.Env, hostSpinEnv+"="+h.HostSpin.String())
 		} else {
@@ -160,7 +160,7 @@ func StartWith(argv []string, dir string, setup fmi.Setup, grace time.Duration, 
 		return nil, fmt.Errorf("starting the FMU host %q: %w", strings.Join(argv, " "), err)
 	}
 	c := &Client{
-		tree: tree, stdin: inW, nIn: fmi.Count(setup.Inputs), nOut: fmi.Count(setup.Outputs), nParams: fmi.Count(setup.Params),
+		tree: tree, stdin: inW, nIn: fmi.Count(setup.Inputs), nOut: setup.Values(), nParams: fmi.Count(setup.Params),
 		answers: make(chan struct{}, 1), done: make(chan struct{}),
 		shm: box != nil, box: box, spin: h.ClientSpin, timer: time.NewTimer(time.Hour),
 	}

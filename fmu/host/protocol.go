@@ -19,8 +19,8 @@
 // to open, and 'A' to every step: a result byte (see Result), the FMU's
 // time (float64), catch-up steps, resets, and a Model Exchange FMU's
 // solver steps, rejected steps and events so far (uint32 each), one
-// float64 per output element, then the error text when the result is not
-// OK.
+// float64 per output element and per observed one (fmi.Setup.Observed),
+// then the error text when the result is not OK.
 // Numbers are little-endian. What the FMU logs goes to the host's stderr,
 // one line per message.
 //

@@ -81,7 +81,7 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 	}
 	var (
 		step    Step
-		outputs = make([]float64, fmi.Count(setup.Outputs))
+		outputs = make([]float64, setup.Values())
 		answer  = make([]byte, 0, 80+8*len(outputs))
 	)
 	stepOnce := func(p []byte) ([]byte, error) {

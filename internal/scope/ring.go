@@ -28,6 +28,9 @@ type Column struct {
 	// unit (recording.MinSpan): a settled value's noise is not drawn as a
 	// swing.
 	MinSpan float64 `json:"min_span"`
+	// Comment says what the value is (a recording's column comment): the
+	// page shows it over the name.
+	Comment string `json:"comment,omitempty"`
 }
 
 // Layout is what a sample holds. Generation changes whenever a reload

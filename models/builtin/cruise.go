@@ -51,6 +51,7 @@ type CruisePedals struct {
 	ctl      pi
 	lastT    float64
 	quality  *quality.Tracker
+	signals
 }
 
 // pedalRefs are what cruise-pedals is bound to in a plan.
@@ -68,7 +69,7 @@ func newCruisePedals(b *binder, params models.Params) (models.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &CruisePedals{ctl: pi{lo: -1, hi: 1}, lastT: math.NaN(), quality: newSpeedTracker()}
+	m := &CruisePedals{ctl: pi{lo: -1, hi: 1}, lastT: math.NaN(), quality: newSpeedTracker(), signals: newSignals(cruisePedalsSignals)}
 	m.tune(v)
 	m.refs = bindPedals(b)
 	return m, nil
@@ -116,6 +117,7 @@ func (m *CruisePedals) Step(t float64, out, in [][]float64) bool {
 	if r.hasMode {
 		r.driveMode.Set(in, 0)
 	}
+	m.values[0], m.values[1], m.values[2], m.values[3] = m.SetSpeed, e, u, m.ctl.integral
 	return true
 }
 
@@ -141,6 +143,7 @@ type CruiseTorque struct {
 	ctl      pi
 	lastT    float64
 	quality  *quality.Tracker
+	signals
 }
 
 type torqueRefs struct {
@@ -158,7 +161,7 @@ func newCruiseTorque(b *binder, params models.Params) (models.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &CruiseTorque{lastT: math.NaN(), quality: newSpeedTracker()}
+	m := &CruiseTorque{lastT: math.NaN(), quality: newSpeedTracker(), signals: newSignals(cruiseTorqueSignals)}
 	m.tune(v)
 	m.refs = bindTorque(b)
 	return m, nil
@@ -218,6 +221,7 @@ func (m *CruiseTorque) Step(t float64, out, in [][]float64) bool {
 		r.prop[i].Set(in, math.Max(0, u))
 		r.brake[i].Set(in, math.Min(0, u)) // negative: BeamNG negates it into a braking torque
 	}
+	m.values[0], m.values[1], m.values[2], m.values[3] = m.SetSpeed, e, u, m.ctl.integral
 	return true
 }
 
@@ -230,6 +234,7 @@ type HeadingHold struct {
 	speedCtl          pi
 	lastT             float64
 	quality           *quality.Tracker
+	signals
 }
 
 type headingRefs struct {
@@ -247,7 +252,7 @@ func newHeadingHold(b *binder, params models.Params) (models.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &HeadingHold{speedCtl: pi{kp: 0.3, ki: 0.05, lo: -1, hi: 1}, lastT: math.NaN(), Heading: math.NaN(),
+	m := &HeadingHold{speedCtl: pi{kp: 0.3, ki: 0.05, lo: -1, hi: 1}, lastT: math.NaN(), Heading: math.NaN(), signals: newSignals(headingHoldSignals),
 		quality: quality.New(quality.Options{Band: headingBand, Wrap: 2 * math.Pi, Scale: 180 / math.Pi, Name: "heading", Unit: "deg"})}
 	m.tune(v)
 	m.refs = bindHeading(b)
@@ -300,5 +305,6 @@ func (m *HeadingHold) Step(t float64, out, in [][]float64) bool {
 	if r.hasBrake {
 		r.brake.Set(in, math.Max(0, -u))
 	}
+	m.values[0], m.values[1], m.values[2], m.values[3] = m.Heading, e, ev, u
 	return true
 }

@@ -36,6 +36,7 @@ type Follow struct {
 	quality   *quality.Tracker
 	gapNow    atomic.Uint64 // float64 bits
 	minTTC    atomic.Uint64
+	signals
 }
 
 // followRefs are what follow is bound to in a plan.
@@ -68,7 +69,7 @@ func newFollow(b *binder, params models.Params) (models.Model, error) {
 		return nil, err
 	}
 	m := &Follow{ego: pi{lo: -1, hi: 1}, lead: pi{lo: -1, hi: 1}, lastT: math.NaN(), t0: math.NaN(), timeGap: math.NaN(),
-		quality: quality.New(quality.Options{Band: timeGapBand, Name: "time gap", Unit: "s"})}
+		quality: quality.New(quality.Options{Band: timeGapBand, Name: "time gap", Unit: "s"}), signals: newSignals(followSignals)}
 	m.egoName, _ = params["ego"].(string)
 	m.leadName, _ = params["lead"].(string)
 	m.tune(v, profile)
@@ -186,15 +187,20 @@ func (m *Follow) Step(t float64, out, in [][]float64) bool {
 	r.leadThrottle.Set(in, math.Max(0, lead))
 	r.leadBrake.Set(in, math.Max(0, -lead))
 
-	target := m.maxSpeed
+	target, gapErr, tg := m.maxSpeed, math.NaN(), math.NaN()
 	if gap == gap { // the gap is invalid until both vehicles have reported
-		target = vl + m.kGap*(gap-math.Max(m.standstill, m.timeGap*ve))
+		gapErr = gap - math.Max(m.standstill, m.timeGap*ve)
+		target = vl + m.kGap*gapErr
 		m.observe(t, gap, ve, vl)
+		if ve > 0.5 {
+			tg = gap / ve
+		}
 	}
 	target = math.Min(m.maxSpeed, math.Max(0, target))
 	u := m.ego.step(target-ve, dt)
 	r.egoThrottle.Set(in, math.Max(0, u))
 	r.egoBrake.Set(in, math.Max(0, -u))
+	m.values[0], m.values[1], m.values[2], m.values[3] = m.leadTarget(t-m.t0), target, gapErr, tg
 	return true
 }
 

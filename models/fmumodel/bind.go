@@ -243,7 +243,9 @@ func escape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").
 
 // unboundFindings are the warnings validate gives for FMU inputs and
 // outputs bound to nothing, so an unmatched name is never dropped in
-// silence (init --from-fmu leaves them as TODOs).
+// silence: an input that keeps a value nobody gave it (one given in
+// modelParams.parameters is meant), an output that BeamNG does not get
+// (it is recorded all the same).
 func (b *fmuBinding) unboundFindings(p models.Params) []models.Finding {
 	var out []models.Finding
 	at := func(key string) string {
@@ -252,18 +254,24 @@ func (b *fmuBinding) unboundFindings(p models.Params) []models.Finding {
 		}
 		return ""
 	}
+	values, _ := p["parameters"].(map[string]any)
 	for _, in := range b.inputs {
-		if !in.bound && !in.mapped {
+		if _, given := values[in.v.Name]; !in.bound && !in.mapped && !given {
 			out = append(out, models.Finding{Param: at("inputs"), Warning: true,
-				Msg: fmt.Sprintf("TODO: the FMU's input %q is bound to no field: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}", in.name, in.start, in.name)})
+				Msg: fmt.Sprintf("TODO: the FMU's input %q is bound to no field: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}, or give its value in modelParams.parameters", in.name, in.start, in.name)})
 		}
 	}
 	for _, o := range b.outputs {
 		if !o.bound && !o.mapped {
 			out = append(out, models.Finding{Param: at("outputs"), Warning: true,
-				Msg: fmt.Sprintf("TODO: the FMU's output %q drives no field; map it with modelParams.outputs {%q: \"FIELD\"}", o.name, o.name)})
+				Msg: fmt.Sprintf("the FMU's output %q drives no field: it is recorded (%s%s), BeamNG does not get it; map it with modelParams.outputs {%q: \"FIELD\"} to send it", o.name, recordingModelPrefix, o.name, o.name)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Param < out[j].Param })
 	return out
 }
+
+// recordingModelPrefix is how a recording names a variable of the model's
+// that drives no field (recording.ModelPrefix; models do not import the
+// recording).
+const recordingModelPrefix = "model."

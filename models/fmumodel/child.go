@@ -36,7 +36,7 @@ func (m *FMU) startChild() error {
 	if err != nil {
 		return err
 	}
-	c := &childFMU{argv: argv, outs: make([]float64, len(m.outputs))}
+	c := &childFMU{argv: argv, outs: make([]float64, len(m.outVals))}
 	cl, err := c.start(m)
 	if err != nil {
 		return err

@@ -96,7 +96,7 @@ func newWorker(m *FMU) (*worker, error) {
 		since: time.Now(),
 		req:   make(chan struct{}, 1), done: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{}),
-		in: make([]float64, len(m.inputs)), out: make([]float64, len(m.outputs)),
+		in: make([]float64, len(m.inputs)), out: make([]float64, len(m.outVals)),
 	}
 	ready := make(chan error, 1)
 	setup := m.currentSetup()

@@ -95,8 +95,11 @@ type FMU struct {
 	// Owned by the coupling's loop (Step, Rebind, Reset).
 	inputs, outputs []fmuPort
 	vehicles        models.Vehicles // whose data the inputs are bound to
+	// inVals are the inputs' values; outVals the outputs', then the
+	// observed variables' (modelParams.record) as a step reads them.
 	inVals, outVals []float64
-	tune            []fmi.Var // parameter changes for the next step request
+	vars            []models.Variable // what a recording keeps (Variables)
+	tune            []fmi.Var         // parameter changes for the next step request
 	tuneVal         []float64
 	untuned         []untuned // values the changes sent replace, until taken
 	// The FMU's communication points are t0 + n × hc, t0 the model's time
@@ -147,7 +150,7 @@ func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error)
 		deadline: time.Duration(deadline * float64(time.Millisecond)),
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		inputs:   c.bind.inputs, outputs: c.bind.outputs,
-		inVals: make([]float64, len(c.bind.inputs)), outVals: make([]float64, len(c.bind.outputs)),
+		inVals: make([]float64, len(c.bind.inputs)), outVals: make([]float64, len(c.bind.outputs)+observedCount(c.observed)),
 		t0: math.NaN(), hc: c.step, asked: math.NaN(), done: math.NaN(), missedAt: math.NaN(),
 		closing: make(chan struct{}),
 	}
@@ -178,7 +181,12 @@ func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error)
 	m.setup = fmi.Setup{
 		Library: u.Library, Major: c.desc.Major, Token: c.desc.Token, Resources: u.Resources,
 		Name: c.desc.ModelName, Period: c.step, Grid: plan.Period, Inputs: c.bind.inVars, Outputs: c.bind.outVars, Texts: c.texts,
+		Observed: c.observedVars(),
 	}
+	for i := range m.outVals {
+		m.outVals[i] = math.NaN() // no step yet
+	}
+	m.vars = m.variables()
 	m.setup.Params, m.setup.ParamValues = c.fmiParams()
 	if c.iface == fmu.ME {
 		m.setup.ModelExchange, m.setup.Solver, m.setup.Tolerance, m.setup.MaxStep = true, c.method.String(), c.tolerance, c.maxStep

@@ -1,6 +1,7 @@
 package fmumodel
 
 import (
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -166,16 +167,25 @@ func TestFMULateAnswerNotUsed(t *testing.T) {
 }
 
 // A healthy step in a child process allocates nothing on beamconnect's
-// side.
+// side, the recording's sample of its variables included (its outputs,
+// and a parameter modelParams.record names).
 func TestFMUChildStepAllocs(t *testing.T) {
-	m, p, _ := fmuRig(t, testfmu.Options{}, models.Params{"deadlineMs": 40.0})
+	m, p, _ := fmuRig(t, testfmu.Options{}, models.Params{"deadlineMs": 40.0, "record": []string{"kp"}})
 	outs, ins := vectors(p)
 	outs[0][0] = 3
+	vars := m.Variables()
+	if len(vars) != 3 || vars[2].Name != "kp" || vars[2].Kind != "parameter" || !vars[0].Drives {
+		t.Fatalf("variables %+v: want the outputs, then kp", vars)
+	}
+	values := make([]float64, len(vars))
 	k := 0
-	step := func() { k++; m.Step(float64(k)*p.Period, outs, ins) }
+	step := func() { k++; m.Step(float64(k)*p.Period, outs, ins); m.Sample(values) }
 	step()
 	if n := testing.AllocsPerRun(200, step); n != 0 {
 		t.Errorf("%v allocations per step", n)
+	}
+	if values[2] != 0.3 || math.IsNaN(values[0]) {
+		t.Errorf("sampled %v: want the outputs, then kp 0.3", values)
 	}
 }
 

@@ -1,6 +1,8 @@
 package fmumodel
 
 import (
+	"fmt"
+
 	"beamconnect/fmu"
 	"beamconnect/models"
 	"beamconnect/ports"
@@ -12,7 +14,21 @@ import (
 var Params = []models.Param{{Name: "path", Kind: models.File}, {Name: "inputs", Kind: models.Names}, {Name: "outputs", Kind: models.Names},
 	{Name: "parameters", Kind: models.Values}, {Name: "inProcess", Kind: models.Boolean}, {Name: "restart", Kind: models.Boolean},
 	{Name: "deadlineMs", Kind: models.Positive}, {Name: "interface", Kind: models.Choice}, {Name: "solver", Kind: models.Choice},
-	{Name: "tolerance", Kind: models.Positive}, {Name: "maxStep", Kind: models.Positive}}
+	{Name: "tolerance", Kind: models.Positive}, {Name: "maxStep", Kind: models.Positive}, {Name: "record", Check: checkRecordList}}
+
+// checkRecordList checks modelParams.record's type: a list of names.
+func checkRecordList(v any) string {
+	list, ok := v.([]string) // a config's arrays of names
+	if !ok {
+		return "expected a list of the FMU's variables to record, e.g. [\"der(h)\", \"e\"], or [\"*\"] for all of them; got " + models.DescribeValue(v)
+	}
+	for i, s := range list {
+		if s == "" {
+			return fmt.Sprintf("element %d: expected a variable's name", i)
+		}
+	}
+	return ""
+}
 
 // Validate checks an FMU model's parameters against its FMU and plan
 // (their types are checked against Params first): everything the FMU

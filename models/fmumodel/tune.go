@@ -167,6 +167,7 @@ func (m *FMU) Rebind(plan *ports.Plan, running, params models.Params) (func(), e
 			m.log.Warn("after the reload", "model", "fmu", "problem", w)
 		}
 		m.inputs, m.outputs, m.vehicles = b.inputs, b.outputs, reads
+		m.vars = m.variables() // the outputs may drive other fields now
 		if len(list) > 0 {
 			m.tuneTo(list, vals)
 		}

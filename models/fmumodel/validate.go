@@ -28,6 +28,9 @@ type fmuCheck struct {
 	every int
 	step  float64
 	why   string
+	// observed are the variables recorded besides the outputs
+	// (modelParams.record).
+	observed []observed
 	// models.Model exchange: the solver and its settings.
 	method             ode.Method
 	tolerance, maxStep float64
@@ -77,6 +80,7 @@ func checkFMU(p models.Params, plan *ports.Plan) (*fmuCheck, []models.Finding) {
 	var out []models.Finding
 	c.bind, out = bindFMU(f.Desc, p, plan)
 	out = append(out, c.parameters(p)...)
+	out = append(out, c.checkRecord(p)...)
 	if c.iface == fmu.ME {
 		out = append(out, c.solver(p, plan)...)
 	} else {

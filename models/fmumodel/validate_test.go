@@ -157,13 +157,23 @@ func TestValidateFMU(t *testing.T) {
 		{"variable step, coarser", models.Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.001, VariableStep: true}, here)}, "", "path",
 			"stepSize is 1 ms; the coupling steps it every 5 ms, coarser than it suggests", true},
 		{"unbound output", models.Params{"path": fakeFMU(t, testfmu.Options{TimeOutput: true}, here)}, "", "",
-			`TODO: the FMU's output "fmuTime" drives no field; map it with modelParams.outputs {"fmuTime": "FIELD"}`, true},
+			`the FMU's output "fmuTime" drives no field: it is recorded (model.fmuTime), BeamNG does not get it; map it with modelParams.outputs {"fmuTime": "FIELD"} to send it`, true},
 		{"unbound input", models.Params{"path": good}, "no speed", "",
 			`TODO: the FMU's input "groundspeed" is bound to no field`, true},
 		{"ambiguous between vehicles", models.Params{"path": good}, "../../examples/follow.json", "inputs/groundspeed",
 			`"groundspeed" is a field of several vehicles: expected one of ego.groundspeed, lead.groundspeed`, false},
 		{"deadline", models.Params{"path": good, "deadlineMs": 100.0}, "", "deadlineMs", "100 ms is longer than the model timeout", false},
 		{"inProcess's type", models.Params{"path": good, "inProcess": "yes"}, "", "inProcess", `expected true or false, got the string "yes"`, false},
+		{"record: not a list", models.Params{"path": good, "record": "kp"}, "", "record",
+			`expected a list of the FMU's variables to record, e.g. ["der(h)", "e"], or ["*"] for all of them; got the string "kp"`, false},
+		{"record: no such variable", models.Params{"path": good, "record": []string{"kq"}}, "", "record/0",
+			`the FMU has no variable "kq" (did you mean "kp"?)`, false},
+		{"record: a String", models.Params{"path": fakeFMU(t, str, here), "record": []string{"mode"}}, "", "record/0",
+			`the FMU's "mode" is of type String: a recording keeps numbers`, false},
+		{"record: an array's element past its end", models.Params{"path": typed, "record": []string{"table[4]"}}, "", "record/0",
+			`the FMU's "table" has the elements table[1]…table[3]: "table[4]" is none of them`, false},
+		{"an unbound input given a value is meant", models.Params{"path": good, "parameters": map[string]any{"groundspeed": 3.0}}, "no speed", "",
+			`!TODO`, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var p *ports.Plan
@@ -176,6 +186,15 @@ func TestValidateFMU(t *testing.T) {
 				p = plan(t, tt.rig)
 			}
 			found := ""
+			if absent, ok := strings.CutPrefix(tt.msg, "!"); ok {
+				// No finding of the kind at all.
+				for _, f := range validateModel(tt.params, p) {
+					if strings.Contains(f.Msg, absent) {
+						t.Errorf("a finding %q", f.Error())
+					}
+				}
+				return
+			}
 			for _, f := range validateModel(tt.params, p) {
 				if f.Param == tt.param && strings.Contains(f.Msg, tt.msg) && f.Warning == tt.warn {
 					return

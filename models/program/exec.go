@@ -26,9 +26,10 @@ per step over stdin and stdout, numbers separated by spaces:
 
   first, once:  "# columns: t status <outputs…> | directive <inputs…>"
                 (the names of what follows, for the program's information)
-  each step:    beamconnect writes  "t status o1 o2 …"   (local time in s,
-                connection status 0–5, then every output port element in
-                port order)
+  each step:    beamconnect writes  "t status o1 o2 …"   (the simulation's
+                time in s: BeamNG's message id × its period, the model's
+                time; the connection status 0–5; then every output port
+                element in port order)
                 the program answers "d i1 i2 …"          (the connection
                 directive, then every input port element in port order)
 
@@ -41,6 +42,8 @@ An answer must come within modelParams.deadlineMs (default: 80 % of the
 coupling period) to be used: a message without its answer by then gets
 neutral controls, and a later answer is dropped, never used for a later
 message.
+` + NamesProtocol + `
+
 "nan" in an answer sends NaN, which BeamNG reads as "keep the previous
 value". An answer is discarded, counted and logged (at most once a second)
 when it has the wrong count of numbers, something that is not a number,
@@ -97,6 +100,18 @@ type Exec struct {
 
 	width  atomic.Int64           // numbers expected in an answer
 	header atomic.Pointer[string] // the "# columns:" line for the current plan
+
+	// What the program named (NamesProtocol): its latest "# columns:"
+	// line, and, on the loop, the variables made of it for the input port
+	// elements refs (of plan generation gen).
+	declared  atomic.Pointer[declaration]
+	everSpoke atomic.Bool // the program (any run of it) has written a line
+	refs      []models.Ref
+	gen       int
+	varsOf    *declaration
+	varsGen   int
+	vars      []models.Variable
+	varIdx    []int // each variable's index in an answer
 
 	// Requests: only the newest waits; the writer sends it once the program
 	// has answered the previous one. Buffers rotate between Step, pending
@@ -207,12 +222,14 @@ func NewExec(params models.Params, plan *ports.Plan, log *slog.Logger) (*Exec, e
 }
 
 func (m *Exec) setPlan(plan *ports.Plan) {
-	m.use(columns(plan), inputWidth(plan))
+	m.use(columns(plan), inputWidth(plan), inputRefs(plan))
 }
 
 // use makes header and width the plan's: the next request starts with the
-// header, and its answer must have width numbers.
-func (m *Exec) use(header string, width int) {
+// header, and its answer must have width numbers; refs are its input port
+// elements.
+func (m *Exec) use(header string, width int, refs []models.Ref) {
+	m.refs, m.gen = refs, m.gen+1
 	m.header.Store(&header)
 	m.width.Store(int64(width))
 	m.ansMu.Lock()
@@ -404,8 +421,8 @@ func (m *Exec) Rebind(plan *ports.Plan, running, params models.Params) (func(), 
 	if err := models.RefuseChanges("exec", running, params); err != nil {
 		return nil, err
 	}
-	header, width := columns(plan), inputWidth(plan)
-	return func() { m.use(header, width) }, nil
+	header, width, refs := columns(plan), inputWidth(plan), inputRefs(plan)
+	return func() { m.use(header, width, refs) }, nil
 }
 
 // Counters: steps that got no answer in time (Missed), answers discarded

@@ -287,3 +287,67 @@ func TestExec(t *testing.T) {
 		t.Fatal("Close hung on a program that does not exit")
 	}
 }
+
+// A program names what it answers with a "# columns:" line of its own:
+// the inputs it names are its variables, driving their fields (the
+// recording and the page show them under its names and units); "-" keeps
+// the config's name; values it appends after the inputs are recorded, not
+// sent. A line that names too few is said and ignored, and answers must
+// have the count the line says.
+func TestExecNamesItsValues(t *testing.T) {
+	t.Parallel()
+	script := []string{"header", "say=# columns: directive pedal[1] - - err[m/s] i[m]", "answer:*=1 0.25 0 0 1.5 -2"}
+	m, p, log := execRig(t, script, 1, nil)
+	th, thE, _ := p.Find(1, "throttle")
+	values := make([]float64, 3)
+	if _, ok := stepFor(m, p, 5*time.Millisecond, 5*time.Second, func(outs, ins [][]float64) bool {
+		if len(m.Variables()) == 3 {
+			m.Sample(values)
+		}
+		return ins[th][thE] == 0.25 && values[2] == -2
+	}); !ok {
+		t.Fatalf("the named answers were not taken: variables %+v, values %v; log:\n%s", m.Variables(), values, log)
+	}
+	vars := m.Variables()
+	if v := vars[0]; v.Name != "pedal" || v.Unit != "1" || !v.Drives || v.At != (models.Ref{Port: th, Elem: thE}) {
+		t.Errorf("the throttle's variable %+v", v)
+	}
+	if v := vars[1]; v.Name != "err" || v.Unit != "m/s" || v.Drives {
+		t.Errorf("the first appended value %+v", v)
+	}
+	if values[0] != 0.25 || values[1] != 1.5 || values[2] != -2 || m.Bad() != 0 {
+		t.Errorf("sampled %v, %d answers discarded", values, m.Bad())
+	}
+	if again := m.Variables(); !models.SameVariables(again, vars) {
+		t.Errorf("the same names made another list: the recording would be laid out again at every message")
+	}
+	// Too few names: said, and ignored; answers keep the inputs' count.
+	script = []string{"header", "say=# columns: directive pedal", "answer:*=1 0.5 0 0"}
+	m, p, log = execRig(t, script, 1, nil)
+	if _, ok := stepFor(m, p, 5*time.Millisecond, 5*time.Second, func(outs, ins [][]float64) bool { return ins[th][thE] == 0.5 }); !ok ||
+		len(m.Variables()) != 0 || !log.Has(`the program's \"# columns:\" line names 2 values, its answers have at least 4`) {
+		t.Errorf("too few names: variables %+v; log:\n%s", m.Variables(), log)
+	}
+}
+
+// A program's "# columns:" line, whatever it holds, is read or refused,
+// never a panic: a declaration names one value per number past the
+// directive, its units taken from NAME[UNIT].
+func FuzzDeclare(f *testing.F) {
+	f.Add("# columns: directive pedal[1] - - err[m/s]", 4)
+	f.Add("# columns:", 1)
+	f.Add("# columns: d u[1] v[", 3)
+	f.Add("# nothing", 2)
+	f.Fuzz(func(t *testing.T, line string, width int) {
+		if width < 1 || width > 1000 {
+			return
+		}
+		d, msg := declare(line, width)
+		if d == nil {
+			return
+		}
+		if msg != "" || len(d.names) != len(d.units) || len(d.names) != width-1+d.extra || d.extra < 0 {
+			t.Fatalf("%q (width %d): %+v %q", line, width, d, msg)
+		}
+	})
+}

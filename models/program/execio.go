@@ -79,7 +79,15 @@ func (m *Exec) read(p *process) {
 			return // the program closed its stdout or ended; supervise reports it
 		}
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 || line[0] == '#' {
+		if len(line) > 0 && line[0] == '#' {
+			m.named(line)
+			m.everSpoke.Store(true) // after its names, if it gave any
+			continue
+		}
+		if len(line) > 0 {
+			m.everSpoke.Store(true)
+		}
+		if len(line) == 0 {
 			continue
 		}
 		now := time.Now()
@@ -105,7 +113,11 @@ func (m *Exec) read(p *process) {
 			// next request.
 			kind, reason = "long", fmt.Sprintf("a line of %d bytes, longer than the %d an answer may have", long, maxAnswerLine)
 		} else {
-			vals, kind, reason = parse(line, vals[:0], width)
+			extra := 0
+			if d := m.declared.Load(); d != nil {
+				extra = d.extra
+			}
+			vals, kind, reason = parse(line, vals[:0], width, extra)
 		}
 		limit := m.timeout
 		if first {
@@ -145,6 +157,23 @@ func (m *Exec) read(p *process) {
 	}
 }
 
+// named takes a "# columns:" line of the program's (NamesProtocol); any
+// other comment is ignored.
+func (m *Exec) named(line []byte) {
+	d, msg := declare(string(line), int(m.width.Load()))
+	if msg != "" {
+		m.log.Warn("model program", "problem", msg)
+	}
+	if d == nil {
+		return
+	}
+	if cur := m.declared.Load(); cur != nil && cur.text == d.text {
+		return // named again after a restart: the same names
+	}
+	m.declared.Store(d)
+	m.log.Info("the model program names its answers' values", "names", strings.Join(d.names, " "), "appended", d.extra)
+}
+
 // current reports whether p is the running program.
 func (m *Exec) current(p *process) bool {
 	select {
@@ -159,7 +188,8 @@ func (m *Exec) current(p *process) bool {
 
 // parse reads one answer line of want numbers into vals, or says why it
 // is unusable: the kind of reason, and the reason.
-func parse(line []byte, vals []float64, want int) ([]float64, string, string) {
+func parse(line []byte, vals []float64, width, extra int) ([]float64, string, string) {
+	want := width + extra
 	for _, f := range bytes.Fields(line) {
 		v, err := strconv.ParseFloat(string(f), 64)
 		if err != nil {
@@ -171,7 +201,11 @@ func parse(line []byte, vals []float64, want int) ([]float64, string, string) {
 		vals = append(vals, v)
 	}
 	if len(vals) != want {
-		return vals, "count", fmt.Sprintf("%d numbers, expected %d (the directive, then every input port element)", len(vals), want)
+		what := "the directive, then every input port element"
+		if extra > 0 {
+			what += fmt.Sprintf(", then the %d values its \"# columns:\" line names", extra)
+		}
+		return vals, "count", fmt.Sprintf("%d numbers, expected %d (%s)", len(vals), want, what)
 	}
 	return vals, "", ""
 }

@@ -18,11 +18,13 @@ let paused = false;
 let lastConfigEvents = -1;
 
 function text(el, s) { if (el.textContent !== s) el.textContent = s; }
+// fmt writes a live value in at most 11 characters (2.225e-308,
+// -1.845e+19, 20.1053), so it fits its cell on one line.
 function fmt(v) {
   if (v === null || v === undefined) return "–";
-  if (Number.isInteger(v)) return String(v);
   const a = Math.abs(v);
-  return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? v.toExponential(4) : v.toFixed(4);
+  if (Number.isInteger(v) && a < 1e10) return String(v);
+  return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? v.toExponential(3) : v.toFixed(4);
 }
 
 // Tick labels: as many decimals as the tick spacing needs and no more, so
@@ -49,6 +51,42 @@ function ticks(u, splits, axisIdx, space, incr) {
   const labels = splits.map((v) => (v == null ? "" : tick(v, incr)));
   if (axisIdx === 1) tickLabels.set(u, labels);
   return labels;
+}
+// The value axis' ticks: round values, 1, 2 or 5 times a power of ten
+// apart, at least two inside the panel whatever its height and whatever
+// the magnitude (2.2e-308, 1.8e19), as `beamconnect plot` has them: uPlot's
+// own choice leaves a short panel of ±4.9 one lone "0", and stops at the
+// powers of ten it knows.
+function niceStep(raw) {
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (raw <= m * p * (1 + 1e-9)) return m * p;
+  return 10 * p;
+}
+function smallerStep(step) {
+  const p = 10 ** Math.floor(Math.log10(step) + 1e-9), m = Math.round(step / p);
+  return m >= 5 ? 2 * p : m >= 2 ? p : p / 2;
+}
+function tickCount(lo, hi, step) { return Math.floor(hi / step + 1e-6) - Math.ceil(lo / step - 1e-6) + 1; }
+function valueSplits(u, axisIdx, lo, hi) {
+  if (!(hi > lo) || !isFinite(hi - lo)) return [];
+  const px = u.bbox.height / (uPlot.pxRatio || 1);
+  const n = Math.max(2, Math.floor(px / 28));
+  const raw = (hi - lo) / n;
+  let step = niceStep(raw);
+  const down = smallerStep(step);
+  if (raw / down < step / raw) step = down; // the nearer of the two, by ratio
+  while (tickCount(lo, hi, step) < Math.min(3, n) && step > (hi - lo) * 1e-9) step = smallerStep(step);
+  const out = [];
+  for (let k = Math.ceil(lo / step - 1e-9); out.length <= 1000; k++) {
+    let v = k * step;
+    if (v > hi + step / 1e6) break;
+    if (Math.abs(v) < step / 1e6) v = 0;
+    out.push(v);
+  }
+  return out;
+}
+function valueTicks(u, splits, axisIdx, space, incr) {
+  return ticks(u, splits, axisIdx, space, splits.length > 1 ? splits[1] - splits[0] : incr);
 }
 
 // Every plot's value axis is as wide as the widest labels of any plot, so
@@ -81,6 +119,7 @@ function resize() {
 }
 
 function portTitle(port) {
+  if (port === "model") return "the model's own variables";
   const m = /^(out|in)(\d+)$/.exec(port);
   if (!m) return port;
   if (m[2] === "0") return m[1] === "out" ? "port 0 (out): status" : "port 0 (in): directive";
@@ -158,12 +197,28 @@ function span(idx) {
   return lo <= hi ? [lo, hi] : null;
 }
 
-// fits reports whether every field of idx spans at least 1/k of their
-// union (a field that does not change fits anywhere).
+// fits reports whether the fields of idx can share a panel: every field
+// that moves spans at least 1/k of their range, and every field that
+// barely moves (less than the least span its unit and magnitude make
+// meaningful: a setpoint, a constant) lies within the range of those that
+// do, or, where none moves, spans 1/k of it with that least span. As in
+// `beamconnect plot`: a setpoint joins its measured value; a constant
+// 2.2e-308 does not share a panel with 1.8e19, where it would be a line at 0.
 function fits(idx, k) {
-  const all = span(idx);
-  if (!all) return true;
-  return idx.every((ci) => { const b = bands[ci]; return !b || b.hi === b.lo || (b.hi - b.lo) * k >= all[1] - all[0]; });
+  const least = (ci, b) => Math.max(layout.columns[ci].min_span || 0, 0.1 * Math.max(Math.abs(b.lo), Math.abs(b.hi)), 1e-300);
+  const moves = (ci, b) => b.hi - b.lo >= least(ci, b);
+  const have = idx.filter((ci) => bands[ci]);
+  if (!have.length) return true;
+  const moving = have.filter((ci) => moves(ci, bands[ci]));
+  const all = span(moving.length ? moving : have);
+  const w = all[1] - all[0];
+  if (!moving.length) return have.every((ci) => least(ci, bands[ci]) * k >= w);
+  return have.every((ci) => {
+    const b = bands[ci];
+    if (moves(ci, b)) return (b.hi - b.lo) * k >= w;
+    const e = least(ci, b);
+    return b.lo >= all[0] - e && b.hi <= all[1] + e;
+  });
 }
 
 // groupByRange is the grouping the values shown call for.
@@ -208,6 +263,7 @@ function build(groups) {
       const tr = live.insertRow();
       const name = tr.insertCell();
       name.textContent = layout.columns[ci].name;
+      if (layout.columns[ci].comment) name.title = layout.columns[ci].comment; // what it is, on hover
       name.style.color = COLORS[k % COLORS.length];
       const v = tr.insertCell();
       v.className = "v";
@@ -229,8 +285,8 @@ function build(groups) {
       width: Math.max(chart.clientWidth, 300), height: HEIGHT,
       padding: [10, 28, 0, 0], // room for the last time label at the right edge
       scales: { x: { time: false }, y: { auto: false, range: () => [p.lo, p.hi] } },
-      axes: [{ label: "time s", font: AXIS_FONT, values: ticks },
-        { font: AXIS_FONT, values: ticks, size: ySize, label: g.unit || "(no unit)", labelFont: AXIS_FONT, labelSize: 18 }],
+      axes: [{ label: "simulation time s", font: AXIS_FONT, values: ticks },
+        { font: AXIS_FONT, values: valueTicks, splits: valueSplits, size: ySize, label: g.unit || "(no unit)", labelFont: AXIS_FONT, labelSize: 18 }],
       series: [{ label: "t", value: (u, v) => v == null ? "–" : v.toFixed(3) }]
         .concat(g.idx.map((ci, k) => ({ label: layout.columns[ci].name, stroke: COLORS[k % COLORS.length], width: isSetpoint(ci) ? 1.5 : 1.25,
           dash: isSetpoint(ci) ? [6, 4] : undefined, value: (u, v) => fmt(v) }))),
@@ -398,7 +454,7 @@ function draw(now) {
     p.idx.forEach((ci, k) => text(p.cells[k], fmt(cols[ci][cols[ci].length - 1])));
   }
   drawTimeline(from, Math.max(end - win, xs[0]), end); // the plots' time axis
-  text($("scopeinfo"), `${xs.length} samples shown, t = ${end.toFixed(3)} s`);
+  text($("scopeinfo"), `${xs.length} samples shown, simulation time ${end.toFixed(3)} s`);
 }
 
 // The status timeline: port 0's status over the plots' time window, a
@@ -465,7 +521,8 @@ function setState(s) {
     text(h, s.healthy ? "healthy" : "NOT HEALTHY");
     h.className = "health " + (s.healthy ? "good" : "bad");
   }
-  text($("what"), `${s.config} · ${s.protocol} · model ${s.model} · every ${s.period_ms} ms · time sync ${s.time_sync}`);
+  const sync = s.time_sync === "none" ? "no time sync" : `time sync ${s.time_sync}`;
+  text($("what"), `${s.config} · ${s.protocol} · model ${s.model} · every ${s.period_ms} ms · ${sync}`);
   const tb = document.querySelector("#vehicles tbody");
   while (tb.rows.length > s.vehicles.length) tb.deleteRow(-1);
   s.vehicles.forEach((v, i) => {
@@ -515,6 +572,8 @@ function showControl(s) {
   chip.hidden = !loops.length;
   if (!loops.length) return;
   text($("controlmodel"), `(model ${s.model})`);
+  // The server never calls a loop good in a run with faults: it held, in a
+  // run with faults, shown amber.
   const good = loops.every((r) => r.verdict === "good");
   const poor = loops.some((r) => r.verdict === "poor" || r.verdict === "not settled");
   text(chip, "control: " + (good ? "good" : loops.map((r) => `${r.name} ${r.verdict}`).join(", ")));
@@ -534,7 +593,7 @@ function showControl(s) {
       td.dataset.loop = r.name;
       text(td, v);
     });
-    row.cells[1].className = "verdict " + r.verdict.replace(" ", "-");
+    row.cells[1].className = "verdict " + r.verdict.replace(/[^a-z]+/g, "-");
   });
 }
 
@@ -622,7 +681,7 @@ window.scopeCheck = () => panels.map((p) => {
     if (x - w / 2 < canvas.left - 0.5 || x + w / 2 > canvas.right + 0.5) timeFits = false;
   });
   return {
-    port: p.port, unit: p.unit, axisLabel: p.u.axes[1].label, fields: p.idx.map((ci) => layout.columns[ci].name), lo: p.lo, hi: p.hi,
+    port: p.port, unit: p.unit, axisLabel: p.u.axes[1].label, timeLabel: p.u.axes[0].label, fields: p.idx.map((ci) => layout.columns[ci].name), lo: p.lo, hi: p.hi,
     dashed: p.idx.filter((ci, k) => p.u.series[k + 1].dash).map((ci) => layout.columns[ci].name),
     clipped: p.notes.map((n) => n.textContent).filter((s) => s),
     chart: p.chart.clientWidth, uw: p.u.width, left: over.left, width: over.width, labels,

@@ -3,6 +3,7 @@ package mdf
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -14,10 +15,12 @@ import (
 )
 
 // A recording in MDF 4: per vehicle two channel groups, "from BeamNG"
-// (time, status, BeamNG's message id, the reload count, the output ports'
-// values) and "to BeamNG" (time, the reply id, the directive, the input
-// ports' values), each channel named as the CSV's column, with its unit
-// and what it is; several vehicles' groups are named "ego: from BeamNG".
+// (time, status, BeamNG's message id, the reload count, the local time,
+// the output ports' values) and "to BeamNG" (time, the reply id, the
+// directive, the input ports' values, the model's variables), each channel
+// named as the CSV's column, with its unit and what it is; several
+// vehicles' groups are named "ego: from BeamNG". The master channel "time"
+// is BeamNG's simulation time of the message.
 // A reload that changes the columns starts new groups. Reloads, model
 // faults, status changes and live diagnoses are events; the config run is
 // attached.
@@ -40,8 +43,56 @@ func init() {
 		Create: func(f *os.File, o recording.Options) (recording.Writer, error) {
 			return NewRecording(f, o)
 		},
-		Open: Open,
+		Open:   Open,
+		Events: Events,
 	})
+}
+
+// Event names beamconnect gives the events whose kind is not in their
+// name alone.
+const (
+	lostName   = "recording lost rows"
+	faultsName = "run ended with faults"
+)
+
+// Events reads the events of a recording beamconnect wrote, each with its
+// kind as the recorder gave it.
+func Events(path string) ([]recording.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	mf, err := Read(f, st.Size(), path)
+	if err != nil {
+		return nil, err
+	}
+	var out []recording.Event
+	for _, e := range mf.Events {
+		ev := recording.Event{Time: e.Time, Vehicle: -1, Name: e.Name, Text: e.Comment}
+		switch {
+		case e.Name == "reload":
+			ev.Kind = recording.Reload
+		case e.Name == lostName:
+			ev.Kind = recording.Lost
+		case e.Name == faultsName:
+			ev.Kind = recording.Faults
+		case e.Cause == CauseError && e.Range == End:
+			ev.Kind = recording.FaultEnd
+		case e.Cause == CauseError && e.Range == Begin:
+			ev.Kind = recording.FaultBegin
+		case e.Cause == CauseError:
+			ev.Kind = recording.Diagnosis
+		default:
+			ev.Kind = recording.StatusChange
+		}
+		out = append(out, ev)
+	}
+	return out, nil
 }
 
 // IsRecording reports whether a file starting with head is an MDF 4 file
@@ -64,6 +115,7 @@ type Recording struct {
 	written *layout // the writer's side: the layout whose groups rows go to
 
 	faults  *Event // the model fault in force (its Begin event)
+	lost    *Event // the event saying rows were lost: written at Close whatever the disk says
 	configs map[string]*Attachment
 }
 
@@ -168,10 +220,10 @@ func newLayout(l *recording.Layout) *layout {
 		}
 		g := vehicleGroups{
 			from: Group{Name: prefix + fromName, Comment: "what BeamNG sent, and the connection status, a sample per message"},
-			to:   Group{Name: prefix + toName, Comment: "what beamconnect replied, a sample per message"},
+			to:   Group{Name: prefix + toName, Comment: "what beamconnect replied, and the model's own variables, a sample per message"},
 		}
 		for i, c := range l.Columns {
-			mine := c.Role == recording.Own || (c.Role == recording.Field || c.Role == recording.Setpoint) && (c.Vehicle == v || !l.Several())
+			mine := c.Role == recording.Own || c.Role == recording.Model || (c.Role == recording.Field || c.Role == recording.Setpoint) && (c.Vehicle == v || !l.Several())
 			if !mine {
 				continue
 			}
@@ -335,9 +387,24 @@ func (r *Recording) event(e *recording.Event) {
 		r.faults = nil
 	case recording.Diagnosis:
 		ev.Cause = CauseError
+	case recording.Lost:
+		ev.Cause, ev.Name = CauseError, lostName
+		r.lost = ev
+	case recording.Faults:
+		ev.Cause, ev.Name = CauseError, faultsName
 	}
 	r.w.AddEvent(ev)
 }
 
-// Close finalizes the file.
-func (r *Recording) Close() error { return r.w.Close() }
+// Close finalizes the file. When the event saying rows were lost could not
+// be written (the disk is still full), it goes into the room kept for it:
+// the file says it is not the whole run.
+func (r *Recording) Close() error {
+	err := r.w.Close()
+	if r.lost != nil && r.lost.at == 0 {
+		if serr := r.w.Salvage(r.lost); serr != nil {
+			err = errors.Join(err, fmt.Errorf("mdf: the event saying rows were lost: %w", serr))
+		}
+	}
+	return err
+}

@@ -5,7 +5,7 @@ import (
 	"math"
 	"os"
 	"slices"
-	"sort"
+
 	"strconv"
 	"strings"
 
@@ -131,17 +131,10 @@ func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording
 	if err != nil {
 		return err
 	}
-	var reloads []float64
-	for _, e := range f.Events {
-		if e.Name == "reload" {
-			reloads = append(reloads, e.Time)
-		}
-	}
-	sort.Float64s(reloads)
 	line := 0
-	for k, s := range segs {
-		cols, srcs := columns(s)
-		h := recording.NewHeader(cols)
+	for _, s := range segs {
+		cols, units, srcs := columns(s)
+		h := recording.NewHeader(cols, units)
 		if err := onHeader(h); err != nil {
 			return err
 		}
@@ -185,7 +178,6 @@ func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording
 		for i := range row.Values {
 			row.Values[i] = math.NaN()
 		}
-		first := true
 		for {
 			best := -1
 			for i, n := range vs {
@@ -197,19 +189,6 @@ func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording
 				break
 			}
 			n := vs[best]
-			// Reloads: the segment's own header stands for the reload that
-			// started it; a reload within it repeats the header, as the
-			// CSV writer does.
-			for len(reloads) > 0 && reloads[0] <= n.t+1e-9 {
-				if !(first && k > 0) {
-					h = recording.NewHeader(cols)
-					if err := onHeader(h); err != nil {
-						return err
-					}
-				}
-				reloads = reloads[1:]
-			}
-			first = false
 			row.Values[0] = n.t
 			for i, src := range srcs {
 				ch := src.ch
@@ -246,22 +225,27 @@ func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording
 	return nil
 }
 
-// columns lays a segment's channels out as a CSV recording's columns:
-// time, the vehicle (several), status, id, reply_id, reloads, the output
+// columns lays a segment's channels out as a CSV recording's columns, with
+// their units: time, the vehicle (several), status, id, reply_id, reloads,
+// local_time (a file from before it was recorded has none), the output
 // ports' values (by port, then vehicle), the directive, the input ports',
-// then the setpoints of beamng.quality's loops.
+// the setpoints of beamng.quality's loops, then the model's variables.
 // A row's own columns come from the row's vehicle's groups (vehicle -1).
-func columns(s *segment) ([]string, []source) {
+func columns(s *segment) ([]string, []string, []source) {
 	several := len(s.vehicles) > 1
 	cols := []string{"time"}
+	units := []string{""}
 	srcs := []source{{vehicle: -1}}
 	if several {
 		cols = append(cols, "vehicle")
+		units = append(units, "")
 		srcs = append(srcs, source{vehicle: -1})
 	}
-	own := func(name string, from bool) {
-		cols = append(cols, name)
+	// own adds a column of the row's vehicle's groups; optional ones only
+	// when a group has it.
+	own := func(name string, from, optional bool) {
 		src := source{vehicle: -1, from: from, own: make([]*ChannelInfo, len(s.vehicles))}
+		unit, found := "", false
 		for v := range s.vehicles {
 			g := s.to[v]
 			if from {
@@ -269,16 +253,22 @@ func columns(s *segment) ([]string, []source) {
 			}
 			for _, c := range g.Channels {
 				if c.Name == name && !c.Master {
-					src.own[v] = c
+					src.own[v], unit, found = c, c.Unit, true
 				}
 			}
 		}
+		if optional && !found {
+			return
+		}
+		cols = append(cols, name)
+		units = append(units, unit)
 		srcs = append(srcs, src)
 	}
-	own("status", true)
-	own("id", true)
-	own("reply_id", false)
-	own("reloads", true)
+	own("status", true, false)
+	own("id", true, false)
+	own("reply_id", false, false)
+	own("reloads", true, false)
+	own("local_time", true, true)
 	type field struct {
 		port, vehicle, order int
 		src                  source
@@ -292,7 +282,7 @@ func columns(s *segment) ([]string, []source) {
 				g = s.from[v]
 			}
 			for i, c := range g.Channels {
-				if c.Master || isOwn(c.Name) || strings.HasPrefix(c.Name, recording.SetpointPrefix) != setpoints {
+				if c.Master || isOwn(c.Name) || strings.HasPrefix(c.Name, recording.ModelPrefix) || strings.HasPrefix(c.Name, recording.SetpointPrefix) != setpoints {
 					continue
 				}
 				list = append(list, field{port: portNumber(c.Name), vehicle: v, order: i, src: source{vehicle: v, from: from, ch: c}, name: c.Name})
@@ -309,19 +299,41 @@ func columns(s *segment) ([]string, []source) {
 		})
 		for _, f := range list {
 			cols = append(cols, f.name)
+			units = append(units, f.src.ch.Unit)
 			srcs = append(srcs, f.src)
 		}
 	}
 	fields(true, false)
-	own("directive", false)
+	own("directive", false, false)
 	fields(false, false)
 	fields(true, true)
-	return cols, srcs
+	// The model's variables: in every vehicle's group to BeamNG, in the
+	// first vehicle's order.
+	var model []string
+	for v := range s.vehicles {
+		for _, c := range s.to[v].Channels {
+			if strings.HasPrefix(c.Name, recording.ModelPrefix) && !slices.Contains(model, c.Name) {
+				model = append(model, c.Name)
+			}
+		}
+	}
+	for _, name := range model {
+		own(name, false, false)
+	}
+	// The units a column's name implies are not repeated.
+	h := recording.NewHeader(cols, nil)
+	l := recording.LayoutOfHeader(h)
+	for i := range units {
+		if units[i] == l.ImpliedUnit(&l.Columns[i]) {
+			units[i] = ""
+		}
+	}
+	return cols, units, srcs
 }
 
 func isOwn(name string) bool {
 	switch name {
-	case "status", "id", "reply_id", "reloads", "directive":
+	case "status", "id", "reply_id", "reloads", "local_time", "directive":
 		return true
 	}
 	return false

@@ -137,7 +137,15 @@ type Writer struct {
 	texts   map[string]int64 // TX and CC blocks in the file, by content
 	program string
 	closed  bool
+	// spare is where the room kept after the header starts (0: used):
+	// zeros no block links to, for the one event a full disk must not keep
+	// out of the file, the one saying that rows were lost (Salvage).
+	spare int64
 }
+
+// spareSize is the room kept for Salvage: an event, its name and a
+// comment of up to about 1.8 KiB.
+const spareSize = 2048
 
 type group struct {
 	Group
@@ -188,6 +196,9 @@ func NewWriter(f Output, o Options, attachments ...*Attachment) (*Writer, error)
 		comment += "<common_properties>" + props.String() + "</common_properties>"
 	}
 	b.link(hd, 5, b.text("MD", comment+"</HDcomment>"))
+	b.pad()
+	w.spare = int64(len(b.buf))
+	b.buf = append(b.buf, make([]byte, spareSize)...)
 	if _, err := f.WriteAt(b.buf, 0); err != nil {
 		return nil, fmt.Errorf("mdf: writing the header: %w", err)
 	}
@@ -532,6 +543,48 @@ func (w *Writer) eventBlocks() {
 			}
 		})
 	}
+}
+
+// Salvage writes event e into the room kept after the header, which a
+// full disk cannot take, and links it in: for the event that says rows were
+// lost when no other write goes through. It works once; e has no scope,
+// range or attachments, and a long comment is cut to fit.
+func (w *Writer) Salvage(e *Event) error {
+	if w.spare == 0 {
+		return errors.New("mdf: the room kept for an event is used")
+	}
+	b := &w.out
+	var ev int64
+	for comment := e.Comment; ; comment = comment[:len(comment)*3/4] + "…" {
+		b.base, b.buf = w.spare, b.buf[:0]
+		ev = b.block("EV", evLinks, headerSize+8*evLinks+32)
+		b.link(ev, 3, b.text("TX", e.Name))
+		b.link(ev, 4, b.text("TX", comment))
+		d := b.data(ev, evLinks)
+		d[0], d[1], d[2], d[3] = byte(e.Type), syncTime, byte(Point), byte(e.Cause)
+		binary.LittleEndian.PutUint64(d[16:], uint64(int64(math.Round(e.Time*1e9))))
+		putF64(d[24:], 1e-9)
+		if len(b.buf) <= spareSize || len(comment) < 16 {
+			break
+		}
+	}
+	if len(b.buf) > spareSize {
+		return errors.New("mdf: the event does not fit the room kept for it")
+	}
+	if _, err := w.f.WriteAt(b.buf, w.spare); err != nil {
+		return err
+	}
+	at := int64(hdEVFirst)
+	if w.lastEV != 0 {
+		at = w.lastEV + headerSize // its ev_next
+	}
+	var tmp [8]byte
+	binary.LittleEndian.PutUint64(tmp[:], uint64(ev))
+	if _, err := w.f.WriteAt(tmp[:], at); err != nil {
+		return err
+	}
+	w.lastEV, w.spare, e.at = ev, 0, ev
+	return nil
 }
 
 // Close writes what is queued and finalizes the file: the ID block says
