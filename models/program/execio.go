@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -158,15 +157,18 @@ func (m *Exec) current(p *process) bool {
 }
 
 // parse reads one answer line of want numbers into vals, or says why it
-// is unusable: the kind of reason, and the reason.
+// is unusable: the kind of reason, and the reason. "keep" is models.Keep;
+// a number that is not finite is read as it is, for the coupling to judge
+// (a fault).
 func parse(line []byte, vals []float64, want int) ([]float64, string, string) {
 	for _, f := range bytes.Fields(line) {
+		if string(f) == "keep" {
+			vals = append(vals, models.Keep)
+			continue
+		}
 		v, err := strconv.ParseFloat(string(f), 64)
 		if err != nil {
-			return vals, "number", fmt.Sprintf("%q is not a number", f)
-		}
-		if math.IsInf(v, 0) {
-			return vals, "inf", fmt.Sprintf("%s is not a usable control value (nan keeps BeamNG's previous value)", f)
+			return vals, "number", fmt.Sprintf("%q is not a number (nor \"keep\")", f)
 		}
 		vals = append(vals, v)
 	}
