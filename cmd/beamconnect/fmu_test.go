@@ -13,20 +13,14 @@ import (
 )
 
 // fmuRig writes the cruise-pedals rig with an FMU as its model, beside
-// the FMU, and returns the config's path. The model timeout is 500 ms and
-// the deadline 100 ms unless modelParams says: a loaded test machine can
-// hold a process up for the default 25 ms.
+// the FMU, and returns the config's path. The model timeout is 500 ms, so
+// that a hung FMU is a fault well within a test's run.
 func fmuRig(t *testing.T, o testfmu.Options, modelParams string) string {
 	t.Helper()
 	fmuPath := testfmu.ForTest(t, "cruise.fmu", o)
 	src, err := os.ReadFile(pedals)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !strings.Contains(modelParams, "deadlineMs") {
-		// A deadline a loaded test machine meets: a step without an answer
-		// in time gets neutral controls.
-		modelParams = strings.Replace(modelParams, "{", `{ "deadlineMs": 100,`, 1)
 	}
 	cfg := strings.Replace(string(src), `"model": "cruise-pedals",
     "modelParams": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 }`, `"model": "fmu",
@@ -361,8 +355,7 @@ func TestRunModelExchangeFMU(t *testing.T) {
 	cfg := strings.Replace(string(src), `"model": "cruise-pedals",
     "modelParams": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 },
     "quality": { "measured": "groundspeed", "setpoint": "setSpeed" }`, `"model": "fmu",
-    "modelTimeoutMs": 500,
-    "modelParams": { "path": "ball.fmu", "deadlineMs": 100, "outputs": { "h": "throttle", "v": "brake" } }`, 1)
+    "modelParams": { "path": "ball.fmu", "outputs": { "h": "throttle", "v": "brake" } }`, 1)
 	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, `"`+mustAbs(t, "../../schemas/config.schema.json")+`"`, 1)
 	rig := filepath.Join(filepath.Dir(path), "rig.json")
 	if err := os.WriteFile(rig, []byte(cfg), 0o644); err != nil {

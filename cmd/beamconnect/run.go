@@ -61,11 +61,24 @@ of the length its protocol sends, with ids it can have sent; others are
 counted and warned about, naming the address seen and the one expected. A
 message that lacks fields the model reads (a Gen 2 CSV row BeamNG could not
 resolve) is answered with neutral controls. A reply carries the model's
-controls only when the model computed them from that message's data, by its
-deadline; otherwise they are neutral (pedals released, wheel torques 0) and
-counted. A model that reads another vehicle whose data stopped coming is not
-stepped on them. A model that dies, hangs (longer than
-beamng.modelTimeoutMs) or panics is a fault: an error is logged at once,
+controls only when the model computed them from that message's data;
+otherwise they are neutral (pedals released, wheel torques 0) and counted.
+An answer of the model is used for its own request only.
+
+Lockstep (the default): each reply waits for the model's step on its
+message's data, so a slow step slows BeamNG (which waits up to 2 s for a
+reply) and never changes what BeamNG gets: the same config and messages
+give the same recording on a quiet or a loaded machine. With --real-time
+(or beamng.realTime), for a rig that drives hardware, a step is awaited
+only up to its deadline (modelParams.deadlineMs, default 80 % of the
+period): a message whose step is late gets neutral controls, counted, and
+over 1 % of the messages is a fault ("the model could not keep up").
+
+A model that reads another vehicle whose data stopped coming is not
+stepped on them. A model that dies, hangs (no answer within the model
+timeout: beamng.modelTimeoutMs, default 1500 ms in lockstep, 5 periods
+and at least 25 ms in real time), panics or computes NaN or infinite
+controls is a fault: an error is logged at once,
 status 4 is reported, BeamNG gets neutral controls instead of the last ones
 and keeps being answered; a fault ends when its cause does. A reload is
 prepared whole (the model's new binding and parameters included) while the
@@ -120,6 +133,7 @@ lockstep, model faults, lost recording rows; the summary lists each.
 		fs.StringVar(&o.recordFormat, "record-format", "", "the --record file's format where its name does not say: csv or mdf (ASAM MDF 4)")
 		fs.BoolVar(&o.force, "force", false, "let --record overwrite an existing file that is not a recording (never the config itself)")
 		fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
+		fs.BoolVar(&o.realTime, "real-time", false, "real time instead of lockstep: a model step is awaited only up to its deadline, and a message whose step is late gets neutral controls (for a rig that drives hardware); as beamng.realTime")
 		fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
 		fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
 		fs.StringVar(&o.http, "http", "", "serve a live page (status, scope of every port, reloads, config) and Prometheus /metrics at this address, e.g. 127.0.0.1:8080 (a bare :PORT binds loopback only)")
@@ -135,7 +149,7 @@ type runOpts struct {
 	emulateListen        string // --emulate-listen: "", "config" or an address
 	emulate, freeRunning bool
 	noWatch, force       bool
-	busyPoll             bool
+	busyPoll, realTime   bool
 	duration             time.Duration
 	faults               []string
 }
@@ -247,11 +261,15 @@ func (r *runner) prepare() (code int, ok bool) {
 		p.BusyPoll = true
 		plan = &p
 	}
+	if o.realTime {
+		plan = plan.InRealTime() // the model is made for it too
+	}
 	r.plan = plan
 	if err := r.newModel(); err != nil {
 		return r.fail(err)
 	}
-	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Params: kinds.Parameters(plan.Model), Log: c.log, BusyPoll: o.busyPoll}
+	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Params: kinds.Parameters(plan.Model), Log: c.log,
+		BusyPoll: o.busyPoll, RealTime: o.realTime}
 	if c.logs != nil {
 		r.opts.LogLoss = func() (uint64, uint64) { return c.logs.Dropped(), c.logs.Failed() }
 	}
