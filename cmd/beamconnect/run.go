@@ -129,6 +129,7 @@ lockstep, model faults, lost recording rows; the summary lists each.
 		fs.StringVar(&o.emulateClient, "emulate-client", "", `with --emulate: the address beamconnect binds, where the emulated BeamNG sends (default a free loopback port; "config": the config's localIP:localPort)`)
 		fs.StringVar(&o.emulateListen, "emulate-listen", "", `with --emulate: the address the emulated BeamNG binds, where beamconnect replies (default a free loopback port; "config": the config's remoteIP:remotePort)`)
 		fs.DurationVar(&o.duration, "duration", 0, "stop after this long (wall clock); 0 runs until interrupted")
+		fs.DurationVar(&o.simDuration, "sim-duration", 0, "with --emulate: the emulated BeamNG stops after this much simulated time, and the run ends with it (the same simulation on a fast or a slow machine)")
 		fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this file: CSV, or ASAM MDF 4 for a name ending .mf4")
 		fs.StringVar(&o.recordFormat, "record-format", "", "the --record file's format where its name does not say: csv or mdf (ASAM MDF 4)")
 		fs.BoolVar(&o.force, "force", false, "let --record overwrite an existing file that is not a recording (never the config itself)")
@@ -151,6 +152,7 @@ type runOpts struct {
 	noWatch, force       bool
 	busyPoll, realTime   bool
 	duration             time.Duration
+	simDuration          time.Duration // --sim-duration
 	faults               []string
 }
 
@@ -223,6 +225,10 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.usage("--duration %v: expected 0 (run until interrupted) or a positive duration", o.duration)
 	case o.freeRunning && !o.emulate:
 		return r.usage("--free-running applies to --emulate only")
+	case o.simDuration != 0 && !o.emulate:
+		return r.usage("--sim-duration applies to --emulate only (it stops the emulated BeamNG)")
+	case o.simDuration < 0:
+		return r.usage("--sim-duration %v: expected a positive duration", o.simDuration)
 	case o.recordFormat != "" && o.record == "":
 		return r.usage("--record-format applies to --record only")
 	case len(o.faults) > 0 && !o.emulate:
@@ -382,13 +388,24 @@ func (r *runner) run(hup <-chan os.Signal) int {
 				if v == 0 {
 					cfg.Faults = r.faults
 				}
+				if o.simDuration > 0 {
+					cfg.Steps = int64(o.simDuration.Seconds()/r.plan.PhysicsDt + 0.5)
+				}
 			}})
 		if err != nil {
 			code, _ := r.fail(err)
 			return code
 		}
 		defer em.Close()
-		emWait.Go(func() { em.Run(ctx) })
+		emWait.Go(func() {
+			em.Run(ctx)
+			if o.simDuration > 0 {
+				// BeamNG's side has stopped, and so does the run, once its
+				// last messages are answered: a clean stop.
+				r.answered(em, 2*time.Second)
+				cancel()
+			}
+		})
 	}
 	if r.mon != nil {
 		r.mon.start(ctx, c, r.plan, r.sess)
@@ -425,6 +442,18 @@ func (r *runner) run(hup <-chan os.Signal) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// answered waits, at most for limit, until the coupling has handled every
+// message the emulated BeamNG sent (its last one's reply BeamNG would only
+// have awaited at its next send).
+func (r *runner) answered(em *scene.Scene, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for v, l := range r.sess.Links() {
+		for sent := em.Summary(v).Sent; l.Stats().Get(coupling.Messages) < sent && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
 
 // emulatedListen is where vehicle v's emulated BeamNG binds: a free

@@ -143,8 +143,8 @@ func TestRunExecPython(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
 	rec := filepath.Join(dir, "run.csv")
-	r, errOut := runJSON(t, filepath.Join(dir, "exec-cruise.json"), "--emulate", "--free-running", "--duration", "3s", "--record", rec)
-	if r.Model != "exec" || r.Messages < 1000 || r.Emulator.Stalls != 0 {
+	r, errOut := runJSON(t, filepath.Join(dir, "exec-cruise.json"), "--emulate", "--free-running", "--sim-duration", "30s", "--record", rec)
+	if r.Model != "exec" || r.Messages != 6000 || r.Emulator.Stalls != 0 {
 		t.Errorf("%+v\n%s", r, errOut)
 	}
 	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
