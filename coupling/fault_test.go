@@ -2,6 +2,7 @@ package coupling
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -145,7 +146,7 @@ func (m *boundedHang) Step(t float64, out, in [][]float64) bool {
 	}
 	if !m.from.IsZero() && now.Sub(m.from) < m.hang {
 		if now.Sub(m.from) > 25*time.Millisecond {
-			m.err = errors.New("its step has not returned after 25 ms")
+			m.err = models.Late("its step has not returned after 25 ms")
 		}
 		return false
 	}
@@ -188,6 +189,33 @@ func TestHungModelFailsSafe(t *testing.T) {
 		}
 		if f := strings.Join(h.s.Faults(), "\n"); !strings.Contains(f, "the model faulted 1 times") {
 			t.Errorf("faults %q", h.s.Faults())
+		}
+	})
+}
+
+// In real time, "the model could not keep up" counts every message the
+// model had no controls for in time: those after its step's deadline, and
+// those while its step, hung past the model timeout, had not answered (a
+// fault). The figure is the neutral replies it explains. Before, the
+// messages answered while the fault lasted were left out: a model that
+// had no controls for 80 of 1000 messages was said to miss 5 (0.5 %, no
+// verdict), and one that had none at all "264 of 10000".
+func TestCouldNotKeepUpCountsEveryLateMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := load(t, "../examples/cruise-pedals.json")
+		cfg.RealTime = true
+		h := rig{cfg: cfg, model: func(p *ports.Plan) models.Model {
+			port, elem, _ := p.Find(1, "throttle")
+			return &boundedHang{throttle: ref2{port, elem}, at: 100, hang: 400 * time.Millisecond}
+		}, em: emulator.Config{Steps: 10000}}.sim(t)
+		h.run(t)
+		st := h.c.Stats()
+		if n := st.Get(NotComputed); n < 75 || n != st.Get(NeutralReplies) {
+			t.Errorf("no controls %d, neutral replies %d: want every message of the 400 ms hang (about 80), and the two equal", n, st.Get(NeutralReplies))
+		}
+		want := fmt.Sprintf("the model could not keep up: it computed no controls in time for %d of %d messages", st.Get(NotComputed), st.Get(Messages))
+		if f := h.s.Faults(); !containsAll(f, want, "the model faulted 1 times") {
+			t.Errorf("faults %q, want %q", f, want)
 		}
 	})
 }
