@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/fmu/testfmu"
@@ -184,14 +183,13 @@ func TestSlowFMUCannotHoldBeamNGBack(t *testing.T) {
 			// Held back, the coupling took the FMU's 2 ms a step and more
 			// (catch-ups) for most messages, and BeamNG ran at 4 % of real
 			// time. Answered by the deadline, most replies go without
-			// waiting for the busy FMU at all: the median turnaround stays
-			// below one of the FMU's steps however loaded the machine (the
-			// real-time factor does not: other tests on 2 cores have taken
-			// it to 23 %).
-			// (Under Wine a wake-up of the FMU's host, through wineserver,
-			// takes about as long as its step.)
-			if med := st.Turnaround.Quantile(0.5); med >= wine.Stretch(2*time.Millisecond) || h.emSum.Stalls != 0 {
-				t.Errorf("BeamNG held back: median turnaround %v; %v", med, h.emSum)
+			// waiting for the busy FMU at all: their requests are not even
+			// sent (skipped), however loaded the machine (which makes
+			// the turnaround and the real-time factor what it will: two
+			// busy loops beside the test took the median turnaround to 3 ms
+			// and BeamNG to 17 % of real time).
+			if v := h.s.Values(); v[ModelSkipped]*2 < st.Get(Messages) || h.emSum.Stalls != 0 {
+				t.Errorf("BeamNG held back: %d of %d requests skipped while the FMU was busy; %v", v[ModelSkipped], st.Get(Messages), h.emSum)
 			}
 			if st.Get(NotComputed)*2 < st.Get(Messages) || st.Get(Replies) != st.Get(Messages) {
 				t.Errorf("%d messages, %d replies, %d without controls", st.Get(Messages), st.Get(Replies), st.Get(NotComputed))
