@@ -398,6 +398,7 @@ func (r *runner) run(hup <-chan os.Signal) int {
 		}
 		defer em.Close()
 		emWait.Go(func() {
+			r.started(ctx)
 			em.Run(ctx)
 			if o.simDuration > 0 {
 				// BeamNG's side has stopped, and so does the run, once its
@@ -442,6 +443,23 @@ func (r *runner) run(hup <-chan os.Signal) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// started waits, at most models.StartGrace, for a model that takes a
+// while to start (an exec program) to answer, before the emulated BeamNG
+// sends: as a user starts BeamNG after beamconnect.
+func (r *runner) started(ctx context.Context) {
+	s, ok := r.model.(models.Starter)
+	if !ok {
+		return
+	}
+	t := time.NewTimer(models.StartGrace)
+	defer t.Stop()
+	select {
+	case <-s.Started():
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // answered waits, at most for limit, until the coupling has handled every

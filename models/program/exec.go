@@ -145,12 +145,14 @@ type Exec struct {
 
 	missed, bad, skipped, restarts, old atomic.Int64
 
-	closing   chan struct{}
-	closeOnce sync.Once
-	done      chan struct{} // the supervisor ended
-	procMu    sync.Mutex
-	proc      *process
-	lastExit  error
+	started     chan struct{} // closed at the first valid answer
+	startedOnce sync.Once
+	closing     chan struct{}
+	closeOnce   sync.Once
+	done        chan struct{} // the supervisor ended
+	procMu      sync.Mutex
+	proc        *process
+	lastExit    error
 }
 
 // request is one step's request to the program.
@@ -201,7 +203,7 @@ func NewExec(params models.Params, plan *ports.Plan, log *slog.Logger) (*Exec, e
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		reqReady: make(chan struct{}, 1), ansReady: make(chan struct{}, 1),
 		pending: request{buf: make([]byte, 0, 4096)}, stepBuf: make([]byte, 0, 4096),
-		timer:   time.NewTimer(time.Hour),
+		timer: time.NewTimer(time.Hour), started: make(chan struct{}),
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}
 	if m.timeout <= 0 {
@@ -437,6 +439,10 @@ func (m *Exec) Rebind(plan *ports.Plan, running, params models.Params) (func(), 
 	header, width := columns(plan), inputWidth(plan)
 	return func() { m.use(header, width) }, nil
 }
+
+// Started is closed once the program has given its first valid answer
+// (to a request while BeamNG is not connected, or to a message's).
+func (m *Exec) Started() <-chan struct{} { return m.started }
 
 // Counters: steps that got no answer in time (Missed), answers discarded
 // (Bad), requests replaced by a newer one before the program took them

@@ -133,6 +133,7 @@ func (m *Exec) read(p *process) {
 			continue // the last words of a program that has ended
 		}
 		m.unanswered.Store(0)
+		m.startedOnce.Do(func() { close(m.started) })
 		if !m.answered.Swap(true) && m.dead.Load() != nil {
 			m.log.Info("model program answering again after its restart", "command", strings.Join(m.argv, " "))
 		}
