@@ -181,15 +181,16 @@ func TestSlowFMUCannotHoldBeamNGBack(t *testing.T) {
 			h.run(t)
 			st := h.c.Stats()
 			// Held back, the coupling took the FMU's 2 ms a step and more
-			// (catch-ups) for most messages, and BeamNG ran at 4 % of real
-			// time. Answered by the deadline, most replies go without
-			// waiting for the busy FMU at all: their requests are not even
-			// sent (skipped), however loaded the machine (which makes
-			// the turnaround and the real-time factor what it will: two
-			// busy loops beside the test took the median turnaround to 3 ms
-			// and BeamNG to 17 % of real time).
-			if v := h.s.Values(); v[ModelSkipped]*2 < st.Get(Messages) || h.emSum.Stalls != 0 {
-				t.Errorf("BeamNG held back: %d of %d requests skipped while the FMU was busy; %v", v[ModelSkipped], st.Get(Messages), h.emSum)
+			// (catch-ups) for every message, each reply with the FMU's
+			// controls (as lockstep does, on purpose), and BeamNG ran at 4 %
+			// of real time. Answered by the deadline, most replies go
+			// without the FMU's controls, which came too late: the coupling
+			// did not wait for them. (The turnaround and the real-time
+			// factor are what the machine's load makes them: two busy
+			// loops beside the test took the median turnaround to 3 ms and
+			// BeamNG to 17 % of real time.)
+			if h.emSum.Stalls != 0 {
+				t.Errorf("BeamNG stalled: %v", h.emSum)
 			}
 			if st.Get(NotComputed)*2 < st.Get(Messages) || st.Get(Replies) != st.Get(Messages) {
 				t.Errorf("%d messages, %d replies, %d without controls", st.Get(Messages), st.Get(Replies), st.Get(NotComputed))
