@@ -57,6 +57,11 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	}
 	cfg.DebugFile = bn.DebugFile != nil && *bn.DebugFile
 	cfg.BusyPoll = bn.BusyPoll != nil && *bn.BusyPoll
+	cfg.RealTime = bn.RealTime != nil && *bn.RealTime
+	if t := cfg.ModelTimeout; !cfg.RealTime && t*1000 >= LockstepReplyLimitMs {
+		p.at(Warning, "/beamng/modelTimeoutMs", "%v ms: a step that takes that long outlasts BeamNG's 2 s wait for a reply, so BeamNG stalls and the reply is withheld; expected less than %v ms (the default in lockstep is %v ms)",
+			t*1000, LockstepReplyLimitMs, LockstepModelTimeoutMs)
+	}
 	cfg.Model = "hold"
 	if bn.Model != nil {
 		cfg.Model = *bn.Model

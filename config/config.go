@@ -51,12 +51,17 @@ type Config struct {
 	PhysicsDt    float64 // seconds
 	PingTime     float64 // seconds
 	DebugFile    bool
-	BusyPoll     bool           // beamng.busyPoll
-	Model        string         // "hold" unless the config names one
-	ModelParams  map[string]any // float64, bool, string, []string or map[string]any values
-	// ModelTimeout is how long an exec model may go without a valid answer
-	// before it is a fault, in seconds; 0 means the default (5 periods, at
-	// least 25 ms).
+	BusyPoll     bool // beamng.busyPoll
+	// RealTime is beamng.realTime: a model's step is bounded by its
+	// deadline, and a message whose step is late gets neutral controls
+	// (for a rig that drives hardware). false, the default, is lockstep: a
+	// late step slows BeamNG and never changes what it gets.
+	RealTime    bool
+	Model       string         // "hold" unless the config names one
+	ModelParams map[string]any // float64, bool, string, []string or map[string]any values
+	// ModelTimeout is how long a model's step may go without an answer
+	// before it is a fault, in seconds (beamng.modelTimeoutMs); 0 means the
+	// default (see ports.Plan.ModelTimeout).
 	ModelTimeout float64
 	// Vehicles are the coupled vehicles, at least one. Each has its own
 	// message layout: with Gen 2 each its own CSV.
@@ -103,6 +108,15 @@ const (
 	MaxCouplingPeriod = 0.5
 	// MinTimeDilation is the slowest master pacing: 1000× slower than real time.
 	MinTimeDilation = 0.001
+	// LockstepReplyLimitMs is how late a reply may be and still be BeamNG's:
+	// it waits 2 s for one, and beamconnect takes 1.9 s without a message
+	// for that timeout (a later reply is withheld).
+	LockstepReplyLimitMs = 1900
+	// LockstepModelTimeoutMs is the model timeout in lockstep (no
+	// beamng.realTime) unless the config sets one: a step may take that
+	// long before it is a fault, which leaves its neutral reply 0.4 s to
+	// reach BeamNG within its 2 s wait.
+	LockstepModelTimeoutMs = 1500
 )
 
 // Locate is the position and display path of the value at JSON Pointer
@@ -352,6 +366,7 @@ type rawBeamNG struct {
 	PingTime       *float64               `json:"pingTime"`
 	DebugFile      *bool                  `json:"debugFile"`
 	BusyPoll       *bool                  `json:"busyPoll"`
+	RealTime       *bool                  `json:"realTime"`
 	Model          *string                `json:"model"`
 	ModelTimeoutMs *float64               `json:"modelTimeoutMs"`
 	ModelParams    map[string]any         `json:"modelParams"`

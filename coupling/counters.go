@@ -27,6 +27,7 @@ const (
 	IDJumps                        // an id further ahead than BeamNG can have sent: dropped
 	ShortMessages                  // messages that lacked fields the model reads: answered with neutral controls
 	NotComputed                    // messages the model computed no controls for in time: answered with neutral controls
+	FaultedReplies                 // messages answered with neutral controls while the model was faulted (not for lateness)
 	StaleData                      // messages answered with neutral controls: the model reads another vehicle whose data stopped coming
 	Waiting                        // messages answered with neutral controls: the model reads another vehicle that has not sent yet
 	ModelEnded                     // messages answered with neutral controls after the model ended the simulation
@@ -53,6 +54,8 @@ const (
 	ModelDiscarded                 // answers of the model's program that were discarded
 	ModelFailed                    // steps of an FMU that failed or gave unusable outputs
 	ModelSkipped                   // requests not sent to the model's program (it was busy)
+	ModelOld                       // answers of the model to an older request than the one awaited: dropped
+	ModelAbandoned                 // threads of an FMU in process abandoned in a hung step
 	ModelRestarts                  // restarts of the model's program
 	ModelResets                    // times the model started over: BeamNG started its coupling again
 	InputsClamped                  // BeamNG's values an FMU's input could not hold: clamped to what it holds
@@ -66,6 +69,7 @@ const (
 	RecordLost                     // rows that could not be written
 	LogDropped                     // log records dropped because the log's writer could not keep up
 	LogFailed                      // log writes that failed (stderr's reader gone)
+	realTimeMode                   // 1 when the run is in real time (beamng.realTime), 0 in lockstep
 	NumCounters
 )
 
@@ -110,22 +114,29 @@ var CounterTable = [NumCounters]CounterInfo{
 		Problem: count("%d datagrams had an id further ahead than BeamNG can have sent (stray or spoofed?): dropped")},
 	ShortMessages: {Name: "short_messages", Help: "BeamNG messages that lacked fields the model reads: answered with neutral controls.",
 		Problem: count("%d of BeamNG's messages lacked fields the model reads (shorter than the CSV says: a row BeamNG cannot resolve?): each was answered with neutral controls")},
-	NotComputed: {Name: "no_controls", Help: "BeamNG messages the model computed no controls for in time (a step past its deadline, or still busy with an older one): answered with neutral controls.",
+	NotComputed: {Name: "no_controls", Help: "BeamNG messages the model computed no controls for in time (a step past its deadline in real time, or past the model timeout; one still busy with an older message; every message while its step has not answered): answered with neutral controls.",
 		Problem: func(v *Values, _ Counter, _ string) string {
+			if v[realTimeMode] == 0 {
+				// Lockstep: a reply waits for its step; one without its
+				// controls is never normal.
+				return fmt.Sprintf("the model computed no controls within the model timeout for %d of %d messages, each answered with neutral controls (a model still starting, hung, or slower than the model timeout)",
+					v[NotComputed], v[Messages])
+			}
 			if v[NotComputed]*100 <= v[Messages] {
 				return "" // now and then, on a busy machine: counted, not a verdict
 			}
-			return fmt.Sprintf("the model could not keep up: it computed no controls in time for %d of %d messages (%.1f %%), each answered with neutral controls (a model too slow for the period, or its deadlineMs too short?)",
+			return fmt.Sprintf("the model could not keep up: it computed no controls in time for %d of %d messages (%.1f %%), each answered with neutral controls (a model too slow for the period, or its deadlineMs too short? Without beamng.realTime, a slow step slows BeamNG instead)",
 				v[NotComputed], v[Messages], 100*float64(v[NotComputed])/float64(max(v[Messages], 1)))
 		}},
+	FaultedReplies: {Name: "faulted_replies", Help: "BeamNG messages answered with neutral controls while the model was faulted (dead, failed, panicked, answering badly); those while its step had no answer in time count as no_controls, those with NaN controls as non_finite."},
 	StaleData: {Name: "stale_data", Help: "BeamNG messages answered with neutral controls because the model reads another vehicle whose data had stopped coming.",
 		Problem: count("%d messages were answered with neutral controls: the model reads another vehicle whose data had stopped coming (its BeamNG silent), and is never stepped on stale data")},
 	ModelEnded: {Name: "after_model_ended", Normal: true, Help: "BeamNG messages answered with neutral controls after the model (an FMU) ended the simulation: not a fault."},
 	Waiting:    {Name: "waiting_for_vehicles", Normal: true, Help: "BeamNG messages answered with neutral controls while another vehicle the model reads had not sent yet (start-up)."},
 	LongMessages: {Name: "long_messages", Help: "BeamNG messages longer than the layout: the extra values were ignored.",
 		Problem: count("%d of BeamNG's messages were longer than the CSV says (BeamNG runs another CSV?): the extra values were ignored")},
-	NonFinite: {Name: "non_finite", Help: "NaN or Inf values the model wrote that BeamNG must not get: the last value sent went instead.",
-		Problem: count("the model wrote NaN or Inf %d times: the last value sent went to BeamNG instead (BeamNG's Gen 2 has no NaN filter)")},
+	NonFinite: {Name: "non_finite", Help: "BeamNG messages whose controls the model computed as NaN or Inf (a model fault, never \"keep the value\"): answered with neutral controls.",
+		Problem: count("the model computed NaN or Inf controls for %d messages: each was a model fault, answered with neutral controls (never \"keep the previous value\")")},
 	Clamped:         {Name: "clamped", Help: "Control values the model wrote beyond what BeamNG accepts (pedals 0 to 1, steering −1 to 1): clamped to the range before sending."},
 	Drained:         {Name: "drained", Normal: true, Help: "Stale messages skipped after a (re)connect or a pause."},
 	StallsRecovered: {Name: "stalls_recovered", Help: "BeamNG 2 s timeouts after which reply ids were re-based.", Problem: stalls},
@@ -151,6 +162,9 @@ var CounterTable = [NumCounters]CounterInfo{
 	ModelDiscarded: {Name: "model_discarded", Help: "Answers of the model's program that were discarded (malformed, out of turn, or later than the model timeout).", Run: true, Problem: count("the model's program gave %d answers that were discarded (see the log for why)")},
 	ModelFailed:    {Name: "model_failed", Help: "Steps of the FMU that failed, or gave NaN or infinite outputs.", Run: true, Problem: count("the FMU failed or gave NaN or infinite outputs at %d steps (see the log for which)")},
 	ModelSkipped:   {Name: "model_skipped", Normal: true, Help: "Requests not sent to the model's program while it was busy.", Run: true},
+	ModelOld:       {Name: "model_old_answers", Normal: true, Help: "Answers of the model to an older request than the one awaited (they came after their step gave up on them): dropped, never used for another message.", Run: true},
+	ModelAbandoned: {Name: "abandoned_threads", Help: "Threads of an FMU in process abandoned in a hung step: they run on until beamconnect ends.", Run: true,
+		Problem: count("%d threads of the FMU in process were abandoned in hung steps: they run on until beamconnect ends (after 3 the FMU is not instantiated again)")},
 	ModelRestarts:  {Name: "model_restarts", Help: "Restarts of the model's program.", Run: true},
 	SolverSteps:    {Name: "solver_steps", Normal: true, Help: "Steps of the solver integrating a model exchange FMU.", Run: true},
 	SolverRejected: {Name: "solver_rejected", Normal: true, Help: "Steps of that solver its error control rejected (and took again, smaller).", Run: true},
@@ -167,6 +181,9 @@ var CounterTable = [NumCounters]CounterInfo{
 		}},
 	LogDropped: {Name: "log_records_dropped", Help: "Log records dropped because stderr's reader did not keep up.", Run: true},
 	LogFailed:  {Name: "log_writes_failed", Help: "Log writes stderr refused (its reader gone).", Run: true},
+	// The run's mode, for the problem lines that depend on it: set in the
+	// run's counters and every vehicle's.
+	realTimeMode: {Name: "real_time_mode", Hidden: true, Gauge: true},
 }
 
 // count is a problem line that says how many.

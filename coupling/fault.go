@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -8,31 +9,42 @@ import (
 	"time"
 
 	"beamconnect/models"
+	"beamconnect/ports"
 	"beamconnect/timesync"
 )
 
 // faultState watches the model. A model fault (an exec program that exited
 // or stopped answering, an FMU that failed, crashed or hung, a step that
-// panicked) is logged when it begins, reported as status 4 (error) by every
-// vehicle, and answered for with neutral controls, never the model's last
-// ones; BeamNG keeps getting replies, so it does not stall. A fault ends
-// when its cause does (the model answers well again), and is logged then
-// too. It is the stage's: one model, one fault state, whichever vehicle's
-// message steps it.
+// panicked, controls computed as NaN or ±Inf) is logged when it begins,
+// reported as status 4 (error) by every vehicle, and answered for with
+// neutral controls, never the model's last ones; BeamNG keeps getting
+// replies, so it does not stall. A fault ends when its cause does (the
+// model answers well again), and is logged then too. It is the stage's:
+// one model, one fault state, whichever vehicle's message steps it.
 //
-// Every model bounds its own step (Step waits for a program or a worker
-// with a deadline), so the loop needs no watchdog: a hang is the model's to
-// report, as a fault, while its step has returned.
+// Every model bounds its own step (Step waits for a program or a worker up
+// to the model timeout, or in real time its deadline), so the loop needs
+// no watchdog: a hang is the model's to report, as a fault, while its step
+// has returned.
 type faultState struct {
 	log      *slog.Logger
 	stats    *Stats
 	clock    timesync.Clock
 	faulter  models.Faulter // nil when the model cannot fail on its own
 	panicked error          // a panic in Step: the model is not stepped again
-	current  error          // the fault in force; nil while healthy
-	since    time.Time
-	record   *Recorder   // hears of faults and recoveries (nil: no recording)
-	active   atomic.Bool // current != nil, for the links' status
+	// nonFinite is a control the model's last computed step wrote as NaN
+	// or ±Inf (not models.Keep): a fault until a step computes every
+	// control finite. bad is where, for its words to be made once.
+	nonFinite error
+	bad       [2]int
+	current   error // the fault in force; nil while healthy
+	// why counts the messages answered neutral while current is in force:
+	// NonFinite, NotComputed for a step with no answer in time
+	// (models.ErrLate), FaultedReplies otherwise.
+	why    Counter
+	since  time.Time
+	record *Recorder   // hears of faults and recoveries (nil: no recording)
+	active atomic.Bool // current != nil, for the links' status
 }
 
 func (f *faultState) init(m models.Model, stats *Stats, log *slog.Logger, clock timesync.Clock) {
@@ -46,11 +58,52 @@ func (f *faultState) init(m models.Model, stats *Stats, log *slog.Logger, clock 
 // the model is faulted for good (its state can no longer be trusted), and
 // the coupling goes on with neutral controls instead of dying with the
 // last controls applied.
-func (f *faultState) step(m models.Model, t float64, outs, ins [][]float64) (computed, faulted bool) {
+//
+// The controls of a computed step are checked: one the model wrote as NaN
+// or ±Inf (a computation gone wrong; models.Keep is not one) makes the
+// step a fault, never "keep the previous value".
+func (f *faultState) step(m models.Model, plan *ports.Plan, t float64, outs, ins [][]float64) (computed, faulted bool) {
 	if f.panicked == nil {
 		computed = f.run(func() bool { return m.Step(t, outs, ins) })
 	}
+	if computed {
+		f.checkControls(plan, ins)
+	}
 	return computed, f.update()
+}
+
+// checkControls sets or clears the non-finite fault from the controls a
+// step computed. It allocates only when the fault begins or moves to
+// another control.
+func (f *faultState) checkControls(plan *ports.Plan, ins [][]float64) {
+	for pn, v := range ins {
+		for k, x := range v {
+			if x-x == 0 || models.IsKeep(x) {
+				continue
+			}
+			if f.nonFinite == nil || f.bad != [2]int{pn, k} {
+				f.bad = [2]int{pn, k}
+				f.nonFinite = fmt.Errorf("the model computed %v for %s: not a control BeamNG may get (a NaN is a computation gone wrong, not \"keep the value\")", x, controlName(plan, pn, k))
+			}
+			return
+		}
+	}
+	f.nonFinite = nil
+}
+
+// controlName names input port pn's element k.
+func controlName(plan *ports.Plan, pn, k int) string {
+	if pn < len(plan.Inputs) {
+		for _, fd := range plan.Inputs[pn].Fields {
+			if k >= fd.Offset && k < fd.Offset+fd.Width {
+				if fd.Width > 1 {
+					return fmt.Sprintf("%s[%d]", fd.Name, k-fd.Offset)
+				}
+				return fd.Name
+			}
+		}
+	}
+	return fmt.Sprintf("input port %d element %d", pn, k)
 }
 
 // idle steps a model that wants to see the status while no data come.
@@ -83,6 +136,9 @@ func (f *faultState) update() bool {
 	case f.faulter != nil:
 		err = f.faulter.Fault()
 	}
+	if err == nil {
+		err = f.nonFinite
+	}
 	if err != f.current {
 		f.transition(err)
 	}
@@ -105,5 +161,13 @@ func (f *faultState) transition(err error) {
 	}
 	f.record.fault(f.current, err, now.Sub(f.since))
 	f.current = err
+	switch {
+	case err != nil && err == f.nonFinite:
+		f.why = NonFinite
+	case errors.Is(err, models.ErrLate):
+		f.why = NotComputed
+	default:
+		f.why = FaultedReplies
+	}
 	f.active.Store(err != nil)
 }

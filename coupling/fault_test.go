@@ -2,6 +2,7 @@ package coupling
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -145,7 +146,7 @@ func (m *boundedHang) Step(t float64, out, in [][]float64) bool {
 	}
 	if !m.from.IsZero() && now.Sub(m.from) < m.hang {
 		if now.Sub(m.from) > 25*time.Millisecond {
-			m.err = errors.New("its step has not returned after 25 ms")
+			m.err = models.Late("its step has not returned after 25 ms")
 		}
 		return false
 	}
@@ -188,6 +189,33 @@ func TestHungModelFailsSafe(t *testing.T) {
 		}
 		if f := strings.Join(h.s.Faults(), "\n"); !strings.Contains(f, "the model faulted 1 times") {
 			t.Errorf("faults %q", h.s.Faults())
+		}
+	})
+}
+
+// In real time, "the model could not keep up" counts every message the
+// model had no controls for in time: those after its step's deadline, and
+// those while its step, hung past the model timeout, had not answered (a
+// fault). The figure is the neutral replies it explains. Before, the
+// messages answered while the fault lasted were left out: a model that
+// had no controls for 80 of 1000 messages was said to miss 5 (0.5 %, no
+// verdict), and one that had none at all "264 of 10000".
+func TestCouldNotKeepUpCountsEveryLateMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := load(t, "../examples/cruise-pedals.json")
+		cfg.RealTime = true
+		h := rig{cfg: cfg, model: func(p *ports.Plan) models.Model {
+			port, elem, _ := p.Find(1, "throttle")
+			return &boundedHang{throttle: ref2{port, elem}, at: 100, hang: 400 * time.Millisecond}
+		}, em: emulator.Config{Steps: 10000}}.sim(t)
+		h.run(t)
+		st := h.c.Stats()
+		if n := st.Get(NotComputed); n < 75 || n != st.Get(NeutralReplies) {
+			t.Errorf("no controls %d, neutral replies %d: want every message of the 400 ms hang (about 80), and the two equal", n, st.Get(NeutralReplies))
+		}
+		want := fmt.Sprintf("the model could not keep up: it computed no controls in time for %d of %d messages", st.Get(NotComputed), st.Get(Messages))
+		if f := h.s.Faults(); !containsAll(f, want, "the model faulted 1 times") {
+			t.Errorf("faults %q, want %q", f, want)
 		}
 	})
 }
@@ -334,12 +362,13 @@ func (m *scripted) Step(t float64, out, in [][]float64) bool {
 	return true
 }
 
-// On Gen 2 (no NaN filter: a control the model leaves unset or NaN is sent
-// as BeamNG's current value), "BeamNG's current value" is that of the last
-// reply that went out: a reply withheld (the step took so long BeamNG had
-// moved on) never reached BeamNG, and its throttle must not stand in.
+// On Gen 2 (no NaN filter: a control the model leaves to BeamNG,
+// models.Keep, is sent as BeamNG's current value), "BeamNG's current
+// value" is that of the last reply that went out: a reply withheld (the
+// step took so long BeamNG had moved on) never reached BeamNG, and its
+// throttle must not stand in.
 func TestKeepIsWhatBeamNGGot(t *testing.T) {
-	m := &scripted{values: []float64{0.7, 0.9, math.NaN()}, slow: map[int]time.Duration{1: 3 * time.Second}}
+	m := &scripted{values: []float64{0.7, 0.9, models.Keep}, slow: map[int]time.Duration{1: 3 * time.Second}}
 	d := newDirect(t, load(t, "../examples/gen2-cruise.json"), m, nil)
 	m.clock = d.clock
 	port, elem, ok := d.plan.Find(beamng.ToBeamNG, "throttle")
@@ -369,4 +398,66 @@ func TestKeepIsWhatBeamNGGot(t *testing.T) {
 	if !ok || r[slot] != 0.7 {
 		t.Errorf("the model left the throttle unset: the reply carries %v, want 0.7, the last BeamNG got", r[slot])
 	}
+}
+
+// floorThenNaN floors the throttle for its first n steps, writes NaN for
+// the next n (its state gone NaN), then 0.3.
+type floorThenNaN struct {
+	throttle ref2
+	n, k     int
+}
+
+func (m *floorThenNaN) Step(_ float64, _ [][]float64, in [][]float64) bool {
+	v := 1.0
+	switch {
+	case m.k >= 2*m.n:
+		v = 0.3
+	case m.k >= m.n:
+		v = math.NaN()
+	}
+	in[m.throttle.port][m.throttle.elem] = v
+	m.k++
+	return true
+}
+
+// A NaN the model computes is a fault, never "keep the previous value"
+// (which a Gen 1 BeamNG makes of a NaN): every message whose controls are
+// not all finite is answered with neutral controls, counted as non_finite,
+// the fault logged once with the control's name and ended when the
+// controls are numbers again. Before, BeamNG held the floored throttle for
+// as long as the NaNs lasted, and nothing counted or said it.
+func TestNaNControlsAreAFault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &floorThenNaN{n: 200}
+		log := &logBuffer{}
+		held := 0 // BeamNG applying a throttle of 1 while the model wrote NaN
+		var h *harness
+		h = rig{cfg: load(t, "../examples/cruise-pedals.json"), model: func(p *ports.Plan) models.Model {
+			port, elem, _ := p.Find(beamng.ToBeamNG, "throttle")
+			m.throttle = ref2{port, elem}
+			return m
+		}, opts: func(h *harness, o *Options) { h.log, o.Log = log, log.Logger() },
+			em: emulator.Config{Steps: 8000, Trace: func(*emulator.StepRecord) {
+				if m.k > m.n+1 && m.k < 2*m.n && h.em.Vehicle().Throttle == 1 {
+					held++
+				}
+			}}}.sim(t)
+		h.run(t)
+		st := h.c.Stats()
+		if held > 0 || st.Get(NonFinite) != int64(m.n) || st.Get(NeutralReplies) != int64(m.n) {
+			t.Errorf("BeamNG held the throttle at 1 for %d steps; %d non-finite, %d neutral replies for %d NaN steps", held, st.Get(NonFinite), st.Get(NeutralReplies), m.n)
+		}
+		if got := h.em.Vehicle().Throttle; got != 0.3 {
+			t.Errorf("throttle %v at the end, want the model's 0.3 once its controls are numbers again", got)
+		}
+		if v := h.s.Values(); v[ModelFaults] != 1 {
+			t.Errorf("%d model faults, want 1", v[ModelFaults])
+		}
+		if !log.Has("the model computed NaN for throttle") || !log.Has("model recovered") {
+			t.Errorf("the fault and its end are not said:\n%s", log)
+		}
+		if f := h.s.Faults(); !containsAll(f, "the model computed NaN or Inf controls for 200 messages", "the model faulted 1 times") {
+			t.Errorf("faults %q", f)
+		}
+	})
 }

@@ -36,7 +36,8 @@ func (m *nanEvery) Step(_ float64, _ [][]float64, in [][]float64) bool {
 }
 
 // One NaN poisons a Gen 2 BeamNG for good. A model's NaN or Inf never
-// reaches it: the last value goes instead, counted and in the faults.
+// reaches it: the message is answered with neutral controls, counted and
+// in the faults.
 func TestGen2NeverSendsNaN(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var m *nanEvery
@@ -55,8 +56,8 @@ func TestGen2NeverSendsNaN(t *testing.T) {
 		if got := h.em.Vehicle().Throttle; got != 0.4 {
 			t.Errorf("throttle %v at the end, want 0.4: the controls are not poisoned", got)
 		}
-		if n := h.c.Stats().Get(NonFinite); n < int64(m.k/50)-1 {
-			t.Errorf("%d non-finite values counted for %d bad steps", n, m.k/50)
+		if n := h.c.Stats().Get(NonFinite); n != int64(m.k/50) || h.c.Stats().Get(NeutralReplies) != n {
+			t.Errorf("%d non-finite messages counted, %d neutral replies, for %d bad steps", n, h.c.Stats().Get(NeutralReplies), m.k/50)
 		}
 		if f := h.s.Faults(); !containsAll(f, "NaN or Inf") {
 			t.Errorf("faults %q", f)

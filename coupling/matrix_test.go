@@ -111,6 +111,7 @@ type matrixRow struct {
 	loss       bool          // BeamNG may end out of lockstep, if it is reported
 	fps, rtf   float64       // fps > 0: paced like BeamNG, in frame batches, rtf× real time
 	timeout    float64       // the model timeout, s (0: the default)
+	realTime   bool          // beamng.realTime: neutral controls for a late step
 	program    bool          // the model is an exec program
 	// lateReply: BeamNG's controller is reloaded, and on a loaded machine a
 	// reply to its old self may land on the new one, which then runs ahead
@@ -182,9 +183,23 @@ func TestFaultMatrix(t *testing.T) {
 			program:  true,
 			model:    execModel("header", "answer:300=1 1 0 0", "exit=1"),
 			reported: []string{"the model faulted 1 times"}},
-		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period: neutral controls for every message it has no answer for in time, the newest request only, no backlog",
+		{name: "slow model", what: "exec answers in 10 ms at a 5 ms period (lockstep, the default): BeamNG waits for each answer, every reply carries the model's controls, no fault",
 			program: true,
-			model:   execModel("header", "delay=10ms", "answer:*=1 0.3 0 0"), timeout: 0.2,
+			model:   execModel("header", "delay=10ms", "answer:*=1 0.3 0 0"),
+			check: func(t *testing.T, m *matrixRun) {
+				st := m.h.c.Stats()
+				if st.Get(NeutralReplies) != 0 || m.h.em.Vehicle().Throttle != 0.3 {
+					t.Errorf("%d neutral replies, throttle %v at the end", st.Get(NeutralReplies), m.h.em.Vehicle().Throttle)
+				}
+				mt := m.h.s.ModelTiming()
+				if mt.OverPeriod < mt.Steps/2 {
+					t.Errorf("model timing %+v: want the steps longer than the period", mt)
+				}
+				m.extra = fmt.Sprintf("0 neutral replies; the model allowed %.2f× real time", mt.RealTimeFactor)
+			}},
+		{name: "slow model in real time", what: "the same with beamng.realTime: neutral controls for every message it has no answer for in time, the newest request only, no backlog",
+			program: true, realTime: true,
+			model: execModel("header", "delay=10ms", "answer:*=1 0.3 0 0"), timeout: 0.2,
 			reported: []string{"the model could not keep up"},
 			check: func(t *testing.T, m *matrixRun) {
 				// The replies neutral for want of an answer in time (or, on a
@@ -211,6 +226,17 @@ func TestFaultMatrix(t *testing.T) {
 				if n := m.h.model.(*program.Exec).Bad(); n < 100 || !m.log.Has("model answer discarded") {
 					t.Errorf("%d answers discarded", n)
 				}
+			}},
+		{name: "NaN model", what: "exec floors the throttle, then answers nan (its state gone NaN): a fault, neutral controls, never \"keep the previous value\"", safe: true,
+			program:  true,
+			model:    execModel("header", "answer:300=1 1 0 0", "answer:*=1 nan 0 0"),
+			reported: []string{"the model computed NaN or Inf controls", "the model faulted 1 times"},
+			check: func(t *testing.T, m *matrixRun) {
+				st := m.h.c.Stats()
+				if st.Get(NonFinite) < 500 || m.h.em.Vehicle().Throttle != 0 || !m.log.Has("the model computed NaN for throttle") {
+					t.Errorf("non_finite %d, throttle %v at the end\n%s", st.Get(NonFinite), m.h.em.Vehicle().Throttle, m.log)
+				}
+				m.extra = fmt.Sprintf("%d non_finite, throttle 0 at the end", st.Get(NonFinite))
 			}},
 		{name: "hung model", what: "a model's step hangs 400 ms and bounds its own wait: neutral controls at once, a fault after the model timeout", safe: true, fps: 60,
 			model: func(t *testing.T, p *ports.Plan, _ *logBuffer) models.Model {
@@ -241,7 +267,7 @@ func TestFaultMatrix(t *testing.T) {
 				m.extra = fmt.Sprintf("%d of the ego's replies neutral, controlled again after", ego.Get(StaleData))
 			}},
 		{name: "a fault that ends", what: "an FMU in its child process outputs NaN once (status 4 meanwhile): neutral controls, then the FMU's again",
-			configFile: fmuRig(testfmu.Options{Fault: "nan-once", After: 300}), safe: true,
+			configFile: fmuRig(testfmu.Options{Fault: "nan-once", After: 300}, ""), safe: true,
 			reported: []string{"the model faulted 1 times", "the FMU failed or gave NaN or infinite outputs at 1 steps"},
 			check: func(t *testing.T, m *matrixRun) {
 				if !m.log.Has("model recovered") || m.h.em.Vehicle().Throttle == 0 {
@@ -250,7 +276,7 @@ func TestFaultMatrix(t *testing.T) {
 				m.extra = "recovered at the next step"
 			}},
 		{name: "an FMU that ends the simulation", what: "an FMU in its child process asks to stop at its 300th step (FMI 2.0: fmi2Discard and fmi2Terminated): neutral controls from then on, one log line with its time and reason, no restart, not a fault",
-			configFile: fmuRig(testfmu.Options{Fault: "terminate", After: 300}),
+			configFile: fmuRig(testfmu.Options{Fault: "terminate", After: 300}, ""),
 			check: func(t *testing.T, m *matrixRun) {
 				v := m.h.s.Values()
 				st := m.h.c.Stats()
@@ -265,7 +291,7 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "BeamNG restarts under an FMU of time alone", what: "a Model Exchange FMU that reads no BeamNG signal (x' = -k x, x(0) = 1, driving the throttle); BeamNG's controller reloaded at 1 s: the FMU starts over, its replies from there those from the run's start, step for step",
 			configFile: decayRig, faults: []string{"restart@1s"}, check: startedOver, lateReply: true},
 		{name: "BeamNG restarts under an FMU", what: "an FMU in its child process; BeamNG's controller reloaded at 1 s (ids from 0, a new port): the FMU starts over from its initial state, its time from the new first message's",
-			configFile: fmuRig(testfmu.Options{}), faults: []string{"restart@1s"}, lateReply: true,
+			configFile: fmuRig(testfmu.Options{}, ""), faults: []string{"restart@1s"}, lateReply: true,
 			check: func(t *testing.T, m *matrixRun) {
 				v := m.h.s.Values()
 				f, _ := m.h.model.(interface{ Resets() int64 })
@@ -337,8 +363,18 @@ func TestFaultMatrix(t *testing.T) {
 				}
 				m.extra = fmt.Sprintf("%d of %d on their message", onTime, seconds)
 			}},
+		{name: "an FMU in process that hangs again and again", what: "each new instance hangs at its 20th step (asleep 2 s; model timeout 100 ms): a fault at once, its thread abandoned after 1 s and the FMU instantiated again, at most 3 times, then a fault for good that says so",
+			configFile: fmuRig(testfmu.Options{Fault: "hang-2s", After: 20}, `"inProcess": true,`, 0.1), safe: true, steps: 20000, fps: 60,
+			reported: []string{"the model faulted", "3 threads of the FMU in process were abandoned"},
+			check: func(t *testing.T, m *matrixRun) {
+				v := m.h.s.Values()
+				if v[ModelAbandoned] != 3 || v[ModelRestarts] != 2 || !m.log.Has("it is not instantiated again") {
+					t.Errorf("abandoned %d, restarts %d\n%s", v[ModelAbandoned], v[ModelRestarts], m.log)
+				}
+				m.extra = "3 threads abandoned, 2 new instances, then a fault for good"
+			}},
 		{name: "a reload the model refuses", what: "an FMU in its child process: kp 50, which it refuses, tried on a scratch instance first: refused whole, nothing applied",
-			configFile: fmuRig(testfmu.Options{}), steps: 6000, fps: 60, during: refusedReload,
+			configFile: fmuRig(testfmu.Options{}, ""), steps: 6000, fps: 60, during: refusedReload,
 			check: func(t *testing.T, m *matrixRun) {
 				v := m.h.s.Values()
 				if v[ReloadErrors] != 1 || v[Reloads] != 0 || v[ModelFaults] != 0 {
@@ -436,6 +472,7 @@ func runMatrixRow(t *testing.T, row matrixRow) string {
 	if row.timeout != 0 {
 		cfg.ModelTimeout = row.timeout
 	}
+	cfg.RealTime = row.realTime
 	m.f, _ = os.Create(filepath.Join(t.TempDir(), "run.csv"))
 	defer m.f.Close()
 	var w interface {
@@ -561,15 +598,17 @@ func ms(d time.Duration) string {
 }
 
 // fmuRig writes the FMU example's rig with the test's cruise FMU, in its
-// child process, and returns the config's path. The deadline is 100 ms
-// and the model timeout 500 ms: a loaded test machine can hold a process
-// up for the defaults.
-func fmuRig(o testfmu.Options) func(t *testing.T) string {
+// child process unless params (more modelParams, each followed by a
+// comma) say, and returns the config's path. timeout is the model
+// timeout, s (none: the default).
+func fmuRig(o testfmu.Options, params string, timeout ...float64) func(t *testing.T) string {
 	return func(t *testing.T) string {
 		path := testfmu.ForTest(t, "cruise.fmu", o)
 		text := strings.Replace(string(must(os.ReadFile("../examples/fmu-cruise/cruise.json"))), `"path": "cruise.fmu"`,
-			`"path": "`+filepath.ToSlash(path)+`", "deadlineMs": 100`, 1)
-		text = strings.Replace(text, `"model": "fmu",`, `"model": "fmu", "modelTimeoutMs": 500,`, 1)
+			params+`"path": "`+filepath.ToSlash(path)+`"`, 1)
+		if len(timeout) > 0 {
+			text = strings.Replace(text, `"model": "fmu",`, fmt.Sprintf(`"model": "fmu", "modelTimeoutMs": %g,`, timeout[0]*1000), 1)
+		}
 		rig := filepath.Join(filepath.Dir(path), "fmu-cruise.json")
 		os.WriteFile(rig, []byte(text), 0o644)
 		return rig

@@ -44,6 +44,9 @@ func (s *Session) ReloadConfig(path string, data []byte) (ports.Changes, error) 
 func (s *Session) Reload(p *ports.Plan) (ports.Changes, error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	if s.opt.RealTime && !p.RealTime {
+		p = p.InRealTime() // the run's mode, as the command line set it
+	}
 	ch := ports.Diff(s.latest, p)
 	if ch.None() {
 		return ch, nil

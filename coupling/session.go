@@ -92,6 +92,10 @@ type Options struct {
 	// Clock is the time the session reads and master time sync paces
 	// against; nil is the real clock.
 	Clock timesync.Clock
+	// RealTime runs the plan, and every plan a reload brings, in real time
+	// (run --real-time), whatever its beamng.realTime says: the model
+	// must have been made from such a plan (ports.Plan.InRealTime).
+	RealTime bool
 	// BusyPoll reads the sockets by busy polling on locked OS threads
 	// (Linux): the lowest latency, a CPU core kept busy per vehicle. The
 	// plan's beamng.busyPoll sets it too.
@@ -132,6 +136,10 @@ func New(opt Options) (*Session, error) {
 	if p == nil || opt.Model == nil || len(p.Vehicles) == 0 {
 		return nil, errors.New("coupling: a plan with a vehicle and a model are needed")
 	}
+	if opt.RealTime && !p.RealTime {
+		p = p.InRealTime()
+		opt.Plan = p
+	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
@@ -169,6 +177,14 @@ func New(opt Options) (*Session, error) {
 	}
 	for _, l := range s.links {
 		s.stage.statuses = append(s.stage.statuses, &l.status)
+	}
+	if p.RealTime {
+		// The problem lines that depend on the mode read it from the
+		// counters.
+		s.stats.Set(realTimeMode, 1)
+		for _, l := range s.links {
+			l.stats.Set(realTimeMode, 1)
+		}
 	}
 	s.stage.onLayout = func(p *ports.Plan, vars []models.Variable) {
 		if opt.Record != nil {
@@ -279,6 +295,8 @@ func (s *Session) collect() {
 		s.stats.Set(ModelDiscarded, n.Discarded)
 		s.stats.Set(ModelFailed, n.Failed)
 		s.stats.Set(ModelSkipped, n.Skipped)
+		s.stats.Set(ModelOld, n.Old)
+		s.stats.Set(ModelAbandoned, n.Abandoned)
 		s.stats.Set(ModelRestarts, n.Restarts)
 		s.stats.Set(SolverSteps, n.SolverSteps)
 		s.stats.Set(SolverRejected, n.SolverRejected)

@@ -48,9 +48,9 @@ type source struct {
 	jumpFrom float64
 
 	// Rate-limited warnings.
-	foreignAt, strangerAt, nanAt time.Time
-	foreignN, strangerN, nanN    int64
-	clock                        timesync.Clock
+	foreignAt, strangerAt time.Time
+	foreignN, strangerN   int64
+	clock                 timesync.Clock
 }
 
 func (s *source) init(log *slog.Logger, stats *Stats, clock timesync.Clock, period time.Duration) {
@@ -147,19 +147,6 @@ func (s *source) foreign(from, remote netip.AddrPort, size int, beamngSized bool
 			"from", from, "beamng", s.latched, "size", size, "count", n,
 			"hint", "a second vehicle's coupling or another BeamNG sending to this port, or another program")
 	}
-}
-
-// nonFinite warns, at once and then at most every 5 s, that the model
-// wrote a NaN or Inf that BeamNG must never get.
-func (s *source) nonFinite(field string) {
-	s.nanN++
-	now := s.clock.Now()
-	if !s.nanAt.IsZero() && now.Sub(s.nanAt) < warnEvery {
-		return
-	}
-	s.log.Warn("the model wrote NaN or Inf: BeamNG's Gen 2 controller has no NaN filter (one NaN stops every control for good), so the last value sent goes instead",
-		"field", field, "count", s.nanN)
-	s.nanAt, s.nanN = now, 0
 }
 
 // heldMessage is a message from a new port of BeamNG's host, kept until the

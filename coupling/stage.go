@@ -66,6 +66,8 @@ type stage struct {
 	// shown for readers.
 	loops *controlLoops
 	shown atomic.Pointer[controlLoops]
+	// timing keeps how long the model's steps took (under mu).
+	timing modelTiming
 }
 
 func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clock timesync.Clock) *stage {
@@ -80,6 +82,7 @@ func newStage(p *ports.Plan, m models.Model, stats *Stats, log *slog.Logger, clo
 	st.active.Store(p)
 	st.connect.Store(st.ins[0][0] != 0)
 	st.fault.init(m, stats, log, clock)
+	st.timing = modelTiming{clock: clock, period: p.Period, vehicles: len(p.Vehicles)}
 	st.fresh.init(p, modelReads(m, p))
 	st.clock = newModelClock(len(p.Vehicles), p.Period)
 	st.resetter, _ = m.(models.Resetter)
@@ -181,8 +184,10 @@ type neutral = Counter
 // the lock. It reports what the reply must carry: the model's controls
 // (ok), or neutral ones and why: the model reads another vehicle whose
 // data are stale (StaleData) or have not come yet (Waiting), the model
-// computed none for these data in time (NotComputed), it is faulted
-// (ModelFaults), or it ended the simulation (ModelEnded).
+// computed none for these data in time (NotComputed, also while it is
+// faulted for a step with no answer in time), it computed controls that
+// are not finite (NonFinite), it is faulted otherwise (FaultedReplies), or
+// it ended the simulation (ModelEnded).
 func (st *stage) step(v int, id, t float64) (why neutral, ok bool) {
 	st.outs[0][0] = float64(st.portStatus())
 	if why, ok := st.fresh.check(v, id); !ok {
@@ -199,14 +204,16 @@ func (st *stage) step(v int, id, t float64) (why neutral, ok bool) {
 		st.fault.update()
 		return ModelEnded, false
 	}
-	computed, faulted := st.fault.step(st.model, t, st.outs, st.ins)
+	began := st.timing.clock.Now()
+	computed, faulted := st.fault.step(st.model, st.plan, t, st.outs, st.ins)
+	st.timing.observe(t, st.timing.clock.Now().Sub(began))
 	if !computed && !faulted && st.ender != nil && st.ender.Ended() != nil {
 		return ModelEnded, false // it ended at this step
 	}
 	st.connect.Store(st.ins[0][0] != 0)
 	switch {
 	case faulted:
-		return ModelFaults, false
+		return st.fault.why, false
 	case !computed:
 		return NotComputed, false
 	}

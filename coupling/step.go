@@ -45,8 +45,8 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 		l.fillReply(id)
 	} else {
 		copy(l.reply, l.neutral)
-		if why != ShortMessages && why != ModelFaults {
-			l.stats.inc(why) // short messages were counted when taken; faults by the fault state
+		if why != ShortMessages {
+			l.stats.inc(why) // short messages were counted when taken
 		}
 	}
 	st.leave()
@@ -120,9 +120,9 @@ func (l *Link) fill(port *ports.Port, v []float64, ct *contracts.Incoming) {
 }
 
 // fillReply writes the outgoing contracts that are due into the reply:
-// their fields' port values, and NaN ("keep") where a contract is not due.
-// A value BeamNG must not get (a NaN or Inf where BeamNG has no NaN filter)
-// is counted and warned about; Safe then sends the last value instead.
+// their fields' port values, and NaN ("keep") where a contract is not due
+// or the model wrote models.Keep; where BeamNG has no NaN filter (Gen 2)
+// Resolve then sends the last value instead.
 func (l *Link) fillReply(id float64) {
 	p := l.plan
 	copy(l.reply, p.Vehicles[l.index].Template)
@@ -142,12 +142,11 @@ func (l *Link) fillReply(id float64) {
 				for k := range f.Width {
 					v := math.NaN()
 					if due {
+						// Finite, or models.Keep: the step checked (a NaN
+						// there is a fault). Keep is NaN on the wire, which
+						// Gen 1 keeps; Resolve gives Gen 2 the last value.
 						v = l.clamp(f, f.Slot+k, l.stage.ins[pn][f.Offset+k])
 						l.stage.ins[pn][f.Offset+k] = v // the recording shows what BeamNG got
-						if !l.proto.Sendable(v) {
-							l.stats.inc(NonFinite)
-							l.src.nonFinite(f.Name)
-						}
 					}
 					l.reply[f.Slot+k] = v
 				}

@@ -24,3 +24,13 @@ type Ender interface {
 type Noter interface {
 	Notes() []string
 }
+
+// Starter is a Model that takes a while to start (a program of its own,
+// an interpreter loading): Started is closed once it has answered. An
+// emulated BeamNG (run --emulate) starts sending only then, as a user
+// starts BeamNG's coupling after beamconnect's: in lockstep its first
+// messages would otherwise wait for the start, and get neutral controls
+// if it outlasted the model timeout.
+type Starter interface {
+	Started() <-chan struct{}
+}

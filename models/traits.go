@@ -7,6 +7,13 @@ type Tally struct {
 	Failed    int64 // steps of an FMU that failed or gave unusable outputs
 	Skipped   int64 // requests not sent while the program was busy
 	Restarts  int64 // times the program was started again
+	// Old counts answers for another request than the one awaited (an
+	// older one's, answered after its step gave up): dropped, never used
+	// for another message.
+	Old int64
+	// Abandoned counts threads left running in a hung step (an FMU in
+	// process): they run on until beamconnect ends.
+	Abandoned int64
 	// A model exchange FMU's integration: accepted and rejected steps of
 	// its solver, events handled.
 	SolverSteps, SolverRejected, Events int64

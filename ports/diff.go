@@ -43,9 +43,9 @@ func Diff(old, new *Plan) Changes {
 	restart("beamng.physicsDt", old.PhysicsDt, new.PhysicsDt)
 	restart("the update period BeamNG sends at (BeamNG was started with simulinkTime "+luaNumber(old.Period)+")", old.Period, new.Period)
 	restart("beamng.model", old.Model, new.Model)
-	// The hung-step watchdog and an exec model's answer deadline take it
-	// when they start.
-	restart("beamng.modelTimeoutMs", old.ModelTimeout*1000, new.ModelTimeout*1000)
+	// The model takes its mode and timeout when it starts.
+	restart("beamng.realTime", old.RealTime, new.RealTime)
+	restart("the model timeout, ms ("+new.ModelTimeoutFrom+")", old.ModelTimeout*1000, new.ModelTimeout*1000)
 	if !reflect.DeepEqual(old.ModelParams, new.ModelParams) {
 		c.Params = strings.Join(paramChanges("beamng.modelParams", old.ModelParams, new.ModelParams), "; ")
 	}

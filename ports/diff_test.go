@@ -31,8 +31,16 @@ func TestDiff(t *testing.T) {
 			restart: []string{"the local address (beamng.localIP/localPort) (127.0.0.1:64890 → 127.0.0.1:7000)"}},
 		{name: "period", edit: func(s string) string {
 			return strings.Replace(s, `"outputs": [{`, `"outputs": [{"updatePeriodMs": 10, `, 1)
+		}, restart: []string{"the update period BeamNG sends at (BeamNG was started with simulinkTime 0.005) (0.005 → 0.01)"}},
+		{name: "period in real time", edit: func(s string) string {
+			return strings.Replace(strings.Replace(s, `"outputs": [{`, `"outputs": [{"updatePeriodMs": 10, `, 1), `%s`, `, "beamng": {"realTime": true}`, 1)
 		}, restart: []string{"the update period BeamNG sends at (BeamNG was started with simulinkTime 0.005) (0.005 → 0.01)",
-			"beamng.modelTimeoutMs (25 → 50)"}}, // its default is 5 periods
+			"beamng.realTime (false → true)",
+			"the model timeout, ms (5 periods, at least 25 ms (real time)) (1500 → 50)"}}, // its default in real time is 5 periods
+		{name: "overdue of the data to BeamNG", edit: func(s string) string {
+			return strings.Replace(s, `"inputs": [{`, `"inputs": [{"overdueDataTimeoutMs": 100, `, 1)
+		}, restart: []string{"the model timeout, ms (overdueDataTimeout of inputs[0]) (1500 → 100)"},
+			live: []string{"contract inputs[0]: time sync false → false, overdue timeout -1 → 0.1 s"}},
 		{name: "time sync", edit: func(s string) string {
 			return strings.Replace(s, `"inputs": [{`, `"inputs": [{"timeSyncMode": "absolute", `, 1)
 		},
@@ -40,7 +48,7 @@ func TestDiff(t *testing.T) {
 		{name: "model", edit: func(s string) string { return strings.Replace(s, `%s`, `, "beamng": {"model": "cruise-pedals"}`, 1) },
 			restart: []string{"beamng.model (hold → cruise-pedals)"}},
 		{name: "model timeout", edit: func(s string) string { return strings.Replace(s, `%s`, `, "beamng": {"modelTimeoutMs": 80}`, 1) },
-			restart: []string{"beamng.modelTimeoutMs (25 → 80)"}},
+			restart: []string{"the model timeout, ms (beamng.modelTimeoutMs) (1500 → 80)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := strings.Replace(tt.edit(base), "%s", "", 1)

@@ -152,14 +152,23 @@ type Plan struct {
 	BusyPoll    bool           // beamng.busyPoll: read the socket by busy polling
 	Model       string         // the model the config names
 	ModelParams map[string]any // its parameters: float64, bool, string or []string
-	// ModelTimeout is how long an exec model may go without a valid answer
-	// before it is a fault (seconds): the config's, or 5 periods, at least
-	// 25 ms.
-	ModelTimeout float64
-	Vehicles     []Vehicle
-	Inputs       []Port // Inputs[0] is the connection directive
-	Outputs      []Port // Outputs[0] is the connection status
-	Contracts    []Contract
+	// RealTime is beamng.realTime: each model step is awaited up to its
+	// deadline, and a message whose step is late gets neutral controls.
+	// false is lockstep: a reply waits for the model's step on its
+	// message's data, up to the model timeout; a late step slows BeamNG.
+	RealTime bool
+	// ModelTimeout is how long a model's step may go without an answer
+	// before it is a fault (seconds): beamng.modelTimeoutMs; else in
+	// lockstep the shortest overdueDataTimeout of the inputs (data to
+	// BeamNG), at most LockstepModelTimeout, or LockstepModelTimeout; in
+	// real time 5 periods, at least DefaultModelTimeout. ModelTimeoutFrom
+	// says which.
+	ModelTimeout     float64
+	ModelTimeoutFrom string
+	Vehicles         []Vehicle
+	Inputs           []Port // Inputs[0] is the connection directive
+	Outputs          []Port // Outputs[0] is the connection status
+	Contracts        []Contract
 	// Quality lists the controlled quantities of beamng.quality.
 	Quality []Loop
 	// FailOnControl is beamng.failOn's "control" (run --fail-on control
@@ -169,10 +178,25 @@ type Plan struct {
 	csvPaths []string // the config's CSVPaths
 }
 
-// DefaultModelTimeout is the shortest default model timeout: a few
-// periods, but never so short that a scheduler hiccup counts as a hung
-// model.
+// DefaultModelTimeout is the shortest default model timeout in real time:
+// a few periods, but never so short that a scheduler hiccup counts as a
+// hung model.
 const DefaultModelTimeout = 0.025
+
+// LockstepModelTimeout is the model timeout in lockstep (seconds), unless
+// the config says otherwise: BeamNG waits 2 s for a reply, so a step that
+// has not answered by then is a fault whose neutral reply still reaches
+// BeamNG within that wait.
+const LockstepModelTimeout = config.LockstepModelTimeoutMs / 1000.0
+
+// Mode names how a late model step is handled, for compile and the
+// summary.
+func (p *Plan) Mode() string {
+	if p.RealTime {
+		return "real time"
+	}
+	return "lockstep"
+}
 
 // Compile lays a checked config out for the runtime. It fails on a config
 // that did not come from config.Parse, and with config.Diagnostics, placed
@@ -194,6 +218,7 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		SendSkips:     beamng.SendSkips(cfg.Period, cfg.PhysicsDt),
 		DebugFile:     cfg.DebugFile,
 		BusyPoll:      cfg.BusyPoll,
+		RealTime:      cfg.RealTime,
 		Model:         cfg.Model,
 		ModelParams:   cfg.ModelParams,
 		ModelTimeout:  cfg.ModelTimeout,
@@ -204,9 +229,6 @@ func Compile(cfg *config.Config) (*Plan, error) {
 		Outputs: []Port{{Number: 0, Dir: beamng.FromBeamNG, Contract: -1, Width: 1, Fields: []Field{
 			{Name: "status", Source: StatusSource, Width: 1},
 		}}},
-	}
-	if p.ModelTimeout <= 0 {
-		p.ModelTimeout = max(5*p.Period, DefaultModelTimeout)
 	}
 	if p.Protocol == nil {
 		p.Protocol = beamng.Gen1
@@ -248,6 +270,7 @@ func Compile(cfg *config.Config) (*Plan, error) {
 			p.TimeSync = timesync.ModeFor(p.Contracts[i].Dir)
 		}
 	}
+	p.modelTimeout()
 	if ds := p.compileQuality(cfg); len(ds) > 0 {
 		return nil, ds
 	}
@@ -450,4 +473,41 @@ func (v Vehicle) SendTo() netip.AddrPort {
 	defer c.Close()
 	a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 	return netip.AddrPortFrom(a, v.Local.Port())
+}
+
+// InRealTime is the plan in real time (run --real-time), whatever its
+// config says: a copy, its model timeout the real-time default unless the
+// config sets one.
+func (p *Plan) InRealTime() *Plan {
+	q := *p
+	q.RealTime = true
+	if q.ModelTimeoutFrom != timeoutFromConfig {
+		q.ModelTimeout = 0
+	}
+	q.modelTimeout()
+	return &q
+}
+
+const timeoutFromConfig = "beamng.modelTimeoutMs"
+
+// modelTimeout sets the model timeout the config leaves to its default,
+// and says where it comes from.
+func (p *Plan) modelTimeout() {
+	switch {
+	case p.ModelTimeout > 0:
+		p.ModelTimeoutFrom = timeoutFromConfig
+	case p.RealTime:
+		p.ModelTimeout = max(5*p.Period, DefaultModelTimeout)
+		p.ModelTimeoutFrom = "5 periods, at least 25 ms (real time)"
+	default:
+		p.ModelTimeout = LockstepModelTimeout
+		p.ModelTimeoutFrom = "BeamNG's 2 s wait for a reply"
+		// How late the data to BeamNG may be, where the config says.
+		for _, c := range p.Contracts {
+			if c.Dir == beamng.ToBeamNG && c.Overdue > 0 && c.Overdue < p.ModelTimeout {
+				p.ModelTimeout = c.Overdue
+				p.ModelTimeoutFrom = "overdueDataTimeout of " + c.Name
+			}
+		}
+	}
 }

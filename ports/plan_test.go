@@ -335,3 +335,39 @@ func TestUnmappedRowWarningNamesTheTemplate(t *testing.T) {
 		t.Errorf("%d rows warned about, want 4:\n%v", warned, cfg.Warnings)
 	}
 }
+
+// The model timeout by mode: the config's, else in lockstep BeamNG's 2 s
+// wait less a margin, or the data to BeamNG's overdue timeout below that;
+// in real time 5 periods, at least 25 ms. Each says where it comes from.
+func TestModelTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name, outputs, inputs, beamng string
+		realTime                      bool
+		want                          float64
+		from                          string
+	}{
+		{name: "lockstep", want: 1.5, from: "BeamNG's 2 s wait for a reply"},
+		{name: "the data to BeamNG overdue sooner", inputs: `"overdueDataTimeoutMs": 100, `, want: 0.1, from: "overdueDataTimeout of inputs[0]"},
+		{name: "the data to BeamNG overdue later", inputs: `"overdueDataTimeout": 3, `, want: 1.5, from: "BeamNG's 2 s wait for a reply"},
+		{name: "BeamNG's data overdue", outputs: `"overdueDataTimeoutMs": 100, `, want: 1.5, from: "BeamNG's 2 s wait for a reply"},
+		{name: "the config's", beamng: `, "beamng": {"modelTimeoutMs": 80}`, want: 0.08, from: "beamng.modelTimeoutMs"},
+		{name: "real time", beamng: `, "beamng": {"realTime": true}`, want: 0.025, from: "5 periods, at least 25 ms (real time)"},
+		{name: "real time, slow", outputs: `"updatePeriodMs": 20, `, beamng: `, "beamng": {"realTime": true}`, want: 0.1, from: "5 periods, at least 25 ms (real time)"},
+		{name: "real time by the command line", realTime: true, want: 0.025, from: "5 periods, at least 25 ms (real time)"},
+		{name: "the config's, by the command line", beamng: `, "beamng": {"modelTimeoutMs": 80}`, realTime: true, want: 0.08, from: "beamng.modelTimeoutMs"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := compile(t, `{"version": 2, "outputs": [{`+tt.outputs+`"ports": [[{"propertyName": "groundspeed"}]]}],
+				"inputs": [{`+tt.inputs+`"ports": [[{"propertyName": "throttle"}]]}]`+tt.beamng+`}`)
+			if tt.realTime {
+				p = p.InRealTime()
+			}
+			if math.Abs(p.ModelTimeout-tt.want) > 1e-12 || p.ModelTimeoutFrom != tt.from {
+				t.Errorf("model timeout %v s from %q, want %v s from %q", p.ModelTimeout, p.ModelTimeoutFrom, tt.want, tt.from)
+			}
+			if want := map[bool]string{false: "lockstep", true: "real time"}[p.RealTime]; p.Mode() != want {
+				t.Errorf("mode %q, want %q", p.Mode(), want)
+			}
+		})
+	}
+}

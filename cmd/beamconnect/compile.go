@@ -77,10 +77,24 @@ func printPlanHead(w io.Writer, p *ports.Plan) {
 			ms(p.Period), p.SendSkips+1, ms(p.PhysicsDt), p.SendSkips, p.Unanswered)
 	}
 	fmt.Fprintf(w, "  reply id: %s, time sync: %s, time dilation: %v\n", p.ReplyID, p.TimeSync, p.TimeDilation)
+	fmt.Fprintf(w, "  model steps: %s\n", modeLine(p))
 	for _, n := range kinds.Describe(p.Model, p.ModelParams, p) {
 		fmt.Fprintf(w, "  model %s: %s\n", p.Model, n)
 	}
 	fmt.Fprintln(w)
+}
+
+// modeLine says what a late model step does in the plan's mode.
+func modeLine(p *ports.Plan) string {
+	timeout := fmt.Sprintf("%s (%s)", ms(p.ModelTimeout), p.ModelTimeoutFrom)
+	if !p.RealTime {
+		return "lockstep: each reply waits for the model's step on its message; a slow step slows BeamNG, a step not answered within " + timeout + " is a fault"
+	}
+	deadline := fmt.Sprintf("%s (80 %% of the period)", ms(0.8*p.Period))
+	if d, ok := p.ModelParams["deadlineMs"].(float64); ok {
+		deadline = fmt.Sprintf("%s (modelParams.deadlineMs)", ms(d/1000))
+	}
+	return "real time (beamng.realTime): a step is awaited up to its deadline, " + deadline + ", then its message gets neutral controls; a step not answered within " + timeout + " is a fault"
 }
 
 func printPlan(w io.Writer, p *ports.Plan) {
@@ -287,6 +301,8 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		ReplyID      string     `json:"reply_id"`
 		TimeSync     string     `json:"time_sync"`
 		TimeDilation float64    `json:"time_dilation"`
+		Mode         string     `json:"mode"`
+		ModelTimeout float64    `json:"model_timeout_ms"`
 		Vehicles     []vehicle  `json:"vehicles"`
 		Inputs       []planPort `json:"inputs"`
 		Outputs      []planPort `json:"outputs"`
@@ -294,7 +310,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		ModelNotes   []string   `json:"model_notes,omitempty"`
 		Warnings     []jsonDiag `json:"warnings"`
 	}{p.Source, p.Protocol.String(), p.Period, p.PhysicsDt, p.SendSkips, p.Unanswered, p.PingTime, string(p.ReplyID),
-		p.TimeSync.String(), p.TimeDilation, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs,
+		p.TimeSync.String(), p.TimeDilation, p.Mode(), p.ModelTimeout * 1000, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs,
 		kinds.Describe(p.Model, p.ModelParams, p), warnings}
 }
 

@@ -146,13 +146,10 @@ func TestTimingOnEmulatorLogs(t *testing.T) {
 			t.Errorf("no %s in %s", k, out)
 		}
 	}
-	// Real time, less what the replies' turnaround costs: a few per cent,
-	// more on Wine's slow loopback (wine.Loopback).
-	realtime := 0.95
-	if wine.Running() {
-		realtime = 0.7 // 0.78 seen on a loaded machine
-	}
-	if r["sends"] != 200 || r["skips_between_sends"] != 9 || r["stalls"] != 0 || r["realtime_factor"] < realtime ||
+	// Paced, BeamNG's side never runs faster than real time; how much
+	// slower is the machine's load (two busy loops beside the test took
+	// it to 0.9×, Wine's slow loopback to 0.78×), not the logs' reading.
+	if rtf := r["realtime_factor"]; r["sends"] != 200 || r["skips_between_sends"] != 9 || r["stalls"] != 0 || rtf <= 0 || rtf > 1.05 ||
 		r["replies_same_step"]+r["replies_later_step"]+r["replies_blocking"] < 199 {
 		t.Errorf("%s", out)
 	}

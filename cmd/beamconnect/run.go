@@ -61,11 +61,24 @@ of the length its protocol sends, with ids it can have sent; others are
 counted and warned about, naming the address seen and the one expected. A
 message that lacks fields the model reads (a Gen 2 CSV row BeamNG could not
 resolve) is answered with neutral controls. A reply carries the model's
-controls only when the model computed them from that message's data, by its
-deadline; otherwise they are neutral (pedals released, wheel torques 0) and
-counted. A model that reads another vehicle whose data stopped coming is not
-stepped on them. A model that dies, hangs (longer than
-beamng.modelTimeoutMs) or panics is a fault: an error is logged at once,
+controls only when the model computed them from that message's data;
+otherwise they are neutral (pedals released, wheel torques 0) and counted.
+An answer of the model is used for its own request only.
+
+Lockstep (the default): each reply waits for the model's step on its
+message's data, so a slow step slows BeamNG (which waits up to 2 s for a
+reply) and never changes what BeamNG gets: the same config and messages
+give the same recording on a quiet or a loaded machine. With --real-time
+(or beamng.realTime), for a rig that drives hardware, a step is awaited
+only up to its deadline (modelParams.deadlineMs, default 80 % of the
+period): a message whose step is late gets neutral controls, counted, and
+over 1 % of the messages is a fault ("the model could not keep up").
+
+A model that reads another vehicle whose data stopped coming is not
+stepped on them. A model that dies, hangs (no answer within the model
+timeout: beamng.modelTimeoutMs, default 1500 ms in lockstep, 5 periods
+and at least 25 ms in real time), panics or computes NaN or infinite
+controls is a fault: an error is logged at once,
 status 4 is reported, BeamNG gets neutral controls instead of the last ones
 and keeps being answered; a fault ends when its cause does. A reload is
 prepared whole (the model's new binding and parameters included) while the
@@ -128,10 +141,12 @@ summary says which; faults still exit 1.
 		fs.StringVar(&o.emulateClient, "emulate-client", "", `with --emulate: the address beamconnect binds, where the emulated BeamNG sends (default a free loopback port; "config": the config's localIP:localPort)`)
 		fs.StringVar(&o.emulateListen, "emulate-listen", "", `with --emulate: the address the emulated BeamNG binds, where beamconnect replies (default a free loopback port; "config": the config's remoteIP:remotePort)`)
 		fs.DurationVar(&o.duration, "duration", 0, "stop after this long (wall clock); 0 runs until interrupted")
+		fs.DurationVar(&o.simDuration, "sim-duration", 0, "with --emulate: the emulated BeamNG stops after this much simulated time, and the run ends with it (the same simulation on a fast or a slow machine)")
 		fs.StringVar(&o.record, "record", "", "write time, status and every port value per message to this file: CSV, or ASAM MDF 4 for a name ending .mf4")
 		fs.StringVar(&o.recordFormat, "record-format", "", "the --record file's format where its name does not say: csv or mdf (ASAM MDF 4)")
 		fs.BoolVar(&o.force, "force", false, "let --record overwrite an existing file that is not a recording (never the config itself)")
 		fs.BoolVar(&o.noWatch, "no-watch", false, "do not reload the config when its file changes (SIGHUP still reloads)")
+		fs.BoolVar(&o.realTime, "real-time", false, "real time instead of lockstep: a model step is awaited only up to its deadline, and a message whose step is late gets neutral controls (for a rig that drives hardware); as beamng.realTime")
 		fs.BoolVar(&o.busyPoll, "busy-poll", false, "read BeamNG's messages by busy polling on a locked thread (Linux): the lowest latency, one CPU core kept busy (per vehicle); as beamng.busyPoll")
 		fs.StringArrayVar(&o.faults, "fault", nil, "with --emulate: make the emulated BeamNG misbehave, e.g. reorder-replies=0.05 (repeatable; see emulate --help)")
 		fs.StringVar(&o.http, "http", "", "serve a live page (status, scope of every port, reloads, config) and Prometheus /metrics at this address, e.g. 127.0.0.1:8080 (a bare :PORT binds loopback only)")
@@ -150,8 +165,9 @@ type runOpts struct {
 	emulateListen        string // --emulate-listen: "", "config" or an address
 	emulate, freeRunning bool
 	noWatch, force       bool
-	busyPoll             bool
+	busyPoll, realTime   bool
 	duration             time.Duration
+	simDuration          time.Duration // --sim-duration
 	faults               []string
 	failOn               []string // --fail-on: "control"
 	httpHosts            []string // --http-host
@@ -229,6 +245,10 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.usage("--bind-timeout %v: expected 0 (retry for as long as the run goes on) or a positive duration", o.bindTimeout)
 	case o.freeRunning && !o.emulate:
 		return r.usage("--free-running applies to --emulate only")
+	case o.simDuration != 0 && !o.emulate:
+		return r.usage("--sim-duration applies to --emulate only (it stops the emulated BeamNG)")
+	case o.simDuration < 0:
+		return r.usage("--sim-duration %v: expected a positive duration", o.simDuration)
 	case o.recordFormat != "" && o.record == "":
 		return r.usage("--record-format applies to --record only")
 	case len(o.faults) > 0 && !o.emulate:
@@ -274,12 +294,15 @@ func (r *runner) prepare() (code int, ok bool) {
 		p.BusyPoll = true
 		plan = &p
 	}
+	if o.realTime {
+		plan = plan.InRealTime() // the model is made for it too
+	}
 	r.plan = plan
 	if err := r.newModel(); err != nil {
 		return r.fail(err)
 	}
 	r.opts = coupling.Options{Plan: plan, Model: r.model, ModelName: r.name, Params: kinds.Parameters(plan.Model), Log: c.log, BusyPoll: o.busyPoll,
-		BindTimeout: o.bindTimeout}
+		RealTime: o.realTime, BindTimeout: o.bindTimeout}
 	if o.bindTimeout == 0 {
 		r.opts.BindTimeout = -1 // for as long as the run goes on
 	}
@@ -395,13 +418,25 @@ func (r *runner) run(hup <-chan os.Signal) int {
 				if v == 0 {
 					cfg.Faults = r.faults
 				}
+				if o.simDuration > 0 {
+					cfg.Steps = int64(o.simDuration.Seconds()/r.plan.PhysicsDt + 0.5)
+				}
 			}})
 		if err != nil {
 			code, _ := r.fail(err)
 			return code
 		}
 		defer em.Close()
-		emWait.Go(func() { em.Run(ctx) })
+		emWait.Go(func() {
+			r.started(ctx)
+			em.Run(ctx)
+			if o.simDuration > 0 {
+				// BeamNG's side has stopped, and so does the run, once its
+				// last messages are answered: a clean stop.
+				r.answered(em, 2*time.Second)
+				cancel()
+			}
+		})
 	}
 	if r.mon != nil {
 		r.mon.start(ctx, c, r.plan, r.sess, o.httpHosts)
@@ -442,6 +477,35 @@ func (r *runner) run(hup <-chan os.Signal) int {
 		return exitControl
 	}
 	return exitOK
+}
+
+// started waits, at most models.StartGrace, for a model that takes a
+// while to start (an exec program) to answer, before the emulated BeamNG
+// sends: as a user starts BeamNG after beamconnect.
+func (r *runner) started(ctx context.Context) {
+	s, ok := r.model.(models.Starter)
+	if !ok {
+		return
+	}
+	t := time.NewTimer(models.StartGrace)
+	defer t.Stop()
+	select {
+	case <-s.Started():
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// answered waits, at most for limit, until the coupling has handled every
+// message the emulated BeamNG sent (its last one's reply BeamNG would only
+// have awaited at its next send).
+func (r *runner) answered(em *scene.Scene, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for v, l := range r.sess.Links() {
+		for sent := em.Summary(v).Sent; l.Stats().Get(coupling.Messages) < sent && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
 
 // emulatedListen is where vehicle v's emulated BeamNG binds: a free

@@ -21,27 +21,33 @@ import (
 // coupling's one counter table: a key each in the JSON (in the table's
 // order, before the other keys), a group each in the text.
 type runSummary struct {
-	counters       coupling.Values
-	Dropped        int64    `json:"dropped"`
-	Connected      bool     `json:"connected"` // every vehicle's messages came at all
-	TurnaroundP50  float64  `json:"turnaround_p50_us"`
-	TurnaroundP99  float64  `json:"turnaround_p99_us"`
-	TurnaroundMax  float64  `json:"turnaround_max_us"`
-	StatusAtEnd    int      `json:"status_at_end"` // when the run was asked to stop
-	FinalStatus    int      `json:"final_status"`  // after it disconnected
-	ReplyID        string   `json:"reply_id"`
-	Model          string   `json:"model"`
-	OutOfLockstepS float64  `json:"out_of_lockstep_s"`
-	RecordError    string   `json:"record_error,omitempty"`
-	WallS          float64  `json:"wall_s"`
-	SimS           float64  `json:"sim_s"`
-	TimeSync       string   `json:"time_sync"`
-	TimeDilation   float64  `json:"time_dilation"`
-	PacingP50      float64  `json:"pacing_error_p50_us"`
-	PacingP99      float64  `json:"pacing_error_p99_us"`
-	Overruns       int64    `json:"pacing_overruns"`
-	Faults         []string `json:"faults"`
-	Healthy        bool     `json:"healthy"`
+	counters      coupling.Values
+	periodMs      float64
+	Dropped       int64   `json:"dropped"`
+	Connected     bool    `json:"connected"` // every vehicle's messages came at all
+	TurnaroundP50 float64 `json:"turnaround_p50_us"`
+	TurnaroundP99 float64 `json:"turnaround_p99_us"`
+	TurnaroundMax float64 `json:"turnaround_max_us"`
+	StatusAtEnd   int     `json:"status_at_end"` // when the run was asked to stop
+	FinalStatus   int     `json:"final_status"`  // after it disconnected
+	ReplyID       string  `json:"reply_id"`
+	Model         string  `json:"model"`
+	// Mode is "lockstep" or "real time" (what a late model step does);
+	// ModelSteps how long the model's steps took.
+	Mode           string     `json:"mode"`
+	ModelTimeoutMs float64    `json:"model_timeout_ms"`
+	ModelSteps     modelSteps `json:"model_steps"`
+	OutOfLockstepS float64    `json:"out_of_lockstep_s"`
+	RecordError    string     `json:"record_error,omitempty"`
+	WallS          float64    `json:"wall_s"`
+	SimS           float64    `json:"sim_s"`
+	TimeSync       string     `json:"time_sync"`
+	TimeDilation   float64    `json:"time_dilation"`
+	PacingP50      float64    `json:"pacing_error_p50_us"`
+	PacingP99      float64    `json:"pacing_error_p99_us"`
+	Overruns       int64      `json:"pacing_overruns"`
+	Faults         []string   `json:"faults"`
+	Healthy        bool       `json:"healthy"`
 	// Diagnoses are the classic mistakes diagnosed live (each also a
 	// fault line); Notes what the end says that is not a fault.
 	Diagnoses []coupling.VehicleDiagnosis `json:"diagnoses"`
@@ -63,6 +69,52 @@ type runSummary struct {
 	// several; the figures above are then the run's (sums; turnaround and
 	// times: the worst).
 	Vehicles map[string]*vehicleSummary `json:"vehicles,omitempty"`
+}
+
+// modelSteps is how long the model's steps took: in lockstep a slow step
+// slows BeamNG, so the summary says, as information, how fast the model
+// let the simulation run.
+type modelSteps struct {
+	Count          int64               `json:"count"`
+	P50            float64             `json:"p50_us"`
+	P99            float64             `json:"p99_us"`
+	Max            float64             `json:"max_us"`
+	OverPeriod     int64               `json:"over_period"`
+	RealTimeFactor float64             `json:"realtime_factor"`
+	Slowest        []coupling.SlowStep `json:"slowest"`
+}
+
+// line says it in the text summary.
+func (m modelSteps) line(mode string, timeoutMs, periodMs float64) string {
+	if m.Count == 0 {
+		return fmt.Sprintf("model steps (%s, model timeout %g ms): none", mode, timeoutMs)
+	}
+	line := fmt.Sprintf("model steps (%s, model timeout %g ms): %d, p50 %.0f µs, p99 %.0f µs, max %.1f ms", mode, timeoutMs, m.Count, m.P50, m.P99, m.Max/1000)
+	if m.OverPeriod > 0 {
+		line += fmt.Sprintf("; %d longer than the period (%g ms)", m.OverPeriod, periodMs)
+		if mode == "lockstep" {
+			line += ", each slowing BeamNG"
+		}
+	}
+	if len(m.Slowest) > 0 {
+		var at []string
+		for _, s := range m.Slowest {
+			at = append(at, fmt.Sprintf("%.1f ms at t = %.3f s", s.Ms, s.T))
+		}
+		line += "; slowest " + strings.Join(at, ", ")
+	}
+	if m.RealTimeFactor > 0 {
+		line += fmt.Sprintf("; the model allowed %s real time", factor(m.RealTimeFactor))
+	}
+	return line
+}
+
+// factor writes a real-time factor with sense for its size.
+func factor(f float64) string {
+	if f >= 10 {
+		return fmt.Sprintf("%.0f×", f)
+	}
+	return fmt.Sprintf("%.2f×", f)
 }
 
 // vehicleSummary is one vehicle's part of a several-vehicle run.
@@ -114,9 +166,16 @@ func summarize(sess *coupling.Session, plan *ports.Plan, model string, m models.
 	links := sess.Links()
 	sum := runSummary{
 		counters: sess.Values(), Connected: true, StatusAtEnd: int(ports.Connected),
-		FinalStatus: int(sess.Status()), ReplyID: string(plan.ReplyID), Model: model,
+		FinalStatus: int(sess.Status()), ReplyID: string(plan.ReplyID), Model: model, periodMs: plan.Period * 1000,
 		TimeSync: plan.TimeSync.String(), TimeDilation: plan.TimeDilation,
 		Faults: sess.Faults(), Control: sess.FinalControl(), ModelNotes: sess.ModelNotes(),
+	}
+	mt := sess.ModelTiming()
+	sum.Mode, sum.ModelTimeoutMs = mt.Mode, float64(mt.Timeout.Microseconds())/1000
+	sum.ModelSteps = modelSteps{Count: mt.Steps, P50: us(mt.P50), P99: us(mt.P99), Max: us(mt.Max),
+		OverPeriod: mt.OverPeriod, RealTimeFactor: mt.RealTimeFactor, Slowest: mt.Slowest}
+	if sum.ModelSteps.Slowest == nil {
+		sum.ModelSteps.Slowest = []coupling.SlowStep{}
 	}
 	sum.Dropped = sum.counters.Dropped()
 	sum.OutOfLockstepS = time.Duration(sum.counters[coupling.OutOfLockstep]).Seconds()
@@ -206,7 +265,7 @@ var counterGroups = []struct {
 	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}, true},
 	{"data", []coupling.Counter{coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.InputsClamped, coupling.Overdue, coupling.Late, coupling.Drained}, false},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}, true},
-	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelRestarts, coupling.ModelResets, coupling.ModelMissed, coupling.ModelSkipped}, true},
+	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelAbandoned, coupling.ModelRestarts, coupling.ModelResets, coupling.ModelMissed, coupling.ModelSkipped, coupling.ModelOld}, true},
 	{"solver", []coupling.Counter{coupling.SolverSteps, coupling.SolverRejected, coupling.SolverEvents}, false},
 	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}, false},
 	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}, false},
@@ -265,9 +324,10 @@ func printRunSummary(c *call, s runSummary) {
 		fmt.Fprint(c.stdout, wrapText(fmt.Sprintf(format, args...), width, first, indent))
 	}
 	line := func(format string, args ...any) { out("    ", "  ", format, args...) }
-	out("  ", "", "beamconnect run: %d BeamNG messages, %d replies in %.1f s (model %s, reply ids %s)",
-		s.counters[coupling.Messages], s.counters[coupling.Replies], s.WallS, s.Model, s.ReplyID)
+	out("  ", "", "beamconnect run: %d BeamNG messages, %d replies in %.1f s (model %s, reply ids %s, %s)",
+		s.counters[coupling.Messages], s.counters[coupling.Replies], s.WallS, s.Model, s.ReplyID, s.Mode)
 	line("turnaround p50 %.0f µs, p99 %.0f µs, max %.0f µs", s.TurnaroundP50, s.TurnaroundP99, s.TurnaroundMax)
+	line("%s", s.ModelSteps.line(s.Mode, s.ModelTimeoutMs, s.periodMs))
 	sync := fmt.Sprintf("time sync %s (timeDilation %g): %.3f s simulated in %.3f s", s.TimeSync, s.TimeDilation, s.SimS, s.WallS)
 	if s.TimeSync == "master" {
 		sync += fmt.Sprintf(", pacing error p50 %.1f µs, p99 %.1f µs, overruns %d", s.PacingP50, s.PacingP99, s.Overruns)
@@ -277,7 +337,7 @@ func printRunSummary(c *call, s runSummary) {
 		line("control %s", r.Line())
 	}
 	if n := s.counters[coupling.NeutralReplies]; n > 0 {
-		said, normal := counterParts([]coupling.Counter{coupling.NotComputed, coupling.StaleData, coupling.Waiting, coupling.ShortMessages, coupling.ModelFaults, coupling.ModelEnded}, &s.counters, s.ReplyID, false)
+		said, normal := counterParts([]coupling.Counter{coupling.NotComputed, coupling.NonFinite, coupling.FaultedReplies, coupling.StaleData, coupling.Waiting, coupling.ShortMessages, coupling.ModelEnded}, &s.counters, s.ReplyID, false)
 		for i := range normal {
 			normal[i] += " (normal in a healthy run)"
 		}

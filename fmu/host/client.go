@@ -29,6 +29,7 @@ type Client struct {
 
 	outstanding atomic.Int64 // unix ns the unanswered request was sent; 0: none
 	maxAge      atomic.Int64 // ns: the longest a request waited for its answer
+	unseen      atomic.Int64 // answers a newer one replaced before Take gave them
 
 	mu      sync.Mutex
 	answer  Answer
@@ -166,7 +167,7 @@ func StartWith(argv []string, dir string, setup fmi.Setup, grace time.Duration, 
 	}
 	c.outs, c.boxOuts = make([]float64, c.nOut), make([]float64, c.nOut)
 	c.timer.Stop()
-	c.req = make([]byte, 0, 5+17+21*len(setup.Params)+8*c.nParams+8*c.nIn)
+	c.req = make([]byte, 0, 5+25+21*len(setup.Params)+8*c.nParams+8*c.nIn)
 	stderrDone := make(chan struct{})
 	go c.readStderr(errR, logLine, stderrDone)
 	ready := make(chan error, 1)
@@ -302,6 +303,9 @@ func (c *Client) read(r *bufio.Reader, ready chan<- error) {
 		}
 		now := time.Now().UnixNano()
 		c.mu.Lock()
+		if c.has {
+			c.unseen.Add(1)
+		}
 		c.answer = a
 		copy(c.outs, outs)
 		c.has = true
@@ -325,12 +329,15 @@ func (c *Client) waitWhy() string {
 	return c.Why()
 }
 
-// Send hands the host a step request, unless one is still unanswered:
+// Send hands the host the step request seq (a new number for every
+// request, which its answer carries), unless one is still unanswered:
 // then it returns false and the data is dropped (the next request carries
 // newer). reset asks the host to reset the FMU first (BeamNG started its
 // coupling again); tune and tuneValue are parameter changes to apply then.
-// It allocates nothing.
-func (c *Client) Send(t float64, reset bool, tune []fmi.Var, tuneValue []float64, inputs []float64) bool {
+// An answer to the request before, which came after its Wait gave up, may
+// be collected on the way: Take gives it, with its own seq. It allocates
+// nothing.
+func (c *Client) Send(seq uint64, t float64, reset bool, tune []fmi.Var, tuneValue []float64, inputs []float64) bool {
 	if c.shm {
 		c.boxMu.Lock()
 		defer c.boxMu.Unlock()
@@ -338,7 +345,7 @@ func (c *Client) Send(t float64, reset bool, tune []fmi.Var, tuneValue []float64
 			return false
 		}
 		req := c.box.Request()
-		b := appendStep(req[:0], t, reset, tune, tuneValue, inputs)
+		b := appendStep(req[:0], seq, t, reset, tune, tuneValue, inputs)
 		if len(b) > 0 && &b[0] != &req[0] {
 			return false // more than a request can hold: not sent (Validate bounds the variables)
 		}
@@ -349,7 +356,7 @@ func (c *Client) Send(t float64, reset bool, tune []fmi.Var, tuneValue []float64
 		return false
 	}
 	b := append(c.req[:0], frameStep, 0, 0, 0, 0)
-	b = appendStep(b, t, reset, tune, tuneValue, inputs)
+	b = appendStep(b, seq, t, reset, tune, tuneValue, inputs)
 	binary.LittleEndian.PutUint32(b[1:], uint32(len(b)-5))
 	c.req = b
 	c.outstanding.Store(time.Now().UnixNano())
@@ -410,6 +417,9 @@ func (c *Client) collect(deadline time.Time) bool {
 	}
 	now := time.Now().UnixNano()
 	c.mu.Lock()
+	if c.has {
+		c.unseen.Add(1)
+	}
 	c.answer = c.boxAnswer
 	copy(c.outs, c.boxOuts)
 	c.has = true
@@ -435,7 +445,8 @@ func (c *Client) observeAge(age int64) {
 func (c *Client) Outstanding() int64 { return c.outstanding.Load() }
 
 // Take moves the newest answer into a and its outputs into outs: one
-// that came after its Wait gave up too.
+// that came after its Wait gave up too. a.Seq says which request it
+// answers: the caller uses it for that request only.
 func (c *Client) Take(outs []float64, a *Answer) bool {
 	if c.shm && c.outstanding.Load() != 0 {
 		c.boxMu.Lock()
@@ -454,6 +465,11 @@ func (c *Client) Take(outs []float64, a *Answer) bool {
 	c.has = false
 	return true
 }
+
+// Unseen counts answers that a newer one replaced before Take gave them:
+// an answer that came after its Wait gave up, collected on the way to the
+// next request, then replaced by that request's. They are never used.
+func (c *Client) Unseen() int64 { return c.unseen.Load() }
 
 // MaxAge is the longest a request waited for its answer.
 func (c *Client) MaxAge() time.Duration { return time.Duration(c.maxAge.Load()) }

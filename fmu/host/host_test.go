@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,7 +123,7 @@ func startWith(t testing.TB, s fmi.Setup, h Handoff) (*Client, *logLines) {
 // step sends one request and waits for its answer.
 func step(t testing.TB, c *Client, tm float64, in []float64, out []float64) Answer {
 	t.Helper()
-	if !c.Send(tm, false, nil, nil, in) {
+	if !c.Send(seqs.Add(1), tm, false, nil, nil, in) {
 		t.Fatal("a request is still outstanding")
 	}
 	var a Answer
@@ -135,6 +136,59 @@ func step(t testing.TB, c *Client, tm float64, in []float64, out []float64) Answ
 		}
 	}
 	return a
+}
+
+// seqs numbers the tests' requests, as the coupling numbers its own.
+var seqs atomic.Uint64
+
+// An answer says which request it answers. A step that comes back after
+// its Wait gave up is collected on the way to the next request (shared
+// memory) or read as it comes (pipes): Take gives it with its own
+// sequence, never as the next request's answer (before, the next Take
+// gave the older step's outputs as the newer request's), and the newer
+// request's answer comes with its.
+func TestHostAnswerCarriesItsRequest(t *testing.T) {
+	for _, h := range []Handoff{{}, {Pipes: true}} {
+		t.Run(fmt.Sprintf("pipes %v", h.Pipes), func(t *testing.T) {
+			// Its first step takes 300 ms.
+			c, _ := startWith(t, setup(t, testfmu.Options{Fault: "stall", After: 1}), h)
+			out := make([]float64, 3)
+			var a Answer
+			if !c.Send(101, 0, false, nil, nil, []float64{5}) {
+				t.Fatal("not sent")
+			}
+			if c.Wait(time.Now().Add(time.Millisecond)) {
+				t.Fatal("the stalled step answered at once")
+			}
+			for c.Outstanding() != 0 && !h.Pipes || h.Pipes && !c.Wait(time.Now().Add(10*time.Second)) {
+				if !h.Pipes && c.Send(102, 0.005, false, nil, nil, []float64{5}) {
+					break // sent once its older step's answer was in: collected on the way
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if h.Pipes && !c.Send(102, 0.005, false, nil, nil, []float64{5}) {
+				t.Fatal("the second request not sent after the first's answer")
+			}
+			// The first answer, unless the second's came in time to
+			// replace it unseen (counted): each with its own outputs.
+			if !c.Take(out, &a) {
+				t.Fatal("no answer to take")
+			}
+			if a.Seq == 101 {
+				if out[2] != 0.005 {
+					t.Fatalf("the first request's answer has fmuTime %v, want 0.005", out[2])
+				}
+				if !c.Wait(time.Now().Add(10*time.Second)) || !c.Take(out, &a) {
+					t.Fatal("no second answer")
+				}
+			} else if c.Unseen() != 1 {
+				t.Errorf("the first answer was replaced, but %d are counted unseen", c.Unseen())
+			}
+			if a.Seq != 102 || out[2] != 0.01 {
+				t.Fatalf("the second answer: seq %d, fmuTime %v: want 102, 0.01", a.Seq, out[2])
+			}
+		})
+	}
 }
 
 // The host steps the FMU, takes parameter changes with a step, and says
@@ -157,7 +211,7 @@ func testHostSteps(t *testing.T, h Handoff) {
 		}
 		// A parameter change rides on the next request: kp 0 and set speed
 		// 30 leave only the integral term at work.
-		if !c.Send(1.005, false, s.Params, []float64{30, 0}, []float64{5}) {
+		if !c.Send(seqs.Add(1), 1.005, false, s.Params, []float64{30, 0}, []float64{5}) {
 			t.Fatal("not sent")
 		}
 		if !c.Wait(time.Now().Add(10*time.Second)) || !c.Take(out, &a) {
@@ -176,10 +230,10 @@ func testHostSteps(t *testing.T, h Handoff) {
 // answered.
 func TestHostOneOutstanding(t *testing.T) {
 	c, _ := start(t, setup(t, testfmu.Options{Fault: "hang", After: 1}))
-	if !c.Send(0, false, nil, nil, []float64{0}) {
+	if !c.Send(seqs.Add(1), 0, false, nil, nil, []float64{0}) {
 		t.Fatal("first request not sent")
 	}
-	if c.Send(0.005, false, nil, nil, []float64{0}) {
+	if c.Send(seqs.Add(1), 0.005, false, nil, nil, []float64{0}) {
 		t.Error("a second request went while the first is unanswered")
 	}
 	if c.Outstanding() == 0 {
@@ -196,7 +250,7 @@ func TestHostFaults(t *testing.T) {
 	for _, major := range []int{2, 3} {
 		c, _ := start(t, setup(t, testfmu.Options{FMI: major, Fault: "crash", After: 2}))
 		step(t, c, 0, []float64{0}, out)
-		c.Send(0.005, false, nil, nil, []float64{0})
+		c.Send(seqs.Add(1), 0.005, false, nil, nil, []float64{0})
 		<-c.Done()
 		// Windows ends the host with STATUS_ACCESS_VIOLATION as its exit
 		// status; elsewhere the signal is named.
@@ -286,7 +340,7 @@ func TestHostLongStderrLine(t *testing.T) {
 	c, log := start(t, setup(t, testfmu.Options{Fault: "longline", After: 2}))
 	out := make([]float64, 3)
 	step(t, c, 0, []float64{0}, out)
-	c.Send(0.005, false, nil, nil, []float64{0})
+	c.Send(seqs.Add(1), 0.005, false, nil, nil, []float64{0})
 	<-c.Done()
 	if why := c.Why(); !strings.Contains(why, "SIGSEGV") {
 		t.Errorf("the crash is reported as %q", why)
@@ -340,7 +394,7 @@ func encodeStep(t float64, idx []fmi.Var, vals, in []float64) []byte {
 	c := &Client{}
 	var buf bytes.Buffer
 	c.stdin = nopCloser{&buf}
-	c.Send(t, false, idx, vals, in)
+	c.Send(seqs.Add(1), t, false, idx, vals, in)
 	return buf.Bytes()[5:]
 }
 
@@ -365,7 +419,7 @@ func BenchmarkStepChild(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				in[0] = float64(i % 30)
 				t0 := time.Now()
-				c.Send(float64(i)*0.005, false, nil, nil, in)
+				c.Send(seqs.Add(1), float64(i)*0.005, false, nil, nil, in)
 				if !c.Wait(time.Now().Add(10*time.Second)) || !c.Take(out, &a) {
 					b.Fatal("no answer")
 				}

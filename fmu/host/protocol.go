@@ -8,7 +8,9 @@
 // and the payload. The coupling sends:
 //
 //	'O' open:  the fmi.Setup as JSON (once, first)
-//	'S' step:  t (float64); flags (uint8: 1 reset the FMU first); n
+//	'S' step:  seq (uint64, the request's sequence number: a new one
+//	           for every request); t (float64); flags (uint8: 1 reset
+//	           the FMU first); n
 //	           (uint32) parameter changes, each a value reference
 //	           (uint32), a kind (uint8, fmu.Kind), a number of elements
 //	           (uint32) and that many values (float64); then one float64
@@ -16,13 +18,16 @@
 //	'Q' quit:  terminate and free the FMU, then exit
 //
 // and the host answers 'R' ready (empty, or the error that stopped it)
-// to open, and 'A' to every step: a result byte (see Result), the FMU's
+// to open, and 'A' to every step: a result byte (see Result), the seq of
+// the request it answers (uint64), the FMU's
 // time (float64), catch-up steps, resets, and a Model Exchange FMU's
 // solver steps, rejected steps and events so far (uint32 each), one
 // float64 per output element and per observed one (fmi.Setup.Observed),
 // then the error text when the result is not OK.
 // Numbers are little-endian. What the FMU logs goes to the host's stderr,
-// one line per message.
+// one line per message. An answer says which request it answers, so that
+// the coupling uses it for that request only, whatever came in between
+// (an answer that came after its step gave up on it is dropped).
 //
 // Where the platform has one (Linux, Windows), steps do not go through the
 // pipes: the host inherits a shared-memory mailbox (package mailbox), and a
@@ -125,6 +130,16 @@ func (r *reader) f64() float64 {
 	return v
 }
 
+func (r *reader) u64() uint64 {
+	if len(r.b) < 8 {
+		r.bad = true
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
 func (r *reader) u32() uint32 {
 	if len(r.b) < 4 {
 		r.bad = true
@@ -147,7 +162,8 @@ func (r *reader) u8() uint8 {
 
 // appendStep appends a step request's payload to b: tuneValue holds one
 // value per element of tune's variables.
-func appendStep(b []byte, t float64, reset bool, tune []fmi.Var, tuneValue []float64, inputs []float64) []byte {
+func appendStep(b []byte, seq uint64, t float64, reset bool, tune []fmi.Var, tuneValue []float64, inputs []float64) []byte {
+	b = binary.LittleEndian.AppendUint64(b, seq)
 	b = putF64(b, t)
 	flags := byte(0)
 	if reset {
@@ -176,9 +192,10 @@ type Progress struct {
 	CatchUps, Resets, Steps, Rejected, Events uint32
 }
 
-// appendAnswer appends a step answer's payload to b.
-func appendAnswer(b []byte, res Result, tc float64, pr Progress, outputs []float64, msg string) []byte {
+// appendAnswer appends the payload of the answer to request seq to b.
+func appendAnswer(b []byte, res Result, seq uint64, tc float64, pr Progress, outputs []float64, msg string) []byte {
 	b = append(b, byte(res))
+	b = binary.LittleEndian.AppendUint64(b, seq)
 	b = putF64(b, tc)
 	for _, n := range [...]uint32{pr.CatchUps, pr.Resets, pr.Steps, pr.Rejected, pr.Events} {
 		b = putU32(b, n)
@@ -191,6 +208,7 @@ func appendAnswer(b []byte, res Result, tc float64, pr Progress, outputs []float
 
 // Step is a decoded step request.
 type Step struct {
+	Seq       uint64 // its sequence number, which the answer carries
 	T         float64
 	Reset     bool
 	TuneVars  []fmi.Var
@@ -202,10 +220,11 @@ type Step struct {
 // slices.
 func decodeStep(p []byte, nIn int, s *Step) error {
 	r := reader{b: p}
+	s.Seq = r.u64()
 	s.T = r.f64()
 	s.Reset = r.u8()&flagReset != 0
 	n := int(r.u32())
-	if n > len(p)/17 {
+	if n > len(p)/17 { // each change takes 17 bytes at least
 		return fmt.Errorf("step request of %d bytes: %d parameter changes do not fit", len(p), n)
 	}
 	s.TuneVars, s.TuneValue = s.TuneVars[:0], s.TuneValue[:0]
@@ -236,6 +255,7 @@ func decodeStep(p []byte, nIn int, s *Step) error {
 // Answer is a decoded step answer.
 type Answer struct {
 	Result  Result
+	Seq     uint64 // the sequence number of the request it answers
 	FMUTime float64
 	Progress
 	Err string // for a result other than Stepped and NotStepped
@@ -244,6 +264,7 @@ type Answer struct {
 func decodeAnswer(p []byte, out []float64, a *Answer) error {
 	r := reader{b: p}
 	a.Result = Result(r.u8())
+	a.Seq = r.u64()
 	a.FMUTime = r.f64()
 	a.CatchUps, a.Resets, a.Steps, a.Rejected, a.Events = r.u32(), r.u32(), r.u32(), r.u32(), r.u32()
 	for i := range out {

@@ -82,7 +82,7 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 	var (
 		step    Step
 		outputs = make([]float64, setup.Values())
-		answer  = make([]byte, 0, 80+8*len(outputs))
+		answer  = make([]byte, 0, 88+8*len(outputs))
 	)
 	stepOnce := func(p []byte) ([]byte, error) {
 		if err := decodeStep(p, fmi.Count(setup.Inputs), &step); err != nil {
@@ -123,7 +123,7 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 		sol := st.Solver()
 		pr := Progress{CatchUps: uint32(st.CatchUps), Resets: uint32(st.Resets), Steps: uint32(sol.Steps),
 			Rejected: uint32(sol.Rejected), Events: uint32(sol.Events)}
-		answer = appendAnswer(answer[:0], res, tc, pr, outputs, msg)
+		answer = appendAnswer(answer[:0], res, step.Seq, tc, pr, outputs, msg)
 		return answer, nil
 	}
 	if box != nil {

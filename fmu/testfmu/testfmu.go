@@ -37,7 +37,9 @@ type Options struct {
 	// of 300 ms), "hang-2s" (one step of 2 s), "slow" (every step 2 ms),
 	// "nan-once" (NaN outputs at one step), "terminate" (ends the
 	// simulation at that step, halfway through it, saying why), "discard"
-	// (discards that step without asking to stop), or a fault of the process it
+	// (discards that step without asking to stop), "jitter" (every step
+	// from After on takes 0 to 9 ms, as drawn from a hash of the step's
+	// number: the same every run), or a fault of the process it
 	// runs in (c/process.h; not in a Windows build): "print" (to stdout,
 	// when instantiated and at every step), "fork" (a helper process
 	// started when instantiated; with After, a crash at that step), "exit"
@@ -57,6 +59,9 @@ type Options struct {
 	FixedStep float64
 	// TimeOutput lists the output fmuTime: the FMU's time after its step.
 	TimeOutput bool
+	// SpeedUsedOutput lists the output speedUsed: the groundspeed input its
+	// last step computed from, which tells which request an answer is for.
+	SpeedUsedOutput bool
 	// Extra are more variable elements for modelDescription.xml, as
 	// written (the binary ignores them): for tests of validation. Types
 	// are type definitions they may refer to, as written.
@@ -70,7 +75,7 @@ type Options struct {
 
 var faults = map[string]int{"": 0, "crash": 1, "hang": 2, "error": 3, "nan": 4, "stall": 5,
 	"print": 6, "fork": 7, "exit": 8, "longline": 9, "hang-2s": 10, "slow": 11, "nan-once": 12,
-	"terminate": 13, "discard": 14}
+	"terminate": 13, "discard": 14, "jitter": 15}
 
 // Description is the FMU's modelDescription.xml.
 func Description(o Options) string {
@@ -99,6 +104,9 @@ func Description(o Options) string {
 	}
 	if o.TimeOutput {
 		vars = append(vars, v{"fmuTime", "output", "continuous", "", "s", "the FMU's time after its step", 7})
+	}
+	if o.SpeedUsedOutput {
+		vars = append(vars, v{"speedUsed", "output", "continuous", "", "m/s", "the groundspeed its last step computed from", 8})
 	}
 	if major == 2 {
 		fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>

@@ -8,10 +8,11 @@
 //	header             read the header line
 //	header=A*B         read it, and exit 1 unless it starts with A and ends with B
 //	read               read a request and leave it unanswered
-//	answer=LINE        read a request and answer LINE ($t: the request's time)
+//	answer=LINE        read a request and answer LINE ($t: the request's time; $N: its N-th number, $1 its time)
 //	say=LINE           write LINE without reading
 //	blob=N             write a line of N digits
 //	delay=D            wait D (a Go duration) before each answer from now on
+//	jitter=D           wait a pseudo-random 0 to D before each answer from now on (the same every run)
 //	sleep=D            wait D
 //	first=FILE         if FILE exists, go on at the step "second"; else make it
 //	second             where a program started again goes on (see first)
@@ -66,7 +67,8 @@ func exit(code int) { syscall.Exit(code) }
 func run(steps []string) error {
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
 	out := bufio.NewWriter(os.Stdout)
-	var delay time.Duration
+	var delay, jitter time.Duration
+	answers := uint64(0)
 	read := func() (string, bool) {
 		line, err := in.ReadString('\n')
 		return strings.TrimSpace(line), err == nil
@@ -102,21 +104,36 @@ func run(steps []string) error {
 					return nil
 				}
 				time.Sleep(delay)
-				t, _, _ := strings.Cut(req, " ")
-				fmt.Fprintln(out, strings.ReplaceAll(arg, "$t", t))
+				if answers++; jitter > 0 {
+					h := answers * 0x9e3779b97f4a7c15 // a hash of the answer's number
+					h ^= h >> 29
+					time.Sleep(time.Duration(h % uint64(jitter)))
+				}
+				line := arg
+				fields := strings.Fields(req)
+				for n := len(fields); n >= 1; n-- { // $12 before $1
+					line = strings.ReplaceAll(line, "$"+strconv.Itoa(n), fields[n-1])
+				}
+				if len(fields) > 0 {
+					line = strings.ReplaceAll(line, "$t", fields[0])
+				}
+				fmt.Fprintln(out, line)
 			case "say":
 				fmt.Fprintln(out, arg)
 			case "blob":
 				size, _ := strconv.Atoi(arg)
 				out.WriteString(strings.Repeat("1", size) + "\n")
-			case "delay", "sleep":
+			case "delay", "jitter", "sleep":
 				d, err := time.ParseDuration(arg)
 				if err != nil {
 					return fmt.Errorf("step %q: %v", steps[i], err)
 				}
-				if verb == "delay" {
+				switch verb {
+				case "delay":
 					delay = d
-				} else {
+				case "jitter":
+					jitter = d
+				default:
 					out.Flush()
 					time.Sleep(d)
 				}

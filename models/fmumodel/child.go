@@ -24,11 +24,11 @@ type childFMU struct {
 	final  atomic.Bool                 // the FMU cannot run as configured: no restart
 	answer host.Answer
 	outs   []float64 // the answer's outputs
-	sent   float64   // the communication point of the request sent last (the loop's)
 	// Catch-ups, resets, solver steps, rejected steps and events of hosts
 	// that ended, and of the current one.
 	base, last [5]atomic.Int64
 	oldAge     atomic.Int64 // ns: the longest wait of hosts that ended
+	unseen     atomic.Int64 // answers replaced unseen in hosts that ended
 }
 
 func (m *FMU) startChild() error {
@@ -67,33 +67,37 @@ func (c *childFMU) start(m *FMU) (*host.Client, error) {
 	return cl, nil
 }
 
-// send hands the host the request for the step at point, with the
+// send hands the host request seq, for the step at point, with the
 // parameter changes and the reset waiting; false when the host is being
 // started again or still busy with an older request.
-func (c *childFMU) send(m *FMU, point float64) bool {
+func (c *childFMU) send(m *FMU, point float64, seq uint64) bool {
 	cl := c.client.Load()
 	if cl == nil {
 		return false // being started again: the fault says so
 	}
-	if !cl.Send(point, m.reset, m.tune, m.tuneVal, m.inVals) {
+	if !cl.Send(seq, point, m.reset, m.tune, m.tuneVal, m.inVals) {
 		m.skipped.Add(1) // still busy with an older message's step
 		c.checkHung(m, cl)
 		return false
 	}
-	c.sent = point
 	m.sentTune()
 	m.reset = false
 	return true
 }
 
-// await waits up to the deadline for the answer to the request sent, and
-// takes it.
+// await waits for the answer to the request sent (until m.until), and
+// takes it; only that request's answer counts.
 func (c *childFMU) await(m *FMU) bool {
 	cl := c.client.Load()
 	if cl == nil {
 		return false
 	}
-	got := cl.Wait(time.Now().Add(m.deadline)) && c.take(m, cl)
+	got := false
+	if asked := cl.Outstanding(); asked == 0 {
+		got = c.take(m, cl) && m.doneSeq == m.seq // answered already
+	} else {
+		got = cl.Wait(m.until(asked)) && c.take(m, cl) && m.doneSeq == m.seq
+	}
 	c.checkHung(m, cl)
 	return got
 }
@@ -118,10 +122,12 @@ func (c *childFMU) take(m *FMU, cl *host.Client) bool {
 		c.last[i].Store(int64(n))
 	}
 	c.publish(m)
-	m.answered(c.sent, a.Result == host.Stepped)
+	mine := m.answered(a.Seq, a.Result == host.Stepped)
 	switch a.Result {
 	case host.Stepped:
-		copy(m.outVals, c.outs)
+		if mine {
+			copy(m.outVals, c.outs)
+		}
 		m.healthy()
 	case host.BadOutput:
 		m.failures.Add(1)
@@ -174,17 +180,23 @@ func (c *childFMU) checkHung(m *FMU, cl *host.Client) {
 		limit = max(limit, models.StartGrace)
 	}
 	ran := time.Duration(time.Now().UnixNano() - asked)
-	if ran <= limit {
+	if ran < limit {
 		return
 	}
 	if !c.slow.Swap(true) {
-		m.setFault(fmt.Errorf("the FMU's step has not returned after %v, longer than the model timeout %v", ran.Round(time.Millisecond), limit))
+		m.setFault(hungStep(ran, limit))
 	}
 	if ran > max(killAfter, 4*limit) {
 		c.hung.Store(true)
 		m.log.Error("the FMU's step has not returned: stopping its host process", "fmu", filepath.Base(m.file), "running_for", ran.Round(time.Millisecond))
 		cl.Kill()
 	}
+}
+
+// hungStep is the fault of a step that has run for ran, past the model
+// timeout: it has no answer in time.
+func hungStep(ran, limit time.Duration) error {
+	return models.Late(fmt.Sprintf("the FMU's step has not returned after %v, longer than the model timeout %v", ran.Round(time.Millisecond), limit))
 }
 
 // supervise reports a host that ended at once and starts another with
@@ -226,6 +238,7 @@ func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 			c.base[i].Add(c.last[i].Swap(0))
 		}
 		c.oldAge.Store(max(c.oldAge.Load(), int64(cl.MaxAge())))
+		c.unseen.Add(cl.Unseen())
 		if !m.restart {
 			return
 		}
@@ -242,6 +255,15 @@ func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 			m.log.Error("cannot start the FMU's host again", "err", strings.TrimPrefix(err.Error(), "model fmu: "), "next_try_in", b.Next())
 		}
 	}
+}
+
+// dropped counts the answers its hosts replaced unseen.
+func (c *childFMU) dropped() int64 {
+	n := c.unseen.Load()
+	if cl := c.client.Load(); cl != nil {
+		n += cl.Unseen()
+	}
+	return n
 }
 
 func (c *childFMU) maxAge() time.Duration {

@@ -3,6 +3,7 @@ package fmumodel
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -15,19 +16,26 @@ import (
 
 // localFMU is an FMU loaded into beamconnect (modelParams.inProcess). Its C
 // code runs on a worker goroutine locked to an OS thread of its own, never
-// on the coupling's loop: a step waits for the worker with the deadline, as
-// it waits for a child process. A step that hangs is a fault at once; once
-// it has run past killAfter its thread is abandoned (it can be stopped only
-// with the process) and the FMU is instantiated again on a new one.
+// on the coupling's loop: a step waits for the worker as it waits for a
+// child process. A step that hangs is a fault once it has run past the
+// model timeout; once it has run past killAfter its thread is abandoned (it
+// can be stopped only with the process) and the FMU is instantiated again
+// on a new one, at most maxAbandoned times: the next hang is a fault for
+// good, so a thread is never leaked without bound.
 type localFMU struct {
 	w     *worker                // nil while a new instance is being made
 	fresh atomic.Pointer[worker] // a new instance, ready to take over
 	b     models.Backoff
 	base  [5]int64 // catch-ups, resets, solver steps, rejected steps and events of instances that ended
 	timer *time.Timer
-	sent  float64 // the communication point of the request made last
-	final bool    // the FMU cannot run as configured: no restart
+	final bool // the FMU cannot run as configured (or hung too often): no restart
 }
+
+// maxAbandoned is how many threads hung in the FMU's step are abandoned,
+// each followed by a new instance, before a hang is a fault for good: an
+// FMU that hangs again and again would otherwise leave a thread (a core,
+// if it spins) behind every few seconds for as long as the run lasts.
+const maxAbandoned = 3
 
 // localSpin is how long a step spins on the worker's answer before it
 // sleeps, and workerSpin how long the worker spins for the next request
@@ -66,12 +74,14 @@ type worker struct {
 	slow    bool        // the pending step ran past the model timeout (the loop's)
 
 	// The request.
+	seq     uint64 // its sequence number, which the result carries
 	t       float64
 	reset   bool
 	in      []float64
 	tune    []fmi.Var
 	tuneVal []float64
 	// The result.
+	doneSeq uint64 // the request it answers
 	out     []float64
 	ok      bool
 	err     error
@@ -136,8 +146,10 @@ func (w *worker) run(setup fmi.Setup, log fmi.Logger, ready chan<- error) {
 		}
 		sol := st.Solver()
 		w.counts = [5]int64{st.CatchUps, st.Resets, sol.Steps, sol.Rejected, sol.Events}
+		w.doneSeq = w.seq
 		if w.gone.Load() {
-			return // abandoned while it hung: nobody waits for it
+			st.Close() // abandoned while it hung, it came back: nobody waits for it
+			return
 		}
 		w.state.Store(reqAnswered)
 		select {
@@ -165,9 +177,9 @@ func (w *worker) awaitRequest(spin time.Duration) bool {
 	}
 }
 
-// send hands the worker the request for the step at point; false while
+// send hands the worker request seq, for the step at point; false while
 // it is being instantiated again or still on an older request.
-func (l *localFMU) send(m *FMU, point float64) bool {
+func (l *localFMU) send(m *FMU, point float64, seq uint64) bool {
 	w := l.current(m)
 	if w == nil {
 		return false // being instantiated again: the fault says so
@@ -177,12 +189,17 @@ func (l *localFMU) send(m *FMU, point float64) bool {
 		l.checkHung(m, w)
 		return false
 	}
+	if w.state.Load() == reqAnswered {
+		l.take(m, w) // an older request's answer, which came after its wait: its health, not its outputs
+		if l.w != w {
+			return false // it failed: a new instance is on its way
+		}
+	}
 	copy(w.in, m.inVals)
-	w.t, w.reset = point, m.reset
+	w.seq, w.t, w.reset = seq, point, m.reset
 	w.tune, w.tuneVal = append(w.tune[:0], m.tune...), append(w.tuneVal[:0], m.tuneVal...)
 	m.sentTune()
 	m.reset = false
-	l.sent = point
 	w.askedAt.Store(time.Now().UnixNano())
 	w.slow = false
 	w.state.Store(reqAsked)
@@ -193,7 +210,8 @@ func (l *localFMU) send(m *FMU, point float64) bool {
 	return true
 }
 
-// await waits up to the deadline for the worker's answer, and takes it.
+// await waits for the worker's answer (until m.until), and takes it; only
+// the answer to the request sent counts.
 func (l *localFMU) await(m *FMU) bool {
 	w := l.w
 	if w == nil {
@@ -204,7 +222,7 @@ func (l *localFMU) await(m *FMU) bool {
 		return false // its result is collected at a later message
 	}
 	l.take(m, w)
-	return true
+	return m.doneSeq == m.seq
 }
 
 // collect takes the worker's answer if it came since.
@@ -215,12 +233,12 @@ func (l *localFMU) collect(m *FMU) {
 }
 
 // wait waits for the worker's answer: a short spin, then a sleep bounded
-// by the deadline.
+// by m.until.
 func (l *localFMU) wait(m *FMU, w *worker) bool {
 	if mailbox.SpinWait(func() bool { return w.state.Load() == reqAnswered }, localSpin) {
 		return true
 	}
-	l.timer.Reset(m.deadline)
+	l.timer.Reset(time.Until(m.until(w.askedAt.Load())))
 	defer l.timer.Stop()
 	for w.state.Load() != reqAnswered {
 		select {
@@ -233,14 +251,13 @@ func (l *localFMU) wait(m *FMU, w *worker) bool {
 }
 
 // take takes the worker's result: a fault, an end, or the outputs of the
-// step at the point sent last.
+// step it answers, when that is the request awaited.
 func (l *localFMU) take(m *FMU, w *worker) {
 	ok, err, tuneErr := w.ok, w.err, w.tuneErr
 	for i, n := range w.counts {
 		[...]*atomic.Int64{&m.catchUps, &m.resets, &m.steps, &m.rejected, &m.events}[i].Store(l.base[i] + n)
 	}
-	m.answered(l.sent, ok && err == nil && tuneErr == nil)
-	if ok && err == nil {
+	if m.answered(w.doneSeq, ok && err == nil && tuneErr == nil) && ok && err == nil {
 		copy(m.outVals, w.out)
 	}
 	w.state.Store(reqIdle)
@@ -294,17 +311,25 @@ func (l *localFMU) checkHung(m *FMU, w *worker) {
 		return
 	}
 	ran := time.Duration(time.Now().UnixNano() - asked)
-	if ran <= m.timeout {
+	if ran < m.timeout {
 		return
 	}
 	if !w.slow {
 		w.slow = true
-		m.setFault(fmt.Errorf("the FMU's step has not returned after %v, longer than the model timeout %v", ran.Round(time.Millisecond), m.timeout))
+		m.setFault(hungStep(ran, m.timeout))
 	}
 	if ran > max(killAfter, 4*m.timeout) {
-		m.log.Error("the FMU's step has not returned: its thread is abandoned (it runs on inside beamconnect until the run ends) and the FMU is instantiated again",
-			"fmu", m.file, "running_for", ran.Round(time.Millisecond))
 		w.gone.Store(true)
+		n := m.abandoned.Add(1)
+		if n >= maxAbandoned {
+			l.final = true
+			err := fmt.Errorf("the FMU's step hung %d times in process: each time its thread was abandoned (%d threads run on inside beamconnect until it ends), and it is not instantiated again; run it in its child process (no modelParams.inProcess), where a hung step's process is stopped", n, n)
+			m.procFault.Store(&err)
+			m.log.Error("FMU fault", "fmu", filepath.Base(m.file), "err", err.Error())
+		} else {
+			m.log.Error("the FMU's step has not returned: its thread is abandoned (it runs on inside beamconnect until the run ends) and the FMU is instantiated again",
+				"fmu", m.file, "running_for", ran.Round(time.Millisecond), "threads_abandoned", n, "at_most", maxAbandoned)
+		}
 		l.drop(m, w, "its step hung")
 	}
 }

@@ -58,15 +58,21 @@ FMU is started again after 1 s, 2, 4 … up to 30 s (a step
 that returns late ends its fault; one still running after 1 s, and 4 model
 timeouts, has its host stopped and started again)
 (modelParams.restart: false turns that off; a NaN output ends when the
-outputs are numbers again) and run exits non-zero. Each step's answer is
-awaited up to modelParams.deadlineMs (default 80 % of the period); a
-message whose step has not answered by then gets neutral controls (a later
-answer is never used for a later step), and while a step is unanswered
-newer data is not queued. modelParams.inProcess: true loads the FMU into
-beamconnect instead, stepped on a thread of its own and awaited with the
-same deadline: the lowest latency, but a crash of the FMU ends beamconnect,
-and a hung step's thread can only be abandoned (after 1 s; the FMU is
-instantiated again on a new one). A reload may change tunable parameters,
+outputs are numbers again) and run exits non-zero. By default (lockstep)
+a message's reply waits for the FMU's step on its data up to the model
+timeout (beamng.modelTimeoutMs, default 1500 ms): a slow step slows
+BeamNG and never changes what it gets. With beamng.realTime (run
+--real-time) each step's answer is awaited up to modelParams.deadlineMs
+(default 80 % of the period); a message whose step has not answered by
+then gets neutral controls. Either way an answer carries the sequence of
+its request and is used for that request's messages only (a later answer
+is dropped and counted, never used for a later step), and while a step is
+unanswered newer data is not queued. modelParams.inProcess: true loads
+the FMU into beamconnect instead, stepped on a thread of its own and
+awaited the same way: the lowest latency, but a crash of the FMU ends
+beamconnect, and a hung step's thread can only be abandoned (after 1 s and
+4 model timeouts; the FMU is instantiated again on a new one, at most 3
+times: the fourth hang is a fault for good). A reload may change tunable parameters,
 which a scratch instance of the FMU tries first (a value the FMU refuses
 refuses the reload); anything else of modelParams needs a restart.`
 
@@ -86,8 +92,9 @@ type FMU struct {
 	check             *fmuCheck
 	inProcess         bool
 	restart           bool
-	deadline, timeout time.Duration
-	handoff           host.Handoff // how steps pass to a child process
+	realTime          bool          // beamng.realTime: a message waits up to the deadline
+	deadline, timeout time.Duration // the deadline (real time) and the model timeout
+	handoff           host.Handoff  // how steps pass to a child process
 
 	setupMu sync.Mutex
 	setup   fmi.Setup // what a (re)started instance is made from
@@ -104,10 +111,12 @@ type FMU struct {
 	untuned         []untuned // values the changes sent replace, until taken
 	// The FMU's communication points are t0 + n × hc, t0 the model's time
 	// of its first step (NaN: the next step's), hc its step: the period, or
-	// a whole number of them.
+	// a whole number of them. Every request has a sequence number, which
+	// its answer carries: an answer is used for its own request only.
 	t0, hc   float64
 	asked    float64 // the communication point last requested (NaN: none)
-	done     float64 // the point of the latest answer taken (NaN: none)
+	seq      uint64  // the sequence number of that request
+	doneSeq  uint64  // the request of the latest answer taken that is seq's
 	doneOK   bool    // that answer stepped well: outVals are its outputs
 	missedAt float64 // the point whose late answer was counted
 	reset    bool    // the next request resets the FMU first
@@ -121,6 +130,7 @@ type FMU struct {
 	ended                               atomic.Pointer[error] // the FMU asked to end the simulation
 	missed, skipped, restarts, failures atomic.Int64
 	clamped                             atomic.Int64 // BeamNG's values beyond what an input holds
+	old, abandoned                      atomic.Int64 // answers for an older request; threads left in hung steps
 	catchUps, resets                    atomic.Int64
 	steps, rejected, events             atomic.Int64 // a model exchange FMU's solver
 
@@ -151,8 +161,8 @@ func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error)
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		inputs:   c.bind.inputs, outputs: c.bind.outputs,
 		inVals: make([]float64, len(c.bind.inputs)), outVals: make([]float64, len(c.bind.outputs)+observedCount(c.observed)),
-		t0: math.NaN(), hc: c.step, asked: math.NaN(), done: math.NaN(), missedAt: math.NaN(),
-		closing: make(chan struct{}),
+		t0: math.NaN(), hc: c.step, asked: math.NaN(), missedAt: math.NaN(),
+		closing: make(chan struct{}), realTime: plan.RealTime,
 	}
 	m.inProcess, _ = params["inProcess"].(bool)
 	if plan.BusyPoll {
@@ -245,9 +255,11 @@ func (m *FMU) fmuLog(status fmi.Status, category, msg string) {
 // Step gives the FMU this message's data and advances it to the model's
 // time t (once per communication point: a message of another vehicle in
 // the same simulation step, or between two points of an FMU stepped every
-// few messages, gets the outputs of the point's step), waiting for it up
-// to the deadline, and drives the inputs from its outputs; it reports
-// whether they were computed for this simulation step.
+// few messages, gets the outputs of the point's step), waiting for it (in
+// lockstep up to the model timeout from its request, in real time up to
+// the deadline), and drives the inputs from its outputs; it reports
+// whether they were computed for this simulation step: only an answer to
+// this point's request counts.
 func (m *FMU) Step(t float64, out, in [][]float64) bool {
 	if m.ended.Load() != nil {
 		return false
@@ -259,39 +271,51 @@ func (m *FMU) Step(t float64, out, in [][]float64) bool {
 	point := m.t0 + math.Floor((t-m.t0)/m.hc+1e-6)*m.hc
 	if point != m.asked {
 		m.gather(out)
-		if !m.send(point) {
+		if !m.send(point, m.seq+1) {
 			return false
 		}
-		m.asked = point
+		m.asked, m.seq = point, m.seq+1
 	}
-	if m.done != point && !m.await() {
+	if m.doneSeq != m.seq && !m.await() {
 		if m.missedAt != point {
 			m.missed.Add(1) // this step's controls came too late for its messages
 			m.missedAt = point
 		}
 		return false
 	}
-	if m.done == point && m.doneOK {
+	if m.doneSeq == m.seq && m.doneOK {
 		m.apply(in)
 		return true
 	}
 	return false
 }
 
-// send asks for the step at point: in process or in the child.
-func (m *FMU) send(point float64) bool {
+// send asks for the step at point as request seq: in process or in the
+// child.
+func (m *FMU) send(point float64, seq uint64) bool {
 	if m.inProcess {
-		return m.local.send(m, point)
+		return m.local.send(m, point, seq)
 	}
-	return m.child.send(m, point)
+	return m.child.send(m, point, seq)
 }
 
-// await waits up to the deadline for the answer to the request sent.
+// await waits for the answer to the request sent: in real time up to the
+// deadline from now, in lockstep up to the model timeout from the
+// request (its step has had that long when the wait gives up: a hang).
 func (m *FMU) await() bool {
 	if m.inProcess {
 		return m.local.await(m)
 	}
 	return m.child.await(m)
+}
+
+// until is when a wait for the answer to the request sent at asked (unix
+// ns) gives up.
+func (m *FMU) until(asked int64) time.Time {
+	if m.realTime {
+		return time.Now().Add(m.deadline)
+	}
+	return time.Unix(0, asked).Add(m.timeout)
 }
 
 // collect takes an answer that came since, without waiting.
@@ -308,7 +332,7 @@ func (m *FMU) collect() {
 // and its time starts at that request's.
 func (m *FMU) Reset() {
 	m.reset = true
-	m.t0, m.asked, m.done, m.missedAt = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	m.t0, m.asked, m.missedAt = math.NaN(), math.NaN(), math.NaN()
 	if m.ended.Load() != nil {
 		m.ended.Store(nil) // a new run of the simulation: the FMU runs again
 		m.log.Info("the FMU that had ended the simulation runs again: BeamNG started its coupling again", "fmu", filepath.Base(m.file))
@@ -353,8 +377,18 @@ func (m *FMU) apply(in [][]float64) {
 	}
 }
 
-// answered notes an answer to the request for point: good or not.
-func (m *FMU) answered(point float64, ok bool) { m.done, m.doneOK = point, ok }
+// answered notes an answer to request seq, good or not, and reports
+// whether it is the answer awaited: one to any other request (an older
+// one's, which came after its step gave up) is dropped and counted; its
+// outputs are never used.
+func (m *FMU) answered(seq uint64, ok bool) bool {
+	if seq != m.seq {
+		m.old.Add(1)
+		return false
+	}
+	m.doneSeq, m.doneOK = seq, ok
+	return true
+}
 
 // healthy ends a fault: the FMU gave a good answer.
 func (m *FMU) healthy() {
@@ -442,7 +476,20 @@ func (m *FMU) Skipped() int64  { return m.skipped.Load() }
 func (m *FMU) Restarts() int64 { return m.restarts.Load() }
 func (m *FMU) Failures() int64 { return m.failures.Load() }
 func (m *FMU) CatchUps() int64 { return m.catchUps.Load() }
-func (m *FMU) Resets() int64   { return m.resets.Load() }
+
+// Old counts answers for another request than the one awaited: dropped,
+// their outputs never used.
+func (m *FMU) Old() int64 {
+	n := m.old.Load()
+	if m.child != nil {
+		n += m.child.dropped()
+	}
+	return n
+}
+
+// Abandoned counts threads left running in a hung step (in process).
+func (m *FMU) Abandoned() int64 { return m.abandoned.Load() }
+func (m *FMU) Resets() int64    { return m.resets.Load() }
 
 // MaxAnswerAge is the longest a step request waited for its answer (child
 // process only).
@@ -475,6 +522,6 @@ func (m *FMU) Close() error {
 // sent while it was busy, its failures (an error status, a crash) and
 // restarts.
 func (m *FMU) Tally() models.Tally {
-	return models.Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts(),
+	return models.Tally{Missed: m.Missed(), Failed: m.Failures(), Skipped: m.Skipped(), Restarts: m.Restarts(), Old: m.Old(), Abandoned: m.Abandoned(),
 		SolverSteps: m.steps.Load(), SolverRejected: m.rejected.Load(), Events: m.events.Load(), InputsClamped: m.clamped.Load()}
 }

@@ -29,12 +29,21 @@ func TestMain(m *testing.M) {
 }
 
 // fmuRig builds a cruise FMU and runs it as the model of the cruise-pedals
-// rig (outputs: groundspeed…; inputs: throttle, brake, driveMode).
+// rig (outputs: groundspeed…; inputs: throttle, brake, driveMode), in
+// lockstep with the default model timeout.
 func fmuRig(t *testing.T, o testfmu.Options, extra models.Params) (*FMU, *ports.Plan, *logtest.Buffer) {
+	return fmuRigIn(t, o, extra, nil)
+}
+
+// fmuRigIn is fmuRig with the plan as set changes it (the mode, the
+// model timeout).
+func fmuRigIn(t *testing.T, o testfmu.Options, extra models.Params, set func(p *ports.Plan)) (*FMU, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
 	path := testfmu.ForTest(t, "cruise.fmu", o)
 	p := plan(t, "../../examples/cruise-pedals.json")
-	p.ModelTimeout = 0.05
+	if set != nil {
+		set(p)
+	}
 	params := models.Params{"path": path, "parameters": map[string]any{"setSpeed": 10.0}}
 	for k, v := range extra {
 		params[k] = v
@@ -134,12 +143,46 @@ func TestFMUDrives(t *testing.T) {
 	}
 }
 
-// A step's controls are that step's: an answer that comes after its
-// deadline is not used at the next message (Step says so, and leaves the
-// inputs alone), in a child process and in process alike.
+// timeout sets a plan's model timeout (seconds).
+func timeout(s float64) func(p *ports.Plan) { return func(p *ports.Plan) { p.ModelTimeout = s } }
+
+// realTime puts a plan in real time, with a model timeout of s seconds.
+func realTime(s float64) func(p *ports.Plan) {
+	return func(p *ports.Plan) { p.RealTime, p.ModelTimeout = true, s }
+}
+
+// In lockstep a step waits for the FMU's step on its data, however long it
+// takes within the model timeout: a step of 300 ms gives its own message
+// its own controls, late, and is no fault; nothing is missed. In a child
+// process and in process alike.
+func TestFMULockstepWaitsForItsStep(t *testing.T) {
+	for _, inProcess := range []bool{false, true} {
+		m, p, log := fmuRig(t, testfmu.Options{Fault: "stall", After: 3}, models.Params{"inProcess": inProcess, "deadlineMs": 1.0})
+		outs, ins := vectors(p)
+		sp, spE, _ := p.Find(0, "groundspeed")
+		for k := 1; k <= 4; k++ {
+			outs[sp][spE] = []float64{5, 5, 15, 5}[k-1] // at 15 m/s for 10 it brakes
+			start := time.Now()
+			if !m.Step(float64(k)*p.Period, outs, ins) {
+				t.Fatalf("inProcess %v: step %d computed nothing\n%s", inProcess, k, log)
+			}
+			th, br := pedals(t, p, ins)
+			if k == 3 && (th != 0 || br == 0 || time.Since(start) < 300*time.Millisecond) {
+				t.Errorf("inProcess %v: the slow step took %v: throttle %v brake %v: want it waited for, braking", inProcess, time.Since(start), th, br)
+			}
+		}
+		if m.Fault() != nil || m.Missed() != 0 || m.Old() != 0 {
+			t.Errorf("inProcess %v: fault %v, missed %d, old answers %d", inProcess, m.Fault(), m.Missed(), m.Old())
+		}
+	}
+}
+
+// A step's controls are that step's: in real time an answer that comes
+// after its deadline is not used at the next message (Step says so, and
+// leaves the inputs alone), in a child process and in process alike.
 func TestFMULateAnswerNotUsed(t *testing.T) {
 	for _, inProcess := range []bool{false, true} {
-		m, p, log := fmuRig(t, testfmu.Options{Fault: "stall", After: 3}, models.Params{"inProcess": inProcess, "deadlineMs": 20.0})
+		m, p, log := fmuRigIn(t, testfmu.Options{Fault: "stall", After: 3}, models.Params{"inProcess": inProcess, "deadlineMs": 20.0}, realTime(0.5))
 		outs, ins := vectors(p)
 		sp, spE, _ := p.Find(0, "groundspeed")
 		outs[sp][spE] = 5
@@ -162,6 +205,9 @@ func TestFMULateAnswerNotUsed(t *testing.T) {
 		// of 1 would be the stalled step's answer (5 m/s).
 		if th, br := pedals(t, p, ins); th != 0 || br == 0 {
 			t.Errorf("inProcess %v: after the stall: throttle %v brake %v: want this message's controls", inProcess, th, br)
+		}
+		if m.Missed() != 1 {
+			t.Errorf("inProcess %v: %d steps missed, want the stalled one", inProcess, m.Missed())
 		}
 	}
 }
@@ -206,31 +252,36 @@ func TestFMUFaults(t *testing.T) {
 		fault     string // in Fault()
 		log       string // in the log
 		restarted bool
+		timeout   float64 // the model timeout, s (0: the default)
 	}{
 		{"crash", testfmu.Options{Fault: "crash", After: 5}, nil,
-			"the FMU's host process ended: " + crashed, "starting it again", true},
+			"the FMU's host process ended: " + crashed, "starting it again", true, 0},
 		{"crash, restart off", testfmu.Options{FMI: 3, Fault: "crash", After: 5}, models.Params{"restart": false},
-			"the FMU's host process ended: " + crashed, "not starting it again (modelParams.restart is false)", false},
+			"the FMU's host process ended: " + crashed, "not starting it again (modelParams.restart is false)", false, 0},
 		{"hang", testfmu.Options{Fault: "hang", After: 5}, models.Params{"restart": false},
-			"the FMU's step has not returned after", "longer than the model timeout 50ms", false},
+			"the FMU's step has not returned after", "longer than the model timeout 50ms", false, 0.05},
 		{"error status", testfmu.Options{FMI: 3, Fault: "error", After: 5}, nil,
-			"", "the FMU failed: fmi3DoStep returned fmi3Error at t = ", true},
+			"", "the FMU failed: fmi3DoStep returned fmi3Error at t = ", true, 0},
 		{"NaN output", testfmu.Options{Fault: "nan", After: 5}, nil,
-			"the FMU's output throttle is NaN: not a usable control value", "FMU fault", false},
+			"the FMU's output throttle is NaN: not a usable control value", "FMU fault", false, 0},
 		{"error status in process", testfmu.Options{Fault: "error", After: 5}, models.Params{"inProcess": true},
-			"", "the FMU failed; instantiating it again", true},
+			"", "the FMU failed; instantiating it again", true, 0},
 		{"NaN output in process", testfmu.Options{FMI: 3, Fault: "nan", After: 5}, models.Params{"inProcess": true},
-			"the FMU's output throttle is NaN", "FMU fault", false},
+			"the FMU's output throttle is NaN", "FMU fault", false, 0},
 		{"one NaN output", testfmu.Options{Fault: "nan-once", After: 5}, nil,
-			"the FMU's output throttle is NaN", "FMU fault", false},
+			"the FMU's output throttle is NaN", "FMU fault", false, 0},
 		{"one NaN output in process", testfmu.Options{Fault: "nan-once", After: 5}, models.Params{"inProcess": true},
-			"the FMU's output throttle is NaN", "FMU fault", false},
+			"the FMU's output throttle is NaN", "FMU fault", false, 0},
 		{"hang in process", testfmu.Options{Fault: "hang-2s", After: 5}, models.Params{"inProcess": true},
-			"the FMU's step has not returned after", "FMU fault", true},
+			"the FMU's step has not returned after", "FMU fault", true, 0.05},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m, p, log := fmuRig(t, tt.o, tt.extra)
+			var set func(*ports.Plan)
+			if tt.timeout > 0 {
+				set = timeout(tt.timeout)
+			}
+			m, p, log := fmuRigIn(t, tt.o, tt.extra, set)
 			_, ok := drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() != nil })
 			if !ok {
 				t.Fatalf("no fault\n%s", log)
@@ -267,7 +318,7 @@ func TestFMUFaults(t *testing.T) {
 // from the model timeout on) and ends when its answer comes: the host is
 // not stopped, the FMU keeps its state.
 func TestFMUStall(t *testing.T) {
-	m, p, log := fmuRig(t, testfmu.Options{Fault: "stall", After: 5}, nil)
+	m, p, log := fmuRigIn(t, testfmu.Options{Fault: "stall", After: 5}, nil, timeout(0.05))
 	_, ok := drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() != nil })
 	if !ok || !strings.Contains(m.Fault().Error(), "the FMU's step has not returned after") {
 		t.Fatalf("fault %v\n%s", m.Fault(), log)
@@ -275,6 +326,34 @@ func TestFMUStall(t *testing.T) {
 	_, ok = drive(m, p, 5, 5*time.Second, func([][]float64) bool { return m.Fault() == nil })
 	if !ok || m.Restarts() != 0 || strings.Contains(log.String(), "stopping its host") {
 		t.Errorf("fault %v, restarts %d\n%s", m.Fault(), m.Restarts(), log)
+	}
+}
+
+// An FMU in process that hangs again and again (each new instance hangs
+// at its first step, asleep for 2 s) leaves a thread behind each time: at
+// most 3, then a fault for good that says why and how to run it instead.
+// Before, it was instantiated again every few seconds for as long as the
+// run lasted, a thread (a core, for one that spins) lost each time.
+func TestFMUHangsInProcessAtMostThrice(t *testing.T) {
+	t.Parallel()
+	m, p, log := fmuRigIn(t, testfmu.Options{Fault: "hang-2s", After: 1}, models.Params{"inProcess": true}, timeout(0.05))
+	_, ok := drive(m, p, 5, 30*time.Second, func([][]float64) bool {
+		return m.Fault() != nil && strings.Contains(m.Fault().Error(), "not instantiated again")
+	})
+	if !ok {
+		t.Fatalf("no final fault: abandoned %d, restarts %d, fault %v\n%s", m.Abandoned(), m.Restarts(), m.Fault(), log)
+	}
+	if m.Abandoned() != 3 || m.Restarts() != 2 {
+		t.Errorf("abandoned %d threads, instantiated again %d times: want 3 and 2", m.Abandoned(), m.Restarts())
+	}
+	want := "the FMU's step hung 3 times in process: each time its thread was abandoned (3 threads run on inside beamconnect until it ends), and it is not instantiated again; run it in its child process"
+	if !strings.Contains(m.Fault().Error(), want) || !strings.Contains(log.String(), want) {
+		t.Errorf("fault %v, want %q said\n%s", m.Fault(), want, log)
+	}
+	// No more instances, and no more threads, however long it runs.
+	drive(m, p, 5, 1500*time.Millisecond, nil)
+	if m.Abandoned() != 3 || m.Restarts() != 2 {
+		t.Errorf("after the final fault: abandoned %d, restarts %d", m.Abandoned(), m.Restarts())
 	}
 }
 

@@ -196,7 +196,7 @@ func (m *FMU) trial(b *fmuBinding, list []fmi.Var, vals []float64) error {
 	for i, in := range b.inputs {
 		inputs[i] = in.start
 	}
-	if !cl.Send(0, false, list, vals, inputs) {
+	if !cl.Send(1, 0, false, list, vals, inputs) {
 		return errors.New("model fmu: trying the new parameters: the scratch instance took no request")
 	}
 	outs := make([]float64, len(b.outputs))

@@ -91,9 +91,7 @@ func checkFMU(p models.Params, plan *ports.Plan) (*fmuCheck, []models.Finding) {
 			out = append(out, models.Finding{Param: key, Msg: "the FMU runs as co-simulation, with its own solver: modelParams." + key + " is for a model exchange FMU (set \"interface\": \"ModelExchange\" to integrate it with beamconnect's)"})
 		}
 	}
-	if d, ok := p["deadlineMs"].(float64); ok && d > 0 && d/1000 > plan.ModelTimeout {
-		out = append(out, models.Finding{Param: "deadlineMs", Msg: fmt.Sprintf("%v ms is longer than the model timeout (%v ms, beamng.modelTimeoutMs): expected a shorter deadline", d, plan.ModelTimeout*1000)})
-	}
+	out = append(out, models.CheckDeadline(p, plan)...)
 	return c, out
 }
 

@@ -162,7 +162,8 @@ func TestValidateFMU(t *testing.T) {
 			`TODO: the FMU's input "groundspeed" is bound to no field`, true},
 		{"ambiguous between vehicles", models.Params{"path": good}, "../../examples/follow.json", "inputs/groundspeed",
 			`"groundspeed" is a field of several vehicles: expected one of ego.groundspeed, lead.groundspeed`, false},
-		{"deadline", models.Params{"path": good, "deadlineMs": 100.0}, "", "deadlineMs", "100 ms is longer than the model timeout", false},
+		{"deadline", models.Params{"path": good, "deadlineMs": 100.0}, "real time", "deadlineMs", "100 ms is longer than the model timeout", false},
+		{"deadline in lockstep", models.Params{"path": good, "deadlineMs": 100.0}, "", "deadlineMs", "100 ms has no effect in lockstep, where each reply waits for its step up to the model timeout (1500 ms)", true},
 		{"inProcess's type", models.Params{"path": good, "inProcess": "yes"}, "", "inProcess", `expected true or false, got the string "yes"`, false},
 		{"record: not a list", models.Params{"path": good, "record": "kp"}, "", "record",
 			`expected a list of the FMU's variables to record, e.g. ["der(h)", "e"], or ["*"] for all of them; got the string "kp"`, false},
@@ -180,6 +181,8 @@ func TestValidateFMU(t *testing.T) {
 			switch tt.rig {
 			case "":
 				p = plan(t, "../../examples/cruise-pedals.json")
+			case "real time":
+				p = plan(t, "../../examples/cruise-pedals.json").InRealTime()
 			case "no speed":
 				p = planFrom(t, strings.Replace(readFile(t, "../../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, -1))
 			default:

@@ -22,7 +22,6 @@ func TestNewErrors(t *testing.T) {
 		{"cruise-torque", models.Params{"maxTorque": -5.0}, "modelParams.maxTorque: expected a number above 0, got -5"},
 		{"hold", models.Params{"x": 1.0}, "model hold takes no parameters"},
 		{"exec", models.Params{"command": "true", "restart": "yes"}, `modelParams.restart: expected true or false, got the string "yes"`},
-		{"exec", models.Params{"command": "true", "deadlineMs": 100.0}, "modelParams.deadlineMs: 100 ms is longer than the model timeout (25 ms, beamng.modelTimeoutMs)"},
 		{"cruise-torque", nil, "model cruise-torque needs the config to map inputs wheelFL_propulsionTorque, inputs wheelFL_brakingTorque"},
 		{"heading-hold", nil, "model heading-hold needs the config to map outputs yaw, inputs steering"},
 		{"exec", nil, "modelParams.command: missing: exec needs the program to run"},
@@ -33,5 +32,11 @@ func TestNewErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New(%s, %v) = %v, want %q", tt.name, tt.params, err, tt.want)
 		}
+	}
+	// A deadline is a real-time rig's: there it must be shorter than the
+	// model timeout.
+	_, err := New("exec", models.Params{"command": "true", "deadlineMs": 100.0}, p.InRealTime(), nil)
+	if want := "modelParams.deadlineMs: 100 ms is longer than the model timeout (25 ms, beamng.modelTimeoutMs)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a deadline past the model timeout in real time: %v, want %q", err, want)
 	}
 }

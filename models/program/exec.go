@@ -36,29 +36,41 @@ per step over stdin and stdout, numbers separated by spaces:
 One request at a time: the next request is written only once the program
 has answered the previous one, and it is the newest; requests never queue
 up in the pipe, so a slow program acts on data one request old at most,
-never on a backlog.
+never on a backlog. An answer is the answer to the request outstanding
+when it comes (there is never more than one): it is used for that
+request's message only, and an answer to an older request (one whose
+message was answered without it) is dropped and counted, never used for
+a later message.
 
-An answer must come within modelParams.deadlineMs (default: 80 % of the
-coupling period) to be used: a message without its answer by then gets
-neutral controls, and a later answer is dropped, never used for a later
-message.
+When an answer is awaited: by default (lockstep) each message's reply
+waits for the program's answer to it, up to the model timeout
+(beamng.modelTimeoutMs, default 1500 ms: BeamNG waits 2 s for a reply), so
+a slow answer slows BeamNG and never changes what BeamNG gets. With
+beamng.realTime (run --real-time) an answer must come within
+modelParams.deadlineMs (default: 80 % of the coupling period) to be used:
+a message without its answer by then gets neutral controls (counted; over
+1 % of the messages is a fault), and the later answer is dropped.
 ` + NamesProtocol + `
 
-"nan" in an answer sends NaN, which BeamNG reads as "keep the previous
-value". An answer is discarded, counted and logged (at most once a second)
-when it has the wrong count of numbers, something that is not a number,
-±Inf, is longer than 1 MB (reading goes on with the next line), comes when
-no request is outstanding, or comes later than the model timeout after its
-request.
+"keep" in an answer leaves that control as BeamNG has it (Gen 1 BeamNG
+keeps its value; Gen 2 gets the value it last got). A number that is not
+finite ("nan", "inf") is a fault, not "keep": BeamNG gets neutral controls
+for that message, it is counted as non_finite and logged, and the fault
+ends with the next answer whose numbers are all finite. An answer is
+discarded, counted and logged (at most once a second) when it has the
+wrong count of numbers, something that is not a number, is longer than
+1 MB (reading goes on with the next line), comes when no request is
+outstanding, or comes later than the model timeout after its request.
 
 Faults: when the program exits or crashes, or has been asked for longer
-than beamng.modelTimeoutMs without a valid answer (default 5 periods, at
-least 25 ms; the first answer after a start may take 10 s; a program
-with nothing to answer is never hung), beamconnect logs an error at
-once, reports status 4, and sends BeamNG neutral controls (pedals
-released, wheel torques 0, drive mode pedals) instead of the last ones,
-still answering every message so BeamNG does not stall; run exits non-zero
-at the end. A program that answers again ends the fault. A program that
+than beamng.modelTimeoutMs without a valid answer (in real time the
+default is 5 periods, at least 25 ms; the first answer after a start may
+take 10 s; a program with nothing to answer is never hung), beamconnect
+logs an error at once, reports status 4, and sends BeamNG neutral
+controls (pedals released, wheel torques 0, drive mode pedals) instead of
+the last ones, still answering every message so BeamNG does not stall
+(while it is hung, at once); run exits non-zero at the end. A program
+that answers again ends the fault. A program that
 exited is started again after 1 s, then 2, 4 … up to 30 s between tries
 (modelParams.restart: false turns that off); it gets the "# columns:" line
 first, like the first one.
@@ -76,7 +88,7 @@ follow the new columns from then on.`
 
 // Errors Exec.Fault reports while its program runs.
 var (
-	ErrModelHung        = errors.New("the model program gave no valid answer for longer than the model timeout")
+	ErrModelHung        = models.Late("the model program gave no valid answer for longer than the model timeout")
 	ErrModelSilentStart = errors.New("the model program did not answer its first request within 10 s of starting")
 )
 
@@ -94,8 +106,9 @@ type Exec struct {
 	argv     []string
 	dir      string
 	log      *slog.Logger
-	deadline time.Duration
-	timeout  time.Duration
+	deadline time.Duration // how long a message waits for its answer in real time
+	timeout  time.Duration // the model timeout: how long in lockstep
+	realTime bool          // beamng.realTime
 	restart  bool
 
 	width  atomic.Int64           // numbers expected in an answer
@@ -144,14 +157,16 @@ type Exec struct {
 	unanswered atomic.Int64
 	maxAge     atomic.Int64 // ns: the oldest request a used answer was for
 
-	missed, bad, skipped, restarts atomic.Int64
+	missed, bad, skipped, restarts, old atomic.Int64
 
-	closing   chan struct{}
-	closeOnce sync.Once
-	done      chan struct{} // the supervisor ended
-	procMu    sync.Mutex
-	proc      *process
-	lastExit  error
+	started     chan struct{} // closed at the first valid answer
+	startedOnce sync.Once
+	closing     chan struct{}
+	closeOnce   sync.Once
+	done        chan struct{} // the supervisor ended
+	procMu      sync.Mutex
+	proc        *process
+	lastExit    error
 }
 
 // request is one step's request to the program.
@@ -197,12 +212,12 @@ func NewExec(params models.Params, plan *ports.Plan, log *slog.Logger) (*Exec, e
 		restart = r
 	}
 	m := &Exec{
-		argv: argv, log: log, restart: restart,
+		argv: argv, log: log, restart: restart, realTime: plan.RealTime,
 		deadline: time.Duration(deadline * float64(time.Millisecond)),
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		reqReady: make(chan struct{}, 1), ansReady: make(chan struct{}, 1),
 		pending: request{buf: make([]byte, 0, 4096)}, stepBuf: make([]byte, 0, 4096),
-		timer:   time.NewTimer(time.Hour),
+		timer: time.NewTimer(time.Hour), started: make(chan struct{}),
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}
 	if m.timeout <= 0 {
@@ -278,13 +293,19 @@ func columns(plan *ports.Plan) string {
 	return b.String()
 }
 
-// Step sends the outputs as the newest request and waits up to the
-// deadline for the program's answer to it, which then sets the inputs. It
-// reports whether that answer came: an answer to an older request (one the
-// program answered after its deadline) is not this message's, and is
-// dropped. It allocates nothing.
+// Step sends the outputs as the newest request and waits for the
+// program's answer to it, which then sets the inputs: in lockstep up to
+// the model timeout (a slow answer slows BeamNG; none by then is a hang),
+// in real time up to the deadline. It reports whether that answer came: an
+// answer to an older request (one whose step gave up on it) is not this
+// message's, and is dropped. While the program is hung a step does not
+// wait. It allocates nothing.
 func (m *Exec) Step(t float64, out, in [][]float64) bool {
-	if m.exchange(t, out, in) {
+	wait := m.timeout
+	if m.realTime {
+		wait = m.deadline
+	}
+	if m.exchange(t, out, in, wait, !m.realTime) {
 		return true
 	}
 	if m.dead.Load() == nil {
@@ -294,21 +315,24 @@ func (m *Exec) Step(t float64, out, in [][]float64) bool {
 }
 
 // Idle sends a request while BeamNG sends nothing, so the program sees the
-// status and can set the directive; its answer, if it comes in time, sets
-// the inputs (nothing of them reaches BeamNG until a message step).
-func (m *Exec) Idle(t float64, out, in [][]float64) { m.exchange(t, out, in) }
+// status and can set the directive; its answer, if it comes within the
+// deadline, sets the inputs (nothing of them reaches BeamNG until a
+// message step).
+func (m *Exec) Idle(t float64, out, in [][]float64) { m.exchange(t, out, in, m.deadline, false) }
 
-// exchange sends a request and waits up to the deadline for its answer,
-// which then sets the inputs; it reports whether the answer came.
-func (m *Exec) exchange(t float64, out, in [][]float64) bool {
+// exchange sends a request and waits up to wait for its answer, which then
+// sets the inputs; it reports whether the answer came. hang says that
+// waiting all of wait in vain is a hang (a lockstep step waits the model
+// timeout).
+func (m *Exec) exchange(t float64, out, in [][]float64, wait time.Duration, hang bool) bool {
 	seq := m.request(t, out)
+	m.checkHung()
 	if m.dead.Load() != nil {
-		m.checkHung()
 		return false
 	}
 	got := m.take(seq)
-	if !got {
-		m.timer.Reset(m.deadline)
+	if !got && m.hung.Load() == nil { // a hung program is not waited for
+		m.timer.Reset(wait)
 	wait:
 		for !got && m.dead.Load() == nil {
 			select {
@@ -319,6 +343,12 @@ func (m *Exec) exchange(t float64, out, in [][]float64) bool {
 			}
 		}
 		m.timer.Stop()
+		if !got && hang && m.spoke.Load() && m.dead.Load() == nil {
+			// Its request had the whole model timeout (checkHung, which
+			// counts from the request's writing, may be a hair short).
+			m.hung.Store(&ErrModelHung)
+			return false
+		}
 	}
 	m.checkHung()
 	if !got {
@@ -372,6 +402,7 @@ func (m *Exec) take(seq uint64) bool {
 	}
 	m.hasAns = false
 	if m.ansSeq != seq {
+		m.old.Add(1)
 		return false
 	}
 	m.stepAns, m.answer = m.answer, m.stepAns[:0]
@@ -425,6 +456,10 @@ func (m *Exec) Rebind(plan *ports.Plan, running, params models.Params) (func(), 
 	return func() { m.use(header, width, refs) }, nil
 }
 
+// Started is closed once the program has given its first valid answer
+// (to a request while BeamNG is not connected, or to a message's).
+func (m *Exec) Started() <-chan struct{} { return m.started }
+
 // Counters: steps that got no answer in time (Missed), answers discarded
 // (Bad), requests replaced by a newer one before the program took them
 // (Skipped), restarts of the program, and the oldest request a used answer
@@ -433,6 +468,7 @@ func (m *Exec) Missed() int64               { return m.missed.Load() }
 func (m *Exec) Bad() int64                  { return m.bad.Load() }
 func (m *Exec) Skipped() int64              { return m.skipped.Load() }
 func (m *Exec) Restarts() int64             { return m.restarts.Load() }
+func (m *Exec) Old() int64                  { return m.old.Load() }
 func (m *Exec) MaxAnswerAge() time.Duration { return time.Duration(m.maxAge.Load()) }
 
 // Close ends the program: no more restarts, its stdin closes, it gets 2 s
@@ -465,5 +501,5 @@ func (m *Exec) Close() error {
 
 // Tally counts what the program did.
 func (m *Exec) Tally() models.Tally {
-	return models.Tally{Missed: m.Missed(), Discarded: m.Bad(), Skipped: m.Skipped(), Restarts: m.Restarts()}
+	return models.Tally{Missed: m.Missed(), Discarded: m.Bad(), Skipped: m.Skipped(), Restarts: m.Restarts(), Old: m.Old()}
 }

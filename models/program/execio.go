@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -146,6 +145,7 @@ func (m *Exec) read(p *process) {
 			continue // the last words of a program that has ended
 		}
 		m.unanswered.Store(0)
+		m.startedOnce.Do(func() { close(m.started) })
 		if !m.answered.Swap(true) && m.dead.Load() != nil {
 			m.log.Info("model program answering again after its restart", "command", strings.Join(m.argv, " "))
 		}
@@ -187,16 +187,19 @@ func (m *Exec) current(p *process) bool {
 }
 
 // parse reads one answer line of want numbers into vals, or says why it
-// is unusable: the kind of reason, and the reason.
+// is unusable: the kind of reason, and the reason. "keep" is models.Keep;
+// a number that is not finite is read as it is, for the coupling to judge
+// (a fault).
 func parse(line []byte, vals []float64, width, extra int) ([]float64, string, string) {
 	want := width + extra
 	for _, f := range bytes.Fields(line) {
+		if string(f) == "keep" {
+			vals = append(vals, models.Keep)
+			continue
+		}
 		v, err := strconv.ParseFloat(string(f), 64)
 		if err != nil {
-			return vals, "number", fmt.Sprintf("%q is not a number", f)
-		}
-		if math.IsInf(v, 0) {
-			return vals, "inf", fmt.Sprintf("%s is not a usable control value (nan keeps BeamNG's previous value)", f)
+			return vals, "number", fmt.Sprintf("%q is not a number (nor \"keep\")", f)
 		}
 		vals = append(vals, v)
 	}

@@ -18,9 +18,7 @@ func Validate(p models.Params, plan *ports.Plan) []models.Finding {
 	if !ok {
 		return []models.Finding{{Param: "command", Msg: "missing: exec needs the program to run, e.g. \"command\": [\"python3\", \"model.py\"]"}}
 	}
-	if d, ok := p["deadlineMs"].(float64); ok && d > 0 && d/1000 > plan.ModelTimeout {
-		out = append(out, models.Finding{Param: "deadlineMs", Msg: fmt.Sprintf("%v ms is longer than the model timeout (%v ms, beamng.modelTimeoutMs): expected a shorter deadline", d, plan.ModelTimeout*1000)})
-	}
+	out = append(out, models.CheckDeadline(p, plan)...)
 	if args := models.Argv(cmd); len(args) > 0 {
 		prog := args[0]
 		if strings.ContainsRune(prog, filepath.Separator) && !filepath.IsAbs(prog) && plan.Source != "" {

@@ -13,7 +13,9 @@
  * halfway through it (FMI 2.0: fmi2Discard and fmi2Terminated; FMI 3.0:
  * terminateSimulation), saying why; 14 discards its n-th step without
  * asking to stop, unless it is shorter than 3/4 of its first (redone in
- * halves, it passes). The fault is data, not code: testfmu compiles
+ * halves, it passes); 15 is jittery: every step from the n-th on takes 0
+ * to 9 ms, drawn from a hash of the step's number (the same every run,
+ * scattered like a loaded machine's hiccups). The fault is data, not code: testfmu compiles
  * the library once and writes a variant's kind and n over the digits of
  * fault_spec in the compiled binary, so one build serves every variant (and
  * a library cross-compiled for Windows serves tests that cannot compile). */
@@ -53,7 +55,7 @@ static void sleep_ms(long ms) {
 #include "process.h"
 
 /* Value references, as modelDescription.xml lists them. */
-enum { VR_SET_SPEED, VR_KP, VR_KI, VR_MAX_THROTTLE, VR_SPEED, VR_THROTTLE, VR_BRAKE, VR_TIME, VR_COUNT };
+enum { VR_SET_SPEED, VR_KP, VR_KI, VR_MAX_THROTTLE, VR_SPEED, VR_THROTTLE, VR_BRAKE, VR_TIME, VR_SPEED_USED, VR_COUNT };
 
 typedef struct {
 	double v[VR_COUNT];
@@ -76,7 +78,7 @@ static void cruise_reset(cruise *c) {
 /* cruise_refuses says why a value cannot be set, or NULL when it can: the
  * gains are kept within 0..10, as a real controller's would be. */
 static const char *cruise_refuses(unsigned vr, double v) {
-	if (vr >= VR_COUNT || vr == VR_THROTTLE || vr == VR_BRAKE || vr == VR_TIME) return "that variable cannot be set";
+	if (vr >= VR_COUNT || vr == VR_THROTTLE || vr == VR_BRAKE || vr == VR_TIME || vr == VR_SPEED_USED) return "that variable cannot be set";
 	if ((vr == VR_KP || vr == VR_KI) && !(v >= 0 && v <= 10)) return "a gain must be within 0..10";
 	return 0;
 }
@@ -91,6 +93,9 @@ static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > h
 static int cruise_step(cruise *c, double t, double h) {
 	int kind = fault_kind();
 	c->steps++;
+	/* The input this step computes from: a test tells by it which
+	 * request an answer answers. */
+	c->v[VR_SPEED_USED] = c->v[VR_SPEED];
 	if (c->h0 == 0) c->h0 = h;
 	process_step(c->steps);
 	if (kind == 5 && c->steps == fault_after()) {
@@ -99,6 +104,12 @@ static int cruise_step(cruise *c, double t, double h) {
 		sleep_ms(2000);
 	} else if (kind == 11 && c->steps >= fault_after()) {
 		sleep_ms(2);
+	} else if (kind == 15 && c->steps >= fault_after()) {
+		unsigned long x = (unsigned long)c->steps * 2654435761UL;
+		x ^= x >> 13;
+		x *= 0x5bd1e995UL;
+		x ^= x >> 15;
+		sleep_ms((long)(x % 10));
 	} else if (kind == 12 && c->steps == fault_after()) {
 		c->v[VR_THROTTLE] = NAN;
 		c->v[VR_BRAKE] = NAN;
