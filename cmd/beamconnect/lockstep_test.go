@@ -88,7 +88,11 @@ func whose(t *testing.T, rec string) (own, neutral int, stale [][2]float64) {
 	}
 	col := map[string]int{}
 	for i, name := range rows[0] {
+		name, _, _ = strings.Cut(name, " [") // the unit, where the name does not imply it
 		col[name] = i
+	}
+	if _, ok := col["in3.speedUsed"]; !ok {
+		t.Fatalf("no column in3.speedUsed (custom1, named after the FMU's output) in %v", rows[0])
 	}
 	first := math.NaN()
 	for _, row := range rows[1:] {
@@ -96,7 +100,7 @@ func whose(t *testing.T, rec string) (own, neutral int, stale [][2]float64) {
 			continue // a header again: there is no reload here
 		}
 		id, _ := strconv.ParseFloat(row[col["id"]], 64)
-		used, err := strconv.ParseFloat(row[col["in3.custom1"]], 64)
+		used, err := strconv.ParseFloat(row[col["in3.speedUsed"]], 64)
 		if first != first {
 			first = id
 		}
