@@ -208,19 +208,33 @@ func (b *Box) awaitWord(off, sleep int, want uint32, spin time.Duration, deadlin
 		if closed.Load() != 0 {
 			return false
 		}
-		var left time.Duration = -1
+		left := closeCheck
 		if !deadline.IsZero() {
-			if left = time.Until(deadline); left <= 0 {
+			if left = min(time.Until(deadline), closeCheck); left <= 0 {
 				return false
 			}
 		}
 		b.word(sleep).Store(1)
 		if int32(w.Load()-want) < 0 && closed.Load() == 0 {
+			testHookBeforeSleep()
 			b.wake.wait(b, off, cur, left)
 		}
 		b.word(sleep).Store(0)
 	}
 }
+
+// closeCheck bounds each sleep of a wait. Close changes no word a wait
+// sleeps on (the sequence numbers are the other side's to write), so a
+// Close that lands between a wait's last look at the closed flag and its
+// sleep is seen only when the sleep ends: at its deadline, or never for
+// Next, which has none. Waking every closeCheck to look again costs
+// nothing a sleeping side would notice, and bounds how late a Close is
+// seen.
+const closeCheck = 100 * time.Millisecond
+
+// testHookBeforeSleep runs as a wait is about to sleep, after its last
+// look (tests: a Close landing there).
+var testHookBeforeSleep = func() {}
 
 // hotSpin is how long a spin first goes without yielding: an answer a
 // step of microseconds away is seen at once.

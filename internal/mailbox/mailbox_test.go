@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 )
@@ -148,10 +149,6 @@ func TestCloseEndsWaits(t *testing.T) {
 	b2 := newBox(t)
 	await := make(chan error)
 	go func() { _, err := ask(t, b2, 1, 0, time.Hour); await <- err }()
-	// A sleep, not the asker's sleep flag: the flag is set just before the
-	// futex wait, and a Close landing between the two is not seen until
-	// the deadline (Close changes no futex word), so waiting for the flag
-	// would make this test fail about once in 5000 runs.
 	time.Sleep(10 * time.Millisecond) // whether it spins or sleeps by now, Close must end it
 	peer(b2).Close()
 	select {
@@ -161,6 +158,36 @@ func TestCloseEndsWaits(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not end the asker's wait")
+	}
+}
+
+// A Close that lands as a wait is about to sleep (after its last look at
+// the closed flag) ends the wait all the same: Next, which has no
+// deadline, and Await with an hour's. Before, both slept on until their
+// deadline, Next for ever.
+func TestCloseJustBeforeTheSleep(t *testing.T) {
+	for _, side := range []string{"Next", "Await"} {
+		t.Run(side, func(t *testing.T) {
+			b := newBox(t)
+			p := peer(b)
+			var once sync.Once
+			testHookBeforeSleep = func() { once.Do(func() { b.Close() }) }
+			defer func() { testHookBeforeSleep = func() {} }()
+			done := make(chan error, 1)
+			if side == "Next" {
+				go func() { _, err := p.Next(0); done <- err }()
+			} else {
+				go func() { _, err := ask(t, b, 1, 0, time.Hour); done <- err }()
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrClosed) {
+					t.Errorf("%s after Close: %v", side, err)
+				}
+			case <-time.After(30 * time.Second): // without the bound, never
+				t.Fatalf("a Close just before %s's sleep was not seen", side)
+			}
+		})
 	}
 }
 
