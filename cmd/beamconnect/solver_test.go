@@ -108,7 +108,7 @@ func TestRunMENaNStateFaults(t *testing.T) {
 			rig := meRig(t, path, 5, `"solver": "`+tt.solver+`", "outputs": { "y": "throttle" }`, 0, 0)
 			valuesOnly(t, rig)
 			rec := filepath.Join(t.TempDir(), "run.csv")
-			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--duration", "1s", "--record", rec)
+			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--sim-duration", "5.1s", "--record", rec)
 			late, before := 0, 0
 			for _, r := range recordedRows(t, rec) {
 				// The reply to message id carries the FMU at (id + 1) × 5 ms.
@@ -152,7 +152,7 @@ func TestRunMEUnstableStepFaults(t *testing.T) {
 			path := testfmu.MEForTest(t, "stiff.fmu", testfmu.MEOptions{FMI: 3, Model: "stiff"})
 			rig := meRig(t, path, 5, tt.params+`, "outputs": { "x": "throttle" }`, 0, 0)
 			rec := filepath.Join(t.TempDir(), "run.csv")
-			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--duration", "1s", "--record", rec)
+			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--sim-duration", "5.1s", "--record", rec)
 			rows := recordedRows(t, rec)
 			for _, r := range rows {
 				if r["in1.x"] != 0 {
@@ -336,7 +336,7 @@ func TestRunMEReferenceFMUs(t *testing.T) {
 			rig := meRig(t, path, tt.periodMs, `"outputs": { "counter": "custom1" }`, 0, 0)
 			valuesOnly(t, rig)
 			rec := filepath.Join(t.TempDir(), "run.csv")
-			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s", "--record", rec)
+			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "9s", "--record", rec)
 			if code != exitOK {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 			}
@@ -412,7 +412,7 @@ func TestRunCSReferenceFMUs(t *testing.T) {
 			}
 			os.WriteFile(rig, []byte(strings.Replace(string(cfg), `"interface": "ModelExchange", `, "", 1)), 0o644)
 			rec := filepath.Join(t.TempDir(), "run.csv")
-			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "1s", "--record", rec)
+			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "5.1s", "--record", rec)
 			if code != exitOK {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 			}

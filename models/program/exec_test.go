@@ -335,7 +335,9 @@ func TestExecIdleIsNoFault(t *testing.T) {
 // keep: it is passed on as NaN, which the coupling makes a fault.
 func TestExecKeepAndNaN(t *testing.T) {
 	t.Parallel()
-	m, p, log := execRig(t, []string{"header", "answer=1 keep 0.5 0", "answer=1 nan 0.5 0", "answer=1 -inf keep 0"}, 5, nil)
+	// The program stays: one that exits after its last answer may be seen
+	// dead before that answer is taken, on a loaded machine.
+	m, p, log := execRig(t, []string{"header", "answer=1 keep 0.5 0", "answer=1 nan 0.5 0", "answer=1 -inf keep 0", "answer:*=1 0 0 0"}, 5, nil)
 	th, thE, _ := p.Find(1, "throttle")
 	br, brE, _ := p.Find(1, "brake")
 	outs, ins := portstest.Vectors(p)
