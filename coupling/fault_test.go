@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -404,19 +405,20 @@ func TestKeepIsWhatBeamNGGot(t *testing.T) {
 // the next n (its state gone NaN), then 0.3.
 type floorThenNaN struct {
 	throttle ref2
-	n, k     int
+	n        int64
+	k        atomic.Int64 // steps so far: the emulator's trace reads it too
 }
 
 func (m *floorThenNaN) Step(_ float64, _ [][]float64, in [][]float64) bool {
-	v := 1.0
+	v, k := 1.0, m.k.Load()
 	switch {
-	case m.k >= 2*m.n:
+	case k >= 2*m.n:
 		v = 0.3
-	case m.k >= m.n:
+	case k >= m.n:
 		v = math.NaN()
 	}
 	in[m.throttle.port][m.throttle.elem] = v
-	m.k++
+	m.k.Add(1)
 	return true
 }
 
@@ -438,13 +440,13 @@ func TestNaNControlsAreAFault(t *testing.T) {
 			return m
 		}, opts: func(h *harness, o *Options) { h.log, o.Log = log, log.Logger() },
 			em: emulator.Config{Steps: 8000, Trace: func(*emulator.StepRecord) {
-				if m.k > m.n+1 && m.k < 2*m.n && h.em.Vehicle().Throttle == 1 {
+				if k := m.k.Load(); k > m.n+1 && k < 2*m.n && h.em.Vehicle().Throttle == 1 {
 					held++
 				}
 			}}}.sim(t)
 		h.run(t)
 		st := h.c.Stats()
-		if held > 0 || st.Get(NonFinite) != int64(m.n) || st.Get(NeutralReplies) != int64(m.n) {
+		if held > 0 || st.Get(NonFinite) != m.n || st.Get(NeutralReplies) != m.n {
 			t.Errorf("BeamNG held the throttle at 1 for %d steps; %d non-finite, %d neutral replies for %d NaN steps", held, st.Get(NonFinite), st.Get(NeutralReplies), m.n)
 		}
 		if got := h.em.Vehicle().Throttle; got != 0.3 {
