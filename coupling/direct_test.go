@@ -39,6 +39,7 @@ func (c *manualClock) WaitUntil(t time.Time) { c.now = t }
 
 func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer, opts ...func(*Options)) *direct {
 	t.Helper()
+	skipInBusyPoll(t)
 	plan, err := ports.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
