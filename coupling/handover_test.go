@@ -3,7 +3,9 @@ package coupling
 import (
 	"context"
 	"net/netip"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -141,4 +143,83 @@ func TestHandoverNotTaken(t *testing.T) {
 		}
 		c.Close()
 	})
+}
+
+// Over real sockets, read either way: the next session takes the socket
+// over (busy polling from its own loop's thread), and BeamNG, which ran on,
+// never waits 2 s and stays in lockstep.
+func TestHandoverUDP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real sockets on the real clock: timing a race detector would distort")
+	}
+	for _, busy := range []bool{false, true} {
+		if busy && runtime.GOOS != "linux" {
+			continue
+		}
+		cfg := load(t, "../examples/cruise-pedals.json")
+		cfg.BusyPoll = busy
+		answered := make(chan struct{})
+		var once sync.Once
+		h := rig{cfg: cfg, em: emulator.Config{Steps: 20000}, opts: func(_ *harness, o *Options) {
+			o.HandOver = true
+			o.OnMessage = func(_ int, id, _ float64) {
+				if id >= 500 {
+					once.Do(func() { close(answered) })
+				}
+			}
+		}}.udp(t)
+		em := make(chan emulator.Summary, 1)
+		go func() {
+			s, _ := h.em.Run(context.Background())
+			em <- s
+		}()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			h.s.Run(ctx)
+		}()
+		select {
+		case <-answered:
+		case <-time.After(time.Minute):
+			t.Fatalf("busy %v: BeamNG's message 500 was not answered in a minute", busy)
+		}
+		cancel()
+		<-done
+		model, err := kinds.New(h.plan.Model, h.plan.ModelParams, h.plan, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Options{Plan: h.plan, Model: model, Local: loopback, BusyPoll: busy, Resume: h.s.Handovers()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Link(0).SetRemote(h.c.Remote())
+		if err := s.Bind(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.Link(0).LocalAddr(), h.c.LocalAddr(); got != want {
+			t.Fatalf("busy %v: the next session bound %v: want the socket taken over, %v", busy, got, want)
+		}
+		ctx, cancel = context.WithCancel(context.Background())
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Run(ctx)
+		}()
+		var sum emulator.Summary
+		select {
+		case sum = <-em:
+		case <-time.After(time.Minute):
+			t.Fatalf("busy %v: BeamNG's side did not finish in a minute", busy)
+		}
+		cancel()
+		<-done
+		if d := sum.SendCtr - sum.MaxRecvID; sum.Stalls != 0 || d < 0 || d > 1 || sum.Rejected > 1 {
+			t.Errorf("busy %v: BeamNG across the handover: %v; want no 2 s wait, in lockstep", busy, sum)
+		}
+		if n := s.Link(0).Stats().Get(Replies); n < 1000 {
+			t.Errorf("busy %v: the next session answered %d messages, want the rest of BeamNG's", busy, n)
+		}
+	}
 }
