@@ -2,10 +2,12 @@ package coupling
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -171,18 +173,42 @@ func (m *toggler) Idle(t float64, out, in [][]float64) {
 // disconnecting leaves BeamNG with neutral controls.
 func TestDirective(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// BeamNG's drive mode while the coupling is unconnected: the
-		// neutral reply that disconnecting sent puts it back to pedals.
+		// When BeamNG's drive mode changed, and when the status did, on the
+		// fake clock: the link changes the status on its own goroutine and
+		// BeamNG steps on its own, so which of them looks first at one
+		// instant is the scheduler's choice; the instants are not.
+		type change struct {
+			at     time.Time
+			torque bool // the drive mode BeamNG went to
+		}
+		type status struct {
+			at time.Time
+			is ports.Status
+		}
+		var mu sync.Mutex
+		var modes []change
+		var statuses []status
 		var h *harness
-		released := false
+		torque := false // BeamNG's start: pedals
 		h = rig{cfg: load(t, "../examples/cruise-torque.json"), model: func(p *ports.Plan) models.Model {
 			m, _ := kinds.New("cruise-torque", p.ModelParams, p, nil)
 			return &toggler{Model: m}
 		}, em: emulator.Config{Steps: 20000, Trace: func(*emulator.StepRecord) {
-			if h.c.Status() == ports.Unconnected && !h.em.Vehicle().TorqueMode {
-				released = true
+			if v := h.em.Vehicle().TorqueMode; v != torque {
+				torque = v
+				mu.Lock()
+				modes = append(modes, change{time.Now(), v})
+				mu.Unlock()
 			}
-		}}}.sim(t)
+		}}, opts: func(_ *harness, o *Options) {
+			report := o.OnStatus
+			o.OnStatus = func(v int, s ports.Status) {
+				report(v, s)
+				mu.Lock()
+				statuses = append(statuses, status{time.Now(), s})
+				mu.Unlock()
+			}
+		}}.sim(t)
 		h.run(t)
 		want := []ports.Status{ports.Connecting, ports.Connected, ports.Disconnecting, ports.Unconnected, ports.Connecting, ports.Connected}
 		got := h.statusList()
@@ -194,8 +220,32 @@ func TestDirective(t *testing.T) {
 				t.Fatalf("statuses %v, want %v", got, want)
 			}
 		}
-		if !released {
-			t.Error("disconnecting left BeamNG in torque mode: the neutral reply did not reach it")
+		// From disconnecting until connecting again nobody answers BeamNG:
+		// the neutral reply that disconnecting sent must have put it back
+		// to pedals by the time the coupling connects again.
+		let, again := statuses[2].at, statuses[4].at
+		before := func(at time.Time) (last change) {
+			for _, c := range modes {
+				if !c.at.Before(at) {
+					break
+				}
+				last = c
+			}
+			return last
+		}
+		start := statuses[0].at
+		said := func() string {
+			var b strings.Builder
+			for _, c := range modes {
+				fmt.Fprintf(&b, " torque=%v at %v;", c.torque, c.at.Sub(start))
+			}
+			return fmt.Sprintf("BeamNG's drive mode changes:%s the coupling let go at %v and connected again at %v", b.String(), let.Sub(start), again.Sub(start))
+		}
+		if m := before(let); !m.torque {
+			t.Fatalf("BeamNG was not in torque mode when the coupling let go, the test shows nothing: %s", said())
+		}
+		if m := before(again); m.torque {
+			t.Errorf("disconnecting left BeamNG in torque mode: the neutral reply did not reach it before the coupling connected again: %s", said())
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,6 +42,7 @@ type Link struct {
 	opt    *Options
 
 	local, remote netip.AddrPort
+	asked         netip.AddrPort // the local address as configured (port 0: any free one)
 	t             Transport
 	retryAt       time.Time // when a failed bind is tried again
 	backoff       time.Duration
@@ -97,6 +99,13 @@ type Link struct {
 	// lowest id among them (drainN 0: the message in hand alone).
 	drainLow float64
 	drainN   int64
+	// Handovers: resume is the session before's, until the link binds;
+	// prior is the port BeamNG sent from then, until its first message
+	// here is placed after the last that session answered; handing is this
+	// run's, made at its end (Options.HandOver).
+	resume  *Handover
+	prior   netip.AddrPort
+	handing *Handover
 
 	stats Stats
 }
@@ -121,6 +130,10 @@ func newLink(s *Session, v int, log *slog.Logger) *Link {
 	l.diag.startCommand = p.StartCommand(v)
 	if s.opt.Local.IsValid() {
 		l.local = s.opt.Local
+	}
+	l.asked = l.local
+	if v < len(s.opt.Resume) {
+		l.resume = s.opt.Resume[v]
 	}
 	copy(l.last, veh.Template) // what BeamNG holds before the first reply, as far as we know
 	l.src.init(log, &l.stats, s.opt.Clock, seconds(p.Period))
@@ -269,7 +282,7 @@ func (l *Link) run(ctx context.Context) error {
 			l.idle(ctx)
 		default: // Connecting, Connected
 			if !directive {
-				l.disconnect()
+				l.disconnect(false)
 				continue
 			}
 			l.receive()
@@ -321,8 +334,10 @@ func (l *Link) finish(stopped bool) {
 		}
 	}
 	if l.state == ports.Connected || l.state == ports.Connecting {
-		l.disconnect()
+		l.disconnect(l.opt.HandOver)
 	}
+	l.resume.Close() // never bound: the directive never asked for a connection
+	l.resume = nil
 	l.lockstep.end(now)
 }
 
@@ -347,15 +362,17 @@ func (l *Link) connect() error {
 	if l.t != nil {
 		return nil
 	}
-	t, err := l.listen(l.local)
-	if err != nil {
-		return l.bindFailed(err)
-	}
-	l.backoff, l.bound, l.failingSince = 0, true, time.Time{}
-	l.t = t
-	l.local = t.LocalAddr()
 	l.fresh = true
 	l.src.unlatch() // the first message will say where BeamNG sends from
+	if !l.takeOver() {
+		t, err := l.listen(l.local)
+		if err != nil {
+			return l.bindFailed(err)
+		}
+		l.t = t
+	}
+	l.backoff, l.bound, l.failingSince = 0, true, time.Time{}
+	l.local = l.t.LocalAddr()
 	l.diag.boundAt = l.clock.Now()
 	l.setState(ports.Connecting)
 	l.log.Debug("bound", "addr", l.local)
@@ -426,23 +443,45 @@ func (l *Link) closeSocket() {
 }
 
 // disconnect sends neutral controls (pedals released, wheel torques 0,
-// drive mode back to pedals), releases the port and goes unconnected.
-func (l *Link) disconnect() {
+// drive mode back to pedals), releases the port, or with keep hands it
+// over (Handover), and goes unconnected.
+func (l *Link) disconnect(keep bool) {
 	l.setState(ports.Disconnecting)
 	if l.t != nil && l.stats.Get(Messages) > 0 {
-		l.send(l.neutralReply(l.ids.last + 1))
+		l.send(l.neutralReply())
+	}
+	if keep {
+		l.handing = l.handOver()
 	}
 	l.closeSocket()
 	l.setState(ports.Unconnected)
 }
 
-// neutralReply builds the neutral reply with id into the loop's buffers,
-// and takes it as sent: the link is letting go.
-func (l *Link) neutralReply(id float64) []byte {
+// neutralReply builds the neutral reply of a link letting go into the
+// loop's buffers, and takes it as sent. BeamNG applies a reply only if its
+// id is above the highest it applied. With BeamNG's latest message
+// unanswered, the neutral reply answers it (the next id). With it answered
+// by a reply as neutral, that reply goes again under its own id, which
+// BeamNG drops unless the first was lost on the way: its window stays as
+// it was, and a session that takes over (Handover) answers its next
+// message under the id it expects. Otherwise the neutral reply takes the
+// next id, which BeamNG applies at once and counts as the answer to its
+// next message.
+func (l *Link) neutralReply() []byte {
+	id := l.ids.last + 1
+	l.neutralInto(l.reply, l.tx, id)
+	if !l.owed && slices.EqualFunc(l.reply[1:], l.last[1:], sameValue) {
+		id = l.ids.last
+	}
 	b := l.neutralInto(l.reply, l.tx, id)
+	l.ids.sent(id)
 	l.sent(l.reply)
 	return b
 }
+
+// sameValue is equality of two values of a reply, NaN ("keep") equal to
+// itself.
+func sameValue(a, b float64) bool { return a == b || a != a && b != b }
 
 // neutralInto fills reply with neutral controls under id, "keep" resolved
 // to what BeamNG has, and encodes it into tx (sized for the reply).

@@ -113,6 +113,16 @@ type Options struct {
 	// many log writes failed (a slow or broken stderr): counted with the
 	// run's counters, not a fault of the coupling.
 	LogLoss func() (dropped, failed uint64)
+	// HandOver makes the run's end hand each link's hold on BeamNG over
+	// (Handovers) rather than release it: the socket stays bound, BeamNG
+	// still gets neutral controls.
+	HandOver bool
+	// Resume are the session before's handovers, by vehicle, for a session
+	// of the same BeamNG, which ran on in between (nil: a fresh start). A
+	// link takes its vehicle's when it binds the same local address for the
+	// same BeamNG, and goes on where that session let go; one that does not
+	// fit is closed. New takes them when it succeeds.
+	Resume []*Handover
 }
 
 // Session is one run of a config: a Link per vehicle and the model they
@@ -174,6 +184,9 @@ func New(opt Options) (*Session, error) {
 			log = log.With("vehicle", p.Vehicles[v].Name)
 		}
 		s.links = append(s.links, newLink(s, v, log))
+	}
+	for _, h := range opt.Resume[min(len(opt.Resume), len(s.links)):] {
+		h.Close() // a vehicle no more
 	}
 	for _, l := range s.links {
 		s.stage.statuses = append(s.stage.statuses, &l.status)
@@ -261,6 +274,18 @@ func (s *Session) Run(ctx context.Context) error {
 		r.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// Handovers are the links' holds on BeamNG at the run's end with
+// Options.HandOver, by vehicle: nil for a vehicle without a socket then.
+// Read them after Run returns; pass them to the next session of the same
+// BeamNG (Options.Resume), or Close them.
+func (s *Session) Handovers() []*Handover {
+	out := make([]*Handover, len(s.links))
+	for i, l := range s.links {
+		out[i], l.handing = l.handing, nil
+	}
+	return out
 }
 
 // Status is port 0's status: the vehicle's, or with several vehicles the

@@ -65,13 +65,14 @@ const (
 // resumedWhole reports whether BeamNG's message id, the first after a
 // silence, goes on where BeamNG left off: the next id, nothing lost, no more
 // queued than its window lets it send unanswered, and the message before
-// answered. BeamNG had no reply to wait for: its silence was a pause.
+// answered. BeamNG had no reply to wait for: its silence was a pause. (The
+// message before may be the session before's, taken over: lastArrival.)
 func (l *Link) resumedWhole(id float64) bool {
 	first, queued := id, int64(1)
 	if l.drainN > 0 {
 		first, queued = l.drainLow, l.drainN
 	}
-	return l.stats.Get(Messages) > 0 && first == l.lastID+1 && queued <= int64(l.lockstep.window) && !l.owed
+	return !l.lastArrival.IsZero() && first == l.lastID+1 && queued <= int64(l.lockstep.window) && !l.owed
 }
 
 // endSilence classifies message id, which ends a silence of gap (at least

@@ -172,7 +172,16 @@ func (l *Link) place(id float64, from netip.AddrPort, now time.Time) bool {
 	}
 	pause := false
 	switch {
+	case l.fresh && l.prior.IsValid() && from == l.prior:
+		// BeamNG as the session before let go of it (Handover): it ran on,
+		// its window with it, so the reply ids go on too. Its message is
+		// placed after the last that session answered: the next one, a
+		// silence, BeamNG's 2 s wait, a restart, as if the link had gone on.
+		l.fresh, l.prior = false, netip.AddrPort{}
+		l.stats.inc(Connects)
+		return l.place(id, from, now)
 	case l.fresh:
+		l.prior = netip.AddrPort{}
 		// The first message since connecting: BeamNG may have been cycling
 		// through 2 s timeouts with nobody answering; count from here (a
 		// new port's first message, when more came from it meanwhile).

@@ -102,7 +102,7 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 	case <-gone:
 		s.masterGone()
 	default:
-		s.endRun(errors.New("the FMU was freed"))
+		s.endRun(errors.New("the FMU was freed"), false)
 	}
 	box.Close()
 	box.Release()
@@ -127,6 +127,10 @@ type server struct {
 	mu  sync.Mutex // run: also ended by masterGone, from another goroutine
 	run *run
 	op  func(wait time.Duration) (done bool, a []byte) // a call still going on
+
+	// handover is what a run the master reset left of BeamNG, which runs
+	// on: the next initialization goes on from there (coupling.Handover).
+	handover []*coupling.Handover
 
 	start  float64 // the FMU's start time
 	n      int64   // the index of the message at the FMU's time
@@ -196,7 +200,7 @@ func (s *server) handle(p []byte) []byte {
 	case reqTerminate:
 		return s.terminate()
 	case reqReset:
-		s.endRun(errors.New("the master reset the FMU"))
+		s.endRun(errors.New("the master reset the FMU"), true)
 		s.failed, s.n = false, 0
 		return s.answer(statusOK, nil)
 	}
@@ -314,7 +318,7 @@ func buildVersion() string {
 // masterGone ends the run when the master's process is gone: BeamNG gets
 // neutral controls and the recording is closed, as after a terminate.
 func (s *server) masterGone() {
-	s.endRun(errors.New("the master's process ended"))
+	s.endRun(errors.New("the master's process ended"), false)
 }
 
 // addr is a parameter's address and port.

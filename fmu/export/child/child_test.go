@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -243,6 +244,23 @@ func (r *rig) output(t *testing.T, a answer, name string) float64 {
 // the message each reply answered (reply ids: next).
 func (r *rig) replies(t *testing.T, col string) map[int]float64 {
 	t.Helper()
+	out := map[int]float64{}
+	for _, rp := range r.received(t, col) {
+		out[rp.id-1] = rp.value
+	}
+	return out
+}
+
+// receivedReply is a reply as BeamNG's receive log has it: its id and one
+// column's value.
+type receivedReply struct {
+	id    int
+	value float64
+}
+
+// received is every reply BeamNG received, in order, with column col.
+func (r *rig) received(t *testing.T, col string) []receivedReply {
+	t.Helper()
 	f, err := os.Open(filepath.Join(r.logs, emulator.ReceiveLogName))
 	if err != nil {
 		t.Fatal(err)
@@ -258,10 +276,12 @@ func (r *rig) replies(t *testing.T, col string) map[int]float64 {
 			at = i
 		}
 	}
-	out := map[int]float64{}
+	var out []receivedReply
 	for _, rec := range recs[1:] {
-		id, _ := strconv.Atoi(rec[1])
-		out[id-1], _ = strconv.ParseFloat(rec[at], 64)
+		var rp receivedReply
+		rp.id, _ = strconv.Atoi(rec[1])
+		rp.value, _ = strconv.ParseFloat(rec[at], 64)
+		out = append(out, rp)
 	}
 	return out
 }
@@ -508,6 +528,11 @@ func TestSlowMaster(t *testing.T) {
 
 // A reset ends the coupling as a terminate does (neutral controls); the
 // FMU is then initialized again, BeamNG's next message its new start.
+// BeamNG ran on in between, its window with it, and applies only a reply
+// whose id is above the highest it applied: the new run goes on where the
+// reset let go (the socket, where BeamNG's next message waited, and the
+// reply ids), so BeamNG applies its first reply, never waits 2 s, and no
+// reply id is used twice for different controls.
 func TestReset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := open(t, pedals)
@@ -540,10 +565,38 @@ func TestReset(t *testing.T) {
 			t.Errorf("100 steps after the reset BeamNG is at %v s, want %v s", got, begun+0.5)
 		}
 		r.terminate(t)
-		r.stopBeamNG()
+		sum := r.stopBeamNG()
+		if sum.Stalls != 0 {
+			t.Errorf("BeamNG waited 2 s for a reply %d times: want none, the new run answering its next message", sum.Stalls)
+		}
+		// The reply ids go on: each the one before or the next. The same
+		// id twice is the neutral reply sent again as the coupling let go,
+		// which BeamNG drops (it applied the first), and nothing else.
+		recv := r.received(t, "A1")
+		repeats := 0
+		for i := 1; i < len(recv); i++ {
+			prev, rp := recv[i-1], recv[i]
+			switch {
+			case rp.id == prev.id && rp.value == prev.value && rp.value == 0:
+				repeats++
+			case rp.id != prev.id+1:
+				t.Fatalf("BeamNG got reply id %d (throttle %v) after %d (throttle %v): want the ids to go on by one across the reset", rp.id, rp.value, prev.id, prev.value)
+			}
+		}
+		if sum.Rejected != int64(repeats) {
+			t.Errorf("BeamNG dropped %d replies: want only the %d neutral ones sent again", sum.Rejected, repeats)
+		}
 		got := r.replies(t, "A1")
 		if got[99] != 0.4 || got[100] != 0 {
 			t.Errorf("around the reset BeamNG got throttle %v, %v: want the master's, then neutral", got[99], got[100])
+		}
+		// After the neutral replies, the new run's first inputs.
+		i := slices.IndexFunc(recv, func(rp receivedReply) bool { return rp.id > 101 && rp.value != 0 })
+		switch {
+		case i < 0:
+			t.Error("BeamNG got no reply of the new run")
+		case recv[i].value != 0.2 || recv[i-1].value != 0:
+			t.Errorf("the first reply after the reset's neutral ones: %+v after %+v, want the master's new inputs right after them", recv[i], recv[i-1])
 		}
 	})
 }

@@ -118,8 +118,13 @@ func (s *server) initialize(body []byte) []byte {
 		}
 	}
 	r.bridge = newBridge(plan.Period, s.elements(s.outs), s.elements(s.ins), s.log)
-	r.sess, err = coupling.New(coupling.Options{Plan: &plan, Model: r.bridge, ModelName: "the master", Log: s.log, Record: rec, Listen: s.listen})
+	// BeamNG may have run on since a reset: the coupling goes on where the
+	// run before let go, its socket and reply ids, rather than start again
+	// (coupling.Handover); and it leaves them so for the next reset.
+	r.sess, err = coupling.New(coupling.Options{Plan: &plan, Model: r.bridge, ModelName: "the master", Log: s.log, Record: rec, Listen: s.listen,
+		HandOver: true, Resume: s.handover})
 	if err == nil {
+		s.handover = nil // the session's now
 		err = r.sess.Bind()
 	}
 	if err != nil {
@@ -295,7 +300,7 @@ func (s *server) lost(r *run, from float64, end int64) error {
 // recording is closed, and the run's summary is said. Warning when the
 // run was not healthy, as `beamconnect run` exits 1.
 func (s *server) terminate() []byte {
-	healthy := s.endRun(fmt.Errorf("the master ended the simulation at t = %s s", sec(s.start+float64(s.n)*s.planPeriod())))
+	healthy := s.endRun(fmt.Errorf("the master ended the simulation at t = %s s", sec(s.start+float64(s.n)*s.planPeriod())), false)
 	if !healthy {
 		return s.answer(statusWarning, nil)
 	}
@@ -310,19 +315,30 @@ func (s *server) planPeriod() float64 {
 }
 
 // endRun stops the run in progress, if any, and says its summary; it
-// reports whether the run was healthy.
-func (s *server) endRun(why error) bool {
+// reports whether the run was healthy. BeamNG gets neutral controls; with
+// again (a reset: the FMU may be initialized again while BeamNG runs on)
+// the run's sockets stay bound, its hold on BeamNG kept for the next run,
+// otherwise they are released.
+func (s *server) endRun(why error, again bool) bool {
 	s.mu.Lock()
 	r := s.run
 	s.run = nil
 	s.mu.Unlock()
 	s.op = nil
 	if r == nil {
+		if !again {
+			s.release()
+		}
 		return true
 	}
 	r.bridge.finish(why)
 	r.cancel()
 	err := <-r.done
+	s.release()
+	s.handover = r.sess.Handovers()
+	if !again {
+		s.release()
+	}
 	r.closeRec()
 	v := r.sess.Values()
 	var simS float64
@@ -348,6 +364,14 @@ func (s *server) endRun(why error) bool {
 		s.log.Info("the run was healthy: BeamNG coupled in lockstep all along")
 	}
 	return len(faults) == 0
+}
+
+// release closes the sockets of a handover no run took.
+func (s *server) release() {
+	for _, h := range s.handover {
+		h.Close()
+	}
+	s.handover = nil
 }
 
 // sec writes seconds as they read best.
