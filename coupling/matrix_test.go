@@ -393,34 +393,24 @@ func TestFaultMatrix(t *testing.T) {
 				m.extra = fmt.Sprintf("%d of %d rows lost, reported", m.rec.Lost(), m.rec.Rows())
 			}},
 	}
-	var mu sync.Mutex
-	results := map[string]string{}
+	// Each row's line of the table, in the rows' order, the busy port's
+	// last; each subtest writes its own.
+	lines := make([]string, len(rows)+1)
 	t.Run("rows", func(t *testing.T) {
-		for _, row := range rows {
+		for i, row := range rows {
 			t.Run(row.name, func(t *testing.T) {
 				t.Parallel()
-				line := runMatrixRow(t, row)
-				mu.Lock()
-				results[row.name] = line
-				mu.Unlock()
+				lines[i] = runMatrixRow(t, row)
 			})
 		}
 		t.Run("busy port", func(t *testing.T) {
 			t.Parallel()
-			line := busyPortRow(t)
-			mu.Lock()
-			results["busy port"] = line
-			mu.Unlock()
+			lines[len(rows)] = busyPortRow(t)
 		})
 	})
 	if *matrixTable {
-		var b strings.Builder
-		b.WriteString("| fault | what happens | BeamNG out of lockstep (longest) | back in lockstep | record | time to neutral controls | reported as |\n|---|---|---|---|---|---|---|\n")
-		for _, row := range rows {
-			b.WriteString(results[row.name])
-		}
-		b.WriteString(results["busy port"])
-		fmt.Println(b.String())
+		fmt.Println("| fault | what happens | BeamNG out of lockstep (longest) | back in lockstep | record | time to neutral controls | reported as |\n|---|---|---|---|---|---|---|\n" +
+			strings.Join(lines, ""))
 	}
 }
 
