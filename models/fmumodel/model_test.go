@@ -453,17 +453,25 @@ func TestFMUTuneRefusedByTheFMU(t *testing.T) {
 	}
 }
 
-// waitAnswered waits until the FMU has answered the step it was given last.
+// waitAnswered waits up to 5 s until the FMU has answered the step it was
+// given last: in its child process, the host client's wait for the
+// answer; in process, the worker's wake-up at each answer.
 func waitAnswered(t *testing.T, m *FMU) {
 	t.Helper()
-	answered := func() bool {
-		if m.inProcess {
-			return m.local.w.state.Load() == reqAnswered
+	deadline := time.Now().Add(5 * time.Second)
+	if !m.inProcess {
+		if !m.child.client.Load().Wait(deadline) {
+			t.Fatal("the FMU never answered its step")
 		}
-		return m.child.client.Load().Wait(time.Now().Add(5 * time.Millisecond))
+		return
 	}
-	for deadline := time.Now().Add(5 * time.Second); !answered(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	w := m.local.w
+	timeout := time.NewTimer(time.Until(deadline))
+	defer timeout.Stop()
+	for w.state.Load() != reqAnswered {
+		select {
+		case <-w.done:
+		case <-timeout.C:
 			t.Fatal("the FMU never answered its step")
 		}
 	}
