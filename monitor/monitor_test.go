@@ -135,10 +135,12 @@ func TestMetrics(t *testing.T) {
 		{"beamconnect_stalls_recovered_total", 0},
 		{"beamconnect_reloads_total", 0},
 	} {
-		got, ok := fams.value(tt.name, "")
-		if !ok || got != tt.want {
-			t.Errorf("%s = %v (present %v), want %v", tt.name, got, ok, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := fams.value(tt.name, "")
+			if !ok || got != tt.want {
+				t.Errorf("%s = %v (present %v), want %v", tt.name, got, ok, tt.want)
+			}
+		})
 	}
 	if st.Get(coupling.Messages) < 1900 {
 		t.Errorf("only %d messages", st.Get(coupling.Messages))
