@@ -263,9 +263,10 @@ func TestStalledClient(t *testing.T) {
 	}
 }
 
-// stall connects n clients that never read, and waits until their streams
-// are stuck: the ring is first filled with 40 s of samples, so the backlog
-// each stream owes is megabytes against a 1 KiB receive window.
+// stall connects n clients that never read, and waits until the server
+// serves their streams: the ring is first filled with 40 s of samples, so
+// the backlog each stream owes is megabytes against a 1 KiB receive
+// window, and its first write sticks.
 func stall(t testing.TB, r *rig, n int) {
 	t.Helper()
 	vals := make([][]float64, 1)
@@ -277,7 +278,7 @@ func stall(t testing.TB, r *rig, n int) {
 		conn := stalledClient(t, r.url)
 		t.Cleanup(func() { conn.Close() })
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, "the stalled clients' streams", func() bool { return r.srv.streams.open.Load() == int64(n) })
 }
 
 // stalledClient asks for /events with a tiny receive window and never
