@@ -69,17 +69,19 @@ func TestReplyPolicyStartup(t *testing.T) {
 		policy config.ReplyID
 		stalls int64
 	}{{config.ReplyNext, 0}, {config.ReplyCounter, 0}, {config.ReplyEcho, 1}} {
-		synctest.Test(t, func(t *testing.T) {
-			cfg := load(t, "../examples/cruise-pedals.json")
-			cfg.ReplyID = tt.policy
-			// Echo's stall needs its first reply to land in a skip step, as it
-			// does with BeamNG's physics work between steps: a millisecond per
-			// step here.
-			h := rig{cfg: cfg, em: emulator.Config{Steps: 300, FreeRunning: true, StepCost: time.Millisecond}}.sim(t)
-			h.run(t)
-			if got := h.emSum.Stalls; got != tt.stalls {
-				t.Errorf("%s: %d stalls, want %d: %v", tt.policy, got, tt.stalls, h.emSum)
-			}
+		t.Run(string(tt.policy), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := load(t, "../examples/cruise-pedals.json")
+				cfg.ReplyID = tt.policy
+				// Echo's stall needs its first reply to land in a skip step, as it
+				// does with BeamNG's physics work between steps: a millisecond per
+				// step here.
+				h := rig{cfg: cfg, em: emulator.Config{Steps: 300, FreeRunning: true, StepCost: time.Millisecond}}.sim(t)
+				h.run(t)
+				if got := h.emSum.Stalls; got != tt.stalls {
+					t.Errorf("%s: %d stalls, want %d: %v", tt.policy, got, tt.stalls, h.emSum)
+				}
+			})
 		})
 	}
 }

@@ -153,9 +153,7 @@ func TestReloadRefusedByTheModelChangesNothing(t *testing.T) {
 	var refused, later error
 	var ch ports.Changes
 	h.run(t, func(ctx context.Context) {
-		for ctx.Err() == nil && h.c.Stats().Get(Messages) < 200 {
-			time.Sleep(time.Millisecond)
-		}
+		h.waitMessages(200)
 		_, refused = h.s.ReloadConfig(path, []byte(strings.Replace(text, `"kp": 0.3`, `"kp": 50`, 1)))
 		ch, later = h.s.ReloadConfig(path, []byte(strings.Replace(text, `"kp": 0.3`, `"kp": 0.5`, 1)))
 	})

@@ -81,6 +81,44 @@ type harness struct {
 	mu       sync.Mutex
 	statuses []ports.Status     // vehicle 0's reported statuses, in order
 	samples  []emulator.Vehicle // vehicle 0's car every simulated second
+
+	// For waitMessages: replied is closed at the next reply (nil while
+	// nobody waits), ended when BeamNG's side has done its steps.
+	wakeMu  sync.Mutex
+	replied chan struct{}
+	ended   chan struct{}
+}
+
+// waitMessages waits until vehicle 0's link has counted n messages,
+// looking again at each reply rather than on a timer. It reports false
+// when the run ended first. Any goroutine may call it.
+func (h *harness) waitMessages(n int64) bool {
+	for {
+		h.wakeMu.Lock()
+		if h.replied == nil {
+			h.replied = make(chan struct{})
+		}
+		next := h.replied // before looking, so a reply meanwhile is not missed
+		h.wakeMu.Unlock()
+		if h.c.Stats().Get(Messages) >= n {
+			return true
+		}
+		select {
+		case <-next:
+		case <-h.ended:
+			return h.c.Stats().Get(Messages) >= n
+		}
+	}
+}
+
+// wake wakes the waitMessages waiting, at a reply.
+func (h *harness) wake() {
+	h.wakeMu.Lock()
+	if h.replied != nil {
+		close(h.replied)
+		h.replied = nil
+	}
+	h.wakeMu.Unlock()
 }
 
 // load reads an example config.
@@ -138,6 +176,14 @@ func (r rig) build(t testing.TB, h *harness, listen Listen, clock timesync.Clock
 		}}
 	if r.opts != nil {
 		r.opts(h, &opt)
+	}
+	h.ended = make(chan struct{})
+	onMessage := opt.OnMessage
+	opt.OnMessage = func(v int, id, replyID float64) {
+		if onMessage != nil {
+			onMessage(v, id, replyID)
+		}
+		h.wake()
 	}
 	if h.s, err = New(opt); err != nil {
 		t.Fatal(err)
@@ -235,6 +281,7 @@ func (h *harness) run(t testing.TB, during ...func(ctx context.Context)) {
 	for _, em := range h.ems[1:] {
 		h.sums = append(h.sums, em.Summary())
 	}
+	close(h.ended)
 	if h.linger > 0 {
 		select {
 		case <-ctx.Done():

@@ -17,9 +17,11 @@ func TestHistogramCountAtMost(t *testing.T) {
 		want  int64
 	}{{time.Microsecond, 0}, {5 * time.Microsecond, 1}, {8 * time.Microsecond, 3}, {100 * time.Microsecond, 3},
 		{time.Millisecond, 4}, {2 * time.Millisecond, 4}, {5 * time.Millisecond, 5}, {time.Second, 5}, {10 * time.Second, 6}} {
-		if got := h.CountAtMost(tt.bound); got != tt.want {
-			t.Errorf("at most %v: %d, want %d", tt.bound, got, tt.want)
-		}
+		t.Run(tt.bound.String(), func(t *testing.T) {
+			if got := h.CountAtMost(tt.bound); got != tt.want {
+				t.Errorf("at most %v: %d, want %d", tt.bound, got, tt.want)
+			}
+		})
 	}
 	if want := 2*time.Second + 3*time.Millisecond + 167*time.Microsecond; h.Sum() != want {
 		t.Errorf("sum %v, want %v", h.Sum(), want)

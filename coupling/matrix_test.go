@@ -393,34 +393,24 @@ func TestFaultMatrix(t *testing.T) {
 				m.extra = fmt.Sprintf("%d of %d rows lost, reported", m.rec.Lost(), m.rec.Rows())
 			}},
 	}
-	var mu sync.Mutex
-	results := map[string]string{}
+	// Each row's line of the table, in the rows' order, the busy port's
+	// last; each subtest writes its own.
+	lines := make([]string, len(rows)+1)
 	t.Run("rows", func(t *testing.T) {
-		for _, row := range rows {
+		for i, row := range rows {
 			t.Run(row.name, func(t *testing.T) {
 				t.Parallel()
-				line := runMatrixRow(t, row)
-				mu.Lock()
-				results[row.name] = line
-				mu.Unlock()
+				lines[i] = runMatrixRow(t, row)
 			})
 		}
 		t.Run("busy port", func(t *testing.T) {
 			t.Parallel()
-			line := busyPortRow(t)
-			mu.Lock()
-			results["busy port"] = line
-			mu.Unlock()
+			lines[len(rows)] = busyPortRow(t)
 		})
 	})
 	if *matrixTable {
-		var b strings.Builder
-		b.WriteString("| fault | what happens | BeamNG out of lockstep (longest) | back in lockstep | record | time to neutral controls | reported as |\n|---|---|---|---|---|---|---|\n")
-		for _, row := range rows {
-			b.WriteString(results[row.name])
-		}
-		b.WriteString(results["busy port"])
-		fmt.Println(b.String())
+		fmt.Println("| fault | what happens | BeamNG out of lockstep (longest) | back in lockstep | record | time to neutral controls | reported as |\n|---|---|---|---|---|---|---|\n" +
+			strings.Join(lines, ""))
 	}
 }
 
@@ -764,8 +754,9 @@ func recordedRows(t *testing.T, file string) []map[string]float64 {
 // 800 messages in.
 func swapGroups(t *testing.T, m *matrixRun) {
 	src := string(must(os.ReadFile("../examples/gen2-follow.json")))
-	for m.h.c.Stats().Get(Messages) < 800 {
-		time.Sleep(time.Millisecond)
+	if !m.h.waitMessages(800) {
+		t.Error("the run ended before 800 messages: no reload")
+		return
 	}
 	if _, err := m.h.s.ReloadConfig("../examples/gen2-follow.json", []byte(swapInputs(t, src))); err != nil {
 		t.Errorf("reload: %v", err)
@@ -774,8 +765,9 @@ func swapGroups(t *testing.T, m *matrixRun) {
 
 // refusedReload reloads the FMU rig with a gain the FMU refuses.
 func refusedReload(t *testing.T, m *matrixRun) {
-	for m.h.c.Stats().Get(Messages) < 200 {
-		time.Sleep(time.Millisecond)
+	if !m.h.waitMessages(200) {
+		t.Error("the run ended before 200 messages: no reload")
+		return
 	}
 	text := strings.Replace(string(must(os.ReadFile(m.path))), `"kp": 0.3`, `"kp": 50`, 1)
 	if _, err := m.h.s.ReloadConfig(m.path, []byte(text)); err == nil || !strings.Contains(err.Error(), "a gain must be within 0..10") {
@@ -796,7 +788,7 @@ func execModel(script ...string) func(t *testing.T, p *ports.Plan, log *logBuffe
 }
 
 // sendAfter sends BeamNG-sized datagrams with id `id` from host's loopback
-// address to the coupling, once 200 messages went by.
+// address to the coupling, once n messages went by.
 func sendAfter(t *testing.T, m *matrixRun, n int64, host string, id float64) {
 	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(host), 0)))
 	if err != nil {
@@ -804,8 +796,9 @@ func sendAfter(t *testing.T, m *matrixRun, n int64, host string, id float64) {
 		return
 	}
 	defer c.Close()
-	for m.h.c.Stats().Get(Messages) < n {
-		time.Sleep(time.Millisecond)
+	if !m.h.waitMessages(n) {
+		t.Errorf("the run ended before %d messages: nothing sent from %s", n, host)
+		return
 	}
 	msg := make([]float64, beamng.StateLen)
 	msg[0], msg[17] = id, 99
@@ -830,17 +823,38 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 	w.SetHealthInterval(50 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go w.Run(ctx, func(b []byte) { m.h.s.ReloadConfig(path, b) })
-	for m.h.c.Stats().Get(Messages) < 100 {
-		time.Sleep(time.Millisecond)
+	reloaded := make(chan error, 1)
+	go w.Run(ctx, func(b []byte) {
+		_, err := m.h.s.ReloadConfig(path, b)
+		select {
+		case reloaded <- err:
+		default:
+		}
+	})
+	if !m.h.waitMessages(100) {
+		t.Error("the run ended before 100 messages: the config never vanished")
+		return
 	}
 	os.RemoveAll(dir)
-	time.Sleep(100 * time.Millisecond)
+	// The watcher sees the folder and the file gone (its health check runs
+	// every 50 ms) before the folder comes back; the check below says if it
+	// did not. (Wine may never report the folder's removal.)
+	m.log.Await(`msg="the config file is `, 1, 2*time.Second)
+	if !wine.Running() {
+		m.log.Await("the config's folder was removed", 1, 2*time.Second)
+	}
 	os.Mkdir(dir, 0o755)
 	os.WriteFile(path, bytes.Replace(src, []byte(`{ "propertyName": "gear" }`), []byte(`{ "propertyName": "gear" }, { "propertyName": "fuel" }`), 1), 0o644)
-	deadline := time.Now().Add(2 * time.Second)
-	for m.h.s.Values()[Reloads] == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	// The edit goes live, within 2 s (a read that meets the file half
+	// written fails, and the watcher reads it again once writing settles).
+	timeout := time.After(2 * time.Second)
+wait:
+	for m.h.s.Values()[Reloads] == 0 {
+		select {
+		case <-reloaded:
+		case <-timeout:
+			break wait
+		}
 	}
 	// On Windows a read that meets the deletion under way fails with a
 	// sharing violation: the file is then "unreadable", not "missing".
@@ -854,8 +868,9 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 }
 
 // busyPortRow: the client port is held by another program when the run
-// starts and freed 600 ms later. The bind is retried with backoff; the
-// time to recover runs from the port's release to the first message.
+// starts, and freed once the bind and its first retry have failed. The
+// bind is retried with backoff; the time to recover runs from the port's
+// release to the first message.
 func busyPortRow(t *testing.T) string {
 	busy, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(loopback))
 	if err != nil {
@@ -868,7 +883,7 @@ func busyPortRow(t *testing.T) string {
 	h := rig{cfg: cfg, em: emulator.Config{Steps: 10000}, noBind: true,
 		opts: func(_ *harness, o *Options) { o.Local = netip.AddrPort{} }}.udp(t)
 	h.run(t, func(ctx context.Context) {
-		time.Sleep(600 * time.Millisecond)
+		h.log.Await("cannot bind the local address; retrying", 2, 10*time.Second)
 		freed = time.Now()
 		busy.Close()
 	})
@@ -883,6 +898,6 @@ func busyPortRow(t *testing.T) string {
 	if first := h.c.firstAt; !first.IsZero() {
 		recovered = first.Sub(freed)
 	}
-	return fmt.Sprintf("| busy port | another program holds the client port at start, freed after 0.6 s: bind retried with backoff | BeamNG unanswered until then | yes | - | - | %s (BeamNG answered %s after the port was freed) |\n",
+	return fmt.Sprintf("| busy port | another program holds the client port at start, freed after two failed binds: bind retried with backoff | BeamNG unanswered until then | yes | - | - | %s (BeamNG answered %s after the port was freed) |\n",
 		strings.Join(h.s.Faults(), "; "), ms(recovered))
 }

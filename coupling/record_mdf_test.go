@@ -300,9 +300,7 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 			if i%50 == 49 {
 				now = now.Add(time.Second)
 				r.FlushEvery(now, flushEvery)
-				for len(r.full) > 0 || len(r.free) < 2 { // the writer took it and is done
-					time.Sleep(time.Millisecond)
-				}
+				writerIdle(r) // the writer took it and is done
 			}
 		}
 	}
@@ -351,9 +349,7 @@ func TestRecorderMDFFullToTheEnd(t *testing.T) {
 		if i%50 == 49 {
 			now = now.Add(time.Second)
 			r.FlushEvery(now, flushEvery)
-			for len(r.full) > 0 || len(r.free) < 2 {
-				time.Sleep(time.Millisecond)
-			}
+			writerIdle(r)
 		}
 		if i == 100 {
 			st, _ := f.Stat()

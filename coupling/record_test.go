@@ -49,6 +49,16 @@ func (d *fullDisk) free(room int) {
 
 func recordPlan(t testing.TB) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
 
+// writerIdle waits until r's writer has written what it was handed and
+// handed the batch back: both spare batches are free again. The caller
+// is the goroutine that records (the only one that takes free batches).
+func writerIdle(r *Recorder) {
+	a := <-r.free
+	b := <-r.free
+	r.free <- a
+	r.free <- b
+}
+
 // A full disk: the file keeps whole rows only, the rows that could not be
 // written are counted, the error is logged when it happens, and recording
 // goes on when there is room again.
@@ -68,11 +78,11 @@ func TestRecorderFullDisk(t *testing.T) {
 	for i := range 100 {
 		row(i)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for !log.Has("a write failed") && time.Now().Before(deadline) {
-		r.FlushEvery(time.Now().Add(time.Hour), 250*time.Millisecond) // as the coupling's loop does
-		time.Sleep(time.Millisecond)
-	}
+	// The rest handed over once the writer is free, as the coupling's loop
+	// does, and written.
+	writerIdle(r)
+	r.FlushEvery(time.Now().Add(time.Hour), 250*time.Millisecond)
+	writerIdle(r)
 	if !log.Has("recording: a write failed (disk full?); the coupling goes on") {
 		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
 	}
@@ -152,33 +162,36 @@ func TestOpenRecording(t *testing.T) {
 	copy(other[16:24], "CANape  ")
 	os.WriteFile(theirs, other, 0o644)
 	for _, tt := range []struct {
+		name   string
 		path   string
 		force  bool
 		want   string // "" for success
 		format string
 	}{
-		{filepath.Join(dir, "new.csv"), false, "", ""},
-		{old, false, "", ""},
-		{empty, false, "", ""},
-		{notes, false, "the file exists and is not a recording", ""},
-		{notes, true, "", ""},
-		{cfg, false, "is the config file being run", ""},
-		{cfg, true, "is the config file being run", ""},
-		{"/dev/null", false, "not a regular file", ""},
-		{"/dev/null", true, "", ""},
-		{oldMDF, false, "", ""},
-		{theirs, false, "the file exists and is not a recording", ""},
-		{theirs, true, "", ""},
-		{"/dev/null", true, "not a regular file: the mdf format writes in place", "mdf"},
-		{filepath.Join(dir, "new.csv"), false, `recording format "xls": expected one of csv, mdf`, "xls"},
+		{"a new file", filepath.Join(dir, "new.csv"), false, "", ""},
+		{"an old recording", old, false, "", ""},
+		{"an empty file", empty, false, "", ""},
+		{"another file", notes, false, "the file exists and is not a recording", ""},
+		{"another file, forced", notes, true, "", ""},
+		{"the config", cfg, false, "is the config file being run", ""},
+		{"the config, forced", cfg, true, "is the config file being run", ""},
+		{"a device", "/dev/null", false, "not a regular file", ""},
+		{"a device, forced", "/dev/null", true, "", ""},
+		{"an old MDF recording", oldMDF, false, "", ""},
+		{"another tool's MDF", theirs, false, "the file exists and is not a recording", ""},
+		{"another tool's MDF, forced", theirs, true, "", ""},
+		{"a device, forced, as MDF", "/dev/null", true, "not a regular file: the mdf format writes in place", "mdf"},
+		{"an unknown format", filepath.Join(dir, "new.csv"), false, `recording format "xls": expected one of csv, mdf`, "xls"},
 	} {
-		f, _, err := OpenRecording(tt.path, cfg, tt.format, tt.force)
-		if f != nil {
-			f.Close()
-		}
-		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("%s (force %v): %v, want %q", tt.path, tt.force, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, err := OpenRecording(tt.path, cfg, tt.format, tt.force)
+			if f != nil {
+				f.Close()
+			}
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("%s (force %v): %v, want %q", tt.path, tt.force, err, tt.want)
+			}
+		})
 	}
 	if b, _ := os.ReadFile(cfg); string(b) != `{"version": 2}` {
 		t.Errorf("the config was touched: %q", b)
@@ -295,20 +308,22 @@ func TestScopeColumnUnits(t *testing.T) {
 			"out2.ego.closingSpeed:lead": "m/s", "out1.ego.groundspeed": "m/s",
 		}},
 	} {
-		plan, err := ports.Compile(load(t, tc.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]string{}
-		for _, c := range ScopeColumns(plan, nil) {
-			got[c.Name] = c.Unit
-		}
-		for name, unit := range tc.want {
-			if u, ok := got[name]; !ok {
-				t.Errorf("%s: no column %s in %v", tc.file, name, got)
-			} else if u != unit {
-				t.Errorf("%s: %s has unit %q, want %q", tc.file, name, u, unit)
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			plan, err := ports.Compile(load(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			got := map[string]string{}
+			for _, c := range ScopeColumns(plan, nil) {
+				got[c.Name] = c.Unit
+			}
+			for name, unit := range tc.want {
+				if u, ok := got[name]; !ok {
+					t.Errorf("%s: no column %s in %v", tc.file, name, got)
+				} else if u != unit {
+					t.Errorf("%s: %s has unit %q, want %q", tc.file, name, u, unit)
+				}
+			}
+		})
 	}
 }

@@ -42,6 +42,7 @@ type observer struct {
 	mixed   int                   // replies whose two version slots disagree
 	replies int
 	msg     []float64
+	news    chan struct{} // closed when a version is first seen (nil while nobody waits)
 }
 
 func (o *observer) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (int, bool) {
@@ -56,6 +57,10 @@ func (o *observer) Recv(buf []byte, wait time.Duration, stop <-chan struct{}) (i
 		}
 		if _, seen := o.changed[c1]; !seen {
 			o.changed[c1] = time.Now()
+			if o.news != nil {
+				close(o.news)
+				o.news = nil
+			}
 		}
 		o.version = c1
 		o.mu.Unlock()
@@ -68,6 +73,25 @@ func (o *observer) seen(v float64) (time.Time, bool) {
 	defer o.mu.Unlock()
 	t, ok := o.changed[v]
 	return t, ok
+}
+
+// await waits until a reply of version v has been seen, and says when it
+// first was; it looks again at each new version, not on a timer.
+func (o *observer) await(v float64) time.Time {
+	for {
+		o.mu.Lock()
+		t, ok := o.changed[v]
+		if ok {
+			o.mu.Unlock()
+			return t
+		}
+		if o.news == nil {
+			o.news = make(chan struct{})
+		}
+		next := o.news
+		o.mu.Unlock()
+		<-next
+	}
 }
 
 // reloadRig runs the rig from a file in a temp dir, watched, against the
@@ -89,9 +113,7 @@ func reloadRig(t testing.TB) (string, *harness, *observer, func()) {
 	wg.Go(func() { h.emSum, _ = h.em.Run(ctx) })
 	w := config.NewWatcher(path, 0, nil)
 	wg.Go(func() { w.Run(ctx, func(data []byte) { h.s.ReloadConfig(path, data) }) })
-	for _, ok := obs.seen(0); !ok; _, ok = obs.seen(0) {
-		time.Sleep(time.Millisecond)
-	}
+	obs.await(0)
 	return path, h, obs, func() { cancel(); wg.Wait() }
 }
 
@@ -219,13 +241,7 @@ func BenchmarkReload(b *testing.B) {
 		k++
 		start := time.Now()
 		write(b, path, rigVersion(k, ""), k%2 == 0)
-		for {
-			if at, ok := obs.seen(float64(k)); ok {
-				lat = append(lat, at.Sub(start))
-				break
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+		lat = append(lat, obs.await(float64(k)).Sub(start))
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "median-ms")
@@ -398,9 +414,7 @@ func TestFMUParametersReloadLive(t *testing.T) {
 	var err error
 	h := rig{cfg: load(t, path), em: emulator.Config{Steps: 100000}}.udp(t)
 	h.run(t, func(ctx context.Context) {
-		for ctx.Err() == nil && h.c.Stats().Get(Messages) < 5000 { // 25 s simulated
-			time.Sleep(time.Millisecond)
-		}
+		h.waitMessages(5000) // 25 s simulated
 		_, err = h.s.ReloadConfig(path, []byte(strings.Replace(text, `"setSpeed": 20`, `"setSpeed": 12`, 1)))
 	})
 	if err != nil {

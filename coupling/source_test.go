@@ -36,6 +36,7 @@ func TestSourceLatching(t *testing.T) {
 		restarts  int64
 	}
 	var none netip.AddrPort
+	// One test, not subtests: each step's verdict depends on the steps before it.
 	for i, s := range []step{
 		{a, 10, 0, 1, 0, 0, 0},              // latched: BeamNG sends from a
 		{a, 11, 5, 2, 0, 0, 0},              //

@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"testing/synctest"
@@ -36,25 +37,27 @@ func TestMasterPacesBeamNG(t *testing.T) {
 		dilation float64
 		steps    int64
 	}{{1, 10000}, {0.5, 4000}, {0, 40000}} {
-		synctest.Test(t, func(t *testing.T) {
-			// BeamNG free-running, 10 µs a step: the pace is the master's.
-			h := rig{cfg: syncRig(t, true, tt.dilation), em: emulator.Config{Steps: tt.steps, FreeRunning: true, StepCost: 10 * time.Microsecond}}.sim(t)
-			if h.plan.TimeSync != timesync.Master {
-				t.Fatalf("time sync %v", h.plan.TimeSync)
-			}
-			h.run(t)
-			e := h.emSum
-			rtf := e.SimS / e.WallS
-			sync := h.c.Sync()
-			switch {
-			case tt.dilation > 0 && math.Abs(rtf-tt.dilation) > 0.005*tt.dilation:
-				t.Errorf("timeDilation %v: BeamNG ran at %.4f× real time, want within 0.5 %%", tt.dilation, rtf)
-			case tt.dilation <= 0 && rtf < 10:
-				t.Errorf("timeDilation 0: only %.2f× real time; unthrottled should be far above 1", rtf)
-			}
-			if e.Stalls != 0 || tt.dilation > 0 && sync.Held == 0 {
-				t.Errorf("stalls %d, replies held %d", e.Stalls, sync.Held)
-			}
+		t.Run(fmt.Sprintf("timeDilation %v", tt.dilation), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// BeamNG free-running, 10 µs a step: the pace is the master's.
+				h := rig{cfg: syncRig(t, true, tt.dilation), em: emulator.Config{Steps: tt.steps, FreeRunning: true, StepCost: 10 * time.Microsecond}}.sim(t)
+				if h.plan.TimeSync != timesync.Master {
+					t.Fatalf("time sync %v", h.plan.TimeSync)
+				}
+				h.run(t)
+				e := h.emSum
+				rtf := e.SimS / e.WallS
+				sync := h.c.Sync()
+				switch {
+				case tt.dilation > 0 && math.Abs(rtf-tt.dilation) > 0.005*tt.dilation:
+					t.Errorf("timeDilation %v: BeamNG ran at %.4f× real time, want within 0.5 %%", tt.dilation, rtf)
+				case tt.dilation <= 0 && rtf < 10:
+					t.Errorf("timeDilation 0: only %.2f× real time; unthrottled should be far above 1", rtf)
+				}
+				if e.Stalls != 0 || tt.dilation > 0 && sync.Held == 0 {
+					t.Errorf("stalls %d, replies held %d", e.Stalls, sync.Held)
+				}
+			})
 		})
 	}
 }

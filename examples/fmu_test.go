@@ -30,7 +30,8 @@ func TestFMUCruise(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "beamconnect")
-	// The documented build, into the test's folder.
+	// The documented build, into the test's folder: steps the run below
+	// needs, not rows to test one by one.
 	for _, args := range [][]string{
 		{"run", "./fmu-cruise", "-o", filepath.Join(dir, "cruise.fmu")},
 		{"build", "-o", bin, "../cmd/beamconnect"},

@@ -47,9 +47,11 @@ func TestParseFMI2(t *testing.T) {
 		t.Fatalf("%d variables", len(d.Variables))
 	}
 	for i, w := range want {
-		if !reflect.DeepEqual(d.Variables[i], w) {
-			t.Errorf("variable %d:\n got %+v\nwant %+v", i, d.Variables[i], w)
-		}
+		t.Run(w.Name, func(t *testing.T) {
+			if !reflect.DeepEqual(d.Variables[i], w) {
+				t.Errorf("variable %d:\n got %+v\nwant %+v", i, d.Variables[i], w)
+			}
+		})
 	}
 }
 
@@ -68,9 +70,11 @@ func TestParseFMI3(t *testing.T) {
 		{Name: "table", VR: 9, Type: "Float64", Kind: Float64, Causality: "parameter", Variability: "tunable", Start: "1 2 3", Array: true, Dims: []Dimension{{Start: 3}}},
 	}
 	for i, w := range want {
-		if i >= len(d.Variables) || !reflect.DeepEqual(d.Variables[i], w) {
-			t.Errorf("variable %d:\n got %+v\nwant %+v", i, d.Variables[i], w)
-		}
+		t.Run(w.Name, func(t *testing.T) {
+			if i >= len(d.Variables) || !reflect.DeepEqual(d.Variables[i], w) {
+				t.Errorf("variable %d:\n got %+v\nwant %+v", i, d.Variables[i], w)
+			}
+		})
 	}
 	v, _ := d.Variable("setSpeed")
 	if !v.Settable() || v.Tunable() {
@@ -208,10 +212,12 @@ func TestPlatformNames(t *testing.T) {
 		{3, "darwin", "arm64", "", ""},
 		{2, "linux", "arm64", "", ""},
 	} {
-		folder, ext, ok := platformOf(tt.major, tt.goos, tt.arch)
-		if folder != tt.folder || ext != tt.ext || ok != (tt.folder != "") {
-			t.Errorf("%+v: %q %q %v", tt, folder, ext, ok)
-		}
+		t.Run(fmt.Sprintf("FMI %d %s %s", tt.major, tt.goos, tt.arch), func(t *testing.T) {
+			folder, ext, ok := platformOf(tt.major, tt.goos, tt.arch)
+			if folder != tt.folder || ext != tt.ext || ok != (tt.folder != "") {
+				t.Errorf("%+v: %q %q %v", tt, folder, ext, ok)
+			}
+		})
 	}
 }
 
@@ -398,10 +404,12 @@ func TestOpenNamesTheFMUThere(t *testing.T) {
 		{"controller.fmu", " (" + dir + " has one FMU: cruise_controller.fmu)"},
 		{"cruise_controler.fmu", " (" + dir + " has one FMU: cruise_controller.fmu)"},
 	} {
-		_, err := Open(filepath.Join(dir, tt.path))
-		if err == nil || !strings.HasSuffix(err.Error(), "no such file"+tt.want) {
-			t.Errorf("%s: %v; want it to end %q", tt.path, err, "no such file"+tt.want)
-		}
+		t.Run(tt.path, func(t *testing.T) {
+			_, err := Open(filepath.Join(dir, tt.path))
+			if err == nil || !strings.HasSuffix(err.Error(), "no such file"+tt.want) {
+				t.Errorf("%v; want it to end %q", err, "no such file"+tt.want)
+			}
+		})
 	}
 	write("lateral.fmu")
 	write("readme.txt")

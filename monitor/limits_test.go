@@ -167,7 +167,7 @@ func TestLateClientsShareTheBacklog(t *testing.T) {
 }
 
 // waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if cond() {

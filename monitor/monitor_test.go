@@ -135,10 +135,12 @@ func TestMetrics(t *testing.T) {
 		{"beamconnect_stalls_recovered_total", 0},
 		{"beamconnect_reloads_total", 0},
 	} {
-		got, ok := fams.value(tt.name, "")
-		if !ok || got != tt.want {
-			t.Errorf("%s = %v (present %v), want %v", tt.name, got, ok, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := fams.value(tt.name, "")
+			if !ok || got != tt.want {
+				t.Errorf("%s = %v (present %v), want %v", tt.name, got, ok, tt.want)
+			}
+		})
 	}
 	if st.Get(coupling.Messages) < 1900 {
 		t.Errorf("only %d messages", st.Get(coupling.Messages))
@@ -261,9 +263,10 @@ func TestStalledClient(t *testing.T) {
 	}
 }
 
-// stall connects n clients that never read, and waits until their streams
-// are stuck: the ring is first filled with 40 s of samples, so the backlog
-// each stream owes is megabytes against a 1 KiB receive window.
+// stall connects n clients that never read, and waits until the server
+// serves their streams: the ring is first filled with 40 s of samples, so
+// the backlog each stream owes is megabytes against a 1 KiB receive
+// window, and its first write sticks.
 func stall(t testing.TB, r *rig, n int) {
 	t.Helper()
 	vals := make([][]float64, 1)
@@ -275,7 +278,7 @@ func stall(t testing.TB, r *rig, n int) {
 		conn := stalledClient(t, r.url)
 		t.Cleanup(func() { conn.Close() })
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, "the stalled clients' streams", func() bool { return r.srv.streams.open.Load() == int64(n) })
 }
 
 // stalledClient asks for /events with a tiny receive window and never

@@ -19,10 +19,12 @@ func TestFormatFor(t *testing.T) {
 		{"run.CSV", "", "csv"},
 		{"run.log", "csv", "csv"},
 	} {
-		f, err := FormatFor(tc.path, tc.name)
-		if err != nil || f.Name != tc.want {
-			t.Errorf("%s %q: %v %v, want %s", tc.path, tc.name, f, err, tc.want)
-		}
+		t.Run(strings.TrimSpace(tc.path+" "+tc.name), func(t *testing.T) {
+			f, err := FormatFor(tc.path, tc.name)
+			if err != nil || f.Name != tc.want {
+				t.Errorf("%s %q: %v %v, want %s", tc.path, tc.name, f, err, tc.want)
+			}
+		})
 	}
 	if _, err := FormatFor("run.csv", "parquet"); err == nil || !strings.Contains(err.Error(), `recording format "parquet": expected one of csv`) {
 		t.Errorf("an unknown format: %v", err)

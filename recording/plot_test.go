@@ -205,10 +205,12 @@ func TestPlotScalesApart(t *testing.T) {
 		{"out3.ego.gap:lead", "out3.ego.timeGap:lead"},
 	}
 	for _, pair := range apart {
-		a, b := d.panelOf(t, pair[0]), d.panelOf(t, pair[1])
-		if a.Rect.Y == b.Rect.Y {
-			t.Errorf("%s and %s share a panel", pair[0], pair[1])
-		}
+		t.Run(pair[0]+" and "+pair[1], func(t *testing.T) {
+			a, b := d.panelOf(t, pair[0]), d.panelOf(t, pair[1])
+			if a.Rect.Y == b.Rect.Y {
+				t.Errorf("%s and %s share a panel", pair[0], pair[1])
+			}
+		})
 	}
 	for field, unit := range map[string]string{
 		"out1.ego.rpm": "1/min", "out1.ego.gear": "(no unit)", "out2.ego.time": "s", "out2.ego.serial_number": "(no unit)",
@@ -292,17 +294,19 @@ func TestPlotFieldsSeveralVehicles(t *testing.T) {
 		{[]string{"out2"}, []string{"out2.ego.time", "out2.ego.serial_number"}},
 		{[]string{"status"}, []string{"status"}},
 	} {
-		var b bytes.Buffer
-		if _, err := Plot(&b, "follow.csv", CSVSource("follow.csv", open(rec)), PlotOptions{Fields: tt.fields}); err != nil {
-			t.Errorf("%v: %v", tt.fields, err)
-			continue
-		}
-		got := parseSVG(t, b.Bytes()).drawn()
-		slices.Sort(got)
-		want := slices.Sorted(slices.Values(tt.want))
-		if !slices.Equal(got, want) {
-			t.Errorf("--fields %v drew %v, want %v", tt.fields, got, want)
-		}
+		t.Run(strings.Join(tt.fields, " "), func(t *testing.T) {
+			var b bytes.Buffer
+			if _, err := Plot(&b, "follow.csv", CSVSource("follow.csv", open(rec)), PlotOptions{Fields: tt.fields}); err != nil {
+				t.Errorf("%v: %v", tt.fields, err)
+				return
+			}
+			got := parseSVG(t, b.Bytes()).drawn()
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tt.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("--fields %v drew %v, want %v", tt.fields, got, want)
+			}
+		})
 	}
 	_, err := Plot(io.Discard, "follow.csv", CSVSource("follow.csv", open(rec)), PlotOptions{Fields: []string{"ego.grondspeed"}})
 	if err == nil || !strings.Contains(err.Error(), `follow.csv: --fields "ego.grondspeed": no such column`) || !strings.Contains(err.Error(), "out4.lead.groundspeed") {
@@ -375,16 +379,19 @@ func TestPlotFieldsAndWindow(t *testing.T) {
 		t.Errorf("--from 0.01: %.400s", b.String())
 	}
 	for _, tt := range []struct {
+		name string
 		o    PlotOptions
 		want string
 	}{
-		{PlotOptions{Fields: []string{"speed"}}, `r.csv: --fields "speed": no such column (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
-		{PlotOptions{Fields: []string{"groundsped"}}, `r.csv: --fields "groundsped": no such column (did you mean "groundspeed"?) (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
-		{PlotOptions{From: 5, To: 6}, "r.csv: nothing to plot: no rows between 5 s and 6 s (the run spans 0 s to 0.025 s)"},
+		{"an unknown field", PlotOptions{Fields: []string{"speed"}}, `r.csv: --fields "speed": no such column (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
+		{"a misspelt field", PlotOptions{Fields: []string{"groundsped"}}, `r.csv: --fields "groundsped": no such column (did you mean "groundspeed"?) (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
+		{"a window without rows", PlotOptions{From: 5, To: 6}, "r.csv: nothing to plot: no rows between 5 s and 6 s (the run spans 0 s to 0.025 s)"},
 	} {
-		if _, err := Plot(io.Discard, "r.csv", CSVSource("r.csv", open(reloaded)), tt.o); err == nil || err.Error() != tt.want {
-			t.Errorf("%+v:\n got %v\nwant %s", tt.o, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Plot(io.Discard, "r.csv", CSVSource("r.csv", open(reloaded)), tt.o); err == nil || err.Error() != tt.want {
+				t.Errorf("%+v:\n got %v\nwant %s", tt.o, err, tt.want)
+			}
+		})
 	}
 }
 

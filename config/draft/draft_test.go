@@ -31,9 +31,11 @@ func TestPeriodMs(t *testing.T) {
 		{"fixed internal 300 ms", fmu.Description{CoSim: &fmu.CoSimulation{FixedInternalStepSize: 0.3, VariableStep: true}}, 300},
 		{"fixed internal 1 s: multi-rate at 5 ms", fmu.Description{CoSim: &fmu.CoSimulation{FixedInternalStepSize: 1}}, 5},
 	} {
-		if got := periodMs(&tt.d); got != tt.want {
-			t.Errorf("%s: %v ms, want %v", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := periodMs(&tt.d); got != tt.want {
+				t.Errorf("%v ms, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

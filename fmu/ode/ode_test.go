@@ -55,17 +55,19 @@ func TestOrder(t *testing.T) {
 		order float64
 		h     float64
 	}{{Euler, 1, 0.01}, {RK4, 4, 0.1}, {DOPRI5, 5, 0.1}} {
-		errAt := func(h float64) float64 {
-			s := New(tt.m, 1)
-			s.MaxStep, s.h = h, h
-			s.RelTol, s.AbsTol = 1e9, 1e9 // every step accepted
-			x := integrate(t, s, decay{1}, []float64{1}, 0, 1)
-			return math.Abs(x[0] - math.Exp(-1))
-		}
-		e1, e2 := errAt(tt.h), errAt(tt.h/2)
-		if got := math.Log2(e1 / e2); math.Abs(got-tt.order) > 0.15 {
-			t.Errorf("%v: observed order %.3f (errors %.3g, %.3g), want %v", tt.m, got, e1, e2, tt.order)
-		}
+		t.Run(tt.m.String(), func(t *testing.T) {
+			errAt := func(h float64) float64 {
+				s := New(tt.m, 1)
+				s.MaxStep, s.h = h, h
+				s.RelTol, s.AbsTol = 1e9, 1e9 // every step accepted
+				x := integrate(t, s, decay{1}, []float64{1}, 0, 1)
+				return math.Abs(x[0] - math.Exp(-1))
+			}
+			e1, e2 := errAt(tt.h), errAt(tt.h/2)
+			if got := math.Log2(e1 / e2); math.Abs(got-tt.order) > 0.15 {
+				t.Errorf("%v: observed order %.3f (errors %.3g, %.3g), want %v", tt.m, got, e1, e2, tt.order)
+			}
+		})
 	}
 }
 
@@ -99,12 +101,14 @@ func TestOscillator(t *testing.T) {
 		{DOPRI5, func(s *Solver) { s.RelTol, s.AbsTol = 1e-9, 1e-9 }, 1e-7},
 		{RK4, func(s *Solver) { s.MaxStep = 1e-3 }, 1e-9},
 	} {
-		s := New(tt.m, 2)
-		tt.tune(s)
-		x := integrate(t, s, oscillator{}, []float64{1, 0}, 0, end)
-		if math.Abs(x[0]-1) > tt.tol || math.Abs(x[1]) > tt.tol {
-			t.Errorf("%v: x(20π) = %v, want (1, 0) within %g", tt.m, x, tt.tol)
-		}
+		t.Run(tt.m.String(), func(t *testing.T) {
+			s := New(tt.m, 2)
+			tt.tune(s)
+			x := integrate(t, s, oscillator{}, []float64{1, 0}, 0, end)
+			if math.Abs(x[0]-1) > tt.tol || math.Abs(x[1]) > tt.tol {
+				t.Errorf("%v: x(20π) = %v, want (1, 0) within %g", tt.m, x, tt.tol)
+			}
+		})
 	}
 }
 
@@ -117,25 +121,27 @@ func TestDense(t *testing.T) {
 		m     Method
 		order float64
 	}{{DOPRI5, 5}, {RK4, 4}} {
-		midErr := func(h float64) float64 {
-			s := New(tt.m, 1)
-			s.MaxStep, s.h = h, h
-			s.RelTol, s.AbsTol = 1e9, 1e9
-			x := []float64{1}
-			t1, err := s.Step(decay{1}, 0, x, 1)
-			if err != nil {
-				t.Fatal(err)
+		t.Run(tt.m.String(), func(t *testing.T) {
+			midErr := func(h float64) float64 {
+				s := New(tt.m, 1)
+				s.MaxStep, s.h = h, h
+				s.RelTol, s.AbsTol = 1e9, 1e9
+				x := []float64{1}
+				t1, err := s.Step(decay{1}, 0, x, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := make([]float64, 1)
+				if err := s.Dense(decay{1}, t1/2, x, out); err != nil {
+					t.Fatal(err)
+				}
+				return math.Abs(out[0] - math.Exp(-t1/2))
 			}
-			out := make([]float64, 1)
-			if err := s.Dense(decay{1}, t1/2, x, out); err != nil {
-				t.Fatal(err)
+			e1, e2 := midErr(0.1), midErr(0.05)
+			if got := math.Log2(e1 / e2); math.Abs(got-tt.order) > 0.3 {
+				t.Errorf("%v: mid-step error %.3g → %.3g, order %.2f, want %v", tt.m, e1, e2, got, tt.order)
 			}
-			return math.Abs(out[0] - math.Exp(-t1/2))
-		}
-		e1, e2 := midErr(0.1), midErr(0.05)
-		if got := math.Log2(e1 / e2); math.Abs(got-tt.order) > 0.3 {
-			t.Errorf("%v: mid-step error %.3g → %.3g, order %.2f, want %v", tt.m, e1, e2, got, tt.order)
-		}
+		})
 	}
 }
 

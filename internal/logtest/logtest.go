@@ -53,17 +53,27 @@ func (b *Buffer) Count(s string) int { return strings.Count(b.String(), s) }
 // not. It looks again at each write, not on a timer.
 func (b *Buffer) WaitFor(t testing.TB, s string) {
 	t.Helper()
-	timeout := time.NewTimer(2 * time.Second)
-	defer timeout.Stop()
+	if !b.Await(s, 1, 2*time.Second) {
+		t.Fatalf("no %q logged in 2 s:\n%s", s, b)
+	}
+}
+
+// Await waits up to timeout for s to have been logged n times, and
+// reports whether it was. It looks again at each write, not on a timer.
+// It is for a goroutine other than the test's, which must not end the
+// test (t.Fatal there would not).
+func (b *Buffer) Await(s string, n int, timeout time.Duration) bool {
+	limit := time.NewTimer(timeout)
+	defer limit.Stop()
 	for {
 		next := b.nextWrite() // before looking, so a write meanwhile is not missed
-		if b.Has(s) {
-			return
+		if b.Count(s) >= n {
+			return true
 		}
 		select {
 		case <-next:
-		case <-timeout.C:
-			t.Fatalf("no %q logged in 2 s:\n%s", s, b)
+		case <-limit.C:
+			return b.Count(s) >= n
 		}
 	}
 }

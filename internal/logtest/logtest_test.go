@@ -78,3 +78,26 @@ func TestWaitForGivesUp(t *testing.T) {
 		}
 	})
 }
+
+// Await returns true at the write that makes the n-th line it waits for,
+// and false at its timeout when fewer came, without failing the test.
+func TestAwait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b Buffer
+		log := b.Logger()
+		go func() {
+			for range 3 {
+				time.Sleep(time.Second)
+				log.Info("tick")
+			}
+		}()
+		start := time.Now()
+		if !b.Await("msg=tick", 2, time.Hour) || time.Since(start) != 2*time.Second {
+			t.Errorf("Await of the 2nd tick returned after %v", time.Since(start))
+		}
+		start = time.Now()
+		if b.Await("msg=tick", 4, 3*time.Second) || time.Since(start) != 3*time.Second || b.Count("msg=tick") != 3 {
+			t.Errorf("Await of a 4th tick of 3: true, or after %v", time.Since(start))
+		}
+	})
+}

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,42 +149,44 @@ func TestCruiseTorqueGen2(t *testing.T) {
 			"model cruise-torque needs the config to map inputs Wheels/propulsionTorqueFL, inputs Wheels/propulsionTorqueFR, inputs Wheels/propulsionTorqueRL, inputs Wheels/propulsionTorqueRR",
 		}, not: "add to"},
 	} {
-		p := plan(t, tt.config)
-		m, err := newModel(t, "cruise-torque", models.Params{"setSpeed": 10.0}, p, nil)
-		if len(tt.want) == 0 {
-			if err != nil {
-				t.Errorf("%s: %v", tt.config, err)
-				continue
+		t.Run(filepath.Base(tt.config), func(t *testing.T) {
+			p := plan(t, tt.config)
+			m, err := newModel(t, "cruise-torque", models.Params{"setSpeed": 10.0}, p, nil)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Errorf("%s: %v", tt.config, err)
+					return
+				}
+				outs, ins := portstest.Vectors(p)
+				speed, _, _ := p.Find(0, "groundspeed")
+				bp, be, _ := p.Find(1, "wheelRL_brakingTorque")
+				pp, pe, _ := p.Find(1, "wheelRL_propulsionTorque")
+				outs[speed][0] = 30
+				m.Step(0, outs, ins)
+				m.Step(0.005, outs, ins)
+				if ins[bp][be] >= 0 || ins[pp][pe] != 0 || ins[0][0] != 1 {
+					t.Errorf("%s too fast: braking %v (want negative), propulsion %v, directive %v (want untouched: no drive mode)", tt.config, ins[bp][be], ins[pp][pe], ins[0][0])
+				}
+				outs[speed][0] = 2
+				m.Step(0.010, outs, ins)
+				if ins[pp][pe] <= 0 || ins[bp][be] != 0 {
+					t.Errorf("%s too slow: propulsion %v, braking %v", tt.config, ins[pp][pe], ins[bp][be])
+				}
+				return
 			}
-			outs, ins := portstest.Vectors(p)
-			speed, _, _ := p.Find(0, "groundspeed")
-			bp, be, _ := p.Find(1, "wheelRL_brakingTorque")
-			pp, pe, _ := p.Find(1, "wheelRL_propulsionTorque")
-			outs[speed][0] = 30
-			m.Step(0, outs, ins)
-			m.Step(0.005, outs, ins)
-			if ins[bp][be] >= 0 || ins[pp][pe] != 0 || ins[0][0] != 1 {
-				t.Errorf("%s too fast: braking %v (want negative), propulsion %v, directive %v (want untouched: no drive mode)", tt.config, ins[bp][be], ins[pp][pe], ins[0][0])
+			if err == nil {
+				t.Errorf("%s: accepted", tt.config)
+				return
 			}
-			outs[speed][0] = 2
-			m.Step(0.010, outs, ins)
-			if ins[pp][pe] <= 0 || ins[bp][be] != 0 {
-				t.Errorf("%s too slow: propulsion %v, braking %v", tt.config, ins[pp][pe], ins[bp][be])
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: missing %q in\n%v", tt.config, w, err)
+				}
 			}
-			continue
-		}
-		if err == nil {
-			t.Errorf("%s: accepted", tt.config)
-			continue
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: missing %q in\n%v", tt.config, w, err)
+			if strings.Contains(err.Error(), tt.not) {
+				t.Errorf("%s: %q in\n%v", tt.config, tt.not, err)
 			}
-		}
-		if strings.Contains(err.Error(), tt.not) {
-			t.Errorf("%s: %q in\n%v", tt.config, tt.not, err)
-		}
+		})
 	}
 	// follow binds on a Gen 2 fleet as on Gen 1: each vehicle's own CSV rows.
 	if _, err := newModel(t, "follow", nil, plan(t, "../../examples/gen2-follow.json"), nil); err != nil {

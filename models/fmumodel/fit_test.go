@@ -52,9 +52,11 @@ func TestFitTake(t *testing.T) {
 	}
 	// What can hold anything is not looked at.
 	for _, v := range []*fmu.Variable{{Kind: fmu.Float64}, {Kind: fmu.Bool}} {
-		if f := newFit(v); f.check {
-			t.Errorf("%v: checked", v.Kind)
-		}
+		t.Run(v.Kind.String(), func(t *testing.T) {
+			if f := newFit(v); f.check {
+				t.Errorf("%v: checked", v.Kind)
+			}
+		})
 	}
 }
 
@@ -86,6 +88,8 @@ func TestFMUInputsClamped(t *testing.T) {
 				t.Fatalf("no input %s", name)
 				return 0
 			}
+			// One test, not subtests: the clamps are counted, and the
+			// first of each input said, over the steps together.
 			for k, s := range []struct{ rpm, gear, speed float64 }{{800, 1, 0.4}, {5512, 4, 12.6}, {3000, 5, 20.5}, {100, 2, 21}} {
 				outs[0][0] = 3
 				set("rpm", s.rpm)

@@ -118,28 +118,30 @@ func TestMEDecayMatchesClosedForm(t *testing.T) {
 		{"rk4", nil, 1e-9},
 		{"euler", models.Params{"maxStep": 0.001}, 2e-3},
 	} {
-		variants(t, tt.solver, func(t *testing.T, major int, host models.Params) {
-			extra := models.Params{"solver": tt.solver, "inputs": map[string]any{"u": "groundspeed"},
-				"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k, "tKick": kick}}
-			for key, v := range tt.extra {
-				extra[key] = v
-			}
-			for key, v := range host {
-				extra[key] = v
-			}
-			m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
-			worst, at := 0.0, 0.0
-			for _, s := range trajectory(t, m, p, log, 400, c) {
-				if d := math.Abs(s.a - exact(s.t)); d > worst {
-					worst, at = d, s.t
+		t.Run(tt.solver, func(t *testing.T) {
+			variants(t, "", func(t *testing.T, major int, host models.Params) {
+				extra := models.Params{"solver": tt.solver, "inputs": map[string]any{"u": "groundspeed"},
+					"outputs": map[string]any{"x": "throttle"}, "parameters": map[string]any{"k": k, "tKick": kick}}
+				for key, v := range tt.extra {
+					extra[key] = v
 				}
-			}
-			if worst > tt.tol {
-				t.Errorf("x differs from the closed form by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
-			}
-			if ev, steps := m.events.Load(), m.steps.Load(); ev != 1 || steps < 399 {
-				t.Errorf("%d events, %d solver steps: expected one event (the kick) and a step a period at least", ev, steps)
-			}
+				for key, v := range host {
+					extra[key] = v
+				}
+				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "decay"}, extra)
+				worst, at := 0.0, 0.0
+				for _, s := range trajectory(t, m, p, log, 400, c) {
+					if d := math.Abs(s.a - exact(s.t)); d > worst {
+						worst, at = d, s.t
+					}
+				}
+				if worst > tt.tol {
+					t.Errorf("x differs from the closed form by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
+				}
+				if ev, steps := m.events.Load(), m.steps.Load(); ev != 1 || steps < 399 {
+					t.Errorf("%d events, %d solver steps: expected one event (the kick) and a step a period at least", ev, steps)
+				}
+			})
 		})
 	}
 }
@@ -243,25 +245,27 @@ func TestMEVanDerPolMatchesReference(t *testing.T) {
 		{"dopri5", models.Params{"tolerance": 1e-8}, 1e-6},
 		{"rk4", models.Params{"maxStep": 0.001}, 1e-7},
 	} {
-		variants(t, tt.solver, func(t *testing.T, major int, host models.Params) {
-			extra := models.Params{"solver": tt.solver, "outputs": map[string]any{"x1": "throttle", "x2": "brake"},
-				"parameters": map[string]any{"mu": mu}}
-			for key, v := range tt.extra {
-				extra[key] = v
-			}
-			for key, v := range host {
-				extra[key] = v
-			}
-			m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "vdp"}, extra)
-			worst, at := 0.0, 0.0
-			for i, s := range trajectory(t, m, p, log, n, 0) {
-				if d := math.Abs(s.a - ref[i]); d > worst {
-					worst, at = d, s.t
+		t.Run(tt.solver, func(t *testing.T) {
+			variants(t, "", func(t *testing.T, major int, host models.Params) {
+				extra := models.Params{"solver": tt.solver, "outputs": map[string]any{"x1": "throttle", "x2": "brake"},
+					"parameters": map[string]any{"mu": mu}}
+				for key, v := range tt.extra {
+					extra[key] = v
 				}
-			}
-			if worst > tt.tol {
-				t.Errorf("x1 differs from the reference by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
-			}
+				for key, v := range host {
+					extra[key] = v
+				}
+				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "vdp"}, extra)
+				worst, at := 0.0, 0.0
+				for i, s := range trajectory(t, m, p, log, n, 0) {
+					if d := math.Abs(s.a - ref[i]); d > worst {
+						worst, at = d, s.t
+					}
+				}
+				if worst > tt.tol {
+					t.Errorf("x1 differs from the reference by %g at t = %g s (allowed %g)\n%s", worst, at, tt.tol, log)
+				}
+			})
 		})
 	}
 }

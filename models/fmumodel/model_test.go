@@ -1,6 +1,7 @@
 package fmumodel
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"runtime"
@@ -361,65 +362,70 @@ func TestFMUHangsInProcessAtMostThrice(t *testing.T) {
 // (maxThrottle) and anything else of modelParams are refused by name.
 func TestFMUTune(t *testing.T) {
 	for _, inProcess := range []bool{false, true} {
-		m, p, _ := fmuRig(t, testfmu.Options{FMI: 3}, models.Params{"inProcess": inProcess})
-		// Until it brakes (the FMU host's first answers take a while
-		// under Wine), for at least 30 ms.
-		start := time.Now()
-		ins, _ := drive(m, p, 15, 5*time.Second, func(ins [][]float64) bool {
-			_, br := pedals(t, p, ins)
-			return br > 0 && time.Since(start) > 30*time.Millisecond
-		})
-		if th, br := pedals(t, p, ins); th != 0 || br == 0 {
-			t.Fatalf("inProcess %v: at 15 m/s for 10: throttle %v brake %v", inProcess, th, br)
-		}
-		running := paramsOf(m)
-		tuned := with(running, "parameters", map[string]any{"setSpeed": 30.0, "kp": 0.5})
-		commit, err := m.Rebind(p, running, tuned)
-		if err != nil {
-			t.Fatal(err)
-		}
-		commit()
-		start = time.Now()
-		ins, _ = drive(m, p, 15, 5*time.Second, func(ins [][]float64) bool {
-			th, _ := pedals(t, p, ins)
-			return th == 1 && time.Since(start) > 30*time.Millisecond
-		})
-		if th, br := pedals(t, p, ins); th != 1 || br != 0 {
-			t.Errorf("inProcess %v: after setSpeed 30: throttle %v brake %v", inProcess, th, br)
-		}
+		t.Run(fmt.Sprintf("inProcess %v", inProcess), func(t *testing.T) {
+			m, p, _ := fmuRig(t, testfmu.Options{FMI: 3}, models.Params{"inProcess": inProcess})
+			// Until it brakes (the FMU host's first answers take a while
+			// under Wine), for at least 30 ms.
+			start := time.Now()
+			ins, _ := drive(m, p, 15, 5*time.Second, func(ins [][]float64) bool {
+				_, br := pedals(t, p, ins)
+				return br > 0 && time.Since(start) > 30*time.Millisecond
+			})
+			if th, br := pedals(t, p, ins); th != 0 || br == 0 {
+				t.Fatalf("inProcess %v: at 15 m/s for 10: throttle %v brake %v", inProcess, th, br)
+			}
+			running := paramsOf(m)
+			tuned := with(running, "parameters", map[string]any{"setSpeed": 30.0, "kp": 0.5})
+			commit, err := m.Rebind(p, running, tuned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			commit()
+			start = time.Now()
+			ins, _ = drive(m, p, 15, 5*time.Second, func(ins [][]float64) bool {
+				th, _ := pedals(t, p, ins)
+				return th == 1 && time.Since(start) > 30*time.Millisecond
+			})
+			if th, br := pedals(t, p, ins); th != 1 || br != 0 {
+				t.Errorf("inProcess %v: after setSpeed 30: throttle %v brake %v", inProcess, th, br)
+			}
 
-		for _, c := range []struct {
-			params    models.Params
-			want, not []string
-		}{
-			{with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeed": 30.0, "kp": 0.5, "maxThrottle": 0.5}), []string{
-				"cannot change while the FMU runs (restart beamconnect for them)",
-				`modelParams.path (`, `→ "other.fmu")`,
-				"modelParams.parameters.maxThrottle (the FMU's parameter has variability fixed)",
-			}, nil},
-			// An unknown name is an unknown name, not a restart-only change.
-			{with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeeed": 30.0}), []string{
-				`modelParams.parameters.setSpeeed: the FMU has no variable "setSpeeed" (did you mean "setSpeed"?)`,
-			}, []string{"restart"}},
-			// A parameter written beside "parameters", and a typo there:
-			// unknown names, said so, not restart-only ones.
-			{with(tuned, "setSpeed", 25.0), []string{
-				`modelParams.setSpeed: model fmu has no parameter "setSpeed": the FMU's parameters go under modelParams.parameters`,
-			}, []string{"restart beamconnect"}},
-			{with(tuned, "setSpeeed", 25.0), []string{`modelParams.setSpeeed: model fmu has no parameter "setSpeeed" (did you mean parameters.setSpeed?)`}, []string{"restart beamconnect"}},
-		} {
-			_, err := m.Rebind(p, tuned, c.params)
-			for _, want := range c.want {
-				if err == nil || !strings.Contains(err.Error(), want) {
-					t.Errorf("Rebind: %v\nwant %q", err, want)
-				}
+			for _, c := range []struct {
+				name      string
+				params    models.Params
+				want, not []string
+			}{
+				{"restart-only changes", with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeed": 30.0, "kp": 0.5, "maxThrottle": 0.5}), []string{
+					"cannot change while the FMU runs (restart beamconnect for them)",
+					`modelParams.path (`, `→ "other.fmu")`,
+					"modelParams.parameters.maxThrottle (the FMU's parameter has variability fixed)",
+				}, nil},
+				// An unknown name is an unknown name, not a restart-only change.
+				{"an unknown parameter", with(with(tuned, "path", "other.fmu"), "parameters", map[string]any{"setSpeeed": 30.0}), []string{
+					`modelParams.parameters.setSpeeed: the FMU has no variable "setSpeeed" (did you mean "setSpeed"?)`,
+				}, []string{"restart"}},
+				// A parameter written beside "parameters", and a typo there:
+				// unknown names, said so, not restart-only ones.
+				{"a parameter beside parameters", with(tuned, "setSpeed", 25.0), []string{
+					`modelParams.setSpeed: model fmu has no parameter "setSpeed": the FMU's parameters go under modelParams.parameters`,
+				}, []string{"restart beamconnect"}},
+				{"a misspelt parameter beside parameters", with(tuned, "setSpeeed", 25.0), []string{`modelParams.setSpeeed: model fmu has no parameter "setSpeeed" (did you mean parameters.setSpeed?)`}, []string{"restart beamconnect"}},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					_, err := m.Rebind(p, tuned, c.params)
+					for _, want := range c.want {
+						if err == nil || !strings.Contains(err.Error(), want) {
+							t.Errorf("Rebind: %v\nwant %q", err, want)
+						}
+					}
+					for _, not := range c.not {
+						if err != nil && strings.Contains(err.Error(), not) {
+							t.Errorf("Rebind: %v\nwant no %q", err, not)
+						}
+					}
+				})
 			}
-			for _, not := range c.not {
-				if err != nil && strings.Contains(err.Error(), not) {
-					t.Errorf("Rebind: %v\nwant no %q", err, not)
-				}
-			}
-		}
+		})
 	}
 }
 
@@ -447,17 +453,25 @@ func TestFMUTuneRefusedByTheFMU(t *testing.T) {
 	}
 }
 
-// waitAnswered waits until the FMU has answered the step it was given last.
+// waitAnswered waits up to 5 s until the FMU has answered the step it was
+// given last: in its child process, the host client's wait for the
+// answer; in process, the worker's wake-up at each answer.
 func waitAnswered(t *testing.T, m *FMU) {
 	t.Helper()
-	answered := func() bool {
-		if m.inProcess {
-			return m.local.w.state.Load() == reqAnswered
+	deadline := time.Now().Add(5 * time.Second)
+	if !m.inProcess {
+		if !m.child.client.Load().Wait(deadline) {
+			t.Fatal("the FMU never answered its step")
 		}
-		return m.child.client.Load().Wait(time.Now().Add(5 * time.Millisecond))
+		return
 	}
-	for deadline := time.Now().Add(5 * time.Second); !answered(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	w := m.local.w
+	timeout := time.NewTimer(time.Until(deadline))
+	defer timeout.Stop()
+	for w.state.Load() != reqAnswered {
+		select {
+		case <-w.done:
+		case <-timeout.C:
 			t.Fatal("the FMU never answered its step")
 		}
 	}

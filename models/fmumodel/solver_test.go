@@ -140,46 +140,48 @@ func TestMEUnstableStepIsAFault(t *testing.T) {
 		{"rk4 at maxStep 0.1 ms", models.Params{"solver": "rk4", "maxStep": 1e-4, "parameters": map[string]any{"lambda": 1e4}}, "", 1e-6, 0},
 		{"dopri5", models.Params{"solver": "dopri5", "tolerance": 1e-9, "parameters": map[string]any{"lambda": 1e4}}, "", 1e-7, 0},
 	} {
-		variants(t, tt.name, func(t *testing.T, major int, host models.Params) {
-			extra := models.Params{"outputs": map[string]any{"x": "throttle"}, "restart": true}
-			for _, from := range []models.Params{tt.params, host} {
-				for key, v := range from {
-					extra[key] = v
+		t.Run(tt.name, func(t *testing.T) {
+			variants(t, "", func(t *testing.T, major int, host models.Params) {
+				extra := models.Params{"outputs": map[string]any{"x": "throttle"}, "restart": true}
+				for _, from := range []models.Params{tt.params, host} {
+					for key, v := range from {
+						extra[key] = v
+					}
 				}
-			}
-			lambda := tt.params["parameters"].(map[string]any)["lambda"].(float64)
-			m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "stiff"}, extra)
-			outs, ins := vectors(p)
-			worst := 0.0
-			for k := range 200 {
-				outs[0][0] = 3
-				computed := m.Step(float64(k)*p.Period, outs, ins)
-				if tt.fault != "" && computed {
-					th, _ := pedals(t, p, ins)
-					t.Fatalf("message %d: controls (throttle %v) from an unstable step", k, th)
+				lambda := tt.params["parameters"].(map[string]any)["lambda"].(float64)
+				m, p, log := meRig(t, testfmu.MEOptions{FMI: major, Model: "stiff"}, extra)
+				outs, ins := vectors(p)
+				worst := 0.0
+				for k := range 200 {
+					outs[0][0] = 3
+					computed := m.Step(float64(k)*p.Period, outs, ins)
+					if tt.fault != "" && computed {
+						th, _ := pedals(t, p, ins)
+						t.Fatalf("message %d: controls (throttle %v) from an unstable step", k, th)
+					}
+					if tt.fault == "" {
+						if !computed {
+							t.Fatalf("message %d: no controls: %v\n%s", k, m.Fault(), log)
+						}
+						if at := float64(k+1) * p.Period; at >= tt.after {
+							th, _ := pedals(t, p, ins)
+							worst = max(worst, math.Abs(th-exact(lambda, at)))
+						}
+					}
 				}
 				if tt.fault == "" {
-					if !computed {
-						t.Fatalf("message %d: no controls: %v\n%s", k, m.Fault(), log)
+					if worst > tt.tol || m.Fault() != nil {
+						t.Errorf("x differs from the closed form by %g (allowed %g); fault %v\n%s", worst, tt.tol, m.Fault(), log)
 					}
-					if at := float64(k+1) * p.Period; at >= tt.after {
-						th, _ := pedals(t, p, ins)
-						worst = max(worst, math.Abs(th-exact(lambda, at)))
-					}
+					return
 				}
-			}
-			if tt.fault == "" {
-				if worst > tt.tol || m.Fault() != nil {
-					t.Errorf("x differs from the closed form by %g (allowed %g); fault %v\n%s", worst, tt.tol, m.Fault(), log)
+				if err := m.Fault(); err == nil || !strings.Contains(err.Error(), tt.fault) {
+					t.Fatalf("fault %v\nwant %s\n%s", err, tt.fault, log)
 				}
-				return
-			}
-			if err := m.Fault(); err == nil || !strings.Contains(err.Error(), tt.fault) {
-				t.Fatalf("fault %v\nwant %s\n%s", err, tt.fault, log)
-			}
-			if m.Restarts() != 0 || !strings.Contains(log.String(), "not started again") {
-				t.Errorf("restarts %d: an unstable step is for good\n%s", m.Restarts(), log)
-			}
+				if m.Restarts() != 0 || !strings.Contains(log.String(), "not started again") {
+					t.Errorf("restarts %d: an unstable step is for good\n%s", m.Restarts(), log)
+				}
+			})
 		})
 	}
 }

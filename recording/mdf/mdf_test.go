@@ -410,11 +410,13 @@ func TestReadErrors(t *testing.T) {
 		{"unsorted", func(b []byte) []byte { b[mf.Groups[0].at-dgSize+headerSize+dgLinks*8] = 1; return b }, "an unsorted data group (record ids of 1 bytes): sort the file first"},
 		{"header", func(b []byte) []byte { copy(b[hdAt:], "##HX"); return b }, `run.mf4: block at 0x40: expected a HD block, found "##HX"`},
 	} {
-		b := tc.edit(slices.Clone(good))
-		_, err := Read(bytes.NewReader(b), int64(len(b)), "run.mf4")
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.edit(slices.Clone(good))
+			_, err := Read(bytes.NewReader(b), int64(len(b)), "run.mf4")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+			}
+		})
 	}
 }
 
