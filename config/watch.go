@@ -75,6 +75,12 @@ func NewFileWatcher(what, path string, debounce time.Duration, log *slog.Logger)
 	return w
 }
 
+// SetRunning sets the content the run is already using, read when the
+// config was compiled: an edit saved between that read and the watch
+// starting is then a change, reported once the watch is armed, and not
+// mistaken for the running content.
+func (w *Watcher) SetRunning(data []byte) { w.last = data }
+
 // SetHealthInterval changes how often the watch itself is checked (1 s by
 // default); tests make it short.
 func (w *Watcher) SetHealthInterval(d time.Duration) { w.health = d }
@@ -108,8 +114,9 @@ func (w *Watcher) Run(ctx context.Context, onChange func(data []byte)) {
 	}
 	health := time.NewTicker(w.health)
 	defer health.Stop()
-	settle := time.NewTimer(time.Hour)
-	settle.Stop()
+	// A save before the watch was armed made no event: look once at the
+	// start, then whenever writing settles.
+	settle := time.NewTimer(w.debounce)
 	defer settle.Stop()
 	for {
 		select {

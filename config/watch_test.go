@@ -169,3 +169,21 @@ func TestWatchSurvivesFolderChurn(t *testing.T) {
 		expect(t, got, "v4")
 	})
 }
+
+// A save between the run reading its config and the watch starting made
+// no event the watch could see; it is still reported, as soon as the
+// watch runs.
+func TestWatchSaveBeforeTheWatchStarts(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rig.json")
+	if err := os.WriteFile(path, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWatcher(path, 20*time.Millisecond, nil)
+	w.SetRunning([]byte("v0")) // what the run compiled, before the save
+	got := make(chan string, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go w.Run(ctx, func(b []byte) { got <- string(b) })
+	expect(t, got, "v1")
+}

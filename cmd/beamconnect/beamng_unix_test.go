@@ -93,6 +93,7 @@ func summaryOf(t *testing.T, out string) runJSONSummary {
 // had restarted. (A model that reads the vehicle was reset; one that reads
 // nothing was taken for one that does not read the restarted vehicle.)
 func TestRestartStartsTheModelOver(t *testing.T) {
+	t.Parallel()
 	path := testfmu.MEForTest(t, "decay.fmu", testfmu.MEOptions{FMI: 2, Model: "decay"})
 	free := freeUDPPorts(t, 2)
 	rig := rigWithModel(t, free[0], free[1], `"model": "fmu", "modelTimeoutMs": 500,
@@ -189,8 +190,10 @@ func recordRows(t *testing.T, file string) []map[string]float64 {
 // waited 2 s; it rejected them and waited) and the verdict diagnosed
 // replies sent where BeamNG is not listening.
 func TestPausesAreNotFaults(t *testing.T) {
+	t.Parallel()
 	for _, pause := range []string{"1200ms", "3s"} {
 		t.Run(pause, func(t *testing.T) {
+			t.Parallel()
 			free := freeUDPPorts(t, 2)
 			rig := rigOnPorts(t, free[0], free[1])
 			run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig)
@@ -227,6 +230,7 @@ func TestPausesAreNotFaults(t *testing.T) {
 // when the run ended (status connecting): silent for its last 2.1 s
 // (BeamNG's own 2 s wait for a reply, or its stop)".
 func TestStopInsideBeamNGsWait(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		sig   os.Signal
@@ -236,6 +240,7 @@ func TestStopInsideBeamNGsWait(t *testing.T) {
 		{"SIGTERM 2 s after BeamNG's last message", syscall.SIGTERM, time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			free := freeUDPPorts(t, 2)
 			rig := rigOnPorts(t, free[0], free[1])
 			run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig)
@@ -245,7 +250,7 @@ func TestStopInsideBeamNGsWait(t *testing.T) {
 				t.Fatalf("emulate: exit %d\n%s", code, emuErr)
 			}
 			errb.waitFor(t, "BeamNG went silent")
-			time.Sleep(tt.after) // the user's moment
+			time.Sleep(tt.after) // the user's moment: a time, not an event
 			run.Process.Signal(tt.sig)
 			code := waitExit(t, run, 30*time.Second, "run after the signal")
 			s := summaryOf(t, out.String())

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"testing"
 
 	"beamconnect/internal/testprog"
+	"beamconnect/internal/wine"
 	"beamconnect/models/exectest"
 )
 
@@ -14,6 +16,12 @@ var self = testprog.Program{Package: "."}
 
 func binary(t *testing.T) string { return self.Path(t) }
 
+// TestMain runs eight tests at a time unless -test.parallel says
+// otherwise: most of them start a run, a BeamNG of their own or a browser
+// and wait on it (BeamNG's 2 s timeouts, a paced second, a page's next
+// frame), so one test per CPU left the cores idle most of the time. Under
+// Wine the default stays: wineserver carries every socket operation of
+// every process, and FMU hosts started at once there have failed to start.
 func TestMain(m *testing.M) {
 	// The exec tests' program is this binary too (exectest's scripts).
 	exectest.Main()
@@ -21,6 +29,12 @@ func TestMain(m *testing.M) {
 	// that is this binary, which then is the host, as beamconnect is.
 	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
 		os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv}))
+	}
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && !wine.Running() {
+		flag.Set("test.parallel", "8")
 	}
 	code := m.Run()
 	self.Remove()

@@ -42,6 +42,10 @@ type env struct {
 	lookupEnv      func(string) (string, bool)
 	// stderrIsTTY decides whether log output may be coloured.
 	stderrIsTTY bool
+	// interrupt, once closed, ends a run as Ctrl-C does. The program
+	// leaves it nil; tests that run commands in process set it, where a
+	// signal would reach every run of the test binary at once.
+	interrupt <-chan struct{}
 }
 
 // command is one subcommand.

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 // without it the same run exits 0; a controller that settles exits 0;
 // faults still exit 1, and their run's loops are never called good.
 func TestFailOnControl(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fmuPath := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{})
 	rig := filepath.Join(filepath.Dir(fmuPath), "rig.json")
@@ -39,7 +41,8 @@ func TestFailOnControl(t *testing.T) {
 	if !strings.Contains(string(data), `"setSpeed": 20`) || !strings.Contains(string(data), `"model": "fmu",`) {
 		t.Fatalf("the draft is not as this test edits it:\n%s", data)
 	}
-	run := []string{"run", "--emulate", "--free-running", "--duration", "2s"}
+	// 10 s of simulation: the controller that can settle has.
+	run := []string{"run", "--emulate", "--free-running", "--sim-duration", "10s"}
 	for _, tt := range []struct {
 		name     string
 		args     []string
@@ -52,19 +55,20 @@ func TestFailOnControl(t *testing.T) {
 			"healthy, but CONTROL NOT GOOD (exit status 4, as --fail-on control asks):", "not settled", "groundspeed not settled: never within"},
 		{"never settles, beamng.failOn", []string{neverKey}, exitControl, "CONTROL NOT GOOD", "not settled", "groundspeed not settled"},
 		{"never settles, not asked", []string{never}, exitOK, "healthy: BeamNG coupled in lockstep, no faults", "not settled", ""},
-		{"settles", []string{pedals, "--fail-on", "control", "--duration", "3s"}, exitOK, "healthy: BeamNG coupled", "good", ""},
-		{"faults come first", []string{pedals, "--fail-on", "control", "--duration", "3s", "--fault", "garbage=0.01"}, exitFailed,
+		{"settles", []string{pedals, "--fail-on", "control"}, exitOK, "healthy: BeamNG coupled", "good", ""},
+		{"faults come first", []string{pedals, "--fail-on", "control", "--fault", "garbage=0.01"}, exitFailed,
 			"FAULTS (exit status 1)", "held, in a run with faults", "groundspeed held, in a run with faults"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, code := exec(t, nil, append(run, tt.args...)...)
+			t.Parallel()
+			out, errOut, code := exec(t, nil, slices.Concat(run, tt.args)...)
 			if code != tt.code || !strings.Contains(out, tt.says) {
 				t.Fatalf("exit %d, want %d, and %q in\n%s\n%s", code, tt.code, tt.says, out, errOut)
 			}
 			if tt.verdict == "good" && strings.Contains(out, "held, in a run with faults") {
 				t.Errorf("a healthy run's loop is not good:\n%s", out)
 			}
-			out, _, code = exec(t, nil, append(append(run, "--json"), tt.args...)...)
+			out, _, code = exec(t, nil, slices.Concat(run, []string{"--json"}, tt.args)...)
 			var sum struct {
 				Control []struct{ Name, Verdict string } `json:"control"`
 				Failed  string                           `json:"control_failed"`
@@ -95,6 +99,7 @@ func TestFailOnControl(t *testing.T) {
 // ends with the error and what to check (exit 1), instead of retrying for
 // ever; the summary says it never connected.
 func TestRunBusyPortGivesUp(t *testing.T) {
+	t.Parallel()
 	busy, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func freePort(t *testing.T) netip.AddrPort {
 }
 
 func TestEmulate(t *testing.T) {
+	t.Parallel()
 	client, serve := startClient(t)
 	listen := freePort(t)
 	go serve(listen)
@@ -69,6 +70,7 @@ func TestEmulate(t *testing.T) {
 
 // --config takes the period and both addresses from a rig config.
 func TestEmulateFromConfig(t *testing.T) {
+	t.Parallel()
 	client, serve := startClient(t)
 	listen := freePort(t)
 	go serve(listen)
@@ -89,20 +91,24 @@ func TestEmulateFromConfig(t *testing.T) {
 }
 
 func TestEmulateUsage(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
+		name string
 		args []string
 		want string
 	}{
-		{[]string{"--fault", "drop-replies=2"}, `expected a probability from 0 to 1, got "2"`},
-		{[]string{"--fault", "melt"}, "expected NAME=VALUE"},
-		{[]string{"--listen", "nowhere"}, `--listen "nowhere": expected IP:port`},
-		{[]string{"--simulink-time", "-1"}, "must be positive"},
-		{[]string{"extra"}, `unexpected argument "extra"`},
+		{"a probability above 1", []string{"--fault", "drop-replies=2"}, `expected a probability from 0 to 1, got "2"`},
+		{"a fault without a value", []string{"--fault", "melt"}, "expected NAME=VALUE"},
+		{"not an address", []string{"--listen", "nowhere"}, `--listen "nowhere": expected IP:port`},
+		{"a negative period", []string{"--simulink-time", "-1"}, "must be positive"},
+		{"an argument", []string{"extra"}, `unexpected argument "extra"`},
 	} {
-		_, errOut, code := exec(t, nil, append([]string{"emulate"}, tt.args...)...)
-		if code != exitUsage || !strings.Contains(errOut, tt.want) {
-			t.Errorf("%v: exit %d %q, want %q", tt.args, code, errOut, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := exec(t, nil, append([]string{"emulate"}, tt.args...)...)
+			if code != exitUsage || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%v: exit %d %q, want %q", tt.args, code, errOut, tt.want)
+			}
+		})
 	}
 	_, errOut, code := exec(t, nil, "emulate", "--config", "../../config/testdata/unknown-signal.bad.json")
 	if code != exitFailed || !strings.Contains(errOut, ":13:29:") {
@@ -117,8 +123,10 @@ func TestEmulateUsage(t *testing.T) {
 	}
 }
 
-// emulate's debug logs go straight into timing.
+// emulate's debug logs go straight into timing. A paced run: what timing
+// reads of it is its real-time factor.
 func TestTimingOnEmulatorLogs(t *testing.T) {
+	t.Parallel()
 	client, serve := startClient(t)
 	listen := freePort(t)
 	go serve(listen)

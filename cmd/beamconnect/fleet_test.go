@@ -8,18 +8,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"beamconnect/internal/wine"
 )
 
 const followExample = "../../examples/follow.json"
 
 // run couples both vehicles of the follow example: a summary per vehicle,
-// a recording with a vehicle column, healthy.
+// a recording with a vehicle column, healthy (6 s of simulation: 1200
+// messages of each vehicle).
 func TestRunFleetExample(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "follow.csv")
-	out, errOut, code := exec(t, nil, "run", "--json", followExample, "--emulate", "--free-running", "--duration", wine.Stretch(2*time.Second).String(), "--record", rec)
+	out, errOut, code := exec(t, nil, "run", "--json", followExample, "--emulate", "--free-running", "--sim-duration", "6s", "--record", rec)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
@@ -76,6 +75,7 @@ func freeUDPPorts(t *testing.T, n int) []int {
 // physics loop; with nobody answering, every vehicle's blocking receive
 // holds the others (one stall each time round).
 func TestEmulateFleetConfig(t *testing.T) {
+	t.Parallel()
 	p := freeUDPPorts(t, 4)
 	cfg := filepath.Join(t.TempDir(), "two.json")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`{"version": 2,

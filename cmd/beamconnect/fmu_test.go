@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,7 @@ func fmuRig(t *testing.T, o testfmu.Options, modelParams string) string {
 // The cruise FMU holds 20 m/s against the emulated BeamNG, as the built-in
 // cruise-pedals does: FMI 2.0 and 3.0, in a child process and in process.
 func TestRunFMUHoldsSpeed(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		o      testfmu.Options
@@ -47,6 +49,7 @@ func TestRunFMUHoldsSpeed(t *testing.T) {
 		{"FMI 2.0 in process", testfmu.Options{FMI: 2}, `{ "path": "cruise.fmu", "inProcess": true }`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			rig := fmuRig(t, tt.o, tt.params)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--sim-duration", "10s", "--record", rec)
@@ -73,6 +76,7 @@ func TestRunFMUHoldsSpeed(t *testing.T) {
 // A crashing, hanging, erroring or NaN-writing FMU gives BeamNG neutral
 // controls, is logged as a model fault when it happens, and run exits 1.
 func TestRunFMUFaults(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		fault, params, log string
 	}{
@@ -82,8 +86,9 @@ func TestRunFMUFaults(t *testing.T) {
 		{"nan", `{ "path": "cruise.fmu" }`, "the FMU's output throttle is NaN: not a usable control value"},
 	} {
 		t.Run(tt.fault, func(t *testing.T) {
+			t.Parallel()
 			rig := fmuRig(t, testfmu.Options{Fault: tt.fault, After: 100}, tt.params)
-			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--duration", "2s")
+			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--sim-duration", "2s")
 			if n, _ := s["model_faults"].(float64); n < 1 {
 				t.Errorf("model faults %v\n%s", s["model_faults"], errOut)
 			}
@@ -107,6 +112,7 @@ func TestRunFMUFaults(t *testing.T) {
 // validate opens the FMU and reports every mismatch at its line and
 // column in the config.
 func TestValidateFMUPositions(t *testing.T) {
+	t.Parallel()
 	rig := fmuRig(t, testfmu.Options{}, `{
       "path": "cruise.fmu",
       "inputs": { "grondspeed": "groundspeed" },
@@ -136,6 +142,7 @@ func TestValidateFMUPositions(t *testing.T) {
 }
 
 func TestFMUInspect(t *testing.T) {
+	t.Parallel()
 	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 3, VariableStep: true, StepSize: 0.001})
 	out, errOut, code := exec(t, nil, "fmu", "inspect", path)
 	if code != exitOK {
@@ -162,18 +169,21 @@ func TestFMUInspect(t *testing.T) {
 		t.Errorf("%v %+v", err, info)
 	}
 	for _, tt := range []struct {
+		name string
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"fmu", "inspect"}, exitUsage, "expected 'inspect FILE'"},
-		{[]string{"fmu", "inspect", "nope.fmu"}, exitFailed, "FMU nope.fmu: no such file"},
-		{[]string{"fmu", "inspect", pedals}, exitFailed, "is not an FMU: expected a zip archive"},
+		{"no file", []string{"fmu", "inspect"}, exitUsage, "expected 'inspect FILE'"},
+		{"a missing file", []string{"fmu", "inspect", "nope.fmu"}, exitFailed, "FMU nope.fmu: no such file"},
+		{"not an FMU", []string{"fmu", "inspect", pedals}, exitFailed, "is not an FMU: expected a zip archive"},
 	} {
-		_, errOut, code := exec(t, nil, tt.args...)
-		if code != tt.code || !strings.Contains(errOut, tt.want) {
-			t.Errorf("%v: exit %d, %q", tt.args, code, errOut)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := exec(t, nil, tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%v: exit %d, %q", tt.args, code, errOut)
+			}
+		})
 	}
 	// The host is for beamconnect itself: not in the command list.
 	if out, _, _ := exec(t, nil, "--help"); strings.Contains(out, "fmu-host") || !strings.Contains(out, "fmu ") {
@@ -187,6 +197,7 @@ func TestFMUInspect(t *testing.T) {
 // (setSpeed and groundspeed); it runs as written, recording the FMU's
 // outputs under their names, and judges the loop.
 func TestInitFromFMU(t *testing.T) {
+	t.Parallel()
 	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{TimeOutput: true})
 	rig := filepath.Join(filepath.Dir(path), "rig.json")
 	_, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig)
@@ -223,8 +234,8 @@ func TestInitFromFMU(t *testing.T) {
 		t.Errorf("--addresses-from a Gen 2 config: exit %d\n%s", code, errOut)
 	}
 	rec := filepath.Join(filepath.Dir(path), "run.csv")
-	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "1s", "--record", rec)
-	if r.Messages < 100 || r.Model != "fmu" || len(r.Control) != 1 || r.Control[0].Name != "groundspeed" {
+	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--sim-duration", "1s", "--record", rec)
+	if r.Messages != 200 || r.Model != "fmu" || len(r.Control) != 1 || r.Control[0].Name != "groundspeed" {
 		t.Errorf("%+v\n%s", r, errOut)
 	}
 	b, _ := os.ReadFile(rec)
@@ -247,6 +258,7 @@ func TestInitFromFMU(t *testing.T) {
 // FMU is stepped every 200 messages by 1 s (multi-rate), and it runs so,
 // said in the run's summary.
 func TestInitFromFMUFixedStep(t *testing.T) {
+	t.Parallel()
 	path := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 3, FixedStep: 1, TimeOutput: true})
 	rig := filepath.Join(filepath.Dir(path), "rig.json")
 	if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitOK {
@@ -259,8 +271,8 @@ func TestInitFromFMUFixedStep(t *testing.T) {
 	if out, errOut, code := exec(t, nil, "compile", rig); code != exitOK || !strings.Contains(out+errOut, multi) {
 		t.Errorf("compile: exit %d\n%s%s", code, out, errOut)
 	}
-	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--duration", "3s")
-	if notes := strings.Join(r.ModelNotes, "\n"); !strings.Contains(notes, multi) || r.Replies != r.Messages || r.Messages < 1000 {
+	r, errOut := runJSON(t, rig, "--emulate", "--free-running", "--sim-duration", "5s")
+	if notes := strings.Join(r.ModelNotes, "\n"); !strings.Contains(notes, multi) || r.Replies != r.Messages || r.Messages != 1000 {
 		t.Errorf("model notes %q, %d messages, %d replies\n%s", notes, r.Messages, r.Replies, errOut)
 	}
 }
@@ -270,6 +282,7 @@ func TestInitFromFMUFixedStep(t *testing.T) {
 // exchange interface, arrays' dimensions and String and Binary start
 // values; init explains an array input as the array it is.
 func TestFMUInspectShapesAndBinaries(t *testing.T) {
+	t.Parallel()
 	desc, err := os.ReadFile("../../fmu/testdata/fmi3-types.good.xml")
 	if err != nil {
 		t.Fatal(err)
@@ -316,6 +329,7 @@ func TestFMUInspectShapesAndBinaries(t *testing.T) {
 // before it runs: a value beyond a variable's min or max, an
 // enumeration's item it does not have, a value of the wrong type.
 func TestValidateFMUValuePositions(t *testing.T) {
+	t.Parallel()
 	rig := fmuRig(t, testfmu.Options{FMI: 3, Extra: []string{
 		`<Float64 name="gain" valueReference="21" causality="parameter" variability="tunable" start="1" min="0" max="10"/>`,
 		`<Enumeration name="mode" valueReference="22" causality="parameter" variability="fixed" declaredType="Mode" start="1"/>`,
@@ -344,6 +358,7 @@ func TestValidateFMUValuePositions(t *testing.T) {
 // An array parameter of an FMU takes a JSON array, as docs/fmu.md says:
 // the schema lets it through, and the FMU's own shape judges its length.
 func TestValidateFMUArrayParameter(t *testing.T) {
+	t.Parallel()
 	extra := testfmu.Options{FMI: 3, Extra: []string{
 		`<Float64 name="gains" valueReference="24" causality="parameter" variability="tunable" start="1 2 3"><Dimension start="3"/></Float64>`,
 	}}
@@ -356,6 +371,7 @@ func TestValidateFMUArrayParameter(t *testing.T) {
 		{"two values", `"gains": [0.5, 1]`, exitFailed, "beamng.modelParams.parameters.gains"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			rig := fmuRig(t, extra, `{ "path": "cruise.fmu", "parameters": { `+tc.params+` } }`)
 			out, _, code := exec(t, nil, "validate", rig)
 			if code != tc.code || !strings.Contains(out, tc.want) {
@@ -368,13 +384,17 @@ func TestValidateFMUArrayParameter(t *testing.T) {
 // An FMU that ends the simulation ends its model cleanly: the run goes on
 // with neutral controls and exits 0, its summary saying when and why.
 func TestRunFMUEndsCleanly(t *testing.T) {
+	t.Parallel()
 	for _, major := range []int{2, 3} {
-		rig := fmuRig(t, testfmu.Options{FMI: major, Fault: "terminate", After: 200}, `{ "path": "cruise.fmu" }`)
-		out, errOut, code := exec(t, nil, "run", rig, "--emulate", "--free-running", "--duration", "2s")
-		if code != exitOK || strings.Count(errOut, "the FMU ended the simulation at t = 0.9975 s") != 1 ||
-			!strings.Contains(out+errOut, "the test track ends here") {
-			t.Errorf("FMI %d: exit %d\n%s\n%s", major, code, out, errOut)
-		}
+		t.Run(fmt.Sprintf("FMI %d", major), func(t *testing.T) {
+			t.Parallel()
+			rig := fmuRig(t, testfmu.Options{FMI: major, Fault: "terminate", After: 200}, `{ "path": "cruise.fmu" }`)
+			out, errOut, code := exec(t, nil, "run", rig, "--emulate", "--free-running", "--sim-duration", "2s")
+			if code != exitOK || strings.Count(errOut, "the FMU ended the simulation at t = 0.9975 s") != 1 ||
+				!strings.Contains(out+errOut, "the test track ends here") {
+				t.Errorf("FMI %d: exit %d\n%s\n%s", major, code, out, errOut)
+			}
+		})
 	}
 }
 
@@ -382,6 +402,7 @@ func TestRunFMUEndsCleanly(t *testing.T) {
 // integrated by beamconnect: its solver's steps and events in --json,
 // and how it ran in the model notes.
 func TestRunModelExchangeFMU(t *testing.T) {
+	t.Parallel()
 	path := testfmu.MEForTest(t, "ball.fmu", testfmu.MEOptions{FMI: 3, Model: "ball"})
 	src, err := os.ReadFile(pedals)
 	if err != nil {
@@ -396,7 +417,7 @@ func TestRunModelExchangeFMU(t *testing.T) {
 	if err := os.WriteFile(rig, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "4s")
+	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "10s")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
@@ -417,6 +438,7 @@ func TestRunModelExchangeFMU(t *testing.T) {
 // for a model exchange FMU, the config init --from-fmu writes validates
 // and runs as written.
 func TestInitFromFMUConfigsRun(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		path func(t *testing.T) string
@@ -446,6 +468,7 @@ func TestInitFromFMUConfigsRun(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			path := tt.path(t)
 			rig := filepath.Join(filepath.Dir(path), "rig.json")
 			if _, errOut, code := exec(t, nil, "init", "--from-fmu", path, "-o", rig); code != exitOK {
@@ -455,7 +478,7 @@ func TestInitFromFMUConfigsRun(t *testing.T) {
 				data, _ := os.ReadFile(rig)
 				t.Fatalf("validate: exit %d\n%s\n%s", code, out, data)
 			}
-			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s")
+			out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "2s")
 			var sum struct {
 				Messages    int64    `json:"messages"`
 				ModelFaults int64    `json:"model_faults"`
@@ -483,6 +506,7 @@ func TestInitFromFMUConfigsRun(t *testing.T) {
 // beyond the input, or whose fractions are rounded, is a warning there
 // (a speed into an enumeration is both).
 func TestValidateFMUInputTypes(t *testing.T) {
+	t.Parallel()
 	rig := fmuRig(t, testfmu.Options{FMI: 3, Extra: []string{
 		`<Enumeration name="level" valueReference="21" causality="input" declaredType="Level" start="10"/>`,
 		`<UInt8 name="few" valueReference="22" causality="input" min="5" start="5"/>`,
@@ -523,6 +547,7 @@ func TestValidateFMUInputTypes(t *testing.T) {
 // clamp counted as inputs_clamped in the summary and --json, the first of
 // each input said once with its value.
 func TestRunFMUInputsClamped(t *testing.T) {
+	t.Parallel()
 	path := testfmu.TypesForTest(t, 0)
 	src, err := os.ReadFile(pedals)
 	if err != nil {
@@ -544,8 +569,8 @@ func TestRunFMUInputsClamped(t *testing.T) {
 	valuesOnly(t, rig) // every message's values gathered, however loaded the machine
 	rec := filepath.Join(t.TempDir(), "run.csv")
 	// y = fuel (a full tank: 1) floors the throttle: the car shifts up to
-	// its fifth gear within 10 s of simulation, a fraction of the run's 3 s.
-	out, errOut, _ := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "3s", "--record", rec)
+	// its fifth gear within 10 s of simulation.
+	out, errOut, _ := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "12s", "--record", rec)
 	var s map[string]any
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, errOut)
@@ -567,7 +592,7 @@ func TestRunFMUInputsClamped(t *testing.T) {
 			t.Errorf("%d lines of %q, want 1\n%s", n, want, errOut)
 		}
 	}
-	text, _, _ := exec(t, nil, "run", rig, "--emulate", "--free-running", "--duration", "1s")
+	text, _, _ := exec(t, nil, "run", rig, "--emulate", "--free-running", "--sim-duration", "1s")
 	if !strings.Contains(text, "data: inputs clamped ") {
 		t.Errorf("the text summary does not say it:\n%s", text)
 	}

@@ -6,12 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/config"
-	"beamconnect/internal/wine"
 	"beamconnect/ports"
 )
 
@@ -21,6 +19,7 @@ const gen2Example = "../../examples/gen2-cruise.json"
 // loads with that CSV into the plan the draft described: the same layout,
 // period, addresses and fields.
 func TestCSVRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data, _ := os.ReadFile(gen2Example)
 	cfgPath := filepath.Join(dir, "rig.json")
@@ -74,6 +73,7 @@ func TestCSVRoundTrip(t *testing.T) {
 
 // A Gen 2 name the catalogue does not know is refused by csv, placed.
 func TestCSVDraftErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rig.json")
 	os.WriteFile(path, []byte(`{"version": 2,
@@ -98,6 +98,7 @@ func TestCSVDraftErrors(t *testing.T) {
 // init --from-csv on a CSV with every group of the catalogue writes a
 // config that validates as is and maps every row.
 func TestInitFromCSV(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := &cosim.File{Other: cosim.DefaultOther, BeamNG: cosim.DefaultBeamNG, Time: cosim.Param{Value: 0.001}, Ping: cosim.Param{Value: 1e-5}}
 	groups := map[string]string{"IMU": "IMU0", "GPS": "Front GPS", "Roads": "Local Roads [Info]"}
@@ -166,8 +167,9 @@ func TestInitFromCSV(t *testing.T) {
 // The Gen 2 example runs on the emulator like the Gen 1 ones: healthy, and
 // compile explains how to start BeamNG's side.
 func TestRunGen2Example(t *testing.T) {
-	r, errOut := runJSON(t, gen2Example, "--emulate", "--free-running", "--duration", wine.Stretch(2*time.Second).String())
-	if r.Messages < 300 || r.Replies != r.Messages || r.Dropped != 0 || r.Emulator == nil || r.Emulator.Stalls != 0 {
+	t.Parallel()
+	r, errOut := runJSON(t, gen2Example, "--emulate", "--free-running", "--sim-duration", "2s")
+	if r.Messages != 400 || r.Replies != r.Messages || r.Dropped != 0 || r.Emulator == nil || r.Emulator.Stalls != 0 {
 		t.Errorf("summary %+v\n%s", r, errOut)
 	}
 	out, _, code := exec(t, nil, "compile", gen2Example)
@@ -184,6 +186,7 @@ func TestRunGen2Example(t *testing.T) {
 
 // emulate --csv stands in for a Gen 2 BeamNG from a CSV alone.
 func TestEmulateCSV(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := exec(t, nil, "emulate", "--csv", "../../examples/gen2-cruise.csv", "--listen", "127.0.0.1:0", "--client", "127.0.0.1:9", "--steps", "25", "--free-running", "--json")
 	if code != exitOK || !strings.Contains(errOut, "cosimulationCoupling") || !strings.Contains(errOut, "sends_doubles=8") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)

@@ -10,11 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/beamngtest"
-	"beamconnect/internal/wine"
 )
 
 const gen2Fleet = "../../examples/gen2-follow.json"
@@ -54,6 +52,7 @@ func copyGen2(t *testing.T, config string, csvs ...string) (dir string, ports ma
 // The Gen 2 fleet example validates, and compile shows each vehicle with
 // its own CSV, window and start command.
 func TestGen2FleetCompile(t *testing.T) {
+	t.Parallel()
 	out, _, code := exec(t, nil, "compile", gen2Fleet)
 	for _, want := range []string{
 		"coupling of 2 vehicles, each laid out by its own CSV",
@@ -86,6 +85,7 @@ func TestGen2FleetCompile(t *testing.T) {
 // validate makes a CSV row BeamNG cannot resolve an error where fields the
 // config reads come after it, and leaves it a warning where none do.
 func TestValidateCutShort(t *testing.T) {
+	t.Parallel()
 	out, _, code := exec(t, nil, "validate", "../../config/testdata/gen2-cut.bad.json", "../../config/testdata/gen2-cut.good.json")
 	for _, want := range []string{
 		`gen2-cut.csv:4:10: BeamNG does not know the group "Kinmatics" (did you mean "Kinematics"?): it stops building its message at this row, so this row and every later signalTo row never arrive, and outputs[0].ports[0][1] (vehiclePositionX) would read nothing`,
@@ -105,6 +105,7 @@ func TestValidateCutShort(t *testing.T) {
 // emulate --config with a Gen 2 fleet runs every vehicle in one physics
 // loop, each from its own CSV: its layout, its period and its ports.
 func TestEmulateGen2Fleet(t *testing.T) {
+	t.Parallel()
 	dir, ports := copyGen2(t, gen2Fleet, "gen2-follow-ego.csv", "gen2-follow-lead.csv")
 	// The lead's CSV gets one more signalTo row: its messages, and only
 	// its, are a double longer.
@@ -161,10 +162,11 @@ func TestEmulateGen2Fleet(t *testing.T) {
 // cruise-torque runs on Gen 2 when the CSV lists the wheel torques: the
 // emulated car is held at the set speed by torques alone.
 func TestRunGen2CruiseTorque(t *testing.T) {
+	t.Parallel()
 	dir, _ := copyGen2(t, "../../examples/gen2-cruise-torque.json", "gen2-cruise-torque.csv")
 	rec := filepath.Join(dir, "run.csv")
-	r, errOut := runJSON(t, filepath.Join(dir, "gen2-cruise-torque.json"), "--emulate", "--free-running", "--duration", wine.Stretch(3*time.Second).String(), "--record", rec)
-	if r.Messages < 1000 || r.Replies != r.Messages || r.Emulator == nil || r.Emulator.Stalls != 0 {
+	r, errOut := runJSON(t, filepath.Join(dir, "gen2-cruise-torque.json"), "--emulate", "--free-running", "--sim-duration", "6s", "--record", rec)
+	if r.Messages != 1200 || r.Replies != r.Messages || r.Emulator == nil || r.Emulator.Stalls != 0 {
 		t.Errorf("summary %+v\n%s", r, errOut)
 	}
 	if v := lastValue(t, rec, "out1.vehicleGroundSpeed"); v < 14.5 || v > 15.5 {

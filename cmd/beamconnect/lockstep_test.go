@@ -133,6 +133,7 @@ func whose(t *testing.T, rec string) (own, neutral int, stale [][2]float64) {
 // neutral, and the run is healthy; in real time many are neutral (the
 // steps are late), and none carries another step's controls.
 func TestJitteryFMUAnswersItsOwnMessage(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name      string
 		inProcess bool
@@ -147,7 +148,7 @@ func TestJitteryFMUAnswersItsOwnMessage(t *testing.T) {
 			t.Parallel()
 			rig := jitterRig(t, tt.inProcess)
 			rec := filepath.Join(t.TempDir(), "run.csv")
-			args := []string{"run", rig, "--emulate", "--free-running", "--duration", "4s", "--record", rec, "--json"}
+			args := []string{"run", rig, "--emulate", "--free-running", "--sim-duration", "2s", "--record", rec, "--json"}
 			if tt.realTime {
 				args = append(args, "--real-time")
 			}
@@ -241,11 +242,12 @@ func column(t *testing.T, rec, name string) []float64 {
 // and not a word in the log. "keep" is the protocol's way to ask for that:
 // BeamNG keeps the throttle, and it is no fault.
 func TestRunExecNaNIsAFault(t *testing.T) {
+	t.Parallel()
 	t.Run("nan", func(t *testing.T) {
 		t.Parallel()
 		rec := filepath.Join(t.TempDir(), "run.csv")
 		s, errOut, code := runBinaryJSON(t, "run", execRig(t, "header", "answer:100=1 1 0 0", "answer:*=1 nan 0 0"),
-			"--emulate", "--free-running", "--duration", "2s", "--json", "--record", rec)
+			"--emulate", "--free-running", "--sim-duration", "2s", "--json", "--record", rec)
 		if s == nil || code != exitFailed || s["non_finite"] == nil {
 			t.Fatalf("exit %d, want %d; summary %v\n%s", code, exitFailed, s, errOut)
 		}
@@ -273,7 +275,7 @@ func TestRunExecNaNIsAFault(t *testing.T) {
 		t.Parallel()
 		rec := filepath.Join(t.TempDir(), "run.csv")
 		s, errOut, code := runBinaryJSON(t, "run", execRig(t, "header", "answer:100=1 1 0 0", "answer:*=1 keep 0 0"),
-			"--emulate", "--free-running", "--duration", "2s", "--json", "--record", rec)
+			"--emulate", "--free-running", "--sim-duration", "2s", "--json", "--record", rec)
 		if s == nil || code != exitOK || s["non_finite"] != 0.0 || s["neutral_replies"] != 0.0 {
 			t.Fatalf("exit %d, non_finite %v, neutral %v\n%s", code, s["non_finite"], s["neutral_replies"], errOut)
 		}
@@ -289,7 +291,10 @@ func TestRunExecNaNIsAFault(t *testing.T) {
 // summary, which counts the threads. Before, the FMU was instantiated
 // again after every hang for as long as the run lasted, a thread lost
 // each time, and the summary said only that the model faulted.
+//
+// A run of the wall clock: the restarts' backoff is.
 func TestRunFMUHangingInProcessIsCapped(t *testing.T) {
+	t.Parallel()
 	fmuPath := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{Fault: "hang-2s", After: 1})
 	src, err := os.ReadFile("../../examples/fmu-cruise/cruise.json")
 	if err != nil {
@@ -328,6 +333,7 @@ func TestRunFMUHangingInProcessIsCapped(t *testing.T) {
 // whose step gave up on it): in lockstep (none neutral) and in real time
 // (many neutral).
 func TestRunSharedModelAnswersItsOwnMessage(t *testing.T) {
+	t.Parallel()
 	for _, realTime := range []bool{false, true} {
 		t.Run(fmt.Sprint("real time ", realTime), func(t *testing.T) {
 			t.Parallel()
@@ -355,7 +361,11 @@ func TestRunSharedModelAnswersItsOwnMessage(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := filepath.Join(t.TempDir(), "run.csv")
-			s, errOut, code := runBinaryJSON(t, "run", rig, "--emulate", "--free-running", "--duration", "4s", "--json", "--record", rec)
+			// A message waits for both vehicles' steps of 0 to 9 ms in
+			// lockstep: 1 s of simulation is 400 replies; in real time
+			// some three in four are neutral: 2 s for hundreds of answers.
+			sim := map[bool]string{false: "1s", true: "2s"}[realTime]
+			s, errOut, code := runBinaryJSON(t, "run", rig, "--emulate", "--free-running", "--sim-duration", sim, "--json", "--record", rec)
 			if s == nil {
 				t.Fatalf("exit %d, no summary\n%s", code, errOut)
 			}

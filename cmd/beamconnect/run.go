@@ -407,7 +407,7 @@ func (r *runner) busyPoll() {
 // run couples until the duration ends or a signal comes, then reports.
 func (r *runner) run(hup <-chan os.Signal) int {
 	c, o := r.c, r.o
-	ctx, cancel := runContext(o.duration)
+	ctx, cancel := runContext(o.duration, c.interrupt)
 	defer cancel()
 	var em *scene.Scene
 	var emWait sync.WaitGroup
@@ -538,13 +538,17 @@ func modelList() string {
 	return strings.Join(builtin, ", ") + " (built in),\nexec (a program of yours) or fmu (an FMU of yours)"
 }
 
-// runContext ends a run on Ctrl-C or SIGTERM, or after d when d > 0. After
-// the first signal the run winds down (neutral controls, summary); a second
-// one kills it, should a hung model hold it up.
-func runContext(d time.Duration) (context.Context, context.CancelFunc) {
+// runContext ends a run on Ctrl-C or SIGTERM, or when interrupt is closed,
+// or after d when d > 0. After the first signal the run winds down
+// (neutral controls, summary); a second one kills it, should a hung model
+// hold it up.
+func runContext(d time.Duration, interrupt <-chan struct{}) (context.Context, context.CancelFunc) {
 	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-signalled.Done()
+		select {
+		case <-signalled.Done():
+		case <-interrupt: // nil for the program: never
+		}
 		stop()
 	}()
 	if d <= 0 {

@@ -11,9 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"beamconnect/internal/wine"
 	"beamconnect/models/kinds"
 )
 
@@ -66,10 +64,13 @@ func lastValue(t *testing.T, file, column string) float64 {
 	return 0
 }
 
+// run --emulate --free-running: 10 s of simulation at BeamNG's 5 ms, every
+// message answered and recorded, the car at the set speed at the end.
 func TestRunEmulated(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "run.csv")
-	r, errOut := runJSON(t, "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--duration", wine.Stretch(2*time.Second).String(), "--record", rec)
-	if r.Messages < 1000 || r.Replies != r.Messages || r.Dropped != 0 || r.Model != "cruise-pedals" ||
+	r, errOut := runJSON(t, "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--sim-duration", "10s", "--record", rec)
+	if r.Messages != 2000 || r.Replies != r.Messages || r.Dropped != 0 || r.Model != "cruise-pedals" ||
 		r.Emulator == nil || r.Emulator.Stalls != 0 || r.FinalStatus != 1 || r.P50 <= 0 || r.P99 < r.P50 {
 		t.Errorf("summary %+v\n%s", r, errOut)
 	}
@@ -89,9 +90,10 @@ func TestRunEmulated(t *testing.T) {
 
 // --model hold runs any config as a pure logger: nothing is sent but NaN.
 func TestRunModelOverride(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "run.csv")
-	r, _ := runJSON(t, "../../examples/cruise-pedals.json", "--model", "hold", "--emulate", "--free-running", "--duration", "1s", "--record", rec)
-	if r.Model != "hold" || r.Messages < 100 {
+	r, _ := runJSON(t, "../../examples/cruise-pedals.json", "--model", "hold", "--emulate", "--free-running", "--sim-duration", "1s", "--record", rec)
+	if r.Model != "hold" || r.Messages != 200 {
 		t.Errorf("%+v", r)
 	}
 	if v := lastValue(t, rec, "out1.groundspeed"); v != 0 {
@@ -100,28 +102,33 @@ func TestRunModelOverride(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
+		name string
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"../../config/testdata/unknown-signal.bad.json"}, exitFailed, ":13:29:"},
-		{[]string{"../../examples/cruise-pedals.json", "--free-running"}, exitUsage, "--free-running applies to --emulate only"},
-		{[]string{"../../examples/cruise-pedals.json", "--model", "cruise-torque", "--emulate"}, exitFailed,
+		{"a bad config", []string{"../../config/testdata/unknown-signal.bad.json"}, exitFailed, ":13:29:"},
+		{"free-running without emulate", []string{"../../examples/cruise-pedals.json", "--free-running"}, exitUsage, "--free-running applies to --emulate only"},
+		{"a model the config cannot drive", []string{"../../examples/cruise-pedals.json", "--model", "cruise-torque", "--emulate"}, exitFailed,
 			"model cruise-torque needs the config to map inputs wheelFL_propulsionTorque"},
-		{[]string{"../../examples/cruise-pedals.json", "--model", "autopilot"}, exitFailed, `model "autopilot": expected one of`},
-		{[]string{}, exitUsage, "expected exactly one config file"},
-		{[]string{"../../examples/cruise-pedals.json", "--duration", "-1s"}, exitUsage, "--duration -1s: expected 0 (run until interrupted) or a positive duration"},
+		{"no such model", []string{"../../examples/cruise-pedals.json", "--model", "autopilot"}, exitFailed, `model "autopilot": expected one of`},
+		{"no config", []string{}, exitUsage, "expected exactly one config file"},
+		{"a negative duration", []string{"../../examples/cruise-pedals.json", "--duration", "-1s"}, exitUsage, "--duration -1s: expected 0 (run until interrupted) or a positive duration"},
 	} {
-		_, errOut, code := exec(t, nil, append([]string{"run"}, tt.args...)...)
-		if code != tt.code || !strings.Contains(errOut, tt.want) {
-			t.Errorf("%v: exit %d, want %d and %q in\n%s", tt.args, code, tt.code, tt.want, errOut)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := exec(t, nil, append([]string{"run"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%v: exit %d, want %d and %q in\n%s", tt.args, code, tt.code, tt.want, errOut)
+			}
+		})
 	}
 }
 
 // The Python example of the exec model holds the set speed too.
 func TestRunExecPython(t *testing.T) {
+	t.Parallel()
 	if _, err := osexec.LookPath("python3"); err != nil {
 		t.Skip("no python3 on this machine")
 	}
@@ -158,7 +165,10 @@ func TestRunExecPython(t *testing.T) {
 }
 
 // run --json reports simulated and wall time and, as master, the pacing.
+//
+// A run of the wall clock: what it checks is the pacing.
 func TestRunMasterSummary(t *testing.T) {
+	t.Parallel()
 	rig := filepath.Join(t.TempDir(), "master.json")
 	os.WriteFile(rig, []byte(`{"version": 2, "timeDilation": 1,
 		"outputs": [{"ports": [[{"propertyName": "groundspeed"}]]}],
@@ -192,6 +202,7 @@ func TestRunMasterSummary(t *testing.T) {
 // --http takes HOST:PORT; a bad one, or one another program has, is a usage
 // error before anything binds BeamNG's port.
 func TestRunHTTPAddress(t *testing.T) {
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -203,19 +214,22 @@ func TestRunHTTPAddress(t *testing.T) {
 	if inUse == nil {
 		t.Fatal("a second listener on a taken port")
 	}
-	for _, tt := range []struct{ addr, want string }{
-		{"nonsense", `--http: "nonsense": expected HOST:PORT, e.g. 127.0.0.1:8080`},
-		{busy.Addr().String(), "--http: cannot serve the live page: " + inUse.Error()},
+	for _, tt := range []struct{ name, addr, want string }{
+		{"not an address", "nonsense", `--http: "nonsense": expected HOST:PORT, e.g. 127.0.0.1:8080`},
+		{"a taken port", busy.Addr().String(), "--http: cannot serve the live page: " + inUse.Error()},
 	} {
-		_, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1s", "--http", tt.addr)
-		if code != exitUsage || !strings.Contains(errOut, tt.want) {
-			t.Errorf("--http %s: exit %d\n%s\nwant %q", tt.addr, code, errOut, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1s", "--http", tt.addr)
+			if code != exitUsage || !strings.Contains(errOut, tt.want) {
+				t.Errorf("--http %s: exit %d\n%s\nwant %q", tt.addr, code, errOut, tt.want)
+			}
+		})
 	}
 }
 
 // run --help names every model there is.
 func TestRunHelpListsEveryModel(t *testing.T) {
+	t.Parallel()
 	out, errOut, _ := exec(t, nil, "run", "--help")
 	help := out + errOut
 	for _, name := range kinds.Names() {
@@ -228,19 +242,25 @@ func TestRunHelpListsEveryModel(t *testing.T) {
 // run --json answers in JSON whatever goes wrong: a bad command line, a
 // bad config, a model that cannot start.
 func TestRunJSONErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{"run", "--json"},
-		{"run", "--json", "../../config/testdata/unknown-signal.bad.json"},
-		{"run", "--json", "../../examples/cruise-pedals.json", "--model", "autopilot"},
-		{"run", "--json", "../../examples/cruise-pedals.json", "--fault", "drop-replies=2"},
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"no config", []string{"run", "--json"}},
+		{"a bad config", []string{"run", "--json", "../../config/testdata/unknown-signal.bad.json"}},
+		{"a model that cannot start", []string{"run", "--json", "../../examples/cruise-pedals.json", "--model", "autopilot"}},
+		{"a bad command line", []string{"run", "--json", "../../examples/cruise-pedals.json", "--fault", "drop-replies=2"}},
 	} {
-		out, _, code := exec(t, nil, args...)
-		var r struct {
-			Error string `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Error == "" || code == exitOK {
-			t.Errorf("%v: exit %d, stdout %q: want a JSON error", args, code, out)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, code := exec(t, nil, tt.args...)
+			var r struct {
+				Error string `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil || r.Error == "" || code == exitOK {
+				t.Errorf("%v: exit %d, stdout %q: want a JSON error", tt.args, code, out)
+			}
+		})
 	}
 }
 
@@ -254,10 +274,11 @@ func mustAbs(t *testing.T, p string) string {
 
 // run --emulate on ports the user fixes: given, or the config's own.
 func TestRunEmulatePorts(t *testing.T) {
+	t.Parallel()
 	free := freeUDPPorts(t, 2)
 	client, listen := free[0], free[1]
 	want := fmt.Sprintf("beamng=127.0.0.1:%d beamconnect=127.0.0.1:%d", listen, client)
-	_, errOut, code := exec(t, nil, "run", pedals, "--emulate", "--duration", "1s",
+	_, errOut, code := exec(t, nil, "run", pedals, "--emulate", "--free-running", "--sim-duration", "1s",
 		"--emulate-client", fmt.Sprintf("127.0.0.1:%d", client), "--emulate-listen", fmt.Sprintf("127.0.0.1:%d", listen))
 	if code != exitOK || !strings.Contains(errOut, "emulating BeamNG in process "+want) {
 		t.Errorf("given ports: exit %d\n%s\nwant %q", code, errOut, want)
@@ -269,17 +290,22 @@ func TestRunEmulatePorts(t *testing.T) {
 	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, string(schema), 1)
 	rig := filepath.Join(t.TempDir(), "rig.json")
 	os.WriteFile(rig, []byte(cfg), 0o644)
-	_, errOut, code = exec(t, nil, "run", rig, "--emulate", "--duration", "1s", "--emulate-client", "config", "--emulate-listen", "config")
+	_, errOut, code = exec(t, nil, "run", rig, "--emulate", "--free-running", "--sim-duration", "1s", "--emulate-client", "config", "--emulate-listen", "config")
 	if code != exitOK || !strings.Contains(errOut, "emulating BeamNG in process "+want) {
 		t.Errorf("the config's ports: exit %d\n%s\nwant %q", code, errOut, want)
 	}
-	for _, args := range [][]string{
-		{"run", pedals, "--emulate-client", "config"},
-		{"run", pedals, "--emulate", "--emulate-listen", "localhost"},
-		{"run", "../../examples/follow.json", "--emulate", "--emulate-client", "127.0.0.1:7000"},
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"without emulate", []string{"run", pedals, "--emulate-client", "config"}},
+		{"a name, not an address", []string{"run", pedals, "--emulate", "--emulate-listen", "localhost"}},
+		{"one address for two vehicles", []string{"run", "../../examples/follow.json", "--emulate", "--emulate-client", "127.0.0.1:7000"}},
 	} {
-		if _, errOut, code := exec(t, nil, args...); code != exitUsage {
-			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, errOut)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if _, errOut, code := exec(t, nil, tt.args...); code != exitUsage {
+				t.Errorf("%v: exit %d, want %d\n%s", tt.args, code, exitUsage, errOut)
+			}
+		})
 	}
 }

@@ -5,40 +5,43 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
 // run reloads its config when the file changes and on SIGHUP, logs what
-// changed or why it refused, and counts both in the summary.
+// changed or why it refused, and counts both in the summary. Each step
+// waits for the run to say it took the one before.
+//
+// Not parallel: the SIGHUP goes to the test binary, and every run in it
+// would take it.
 func TestRunReload(t *testing.T) {
 	dir := t.TempDir()
 	rig := filepath.Join(dir, "rig.json")
 	src, _ := os.ReadFile("../../examples/cruise-pedals.json")
 	src = []byte(strings.Replace(string(src), `"$schema": "../schemas/config.schema.json",`, "", 1))
 	os.WriteFile(rig, src, 0o644)
-	go func() {
-		time.Sleep(400 * time.Millisecond)
-		// A valid edit: log the gear as well as the rpm.
-		os.WriteFile(rig, []byte(strings.Replace(string(src), `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)), 0o644)
-		time.Sleep(300 * time.Millisecond)
-		os.WriteFile(rig, []byte(strings.Replace(string(src), `"rpm"`, `"rmp"`, 1)), 0o644)
-		time.Sleep(300 * time.Millisecond)
-		syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	}()
-	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "1500ms")
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, errOut)
+	p := startInProcess(t, "run", "--json", rig, "--emulate", "--free-running")
+	p.stderr.waitFor(t, "is=connected")
+	// A valid edit: log the gear as well as the rpm.
+	os.WriteFile(rig, []byte(strings.Replace(string(src), `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)), 0o644)
+	p.stderr.waitFor(t, "config reloaded")
+	os.WriteFile(rig, []byte(strings.Replace(string(src), `"rpm"`, `"rmp"`, 1)), 0o644)
+	p.stderr.waitFor(t, "config reload refused")
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	p.stderr.waitForN(t, "config reload refused", 2)
+	p.stop()
+	if code := p.wait(t); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, &p.stderr)
 	}
+	errOut := p.stderr.String()
 	var s map[string]any
-	json.Unmarshal([]byte(out), &s)
+	json.Unmarshal([]byte(p.stdout.String()), &s)
 	// The edit, then the bad file, then SIGHUP re-reads the bad file: refused again.
 	if s["reloads"] != 1.0 || s["reload_errors"] != 2.0 {
 		t.Errorf("reloads %v, errors %v\n%s", s["reloads"], s["reload_errors"], errOut)
@@ -56,6 +59,7 @@ func TestRunReload(t *testing.T) {
 // reads) does not hold the run past --duration: the recorder gives up after
 // its bound, the loss is reported, the summary printed, the exit status 1.
 func TestRunRecordDestinationBlocks(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "rows")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no FIFO here: %v", err)
@@ -88,33 +92,44 @@ func TestRunRecordDestinationBlocks(t *testing.T) {
 	}
 }
 
-// SIGHUP right after start (at its first word), and during the summary,
-// reloads (or is ignored); it never kills the run before its summary is out.
+// SIGHUP right after start (at its first word), and during the summary
+// (as the run says it is disconnecting at its end), reloads (or is
+// ignored); it never kills the run before its summary is out.
 func TestRunSIGHUPAtTheEdges(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
-	for _, at := range []time.Duration{0, 1500 * time.Millisecond} {
-		cmd := osexec.Command(bin, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1500ms")
-		var stdout strings.Builder
-		cmd.Stdout = &stdout
-		stderr, _ := cmd.StderrPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		first := make([]byte, 1)
-		stderr.Read(first) // it has started: its first log line is on the way
-		go io.Copy(io.Discard, stderr)
-		time.Sleep(at)
-		for range 20 { // a burst around the moment
-			cmd.Process.Signal(syscall.SIGHUP)
-			time.Sleep(time.Millisecond)
-		}
-		err := cmd.Wait()
-		if ee, ok := err.(*osexec.ExitError); ok && ee.ExitCode() == -1 {
-			t.Errorf("SIGHUP at %v killed the run: %v", at, err)
-		}
-		if !strings.Contains(stdout.String(), `"messages"`) {
-			t.Errorf("SIGHUP at %v: no summary (%v):\n%s", at, err, stdout.String())
-		}
+	for _, tt := range []struct {
+		name string
+		at   string // what the run says first: the moment of the burst
+	}{
+		{"at its first word", ""},
+		{"during the summary", "is=disconnecting"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := osexec.Command(bin, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1500ms")
+			var stdout strings.Builder
+			stderr := &syncBuffer{}
+			cmd.Stdout, cmd.Stderr = &stdout, stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			// Its first log line is on the way as soon as it has written
+			// anything.
+			stderr.waitFor(t, tt.at)
+			for range 20 { // a burst around the moment
+				cmd.Process.Signal(syscall.SIGHUP)
+				time.Sleep(time.Millisecond)
+			}
+			err := cmd.Wait()
+			if ee, ok := err.(*osexec.ExitError); ok && ee.ExitCode() == -1 {
+				t.Errorf("SIGHUP %s killed the run: %v", tt.name, err)
+			}
+			if !strings.Contains(stdout.String(), `"messages"`) {
+				t.Errorf("SIGHUP %s: no summary (%v):\n%s", tt.name, err, stdout.String())
+			}
+		})
 	}
 }
 
@@ -129,34 +144,6 @@ func rigOnPorts(t *testing.T, local, remote int) string {
 	rig := filepath.Join(t.TempDir(), "rig.json")
 	os.WriteFile(rig, []byte(cfg), 0o644)
 	return rig
-}
-
-// syncBuffer is a process's output, read while it writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// waitFor waits until the output says want, at most 30 s.
-func (b *syncBuffer) waitFor(t *testing.T, want string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.String(), want); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never said %q:\n%s", want, b)
-		}
-	}
 }
 
 // startProcess starts the binary with args; its stdout and stderr are
@@ -195,46 +182,54 @@ func waitExit(t *testing.T, cmd *osexec.Cmd, limit time.Duration, what string) i
 // stops once the client has been gone --client-gone, instead of crawling
 // through its --duration at a message per 2 s.
 func TestCleanStops(t *testing.T) {
-	free := freeUDPPorts(t, 2)
-	rig := rigOnPorts(t, free[0], free[1])
-	run, out, errb := startProcess(t, "run", "--json", rig)
-	errb.waitFor(t, "waiting for BeamNG")
-	emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "2s")
-	if code := waitExit(t, emu, 30*time.Second, "emulate --duration 2s"); code != exitOK {
-		t.Fatalf("emulate: exit %d\n%s", code, emuErr)
-	}
-	// BeamNG stopped; beamconnect says so, and its user stops it a while
-	// later (longer than BeamNG's own 2 s wait for a reply, which a silence
-	// may be too).
-	errb.waitFor(t, "BeamNG went silent")
-	time.Sleep(2 * time.Second)
-	run.Process.Signal(os.Interrupt)
-	code := waitExit(t, run, 30*time.Second, "run after SIGINT")
-	var s struct {
-		Healthy bool
-		Faults  []string
-		Notes   []string
-	}
-	json.Unmarshal([]byte(out.String()), &s)
-	if code != exitOK || !s.Healthy || len(s.Faults) != 0 || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "before beamconnect was stopped") {
-		t.Errorf("stopped after BeamNG: exit %d, %+v\n%s", code, s, errb)
-	}
-
+	t.Parallel()
+	t.Run("beamconnect stopped after BeamNG", func(t *testing.T) {
+		t.Parallel()
+		free := freeUDPPorts(t, 2)
+		rig := rigOnPorts(t, free[0], free[1])
+		run, out, errb := startProcess(t, "run", "--json", rig)
+		errb.waitFor(t, "waiting for BeamNG")
+		emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "2s")
+		if code := waitExit(t, emu, 30*time.Second, "emulate --duration 2s"); code != exitOK {
+			t.Fatalf("emulate: exit %d\n%s", code, emuErr)
+		}
+		// BeamNG stopped; beamconnect says so, and its user stops it a
+		// while later (longer than BeamNG's own 2 s wait for a reply,
+		// which a silence may be too): the user's moment, a sleep.
+		errb.waitFor(t, "BeamNG went silent")
+		time.Sleep(2 * time.Second)
+		run.Process.Signal(os.Interrupt)
+		code := waitExit(t, run, 30*time.Second, "run after SIGINT")
+		var s struct {
+			Healthy bool
+			Faults  []string
+			Notes   []string
+		}
+		json.Unmarshal([]byte(out.String()), &s)
+		if code != exitOK || !s.Healthy || len(s.Faults) != 0 || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "before beamconnect was stopped") {
+			t.Errorf("stopped after BeamNG: exit %d, %+v\n%s", code, s, errb)
+		}
+	})
 	// The other way round: beamconnect leaves, BeamNG's side stops by
 	// itself once it has been gone 2 s.
-	run, _, errb = startProcess(t, "run", rig)
-	errb.waitFor(t, "waiting for BeamNG")
-	emu, _, emuErr = startProcess(t, "emulate", "--config", rig, "--duration", "600s", "--client-gone", "2s")
-	errb.waitFor(t, "is=connected")
-	run.Process.Signal(os.Interrupt)
-	if code := waitExit(t, run, 30*time.Second, "run after SIGINT"); code != exitOK {
-		t.Errorf("run: exit %d\n%s", code, errb) // stopped while BeamNG still sends: healthy
-	}
-	start := time.Now()
-	if code := waitExit(t, emu, 30*time.Second, "emulate after its client left"); code != exitOK {
-		t.Errorf("emulate: exit %d\n%s", code, emuErr)
-	}
-	if !strings.Contains(emuErr.String(), "the client has answered nothing for a while: stopping") {
-		t.Errorf("emulate did not say why it stopped (after %v):\n%s", time.Since(start), emuErr)
-	}
+	t.Run("BeamNG stops after beamconnect left", func(t *testing.T) {
+		t.Parallel()
+		free := freeUDPPorts(t, 2)
+		rig := rigOnPorts(t, free[0], free[1])
+		run, _, errb := startProcess(t, "run", rig)
+		errb.waitFor(t, "waiting for BeamNG")
+		emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "600s", "--client-gone", "2s")
+		errb.waitFor(t, "is=connected")
+		run.Process.Signal(os.Interrupt)
+		if code := waitExit(t, run, 30*time.Second, "run after SIGINT"); code != exitOK {
+			t.Errorf("run: exit %d\n%s", code, errb) // stopped while BeamNG still sends: healthy
+		}
+		start := time.Now()
+		if code := waitExit(t, emu, 30*time.Second, "emulate after its client left"); code != exitOK {
+			t.Errorf("emulate: exit %d\n%s", code, emuErr)
+		}
+		if !strings.Contains(emuErr.String(), "the client has answered nothing for a while: stopping") {
+			t.Errorf("emulate did not say why it stopped (after %v):\n%s", time.Since(start), emuErr)
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 func watchConfig(ctx context.Context, c *call, sess *coupling.Session, path string, plan *ports.Plan, noWatch bool, hup <-chan os.Signal, obs reloadObserver) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	w := config.NewWatcher(path, 0, c.log)
+	w.SetRunning(plan.Config)
 	var wg sync.WaitGroup
 	reload := func(data []byte) {
 		ch, err := sess.ReloadConfig(path, data)
