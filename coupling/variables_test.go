@@ -184,14 +184,17 @@ func TestVariablesChangeRelayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ring *scope.Ring
+		var rec *Recorder
 		h := rig{cfg: load(t, "../examples/cruise-pedals.json"), em: emulator.Config{Steps: 2000},
 			model: func(p *ports.Plan) models.Model { return newNamedModel(p, 100) },
 			opts: func(_ *harness, o *Options) {
-				o.Record = NewRecorderOf(w, path, o.Plan, nil)
+				rec = NewRecorderOf(w, path, o.Plan, nil)
+				o.Record = rec
 				ring = scope.New(ScopeColumns(o.Plan, nil), 1000, 1)
 				o.Scope = ring
 			}}.sim(t)
 		h.run(t)
+		rec.Close() // as a run's end does: run-2.csv is closed too
 		headers, rows := readCSV(t, path)
 		if len(headers) != 2 || slices.Contains(headers[0], "model.extra") || headers[1][len(headers[1])-1] != "model.extra" {
 			t.Fatalf("headers %q: want a second with model.extra", headers)

@@ -139,6 +139,7 @@ func TestCSVOneHeaderPerFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer w.Close() // closes run-2.csv, which it makes
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the earlier recording's continuation is still there: %v", err)
 	}
@@ -202,6 +203,47 @@ func headerRows(s string) int {
 		if strings.HasPrefix(line, "time,") {
 			n++
 		}
+	}
+	return n
+}
+
+// closeCounter is a continuation file that says when it was closed.
+type closeCounter struct {
+	bytes.Buffer
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }
+
+// The files a CSV recording makes for new columns are its own: each is
+// closed once the rows move on to the next, and the last at Close. (One
+// left open cannot be removed on Windows until the program exits.)
+func TestCSVClosesItsContinuations(t *testing.T) {
+	var made []*closeCounter
+	w := &CSV{w: io.Discard, Next: func(int) (io.Writer, error) {
+		made = append(made, &closeCounter{})
+		return made[len(made)-1], nil
+	}}
+	plan := bbPlan(t)
+	var buf []byte
+	for _, l := range []*Layout{LayoutOf(plan, nil), LayoutOf(plan, bbVars), LayoutOf(plan, nil)} {
+		buf = w.Header(buf, l)
+	}
+	if _, _, err := w.Write(buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(made) != 2 || made[0].closed != 1 || made[1].closed != 0 {
+		t.Fatalf("after three layouts: %d files made, closed %v", len(made), closes(made))
+	}
+	w.Close()
+	if made[1].closed != 1 || made[0].closed != 1 {
+		t.Errorf("after Close: closed %v, want each once", closes(made))
+	}
+}
+
+func closes(cs []*closeCounter) (n []int) {
+	for _, c := range cs {
+		n = append(n, c.closed)
 	}
 	return n
 }

@@ -75,7 +75,9 @@ type CSV struct {
 	// Next, when set, opens the file of the recording's nth layout (n ≥ 2),
 	// where the rows go once the columns changed (writer goroutine).
 	Next  func(n int) (io.Writer, error)
-	files int // files written so far (writer goroutine)
+	files int       // files written so far (writer goroutine)
+	owned io.Closer // the file Next made that rows go to now, closed when done
+
 	// loop side: the current layout's names and how each column is written
 	vehicles []string
 	kinds    []byte
@@ -187,6 +189,13 @@ func (c *CSV) Write(buf []byte, _ []Event) (written, lost int64, err error) {
 			return written, lost, fmt.Errorf("the columns changed, and the file for them could not be made (%w): they follow a new header row in the same file", err)
 		}
 		c.files++
+		// A file Next made is this writer's own: closed as the rows move
+		// on, or at Close. (Left to the garbage collector, it stayed open,
+		// and on Windows a file open anywhere cannot be removed.)
+		c.closeOwned()
+		if f, ok := w.(io.Closer); ok {
+			c.owned = f
+		}
 		c.w, c.offset, c.file = w, 0, nil
 		if f, ok := w.(truncater); ok {
 			c.file = f
@@ -214,8 +223,19 @@ func (c *CSV) write(buf []byte, written, lost int64) (int64, int64, error) {
 	return written + dataRows(buf[:whole]), lost + dataRows(buf[whole:]), err
 }
 
-// Close ends nothing: a CSV file is complete after every row.
-func (c *CSV) Close() error { return nil }
+// Close closes the file the rows went to last when Next made it (the
+// destination given stays open: its owner closes it); a CSV file is
+// complete after every row, so there is nothing else to end.
+func (c *CSV) Close() error { return c.closeOwned() }
+
+func (c *CSV) closeOwned() error {
+	if c.owned == nil {
+		return nil
+	}
+	err := c.owned.Close()
+	c.owned = nil
+	return err
+}
 
 // dataRows counts the rows in b that are not header rows.
 func dataRows(b []byte) int64 {
