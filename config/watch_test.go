@@ -138,7 +138,7 @@ func TestWatchSurvivesFolderChurn(t *testing.T) {
 	t.Run("deleted and re-created", func(t *testing.T) {
 		path, got, log := watchLogged(t)
 		dir := filepath.Dir(path)
-		os.RemoveAll(dir)
+		soon(t, func() error { return os.RemoveAll(dir) })
 		log.WaitFor(t, "the config's folder was removed or renamed")
 		log.WaitFor(t, "the config file is missing")
 		os.Mkdir(dir, 0o755)
@@ -151,7 +151,7 @@ func TestWatchSurvivesFolderChurn(t *testing.T) {
 	t.Run("renamed away and back", func(t *testing.T) {
 		path, got, log := watchLogged(t)
 		dir := filepath.Dir(path)
-		os.Rename(dir, dir+".away")
+		soon(t, func() error { return os.Rename(dir, dir+".away") })
 		log.WaitFor(t, "the config's folder was removed or renamed")
 		os.WriteFile(filepath.Join(dir+".away", "rig.json"), []byte("elsewhere"), 0o644) // not our file any more
 		quiet(t, got)
@@ -162,7 +162,7 @@ func TestWatchSurvivesFolderChurn(t *testing.T) {
 	})
 	t.Run("file removed", func(t *testing.T) {
 		path, got, log := watchLogged(t)
-		os.Remove(path)
+		soon(t, func() error { return os.Remove(path) })
 		log.WaitFor(t, "level=WARN msg=\"the config file is missing; the running config stays until it is back\"")
 		quiet(t, got)
 		os.WriteFile(path, []byte("v4"), 0o644)
@@ -186,4 +186,20 @@ func TestWatchSaveBeforeTheWatchStarts(t *testing.T) {
 	t.Cleanup(cancel)
 	go w.Run(ctx, func(b []byte) { got <- string(b) })
 	expect(t, got, "v1")
+}
+
+// soon does what may fail for a moment on Windows, where a file cannot
+// be removed or its folder renamed while it is open, and the watcher
+// opens it now and then to read it: tried again until it goes through.
+func soon(t *testing.T, do func() error) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		err := do()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
 }
