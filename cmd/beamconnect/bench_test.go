@@ -15,6 +15,8 @@ import (
 // bench measures beamconnect (in process and as its own binary) and any
 // other responder side by side.
 func TestBench(t *testing.T) {
+	// Not parallel: allocations per round trip are counted for the
+	// whole process.
 	bin := binary(t)
 	args := []string{"bench", "--json", "--duration", "500ms",
 		"--responder", "beamconnect=" + bin + " run {config} --no-watch --model hold --log-level error"}
@@ -53,6 +55,7 @@ func TestBench(t *testing.T) {
 // bench --soak: a short soak with a stall in it reports what was lost and
 // why, the stall and its recovery, and the memory.
 func TestSoak(t *testing.T) {
+	t.Parallel()
 	wine.Skip(t, wine.Loopback) // its faults' rates are sized for 2000 messages a second
 	out, errOut, code := exec(t, nil, "bench", "--soak", "--duration", "5s", "--json",
 		"--fault", "drop-replies=0.001", "--fault", "dup-messages=0.01", "--fault", "garbage=0.01", "--fault", "seed=1")
@@ -79,6 +82,8 @@ func TestSoak(t *testing.T) {
 // Busy polling on both sides, interleaved over rounds: beamconnect's
 // binary with --busy-poll answers a spinning BeamNG side in lockstep.
 func TestBenchBusyPoll(t *testing.T) {
+	// Not parallel: allocations per round trip are counted for the
+	// whole process.
 	if runtime.GOOS != "linux" {
 		t.Skip("busy polling needs Linux")
 	}

@@ -33,6 +33,7 @@ var docs = flag.Bool("docs", false, "write the live page's screenshot to docs/li
 // plots per port with each unit on an axis of its own, and how well the
 // model controls. With -args -docs the screenshot goes to docs/live-page.png.
 func TestLivePageInBrowser(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser(t)
 	// A copy of the cruise rig, edited while it runs to see the reload.
 	cfg := filepath.Join(t.TempDir(), "rig.json")
@@ -324,6 +325,7 @@ func apart(ps []panelView, a, b string) bool {
 // from the time gap of about 1.8 s, though both are seconds, and the time
 // gap's panel shows its values over a good part of its height.
 func TestLivePageScales(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser(t)
 	cdp := startBrowser(t, browser)
 	_, page := startRun(t, "../..", "run", "examples/follow.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
@@ -377,6 +379,7 @@ func keepScreenshot(t *testing.T, cdp *chrome, session, name string) {
 // "healthy"; when beamconnect is killed, the page says it lost contact and
 // that the health is unknown.
 func TestLivePageAfterTheRun(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser(t)
 	cdp := startBrowser(t, browser)
 	type view struct{ Status, Health, HealthClass, Stream, Banner, BannerClass string }
@@ -432,10 +435,18 @@ func TestLivePageAfterTheRun(t *testing.T) {
 	keepScreenshot(t, cdp, session, "live-page-lost.png")
 }
 
+// browserSlots bounds the browsers at once: the tests that drive one run
+// side by side, but a headless Chromium takes a core while it draws.
+var browserSlots = make(chan struct{}, 2)
+
+// findBrowser finds Chromium and waits for a slot to run it in, held
+// until the test ends.
 func findBrowser(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := osexec.LookPath(name); err == nil {
+			browserSlots <- struct{}{}
+			t.Cleanup(func() { <-browserSlots })
 			return p
 		}
 	}
@@ -607,6 +618,7 @@ func (c *chrome) screenshot(t *testing.T, session string) []byte {
 // figures, and its setpoint, a parameter of the FMU, drawn dashed beside
 // the speed.
 func TestLivePageFMU(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser(t)
 	rig := fmuRig(t, testfmu.Options{FMI: 2, StepSize: 0.005}, `{ "path": "cruise.fmu", "parameters": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 } }`)
 	_, page := startRun(t, filepath.Dir(rig), "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
@@ -622,6 +634,7 @@ func TestLivePageFMU(t *testing.T) {
 // stream never does, unless the page asks for a still view (?still=N): the
 // stream then ends after N seconds and the screenshot is taken.
 func TestLivePageStillScreenshot(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser(t)
 	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
 	png := filepath.Join(t.TempDir(), "page.png")

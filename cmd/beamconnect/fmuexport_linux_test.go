@@ -15,6 +15,7 @@ import (
 // process to see it gone (its pipe closes), which leaves BeamNG with
 // neutral controls, not the master's last inputs, and ends.
 func TestExportedFMUEndsWithItsMaster(t *testing.T) {
+	t.Parallel()
 	e := exportFMU(t, "../../examples/cruise-pedals.json", 2)
 	listen := freePort(t)
 	rec := filepath.Join(t.TempDir(), "rig.csv")

@@ -446,6 +446,7 @@ func throttleInput(t *testing.T, e exported) string {
 // unloads and loads the library again in one process; one is a master
 // that ignores SIGCHLD, whose children the system reaps.
 func TestExportedFMUCouples(t *testing.T) {
+	t.Parallel()
 	master := testmaster.Path(t)
 	for _, tc := range []struct {
 		name   string
@@ -639,6 +640,7 @@ func TestFMUExport(t *testing.T) {
 // that runs on both: binaries for x86-64 Linux and Windows, each the shim
 // beside its beamconnect, no warning.
 func TestFMUExportBothPlatforms(t *testing.T) {
+	t.Parallel()
 	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" && runtime.GOOS != "windows" {
 		t.Skip("FMUs are exported on x86-64 Linux and Windows")
 	}
@@ -759,6 +761,7 @@ func (m *masterRun) wait(t *testing.T) int {
 // processes: the step fails with the reason (Error), and the master
 // learns why from its logger.
 func TestExportedFMULosesBeamNG(t *testing.T) {
+	t.Parallel()
 	e := exportFMU(t, "../../examples/cruise-pedals.json", 2)
 	listen := freePort(t)
 	m := startMaster(t, e, 10, 0.005, 0, 0.5, map[string]string{

@@ -185,6 +185,7 @@ func TestRunFMUPrintingToStdout(t *testing.T) {
 // An FMU that starts a helper process: the run ends at --duration, not
 // when the helper does, and the helper ends with it.
 func TestRunFMUHelperEndsWithTheRun(t *testing.T) {
+	t.Parallel()
 	rig := fmuRig(t, testfmu.Options{Fault: "fork"}, `{ "path": "cruise.fmu" }`)
 	file := filepath.Join(t.TempDir(), "pids")
 	s := start(t, []string{"BEAMCONNECT_TEST_PIDS=" + file}, false, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s")

@@ -38,6 +38,7 @@ func fmusimPath(t *testing.T) string {
 // BeamNG sent it and as it got the replies. fmusim loads the FMU after
 // validating its description against the FMI schemas.
 func TestExportedFMUUnderFmusim(t *testing.T) {
+	t.Parallel()
 	fmusim := fmusimPath(t)
 	const stop, stepAt, value = 10.0, 2.0, 0.5
 	for _, tc := range []struct {

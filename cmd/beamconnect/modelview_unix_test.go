@@ -41,6 +41,7 @@ const ballRig = `{
 // its panel and 1.8e19's apart, each with ticks that read apart (not a
 // lone "0"); the time axis the simulation's; each name's meaning on hover.
 func TestLivePageModelView(t *testing.T) {
+	t.Parallel()
 	if _, err := osexec.LookPath("python3"); err != nil {
 		t.Skip("no python3 for the exec model")
 	}
@@ -131,6 +132,7 @@ func TestLivePageModelView(t *testing.T) {
 // A run with faults never shows a loop as good: the loop that held is
 // "held, in a run with faults", in amber, and so is the header's chip.
 func TestLivePageNoGoodWithFaults(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser(t)
 	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0",
 		"--fault", "garbage=0.02")

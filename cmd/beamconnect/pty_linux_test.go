@@ -175,6 +175,7 @@ func isLogLine(l string) bool {
 // every line of the log, the summary and the status line fits; the status
 // line says the simulated time and what the time sync does in words.
 func TestTerminalOf80Columns(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rig.json")
 	orig, err := os.ReadFile("../../examples/cruise-pedals.json")
@@ -253,6 +254,7 @@ func TestTerminalOf80Columns(t *testing.T) {
 // that flips between connected and connecting every 2 s; the summary's
 // faults begin with it, its fix included.
 func TestTerminalSaysTheDiagnosis(t *testing.T) {
+	t.Parallel()
 	tm, code := runInPTY(t, 80, "../..", nil, "run", "examples/cruise-pedals.json", "--emulate", "--duration", "12s", "--fault", "drop-replies=1")
 	shown := strings.Join(tm.screen(), "\n")
 	if code != exitFailed {

@@ -92,6 +92,7 @@ func TestStderrReaderGone(t *testing.T) {
 // full. A log call must not block the coupling: --duration still ends the
 // run and the summary comes.
 func TestStderrReaderStuck(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
