@@ -92,7 +92,12 @@ func variants(t *testing.T, name string, f func(t *testing.T, major int, host mo
 			if name != "" {
 				sub = name + " " + sub
 			}
-			t.Run(sub, func(t *testing.T) { f(t, major, h.extra) })
+			t.Run(sub, func(t *testing.T) {
+				// Side by side: a step is mostly a wait for the FMU's
+				// answer, across a process or a thread.
+				t.Parallel()
+				f(t, major, h.extra)
+			})
 		}
 	}
 }
