@@ -152,7 +152,9 @@ func measure(o Options, r Responder, d time.Duration) Result {
 		plan, _ := ports.Compile(cfg)
 		cp, err = coupling.New(coupling.Options{Plan: plan, Model: models.Hold{}, Local: lo})
 		if err == nil {
-			err = cp.Bind()
+			if err = cp.Bind(); err != nil {
+				cp.Close()
+			}
 		}
 		if err != nil {
 			res.Error = err.Error()

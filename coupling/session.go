@@ -237,13 +237,23 @@ func (s *Session) Link(v int) *Link { return s.links[v] }
 // Bind binds every vehicle's local address now rather than when Run
 // starts, so a caller can learn the ports (Options.Local may name port 0)
 // before BeamNG's side is started. The errors of those that failed are
-// joined; Run retries them with backoff.
+// joined; Run retries them with backoff, and a caller that gives up
+// instead calls Close.
 func (s *Session) Bind() error {
 	var errs []error
 	for _, l := range s.links {
 		errs = append(errs, l.connect())
 	}
 	return errors.Join(errs...)
+}
+
+// Close releases the sockets of a session that will not run: one whose
+// Bind failed for some vehicle holds the others' ports bound until then.
+// (Run releases them itself at its end.)
+func (s *Session) Close() {
+	for _, l := range s.links {
+		l.closeSocket()
+	}
 }
 
 // Run drives every vehicle's link until ctx ends, each on its own

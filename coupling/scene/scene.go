@@ -42,6 +42,7 @@ type Scene struct {
 // (controllers loaded in different frames).
 func Start(sess *coupling.Session, plan *ports.Plan, o Options) (*Scene, error) {
 	if err := sess.Bind(); err != nil {
+		sess.Close()
 		return nil, err
 	}
 	log := o.Log

@@ -128,6 +128,9 @@ func (s *server) initialize(body []byte) []byte {
 		err = r.sess.Bind()
 	}
 	if err != nil {
+		if r.sess != nil {
+			r.sess.Close() // the vehicles that did bind
+		}
 		if rec != nil {
 			rec.Close()
 		}
