@@ -403,7 +403,9 @@ func TestRunSharedModelAnswersItsOwnMessage(t *testing.T) {
 				}
 			}
 			t.Logf("%d replies: %d their own answer, %d neutral, %d another's", own+neutral+other, own, neutral, other)
-			if own < 100 || other > 0 {
+			// (Enough answers to judge by: under Wine, whose loopback takes
+			// 1–3 ms a round trip, real time leaves some 100 of 800.)
+			if own < 40 || other > 0 {
 				t.Errorf("%d replies carried their own answer, %d another's", own, other)
 			}
 			// (At the start a vehicle's first message may come before the
