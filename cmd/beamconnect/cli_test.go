@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +24,16 @@ func exec(t *testing.T, vars map[string]string, args ...string) (stdout, stderr 
 		lookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
 	})
 	return out.String(), errb.String(), code
+}
+
+// argsName names a table row by its command line, each path by its
+// file's name: a subtest's name, short and without slashes.
+func argsName(args []string) string {
+	names := make([]string, len(args))
+	for i, a := range args {
+		names[i] = filepath.Base(a)
+	}
+	return strings.Join(names, " ")
 }
 
 const (
@@ -205,20 +217,22 @@ func TestCompileGuide(t *testing.T) {
 			"set the CSV's otherUDP IP to this machine's address",
 		}, []string{"tech_vehicleSystemsCoupling"}},
 	} {
-		out, errOut, code := exec(t, nil, "compile", tt.config)
-		if code != exitOK {
-			t.Fatalf("%s: exit %d\n%s", tt.config, code, errOut)
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s: no %q in\n%s", tt.config, w, out)
+		t.Run(filepath.Base(tt.config), func(t *testing.T) {
+			out, errOut, code := exec(t, nil, "compile", tt.config)
+			if code != exitOK {
+				t.Fatalf("%s: exit %d\n%s", tt.config, code, errOut)
 			}
-		}
-		for _, n := range tt.not {
-			if strings.Contains(out, n) {
-				t.Errorf("%s: %q should not be in\n%s", tt.config, n, out)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s: no %q in\n%s", tt.config, w, out)
+				}
 			}
-		}
+			for _, n := range tt.not {
+				if strings.Contains(out, n) {
+					t.Errorf("%s: %q should not be in\n%s", tt.config, n, out)
+				}
+			}
+		})
 	}
 	out, _, _ := exec(t, nil, "compile", "--json", "../../examples/gen2-cruise.json")
 	if !strings.Contains(out, `"stop_command": "controller.getController('cosimulationCoupling').stop()`) {
@@ -374,13 +388,15 @@ func TestVersionFromBuildInfo(t *testing.T) {
 			[]string{"beamconnect devel\n", "  revision unknown (not built from a repository)\n"}},
 		{"no build info", nil, []string{"beamconnect devel\n"}},
 	} {
-		var b strings.Builder
-		printVersion(&b, readBuildInfo(tt.bi))
-		for _, w := range tt.want {
-			if !strings.Contains(b.String(), w) {
-				t.Errorf("%s: want %q in\n%s", tt.name, w, b.String())
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			printVersion(&b, readBuildInfo(tt.bi))
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("%s: want %q in\n%s", tt.name, w, b.String())
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -406,15 +422,21 @@ func TestColour(t *testing.T) {
 		{true, false, "1", false},
 		{true, false, "\x00unset", true}, // NO_COLOR absent
 	} {
-		e := env{stderrIsTTY: tt.tty, lookupEnv: func(k string) (string, bool) {
-			if k != "NO_COLOR" || tt.noColor == "\x00unset" {
-				return "", false
-			}
-			return tt.noColor, true
-		}}
-		if got := colour(tt.flag, e); got != tt.want {
-			t.Errorf("tty %v --no-color %v NO_COLOR %q: colour %v", tt.tty, tt.flag, tt.noColor, got)
+		noColor := strconv.Quote(tt.noColor)
+		if tt.noColor == "\x00unset" {
+			noColor = "unset"
 		}
+		t.Run(fmt.Sprintf("tty %v, --no-color %v, NO_COLOR %s", tt.tty, tt.flag, noColor), func(t *testing.T) {
+			e := env{stderrIsTTY: tt.tty, lookupEnv: func(k string) (string, bool) {
+				if k != "NO_COLOR" || tt.noColor == "\x00unset" {
+					return "", false
+				}
+				return tt.noColor, true
+			}}
+			if got := colour(tt.flag, e); got != tt.want {
+				t.Errorf("tty %v --no-color %v NO_COLOR %q: colour %v", tt.tty, tt.flag, tt.noColor, got)
+			}
+		})
 	}
 }
 
@@ -439,10 +461,12 @@ func TestSuggestions(t *testing.T) {
 		{[]string{"banks", "--protocol", "csv", "vehicleGrundSpeed"}, exitFailed, `no signal matches "vehicleGrundSpeed" (did you mean "vehicleGroundSpeed"?)`},
 		{[]string{"banks", "zzzz"}, exitFailed, `no slot matches "zzzz"` + "\n"},
 	} {
-		_, errOut, code := exec(t, nil, tt.args...)
-		if code != tt.code || !strings.Contains(errOut, tt.want) {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tt.args, code, errOut, tt.code, tt.want)
-		}
+		t.Run(argsName(tt.args), func(t *testing.T) {
+			_, errOut, code := exec(t, nil, tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tt.args, code, errOut, tt.code, tt.want)
+			}
+		})
 	}
 }
 

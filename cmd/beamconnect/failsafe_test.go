@@ -58,10 +58,12 @@ func TestRecordRefusals(t *testing.T) {
 		{[]string{rig, "--record", rig, "--force"}, "is the config file being run"},
 		{[]string{rig, "--record", notes}, "not a recording"},
 	} {
-		_, errOut, code := exec(t, nil, append([]string{"run", "--emulate", "--duration", "1s"}, tt.args...)...)
-		if code != exitFailed || !strings.Contains(errOut, tt.want) {
-			t.Errorf("%v: exit %d, want 1 and %q:\n%s", tt.args, code, tt.want, errOut)
-		}
+		t.Run(argsName(tt.args[1:]), func(t *testing.T) {
+			_, errOut, code := exec(t, nil, append([]string{"run", "--emulate", "--duration", "1s"}, tt.args...)...)
+			if code != exitFailed || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%v: exit %d, want 1 and %q:\n%s", tt.args, code, tt.want, errOut)
+			}
+		})
 	}
 	if b, _ := os.ReadFile(rig); !bytes.Equal(b, src) {
 		t.Error("the config was overwritten")

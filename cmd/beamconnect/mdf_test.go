@@ -183,10 +183,12 @@ func TestConvert(t *testing.T) {
 		{[]string{notes, back}, "notes.mf4: 10 bytes: too short for an MDF 4 file"},
 		{[]string{csvFile}, "expected a recording and the file to write"},
 	} {
-		_, errOut, code := exec(t, nil, append([]string{"convert"}, tc.args...)...)
-		if code == exitOK || !strings.Contains(errOut, tc.want) {
-			t.Errorf("convert %v: exit %d, %s; want %q", tc.args, code, errOut, tc.want)
-		}
+		t.Run(argsName(tc.args), func(t *testing.T) {
+			_, errOut, code := exec(t, nil, append([]string{"convert"}, tc.args...)...)
+			if code == exitOK || !strings.Contains(errOut, tc.want) {
+				t.Errorf("convert %v: exit %d, %s; want %q", tc.args, code, errOut, tc.want)
+			}
+		})
 	}
 }
 

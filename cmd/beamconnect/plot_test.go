@@ -57,8 +57,10 @@ func TestPlotCommand(t *testing.T) {
 		{[]string{"plot", rec, "--from", "2", "--to", "1"}, exitUsage, "--to 1 must be after --from 2"},
 		{[]string{"plot", missing}, exitFailed, notFound.Error()},
 	} {
-		if _, errOut, code := exec(t, nil, tt.args...); code != tt.code || !strings.Contains(errOut, tt.want) {
-			t.Errorf("%v: exit %d, want %d\n%s\nwant %q", tt.args, code, tt.code, errOut, tt.want)
-		}
+		t.Run(argsName(tt.args), func(t *testing.T) {
+			if _, errOut, code := exec(t, nil, tt.args...); code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%v: exit %d, want %d\n%s\nwant %q", tt.args, code, tt.code, errOut, tt.want)
+			}
+		})
 	}
 }
