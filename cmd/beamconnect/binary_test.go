@@ -40,3 +40,13 @@ func TestMain(m *testing.M) {
 	self.Remove()
 	os.Exit(code)
 }
+
+// parallelOffWine runs the test beside others, except under Wine: there a
+// run paced at BeamNG's real time, beside other runs, has stalled for over
+// a second (all their sockets go through one wineserver), which is
+// BeamNG's silence to the coupling.
+func parallelOffWine(t *testing.T) {
+	if !wine.Running() {
+		t.Parallel()
+	}
+}

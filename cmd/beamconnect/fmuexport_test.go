@@ -446,7 +446,7 @@ func throttleInput(t *testing.T, e exported) string {
 // unloads and loads the library again in one process; one is a master
 // that ignores SIGCHLD, whose children the system reaps.
 func TestExportedFMUCouples(t *testing.T) {
-	t.Parallel()
+	parallelOffWine(t)
 	master := testmaster.Path(t)
 	for _, tc := range []struct {
 		name   string
@@ -761,7 +761,7 @@ func (m *masterRun) wait(t *testing.T) int {
 // processes: the step fails with the reason (Error), and the master
 // learns why from its logger.
 func TestExportedFMULosesBeamNG(t *testing.T) {
-	t.Parallel()
+	parallelOffWine(t)
 	e := exportFMU(t, "../../examples/cruise-pedals.json", 2)
 	listen := freePort(t)
 	m := startMaster(t, e, 10, 0.005, 0, 0.5, map[string]string{

@@ -15,7 +15,7 @@ import (
 // refused, saying how to allow a name; one for the bound address, for
 // localhost or for a name --http-host gives is answered.
 func TestLivePageRefusesOtherHosts(t *testing.T) {
-	t.Parallel()
+	parallelOffWine(t)
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {

@@ -56,7 +56,7 @@ func samples(t *testing.T, dump, name string) int {
 // an event (and new channel groups for the field it added), the config
 // attached; plot and convert read it as they read CSV.
 func TestRecordMDFCruiseReload(t *testing.T) {
-	t.Parallel()
+	parallelOffWine(t)
 	dir := t.TempDir()
 	rig := filepath.Join(dir, "rig.json")
 	src, _ := os.ReadFile("../../examples/cruise-pedals.json")

@@ -314,7 +314,7 @@ func referenceFMUs(t *testing.T) (dir, sim string) {
 // step, said so with the way out (before: "a state event was stepped
 // over").
 func TestRunMEReferenceFMUs(t *testing.T) {
-	t.Parallel()
+	parallelOffWine(t)
 	dir, sim := referenceFMUs(t)
 	for _, tt := range []struct {
 		fmi      int
