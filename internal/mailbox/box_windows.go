@@ -33,7 +33,11 @@ func (w waker) wait(b *Box, off int, _ uint32, left time.Duration) {
 	syscall.WaitForSingleObject(w.event(off), ms)
 }
 
-func (w waker) wake(b *Box, off int) { procSetEvent.Call(uintptr(w.event(off))) }
+// wake calls SetEvent through SyscallN, not LazyProc.Call: Call boxes the
+// thread's last error into an error, which allocates whenever that number
+// is above 255, and makes its arguments escape, so a handoff would
+// allocate now and then depending on what the thread last failed at.
+func (w waker) wake(b *Box, off int) { syscall.SyscallN(procSetEvent.Addr(), uintptr(w.event(off))) }
 
 func newEvent(sa *syscall.SecurityAttributes) (syscall.Handle, error) {
 	h, _, err := procCreateEv.Call(uintptr(unsafe.Pointer(sa)), 0, 0, 0)
