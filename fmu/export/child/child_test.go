@@ -90,6 +90,25 @@ type answer struct {
 	outputs []float64
 }
 
+// number is the value of key=N in the log line that says what.
+func (a answer) number(what, key string) int {
+	for _, l := range a.logs {
+		if !strings.Contains(l.msg, what) {
+			continue
+		}
+		_, v, ok := strings.Cut(l.msg, " "+key+"=")
+		if !ok {
+			break
+		}
+		v, _, _ = strings.Cut(v, " ")
+		n, err := strconv.Atoi(v)
+		if err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
 func (a answer) said(sub string) bool {
 	for _, l := range a.logs {
 		if strings.Contains(l.msg, sub) {
@@ -694,14 +713,51 @@ func TestRecording(t *testing.T) {
 				}
 				a := r.terminate(t)
 				r.stopBeamNG()
-				if !a.said("recorded file=" + file + " rows=101") {
-					t.Errorf("%+v", a)
+				// Messages 0 to 100 are the master's 100 steps; BeamNG's
+				// messages after the end get neutral controls until the
+				// coupling has stopped, which takes as long as it takes:
+				// each is recorded too.
+				n := a.number("the coupling ended", "messages")
+				if n < 101 || !a.said("recorded file="+file+" rows="+strconv.Itoa(n)+" lost=0") {
+					t.Errorf("want every one of at least 101 messages recorded: %+v", a)
 				}
 				if st, err := os.Stat(file); err != nil || st.Size() < 1000 {
 					t.Errorf("the recording: %v", err)
 				}
+				if filepath.Ext(name) == ".csv" {
+					checkThrottles(t, file, n)
+				}
 			})
 		})
+	}
+}
+
+// checkThrottles reads a CSV recording of n rows whose master held the
+// throttle at 0.3 for 100 steps: BeamNG got 0.3 on messages 0 to 99, and
+// neutral controls from the message that ended the last step on.
+func checkThrottles(t *testing.T, file string, n int) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) != n+1 {
+		t.Fatalf("%s: %d rows, %v; want a header and %d rows", file, len(rows), err, n)
+	}
+	col := slices.Index(rows[0], "in1.throttle")
+	if col < 0 {
+		t.Fatalf("%s: no column in1.throttle in %q", file, rows[0])
+	}
+	for i, row := range rows[1:] {
+		want := "0.3"
+		if i >= 100 {
+			want = "0"
+		}
+		if row[col] != want {
+			t.Errorf("row %d: in1.throttle %s, want %s", i, row[col], want)
+		}
 	}
 }
 
