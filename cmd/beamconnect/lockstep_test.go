@@ -362,9 +362,11 @@ func TestRunSharedModelAnswersItsOwnMessage(t *testing.T) {
 			}
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			// A message waits for both vehicles' steps of 0 to 9 ms in
-			// lockstep: 1 s of simulation is 400 replies; in real time
-			// some three in four are neutral: 2 s for hundreds of answers.
-			sim := map[bool]string{false: "1s", true: "2s"}[realTime]
+			// lockstep: 1 s of simulation is 400 replies. In real time
+			// most are neutral, the more so on a loaded machine (21 own
+			// answers in 800 replies were measured beside two busy
+			// loops): 4 s for enough answers, and late ones.
+			sim := map[bool]string{false: "1s", true: "4s"}[realTime]
 			s, errOut, code := runBinaryJSON(t, "run", rig, "--emulate", "--free-running", "--sim-duration", sim, "--json", "--record", rec)
 			if s == nil {
 				t.Fatalf("exit %d, no summary\n%s", code, errOut)
@@ -403,10 +405,12 @@ func TestRunSharedModelAnswersItsOwnMessage(t *testing.T) {
 				}
 			}
 			t.Logf("%d replies: %d their own answer, %d neutral, %d another's", own+neutral+other, own, neutral, other)
-			// (Enough answers to judge by: under Wine, whose loopback takes
-			// 1–3 ms a round trip, real time leaves some 100 of 800.)
-			if own < 40 || other > 0 {
-				t.Errorf("%d replies carried their own answer, %d another's", own, other)
+			// Enough answers to judge by, and in real time enough late
+			// ones that a stale answer had its chance to slip through.
+			// (Under Wine, whose loopback takes 1–3 ms a round trip, real
+			// time leaves some 100 of 800.)
+			if own < 10 || other > 0 || realTime && neutral < 10 {
+				t.Errorf("%d replies carried their own answer, %d another's, %d were neutral", own, other, neutral)
 			}
 			// (At the start a vehicle's first message may come before the
 			// other's first: neutral, waiting for it.)
