@@ -74,7 +74,8 @@ func TestExportedFMUUnderFmusim(t *testing.T) {
 			}
 			tty.Close()
 			said := newOutput()
-			go io.Copy(said, pty)
+			drained := make(chan struct{})
+			go func() { io.Copy(said, pty); close(drained) }()
 			done := make(chan struct{})
 			go func() { cmd.Wait(); close(done) }()
 			t.Cleanup(func() { cmd.Process.Kill(); <-done })
@@ -84,6 +85,13 @@ func TestExportedFMUUnderFmusim(t *testing.T) {
 			case <-done:
 			case <-time.After(5 * time.Minute):
 				t.Fatalf("fmusim still runs:\n%s", said)
+			}
+			// fmusim's last lines may still be in the terminal when it has
+			// ended: read it to its end (every writer has let go of it).
+			select {
+			case <-drained:
+			case <-time.After(time.Minute):
+				t.Fatalf("fmusim's terminal still open a minute after it ended:\n%s", said)
 			}
 			if code := cmd.ProcessState.ExitCode(); code != 0 {
 				t.Fatalf("fmusim exited %d:\n%s", code, said)
