@@ -153,8 +153,9 @@ func runInPTY(t *testing.T, cols int, dir string, during func(tm *terminal), arg
 	}
 	<-stop
 	select {
-	case <-copied:
-	case <-time.After(5 * time.Second):
+	case <-copied: // every line the run wrote is on the screen
+	case <-time.After(time.Minute):
+		t.Fatalf("the terminal still open a minute after the run ended:\n%s", strings.Join(tm.screen(), "\n"))
 	}
 	return tm, cmd.ProcessState.ExitCode()
 }
