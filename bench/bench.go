@@ -192,6 +192,12 @@ func measure(o Options, r Responder, d time.Duration) Result {
 	}
 
 	// Lockstep with no skips: every step sends, and blocks for the reply.
+	// The measurement lasts d from the first reply BeamNG accepts, however
+	// long the responder takes to start (seconds under Wine on a loaded
+	// machine); a responder that never answers is given up on after
+	// startBound.
+	const startBound = 10 * time.Second
+	runCtx, stopRun := context.WithTimeout(ctx, d+startBound)
 	var waits []time.Duration
 	var measuring bool
 	var started time.Time
@@ -205,11 +211,13 @@ func measure(o Options, r Responder, d time.Duration) Result {
 			waits = append(waits, r.Waited)
 			last = r.Step
 		}
+		if measuring && time.Since(started) >= d {
+			stopRun()
+		}
 	}}, link)
 	waits = make([]time.Duration, 0, 1<<20)
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	runCtx, stopRun := context.WithTimeout(ctx, d+500*time.Millisecond)
 	sum, _ := em.Run(runCtx)
 	stopRun()
 	runtime.ReadMemStats(&ms1)
