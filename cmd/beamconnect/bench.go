@@ -65,7 +65,7 @@ each loaded on another step of the period, at each --period (default 5ms and
 1ms), for --duration each, and reports whether real time holds with 0 stalls,
 the round trips a second, per CPU-second, and the CPU cores used.`,
 	flags: func(fs *pflag.FlagSet) func(*call) int {
-		d := fs.Duration("duration", 3*time.Second, "how long to measure each responder (with --soak: how long to soak, default 10m)")
+		d := fs.Duration("duration", 3*time.Second, "how long to measure each responder, from its first reply (with --soak: how long to soak, default 10m)")
 		rs := fs.StringArray("responder", nil, "NAME=COMMAND of another responder to measure (repeatable)")
 		driver := fs.String("driver", "blocking", "how BeamNG's side waits for a reply: blocking (as BeamNG does) or spin (busy-polling, Linux)")
 		rounds := fs.Int("rounds", 1, "measure the responders in turn this many times (interleaved, against drift) and report each one's median round")
