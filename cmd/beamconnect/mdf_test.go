@@ -70,7 +70,10 @@ func TestRecordMDFCruiseReload(t *testing.T) {
 		}
 		os.WriteFile(rig, []byte(strings.Replace(string(src), `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)), 0o644)
 	}()
-	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--duration", "2s", "--record", rec)
+	// Paced, so that the reload lands while the run goes on; 2 s of
+	// BeamNG's time, so that a loaded machine records the same 400
+	// messages (a wall-clock 2 s recorded 287 under Wine beside CI's load).
+	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--sim-duration", "2s", "--record", rec)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
