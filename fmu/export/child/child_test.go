@@ -277,18 +277,25 @@ type receivedReply struct {
 	value float64
 }
 
-// received is every reply BeamNG received, in order, with column col.
-func (r *rig) received(t *testing.T, col string) []receivedReply {
+// readCSV reads a whole CSV file, its header first.
+func readCSV(t *testing.T, file string) [][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(r.logs, emulator.ReceiveLogName))
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
+	rows, err := csv.NewReader(f).ReadAll()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", file, err)
 	}
+	return rows
+}
+
+// received is every reply BeamNG received, in order, with column col.
+func (r *rig) received(t *testing.T, col string) []receivedReply {
+	t.Helper()
+	recs := readCSV(t, filepath.Join(r.logs, emulator.ReceiveLogName))
 	at := -1
 	for i, h := range recs[0] {
 		if h == col {
@@ -737,14 +744,9 @@ func TestRecording(t *testing.T) {
 // neutral controls from the message that ended the last step on.
 func checkThrottles(t *testing.T, file string, n int) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) != n+1 {
-		t.Fatalf("%s: %d rows, %v; want a header and %d rows", file, len(rows), err, n)
+	rows := readCSV(t, file)
+	if len(rows) != n+1 {
+		t.Fatalf("%s: %d rows; want a header and %d rows", file, len(rows), n)
 	}
 	col := slices.Index(rows[0], "in1.throttle")
 	if col < 0 {
