@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/config"
-	"beamconnect/fmu/export"
-	"beamconnect/fmu/export/child"
+	"beamconnect/fmuexport"
+	"beamconnect/fmuexport/child"
 )
 
 const exportHelp = `'fmu export rig.json -o rig.fmu' makes BeamNG.tech, coupled as the config says,
@@ -89,32 +89,32 @@ func exportCmd(c *call, o *exportOpts) int {
 	if err != nil {
 		return c.fail("fmu export", fmt.Errorf("finding this beamconnect's executable: %w", err))
 	}
-	exes, notes, missing, err := export.Executables(self, runtime.GOOS, o.given)
+	exes, notes, missing, err := fmuexport.Executables(self, runtime.GOOS, o.given)
 	if err != nil {
 		return c.fail("fmu export", err)
 	}
 	if len(exes) == 0 {
 		return c.fail("fmu export", fmt.Errorf("no beamconnect for linux or windows to carry (this one is for %s/%s): name one with --beamconnect-linux or --beamconnect-windows", runtime.GOOS, runtime.GOARCH))
 	}
-	name := export.Identifier(o.out)
-	files, in, err := export.Files(cfg, plan, export.Options{FMI: o.fmi, Name: name, Beamconnect: exes})
+	name := fmuexport.Identifier(o.out)
+	files, in, err := fmuexport.Files(cfg, plan, fmuexport.Options{FMI: o.fmi, Name: name, Beamconnect: exes})
 	if err != nil {
 		return c.fail("fmu export", err)
 	}
-	if err := export.Write(o.out, files); err != nil {
+	if err := fmuexport.Write(o.out, files); err != nil {
 		return c.fail("fmu export", err)
 	}
 	var platforms []string
-	for _, goos := range export.OSes {
+	for _, goos := range fmuexport.OSes {
 		if _, ok := exes[goos]; ok {
-			folder, _ := export.Platform(o.fmi, goos)
+			folder, _ := fmuexport.Platform(o.fmi, goos)
 			platforms = append(platforms, folder)
 		}
 	}
 	fmt.Fprintf(c.stdout, "wrote %s: FMI %d.0 co-simulation FMU %q of %s (%s, %s)\n", o.out, o.fmi, name, path,
 		plan.Protocol.Controller(), plural(len(plan.Vehicles), "vehicle"))
 	fmt.Fprintf(c.stdout, "  %-12s%d outputs (BeamNG's signals), %d inputs (the controls), %d parameters (addresses, ports, recordFile, timeouts)\n",
-		"variables:", in.Count(export.Output), in.Count(export.Input), in.Count(export.Parameter))
+		"variables:", in.Count(fmuexport.Output), in.Count(fmuexport.Input), in.Count(fmuexport.Parameter))
 	fmt.Fprintf(c.stdout, "  %-12sa whole number of BeamNG's %s ms periods\n", "step:", strconv.FormatFloat(plan.Period*1000, 'g', -1, 64))
 	fmt.Fprintf(c.stdout, "  %-12sbinaries/%s\n", "platforms:", strings.Join(platforms, ", binaries/"))
 	if plan.Model != "hold" {

@@ -22,8 +22,8 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/config"
 	"beamconnect/fmu"
-	"beamconnect/fmu/export"
-	"beamconnect/fmu/export/testmaster"
+	"beamconnect/fmuexport"
+	"beamconnect/fmuexport/testmaster"
 	"beamconnect/internal/wine"
 	"beamconnect/ports"
 )
@@ -33,7 +33,7 @@ type exported struct {
 	path   string
 	config string
 	plan   *ports.Plan
-	iface  *export.Interface
+	iface  *fmuexport.Interface
 	fmi    int
 }
 
@@ -47,7 +47,7 @@ func exportFMU(t *testing.T, config string, major int, extra ...string) exported
 		t.Fatalf("fmu export: exit %d\n%s%s", code, stdout, stderr)
 	}
 	plan := planOf(t, config)
-	return exported{path: out, config: config, plan: plan, iface: export.New(plan), fmi: major}
+	return exported{path: out, config: config, plan: plan, iface: fmuexport.New(plan), fmi: major}
 }
 
 // runBinary runs the beamconnect binary: export carries the running
@@ -310,7 +310,7 @@ func (c *coupled) check(t *testing.T) {
 	}
 	speedName := ""
 	for _, v := range c.e.iface.Vars {
-		if v.Causality == export.Output {
+		if v.Causality == fmuexport.Output {
 			if s := signalOf(c.e.plan, beamng.FromBeamNG, v.Elem); s == "groundspeed" || s == "vehicleGroundSpeed" {
 				speedName = v.Name
 			}
@@ -325,7 +325,7 @@ func (c *coupled) check(t *testing.T) {
 			t.Fatalf("the master's outputs at t = %v s: BeamNG sent no message %d", tm, id)
 		}
 		for _, v := range c.e.iface.Vars {
-			if v.Causality != export.Output {
+			if v.Causality != fmuexport.Output {
 				continue
 			}
 			got, ok := row[v.Name]
@@ -381,7 +381,7 @@ func (c *coupled) check(t *testing.T) {
 			rows++
 			for _, v := range c.e.iface.Vars {
 				col, ok := logColumn(c.e.plan, beamng.FromBeamNG, v.Elem)
-				if v.Causality == export.Output && ok {
+				if v.Causality == fmuexport.Output && ok {
 					if rec := recordingColumn(c.e, v); !near(r[rec], msg[col]) {
 						t.Errorf("the recording's message %d: %s = %v, BeamNG sent %v", id, rec, r[rec], msg[col])
 					}
@@ -413,10 +413,10 @@ func signalOf(plan *ports.Plan, dir beamng.Direction, e ports.Element) string {
 
 // recordingColumn is a variable's column in the recording: its port, its
 // vehicle and its field, as `run --record` names it.
-func recordingColumn(e exported, v export.Variable) string {
+func recordingColumn(e exported, v fmuexport.Variable) string {
 	side := "out"
 	dir := beamng.FromBeamNG
-	if v.Causality == export.Input {
+	if v.Causality == fmuexport.Input {
 		side, dir = "in", beamng.ToBeamNG
 	}
 	name := side + strconv.Itoa(v.Elem.Port) + "."
@@ -430,7 +430,7 @@ func recordingColumn(e exported, v export.Variable) string {
 func throttleInput(t *testing.T, e exported) string {
 	t.Helper()
 	for _, v := range e.iface.Vars {
-		if v.Causality == export.Input && signalOf(e.plan, beamng.ToBeamNG, v.Elem) == "throttle" {
+		if v.Causality == fmuexport.Input && signalOf(e.plan, beamng.ToBeamNG, v.Elem) == "throttle" {
 			return v.Name
 		}
 	}
@@ -439,7 +439,7 @@ func throttleInput(t *testing.T, e exported) string {
 }
 
 // The issue's coupling, with a master of the tests' own written in C from
-// the FMI standards (fmu/export/testmaster), against `beamconnect emulate`
+// the FMI standards (fmuexport/testmaster), against `beamconnect emulate`
 // on real sockets: Gen 1 and Gen 2, FMI 2.0 and 3.0, steps of one and of
 // two periods. It runs on Windows too (under Wine, the master built with
 // mingw-w64): there the win64 library couples. One row loads, runs,
@@ -473,7 +473,7 @@ func TestExportedFMUCouples(t *testing.T) {
 			c := coupled{e: e, h: tc.h, stop: stop, input: throttleInput(t, e), stepAt: 1, stepValue: 0.5}
 			var outs []string
 			for _, v := range e.iface.Vars {
-				if v.Causality == export.Output {
+				if v.Causality == fmuexport.Output {
 					outs = append(outs, strconv.Itoa(int(v.VR)))
 				}
 			}
@@ -484,7 +484,7 @@ func TestExportedFMUCouples(t *testing.T) {
 			listen := freePort(t)
 			rec := filepath.Join(t.TempDir(), "rig.csv")
 			csvOut := filepath.Join(t.TempDir(), "outputs.csv")
-			args := []string{dir, export.Identifier(e.path), strconv.Itoa(tc.fmi), e.iface.Token, fmt.Sprint(stop), fmt.Sprint(tc.h),
+			args := []string{dir, fmuexport.Identifier(e.path), strconv.Itoa(tc.fmi), e.iface.Token, fmt.Sprint(stop), fmt.Sprint(tc.h),
 				strconv.Itoa(int(in.VR)), fmt.Sprint(c.stepAt), fmt.Sprint(c.stepValue), strings.Join(outs, ","), csvOut,
 				fmt.Sprintf("i:%d=0", localPort.VR), fmt.Sprintf("i:%d=%d", remotePort.VR, listen.Port()), fmt.Sprintf("s:%d=%s", recordFile.VR, rec)}
 			if tc.nochld {
@@ -581,8 +581,8 @@ func TestFMUExport(t *testing.T) {
 			if err := f.Supported(); err != nil {
 				t.Errorf("the exported FMU does not run here: %v", err)
 			}
-			folder, ext := export.Platform(tc.fmi, runtime.GOOS)
-			want := append([]string{"binaries/" + folder + "/rig" + ext, "binaries/" + folder + "/" + export.ExecutableName(runtime.GOOS)}, tc.files...)
+			folder, ext := fmuexport.Platform(tc.fmi, runtime.GOOS)
+			want := append([]string{"binaries/" + folder + "/rig" + ext, "binaries/" + folder + "/" + fmuexport.ExecutableName(runtime.GOOS)}, tc.files...)
 			zr, err := zip.OpenReader(e.path)
 			if err != nil {
 				t.Fatal(err)
@@ -597,7 +597,7 @@ func TestFMUExport(t *testing.T) {
 					t.Errorf("the FMU has no %s", name)
 				}
 			}
-			if exe := have["binaries/"+folder+"/"+export.ExecutableName(runtime.GOOS)]; exe != nil && exe.Mode()&0o111 == 0 {
+			if exe := have["binaries/"+folder+"/"+fmuexport.ExecutableName(runtime.GOOS)]; exe != nil && exe.Mode()&0o111 == 0 {
 				t.Errorf("beamconnect's executable is not marked executable in the archive: %v", exe.Mode())
 			}
 			if f.Desc.Token != e.iface.Token || f.Desc.CoSim == nil || !f.Desc.CoSim.VariableStep {
@@ -656,12 +656,12 @@ func TestFMUExportBothPlatforms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	here := filepath.Join(dir, export.ExecutableName(runtime.GOOS))
+	here := filepath.Join(dir, fmuexport.ExecutableName(runtime.GOOS))
 	if err := os.WriteFile(here, self, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	other := map[string]string{"linux": "windows", "windows": "linux"}[runtime.GOOS]
-	build := osexec.Command(goBin, "build", "-o", filepath.Join(dir, export.ExecutableName(other)), ".")
+	build := osexec.Command(goBin, "build", "-o", filepath.Join(dir, fmuexport.ExecutableName(other)), ".")
 	build.Env = append(os.Environ(), "GOOS="+other, "GOARCH=amd64", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build for %s: %v\n%s", other, err, out)
@@ -674,8 +674,8 @@ func TestFMUExportBothPlatforms(t *testing.T) {
 		if err := cmd.Run(); err != nil || strings.Contains(stderr.String(), "warning") {
 			t.Fatalf("export: %v\n%s%s", err, stdout.String(), stderr.String())
 		}
-		linux, _ := export.Platform(major, "linux")
-		windows, _ := export.Platform(major, "windows")
+		linux, _ := fmuexport.Platform(major, "linux")
+		windows, _ := fmuexport.Platform(major, "windows")
 		if want := "platforms:  binaries/" + linux + ", binaries/" + windows; !strings.Contains(stdout.String(), want) {
 			t.Errorf("export says:\n%s\nwant it to say %q", stdout.String(), want)
 		}
@@ -722,18 +722,18 @@ func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, param
 	in, _ := e.iface.Variable(throttleInput(t, e))
 	var outs []string
 	for _, v := range e.iface.Vars {
-		if v.Causality == export.Output {
+		if v.Causality == fmuexport.Output {
 			outs = append(outs, strconv.Itoa(int(v.VR)))
 		}
 	}
-	args := []string{m.dir, export.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, fmt.Sprint(stop), fmt.Sprint(h),
+	args := []string{m.dir, fmuexport.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, fmt.Sprint(stop), fmt.Sprint(h),
 		strconv.Itoa(int(in.VR)), fmt.Sprint(stepAt), fmt.Sprint(value), strings.Join(outs, ","), filepath.Join(t.TempDir(), "outputs.csv")}
 	for name, val := range params {
 		v, ok := e.iface.Variable(name)
 		if !ok {
 			t.Fatalf("no parameter %s", name)
 		}
-		kind := map[export.Type]string{export.Real: "r", export.Integer: "i", export.String: "s"}[v.Type]
+		kind := map[fmuexport.Type]string{fmuexport.Real: "r", fmuexport.Integer: "i", fmuexport.String: "s"}[v.Type]
 		args = append(args, fmt.Sprintf("%s:%d=%s", kind, v.VR, val))
 	}
 	m.cmd = osexec.Command(testmaster.Path(t), args...)

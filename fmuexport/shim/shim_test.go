@@ -16,7 +16,7 @@ import (
 // The binaries beamconnect embeds were built from the sources beside them:
 // bin/SOURCES.sha256 (written by the build script) names each source's
 // digest, and they must be today's. After editing a source, run
-// `bash fmu/export/shim/build` and commit what it writes; .ci/run builds
+// `bash fmuexport/shim/build` and commit what it writes; .ci/run builds
 // them again and compares them byte for byte.
 func TestBinariesBuiltFromTheseSources(t *testing.T) {
 	var want bytes.Buffer
@@ -32,7 +32,7 @@ func TestBinariesBuiltFromTheseSources(t *testing.T) {
 		fmt.Fprintf(&want, "%x  %s\n", sha256.Sum256(data), listed)
 	}
 	if got := Built(); !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("the shim's binaries were not built from these sources: run `bash fmu/export/shim/build` and commit bin/\nbin/SOURCES.sha256:\n%s\nthe sources:\n%s", got, want.Bytes())
+		t.Errorf("the shim's binaries were not built from these sources: run `bash fmuexport/shim/build` and commit bin/\nbin/SOURCES.sha256:\n%s\nthe sources:\n%s", got, want.Bytes())
 	}
 }
 

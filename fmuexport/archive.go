@@ -1,4 +1,4 @@
-package export
+package fmuexport
 
 import (
 	"archive/zip"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"beamconnect/config"
-	"beamconnect/fmu/export/shim"
+	"beamconnect/fmuexport/shim"
 	"beamconnect/ports"
 )
 

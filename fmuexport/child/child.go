@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"beamconnect/coupling"
-	"beamconnect/fmu/export"
+	"beamconnect/fmuexport"
 	"beamconnect/internal/mailbox"
 	"beamconnect/ports"
 	"beamconnect/recording"
@@ -121,7 +121,7 @@ type server struct {
 	major     int
 	resources string
 	plan      *ports.Plan
-	iface     *export.Interface
+	iface     *fmuexport.Interface
 	outs, ins []int // the outputs' and inputs' value references
 
 	mu  sync.Mutex // run: also ended by masterGone, from another goroutine
@@ -213,13 +213,13 @@ func (s *server) open(body []byte) []byte {
 	switch {
 	case err != nil:
 		return s.fail("%v", err)
-	case o.Protocol != export.Protocol:
+	case o.Protocol != fmuexport.Protocol:
 		return s.fail("the FMU's library speaks protocol %d, this beamconnect (%s) speaks %d: the FMU carries a beamconnect of another version than its library; export it again",
-			o.Protocol, buildVersion(), export.Protocol)
+			o.Protocol, buildVersion(), fmuexport.Protocol)
 	case o.Major != 2 && o.Major != 3:
 		return s.fail("FMI %d: expected 2 or 3", o.Major)
 	}
-	plan, iface, err := export.Load(o.Resources)
+	plan, iface, err := fmuexport.Load(o.Resources)
 	if err != nil {
 		return s.fail("the config the FMU carries in %s: %v", o.Resources, err)
 	}
@@ -231,9 +231,9 @@ func (s *server) open(body []byte) []byte {
 	s.outs, s.ins = s.outs[:0], s.ins[:0]
 	for i, v := range iface.Vars {
 		switch v.Causality {
-		case export.Output:
+		case fmuexport.Output:
 			s.outs = append(s.outs, i)
-		case export.Input:
+		case fmuexport.Input:
 			s.ins = append(s.ins, i)
 		}
 	}
@@ -248,7 +248,7 @@ func (s *server) open(body []byte) []byte {
 		w.u8(uint8(v.Type))
 		w.u8(uint8(v.Causality))
 		w.str(v.Name)
-		if v.Type == export.String {
+		if v.Type == fmuexport.String {
 			w.str(v.Start)
 		} else {
 			w.f64(startValue(v.Start))

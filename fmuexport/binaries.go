@@ -1,4 +1,4 @@
-package export
+package fmuexport
 
 import (
 	"debug/buildinfo"

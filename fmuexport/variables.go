@@ -1,11 +1,11 @@
 // Package export makes beamconnect an FMU for another master (Simulink,
 // Dymola, OpenModelica, fmusim): a co-simulation FMU of FMI 2.0 or 3.0
 // whose variables are a config's fields, whose binary is a small C shim
-// (package fmu/export/shim) that runs the coupling in a beamconnect child
-// process (package fmu/export/child), and which carries beamconnect's own
+// (package fmuexport/shim) that runs the coupling in a beamconnect child
+// process (package fmuexport/child), and which carries beamconnect's own
 // executables and the config. Interface is what the description says and
 // the child serves; Write makes the archive.
-package export
+package fmuexport
 
 import (
 	"crypto/sha256"

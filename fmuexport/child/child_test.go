@@ -16,7 +16,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/coupling"
-	"beamconnect/fmu/export"
+	"beamconnect/fmuexport"
 	"beamconnect/internal/memnet"
 	"beamconnect/ports"
 )
@@ -29,7 +29,7 @@ type rig struct {
 	s      *server
 	net    *memnet.Network
 	plan   *ports.Plan
-	iface  *export.Interface
+	iface  *fmuexport.Interface
 	logs   string // BeamNG's debug logs
 	faults emulator.Faults
 	em     *emulator.Emulator
@@ -46,7 +46,7 @@ func resources(t *testing.T, file string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, export.ConfigName), text, 0o644)
+	os.WriteFile(filepath.Join(dir, fmuexport.ConfigName), text, 0o644)
 	cfg, err := config.Load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func resources(t *testing.T, file string) string {
 func open(t *testing.T, file string) *rig {
 	t.Helper()
 	res := resources(t, file)
-	plan, in, err := export.Load(res)
+	plan, in, err := fmuexport.Load(res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func open(t *testing.T, file string) *rig {
 	r.s = newServer(256<<10, coupling.ListenMem(r.net))
 	w := writer{}
 	w.u8(reqOpen)
-	w.u32(export.Protocol)
+	w.u32(fmuexport.Protocol)
 	w.u32(2)
 	w.str("rig")
 	w.str(in.Token)
@@ -312,7 +312,7 @@ func (r *rig) received(t *testing.T, col string) []receivedReply {
 	return out
 }
 
-const pedals = "../../../examples/cruise-pedals.json"
+const pedals = "../../examples/cruise-pedals.json"
 
 // A step of h couples BeamNG's messages of [t, t+h): each gets the
 // master's inputs of that step, held over it; the outputs at t+h are
@@ -657,7 +657,7 @@ func TestConnectTimeout(t *testing.T) {
 // its own BeamNG.
 func TestSeveralVehicles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := open(t, "../../../examples/follow.json")
+		r := open(t, "../../examples/follow.json")
 		r.initialize(t, 0, nil)
 		var a answer
 		at := 0.0
@@ -767,7 +767,7 @@ func checkThrottles(t *testing.T, file string, n int) {
 // resources folder without the config, each saying why.
 func TestOpenRefusals(t *testing.T) {
 	res := resources(t, pedals)
-	_, in, err := export.Load(res)
+	_, in, err := fmuexport.Load(res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -778,9 +778,9 @@ func TestOpenRefusals(t *testing.T) {
 		want             string
 	}{
 		{"another protocol", 99, 2, in.Token, res, "the FMU's library speaks protocol 99"},
-		{"FMI 1", export.Protocol, 1, in.Token, res, "FMI 1: expected 2 or 3"},
-		{"another FMU's token", export.Protocol, 2, "{x}", res, `with token "{x}", but its config makes`},
-		{"no config", export.Protocol, 3, in.Token, t.TempDir(), "the config the FMU carries"},
+		{"FMI 1", fmuexport.Protocol, 1, in.Token, res, "FMI 1: expected 2 or 3"},
+		{"another FMU's token", fmuexport.Protocol, 2, "{x}", res, `with token "{x}", but its config makes`},
+		{"no config", fmuexport.Protocol, 3, in.Token, t.TempDir(), "the config the FMU carries"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServer(1<<16, nil)

@@ -1,6 +1,6 @@
 /* The shim's core (see shim.h). Written for beamconnect; the mailbox's
  * layout is internal/mailbox's (mailbox.go), the requests and answers
- * fmu/export/child's (protocol.go). */
+ * fmuexport/child's (protocol.go). */
 #if !defined(_WIN32)
 #define _GNU_SOURCE
 #endif

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"beamconnect/coupling"
-	"beamconnect/fmu/export"
+	"beamconnect/fmuexport"
 	"beamconnect/ports"
 )
 
@@ -32,10 +32,10 @@ type run struct {
 // isString says whether a value reference is a parameter or an input,
 // and whether it carries text.
 func (s *server) isString(vr uint32) (text, ok bool) {
-	if int(vr) >= len(s.iface.Vars) || s.iface.Vars[vr].Causality == export.Output {
+	if int(vr) >= len(s.iface.Vars) || s.iface.Vars[vr].Causality == fmuexport.Output {
 		return false, false
 	}
-	return s.iface.Vars[vr].Type == export.String, true
+	return s.iface.Vars[vr].Type == fmuexport.String, true
 }
 
 // seconds reads a timeout parameter.
@@ -67,7 +67,7 @@ func (s *server) initialize(body []byte) []byte {
 		name [4]string
 	}
 	addrs := make([]address, len(plan.Vehicles))
-	r := &run{plan: &plan, connect: export.DefaultConnectTimeout * time.Second, silence: export.DefaultSilenceTimeout * time.Second}
+	r := &run{plan: &plan, connect: fmuexport.DefaultConnectTimeout * time.Second, silence: fmuexport.DefaultSilenceTimeout * time.Second}
 	for i, v := range plan.Vehicles {
 		addrs[i] = address{ip: [2]string{v.Local.Addr().String(), v.Remote.Addr().String()}, port: [2]float64{float64(v.Local.Port()), float64(v.Remote.Port())}}
 	}
@@ -75,21 +75,21 @@ func (s *server) initialize(body []byte) []byte {
 		v := &s.iface.Vars[val.VR]
 		a := &addrs[v.Vehicle]
 		switch {
-		case v.Causality == export.Input:
+		case v.Causality == fmuexport.Input:
 			s.values[slices.Index(s.ins, int(val.VR))] = val.Num
-		case v.Param == export.LocalIP:
+		case v.Param == fmuexport.LocalIP:
 			a.ip[0], a.name[0] = val.Text, v.Name
-		case v.Param == export.RemoteIP:
+		case v.Param == fmuexport.RemoteIP:
 			a.ip[1], a.name[1] = val.Text, v.Name
-		case v.Param == export.LocalPort:
+		case v.Param == fmuexport.LocalPort:
 			a.port[0], a.name[2] = val.Num, v.Name
-		case v.Param == export.RemotePort:
+		case v.Param == fmuexport.RemotePort:
 			a.port[1], a.name[3] = val.Num, v.Name
-		case v.Param == export.RecordFile:
+		case v.Param == fmuexport.RecordFile:
 			r.record = strings.TrimSpace(val.Text)
-		case v.Param == export.ConnectTimeout:
+		case v.Param == fmuexport.ConnectTimeout:
 			r.connect, err = seconds(v.Name, val.Num)
-		case v.Param == export.SilenceTimeout:
+		case v.Param == fmuexport.SilenceTimeout:
 			r.silence, err = seconds(v.Name, val.Num)
 		}
 		if err != nil {

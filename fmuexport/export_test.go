@@ -1,4 +1,4 @@
-package export
+package fmuexport
 
 import (
 	"archive/zip"
@@ -23,7 +23,7 @@ import (
 func configs(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, pattern := range []string{"../../examples/*.json", "../../config/testdata/*.good.json"} {
+	for _, pattern := range []string{"../examples/*.json", "../config/testdata/*.good.json"} {
 		files, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
@@ -103,14 +103,14 @@ func TestNames(t *testing.T) {
 		want   []string
 		not    []string
 	}{
-		{"../../examples/cruise-pedals.json",
+		{"../examples/cruise-pedals.json",
 			[]string{"groundspeed", "out2.throttle", "out2.brake", "rpm", "gear", "out4.time", "serial_number", "in1.throttle", "in1.brake", "driveMode",
 				"localIP", "localPort", "remoteIP", "remotePort", "recordFile", "connectTimeout", "silenceTimeout"},
 			[]string{"time", "throttle"}},
-		{"../../examples/follow.json",
+		{"../examples/follow.json",
 			[]string{"ego.groundspeed", "ego.gap:lead", "lead.groundspeed", "ego.throttle", "lead.throttle", "ego.localPort", "lead.remotePort"},
 			[]string{"groundspeed", "localPort"}},
-		{"../../examples/gen2-cruise.json",
+		{"../examples/gen2-cruise.json",
 			[]string{"vehicleGroundSpeed", "out2.throttle", "rpm", "gearIndex", "in1.throttle", "steeringWheelPosition"},
 			nil},
 	} {
@@ -140,12 +140,12 @@ func TestNames(t *testing.T) {
 // The token changes with what the master sees (a start value), and only
 // with it.
 func TestToken(t *testing.T) {
-	a := New(plan(t, "../../examples/cruise-pedals.json"))
-	b := New(plan(t, "../../examples/cruise-pedals.json"))
+	a := New(plan(t, "../examples/cruise-pedals.json"))
+	b := New(plan(t, "../examples/cruise-pedals.json"))
 	if a.Token != b.Token {
 		t.Errorf("the same config, two tokens: %s %s", a.Token, b.Token)
 	}
-	p := plan(t, "../../examples/cruise-pedals.json")
+	p := plan(t, "../examples/cruise-pedals.json")
 	p.Inputs[1].Fields[0].Initial = 0.1
 	if c := New(p); c.Token == a.Token {
 		t.Error("another start value, the same token")
@@ -193,7 +193,7 @@ func TestDescriptionsValidate(t *testing.T) {
 // loaded from the FMU's resources it makes the same FMU.
 func TestResources(t *testing.T) {
 	dir := t.TempDir()
-	csvText, err := os.ReadFile("../../examples/gen2-cruise.csv")
+	csvText, err := os.ReadFile("../examples/gen2-cruise.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@
 #include "fmi.h"
 
 /* What the shim and the child say to each other; the child refuses
- * another (fmu/export.Protocol). */
+ * another (fmuexport.Protocol). */
 #define SHIM_PROTOCOL 1
 
 /* Statuses, as both standards number them. */
