@@ -58,6 +58,7 @@ const (
 	ModelAbandoned                 // threads of an FMU in process abandoned in a hung step
 	ModelRestarts                  // restarts of the model's program
 	ModelResets                    // times the model started over: BeamNG started its coupling again
+	ModelNotReset                  // times BeamNG started its coupling again and the model could not start over
 	InputsClamped                  // BeamNG's values an FMU's input could not hold: clamped to what it holds
 	SolverSteps                    // a model exchange FMU's solver steps
 	SolverRejected                 // … steps its error control rejected
@@ -170,11 +171,13 @@ var CounterTable = [NumCounters]CounterInfo{
 	SolverRejected: {Name: "solver_rejected", Normal: true, Help: "Steps of that solver its error control rejected (and took again, smaller).", Run: true},
 	SolverEvents:   {Name: "solver_events", Normal: true, Help: "Events of a model exchange FMU handled: time, state and step events.", Run: true},
 	ModelResets:    {Name: "model_resets", Normal: true, Help: "Times the model started over from its initial state because BeamNG started its coupling again.", Run: true},
-	InputsClamped:  {Name: "inputs_clamped", Help: "Values from BeamNG an FMU's input cannot hold (beyond its integer type's range or its min and max, or no item of its enumeration): clamped to what it holds before the step.", Run: true},
-	Reloads:        {Name: "reloads", Help: "Config reloads applied.", Run: true},
-	ReloadErrors:   {Name: "reload_errors", Normal: true, Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
-	RecordRows:     {Name: "record_rows", Help: "Rows recorded.", Run: true},
-	RecordWritten:  {Name: "record_written", Help: "Rows written to the recording.", Run: true},
+	ModelNotReset: {Name: "model_not_reset", Help: "Times BeamNG started its coupling again and the model could not start over from its initial state: it kept its state (an integrator's wind-up, say) into the new run.", Run: true,
+		Problem: count("the model could not start over when BeamNG started its coupling again (%d times): it kept its state (see the log for why)")},
+	InputsClamped: {Name: "inputs_clamped", Help: "Values from BeamNG an FMU's input cannot hold (beyond its integer type's range or its min and max, or no item of its enumeration): clamped to what it holds before the step.", Run: true},
+	Reloads:       {Name: "reloads", Help: "Config reloads applied.", Run: true},
+	ReloadErrors:  {Name: "reload_errors", Normal: true, Help: "Config reloads refused (invalid, or restart-only changes).", Run: true},
+	RecordRows:    {Name: "record_rows", Help: "Rows recorded.", Run: true},
+	RecordWritten: {Name: "record_written", Help: "Rows written to the recording.", Run: true},
 	RecordLost: {Name: "record_lost", Help: "Recorded rows that could not be written.", Run: true,
 		Problem: func(v *Values, _ Counter, _ string) string {
 			return fmt.Sprintf("the recording lost %d of %d rows (see the log for why)", v[RecordLost], v[RecordRows])

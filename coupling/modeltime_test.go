@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"sync"
@@ -85,10 +86,11 @@ func (m *timeLog) Step(t float64, _, _ [][]float64) bool {
 	return true
 }
 
-func (m *timeLog) Reset() {
+func (m *timeLog) Reset() error {
 	m.mu.Lock()
 	m.resets = append(m.resets, len(m.times))
 	m.mu.Unlock()
+	return nil
 }
 
 // A model's time is BeamNG's simulated time in every time sync mode, not
@@ -154,14 +156,21 @@ func TestModelTimeSeveralVehicles(t *testing.T) {
 // from a new port) starts the model over: reset once, its time from the new
 // coupling's first message. So does a model of time alone, which reads no
 // vehicle's data (an FMU with outputs only): before, it went on from where
-// it was, its old trajectory sent to the restarted car.
+// it was, its old trajectory sent to the restarted car. A model that cannot
+// start over (no Reset, or a Reset that fails) is not counted as reset: it
+// is counted and said as one that kept its state, and the run is not
+// healthy.
 func TestModelResetOnRestart(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		model func(m *timeLog) models.Model
+		reset bool   // the model started over
+		said  string // the log says
 	}{
-		{"a model that reads the vehicle", func(m *timeLog) models.Model { return m }},
-		{"a model of time alone", func(m *timeLog) models.Model { return timeAlone{m} }},
+		{"a model that reads the vehicle", func(m *timeLog) models.Model { return m }, true, "BeamNG started its coupling again: the model starts over"},
+		{"a model of time alone", func(m *timeLog) models.Model { return timeAlone{m} }, true, "BeamNG started its coupling again: the model starts over"},
+		{"a model that cannot be reset", func(m *timeLog) models.Model { return noReset{m} }, false, "the model cannot start over: it keeps its state"},
+		{"a model whose reset fails", func(m *timeLog) models.Model { return failingReset{m} }, false, "the model could not start over: it keeps its state"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -170,20 +179,41 @@ func TestModelResetOnRestart(t *testing.T) {
 					faults: map[int]emulator.Faults{0: {Restart: true, RestartAt: time.Second}},
 					em:     emulator.Config{Steps: 6000}}.sim(t)
 				h.run(t)
-				if len(m.resets) != 1 || h.s.Values()[ModelResets] != 1 {
-					t.Fatalf("resets %v, counted %d", m.resets, h.s.Values()[ModelResets])
+				v := h.s.Values()
+				if !h.log.Has(tt.said) {
+					t.Errorf("log does not say %q:\n%s", tt.said, h.log)
+				}
+				if !tt.reset {
+					if len(m.resets) != 0 || v[ModelResets] != 0 || v[ModelNotReset] != 1 {
+						t.Fatalf("resets %v, counted %d reset and %d not reset: want 0 and 1", m.resets, v[ModelResets], v[ModelNotReset])
+					}
+					if len(v.Problems("next")) == 0 {
+						t.Error("a run whose model kept its state across BeamNG's restart is called healthy")
+					}
+					return
+				}
+				if len(m.resets) != 1 || v[ModelResets] != 1 || v[ModelNotReset] != 0 {
+					t.Fatalf("resets %v, counted %d reset and %d not reset", m.resets, v[ModelResets], v[ModelNotReset])
 				}
 				at := m.resets[0]
 				if before, after := m.times[at-1], m.times[at]; before < 0.9 || after != 0 {
 					t.Errorf("the model's time went from %v to %v at the reset, want back to 0", before, after)
 				}
-				if !h.log.Has("BeamNG started its coupling again: the model starts over") {
-					t.Errorf("log:\n%s", h.log)
-				}
 			})
 		})
 	}
 }
+
+// noReset is a model that cannot start over: it has no Reset.
+type noReset struct{ m *timeLog }
+
+func (n noReset) Step(t float64, out, in [][]float64) bool { return n.m.Step(t, out, in) }
+
+// failingReset is a model whose Reset says it cannot start over.
+type failingReset struct{ m *timeLog }
+
+func (f failingReset) Step(t float64, out, in [][]float64) bool { return f.m.Step(t, out, in) }
+func (failingReset) Reset() error                               { return errors.New("the program does not speak reset") }
 
 // timeAlone is a model that reads no vehicle's data: its steps depend on
 // time alone.

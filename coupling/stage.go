@@ -137,12 +137,6 @@ func (st *stage) place(v int, id float64, restart bool) float64 {
 	t, reset := st.clock.place(v, id, restart, st.fresh.reads)
 	if reset {
 		st.reset = true
-		st.stats.inc(ModelResets)
-		if st.resetter != nil {
-			st.log.Info("BeamNG started its coupling again: the model starts over from its initial state", "model_time", t)
-		} else {
-			st.log.Info("BeamNG started its coupling again: the model's time starts over (the model keeps its state: it cannot be reset)", "model_time", t)
-		}
 	}
 	return t
 }
@@ -175,6 +169,25 @@ func (st *stage) relative(f *ports.Field) float64 {
 	return v
 }
 
+// startOver resets the model at time t, BeamNG having started its
+// coupling again. Only a reset that happened is counted as one: a model
+// that cannot start over keeps its state into the new run, which is
+// logged and counted (ModelNotReset), and the run is not healthy.
+func (st *stage) startOver(t float64) {
+	if st.resetter == nil {
+		st.stats.inc(ModelNotReset)
+		st.log.Warn("BeamNG started its coupling again, and the model cannot start over: it keeps its state into the new run (its time starts over)", "model_time", t)
+		return
+	}
+	if err := st.resetter.Reset(); err != nil {
+		st.stats.inc(ModelNotReset)
+		st.log.Warn("BeamNG started its coupling again, and the model could not start over: it keeps its state into the new run (its time starts over)", "model_time", t, "err", err)
+		return
+	}
+	st.stats.inc(ModelResets)
+	st.log.Info("BeamNG started its coupling again: the model starts over from its initial state", "model_time", t)
+}
+
 // neutral says why a reply carries neutral controls rather than the
 // model's: the counter that counts it (NeutralReplies itself for none in
 // particular).
@@ -196,9 +209,7 @@ func (st *stage) step(v int, id, t float64) (why neutral, ok bool) {
 	}
 	if st.reset {
 		st.reset = false
-		if st.resetter != nil {
-			st.resetter.Reset()
-		}
+		st.startOver(t)
 	}
 	if st.ender != nil && st.ender.Ended() != nil {
 		st.fault.update()

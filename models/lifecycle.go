@@ -6,9 +6,13 @@ package models
 // before the step on the new coupling's first message, whose time is
 // the model's time from then on. The model goes back to its initial state
 // with the run's parameters (as tuned so far). Reset must not block: a
-// model that runs elsewhere (an FMU's host) resets with its next step.
+// model that runs elsewhere (an FMU's host) resets with its next step,
+// and a reset that fails there is a fault of that step. Reset returns an
+// error when the model knows at once that it cannot start over: it then
+// keeps its state, and the run says so (model_not_reset). A model that is
+// no Resetter is not reset either, and the run says that too.
 type Resetter interface {
-	Reset()
+	Reset() error
 }
 
 // Ender is a Model that can end the simulation on its own (an FMU that

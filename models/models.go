@@ -111,6 +111,9 @@ type Hold struct{}
 
 func (Hold) Step(float64, [][]float64, [][]float64) bool { return true }
 
+// Reset: hold has no state, so it starts over as it is.
+func (Hold) Reset() error { return nil }
+
 // Reads: hold reads no vehicle's data, so a silent vehicle keeps none of
 // the others from their (initial) values.
 func (Hold) Reads(int) bool { return false }

@@ -265,7 +265,7 @@ var counterGroups = []struct {
 	{"dropped", []coupling.Counter{coupling.Foreign, coupling.Strangers, coupling.WrongSize, coupling.Malformed, coupling.Duplicates, coupling.IDJumps}, true},
 	{"data", []coupling.Counter{coupling.LongMessages, coupling.NonFinite, coupling.Clamped, coupling.InputsClamped, coupling.Overdue, coupling.Late, coupling.Drained}, false},
 	{"BeamNG", []coupling.Counter{coupling.Connects, coupling.StallsRecovered, coupling.Silences, coupling.Restarts, coupling.SourceChanges, coupling.LockstepLost, coupling.BindFailures}, true},
-	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelAbandoned, coupling.ModelRestarts, coupling.ModelResets, coupling.ModelMissed, coupling.ModelSkipped, coupling.ModelOld}, true},
+	{"model", []coupling.Counter{coupling.ModelFaults, coupling.ModelDiscarded, coupling.ModelFailed, coupling.ModelAbandoned, coupling.ModelRestarts, coupling.ModelResets, coupling.ModelNotReset, coupling.ModelMissed, coupling.ModelSkipped, coupling.ModelOld}, true},
 	{"solver", []coupling.Counter{coupling.SolverSteps, coupling.SolverRejected, coupling.SolverEvents}, false},
 	{"config", []coupling.Counter{coupling.Reloads, coupling.ReloadErrors}, false},
 	{"recording", []coupling.Counter{coupling.RecordRows, coupling.RecordWritten, coupling.RecordLost}, false},

@@ -104,6 +104,13 @@ func (b *bridge) Step(t float64, outs, ins [][]float64) bool {
 	return true
 }
 
+// Reset: the master is the model, and beamconnect cannot start it over.
+// By design its time goes on when BeamNG starts its coupling again (Step
+// places BeamNG's new time under the master's), which is the export's
+// documented answer to a restart, not a model that kept a state it
+// should have dropped.
+func (b *bridge) Reset() error { return nil }
+
 // Fault is BeamNG lost: from then on BeamNG gets neutral controls, never
 // the master's last inputs.
 func (b *bridge) Fault() error {

@@ -330,13 +330,14 @@ func (m *FMU) collect() {
 // Reset starts the FMU over (BeamNG started its coupling again): the next
 // request resets it to its initial state, with the parameters as tuned,
 // and its time starts at that request's.
-func (m *FMU) Reset() {
+func (m *FMU) Reset() error {
 	m.reset = true
 	m.t0, m.asked, m.missedAt = math.NaN(), math.NaN(), math.NaN()
 	if m.ended.Load() != nil {
 		m.ended.Store(nil) // a new run of the simulation: the FMU runs again
 		m.log.Info("the FMU that had ended the simulation runs again: BeamNG started its coupling again", "fmu", filepath.Base(m.file))
 	}
+	return nil
 }
 
 // Reads reports whether the FMU's inputs are bound to vehicle v's data.
