@@ -15,7 +15,7 @@ func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int
 	}
 	a := l.step(id, arrival, whole)
 	stepped := l.clock.Now()
-	if stepped.Sub(arrival) >= RebaseGap {
+	if a.late {
 		// The step took so long that BeamNG has timed out and moved on.
 		l.stats.inc(Late)
 		return
@@ -43,41 +43,39 @@ func (l *Link) handle(d []byte, from netip.AddrPort, arrival time.Time, rxAt int
 		l.stats.inc(NeutralReplies)
 	}
 	l.stats.Turnaround.Observe(l.clock.Now().Sub(arrival) - waited)
-	l.observed(id, a.neutral)
+	if l.opt.OnMessage != nil {
+		l.opt.OnMessage(l.index, id, l.reply[0])
+	}
 }
 
-// observed hands the message to whatever watches the run: the recording,
-// the scope, a test. The recording and the scope show what went on the
-// wire: while the reply was neutral, its values, not the model's; the
-// model's own variables as its latest step left them. Their time is
-// BeamNG's simulation time of the message.
-func (l *Link) observed(id float64, neutral bool) {
+// observed hands the message's step to whatever watches the run: the
+// recording and the scope. They show what the reply carries, value for
+// value, as step encoded it: this vehicle's controls from the reply
+// (clamped, or neutral, "keep" as BeamNG gets it), the other vehicles' as
+// the model wrote them in this step, and the model's own variables as the
+// step left them. Their time is BeamNG's simulation time of the message.
+// Under the stage's lock, in the step, so no other vehicle's step comes
+// in between.
+func (l *Link) observed(st *stage, id float64) {
 	o := l.opt
-	if o.Record != nil || o.Scope != nil {
-		st := l.enter()
-		st.sample()
-		ins := st.ins
-		if neutral {
-			ins = l.wireInputs()
-		}
-		if o.Record != nil {
-			e := &l.entry
-			*e = recording.Entry{Time: l.simTime, LocalTime: l.sim.Local(), Vehicle: l.index, Status: int(l.Status()),
-				ID: id, ReplyID: l.reply[0], Reloads: st.stats.Get(Reloads),
-				Outputs: st.outs, Inputs: ins, Setpoints: st.loops.set, Model: st.modelVals, VariablesPending: st.vars.pending()}
-			o.Record.Row(e)
-		}
-		if o.Scope != nil {
-			o.Scope.Push(l.simTime, st.outs, ins, st.loops.group, st.modelGroup)
-		}
-		st.leave()
+	if o.Record == nil && o.Scope == nil {
+		return
 	}
-	if o.OnMessage != nil {
-		o.OnMessage(l.index, id, l.reply[0])
+	st.sample()
+	ins := l.wireInputs()
+	if o.Record != nil {
+		e := &l.entry
+		*e = recording.Entry{Time: l.simTime, LocalTime: l.sim.Local(), Vehicle: l.index, Status: int(l.reported()),
+			ID: id, ReplyID: l.reply[0], Reloads: st.stats.Get(Reloads),
+			Outputs: st.outs, Inputs: ins, Setpoints: st.loops.set, Model: st.modelVals, VariablesPending: st.vars.pending()}
+		o.Record.Row(e)
+	}
+	if o.Scope != nil {
+		o.Scope.Push(l.simTime, st.outs, ins, st.loops.group, st.modelGroup)
 	}
 }
 
-// wireInputs is the input ports as the reply carried them: this vehicle's
+// wireInputs is the input ports as the reply carries them: this vehicle's
 // fields from the reply's slots, the other vehicles' as the model wrote
 // them. Under the stage's lock.
 func (l *Link) wireInputs() [][]float64 {

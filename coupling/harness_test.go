@@ -5,7 +5,9 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +60,9 @@ type rig struct {
 	// own (csv), or Gen 1 (gen1).
 	csv  *cosim.File
 	gen1 bool
+	// debugLogs, when set, is where each vehicle's BeamNG side writes its
+	// debug logs: a folder per vehicle, named by its index.
+	debugLogs string
 }
 
 // harness is a rig being run: the session, BeamNG's side, and what the
@@ -232,6 +237,9 @@ func (r rig) build(t testing.TB, h *harness, listen Listen, clock timesync.Clock
 		}
 		if v < len(r.starts) {
 			cfg.StartStep = r.starts[v]
+		}
+		if r.debugLogs != "" {
+			cfg.DebugLogs = filepath.Join(r.debugLogs, strconv.Itoa(v))
 		}
 		if v < len(r.place) {
 			cfg.Vehicle = emulator.DefaultVehicle()

@@ -219,10 +219,7 @@ func (l *Link) setState(s ports.Status) {
 // calls it: after every step, since a step may fault or heal the model;
 // unchanged, it costs two atomic loads.
 func (l *Link) report() {
-	s := l.state
-	if l.stage.fault.active.Load() && (s == ports.Connecting || s == ports.Connected) {
-		s = ports.Error
-	}
+	s := l.reported()
 	if ports.Status(l.status.Load()) == s {
 		return
 	}
@@ -232,6 +229,15 @@ func (l *Link) report() {
 	if l.opt.OnStatus != nil {
 		l.opt.OnStatus(l.index, s)
 	}
+}
+
+// reported is the status to report: the connection state, 4 error while
+// the model is faulted.
+func (l *Link) reported() ports.Status {
+	if s := l.state; !l.stage.fault.active.Load() || s != ports.Connecting && s != ports.Connected {
+		return s
+	}
+	return ports.Error
 }
 
 // run is the link's loop: the connection state machine around receive.

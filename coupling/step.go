@@ -13,6 +13,7 @@ import (
 type answer struct {
 	datagram []byte // the reply (valid until the next step)
 	neutral  bool   // it carries neutral controls, not the model's
+	late     bool   // the step took so long that BeamNG has given up on it
 }
 
 // step answers BeamNG message id: the contracts that are due fill the
@@ -49,9 +50,6 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 			l.stats.inc(why) // short messages were counted when taken
 		}
 	}
-	st.leave()
-	l.report() // the step may have faulted or healed the model
-
 	l.reply[0] = replyID
 	// "Keep" resolved to what BeamNG has; l.last becomes this reply only
 	// once it is sent (handle), as it may be withheld.
@@ -59,6 +57,14 @@ func (l *Link) step(id float64, arrival time.Time, whole bool) answer {
 	l.ids.sent(replyID)
 	a := answer{neutral: !ok}
 	a.datagram, _ = beamng.Encode(l.tx, l.reply) // tx is sized for the reply
+	// A reply later than BeamNG waits is withheld, and not recorded; any
+	// other is recorded here, before another vehicle's step can change
+	// what the model wrote: the row is the reply as encoded.
+	if a.late = l.clock.Now().Sub(arrival) >= RebaseGap; !a.late {
+		l.observed(st, id)
+	}
+	st.leave()
+	l.report() // the step may have faulted or healed the model
 	return a
 }
 
@@ -146,7 +152,6 @@ func (l *Link) fillReply(id float64) {
 						// there is a fault). Keep is NaN on the wire, which
 						// Gen 1 keeps; Resolve gives Gen 2 the last value.
 						v = l.clamp(f, f.Slot+k, l.stage.ins[pn][f.Offset+k])
-						l.stage.ins[pn][f.Offset+k] = v // the recording shows what BeamNG got
 					}
 					l.reply[f.Slot+k] = v
 				}
