@@ -40,7 +40,7 @@ func (c *manualClock) WaitUntil(t time.Time) { c.now = t }
 func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer, opts ...func(*Options)) *direct {
 	t.Helper()
 	skipInBusyPoll(t)
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer,
 	}
 	n := memnet.New()
 	clock := &manualClock{now: time.Unix(1e9, 0)}
-	o := Options{Plan: plan, Model: m, Params: kinds.Parameters(plan.Model), Listen: ListenMem(n), Clock: clock}
+	o := Options{Plan: plan, Model: m, Params: kinds.Parameters(plan.Model), Listen: memListen(n), Clock: clock}
 	if log != nil {
 		o.Log = log.Logger()
 	}

@@ -192,7 +192,7 @@ func TestGen2FleetFollows(t *testing.T) {
 		var err error
 		h.run(t, func(ctx context.Context) {
 			time.Sleep(25 * time.Second)
-			_, err = h.s.ReloadConfig(path, []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1)))
+			_, err = reloadConfig(h.s, path, []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1)))
 		})
 		if err != nil {
 			t.Fatalf("the reload was refused: %v", err)

@@ -1,7 +1,7 @@
 package coupling
 
 import (
-	"beamconnect/config"
+	"beamconnect/ports"
 	"time"
 )
 
@@ -10,7 +10,7 @@ import (
 // reply id to be the number of messages it has sent since its last reset:
 // received id + 1 from a fresh start.
 type replyIDs struct {
-	policy  config.ReplyID
+	policy  ports.ReplyID
 	base    float64 // BeamNG id that reply ids count from (after a reset)
 	counter float64 // replies since the base ("counter")
 	last    float64 // the last reply id sent
@@ -27,9 +27,9 @@ type replyIDs struct {
 func (r *replyIDs) next(id float64, lock *lockstep) float64 {
 	var n float64
 	switch r.policy {
-	case config.ReplyEcho:
+	case ports.ReplyEcho:
 		return id
-	case config.ReplyCounter:
+	case ports.ReplyCounter:
 		r.counter++
 		n = r.counter
 	default:
@@ -48,16 +48,16 @@ func (r *replyIDs) sent(id float64) {
 // on from the last one sent: a counter starts above it. It reports whether
 // the change costs BeamNG a 2 s stall: echoed ids lag one behind what
 // BeamNG last applied, so it rejects the first and waits out its timeout.
-func (r *replyIDs) switchTo(p config.ReplyID) (stall bool) {
+func (r *replyIDs) switchTo(p ports.ReplyID) (stall bool) {
 	if p == r.policy {
 		return false
 	}
 	old := r.policy
 	r.policy = p
-	if p == config.ReplyCounter {
+	if p == ports.ReplyCounter {
 		r.counter = r.last
 	}
-	return p == config.ReplyEcho && old != config.ReplyEcho
+	return p == ports.ReplyEcho && old != ports.ReplyEcho
 }
 
 // rebase restarts the reply ids at BeamNG message id, so they track the

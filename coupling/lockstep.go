@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"time"
 
-	"beamconnect/config"
+	"beamconnect/ports"
 )
 
 // Lockstep watchdog.
@@ -160,7 +160,7 @@ func (w *lockstep) lose(id, prev float64, recent int, now time.Time) {
 	if prev < 0 {
 		args = []any{"message", id, "likely", "BeamNG's reloaded controller took a late reply of ours to its old self as its own: it sent more than its window allows before any reply to it"}
 	}
-	if w.ids.policy == config.ReplyEcho || now.Sub(w.lastRepair) < repairEvery {
+	if w.ids.policy == ports.ReplyEcho || now.Sub(w.lastRepair) < repairEvery {
 		w.log.Warn("BeamNG is no longer in lockstep: it sends without waiting for the replies, which it may be rejecting", args...)
 		return
 	}

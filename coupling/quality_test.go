@@ -50,7 +50,7 @@ func TestControlLoops(t *testing.T) {
 			for _, r := range h.s.Control() {
 				atReload = append(atReload, r.Name+" "+r.Verdict)
 			}
-			if _, err := h.s.ReloadConfig("cruise.json", []byte(strings.Replace(src, `"setSpeed": 20`, `"setSpeed": 15`, 1))); err != nil {
+			if _, err := reloadConfig(h.s, "cruise.json", []byte(strings.Replace(src, `"setSpeed": 20`, `"setSpeed": 15`, 1))); err != nil {
 				t.Errorf("reload: %v", err)
 			}
 		})
@@ -100,7 +100,7 @@ func TestControlLoopReloadRefused(t *testing.T) {
 	}
 	s := newDirect(t, cfg, nil, nil).s
 	bad := strings.Replace(string(text), `"setpoint": "setSpeed"`, `"setpoint": "setSped"`, 1)
-	if _, err := s.ReloadConfig("cruise.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), `"setSped" is neither a field of the config nor a parameter of model cruise-pedals (did you mean "setSpeed"?)`) {
+	if _, err := reloadConfig(s, "cruise.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), `"setSped" is neither a field of the config nor a parameter of model cruise-pedals (did you mean "setSpeed"?)`) {
 		t.Errorf("reload: %v", err)
 	}
 	if rs := s.Control(); len(rs) != 1 || rs[0].Setpoint != "setSpeed (model parameter)" {

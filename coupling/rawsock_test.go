@@ -8,10 +8,10 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
+	"beamconnect/config"
 	"beamconnect/internal/scope"
 	"beamconnect/models"
 	"beamconnect/models/kinds"
-	"beamconnect/ports"
 )
 
 // Over real sockets, both ways of reading them couple the cruise rig: its
@@ -44,7 +44,7 @@ func TestReceiveAllocs(t *testing.T) {
 		if busy && runtime.GOOS != "linux" {
 			break // busy polling needs Linux: elsewhere the same socket again
 		}
-		plan, _ := ports.Compile(load(t, "../examples/cruise-pedals.json"))
+		plan, _ := config.Compile(load(t, "../examples/cruise-pedals.json"))
 		m, _ := kinds.New(plan.Model, plan.ModelParams, plan, nil)
 		// With a live scope attached: its sample is on the same path, the
 		// model's own variables (cruise-pedals' signals) included.

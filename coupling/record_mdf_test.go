@@ -98,7 +98,7 @@ func TestRecordMDFEvents(t *testing.T) {
 			src, _ := os.ReadFile("../examples/cruise-pedals.json")
 			edited := strings.Replace(string(src), `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)
 			edited = strings.Replace(edited, `"$schema": "../schemas/config.schema.json",`, "", 1)
-			if _, err := h.s.ReloadConfig("rig.json", []byte(edited)); err != nil {
+			if _, err := reloadConfig(h.s, "rig.json", []byte(edited)); err != nil {
 				t.Error(err)
 			}
 		})

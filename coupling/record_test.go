@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
+	"beamconnect/config"
 	"beamconnect/internal/wine"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
@@ -312,7 +313,7 @@ func TestScopeColumnUnits(t *testing.T) {
 		}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
-			plan, err := ports.Compile(load(t, tc.file))
+			plan, err := config.Compile(load(t, tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,28 +7,14 @@ import (
 	"time"
 
 	"beamconnect/beamng"
-	"beamconnect/config"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
 
-// ReloadConfig is a whole reload of the config file at path with content
-// data: parse and check it, compile a plan, and hand it to Reload. Nothing
-// is applied unless every step succeeds; the error says why (a
-// config.Diagnostics for a bad file, with file:line:col).
-func (s *Session) ReloadConfig(path string, data []byte) (ports.Changes, error) {
-	cfg, err := config.Parse(path, data)
-	if err != nil {
-		s.stats.inc(ReloadErrors)
-		return ports.Changes{}, err
-	}
-	p, err := ports.Compile(cfg)
-	if err != nil {
-		s.stats.inc(ReloadErrors)
-		return ports.Changes{}, err
-	}
-	return s.Reload(p)
-}
+// RefuseReload counts a reload refused before it came to the session: a
+// config edit that does not parse or compile (which is the caller's to
+// do: the session takes plans, never files).
+func (s *Session) RefuseReload() { s.stats.inc(ReloadErrors) }
 
 // Reload moves the run to a compiled plan, whole or not at all, as Caddy
 // provisions a config before it swaps it in. Everything that can fail is

@@ -101,7 +101,7 @@ type Options struct {
 	// plan's beamng.busyPoll sets it too.
 	BusyPoll bool
 	// Listen binds a vehicle's local address; nil binds UDP sockets
-	// (ListenUDP). Tests bind in memory (ListenMem).
+	// (ListenUDP). Tests bind in memory (internal/memnet).
 	Listen Listen
 	// BindTimeout is how long a vehicle's local address may fail to bind
 	// (a busy port, an address not of this machine) before the run gives

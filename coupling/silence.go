@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"beamconnect/beamng"
-	"beamconnect/config"
+	"beamconnect/ports"
 )
 
 // How a silence of BeamNG ends. BeamNG falls silent while connected for
@@ -85,7 +85,7 @@ func (l *Link) endSilence(id float64, gap time.Duration, now time.Time) (pause b
 		l.rebase(id, now)
 	case gap >= stallGap:
 		return true // longer than BeamNG ever waits, and nothing lost: a pause
-	case l.ids.policy == config.ReplyEcho || l.lockstep.window > 1 || l.guessWait() > maxGuessWait:
+	case l.ids.policy == ports.ReplyEcho || l.lockstep.window > 1 || l.guessWait() > maxGuessWait:
 		// No check possible: echoed ids are never re-based, and with a
 		// wider window BeamNG sends on either way. Its wait is the likelier.
 		l.stall(gap, l.silent, id, now)

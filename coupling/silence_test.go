@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
-	"beamconnect/config"
+	"beamconnect/ports"
 )
 
 // lostReply loses the client's n-th reply on its way to BeamNG.
@@ -91,7 +91,7 @@ func TestPauses(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := load(t, "../examples/cruise-pedals.json")
 				if tt.replyID != "" {
-					cfg.ReplyID = config.ReplyID(tt.replyID)
+					cfg.ReplyID = ports.ReplyID(tt.replyID)
 				}
 				var mu sync.Mutex
 				ahead := 0 // physics steps BeamNG's window ran ahead of the replies

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"time"
 
-	"beamconnect/internal/memnet"
 	"beamconnect/internal/rawudp"
 )
 
@@ -17,11 +16,12 @@ import (
 // it is. Three kinds bind a real UDP socket (ListenUDP picks one): Go's
 // netpoller, a raw socket read with one blocking recvmsg per message, and
 // a raw socket read by busy polling; tests use an in-memory one
-// (ListenMem).
+// (internal/memnet's Socket).
 type Transport interface {
 	// Read waits for one datagram, at most about idleStep: its length, its
 	// sender, and when the kernel received it (unix ns; 0 where the socket
-	// does not say). A wait that ends with nothing returns errTimeout.
+	// does not say). A wait that ends with nothing returns
+	// os.ErrDeadlineExceeded.
 	Read(buf []byte) (n int, from netip.AddrPort, rxAt int64, err error)
 	// Queued reads a datagram that is already waiting, without waiting;
 	// ok is false when none is.
@@ -229,38 +229,3 @@ func (s *spinSocket) Close() error {
 	}
 	return s.sock.Close()
 }
-
-// ListenMem binds local on an in-memory network (package memnet), for
-// tests: inside testing/synctest every wait is on the fake clock. Arrival
-// times are the network's delivery times, as a kernel stamps them.
-func ListenMem(n *memnet.Network) Listen {
-	return func(local netip.AddrPort) (Transport, error) {
-		c, err := n.Listen(local, 0)
-		if err != nil {
-			return nil, err
-		}
-		return &memSocket{conn: c}, nil
-	}
-}
-
-type memSocket struct{ conn *memnet.Conn }
-
-func (s *memSocket) Read(buf []byte) (int, netip.AddrPort, int64, error) {
-	n, from, ok, err := s.conn.ReadFrom(buf, idleStep, nil)
-	switch {
-	case err != nil:
-		return 0, from, 0, err
-	case !ok:
-		return 0, from, 0, errTimeout
-	}
-	return n, from, s.conn.Arrival(), nil
-}
-
-func (s *memSocket) Queued(buf []byte) (int, netip.AddrPort, bool) {
-	n, from, ok, _ := s.conn.ReadFrom(buf, 0, nil)
-	return n, from, ok
-}
-
-func (s *memSocket) Send(b []byte, to netip.AddrPort) error { return s.conn.WriteTo(b, to) }
-func (s *memSocket) LocalAddr() netip.AddrPort              { return s.conn.LocalAddr() }
-func (s *memSocket) Close() error                           { return s.conn.Close() }

@@ -356,7 +356,7 @@ func (r *runner) prepare() (code int, ok bool) {
 func recordingOptions(plan *ports.Plan) recording.Options {
 	bi, _ := debug.ReadBuildInfo()
 	o := recording.Options{Start: time.Now(), Version: readBuildInfo(bi).Version, Config: plan.Config, ConfigName: filepath.Base(plan.Source)}
-	for _, p := range plan.CSVPaths() {
+	for _, p := range plan.CSVPaths {
 		if data, err := os.ReadFile(p); err == nil {
 			o.Files = append(o.Files, recording.NamedFile{Name: filepath.Base(p), Data: data})
 		}

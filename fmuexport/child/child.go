@@ -337,7 +337,7 @@ func addr(ip string, port float64, ipName, portName string) (netip.AddrPort, err
 // `beamconnect run --record` keeps them.
 func recordingOptions(plan *ports.Plan) recording.Options {
 	o := recording.Options{Start: time.Now(), Version: buildVersion(), Config: plan.Config, ConfigName: filepath.Base(plan.Source)}
-	for _, p := range plan.CSVPaths() {
+	for _, p := range plan.CSVPaths {
 		if data, err := os.ReadFile(p); err == nil {
 			o.Files = append(o.Files, recording.NamedFile{Name: filepath.Base(p), Data: data})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,7 +68,13 @@ func open(t *testing.T, file string) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{net: memnet.New(), plan: plan, iface: in, logs: t.TempDir()}
-	r.s = newServer(256<<10, coupling.ListenMem(r.net))
+	r.s = newServer(256<<10, func(local netip.AddrPort) (coupling.Transport, error) {
+		s, err := r.net.Timed(local, 50*time.Millisecond) // the coupling's idle step
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
 	w := writer{}
 	w.u8(reqOpen)
 	w.u32(fmuexport.Protocol)

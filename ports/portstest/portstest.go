@@ -17,7 +17,7 @@ func Load(t testing.TB, path string) *ports.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ports.Compile(cfg)
+	p, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
