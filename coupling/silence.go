@@ -13,7 +13,7 @@ import (
 //
 //   - its own 2 s wait for a reply it has not had (a reply or a message
 //     lost, a reply too late): it reset its window, so the reply ids are
-//     re-based to count from its next message (ids.go);
+//     re-based to count from its next message (reply.go);
 //   - a pause (its physics paused, a hitch, a debugger): it goes on where it
 //     left off, with its window as it was, so the ids go on too; a re-base
 //     would be rejected and cost a 2 s stall;
