@@ -423,3 +423,41 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	}
 	return h.Max()
 }
+
+// PingResultsLayout documents the ping_results commData port.
+const PingResultsLayout = `ping_results (a commData meta field; arraySize up to 8, in this order):
+  [0] turnaround of the previous message: read to reply written, s
+  [1] time between the last two BeamNG messages, s
+  [2] BeamNG messages handled
+  [3] replies sent
+  [4] datagrams dropped (foreign host or port, wrong size, malformed, duplicate, id jump)
+  [5] BeamNG 2 s stalls recovered (reply ids re-based)
+  [6] turnaround median so far, s
+  [7] turnaround 99th percentile so far, s
+Elements past 8 stay NaN.`
+
+// pingResults writes a link's ping_results into v, interArrival between
+// BeamNG's last two messages.
+func (s *Stats) pingResults(v []float64, interArrival time.Duration) {
+	var dropped int64
+	for _, k := range droppedCounters {
+		dropped += s.Get(k)
+	}
+	vals := [8]float64{
+		s.Turnaround.Last().Seconds(),
+		interArrival.Seconds(),
+		float64(s.Get(Messages)),
+		float64(s.Get(Replies)),
+		float64(dropped),
+		float64(s.Get(StallsRecovered)),
+		s.Turnaround.Quantile(0.5).Seconds(),
+		s.Turnaround.Quantile(0.99).Seconds(),
+	}
+	for i := range v {
+		if i < len(vals) {
+			v[i] = vals[i]
+		} else {
+			v[i] = math.NaN()
+		}
+	}
+}

@@ -909,7 +909,7 @@ func busyPortRow(t *testing.T) string {
 		t.Errorf("faults %q", f)
 	}
 	recovered := time.Duration(0)
-	if first := h.c.firstAt; !first.IsZero() {
+	if first := h.c.in.firstAt; !first.IsZero() {
 		recovered = first.Sub(freed)
 	}
 	return fmt.Sprintf("| busy port | another program holds the client port at start, freed after two failed binds: bind retried with backoff | BeamNG unanswered until then | yes | - | - | %s (BeamNG answered %s after the port was freed) |\n",

@@ -382,12 +382,12 @@ func setpointColumns(plan *ports.Plan) []string {
 	return out
 }
 
-// setpoint reads a parameter of the config's model under plan p, for a
-// setpoint of beamng.quality: through Options.Params, or as a number in
-// the config's modelParams.
-func (s *Session) setpoint(p *ports.Plan) func(name string) (float64, error) {
+// setpoints reads the parameters of the config's model under plan p, for
+// the setpoints of beamng.quality: through params (Options.Params), or as
+// numbers in the config's modelParams.
+func setpoints(params models.ParamReader, p *ports.Plan) func(name string) (float64, error) {
 	return func(name string) (float64, error) {
-		return models.ParamValue(p.Model, s.opt.Params, models.Params(p.ModelParams), p, name)
+		return models.ParamValue(p.Model, params, models.Params(p.ModelParams), p, name)
 	}
 }
 

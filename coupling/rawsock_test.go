@@ -27,9 +27,9 @@ func TestUDPCruise(t *testing.T) {
 		cfg := load(t, "../examples/cruise-pedals.json")
 		cfg.BusyPoll = busy
 		h := rig{cfg: cfg, em: emulator.Config{Steps: 60000}}.udp(t)
-		_, spins := h.c.t.(*spinSocket)
+		_, spins := h.c.sock.t.(*spinSocket)
 		if spins != (busy || testBusyPoll) {
-			t.Fatalf("busy polling asked %v, the socket is a %T", busy, h.c.t)
+			t.Fatalf("busy polling asked %v, the socket is a %T", busy, h.c.sock.t)
 		}
 		h.run(t)
 		holdsSpeed(t, h)
@@ -58,7 +58,7 @@ func TestReceiveAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := s.Link(0)
-		if _, ok := c.t.(*netSocket); ok && runtime.GOOS == "linux" {
+		if _, ok := c.sock.t.(*netSocket); ok && runtime.GOOS == "linux" {
 			t.Fatalf("busy %v: the socket is still in the netpoller", busy)
 		}
 		beamngSide, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(loopback))
@@ -96,7 +96,7 @@ func TestReceiveAllocs(t *testing.T) {
 		if last := smp.V[len(smp.V)-smp.Width:]; cols[len(cols)-4].Name != "model.setSpeed" || last[len(cols)-4] != 20 || last[len(cols)-3] != 5 {
 			t.Errorf("busy poll %v: the model's signals %v: %v, want setSpeed 20, speedError 5", busy, cols[len(cols)-4:], last[len(cols)-4:])
 		}
-		c.closeSocket()
+		c.sock.close()
 		beamngSide.Close()
 	}
 }

@@ -1,7 +1,6 @@
 package coupling
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -490,40 +489,6 @@ func (r *Recorder) fault(was, now error, lasted time.Duration) {
 	}
 	r.Event(e)
 }
-
-// recordStatus records a vehicle's status change.
-func (l *Link) recordStatus(now, was ports.Status) {
-	if l.opt.Record == nil {
-		return
-	}
-	name := "status " + now.String()
-	if l.name != "" && len(l.plan.Vehicles) > 1 {
-		name = l.name + " " + name
-	}
-	l.opt.Record.Event(recording.Event{Time: l.eventTime(), Vehicle: l.index, Kind: recording.StatusChange,
-		Name: name, Text: fmt.Sprintf("connection status %d (%s), was %s", now, now, was)})
-}
-
-// diagnosed logs a live diagnosis and records it: the message, and the
-// hint among args.
-func (l *Link) diagnosed(level slog.Level, msg string, args ...any) {
-	l.log.Log(context.Background(), level, msg, args...)
-	if l.opt.Record == nil {
-		return
-	}
-	text := msg
-	for i := 0; i+1 < len(args); i += 2 {
-		if args[i] == "hint" {
-			text += "; " + fmt.Sprint(args[i+1])
-		}
-	}
-	l.opt.Record.Event(recording.Event{Time: l.eventTime(), Vehicle: l.index, Kind: recording.Diagnosis, Name: "diagnosis", Text: text})
-}
-
-// eventTime is the time of something that happens now, on the rows' time
-// base: the latest message's simulation time (BeamNG simulates nothing
-// between two of its messages); 0 before the first.
-func (l *Link) eventTime() float64 { return l.simTime }
 
 // ErrNotRecording is returned by OpenRecording for a file that is not a
 // recording, which --record does not overwrite without --force.

@@ -2,11 +2,211 @@ package coupling
 
 import (
 	"log/slog"
+	"math"
 	"math/bits"
+	"slices"
 	"time"
 
+	"beamconnect/beamng"
 	"beamconnect/ports"
 )
+
+// replier is what a link sends BeamNG: each reply's id (replyIDs, and the
+// lockstep watchdog that adjusts it), the reply itself, built from the
+// model's controls or neutral ones and encoded, and what BeamNG has of
+// the replies sent (last, owed).
+type replier struct {
+	log      *slog.Logger
+	stats    *Stats
+	sock     *socket
+	proto    *beamng.Protocol
+	ids      replyIDs
+	lockstep lockstep
+	reply    []float64
+	tx       []byte
+	neutral  []float64 // the reply's values when the model's cannot be trusted
+	lo, hi   []float64 // per reply slot, the range BeamNG documents for its control (±Inf: none)
+	clamped  []bool    // per reply slot: a value beyond its range was warned about
+	last     []float64 // the last reply's values, which BeamNG has
+	owed     bool      // BeamNG's latest message has had no reply yet
+	wire     [][]float64
+}
+
+func (r *replier) init(log *slog.Logger, stats *Stats, sock *socket, veh ports.Vehicle, policy ports.ReplyID) {
+	n := veh.Layout.Len(beamng.ToBeamNG)
+	r.log, r.stats, r.sock, r.proto = log, stats, sock, veh.Layout.Protocol
+	r.reply, r.tx = make([]float64, n), make([]byte, 8*n)
+	r.neutral = veh.Layout.Protocol.Neutral(veh.Layout)
+	r.last = slices.Clone(veh.Template) // what BeamNG holds before the first reply, as far as we know
+	r.lockstep.init(log, stats, &r.ids, veh.Unanswered)
+	r.ids.policy = policy
+}
+
+// rebind moves the replies from plan old (nil at the start) to plan p, of
+// vehicle v: the reply ids go on under p's policy, and the controls' ranges
+// are p's.
+func (r *replier) rebind(old, p *ports.Plan, v int) {
+	if old != nil && r.ids.switchTo(p.ReplyID) {
+		r.log.Warn("reply ids switched to echo: echoed ids lag one behind what BeamNG last applied, so BeamNG will wait 2 s once before it follows them")
+	}
+	if old == nil || !old.Vehicles[v].Layout.Equal(p.Vehicles[v].Layout) {
+		r.lo, r.hi = p.Vehicles[v].Layout.Limits()
+		r.clamped = make([]bool, len(r.lo))
+	}
+}
+
+// build builds and encodes the reply to message id of vehicle v under
+// replyID, under the stage's lock: the model's controls when it computed
+// them from this message (computed), otherwise neutral ones; "keep"
+// resolved to what BeamNG has. last becomes this reply only once it is
+// sent, as it may be withheld. The datagram is valid until the next build.
+func (r *replier) build(plan *ports.Plan, st *stage, v int, id, replyID float64, computed bool) []byte {
+	if computed {
+		r.fill(plan, st, v, id)
+	} else {
+		copy(r.reply, r.neutral)
+	}
+	r.reply[0] = replyID
+	r.proto.Resolve(r.reply, r.last)
+	r.ids.sent(replyID)
+	b, _ := beamng.Encode(r.tx, r.reply) // tx is sized for the reply
+	return b
+}
+
+// fill writes the outgoing contracts that are due into the reply: their
+// fields' port values, and NaN ("keep") where a contract is not due or the
+// model wrote models.Keep; where BeamNG has no NaN filter (Gen 2) Resolve
+// then sends the last value instead.
+func (r *replier) fill(p *ports.Plan, st *stage, v int, id float64) {
+	copy(r.reply, p.Vehicles[v].Template)
+	for ci := range p.Contracts {
+		ct := &p.Contracts[ci]
+		if ct.Dir != beamng.ToBeamNG {
+			continue
+		}
+		due := ct.Schedule.Due(uint64(id - r.ids.base))
+		for _, pn := range ct.Ports {
+			port := &p.Inputs[pn]
+			for fi := range port.Fields {
+				f := &port.Fields[fi]
+				if f.Vehicle != v {
+					continue // another vehicle's control
+				}
+				for k := range f.Width {
+					x := math.NaN()
+					if due {
+						// Finite, or models.Keep: the step checked (a NaN
+						// there is a fault). Keep is NaN on the wire, which
+						// Gen 1 keeps; Resolve gives Gen 2 the last value.
+						x = r.clamp(f, f.Slot+k, st.ins[pn][f.Offset+k])
+					}
+					r.reply[f.Slot+k] = x
+				}
+			}
+		}
+	}
+}
+
+// clamp keeps a control within the range BeamNG documents for it (the
+// pedals 0 to 1, the steering −1 to 1): a value beyond it is counted, and
+// warned about once per field, naming the field and the value. NaN and
+// ±Inf pass: Sendable deals with them.
+func (r *replier) clamp(f *ports.Field, slot int, v float64) float64 {
+	lo, hi := r.lo[slot], r.hi[slot]
+	if v >= lo && v <= hi || v-v != 0 { // in range, or not a number: Sendable's
+		return v
+	}
+	r.stats.inc(Clamped)
+	if !r.clamped[slot] {
+		r.clamped[slot] = true
+		r.log.Warn("the model's control is beyond what BeamNG accepts: clamped (counted; said once per field)",
+			"field", f.Name, "value", v, "range", [2]float64{lo, hi})
+	}
+	return min(max(v, lo), hi)
+}
+
+// sent notes that the reply built went out: BeamNG has its values now,
+// and its latest message is answered.
+func (r *replier) sent() {
+	copy(r.last, r.reply)
+	r.owed = false
+}
+
+// wireInputs is the input ports as the reply carries them: vehicle v's
+// fields from the reply's slots, the other vehicles' as the model wrote
+// them. Under the stage's lock.
+func (r *replier) wireInputs(p *ports.Plan, st *stage, v int) [][]float64 {
+	if len(r.wire) != len(st.ins) {
+		r.wire = make([][]float64, len(st.ins)) // a reload changed the ports
+	}
+	for pn, x := range st.ins {
+		r.wire[pn] = append(r.wire[pn][:0], x...)
+	}
+	for pn := range p.Inputs[1:] {
+		port := &p.Inputs[pn+1]
+		for fi := range port.Fields {
+			f := &port.Fields[fi]
+			if f.Vehicle == v && f.Width > 0 {
+				copy(r.wire[port.Number][f.Offset:f.Offset+f.Width], r.reply[f.Slot:f.Slot+f.Width])
+			}
+		}
+	}
+	return r.wire
+}
+
+// neutralReply builds the neutral reply of a link letting go, and takes it
+// as sent. BeamNG applies a reply only if its id is above the highest it
+// applied. With BeamNG's latest message unanswered, the neutral reply
+// answers it (the next id). With it answered by a reply as neutral, that
+// reply goes again under its own id, which BeamNG drops unless the first
+// was lost on the way: its window stays as it was, and a session that
+// takes over (Handover) answers its next message under the id it expects.
+// Otherwise the neutral reply takes the next id, which BeamNG applies at
+// once and counts as the answer to its next message.
+func (r *replier) neutralReply() []byte {
+	id := r.ids.last + 1
+	r.neutralInto(id)
+	if !r.owed && slices.EqualFunc(r.reply[1:], r.last[1:], sameValue) {
+		id = r.ids.last
+	}
+	b := r.neutralInto(id)
+	r.ids.sent(id)
+	r.sent()
+	return b
+}
+
+// sameValue is equality of two values of a reply, NaN ("keep") equal to
+// itself.
+func sameValue(a, b float64) bool { return a == b || a != a && b != b }
+
+// neutralInto fills the reply with neutral controls under id, "keep"
+// resolved to what BeamNG has, and encodes it.
+func (r *replier) neutralInto(id float64) []byte {
+	copy(r.reply, r.neutral)
+	r.reply[0] = id
+	r.proto.Resolve(r.reply, r.last)
+	b, _ := beamng.Encode(r.tx, r.reply)
+	return b
+}
+
+// again sends the last reply again, to message id, under the id the reply
+// ids were gives it (the ids before a re-base, the highest sent kept): the
+// id BeamNG expects after a pause. It reports the reply id.
+func (r *replier) again(was replyIDs, id float64, now time.Time) (float64, error) {
+	highest := r.ids.max
+	r.ids = was
+	r.ids.max = highest
+	replyID := r.ids.next(id, &r.lockstep)
+	r.reply[0] = replyID
+	b, _ := beamng.Encode(r.tx, r.reply) // the reply to id, as sent, under the id BeamNG expects
+	if err := r.sock.send(b); err != nil {
+		return replyID, err
+	}
+	r.ids.sent(replyID)
+	r.sent()
+	r.lockstep.replied(id, now)
+	return replyID, nil
+}
 
 // replyIDs gives each reply its id, by policy. BeamNG applies a reply only
 // when its id is above the highest it applied, and its window expects the
@@ -26,7 +226,7 @@ type replyIDs struct {
 // S-function sends it. Echo is for compatibility and never re-based: an
 // echoed id one below BeamNG's restarted window counter would be rejected,
 // stalling BeamNG again every 2 s. While the lockstep watchdog repairs
-// BeamNG's window, it adjusts next and counter ids (the lockstep watchdog, below).
+// BeamNG's window, it adjusts next and counter ids (below).
 func (r *replyIDs) next(id float64, lock *lockstep) float64 {
 	var n float64
 	switch r.policy {
@@ -67,16 +267,7 @@ func (r *replyIDs) switchTo(p ports.ReplyID) (stall bool) {
 // window counter BeamNG just restarted.
 func (r *replyIDs) rebase(id float64) { r.base, r.counter = id, 0 }
 
-// rebase restarts the reply ids at BeamNG message id, so they track the
-// window counter BeamNG just restarted, and restarts the master schedule
-// there, so a stall is not followed by a burst.
-func (l *Link) rebase(id float64, now time.Time) {
-	l.ids.rebase(id)
-	l.sim.Anchor(id, now)
-	l.lockstep.rebased(now)
-}
-
-// Lockstep watchdog.
+// The lockstep watchdog.
 //
 // In lockstep BeamNG lets `unanswered` messages be in flight (one, by
 // default) and blocks for the reply before it sends more (spec §4), so it

@@ -134,10 +134,7 @@ type Session struct {
 	stage *stage
 	stats Stats // the run's own counters (model, reloads, recording)
 
-	// Reloads: Reload parks a checked plan in the stage; latest is the
-	// newest accepted one, which the next reload is compared with.
-	reloadMu sync.Mutex
-	latest   *ports.Plan
+	reloads reloads
 }
 
 // New prepares a session of every vehicle of opt.Plan; it binds nothing yet.
@@ -169,10 +166,11 @@ func New(opt Options) (*Session, error) {
 	if opt.Listen == nil {
 		opt.Listen = udpListen(opt.BusyPoll, opt.Log)
 	}
-	s := &Session{opt: opt, log: opt.Log, latest: p}
+	s := &Session{opt: opt, log: opt.Log}
 	s.stage = newStage(p, opt.Model, &s.stats, opt.Log, opt.Clock)
 	s.stage.fault.record = opt.Record
-	loops, err := newControlLoops(p, s.setpoint(p))
+	s.reloads = reloads{latest: p, opt: &s.opt, stage: s.stage, stats: &s.stats, vehicles: len(p.Vehicles)}
+	loops, err := newControlLoops(p, setpoints(opt.Params, p))
 	if err != nil {
 		return nil, fmt.Errorf("beamng.quality: %w", err)
 	}
@@ -189,7 +187,7 @@ func New(opt Options) (*Session, error) {
 		h.Close() // a vehicle no more
 	}
 	for _, l := range s.links {
-		s.stage.statuses = append(s.stage.statuses, &l.status)
+		s.stage.statuses = append(s.stage.statuses, &l.status.reported)
 	}
 	if p.RealTime {
 		// The problem lines that depend on the mode read it from the
@@ -252,7 +250,7 @@ func (s *Session) Bind() error {
 // (Run releases them itself at its end.)
 func (s *Session) Close() {
 	for _, l := range s.links {
-		l.closeSocket()
+		l.sock.close()
 	}
 }
 
@@ -446,7 +444,7 @@ func (s *Session) problems(final bool) []string {
 			lines = l.Faults()
 		} else {
 			v := l.stats.Snapshot()
-			lines = append(l.diagnosisFaults(), v.Problems(policy)...)
+			lines = append(l.diag.faults(l.clock.Now()), v.Problems(policy)...)
 		}
 		for _, f := range lines {
 			out = append(out, prefix+f)
