@@ -22,7 +22,6 @@ import (
 	"beamconnect/models/kinds"
 	"beamconnect/models/program"
 	"beamconnect/ports"
-	_ "beamconnect/recording/mdf" // the MDF 4 recording format
 	"beamconnect/runsetup"
 )
 

@@ -33,7 +33,6 @@ import (
 	"beamconnect/fmuexport"
 	"beamconnect/internal/mailbox"
 	"beamconnect/ports"
-	_ "beamconnect/recording/mdf" // the MDF 4 recording format
 	"beamconnect/runsetup"
 )
 

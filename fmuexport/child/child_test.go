@@ -20,7 +20,16 @@ import (
 	"beamconnect/fmuexport"
 	"beamconnect/internal/memnet"
 	"beamconnect/ports"
+	"beamconnect/recording"
+	"beamconnect/recording/mdf"
 )
+
+// TestMain registers the MDF recording format, as beamconnect's main
+// does for the child.
+func TestMain(m *testing.M) {
+	recording.Register(mdf.Format)
+	os.Exit(m.Run())
+}
 
 // rig is a child's server as the shim drives it, coupled to an emulated
 // BeamNG on an in-memory network: inside testing/synctest every wait of

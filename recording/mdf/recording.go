@@ -34,18 +34,18 @@ const (
 	toName   = "to BeamNG"
 )
 
-func init() {
-	recording.Register(&recording.Format{
-		Name:     "mdf",
-		Exts:     []string{".mf4", ".mdf"},
-		Is:       IsRecording,
-		Seekable: true,
-		Create: func(f *os.File, o recording.Options) (recording.Writer, error) {
-			return NewRecording(f, o)
-		},
-		Open:   Open,
-		Events: Events,
-	})
+// Format is MDF 4 as a recording format: register it with
+// recording.Register to record, convert and plot MDF files.
+var Format = &recording.Format{
+	Name:     "mdf",
+	Exts:     []string{".mf4", ".mdf"},
+	Is:       IsRecording,
+	Seekable: true,
+	Create: func(f *os.File, o recording.Options) (recording.Writer, error) {
+		return NewRecording(f, o)
+	},
+	Open:   Open,
+	Events: Events,
 }
 
 // Event names beamconnect gives the events whose kind is not in their
