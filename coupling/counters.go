@@ -72,7 +72,7 @@ const (
 	LogDropped                     // log records dropped because the log's writer could not keep up
 	LogFailed                      // log writes that failed (stderr's reader gone)
 	realTimeMode                   // 1 when the run is in real time (beamng.realTime), 0 in lockstep
-	NumCounters
+	numCounters
 )
 
 // CounterInfo defines a counter.
@@ -96,7 +96,7 @@ type CounterInfo struct {
 }
 
 // CounterTable defines every counter, in the order the summary lists them.
-var CounterTable = [NumCounters]CounterInfo{
+var CounterTable = [numCounters]CounterInfo{
 	Messages:       {Name: "messages", Help: "BeamNG messages handled."},
 	Replies:        {Name: "replies", Help: "Replies sent to BeamNG."},
 	NeutralReplies: {Name: "neutral_replies", Help: "Replies sent with neutral controls (pedals released, wheel torques 0) instead of the model's."},
@@ -196,7 +196,7 @@ func count(format string) func(*Values, Counter, string) string {
 }
 
 // Values is a snapshot of every counter.
-type Values [NumCounters]int64
+type Values [numCounters]int64
 
 func stalls(v *Values, _ Counter, policy string) string {
 	n := v[StallsRecovered]
@@ -224,7 +224,7 @@ func lockstepLine(v *Values, _ Counter, _ string) string {
 // Stats are one vehicle's counters (or the run's, for Run counters), safe
 // to read while the coupling runs.
 type Stats struct {
-	n          [NumCounters]atomic.Int64
+	n          [numCounters]atomic.Int64
 	Turnaround Histogram // message read → reply written, less any master-sync hold
 	Pacing     Histogram // master time sync: how late each reply went out against its schedule
 
@@ -325,9 +325,9 @@ func (s *Stats) LockstepLostNow() (bool, time.Time) {
 	return ns != 0, time.Unix(0, ns)
 }
 
-// EndedOutOfLockstep reports whether the run ended with BeamNG out of
+// endedOutOfLockstep reports whether the run ended with BeamNG out of
 // lockstep.
-func (s *Stats) EndedOutOfLockstep() bool { return s.openAtEnd.Load() }
+func (s *Stats) endedOutOfLockstep() bool { return s.openAtEnd.Load() }
 
 // StatusAtEnd is the connection state when the run was asked to stop,
 // before it disconnected.

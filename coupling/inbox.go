@@ -107,7 +107,7 @@ func (in *inbox) read() (d []byte, from netip.AddrPort, rxAt int64, now time.Tim
 	if err != nil {
 		return nil, from, 0, now, err
 	}
-	if in.fresh || in.stats.Get(Messages) > 0 && now.Sub(in.lastArrival) >= RebaseGap {
+	if in.fresh || in.stats.Get(Messages) > 0 && now.Sub(in.lastArrival) >= rebaseGap {
 		if k, _ := in.classify(in.rx[:n], from); k == beamngs {
 			// What is queued is stale: answering only BeamNG's newest
 			// message puts it back in lockstep. (A datagram that cannot be
@@ -237,7 +237,7 @@ func (in *inbox) place(id float64, from netip.AddrPort, now time.Time) bool {
 		in.restarted = true
 		in.log.Warn("BeamNG's controller restarted (ids from 0 again)", "from", from)
 		in.rebase(id, now)
-	case gap >= RebaseGap && id > in.lastID:
+	case gap >= rebaseGap && id > in.lastID:
 		pause = in.endSilence(id, gap, now)
 	case id <= in.lastID:
 		in.stats.inc(Duplicates)

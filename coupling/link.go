@@ -131,9 +131,9 @@ func (l *Link) SimTime() float64 {
 	return l.sim.Remote(l.in.lastID) - l.sim.Remote(l.in.firstID)
 }
 
-// Diagnoses are what the link diagnosed so far, in the order of their
+// diagnosed are what the link diagnosed so far, in the order of their
 // kinds, each saying whether it holds at now.
-func (l *Link) Diagnoses(now time.Time) []Diagnosis { return l.diag.list(now) }
+func (l *Link) diagnosed(now time.Time) []Diagnosis { return l.diag.list(now) }
 
 // run is the link's loop: the connection state machine around receive.
 func (l *Link) run(ctx context.Context) error {
@@ -193,7 +193,7 @@ func (l *Link) run(ctx context.Context) error {
 			// only when a flush is due.
 			if now := l.clock.Now(); !now.Before(l.flushAt) {
 				st := l.enter()
-				l.flushAt = l.opt.Record.FlushEvery(now, flushEvery)
+				l.flushAt = l.opt.Record.flushBy(now, flushEvery)
 				st.leave()
 			}
 		}
@@ -264,7 +264,7 @@ func (l *Link) receive() {
 		l.stats.inc(why)
 	}
 	reply := l.out.build(l.plan, st, l.index, id, replyID, computed)
-	late := l.clock.Now().Sub(arrival) >= RebaseGap
+	late := l.clock.Now().Sub(arrival) >= rebaseGap
 	if !late {
 		l.observed(st, id)
 	}

@@ -270,10 +270,6 @@ type controlLoop struct {
 	track  *quality.Tracker
 }
 
-// SetpointPrefix starts the name of a setpoint's column in the scope and
-// the recording: setpoint:out1.groundspeed is out1.groundspeed's setpoint.
-const SetpointPrefix = recording.SetpointPrefix
-
 // newControlLoops prepares plan's loops: their setpoints' values (a model
 // parameter read by param), the measured values' columns and units.
 func newControlLoops(plan *ports.Plan, param func(name string) (float64, error)) (*controlLoops, error) {

@@ -13,6 +13,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/internal/scope"
+	"beamconnect/recording"
 )
 
 // The loops of beamng.quality are judged from the coupling's messages for
@@ -75,7 +76,7 @@ func TestControlLoops(t *testing.T) {
 		// The setpoints come after the ports, before the model's own
 		// variables (cruise-pedals' signals).
 		cols := ring.Layout().Columns
-		first := slices.IndexFunc(cols, func(c scope.Column) bool { return strings.HasPrefix(c.Name, SetpointPrefix) })
+		first := slices.IndexFunc(cols, func(c scope.Column) bool { return strings.HasPrefix(c.Name, recording.SetpointPrefix) })
 		if first < 0 || first+3 > len(cols) {
 			t.Fatalf("no setpoint columns: %+v", cols)
 		}

@@ -307,10 +307,10 @@ func (r *Recorder) stamp(t float64) {
 	r.untimed.Store(false)
 }
 
-// FlushEvery hands the rows over to the writer when the last hand-over is
+// flushBy hands the rows over to the writer when the last hand-over is
 // older than every, and says when to call again. It never blocks: when the
 // writer is still busy, the rows wait for the next call.
-func (r *Recorder) FlushEvery(now time.Time, every time.Duration) (next time.Time) {
+func (r *Recorder) flushBy(now time.Time, every time.Duration) (next time.Time) {
 	if (len(r.cur.data) > 0 || r.eventsWaiting()) && now.Sub(r.lastFlush) >= every {
 		if r.handOver(now); now.Sub(r.lastFlush) >= every {
 			return now.Add(every / 10) // the writer is busy: soon again
@@ -490,10 +490,6 @@ func (r *Recorder) fault(was, now error, lasted time.Duration) {
 	r.Event(e)
 }
 
-// ErrNotRecording is returned by OpenRecording for a file that is not a
-// recording, which --record does not overwrite without --force.
-var ErrNotRecording = recording.ErrNotRecording
-
 // OpenRecording creates the file for --record, for format (a registered
 // recording format's name; "" for the one path's extension says). It
 // refuses the config file being run, always, and any existing file that is
@@ -520,7 +516,7 @@ func OpenRecording(path, configPath, format string, force bool) (*os.File, *reco
 			f.Close()
 			if recording.Detect(head[:n]) == nil {
 				return nil, nil, fmt.Errorf("%s: the file exists and is %w (neither a CSV whose first row starts %q nor an MDF file beamconnect wrote): expected a new file, an earlier recording, or --force to overwrite it",
-					path, ErrNotRecording, recordHeader)
+					path, recording.ErrNotRecording, recordHeader)
 			}
 		}
 		if !fi.Mode().IsRegular() {

@@ -77,7 +77,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	ins := [][]float64{{1}, {0.25, 0}, {0}}
 	row := func(i int) {
 		r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
-		r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
+		r.flushBy(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 	}
 	for i := range 100 {
 		row(i)
@@ -85,7 +85,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	// The rest handed over once the writer is free, as the coupling's loop
 	// does, and written.
 	writerIdle(r)
-	r.FlushEvery(time.Now().Add(time.Hour), 250*time.Millisecond)
+	r.flushBy(time.Now().Add(time.Hour), 250*time.Millisecond)
 	writerIdle(r)
 	if !log.Has("recording: a write failed (disk full?); the coupling goes on") {
 		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
@@ -256,7 +256,7 @@ func TestRecorderBlockedDestination(t *testing.T) {
 		ins := [][]float64{{1}, {0.25, 0}, {0}}
 		for i := range 5000 {
 			r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
-			r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
+			r.flushBy(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 		}
 		start := time.Now()
 		err := r.Close()

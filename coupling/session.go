@@ -44,11 +44,11 @@ import (
 // (reported as a stall) rather than BeamNG lost.
 const stallGap = 2300 * time.Millisecond
 
-// RebaseGap is how long BeamNG may be silent before beamconnect assumes its
+// rebaseGap is how long BeamNG may be silent before beamconnect assumes its
 // controller timed out (2.0 s) and reset its window: reply ids then restart
 // so BeamNG goes back to lockstep instead of keeping a standing backlog. A
 // reply later than this is not sent: BeamNG gave up on it.
-const RebaseGap = 1900 * time.Millisecond
+const rebaseGap = 1900 * time.Millisecond
 
 // DefaultBindTimeout is how long run retries a local address it cannot
 // bind before it gives up.
@@ -101,7 +101,7 @@ type Options struct {
 	// plan's beamng.busyPoll sets it too.
 	BusyPoll bool
 	// Listen binds a vehicle's local address; nil binds UDP sockets
-	// (ListenUDP). Tests bind in memory (internal/memnet).
+	// (listenUDP). Tests bind in memory (internal/memnet).
 	Listen Listen
 	// BindTimeout is how long a vehicle's local address may fail to bind
 	// (a busy port, an address not of this machine) before the run gives
@@ -214,7 +214,7 @@ func New(opt Options) (*Session, error) {
 func udpListen(busy bool, log *slog.Logger) Listen {
 	var once sync.Once
 	return func(local netip.AddrPort) (Transport, error) {
-		t, fallback, err := ListenUDP(local, busy)
+		t, fallback, err := listenUDP(local, busy)
 		if fallback != nil {
 			once.Do(func() {
 				log.Warn("busy polling is not available here; reading the socket the usual way", "err", fallback)
@@ -400,7 +400,7 @@ type VehicleDiagnosis struct {
 func (s *Session) Diagnoses(now time.Time) []VehicleDiagnosis {
 	var out []VehicleDiagnosis
 	for _, l := range s.links {
-		for _, d := range l.Diagnoses(now) {
+		for _, d := range l.diagnosed(now) {
 			out = append(out, VehicleDiagnosis{Vehicle: l.name, Diagnosis: d})
 		}
 	}
@@ -412,7 +412,7 @@ func (s *Session) Diagnoses(now time.Time) []VehicleDiagnosis {
 func (s *Session) Notes() []string {
 	var out []string
 	for _, l := range s.links {
-		for _, n := range l.Notes() {
+		for _, n := range l.notes() {
 			if len(s.links) > 1 {
 				n = fmt.Sprintf("vehicle %q: %s", l.name, n)
 			}

@@ -21,7 +21,7 @@ import (
 // BeamNG waits only for a reply it has not had. So a silence whose first
 // message is the next id (nothing lost), while every message before it was
 // answered, was a pause: a note, not a fault. Except when it lasted as long
-// as BeamNG's own wait (RebaseGap to stallGap, 1.9 to 2.3 s), where a reply
+// as BeamNG's own wait (rebaseGap to stallGap, 1.9 to 2.3 s), where a reply
 // lost on the way looks the same: there the ids are re-based on the likelier
 // cause, the wait, and the guess is checked by what BeamNG does next (with a
 // window of one message). After its wait it takes the re-based reply and
@@ -75,7 +75,7 @@ func (in *inbox) resumedWhole(id float64) bool {
 }
 
 // endSilence classifies message id, which ends a silence of gap (at least
-// RebaseGap) from BeamNG's latched port, and re-bases the reply ids when
+// rebaseGap) from BeamNG's latched port, and re-bases the reply ids when
 // BeamNG reset its window.
 func (in *inbox) endSilence(id float64, gap time.Duration, now time.Time) (pause bool) {
 	switch {

@@ -213,8 +213,8 @@ func TestRestartAfterALateReply(t *testing.T) {
 		if h.emSum.Stalls != 0 || h.emSum.MaxRecvID > h.emSum.SendCtr || h.emSum.SendCtr-h.emSum.MaxRecvID > 1 {
 			t.Errorf("BeamNG at the end: %+v", h.emSum)
 		}
-		if st.Get(LockstepLost) != 1 || st.EndedOutOfLockstep() || !h.log.Has("took a late reply of ours to its old self") {
-			t.Errorf("lockstep lost %d, at the end %v: want one episode, repaired\n%s", st.Get(LockstepLost), st.EndedOutOfLockstep(), h.log)
+		if st.Get(LockstepLost) != 1 || st.endedOutOfLockstep() || !h.log.Has("took a late reply of ours to its old self") {
+			t.Errorf("lockstep lost %d, at the end %v: want one episode, repaired\n%s", st.Get(LockstepLost), st.endedOutOfLockstep(), h.log)
 		}
 		// The repair lets every reply through (but the first, answered
 		// before the repair began, and the late one), and takes as many

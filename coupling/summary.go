@@ -24,7 +24,7 @@ func (l *Link) Faults() []string {
 	}
 	v := s.Snapshot()
 	for _, p := range v.Problems(string(l.out.ids.policy)) {
-		if v[LockstepLost] > 0 && s.EndedOutOfLockstep() && p == lockstepLine(&v, LockstepLost, "") {
+		if v[LockstepLost] > 0 && s.endedOutOfLockstep() && p == lockstepLine(&v, LockstepLost, "") {
 			p += ", and was still out of lockstep at the end"
 		}
 		out = append(out, p)
@@ -42,10 +42,10 @@ func (l *Link) Faults() []string {
 	return out
 }
 
-// Notes lists what the run says that is not a fault: BeamNG paused and went
+// notes lists what the run says that is not a fault: BeamNG paused and went
 // on, BeamNG stopped sending some time before beamconnect was stopped (its
 // coupling stopped, then beamconnect was). Read it after Run returns.
-func (l *Link) Notes() []string {
+func (l *Link) notes() []string {
 	s := &l.stats
 	var out []string
 	v := s.Snapshot()

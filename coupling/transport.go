@@ -18,7 +18,7 @@ import (
 
 // Transport is a link's socket: BeamNG's messages in, the replies out. The
 // per-message code reads and writes through it and never asks which kind
-// it is. Three kinds bind a real UDP socket (ListenUDP picks one): Go's
+// it is. Three kinds bind a real UDP socket (listenUDP picks one): Go's
 // netpoller, a raw socket read with one blocking recvmsg per message, and
 // a raw socket read by busy polling; tests use an in-memory one
 // (internal/memnet's Socket).
@@ -143,14 +143,14 @@ var errTimeout = os.ErrDeadlineExceeded
 // BeamNG's messages after a pause.
 const rxBuffer = 1 << 20
 
-// ListenUDP binds local for a link. On Linux the socket is taken out of the
+// listenUDP binds local for a link. On Linux the socket is taken out of the
 // netpoller and read as a C program reads it: one blocking recvmsg per
 // message, woken by the kernel directly (busy: non-blocking reads in a loop
 // on a locked thread instead, for the lowest latency at the cost of a
 // core). Left in the netpoller, every datagram would also wake an idle
 // runtime thread, taking the core BeamNG's side needs. Elsewhere it is Go's
 // socket; fallback says why busy polling, if asked for, is not used.
-func ListenUDP(local netip.AddrPort, busy bool) (t Transport, fallback error, err error) {
+func listenUDP(local netip.AddrPort, busy bool) (t Transport, fallback error, err error) {
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
 	if err != nil {
 		return nil, nil, err
