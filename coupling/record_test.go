@@ -19,9 +19,9 @@ import (
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
+	"beamconnect/config/configtest"
 	"beamconnect/internal/wine"
 	"beamconnect/ports"
-	"beamconnect/ports/portstest"
 	"beamconnect/recording"
 )
 
@@ -51,7 +51,9 @@ func (d *fullDisk) free(room int) {
 	d.room = room
 }
 
-func recordPlan(t testing.TB) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
+func recordPlan(t testing.TB) *ports.Plan {
+	return configtest.Plan(t, "../examples/cruise-pedals.json")
+}
 
 // writerIdle waits until r's writer has written what it was handed and
 // handed the batch back: both spare batches are free again. The caller

@@ -11,8 +11,8 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/config"
+	"beamconnect/config/configtest"
 	"beamconnect/ports"
-	"beamconnect/ports/portstest"
 	"beamconnect/relative"
 )
 
@@ -169,7 +169,7 @@ func TestGen2FollowReload(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
 	cfgPath := filepath.Join(dir, "gen2-follow.json")
-	compile := func() *ports.Plan { return portstest.Load(t, cfgPath) }
+	compile := func() *ports.Plan { return configtest.Plan(t, cfgPath) }
 	old := compile()
 	lead := filepath.Join(dir, "gen2-follow-lead.csv")
 	b, _ := os.ReadFile(lead)

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"beamconnect/ports/portstest"
+	"beamconnect/config/configtest"
 )
 
 // A recording keeps the config's text and name, the Gen 2 CSVs it names,
 // and the version `beamconnect version` says, wherever it is made.
 func TestRecordingOptions(t *testing.T) {
-	plan := portstest.Load(t, "../examples/gen2-follow.json")
+	plan := configtest.Plan(t, "../examples/gen2-follow.json")
 	o := RecordingOptions(plan)
 	if o.Version != Version() || o.ConfigName != "gen2-follow.json" || string(o.Config) != string(plan.Config) || o.Start.IsZero() {
 		t.Errorf("options %+v", o)
@@ -29,7 +29,7 @@ func TestRecordingOptions(t *testing.T) {
 
 // Record opens a recorder on a new file, and refuses the config itself.
 func TestRecord(t *testing.T) {
-	plan := portstest.Load(t, "../examples/cruise-pedals.json")
+	plan := configtest.Plan(t, "../examples/cruise-pedals.json")
 	path := filepath.Join(t.TempDir(), "run.csv")
 	rec, done, err := Record(path, "", false, plan, nil)
 	if err != nil {
