@@ -22,7 +22,6 @@ import (
 	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/models"
-	"beamconnect/ports"
 )
 
 // Result is one responder's figures.
@@ -149,7 +148,7 @@ func measure(o Options, r Responder, d time.Duration) Result {
 			res.Error = err.Error()
 			return res
 		}
-		plan, _ := ports.Compile(cfg)
+		plan, _ := config.Compile(cfg)
 		cp, err = coupling.New(coupling.Options{Plan: plan, Model: models.Hold{}, Local: lo})
 		if err == nil {
 			if err = cp.Bind(); err != nil {

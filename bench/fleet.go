@@ -12,7 +12,6 @@ import (
 	"beamconnect/coupling"
 	"beamconnect/coupling/scene"
 	"beamconnect/models"
-	"beamconnect/ports"
 )
 
 // FleetResult is N vehicles at one period.
@@ -59,7 +58,7 @@ func Fleet(ctx context.Context, n int, period, d time.Duration) (FleetResult, er
 	if err != nil {
 		return r, err
 	}
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		return r, err
 	}

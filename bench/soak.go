@@ -17,7 +17,6 @@ import (
 	"beamconnect/coupling"
 	"beamconnect/coupling/scene"
 	"beamconnect/models/kinds"
-	"beamconnect/ports"
 )
 
 // SoakFaults are the faults a soak inflicts unless --fault names others:
@@ -120,7 +119,7 @@ func Soak(ctx context.Context, d time.Duration, faults []string, log *slog.Logge
 	if err != nil {
 		return SoakResult{}, err
 	}
-	plan, _ := ports.Compile(cfg)
+	plan, _ := config.Compile(cfg)
 	model, err := kinds.New(plan.Model, plan.ModelParams, plan, log)
 	if err != nil {
 		return SoakResult{}, err

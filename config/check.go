@@ -11,6 +11,8 @@ import (
 	"beamconnect/contracts"
 	"beamconnect/internal/suggest"
 	"beamconnect/relative"
+
+	"beamconnect/ports"
 )
 
 // resolve applies defaults and aliases to a schema-valid file and runs the
@@ -20,7 +22,7 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		File:         p.file,
 		TimeDilation: orDefault(raw.TimeDilation, DefaultTimeDilation),
 		Protocol:     beamng.Gen1,
-		ReplyID:      ReplyNext,
+		ReplyID:      ports.ReplyNext,
 		PhysicsDt:    beamng.PhysicsDt,
 		PingTime:     DefaultPingTime,
 	}
@@ -37,7 +39,7 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		}
 	}
 	if bn.ReplyID != nil {
-		cfg.ReplyID = ReplyID(*bn.ReplyID)
+		cfg.ReplyID = ports.ReplyID(*bn.ReplyID)
 	}
 	cfg.PhysicsDt = orDefault(bn.PhysicsDt, beamng.PhysicsDt)
 	cfg.PingTime = orDefault(bn.PingTime, DefaultPingTime)

@@ -17,6 +17,8 @@ import (
 	"beamconnect/beamng/cosim"
 	"beamconnect/contracts"
 	"beamconnect/relative"
+
+	"beamconnect/ports"
 )
 
 // Defaults that apply when a config does not say otherwise (design.md).
@@ -30,24 +32,15 @@ const (
 	DefaultTimeDilation = 1.0
 )
 
-// ReplyID is the policy for the id written into each reply (spec §4).
-type ReplyID string
-
-const (
-	ReplyNext    ReplyID = "next"    // received id + 1: no start-up stall
-	ReplyEcho    ReplyID = "echo"    // received id, as BeamNG's S-function does
-	ReplyCounter ReplyID = "counter" // 1, 2, 3, … as BeamNG's FMU does
-)
-
 // Config is a checked config with every default and alias applied. It is
-// what ports.Compile reads; nothing in it refers back to the JSON.
+// what Compile reads; nothing in it refers back to the JSON.
 type Config struct {
 	File         string
 	Text         []byte  // the file's contents, as parsed
 	TimeDilation float64 // ≤ 0: unthrottled
 	RemoteObject string  // top-level default, "" when unset
 	Protocol     *beamng.Protocol
-	ReplyID      ReplyID
+	ReplyID      ports.ReplyID
 	PhysicsDt    float64 // seconds
 	PingTime     float64 // seconds
 	DebugFile    bool
@@ -75,7 +68,7 @@ type Config struct {
 	Inputs  []Group // data to BeamNG
 	Outputs []Group // data from BeamNG
 	// Quality lists the controlled quantities beamng.quality names, whose
-	// names ports.Compile resolves.
+	// names Compile resolves.
 	Quality []Loop
 	// FailOnControl is beamng.failOn's "control": run exits non-zero when
 	// a loop's verdict is not good.
@@ -116,7 +109,7 @@ const (
 	// beamng.realTime) unless the config sets one: a step may take that
 	// long before it is a fault, which leaves its neutral reply 0.4 s to
 	// reach BeamNG within its 2 s wait.
-	LockstepModelTimeoutMs = 1500
+	LockstepModelTimeoutMs = ports.LockstepModelTimeout * 1000
 )
 
 // Locate is the position and display path of the value at JSON Pointer

@@ -13,6 +13,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/contracts"
+	"beamconnect/ports"
 	"beamconnect/schemas"
 )
 
@@ -136,7 +137,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TimeDilation != 1 || cfg.ReplyID != ReplyNext || cfg.Protocol != beamng.Gen1 ||
+	if cfg.TimeDilation != 1 || cfg.ReplyID != ports.ReplyNext || cfg.Protocol != beamng.Gen1 ||
 		cfg.PhysicsDt != 0.0005 || cfg.PingTime != 1e-5 || cfg.Period != 0.005 || cfg.DebugFile {
 		t.Errorf("defaults: %+v", cfg)
 	}

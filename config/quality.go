@@ -7,7 +7,7 @@ import (
 )
 
 // Loop is one controlled quantity of beamng.quality: a measured field and
-// its setpoint, by name as the config wrote them (ports.Compile resolves
+// its setpoint, by name as the config wrote them (Compile resolves
 // them against the fields, models against the model's parameters).
 type Loop struct {
 	Ptr      string // its JSON Pointer, for findings: /beamng/quality or /beamng/quality/1

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/ports"
+	"beamconnect/config"
 )
 
 // overdrive writes controls beyond what BeamNG accepts: steering 17.5, a
@@ -30,7 +30,7 @@ func (m *overdrive) Step(_ float64, _, in [][]float64) bool {
 // here: the clamp is the coupling's).
 func TestControlsClamped(t *testing.T) {
 	cfg := load(t, "../examples/heading-hold.json")
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestControlsClamped(t *testing.T) {
 // A torque has no documented range: a large one goes as written.
 func TestTorqueNotClamped(t *testing.T) {
 	cfg := load(t, "../examples/cruise-torque.json")
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

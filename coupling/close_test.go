@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"beamconnect/config"
 	"beamconnect/models"
-	"beamconnect/ports"
 )
 
 // A session whose Bind fails for one vehicle holds the other vehicles'
@@ -24,7 +24,7 @@ func TestCloseReleasesWhatBindBound(t *testing.T) {
 	}
 	cfg.Vehicles[0].Local = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.Vehicles[1].Local = busy.LocalAddr().(*net.UDPAddr).AddrPort()
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,12 @@
 package coupling
 
 import (
-	"beamconnect/ports"
 	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
+
+	"beamconnect/ports"
 )
 
 // Counter names one of a run's counters. Each is defined once, in
@@ -71,7 +72,7 @@ const (
 	LogDropped                     // log records dropped because the log's writer could not keep up
 	LogFailed                      // log writes that failed (stderr's reader gone)
 	realTimeMode                   // 1 when the run is in real time (beamng.realTime), 0 in lockstep
-	NumCounters
+	numCounters
 )
 
 // CounterInfo defines a counter.
@@ -95,7 +96,7 @@ type CounterInfo struct {
 }
 
 // CounterTable defines every counter, in the order the summary lists them.
-var CounterTable = [NumCounters]CounterInfo{
+var CounterTable = [numCounters]CounterInfo{
 	Messages:       {Name: "messages", Help: "BeamNG messages handled."},
 	Replies:        {Name: "replies", Help: "Replies sent to BeamNG."},
 	NeutralReplies: {Name: "neutral_replies", Help: "Replies sent with neutral controls (pedals released, wheel torques 0) instead of the model's."},
@@ -195,7 +196,7 @@ func count(format string) func(*Values, Counter, string) string {
 }
 
 // Values is a snapshot of every counter.
-type Values [NumCounters]int64
+type Values [numCounters]int64
 
 func stalls(v *Values, _ Counter, policy string) string {
 	n := v[StallsRecovered]
@@ -223,7 +224,7 @@ func lockstepLine(v *Values, _ Counter, _ string) string {
 // Stats are one vehicle's counters (or the run's, for Run counters), safe
 // to read while the coupling runs.
 type Stats struct {
-	n          [NumCounters]atomic.Int64
+	n          [numCounters]atomic.Int64
 	Turnaround Histogram // message read → reply written, less any master-sync hold
 	Pacing     Histogram // master time sync: how late each reply went out against its schedule
 
@@ -324,10 +325,139 @@ func (s *Stats) LockstepLostNow() (bool, time.Time) {
 	return ns != 0, time.Unix(0, ns)
 }
 
-// EndedOutOfLockstep reports whether the run ended with BeamNG out of
+// endedOutOfLockstep reports whether the run ended with BeamNG out of
 // lockstep.
-func (s *Stats) EndedOutOfLockstep() bool { return s.openAtEnd.Load() }
+func (s *Stats) endedOutOfLockstep() bool { return s.openAtEnd.Load() }
 
 // StatusAtEnd is the connection state when the run was asked to stop,
 // before it disconnected.
 func (s *Stats) StatusAtEnd() ports.Status { return ports.Status(s.endLink.Load()) }
+
+// Histogram records durations without locks or allocation, so the loop can
+// record every turnaround and a status line can read quantiles while it
+// runs. Buckets are 1 µs wide up to 2 ms, then 5 % wide up to about 40 s.
+type Histogram struct {
+	buckets [linearBuckets + logBuckets]atomic.Int64
+	count   atomic.Int64
+	sum     atomic.Int64 // ns
+	max     atomic.Int64
+	last    atomic.Int64
+}
+
+const (
+	linearBuckets = 2000 // 0–2 ms in 1 µs steps
+	logBuckets    = 210  // 2 ms × 1.05^210 ≈ 56 s
+	logBase       = 1.05
+)
+
+func bucketOf(us int64) int {
+	if us < linearBuckets {
+		return int(max(us, 0))
+	}
+	i := linearBuckets + int(math.Log(float64(us)/linearBuckets)/math.Log(logBase))
+	return min(i, linearBuckets+logBuckets-1)
+}
+
+// upper is the largest duration bucket i holds, in µs.
+func upper(i int) float64 {
+	if i < linearBuckets {
+		return float64(i)
+	}
+	return linearBuckets * math.Pow(logBase, float64(i-linearBuckets+1))
+}
+
+// Observe records one duration.
+func (h *Histogram) Observe(d time.Duration) {
+	us := d.Microseconds()
+	h.buckets[bucketOf(us)].Add(1)
+	h.count.Add(1)
+	h.sum.Add(int64(d))
+	h.last.Store(int64(d))
+	for {
+		m := h.max.Load()
+		if int64(d) <= m || h.max.CompareAndSwap(m, int64(d)) {
+			return
+		}
+	}
+}
+
+// Sum is the total of the recorded durations.
+func (h *Histogram) Sum() time.Duration { return time.Duration(h.sum.Load()) }
+
+// CountAtMost is how many recorded durations were at most d, to the
+// buckets' resolution (1 µs up to 2 ms, 5 % above): a bucket counts when
+// all it holds is below d (the linear ones) or at most d.
+func (h *Histogram) CountAtMost(d time.Duration) int64 {
+	bound := float64(d) / float64(time.Microsecond)
+	var n int64
+	for i := range h.buckets {
+		if i < linearBuckets && float64(i)+1 > bound || i >= linearBuckets && upper(i) > bound {
+			break
+		}
+		n += h.buckets[i].Load()
+	}
+	return n
+}
+
+// Count is how many durations were recorded.
+func (h *Histogram) Count() int64 { return h.count.Load() }
+
+// Max is the longest recorded; Last the most recent.
+func (h *Histogram) Max() time.Duration  { return time.Duration(h.max.Load()) }
+func (h *Histogram) Last() time.Duration { return time.Duration(h.last.Load()) }
+
+// Quantile is the duration below which a fraction q of the recorded ones
+// lie, to the bucket's resolution (1 µs below 2 ms); 0 when empty.
+func (h *Histogram) Quantile(q float64) time.Duration {
+	n := h.count.Load()
+	if n == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(q * float64(n)))
+	var seen int64
+	for i := range h.buckets {
+		seen += h.buckets[i].Load()
+		if seen >= rank {
+			return min(time.Duration(upper(i)*float64(time.Microsecond)), h.Max())
+		}
+	}
+	return h.Max()
+}
+
+// PingResultsLayout documents the ping_results commData port.
+const PingResultsLayout = `ping_results (a commData meta field; arraySize up to 8, in this order):
+  [0] turnaround of the previous message: read to reply written, s
+  [1] time between the last two BeamNG messages, s
+  [2] BeamNG messages handled
+  [3] replies sent
+  [4] datagrams dropped (foreign host or port, wrong size, malformed, duplicate, id jump)
+  [5] BeamNG 2 s stalls recovered (reply ids re-based)
+  [6] turnaround median so far, s
+  [7] turnaround 99th percentile so far, s
+Elements past 8 stay NaN.`
+
+// pingResults writes a link's ping_results into v, interArrival between
+// BeamNG's last two messages.
+func (s *Stats) pingResults(v []float64, interArrival time.Duration) {
+	var dropped int64
+	for _, k := range droppedCounters {
+		dropped += s.Get(k)
+	}
+	vals := [8]float64{
+		s.Turnaround.Last().Seconds(),
+		interArrival.Seconds(),
+		float64(s.Get(Messages)),
+		float64(s.Get(Replies)),
+		float64(dropped),
+		float64(s.Get(StallsRecovered)),
+		s.Turnaround.Quantile(0.5).Seconds(),
+		s.Turnaround.Quantile(0.99).Seconds(),
+	}
+	for i := range v {
+		if i < len(vals) {
+			v[i] = vals[i]
+		} else {
+			v[i] = math.NaN()
+		}
+	}
+}

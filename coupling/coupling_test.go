@@ -66,9 +66,9 @@ func TestExampleRigs(t *testing.T) {
 // S-function's echo policy costs one 2 s stall.
 func TestReplyPolicyStartup(t *testing.T) {
 	for _, tt := range []struct {
-		policy config.ReplyID
+		policy ports.ReplyID
 		stalls int64
-	}{{config.ReplyNext, 0}, {config.ReplyCounter, 0}, {config.ReplyEcho, 1}} {
+	}{{ports.ReplyNext, 0}, {ports.ReplyCounter, 0}, {ports.ReplyEcho, 1}} {
 		t.Run(string(tt.policy), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := load(t, "../examples/cruise-pedals.json")
@@ -287,11 +287,11 @@ func TestJunkDatagrams(t *testing.T) {
 func TestBindRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := memnet.New()
-		plan, _ := ports.Compile(load(t, "../examples/logging.json"))
+		plan, _ := config.Compile(load(t, "../examples/logging.json"))
 		busy, _ := n.Listen(netip.MustParseAddrPort("127.0.0.1:6000"), 0) // another program has the port
 		log := &logBuffer{}
 		var seen []ports.Status
-		s, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Listen: ListenMem(n),
+		s, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Listen: memListen(n),
 			Local: busy.LocalAddr(), OnStatus: func(_ int, st ports.Status) { seen = append(seen, st) }})
 		if err != nil {
 			t.Fatal(err)
@@ -340,11 +340,11 @@ func TestBindGivesUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				n := memnet.New()
-				plan, _ := ports.Compile(load(t, "../examples/logging.json"))
+				plan, _ := config.Compile(load(t, "../examples/logging.json"))
 				busy, _ := n.Listen(netip.MustParseAddrPort("127.0.0.1:6000"), 0)
 				defer busy.Close()
 				log := &logBuffer{}
-				s, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Listen: ListenMem(n),
+				s, err := New(Options{Plan: plan, Model: models.Hold{}, Log: log.Logger(), Listen: memListen(n),
 					Local: busy.LocalAddr(), BindTimeout: tt.timeout})
 				if err != nil {
 					t.Fatal(err)
@@ -379,9 +379,9 @@ func TestBindGivesUp(t *testing.T) {
 func TestBindErrorDirectiveOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := memnet.New()
-		plan, _ := ports.Compile(load(t, "../examples/logging.json"))
+		plan, _ := config.Compile(load(t, "../examples/logging.json"))
 		busy, _ := n.Listen(netip.MustParseAddrPort("127.0.0.1:6000"), 0)
-		s, _ := New(Options{Plan: plan, Model: directiveOff{}, Listen: ListenMem(n), Local: busy.LocalAddr()})
+		s, _ := New(Options{Plan: plan, Model: directiveOff{}, Listen: memListen(n), Local: busy.LocalAddr()})
 		ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 		defer cancel()
 		s.Run(ctx)
@@ -419,7 +419,7 @@ func TestOverdueWhileBeamNGHangs(t *testing.T) {
 		var blockedAtReply atomic.Bool
 		h = rig{cfg: cfg, em: emulator.Config{Steps: 4000, Faults: f, Trace: func(r *emulator.StepRecord) {
 			if r.Got {
-				blockedAtReply.Store(h.c.Blocked())
+				blockedAtReply.Store(h.c.Stats().Get(Overdue) > 0)
 			}
 		}}}.sim(t)
 		var maxOverdue atomic.Int64
@@ -560,7 +560,7 @@ func BenchmarkStep(b *testing.B) {
 	for _, bm := range benchConfigs {
 		b.Run(bm.name, func(b *testing.B) {
 			d := newDirect(b, load(b, bm.file), nil, nil)
-			d.l.t = discard{d.l.t}
+			d.tr.Transport = discard{d.tr.Transport}
 			d.msg[1] = 12
 			from, now := d.from(50000), d.start()
 			datagram, _ := beamngEncode(make([]byte, 8*len(d.msg)), d.msg)
@@ -570,7 +570,8 @@ func BenchmarkStep(b *testing.B) {
 				beamngEncode(datagram[:8], d.msg[:1]) // the id
 				now = now.Add(5 * time.Millisecond)
 				d.clock.now = now
-				d.l.handle(datagram, from, now, 0)
+				d.tr.next, d.tr.from = datagram, from
+				d.l.receive()
 			}
 		})
 	}

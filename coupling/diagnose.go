@@ -1,15 +1,15 @@
 package coupling
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"beamconnect/beamng"
-	"beamconnect/ports"
+	"beamconnect/recording"
 )
 
 // The classic mistakes of a new rig, diagnosed live, once each, with the
@@ -68,10 +68,34 @@ type diagnoses struct {
 	last [numDiagnoses]atomic.Int64 // unix ns what each explains was last seen
 }
 
+// diagnoser is a link's: what it has said (diagnoses, read by other
+// goroutines: the status line, the page, the summary) and what it goes by
+// (diagnosis, the loop's own). Each diagnosis is logged, and recorded as
+// an event at the time of the link's latest message.
+type diagnoser struct {
+	log          *slog.Logger
+	stats        *Stats
+	rec          *Recorder // nil: no recording
+	vehicle      int
+	time         *float64 // the link's latest message's recording time
+	sock         *socket  // where the link listens and replies
+	startCommand string   // the line that starts BeamNG's coupling ("" for none)
+	d            diagnosis
+	said         diagnoses
+}
+
+func (g *diagnoser) init(log *slog.Logger, stats *Stats, rec *Recorder, vehicle int, time *float64, sock *socket, startCommand string) {
+	g.log, g.stats, g.rec, g.vehicle, g.time, g.sock, g.startCommand = log, stats, rec, vehicle, time, sock, startCommand
+}
+
+// bound notes that the link was bound at now: "nothing from BeamNG" counts
+// from there.
+func (g *diagnoser) bound(now time.Time) { g.d.boundAt = now }
+
 // say records diagnosis kind (first time: what and fix), or that what it
 // explains was seen again at now.
-func (l *Link) say(kind int, now time.Time, what, fix, short string) {
-	ds := &l.diags
+func (g *diagnoser) say(kind int, now time.Time, what, fix, short string) {
+	ds := &g.said
 	ds.last[kind].Store(now.UnixNano())
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
@@ -79,19 +103,19 @@ func (l *Link) say(kind int, now time.Time, what, fix, short string) {
 		return
 	}
 	since := 0.0
-	if !l.diag.boundAt.IsZero() {
-		since = now.Sub(l.diag.boundAt).Seconds()
+	if !g.d.boundAt.IsZero() {
+		since = now.Sub(g.d.boundAt).Seconds()
 	}
 	ds.list[kind] = &Diagnosis{What: what, Fix: fix, Short: short, Since: since, Kind: diagnosisKinds[kind], kind: kind}
 }
 
 // seen notes that what diagnosis kind explains was seen again at now.
-func (l *Link) seen(kind int, now time.Time) { l.diags.last[kind].Store(now.UnixNano()) }
+func (g *diagnoser) seen(kind int, now time.Time) { g.said.last[kind].Store(now.UnixNano()) }
 
-// Diagnoses are what the link diagnosed so far, in the order of their
-// kinds, each saying whether it holds at now.
-func (l *Link) Diagnoses(now time.Time) []Diagnosis {
-	ds := &l.diags
+// list is what the link diagnosed so far, in the order of their kinds,
+// each saying whether it holds at now.
+func (g *diagnoser) list(now time.Time) []Diagnosis {
+	ds := &g.said
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	var out []Diagnosis
@@ -102,20 +126,20 @@ func (l *Link) Diagnoses(now time.Time) []Diagnosis {
 		c := *d
 		c.Holds = now.Sub(time.Unix(0, ds.last[d.kind].Load())) < diagnosisHolds
 		if c.kind == diagNothing {
-			c.Holds = l.stats.Get(Messages) == 0
+			c.Holds = g.stats.Get(Messages) == 0
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// diagnosisFaults are the verdict's lines of what was diagnosed, first in
-// the faults: the cause and its fix, before the counters that show it.
+// faults are the verdict's lines of what was diagnosed, first in the
+// faults: the cause and its fix, before the counters that show it.
 // "Nothing from BeamNG" is a fault only when nothing ever came (and then
 // its fix completes the "never connected" line).
-func (l *Link) diagnosisFaults() []string {
+func (g *diagnoser) faults(now time.Time) []string {
 	var out []string
-	for _, d := range l.Diagnoses(l.clock.Now()) {
+	for _, d := range g.list(now) {
 		if d.kind != diagNothing {
 			out = append(out, "diagnosed: "+d.Line())
 		}
@@ -123,48 +147,58 @@ func (l *Link) diagnosisFaults() []string {
 	return out
 }
 
-type diagnosis struct {
-	boundAt      time.Time
-	nothingSaid  bool
-	sinceStall   int64 // messages answered since the last stall
-	stallsInRow  int
-	repliesSaid  bool
-	sizeSaid     bool
-	shortSaid    bool
-	longSaid     bool
-	startCommand string
+// diagnosed logs a live diagnosis and records it: the message, and the
+// hint among args.
+func (g *diagnoser) diagnosed(level slog.Level, msg string, args ...any) {
+	g.log.Log(context.Background(), level, msg, args...)
+	if g.rec == nil {
+		return
+	}
+	text := msg
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "hint" {
+			text += "; " + fmt.Sprint(args[i+1])
+		}
+	}
+	g.rec.Event(recording.Event{Time: *g.time, Vehicle: g.vehicle, Kind: recording.Diagnosis, Name: "diagnosis", Text: text})
 }
 
-// SendTo is where BeamNG must send: the bound address, or when it binds
-// every interface (0.0.0.0), this machine's address on the way to BeamNG.
-func (l *Link) SendTo() netip.AddrPort {
-	return ports.Vehicle{Local: l.local, Remote: l.remote}.SendTo()
+type diagnosis struct {
+	boundAt     time.Time
+	nothingSaid bool
+	sinceStall  int64 // messages answered since the last stall
+	stallsInRow int
+	repliesSaid bool
+	sizeSaid    bool
+	shortSaid   bool
+	longSaid    bool
 }
 
 // noMessages says, once, that BeamNG has sent nothing since the link was
 // bound nothingFor ago.
-func (l *Link) noMessages(now time.Time) {
-	d := &l.diag
+func (g *diagnoser) noMessages(now time.Time) {
+	d := &g.d
 	// Datagrams of a length this coupling does not send are something,
 	// and their own diagnosis says what.
-	if d.nothingSaid || d.sizeSaid || l.stats.Get(Messages) > 0 || d.boundAt.IsZero() || now.Sub(d.boundAt) < nothingFor {
+	if d.nothingSaid || d.sizeSaid || g.stats.Get(Messages) > 0 || d.boundAt.IsZero() || now.Sub(d.boundAt) < nothingFor {
 		return
 	}
 	d.nothingSaid = true
-	hint := fmt.Sprintf("BeamNG's coupling must send to %v (its udpSendIP/udpSendPort, the CSV's otherUDP rows) and listen on %v; start it in BeamNG (see `beamconnect compile` and docs/beamng.md)", l.SendTo(), l.remote)
-	args := []any{"waiting_for", now.Sub(d.boundAt).Round(time.Second), "bound", l.local, "hint", hint}
-	if d.startCommand != "" {
-		args = append(args, "start_with", d.startCommand)
+	sendTo := g.sock.sendTo()
+	hint := fmt.Sprintf("BeamNG's coupling must send to %v (its udpSendIP/udpSendPort, the CSV's otherUDP rows) and listen on %v; start it in BeamNG (see `beamconnect compile` and docs/beamng.md)", sendTo, g.sock.remote)
+	args := []any{"waiting_for", now.Sub(d.boundAt).Round(time.Second), "bound", g.sock.local, "hint", hint}
+	if g.startCommand != "" {
+		args = append(args, "start_with", g.startCommand)
 	}
-	l.diagnosed(slog.LevelWarn, "nothing has come from BeamNG yet", args...)
-	l.say(diagNothing, now, "nothing has come from BeamNG", hint, fmt.Sprintf("NOTHING FROM BeamNG: it must send to %v", l.SendTo()))
+	g.diagnosed(slog.LevelWarn, "nothing has come from BeamNG yet", args...)
+	g.say(diagNothing, now, "nothing has come from BeamNG", hint, fmt.Sprintf("NOTHING FROM BeamNG: it must send to %v", sendTo))
 }
 
 // stalled notes one of BeamNG's 2 s stalls: several in a row, each after a
 // single answered message, mean BeamNG never gets the replies.
-func (l *Link) stalled(now time.Time) {
-	d := &l.diag
-	l.seen(diagReplies, now)
+func (g *diagnoser) stalled(now time.Time) {
+	d := &g.d
+	g.seen(diagReplies, now)
 	if d.sinceStall <= 1 {
 		d.stallsInRow++
 	} else {
@@ -176,67 +210,67 @@ func (l *Link) stalled(now time.Time) {
 	}
 	d.repliesSaid = true
 	const what = "BeamNG waits 2 s for a reply after every message although each one is answered: the replies go where BeamNG is not listening"
-	hint := fmt.Sprintf("set remoteIP and remotePort (Gen 2: the CSV's beamngUDP rows) to the address BeamNG's coupling listens on (its udpReceiveIP and udpReceivePort, 64891 by default); beamconnect sends to %v", l.remote)
-	l.diagnosed(slog.LevelError, what, "replies_to", l.remote, "hint", hint)
-	l.say(diagReplies, now, what, hint, fmt.Sprintf("REPLIES DO NOT REACH BeamNG (sent to %v): check remoteIP/remotePort", l.remote))
+	hint := fmt.Sprintf("set remoteIP and remotePort (Gen 2: the CSV's beamngUDP rows) to the address BeamNG's coupling listens on (its udpReceiveIP and udpReceivePort, 64891 by default); beamconnect sends to %v", g.sock.remote)
+	g.diagnosed(slog.LevelError, what, "replies_to", g.sock.remote, "hint", hint)
+	g.say(diagReplies, now, what, hint, fmt.Sprintf("REPLIES DO NOT REACH BeamNG (sent to %v): check remoteIP/remotePort", g.sock.remote))
 }
 
 // wrongSize counts a datagram from BeamNG's address of a length BeamNG does
-// not send for this layout, and says, once, what it looks like (the
-// summary counts the rest).
-func (l *Link) wrongSize(n int, now time.Time) {
-	l.stats.inc(WrongSize)
-	d := &l.diag
+// not send for this layout (of want doubles, protocol proto), and says,
+// once, what it looks like (the summary counts the rest).
+func (g *diagnoser) wrongSize(n int, now time.Time, want int, proto *beamng.Protocol) {
+	g.stats.inc(WrongSize)
+	d := &g.d
 	if d.sizeSaid {
-		l.seen(diagSize, now)
+		g.seen(diagSize, now)
 		return
 	}
 	d.sizeSaid = true
-	args := []any{"bytes", n, "expected", 8 * len(l.msg)}
+	args := []any{"bytes", n, "expected", 8 * want}
 	hint := "longer than BeamNG reads whole: not BeamNG's coupling"
 	switch {
 	case n%8 != 0:
 		hint = "not whole doubles: not BeamNG's coupling"
-	case l.proto == beamng.Gen1:
+	case proto == beamng.Gen1:
 		hint = fmt.Sprintf("%d doubles is not Gen 1's 111: BeamNG runs the Gen 2 co-simulation coupling (cosimulationCoupling) with %d signalTo rows? Set beamng.protocol to \"csv\" and beamng.interface to its CSV", n/8, n/8-1)
 	}
 	const what = "dropped datagrams from BeamNG's address of a length this coupling does not send"
-	l.diagnosed(slog.LevelWarn, what, append(args, "hint", hint)...)
-	l.say(diagSize, now, fmt.Sprintf("%s (%d bytes, expected %d)", what, n, 8*len(l.msg)), hint, "WRONG-SIZE DATAGRAMS FROM BeamNG: another protocol or CSV?")
+	g.diagnosed(slog.LevelWarn, what, append(args, "hint", hint)...)
+	g.say(diagSize, now, fmt.Sprintf("%s (%d bytes, expected %d)", what, n, 8*want), hint, "WRONG-SIZE DATAGRAMS FROM BeamNG: another protocol or CSV?")
 }
 
-// shortWarn says, once, that a message lacked fields the model reads, and
-// what that suggests.
-func (l *Link) shortWarn(present int, now time.Time) {
-	d := &l.diag
+// shortWarn says, once, that a message of present doubles lacked fields
+// the model reads (need of the layout's want), and what that suggests.
+func (g *diagnoser) shortWarn(present int, now time.Time, want, need int) {
+	d := &g.d
 	if d.shortSaid {
-		l.seen(diagShort, now)
+		g.seen(diagShort, now)
 		return
 	}
 	d.shortSaid = true
-	hint := fmt.Sprintf("the CSV says %d doubles and the model reads up to %d: BeamNG could not resolve a signalTo row before the mapped ones (see `beamconnect validate`), or it runs another CSV", len(l.msg), l.need)
+	hint := fmt.Sprintf("the CSV says %d doubles and the model reads up to %d: BeamNG could not resolve a signalTo row before the mapped ones (see `beamconnect validate`), or it runs another CSV", want, need)
 	if present == beamng.StateLen {
 		hint = "111 doubles is Gen 1's vehicleSystemsCoupling: set beamng.protocol to \"fixed\", or start BeamNG's co-simulation coupling with this config's CSV"
 	}
 	const what = "BeamNG's message lacks fields the model reads: answered with neutral controls, the model not stepped"
-	l.diagnosed(slog.LevelError, what, "doubles", present, "hint", hint)
-	l.say(diagShort, now, fmt.Sprintf("%s (%d doubles)", what, present), hint, "BeamNG's MESSAGES LACK FIELDS: neutral controls")
+	g.diagnosed(slog.LevelError, what, "doubles", present, "hint", hint)
+	g.say(diagShort, now, fmt.Sprintf("%s (%d doubles)", what, present), hint, "BeamNG's MESSAGES LACK FIELDS: neutral controls")
 }
 
-// longWarn says, once, that BeamNG's messages are longer than the layout
-// says, and what that suggests.
-func (l *Link) longWarn(present int, now time.Time) {
-	d := &l.diag
+// longWarn says, once, that BeamNG's messages (of present doubles) are
+// longer than the layout says (want), and what that suggests.
+func (g *diagnoser) longWarn(present int, now time.Time, want int) {
+	d := &g.d
 	if d.longSaid {
-		l.seen(diagLong, now)
+		g.seen(diagLong, now)
 		return
 	}
 	d.longSaid = true
-	hint := fmt.Sprintf("the CSV says %d doubles: BeamNG runs another CSV, with more signalTo rows; start its coupling with this config's CSV", len(l.msg))
+	hint := fmt.Sprintf("the CSV says %d doubles: BeamNG runs another CSV, with more signalTo rows; start its coupling with this config's CSV", want)
 	if present == beamng.StateLen {
 		hint = "111 doubles is Gen 1's vehicleSystemsCoupling: set beamng.protocol to \"fixed\", or start BeamNG's co-simulation coupling with this config's CSV"
 	}
 	const what = "BeamNG's messages are longer than this coupling's layout: the extra values are ignored"
-	l.diagnosed(slog.LevelWarn, what, "doubles", present, "hint", hint)
-	l.say(diagLong, now, fmt.Sprintf("%s (%d doubles)", what, present), hint, "BeamNG's MESSAGES TOO LONG: another CSV?")
+	g.diagnosed(slog.LevelWarn, what, "doubles", present, "hint", hint)
+	g.say(diagLong, now, fmt.Sprintf("%s (%d doubles)", what, present), hint, "BeamNG's MESSAGES TOO LONG: another CSV?")
 }

@@ -29,6 +29,28 @@ type direct struct {
 	rx     []byte
 	clock  *manualClock // the session's: it reads the time each message says
 	net    *memnet.Network
+	tr     *directSocket // the link's socket
+}
+
+// directSocket is the link's socket in a direct test: a read takes the
+// datagram the test hands it (next, from `from`), else one queued on the
+// in-memory network, and never waits; arrival times are not stamped.
+type directSocket struct {
+	Transport
+	next []byte
+	from netip.AddrPort
+}
+
+func (s *directSocket) Read(buf []byte) (int, netip.AddrPort, int64, error) {
+	if s.next != nil {
+		n := copy(buf, s.next)
+		s.next = nil
+		return n, s.from, 0, nil
+	}
+	if n, from, ok := s.Transport.Queued(buf); ok {
+		return n, from, 0, nil
+	}
+	return 0, netip.AddrPort{}, 0, errTimeout
 }
 
 // manualClock is the time a direct test says it is.
@@ -40,7 +62,7 @@ func (c *manualClock) WaitUntil(t time.Time) { c.now = t }
 func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer, opts ...func(*Options)) *direct {
 	t.Helper()
 	skipInBusyPoll(t)
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +73,16 @@ func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer,
 	}
 	n := memnet.New()
 	clock := &manualClock{now: time.Unix(1e9, 0)}
-	o := Options{Plan: plan, Model: m, Params: kinds.Parameters(plan.Model), Listen: ListenMem(n), Clock: clock}
+	var tr *directSocket
+	listen := func(local netip.AddrPort) (Transport, error) {
+		t, err := memListen(n)(local)
+		if err != nil {
+			return nil, err
+		}
+		tr = &directSocket{Transport: t}
+		return tr, nil
+	}
+	o := Options{Plan: plan, Model: m, Params: kinds.Parameters(plan.Model), Listen: listen, Clock: clock}
 	if log != nil {
 		o.Log = log.Logger()
 	}
@@ -71,7 +102,7 @@ func newDirect(t testing.TB, cfg *config.Config, m models.Model, log *logBuffer,
 		t.Fatal(err)
 	}
 	v := plan.Vehicles[0]
-	return &direct{t: t, s: s, l: l, plan: plan, beamng: bn, clock: clock, net: n,
+	return &direct{t: t, s: s, l: l, plan: plan, beamng: bn, clock: clock, net: n, tr: tr,
 		msg: make([]float64, v.Layout.Len(beamng.FromBeamNG)), buf: make([]byte, beamng.MaxDatagram),
 		reply: make([]float64, v.Layout.Len(beamng.ToBeamNG)), rx: make([]byte, beamng.MaxDatagram)}
 }
@@ -85,7 +116,8 @@ func (d *direct) from(port uint16) netip.AddrPort {
 func (d *direct) start() time.Time { return time.Unix(1e9, 0) }
 
 // send hands the link d.msg (as it stands) from `from` at `at` and returns
-// the reply, or ok false when none went out.
+// the reply, or ok false when none went out. The link takes it as its
+// loop does (receive): a held message whose time has come first.
 func (d *direct) send(from netip.AddrPort, at time.Time) (reply []float64, ok bool) {
 	b, _ := beamng.Encode(d.buf, d.msg)
 	return d.sendRaw(b, from, at)
@@ -93,7 +125,22 @@ func (d *direct) send(from netip.AddrPort, at time.Time) (reply []float64, ok bo
 
 func (d *direct) sendRaw(b []byte, from netip.AddrPort, at time.Time) ([]float64, bool) {
 	d.clock.now = at
-	d.l.handle(b, from, at, 0)
+	d.tr.next, d.tr.from = b, from
+	d.l.receive()
+	return d.reply1()
+}
+
+// pass lets time pass until at with no message: the link reads nothing,
+// or a held message whose time has come. It returns the reply, or ok
+// false when none went out.
+func (d *direct) pass(at time.Time) ([]float64, bool) {
+	d.clock.now = at
+	d.l.receive()
+	return d.reply1()
+}
+
+// reply1 reads the reply that went out, if any.
+func (d *direct) reply1() ([]float64, bool) {
 	n, _, ok, _ := d.beamng.ReadFrom(d.rx, 0, nil)
 	if !ok {
 		return nil, false

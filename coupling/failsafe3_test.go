@@ -56,7 +56,7 @@ func TestReloadRebindsByFieldIdentity(t *testing.T) {
 			for ctx.Err() == nil && h.c.Stats().Get(Messages) < 800 { // 4 s
 				time.Sleep(5 * time.Millisecond)
 			}
-			_, reloadErr = h.s.ReloadConfig("../examples/gen2-follow.json", []byte(swapped))
+			_, reloadErr = reloadConfig(h.s, "../examples/gen2-follow.json", []byte(swapped))
 		})
 		if reloadErr != nil || h.s.Values()[Reloads] != 1 {
 			t.Fatalf("reload: %v, reloads %d", reloadErr, h.s.Values()[Reloads])
@@ -154,8 +154,8 @@ func TestReloadRefusedByTheModelChangesNothing(t *testing.T) {
 	var ch ports.Changes
 	h.run(t, func(ctx context.Context) {
 		h.waitMessages(200)
-		_, refused = h.s.ReloadConfig(path, []byte(strings.Replace(text, `"kp": 0.3`, `"kp": 50`, 1)))
-		ch, later = h.s.ReloadConfig(path, []byte(strings.Replace(text, `"kp": 0.3`, `"kp": 0.5`, 1)))
+		_, refused = reloadConfig(h.s, path, []byte(strings.Replace(text, `"kp": 0.3`, `"kp": 50`, 1)))
+		ch, later = reloadConfig(h.s, path, []byte(strings.Replace(text, `"kp": 0.3`, `"kp": 0.5`, 1)))
 	})
 	if refused == nil || !strings.Contains(refused.Error(), "reload refused, nothing applied") || !strings.Contains(refused.Error(), "a gain must be within 0..10") {
 		t.Fatalf("a gain of 50: %v", refused)
@@ -190,7 +190,7 @@ func TestReloadWhileBeamNGIsPaused(t *testing.T) {
 			time.Sleep(time.Second) // well into the pause
 			during = h.c.Stats().Get(Messages)
 			start := time.Now()
-			_, err = h.s.ReloadConfig("../examples/cruise-pedals.json", []byte(strings.Replace(src, `"setSpeed": 20`, `"setSpeed": 15`, 1)))
+			_, err = reloadConfig(h.s, "../examples/cruise-pedals.json", []byte(strings.Replace(src, `"setSpeed": 20`, `"setSpeed": 15`, 1)))
 			took = time.Since(start)
 			if h.c.Stats().Get(Messages) != during {
 				t.Error("BeamNG sent during its pause: the test does not test a paused BeamNG")

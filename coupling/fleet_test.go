@@ -192,7 +192,7 @@ func TestGen2FleetFollows(t *testing.T) {
 		var err error
 		h.run(t, func(ctx context.Context) {
 			time.Sleep(25 * time.Second)
-			_, err = h.s.ReloadConfig(path, []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1)))
+			_, err = reloadConfig(h.s, path, []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1)))
 		})
 		if err != nil {
 			t.Fatalf("the reload was refused: %v", err)
@@ -205,8 +205,8 @@ func TestGen2FleetFollows(t *testing.T) {
 			if s.Stalls != 0 || s.LuaErrors != 0 || s.NaNApplied != 0 || s.Accepted < s.Sent-1 {
 				t.Errorf("vehicle %d's BeamNG: %v, lua errors %d, NaN %d", v, s, s.LuaErrors, s.NaNApplied)
 			}
-			if l := h.plan.Vehicles[v].Layout; h.s.Link(v).msg == nil || len(h.s.Link(v).msg) != l.Len(0) {
-				t.Errorf("vehicle %d's link reads %d doubles, its CSV says %d", v, len(h.s.Link(v).msg), l.Len(0))
+			if l := h.plan.Vehicles[v].Layout; h.s.Link(v).in.msg == nil || len(h.s.Link(v).in.msg) != l.Len(0) {
+				t.Errorf("vehicle %d's link reads %d doubles, its CSV says %d", v, len(h.s.Link(v).in.msg), l.Len(0))
 			}
 		}
 		if f := h.s.Faults(); len(f) != 0 {

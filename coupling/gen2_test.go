@@ -12,6 +12,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
+	"beamconnect/config"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
@@ -149,7 +150,7 @@ connection,,3rd Party Computation Time,0.0049999999999999,number,,,`
     {"propertyName": "throttle", "params": "freeze"}, {"propertyName": "steeringWheelPosition"}]]}],
   "beamng": {"protocol": "csv", "interface": "rig.csv"}}`)
 	cfg := load(t, path)
-	plan, _ := ports.Compile(cfg)
+	plan, _ := config.Compile(cfg)
 	m := &steerThenPanic{}
 	m.throttle.port, m.throttle.elem, _ = plan.Find(beamng.ToBeamNG, "throttle")
 	m.steering.port, m.steering.elem, _ = plan.Find(beamng.ToBeamNG, "steering")
@@ -184,17 +185,17 @@ connection,,3rd Party Computation Time,0.0049999999999999,number,,,`
 	c := newDirect(t, load(t, path), nil, nil).s
 	csvPath := filepath.Join(filepath.Dir(path), "rig.csv")
 	os.WriteFile(csvPath, []byte(strings.Replace(csv, "signalTo,Electrics,rpm,,number,,,", "signalTo,Electrics,rpm,,number,engine speed,,", 1)), 0o644)
-	if ch, err := c.ReloadConfig(path, []byte(cfgText)); err != nil || !ch.None() {
+	if ch, err := reloadConfig(c, path, []byte(cfgText)); err != nil || !ch.None() {
 		t.Errorf("a description edit: %v %+v", err, ch)
 	}
 	os.WriteFile(csvPath, []byte(strings.Replace(csv, "signalTo,Electrics,rpm,,number,,,", "signalTo,Electrics,rpm,,number,,,\nsignalTo,Electrics,gear,,number,,,", 1)), 0o644)
-	_, err := c.ReloadConfig(path, []byte(cfgText))
+	_, err := reloadConfig(c, path, []byte(cfgText))
 	if err == nil || !strings.Contains(err.Error(), "the CSV's message layout") || !strings.Contains(err.Error(), "2 signalTo and 2 signalFrom rows → 3 and 2") {
 		t.Errorf("a new row: %v", err)
 	}
 	os.WriteFile(csvPath, []byte(csv), 0o644)
 	remapped := strings.Replace(cfgText, `[[{"propertyName": "vehicleGroundSpeed"}]]`, `[[{"propertyName": "vehicleGroundSpeed"}], [{"propertyName": "rpm"}]]`, 1)
-	if ch, err := c.ReloadConfig(path, []byte(remapped)); err != nil || len(ch.Live) == 0 {
+	if ch, err := reloadConfig(c, path, []byte(remapped)); err != nil || len(ch.Live) == 0 {
 		t.Errorf("a new port on the same CSV: %v %+v", err, ch)
 	}
 }

@@ -44,18 +44,18 @@ func (h *Handover) Close() error {
 // knows of BeamNG. Called from the link's loop at the run's end, after the
 // neutral reply.
 func (l *Link) handOver() *Handover {
-	if l.t == nil {
+	if l.sock.t == nil {
 		return nil
 	}
-	if s, ok := l.t.(*spinSocket); ok && s.locked {
+	if s, ok := l.sock.t.(*spinSocket); ok && s.locked {
 		// The loop's OS thread was locked for busy polling: the next
 		// session's loop locks its own.
 		runtime.UnlockOSThread()
 		s.locked = false
 	}
-	h := &Handover{asked: l.asked, remote: l.remote, t: l.t, src: l.src.latched, seen: l.src.lastSeen,
-		lastID: l.lastID, lastAt: l.lastArrival, owed: l.owed, ids: l.ids, last: append([]float64(nil), l.last...)}
-	l.t = nil
+	h := &Handover{asked: l.sock.asked, remote: l.sock.remote, t: l.sock.t, src: l.in.src.latched, seen: l.in.src.lastSeen,
+		lastID: l.in.lastID, lastAt: l.in.lastArrival, owed: l.out.owed, ids: l.out.ids, last: append([]float64(nil), l.out.last...)}
+	l.sock.t = nil
 	return h
 }
 
@@ -70,20 +70,21 @@ func (l *Link) takeOver() bool {
 	if h == nil || h.t == nil {
 		return false
 	}
-	if h.asked != l.asked || h.remote != l.remote || len(h.last) != len(l.last) {
+	if h.asked != l.sock.asked || h.remote != l.sock.remote || len(h.last) != len(l.out.last) {
 		h.Close() // another address now: the next bind may want its port
 		return false
 	}
-	l.t, h.t = h.t, nil
+	l.sock.t, h.t = h.t, nil
 	if !h.src.IsValid() {
 		return true // BeamNG never sent: the socket alone
 	}
-	policy := l.ids.policy
-	l.ids = h.ids
-	l.ids.switchTo(policy)
-	l.src.latch(h.src, h.seen)
-	l.lastID, l.lastArrival, l.owed = h.lastID, h.lastAt, h.owed
-	copy(l.last, h.last)
-	l.prior = h.src
+	policy := l.out.ids.policy
+	l.out.ids = h.ids
+	l.out.ids.switchTo(policy)
+	l.in.src.latch(h.src, h.seen)
+	l.in.jumpFrom = -1
+	l.in.lastID, l.in.lastArrival, l.out.owed = h.lastID, h.lastAt, h.owed
+	copy(l.out.last, h.last)
+	l.in.prior = h.src
 	return true
 }

@@ -64,7 +64,7 @@ func TestHandover(t *testing.T) {
 					t.Fatal(err)
 				}
 				next := &logBuffer{}
-				s, err := New(Options{Plan: h.plan, Model: model, Log: next.Logger(), Local: loopback, Listen: ListenMem(h.net),
+				s, err := New(Options{Plan: h.plan, Model: model, Log: next.Logger(), Local: loopback, Listen: memListen(h.net),
 					Clock: timesync.SleepClock{}, Resume: hs})
 				if err != nil {
 					t.Fatal(err)
@@ -126,7 +126,7 @@ func TestHandoverNotTaken(t *testing.T) {
 			t.Fatalf("handovers %v: want the vehicle's", hs)
 		}
 		port := h.c.LocalAddr()
-		s, err := New(Options{Plan: h.plan, Model: h.model, Local: loopback, Listen: ListenMem(h.net), Resume: hs})
+		s, err := New(Options{Plan: h.plan, Model: h.model, Local: loopback, Listen: memListen(h.net), Resume: hs})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,9 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +60,9 @@ type rig struct {
 	// own (csv), or Gen 1 (gen1).
 	csv  *cosim.File
 	gen1 bool
+	// debugLogs, when set, is where each vehicle's BeamNG side writes its
+	// debug logs: a folder per vehicle, named by its index.
+	debugLogs string
 }
 
 // harness is a rig being run: the session, BeamNG's side, and what the
@@ -121,6 +126,29 @@ func (h *harness) wake() {
 	h.wakeMu.Unlock()
 }
 
+// memListen binds links on the in-memory network n, read as a socket with
+// a receive timeout of the loop's idle step.
+func memListen(n *memnet.Network) Listen {
+	return func(local netip.AddrPort) (Transport, error) {
+		s, err := n.Timed(local, idleStep)
+		if err != nil {
+			return nil, err // not a nil *memnet.Socket in an interface
+		}
+		return s, nil
+	}
+}
+
+// reloadConfig reloads s from the config text data of path, as run's
+// watcher does: parsed and compiled here, refused and counted if it fails.
+func reloadConfig(s *Session, path string, data []byte) (ports.Changes, error) {
+	p, err := config.ParsePlan(path, data)
+	if err != nil {
+		s.RefuseReload()
+		return ports.Changes{}, err
+	}
+	return s.Reload(p)
+}
+
 // load reads an example config.
 func load(t testing.TB, file string) *config.Config {
 	t.Helper()
@@ -140,7 +168,7 @@ func (r rig) sim(t testing.TB) *harness {
 	skipInBusyPoll(t)
 	h := &harness{net: memnet.New()}
 	clock := timesync.SleepClock{}
-	return r.build(t, h, ListenMem(h.net), clock)
+	return r.build(t, h, memListen(h.net), clock)
 }
 
 // udp builds the rig over real loopback sockets, on free ports, read as
@@ -155,7 +183,7 @@ func (r rig) udp(t testing.TB) *harness {
 
 func (r rig) build(t testing.TB, h *harness, listen Listen, clock timesync.Clock) *harness {
 	t.Helper()
-	plan, err := ports.Compile(r.cfg)
+	plan, err := config.Compile(r.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +260,9 @@ func (r rig) build(t testing.TB, h *harness, listen Listen, clock timesync.Clock
 		}
 		if v < len(r.starts) {
 			cfg.StartStep = r.starts[v]
+		}
+		if r.debugLogs != "" {
+			cfg.DebugLogs = filepath.Join(r.debugLogs, strconv.Itoa(v))
 		}
 		if v < len(r.place) {
 			cfg.Vehicle = emulator.DefaultVehicle()

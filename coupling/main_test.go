@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"beamconnect/fmu/host"
+	"beamconnect/internal/proctree"
 	"beamconnect/models/exectest"
+	"beamconnect/recording"
+	"beamconnect/recording/mdf"
 )
 
 // TestMain lets the fault matrix's rows run six at a time: most of a row's
@@ -19,6 +22,10 @@ func TestMain(m *testing.M) {
 		os.Exit(host.Main(os.Stdin, os.Stdout, os.Stderr))
 	}
 	exectest.Main() // the exec models' program
+	recording.Register(mdf.Format)
+	// Exec models start their programs inside synctest bubbles too: the
+	// thread they are forked from is started outside.
+	proctree.Prepare()
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })

@@ -772,7 +772,7 @@ func swapGroups(t *testing.T, m *matrixRun) {
 		t.Error("the run ended before 800 messages: no reload")
 		return
 	}
-	if _, err := m.h.s.ReloadConfig("../examples/gen2-follow.json", []byte(swapInputs(t, src))); err != nil {
+	if _, err := reloadConfig(m.h.s, "../examples/gen2-follow.json", []byte(swapInputs(t, src))); err != nil {
 		t.Errorf("reload: %v", err)
 	}
 }
@@ -784,7 +784,7 @@ func refusedReload(t *testing.T, m *matrixRun) {
 		return
 	}
 	text := strings.Replace(string(must(os.ReadFile(m.path))), `"kp": 0.3`, `"kp": 50`, 1)
-	if _, err := m.h.s.ReloadConfig(m.path, []byte(text)); err == nil || !strings.Contains(err.Error(), "a gain must be within 0..10") {
+	if _, err := reloadConfig(m.h.s, m.path, []byte(text)); err == nil || !strings.Contains(err.Error(), "a gain must be within 0..10") {
 		t.Errorf("a gain of 50: %v", err)
 	}
 }
@@ -839,7 +839,7 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 	defer cancel()
 	reloaded := make(chan error, 1)
 	go w.Run(ctx, func(b []byte) {
-		_, err := m.h.s.ReloadConfig(path, b)
+		_, err := reloadConfig(m.h.s, path, b)
 		select {
 		case reloaded <- err:
 		default:
@@ -909,7 +909,7 @@ func busyPortRow(t *testing.T) string {
 		t.Errorf("faults %q", f)
 	}
 	recovered := time.Duration(0)
-	if first := h.c.firstAt; !first.IsZero() {
+	if first := h.c.in.firstAt; !first.IsZero() {
 		recovered = first.Sub(freed)
 	}
 	return fmt.Sprintf("| busy port | another program holds the client port at start, freed after two failed binds: bind retried with backoff | BeamNG unanswered until then | yes | - | - | %s (BeamNG answered %s after the port was freed) |\n",

@@ -13,6 +13,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config"
 	"beamconnect/internal/scope"
+	"beamconnect/recording"
 )
 
 // The loops of beamng.quality are judged from the coupling's messages for
@@ -50,7 +51,7 @@ func TestControlLoops(t *testing.T) {
 			for _, r := range h.s.Control() {
 				atReload = append(atReload, r.Name+" "+r.Verdict)
 			}
-			if _, err := h.s.ReloadConfig("cruise.json", []byte(strings.Replace(src, `"setSpeed": 20`, `"setSpeed": 15`, 1))); err != nil {
+			if _, err := reloadConfig(h.s, "cruise.json", []byte(strings.Replace(src, `"setSpeed": 20`, `"setSpeed": 15`, 1))); err != nil {
 				t.Errorf("reload: %v", err)
 			}
 		})
@@ -75,7 +76,7 @@ func TestControlLoops(t *testing.T) {
 		// The setpoints come after the ports, before the model's own
 		// variables (cruise-pedals' signals).
 		cols := ring.Layout().Columns
-		first := slices.IndexFunc(cols, func(c scope.Column) bool { return strings.HasPrefix(c.Name, SetpointPrefix) })
+		first := slices.IndexFunc(cols, func(c scope.Column) bool { return strings.HasPrefix(c.Name, recording.SetpointPrefix) })
 		if first < 0 || first+3 > len(cols) {
 			t.Fatalf("no setpoint columns: %+v", cols)
 		}
@@ -100,7 +101,7 @@ func TestControlLoopReloadRefused(t *testing.T) {
 	}
 	s := newDirect(t, cfg, nil, nil).s
 	bad := strings.Replace(string(text), `"setpoint": "setSpeed"`, `"setpoint": "setSped"`, 1)
-	if _, err := s.ReloadConfig("cruise.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), `"setSped" is neither a field of the config nor a parameter of model cruise-pedals (did you mean "setSpeed"?)`) {
+	if _, err := reloadConfig(s, "cruise.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), `"setSped" is neither a field of the config nor a parameter of model cruise-pedals (did you mean "setSpeed"?)`) {
 		t.Errorf("reload: %v", err)
 	}
 	if rs := s.Control(); len(rs) != 1 || rs[0].Setpoint != "setSpeed (model parameter)" {

@@ -8,10 +8,10 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/emulator"
+	"beamconnect/config"
 	"beamconnect/internal/scope"
 	"beamconnect/models"
 	"beamconnect/models/kinds"
-	"beamconnect/ports"
 )
 
 // Over real sockets, both ways of reading them couple the cruise rig: its
@@ -27,9 +27,9 @@ func TestUDPCruise(t *testing.T) {
 		cfg := load(t, "../examples/cruise-pedals.json")
 		cfg.BusyPoll = busy
 		h := rig{cfg: cfg, em: emulator.Config{Steps: 60000}}.udp(t)
-		_, spins := h.c.t.(*spinSocket)
+		_, spins := h.c.sock.t.(*spinSocket)
 		if spins != (busy || testBusyPoll) {
-			t.Fatalf("busy polling asked %v, the socket is a %T", busy, h.c.t)
+			t.Fatalf("busy polling asked %v, the socket is a %T", busy, h.c.sock.t)
 		}
 		h.run(t)
 		holdsSpeed(t, h)
@@ -44,7 +44,7 @@ func TestReceiveAllocs(t *testing.T) {
 		if busy && runtime.GOOS != "linux" {
 			break // busy polling needs Linux: elsewhere the same socket again
 		}
-		plan, _ := ports.Compile(load(t, "../examples/cruise-pedals.json"))
+		plan, _ := config.Compile(load(t, "../examples/cruise-pedals.json"))
 		m, _ := kinds.New(plan.Model, plan.ModelParams, plan, nil)
 		// With a live scope attached: its sample is on the same path, the
 		// model's own variables (cruise-pedals' signals) included.
@@ -58,7 +58,7 @@ func TestReceiveAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := s.Link(0)
-		if _, ok := c.t.(*netSocket); ok && runtime.GOOS == "linux" {
+		if _, ok := c.sock.t.(*netSocket); ok && runtime.GOOS == "linux" {
 			t.Fatalf("busy %v: the socket is still in the netpoller", busy)
 		}
 		beamngSide, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(loopback))
@@ -96,7 +96,7 @@ func TestReceiveAllocs(t *testing.T) {
 		if last := smp.V[len(smp.V)-smp.Width:]; cols[len(cols)-4].Name != "model.setSpeed" || last[len(cols)-4] != 20 || last[len(cols)-3] != 5 {
 			t.Errorf("busy poll %v: the model's signals %v: %v, want setSpeed 20, speedError 5", busy, cols[len(cols)-4:], last[len(cols)-4:])
 		}
-		c.closeSocket()
+		c.sock.close()
 		beamngSide.Close()
 	}
 }

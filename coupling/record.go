@@ -1,7 +1,6 @@
 package coupling
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -308,10 +307,10 @@ func (r *Recorder) stamp(t float64) {
 	r.untimed.Store(false)
 }
 
-// FlushEvery hands the rows over to the writer when the last hand-over is
+// flushBy hands the rows over to the writer when the last hand-over is
 // older than every, and says when to call again. It never blocks: when the
 // writer is still busy, the rows wait for the next call.
-func (r *Recorder) FlushEvery(now time.Time, every time.Duration) (next time.Time) {
+func (r *Recorder) flushBy(now time.Time, every time.Duration) (next time.Time) {
 	if (len(r.cur.data) > 0 || r.eventsWaiting()) && now.Sub(r.lastFlush) >= every {
 		if r.handOver(now); now.Sub(r.lastFlush) >= every {
 			return now.Add(every / 10) // the writer is busy: soon again
@@ -491,44 +490,6 @@ func (r *Recorder) fault(was, now error, lasted time.Duration) {
 	r.Event(e)
 }
 
-// recordStatus records a vehicle's status change.
-func (l *Link) recordStatus(now, was ports.Status) {
-	if l.opt.Record == nil {
-		return
-	}
-	name := "status " + now.String()
-	if l.name != "" && len(l.plan.Vehicles) > 1 {
-		name = l.name + " " + name
-	}
-	l.opt.Record.Event(recording.Event{Time: l.eventTime(), Vehicle: l.index, Kind: recording.StatusChange,
-		Name: name, Text: fmt.Sprintf("connection status %d (%s), was %s", now, now, was)})
-}
-
-// diagnosed logs a live diagnosis and records it: the message, and the
-// hint among args.
-func (l *Link) diagnosed(level slog.Level, msg string, args ...any) {
-	l.log.Log(context.Background(), level, msg, args...)
-	if l.opt.Record == nil {
-		return
-	}
-	text := msg
-	for i := 0; i+1 < len(args); i += 2 {
-		if args[i] == "hint" {
-			text += "; " + fmt.Sprint(args[i+1])
-		}
-	}
-	l.opt.Record.Event(recording.Event{Time: l.eventTime(), Vehicle: l.index, Kind: recording.Diagnosis, Name: "diagnosis", Text: text})
-}
-
-// eventTime is the time of something that happens now, on the rows' time
-// base: the latest message's simulation time (BeamNG simulates nothing
-// between two of its messages); 0 before the first.
-func (l *Link) eventTime() float64 { return l.simTime }
-
-// ErrNotRecording is returned by OpenRecording for a file that is not a
-// recording, which --record does not overwrite without --force.
-var ErrNotRecording = recording.ErrNotRecording
-
 // OpenRecording creates the file for --record, for format (a registered
 // recording format's name; "" for the one path's extension says). It
 // refuses the config file being run, always, and any existing file that is
@@ -555,7 +516,7 @@ func OpenRecording(path, configPath, format string, force bool) (*os.File, *reco
 			f.Close()
 			if recording.Detect(head[:n]) == nil {
 				return nil, nil, fmt.Errorf("%s: the file exists and is %w (neither a CSV whose first row starts %q nor an MDF file beamconnect wrote): expected a new file, an earlier recording, or --force to overwrite it",
-					path, ErrNotRecording, recordHeader)
+					path, recording.ErrNotRecording, recordHeader)
 			}
 		}
 		if !fi.Mode().IsRegular() {

@@ -98,7 +98,7 @@ func TestRecordMDFEvents(t *testing.T) {
 			src, _ := os.ReadFile("../examples/cruise-pedals.json")
 			edited := strings.Replace(string(src), `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)
 			edited = strings.Replace(edited, `"$schema": "../schemas/config.schema.json",`, "", 1)
-			if _, err := h.s.ReloadConfig("rig.json", []byte(edited)); err != nil {
+			if _, err := reloadConfig(h.s, "rig.json", []byte(edited)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -175,7 +175,7 @@ func TestRecorderRowAllocsEveryFormat(t *testing.T) {
 				r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 				if i%50 == 0 { // as the loop does every 250 ms
 					now = now.Add(250 * time.Millisecond)
-					r.FlushEvery(now, flushEvery)
+					r.flushBy(now, flushEvery)
 				}
 			}); a != 0 {
 				t.Errorf("%v allocations per row", a)
@@ -203,7 +203,7 @@ func BenchmarkRecorderRow(b *testing.B) {
 				r.Row(&recording.Entry{Time: float64(i)*0.005 + 0.123456, LocalTime: float64(i)*0.005 + 0.123456, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 				if i%50 == 49 {
 					now = now.Add(250 * time.Millisecond)
-					r.FlushEvery(now, flushEvery)
+					r.flushBy(now, flushEvery)
 					b.StopTimer()
 					for len(r.full) > 0 || len(r.free) == 0 {
 						runtime.Gosched() // a real run has 250 ms for this
@@ -299,7 +299,7 @@ func TestRecorderMDFFullDisk(t *testing.T) {
 			r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 			if i%50 == 49 {
 				now = now.Add(time.Second)
-				r.FlushEvery(now, flushEvery)
+				r.flushBy(now, flushEvery)
 				writerIdle(r) // the writer took it and is done
 			}
 		}
@@ -348,7 +348,7 @@ func TestRecorderMDFFullToTheEnd(t *testing.T) {
 		r.Row(&recording.Entry{Time: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 		if i%50 == 49 {
 			now = now.Add(time.Second)
-			r.FlushEvery(now, flushEvery)
+			r.flushBy(now, flushEvery)
 			writerIdle(r)
 		}
 		if i == 100 {
@@ -396,7 +396,7 @@ func TestRecorderMemoryFlat(t *testing.T) {
 					r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
 					if i%50 == 49 {
 						now = now.Add(250 * time.Millisecond)
-						r.FlushEvery(now, flushEvery)
+						r.flushBy(now, flushEvery)
 						for len(r.full) > 0 || len(r.free) < 2 {
 							runtime.Gosched()
 						}

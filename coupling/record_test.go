@@ -3,10 +3,13 @@ package coupling
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,9 +18,10 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
+	"beamconnect/config"
+	"beamconnect/config/configtest"
 	"beamconnect/internal/wine"
 	"beamconnect/ports"
-	"beamconnect/ports/portstest"
 	"beamconnect/recording"
 )
 
@@ -47,7 +51,9 @@ func (d *fullDisk) free(room int) {
 	d.room = room
 }
 
-func recordPlan(t testing.TB) *ports.Plan { return portstest.Load(t, "../examples/cruise-pedals.json") }
+func recordPlan(t testing.TB) *ports.Plan {
+	return configtest.Plan(t, "../examples/cruise-pedals.json")
+}
 
 // writerIdle waits until r's writer has written what it was handed and
 // handed the batch back: both spare batches are free again. The caller
@@ -73,7 +79,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	ins := [][]float64{{1}, {0.25, 0}, {0}}
 	row := func(i int) {
 		r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
-		r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
+		r.flushBy(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 	}
 	for i := range 100 {
 		row(i)
@@ -81,7 +87,7 @@ func TestRecorderFullDisk(t *testing.T) {
 	// The rest handed over once the writer is free, as the coupling's loop
 	// does, and written.
 	writerIdle(r)
-	r.FlushEvery(time.Now().Add(time.Hour), 250*time.Millisecond)
+	r.flushBy(time.Now().Add(time.Hour), 250*time.Millisecond)
 	writerIdle(r)
 	if !log.Has("recording: a write failed (disk full?); the coupling goes on") {
 		t.Fatalf("the full disk was not reported when it happened:\n%s", log)
@@ -252,7 +258,7 @@ func TestRecorderBlockedDestination(t *testing.T) {
 		ins := [][]float64{{1}, {0.25, 0}, {0}}
 		for i := range 5000 {
 			r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
-			r.FlushEvery(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
+			r.flushBy(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
 		}
 		start := time.Now()
 		err := r.Close()
@@ -309,7 +315,7 @@ func TestScopeColumnUnits(t *testing.T) {
 		}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
-			plan, err := ports.Compile(load(t, tc.file))
+			plan, err := config.Compile(load(t, tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,4 +332,93 @@ func TestScopeColumnUnits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The recording holds what BeamNG got: with two vehicles stepping one
+// model (each vehicle's step computes both vehicles' controls), every
+// recorded control of a row's vehicle equals, value for value, what
+// BeamNG's side received in the reply of that row's reply id, as its
+// receive log has it. A row taken after the reply went out could show
+// the other vehicle's step instead.
+func TestRecordingIsTheReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		var rec bytes.Buffer
+		h := rig{cfg: load(t, "../examples/follow.json"), starts: []int64{0, 0}, place: [][3]float64{{0, 0, 0}, {40, 0, 0}},
+			em: emulator.Config{Steps: 20000}, debugLogs: dir,
+			opts: func(_ *harness, o *Options) { o.Record = NewRecorder(&rec, o.Plan, nil) }}.sim(t)
+		h.run(t)
+		all, err := csv.NewReader(&rec).ReadAll()
+		if err != nil || len(all) < 2 {
+			t.Fatalf("recording: %v, %d lines", err, len(all))
+		}
+		col := map[string]int{}
+		for i, name := range all[0] {
+			col[name] = i
+		}
+		// Each vehicle's controls: the recording's column, the reply's slot.
+		type control struct {
+			column string
+			slot   int
+		}
+		controls := map[string][]control{}
+		layout := recording.LayoutOf(h.plan, nil)
+		for _, c := range layout.Columns {
+			if c.Role != recording.Field || c.Out {
+				continue
+			}
+			for _, f := range h.plan.Inputs[c.Port].Fields {
+				if c.Elem >= f.Offset && c.Elem < f.Offset+f.Width && f.Vehicle == c.Vehicle {
+					name := h.plan.Vehicles[c.Vehicle].Name
+					controls[name] = append(controls[name], control{c.Name, f.Slot + c.Elem - f.Offset})
+				}
+			}
+		}
+		// What each vehicle's BeamNG received, by reply id (the first).
+		got := map[string]map[string][]string{}
+		for v, veh := range h.plan.Vehicles {
+			f, err := os.Open(filepath.Join(dir, strconv.Itoa(v), emulator.ReceiveLogName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines, err := csv.NewReader(f).ReadAll()
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[veh.Name] = map[string][]string{}
+			for _, l := range lines[1:] {
+				if _, seen := got[veh.Name][l[1]]; !seen {
+					got[veh.Name][l[1]] = l[1:] // slot 0 is the id
+				}
+			}
+		}
+		checked, differ := 0, 0
+		for i, row := range all[1:] {
+			veh := row[col["vehicle"]]
+			reply, ok := got[veh][row[col["reply_id"]]]
+			if !ok {
+				continue // the run ended before BeamNG's side read it
+			}
+			if len(controls[veh]) == 0 {
+				t.Fatalf("vehicle %q has no controls in %q", veh, all[0])
+			}
+			for _, c := range controls[veh] {
+				checked++
+				rv, _ := strconv.ParseFloat(row[col[c.column]], 64)
+				bv, _ := strconv.ParseFloat(reply[c.slot], 64)
+				if rv != bv && !(math.IsNaN(rv) && math.IsNaN(bv)) {
+					if differ++; differ <= 5 {
+						t.Errorf("row %d (%s, reply id %s): %s recorded %v, BeamNG got %v", i+1, veh, row[col["reply_id"]], c.column, rv, bv)
+					}
+				}
+			}
+		}
+		if differ > 0 {
+			t.Errorf("%d of %d recorded controls are not what BeamNG got", differ, checked)
+		}
+		if want := 2 * 2 * 1900; checked < want {
+			t.Errorf("%d controls checked against BeamNG's receive log, want at least %d", checked, want)
+		}
+	})
 }

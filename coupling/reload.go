@@ -4,31 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"beamconnect/beamng"
-	"beamconnect/config"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
 
-// ReloadConfig is a whole reload of the config file at path with content
-// data: parse and check it, compile a plan, and hand it to Reload. Nothing
-// is applied unless every step succeeds; the error says why (a
-// config.Diagnostics for a bad file, with file:line:col).
-func (s *Session) ReloadConfig(path string, data []byte) (ports.Changes, error) {
-	cfg, err := config.Parse(path, data)
-	if err != nil {
-		s.stats.inc(ReloadErrors)
-		return ports.Changes{}, err
-	}
-	p, err := ports.Compile(cfg)
-	if err != nil {
-		s.stats.inc(ReloadErrors)
-		return ports.Changes{}, err
-	}
-	return s.Reload(p)
-}
+// RefuseReload counts a reload refused before it came to the session: a
+// config edit that does not parse or compile (which is the caller's to
+// do: the session takes plans, never files).
+func (s *Session) RefuseReload() { s.stats.inc(ReloadErrors) }
 
 // Reload moves the run to a compiled plan, whole or not at all, as Caddy
 // provisions a config before it swaps it in. Everything that can fail is
@@ -41,23 +28,37 @@ func (s *Session) ReloadConfig(path string, data []byte) (ports.Changes, error) 
 // reload is compared with what runs). A refused reload changes nothing:
 // the running plan, the model and its parameters, what the next reload is
 // compared with. Safe to call while Run runs.
-func (s *Session) Reload(p *ports.Plan) (ports.Changes, error) {
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
-	if s.opt.RealTime && !p.RealTime {
+func (s *Session) Reload(p *ports.Plan) (ports.Changes, error) { return s.reloads.apply(p) }
+
+// reloads are a session's: one at a time, each compared with the newest
+// plan accepted (latest), prepared, and submitted to the stage.
+type reloads struct {
+	mu       sync.Mutex
+	latest   *ports.Plan
+	opt      *Options
+	stage    *stage
+	stats    *Stats
+	vehicles int
+}
+
+// apply is Session.Reload.
+func (r *reloads) apply(p *ports.Plan) (ports.Changes, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.opt.RealTime && !p.RealTime {
 		p = p.InRealTime() // the run's mode, as the command line set it
 	}
-	ch := ports.Diff(s.latest, p)
+	ch := ports.Diff(r.latest, p)
 	if ch.None() {
 		return ch, nil
 	}
-	r, err := s.prepare(ch, p)
+	pr, err := r.prepare(ch, p)
 	if err != nil {
-		s.stats.inc(ReloadErrors)
+		r.stats.inc(ReloadErrors)
 		return ch, fmt.Errorf("reload refused, nothing applied: %w", err)
 	}
-	s.stage.submit(r)
-	s.latest = p
+	r.stage.submit(pr)
+	r.latest = p
 	return ch, nil
 }
 
@@ -78,40 +79,41 @@ type prepared struct {
 type move struct{ fromPort, from, toPort, to, width int }
 
 // prepare does all of a reload that can fail, or says why it cannot be.
-func (s *Session) prepare(ch ports.Changes, p *ports.Plan) (*prepared, error) {
+func (r *reloads) prepare(ch ports.Changes, p *ports.Plan) (*prepared, error) {
+	name := r.opt.ModelName
 	restart := ch.RestartOnly
-	if ch.Params != "" && s.opt.ModelName != p.Model {
-		restart = append(restart, ch.Params+" (the model running is "+s.opt.ModelName+", not the config's)")
+	if ch.Params != "" && name != p.Model {
+		restart = append(restart, ch.Params+" (the model running is "+name+", not the config's)")
 	}
 	if len(restart) > 0 {
 		return nil, fmt.Errorf("these cannot change while running (restart beamconnect for them): %s", strings.Join(restart, "; "))
 	}
-	if len(p.Vehicles) != len(s.links) {
+	if len(p.Vehicles) != r.vehicles {
 		return nil, errors.New("the number of vehicles changed: restart beamconnect")
 	}
-	rb, ok := s.stage.model.(models.Rebinder)
+	rb, ok := r.stage.model.(models.Rebinder)
 	if !ok {
-		return nil, fmt.Errorf("model %s cannot move to a reloaded config while it runs: restart beamconnect for this change", s.opt.ModelName)
+		return nil, fmt.Errorf("model %s cannot move to a reloaded config while it runs: restart beamconnect for this change", name)
 	}
-	commit, err := rb.Rebind(p, s.params(s.latest), s.params(p))
+	commit, err := rb.Rebind(p, r.params(r.latest), r.params(p))
 	if err != nil {
 		return nil, err
 	}
-	loops, err := newControlLoops(p, s.setpoint(p))
+	loops, err := newControlLoops(p, setpoints(r.opt.Params, p))
 	if err != nil {
 		return nil, err
 	}
-	r := &prepared{plan: p, commit: commit, loops: loops, swappedIn: make(chan struct{})}
-	old := s.latest
-	r.outs, r.outMoves = carry(beamng.FromBeamNG, old, p, old.Outputs, p.Outputs)
-	r.ins, r.inMoves = carry(beamng.ToBeamNG, old, p, old.Inputs, p.Inputs)
-	return r, nil
+	pr := &prepared{plan: p, commit: commit, loops: loops, swappedIn: make(chan struct{})}
+	old := r.latest
+	pr.outs, pr.outMoves = carry(beamng.FromBeamNG, old, p, old.Outputs, p.Outputs)
+	pr.ins, pr.inMoves = carry(beamng.ToBeamNG, old, p, old.Inputs, p.Inputs)
+	return pr, nil
 }
 
 // params are the modelParams of plan p that the running model takes: the
 // config's, unless the model running is another (run --model).
-func (s *Session) params(p *ports.Plan) models.Params {
-	if s.opt.ModelName != p.Model {
+func (r *reloads) params(p *ports.Plan) models.Params {
+	if r.opt.ModelName != p.Model {
 		return nil
 	}
 	return p.ModelParams

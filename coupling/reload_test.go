@@ -112,7 +112,7 @@ func reloadRig(t testing.TB) (string, *harness, *observer, func()) {
 	wg.Go(func() { h.s.Run(ctx) })
 	wg.Go(func() { h.emSum, _ = h.em.Run(ctx) })
 	w := config.NewWatcher(path, 0, nil)
-	wg.Go(func() { w.Run(ctx, func(data []byte) { h.s.ReloadConfig(path, data) }) })
+	wg.Go(func() { w.Run(ctx, func(data []byte) { reloadConfig(h.s, path, data) }) })
 	obs.await(0)
 	return path, h, obs, func() { cancel(); wg.Wait() }
 }
@@ -164,7 +164,7 @@ func TestReloadWhileRunning(t *testing.T) {
 					bad = false
 				}
 				start := time.Now()
-				_, err := h.s.ReloadConfig("rig.json", []byte(content))
+				_, err := reloadConfig(h.s, "rig.json", []byte(content))
 				if bad {
 					time.Sleep(100 * time.Millisecond)
 					if _, ok := obs.seen(float64(k)); ok || err == nil {
@@ -209,7 +209,7 @@ func TestReloadRefusesRestartOnly(t *testing.T) {
 	cfg, _ := config.Parse("rig.json", []byte(rigVersion(1, "")))
 	s := newDirect(t, cfg, nil, nil).s
 	before := s.Plan()
-	_, err := s.ReloadConfig("rig.json", []byte(strings.Replace(rigVersion(2, ""), `"beamng": {`, `"beamng": {"localPort": 7000, "replyId": "echo", `, 1)))
+	_, err := reloadConfig(s, "rig.json", []byte(strings.Replace(rigVersion(2, ""), `"beamng": {`, `"beamng": {"localPort": 7000, "replyId": "echo", `, 1)))
 	if err == nil || !strings.Contains(err.Error(), "reload refused, nothing applied") ||
 		!strings.Contains(err.Error(), "the local address (beamng.localIP/localPort) (127.0.0.1:64890 → 127.0.0.1:7000)") {
 		t.Fatalf("error %v", err)
@@ -220,7 +220,7 @@ func TestReloadRefusesRestartOnly(t *testing.T) {
 		t.Error("a refused reload changed the running plan")
 	}
 	// A bad file names file:line:col.
-	_, err = s.ReloadConfig("rig.json", []byte(strings.Replace(rigVersion(3, ""), "custom2", "custum2", 1)))
+	_, err = reloadConfig(s, "rig.json", []byte(strings.Replace(rigVersion(3, ""), "custom2", "custum2", 1)))
 	var ds config.Diagnostics
 	if !errors.As(err, &ds) || !strings.Contains(ds.Error(), `rig.json:4:91: inputs[0].ports[1][1].propertyName: "custum2" is not a BeamNG signal (did you mean "custom2"?)`) {
 		t.Errorf("error %v", err)
@@ -318,7 +318,7 @@ func TestFleetReload(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			for _, text := range []string{fleetVersion(2, "counter"), strings.Replace(fleetVersion(3, "counter"),
 				`"b": {"localPort": 40002, "remotePort": 40003}`, `"b": {"localPort": 40002, "remotePort": 40003}, "c": {"localPort": 40004, "remotePort": 40005}`, 1)} {
-				ch, err := h.s.ReloadConfig("fleet.json", []byte(text))
+				ch, err := reloadConfig(h.s, "fleet.json", []byte(text))
 				errs, changes = append(errs, err), append(changes, ch.Live)
 				time.Sleep(300 * time.Millisecond)
 			}
@@ -367,7 +367,7 @@ func TestModelParametersReloadLive(t *testing.T) {
 		var ch ports.Changes
 		h.run(t, func(ctx context.Context) {
 			time.Sleep(30 * time.Second)
-			ch, err = h.s.ReloadConfig("cruise.json", []byte(strings.Replace(string(text), `"setSpeed": 20`, `"setSpeed": 12`, 1)))
+			ch, err = reloadConfig(h.s, "cruise.json", []byte(strings.Replace(string(text), `"setSpeed": 20`, `"setSpeed": 12`, 1)))
 		})
 		if err != nil || ch.Params != "beamng.modelParams.setSpeed 20 → 12" {
 			t.Fatalf("reload: %v, %q", err, ch.Params)
@@ -386,15 +386,15 @@ func TestModelParametersReloadLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newDirect(t, cfg, nil, nil).s
-	_, err = s.ReloadConfig("follow.json", []byte(strings.Replace(string(text), `"ego": "ego", "lead": "lead", "timeGap": 1.8`, `"ego": "lead", "lead": "ego", "timeGap": 2.2`, 1)))
+	_, err = reloadConfig(s, "follow.json", []byte(strings.Replace(string(text), `"ego": "ego", "lead": "lead", "timeGap": 1.8`, `"ego": "lead", "lead": "ego", "timeGap": 2.2`, 1)))
 	if err == nil || !strings.Contains(err.Error(), `modelParams.ego ("ego" → "lead")`) || !strings.Contains(err.Error(), "restart beamconnect") {
 		t.Errorf("re-binding follow: %v", err)
 	}
-	_, err = s.ReloadConfig("follow.json", []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": -1`, 1)))
+	_, err = reloadConfig(s, "follow.json", []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": -1`, 1)))
 	if err == nil || !strings.Contains(err.Error(), "modelParams.timeGap: expected a number above 0") {
 		t.Errorf("a bad time gap: %v", err)
 	}
-	if _, err := s.ReloadConfig("follow.json", []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1))); err != nil {
+	if _, err := reloadConfig(s, "follow.json", []byte(strings.Replace(string(text), `"timeGap": 1.8`, `"timeGap": 2.2`, 1))); err != nil {
 		t.Errorf("a new time gap: %v", err)
 	}
 }
@@ -415,7 +415,7 @@ func TestFMUParametersReloadLive(t *testing.T) {
 	h := rig{cfg: load(t, path), em: emulator.Config{Steps: 100000}}.udp(t)
 	h.run(t, func(ctx context.Context) {
 		h.waitMessages(5000) // 25 s simulated
-		_, err = h.s.ReloadConfig(path, []byte(strings.Replace(text, `"setSpeed": 20`, `"setSpeed": 12`, 1)))
+		_, err = reloadConfig(h.s, path, []byte(strings.Replace(text, `"setSpeed": 20`, `"setSpeed": 12`, 1)))
 	})
 	if err != nil {
 		t.Fatalf("reload: %v", err)

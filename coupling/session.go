@@ -44,11 +44,11 @@ import (
 // (reported as a stall) rather than BeamNG lost.
 const stallGap = 2300 * time.Millisecond
 
-// RebaseGap is how long BeamNG may be silent before beamconnect assumes its
+// rebaseGap is how long BeamNG may be silent before beamconnect assumes its
 // controller timed out (2.0 s) and reset its window: reply ids then restart
 // so BeamNG goes back to lockstep instead of keeping a standing backlog. A
 // reply later than this is not sent: BeamNG gave up on it.
-const RebaseGap = 1900 * time.Millisecond
+const rebaseGap = 1900 * time.Millisecond
 
 // DefaultBindTimeout is how long run retries a local address it cannot
 // bind before it gives up.
@@ -101,7 +101,7 @@ type Options struct {
 	// plan's beamng.busyPoll sets it too.
 	BusyPoll bool
 	// Listen binds a vehicle's local address; nil binds UDP sockets
-	// (ListenUDP). Tests bind in memory (ListenMem).
+	// (listenUDP). Tests bind in memory (internal/memnet).
 	Listen Listen
 	// BindTimeout is how long a vehicle's local address may fail to bind
 	// (a busy port, an address not of this machine) before the run gives
@@ -134,10 +134,7 @@ type Session struct {
 	stage *stage
 	stats Stats // the run's own counters (model, reloads, recording)
 
-	// Reloads: Reload parks a checked plan in the stage; latest is the
-	// newest accepted one, which the next reload is compared with.
-	reloadMu sync.Mutex
-	latest   *ports.Plan
+	reloads reloads
 }
 
 // New prepares a session of every vehicle of opt.Plan; it binds nothing yet.
@@ -169,10 +166,11 @@ func New(opt Options) (*Session, error) {
 	if opt.Listen == nil {
 		opt.Listen = udpListen(opt.BusyPoll, opt.Log)
 	}
-	s := &Session{opt: opt, log: opt.Log, latest: p}
+	s := &Session{opt: opt, log: opt.Log}
 	s.stage = newStage(p, opt.Model, &s.stats, opt.Log, opt.Clock)
 	s.stage.fault.record = opt.Record
-	loops, err := newControlLoops(p, s.setpoint(p))
+	s.reloads = reloads{latest: p, opt: &s.opt, stage: s.stage, stats: &s.stats, vehicles: len(p.Vehicles)}
+	loops, err := newControlLoops(p, setpoints(opt.Params, p))
 	if err != nil {
 		return nil, fmt.Errorf("beamng.quality: %w", err)
 	}
@@ -189,7 +187,7 @@ func New(opt Options) (*Session, error) {
 		h.Close() // a vehicle no more
 	}
 	for _, l := range s.links {
-		s.stage.statuses = append(s.stage.statuses, &l.status)
+		s.stage.statuses = append(s.stage.statuses, &l.status.reported)
 	}
 	if p.RealTime {
 		// The problem lines that depend on the mode read it from the
@@ -216,7 +214,7 @@ func New(opt Options) (*Session, error) {
 func udpListen(busy bool, log *slog.Logger) Listen {
 	var once sync.Once
 	return func(local netip.AddrPort) (Transport, error) {
-		t, fallback, err := ListenUDP(local, busy)
+		t, fallback, err := listenUDP(local, busy)
 		if fallback != nil {
 			once.Do(func() {
 				log.Warn("busy polling is not available here; reading the socket the usual way", "err", fallback)
@@ -252,7 +250,7 @@ func (s *Session) Bind() error {
 // (Run releases them itself at its end.)
 func (s *Session) Close() {
 	for _, l := range s.links {
-		l.closeSocket()
+		l.sock.close()
 	}
 }
 
@@ -402,7 +400,7 @@ type VehicleDiagnosis struct {
 func (s *Session) Diagnoses(now time.Time) []VehicleDiagnosis {
 	var out []VehicleDiagnosis
 	for _, l := range s.links {
-		for _, d := range l.Diagnoses(now) {
+		for _, d := range l.diagnosed(now) {
 			out = append(out, VehicleDiagnosis{Vehicle: l.name, Diagnosis: d})
 		}
 	}
@@ -414,7 +412,7 @@ func (s *Session) Diagnoses(now time.Time) []VehicleDiagnosis {
 func (s *Session) Notes() []string {
 	var out []string
 	for _, l := range s.links {
-		for _, n := range l.Notes() {
+		for _, n := range l.notes() {
 			if len(s.links) > 1 {
 				n = fmt.Sprintf("vehicle %q: %s", l.name, n)
 			}
@@ -446,7 +444,7 @@ func (s *Session) problems(final bool) []string {
 			lines = l.Faults()
 		} else {
 			v := l.stats.Snapshot()
-			lines = append(l.diagnosisFaults(), v.Problems(policy)...)
+			lines = append(l.diag.faults(l.clock.Now()), v.Problems(policy)...)
 		}
 		for _, f := range lines {
 			out = append(out, prefix+f)

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"beamconnect/beamng"
-	"beamconnect/config"
+	"beamconnect/ports"
 )
 
 // How a silence of BeamNG ends. BeamNG falls silent while connected for
@@ -13,7 +12,7 @@ import (
 //
 //   - its own 2 s wait for a reply it has not had (a reply or a message
 //     lost, a reply too late): it reset its window, so the reply ids are
-//     re-based to count from its next message (ids.go);
+//     re-based to count from its next message (reply.go);
 //   - a pause (its physics paused, a hitch, a debugger): it goes on where it
 //     left off, with its window as it was, so the ids go on too; a re-base
 //     would be rejected and cost a 2 s stall;
@@ -22,7 +21,7 @@ import (
 // BeamNG waits only for a reply it has not had. So a silence whose first
 // message is the next id (nothing lost), while every message before it was
 // answered, was a pause: a note, not a fault. Except when it lasted as long
-// as BeamNG's own wait (RebaseGap to stallGap, 1.9 to 2.3 s), where a reply
+// as BeamNG's own wait (rebaseGap to stallGap, 1.9 to 2.3 s), where a reply
 // lost on the way looks the same: there the ids are re-based on the likelier
 // cause, the wait, and the guess is checked by what BeamNG does next (with a
 // window of one message). After its wait it takes the re-based reply and
@@ -67,52 +66,52 @@ const (
 // queued than its window lets it send unanswered, and the message before
 // answered. BeamNG had no reply to wait for: its silence was a pause. (The
 // message before may be the session before's, taken over: lastArrival.)
-func (l *Link) resumedWhole(id float64) bool {
+func (in *inbox) resumedWhole(id float64) bool {
 	first, queued := id, int64(1)
-	if l.drainN > 0 {
-		first, queued = l.drainLow, l.drainN
+	if in.drainN > 0 {
+		first, queued = in.drainLow, in.drainN
 	}
-	return !l.lastArrival.IsZero() && first == l.lastID+1 && queued <= int64(l.lockstep.window) && !l.owed
+	return !in.lastArrival.IsZero() && first == in.lastID+1 && queued <= int64(in.out.lockstep.window) && !in.out.owed
 }
 
 // endSilence classifies message id, which ends a silence of gap (at least
-// RebaseGap) from BeamNG's latched port, and re-bases the reply ids when
+// rebaseGap) from BeamNG's latched port, and re-bases the reply ids when
 // BeamNG reset its window.
-func (l *Link) endSilence(id float64, gap time.Duration, now time.Time) (pause bool) {
+func (in *inbox) endSilence(id float64, gap time.Duration, now time.Time) (pause bool) {
 	switch {
-	case !l.resumedWhole(id):
-		l.stall(gap, l.silent, id, now)
-		l.rebase(id, now)
+	case !in.resumedWhole(id):
+		in.stall(gap, in.silent, id, now)
+		in.rebase(id, now)
 	case gap >= stallGap:
 		return true // longer than BeamNG ever waits, and nothing lost: a pause
-	case l.ids.policy == config.ReplyEcho || l.lockstep.window > 1 || l.guessWait() > maxGuessWait:
+	case in.out.ids.policy == ports.ReplyEcho || in.out.lockstep.window > 1 || in.guessWait() > maxGuessWait:
 		// No check possible: echoed ids are never re-based, and with a
 		// wider window BeamNG sends on either way. Its wait is the likelier.
-		l.stall(gap, l.silent, id, now)
-		l.rebase(id, now)
+		in.stall(gap, in.silent, id, now)
+		in.rebase(id, now)
 	default:
-		l.guess = silenceGuess{phase: guessing, id: id, at: now, gap: gap, silent: l.silent, ids: l.ids}
-		l.log.Debug("BeamNG was silent for about its own 2 s wait, nothing lost: re-basing reply ids, checking it was not a pause",
+		in.guess = silenceGuess{phase: guessing, id: id, at: now, gap: gap, silent: in.silent, ids: in.out.ids}
+		in.log.Debug("BeamNG was silent for about its own 2 s wait, nothing lost: re-basing reply ids, checking it was not a pause",
 			"gap", gap.Round(time.Millisecond), "id", id)
-		l.rebase(id, now)
+		in.rebase(id, now)
 	}
 	return false
 }
 
 // guessWait is how long BeamNG may take to send on after a reply it took.
-func (l *Link) guessWait() time.Duration {
-	return max(guessWait, sourcePeriods*seconds(l.plan.Period))
+func (in *inbox) guessWait() time.Duration {
+	return max(guessWait, sourcePeriods*seconds(in.plan.Period))
 }
 
 // stall counts one of BeamNG's 2 s waits for a reply, after which the reply
 // ids were re-based; silent says the silence was said.
-func (l *Link) stall(gap time.Duration, silent bool, id float64, now time.Time) {
-	l.stats.inc(StallsRecovered)
-	l.stalled(now)
+func (in *inbox) stall(gap time.Duration, silent bool, id float64, now time.Time) {
+	in.stats.inc(StallsRecovered)
+	in.diag.stalled(now)
 	if gap < stallGap && silent {
-		l.stats.inc(stallSilences) // the silence was BeamNG's own 2 s timeout
+		in.stats.inc(stallSilences) // the silence was BeamNG's own 2 s timeout
 	}
-	l.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
+	in.log.Warn("BeamNG waited 2 s for a reply and reset its window: re-basing reply ids",
 		"gap", gap.Round(time.Millisecond), "id", id)
 }
 
@@ -120,16 +119,16 @@ func (l *Link) stall(gap time.Duration, silent bool, id float64, now time.Time) 
 // nothing lost, its window as it was, so the reply ids go on and the
 // coupling is in lockstep at once. A pause long enough to be said as a
 // silence is counted, and noted in the summary; it is not a fault.
-func (l *Link) paused(gap time.Duration, silent bool, id float64, now time.Time) {
-	l.sim.Anchor(id, now) // master time sync: no burst to catch up the pause
+func (in *inbox) paused(gap time.Duration, silent bool, id float64, now time.Time) {
+	in.sim.Anchor(id, now) // master time sync: no burst to catch up the pause
 	if !silent {
 		return
 	}
-	l.stats.inc(Pauses)
-	if int64(gap) > l.stats.Get(longestPause) {
-		l.stats.Set(longestPause, int64(gap))
+	in.stats.inc(Pauses)
+	if int64(gap) > in.stats.Get(longestPause) {
+		in.stats.Set(longestPause, int64(gap))
 	}
-	l.log.Info("BeamNG went on where it left off, nothing lost: it paused (not a fault); in lockstep at once",
+	in.log.Info("BeamNG went on where it left off, nothing lost: it paused (not a fault); in lockstep at once",
 		"paused_for", gap.Round(time.Millisecond), "id", id)
 }
 
@@ -137,21 +136,21 @@ func (l *Link) paused(gap time.Duration, silent bool, id float64, now time.Time)
 // that opened a guess (or a new coupling session): how soon it came says
 // whether BeamNG had reset its window (it took the re-based reply) or had
 // paused (it took the reply sent again).
-func (l *Link) settleGuess(id float64, now time.Time) {
-	g := &l.guess
+func (in *inbox) settleGuess(id float64, now time.Time) {
+	g := &in.guess
 	if g.phase == noGuess || id == g.id {
 		return
 	}
-	soon := now.Sub(g.at) < l.guessWait()
+	soon := now.Sub(g.at) < in.guessWait()
 	switch {
 	case g.phase == resent && soon:
-		l.paused(g.gap, g.silent, g.id, now)
+		in.paused(g.gap, g.silent, g.id, now)
 	case g.phase == resent:
 		// The reply sent again did not help either: BeamNG waited after
 		// all (the replies do not reach it?).
-		l.stall(g.gap, g.silent, g.id, now)
+		in.stall(g.gap, g.silent, g.id, now)
 	default:
-		l.stall(g.gap, g.silent, g.id, now)
+		in.stall(g.gap, g.silent, g.id, now)
 	}
 	g.phase = noGuess
 }
@@ -160,35 +159,46 @@ func (l *Link) settleGuess(id float64, now time.Time) {
 // reply again with the ids as before the re-base once BeamNG has not gone
 // on for guessWait: it paused, and waits for that reply. It reports whether
 // it sent one.
-func (l *Link) checkGuess(now time.Time) bool {
-	g := &l.guess
-	if g.phase != guessing || now.Sub(g.at) < l.guessWait() {
+func (in *inbox) checkGuess(now time.Time) bool {
+	g := &in.guess
+	if g.phase != guessing || now.Sub(g.at) < in.guessWait() {
 		return false
 	}
-	if l.owed || l.t == nil {
+	if in.out.owed || in.sock.t == nil {
 		// The re-based reply never went out: BeamNG waits for a reply it
 		// has not had, as guessed.
-		l.stall(g.gap, g.silent, g.id, now)
+		in.stall(g.gap, g.silent, g.id, now)
 		g.phase = noGuess
 		return false
 	}
-	highest := l.ids.max
-	l.ids = g.ids
-	l.ids.max = highest
-	id := l.ids.next(g.id, &l.lockstep)
-	l.reply[0] = id
-	b, _ := beamng.Encode(l.tx, l.reply) // the reply to g.id, as sent, under the id BeamNG expects
-	if err := l.send(b); err != nil {
-		l.log.Warn("reply failed", "err", err)
+	// The reply to g.id, as sent, under the id BeamNG expects.
+	id, err := in.out.again(g.ids, g.id, now)
+	if err != nil {
+		in.log.Warn("reply failed", "err", err)
 		return false
 	}
-	l.ids.sent(id)
-	l.sent(l.reply)
-	l.lockstep.replied(g.id, now)
 	g.phase, g.at = resent, now
-	l.log.Info("BeamNG did not go on after the re-based reply: it paused rather than waited; its reply sent again with the id it expects",
+	in.log.Info("BeamNG did not go on after the re-based reply: it paused rather than waited; its reply sent again with the id it expects",
 		"id", g.id, "reply_id", id)
 	return true
+}
+
+// endGuess ends a guess still open when the run ends, before BeamNG said
+// whether it waited or paused: taken for its wait, as guessed.
+func (in *inbox) endGuess(now time.Time) {
+	if g := &in.guess; g.phase != noGuess {
+		in.stall(g.gap, g.silent, g.id, now)
+		g.phase = noGuess
+	}
+}
+
+// rebase restarts the reply ids at BeamNG message id, so they track the
+// window counter BeamNG just restarted, and restarts the master schedule
+// there, so a stall is not followed by a burst.
+func (in *inbox) rebase(id float64, now time.Time) {
+	in.out.ids.rebase(id)
+	in.sim.Anchor(id, now)
+	in.out.lockstep.rebased(now)
 }
 
 // pausesNote is the summary's note of BeamNG's pauses, "" for none.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
-	"beamconnect/config"
+	"beamconnect/ports"
 )
 
 // lostReply loses the client's n-th reply on its way to BeamNG.
@@ -91,7 +91,7 @@ func TestPauses(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := load(t, "../examples/cruise-pedals.json")
 				if tt.replyID != "" {
-					cfg.ReplyID = config.ReplyID(tt.replyID)
+					cfg.ReplyID = ports.ReplyID(tt.replyID)
 				}
 				var mu sync.Mutex
 				ahead := 0 // physics steps BeamNG's window ran ahead of the replies
@@ -213,8 +213,8 @@ func TestRestartAfterALateReply(t *testing.T) {
 		if h.emSum.Stalls != 0 || h.emSum.MaxRecvID > h.emSum.SendCtr || h.emSum.SendCtr-h.emSum.MaxRecvID > 1 {
 			t.Errorf("BeamNG at the end: %+v", h.emSum)
 		}
-		if st.Get(LockstepLost) != 1 || st.EndedOutOfLockstep() || !h.log.Has("took a late reply of ours to its old self") {
-			t.Errorf("lockstep lost %d, at the end %v: want one episode, repaired\n%s", st.Get(LockstepLost), st.EndedOutOfLockstep(), h.log)
+		if st.Get(LockstepLost) != 1 || st.endedOutOfLockstep() || !h.log.Has("took a late reply of ours to its old self") {
+			t.Errorf("lockstep lost %d, at the end %v: want one episode, repaired\n%s", st.Get(LockstepLost), st.endedOutOfLockstep(), h.log)
 		}
 		// The repair lets every reply through (but the first, answered
 		// before the repair began, and the late one), and takes as many

@@ -12,19 +12,19 @@ import (
 // returns.
 func (l *Link) Faults() []string {
 	s := &l.stats
-	out := l.diagnosisFaults()
+	out := l.diag.faults(l.clock.Now())
 	if s.Get(Connects) == 0 {
 		if n := s.Get(BindFailures); n > 0 {
-			out = append(out, fmt.Sprintf("never connected: %v could not be bound (%d tries; see the log for why)", l.local, n))
+			out = append(out, fmt.Sprintf("never connected: %v could not be bound (%d tries; see the log for why)", l.sock.local, n))
 		} else {
-			out = append(out, fmt.Sprintf("never connected: no message from BeamNG at %v (is BeamNG's coupling started and sending here, from %v?)", l.local, l.remote.Addr()))
+			out = append(out, fmt.Sprintf("never connected: no message from BeamNG at %v (is BeamNG's coupling started and sending here, from %v?)", l.sock.local, l.sock.remote.Addr()))
 		}
 	} else if n := s.Get(BindFailures); n > 0 {
 		out = append(out, fmt.Sprintf("the local address could not be bound %d times (each retried)", n))
 	}
 	v := s.Snapshot()
-	for _, p := range v.Problems(string(l.ids.policy)) {
-		if v[LockstepLost] > 0 && s.EndedOutOfLockstep() && p == lockstepLine(&v, LockstepLost, "") {
+	for _, p := range v.Problems(string(l.out.ids.policy)) {
+		if v[LockstepLost] > 0 && s.endedOutOfLockstep() && p == lockstepLine(&v, LockstepLost, "") {
 			p += ", and was still out of lockstep at the end"
 		}
 		out = append(out, p)
@@ -42,10 +42,10 @@ func (l *Link) Faults() []string {
 	return out
 }
 
-// Notes lists what the run says that is not a fault: BeamNG paused and went
+// notes lists what the run says that is not a fault: BeamNG paused and went
 // on, BeamNG stopped sending some time before beamconnect was stopped (its
 // coupling stopped, then beamconnect was). Read it after Run returns.
-func (l *Link) Notes() []string {
+func (l *Link) notes() []string {
 	s := &l.stats
 	var out []string
 	v := s.Snapshot()

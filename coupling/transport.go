@@ -2,26 +2,31 @@ package coupling
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"runtime"
+	"syscall"
 	"time"
 
-	"beamconnect/internal/memnet"
 	"beamconnect/internal/rawudp"
+	"beamconnect/ports"
+	"beamconnect/timesync"
 )
 
 // Transport is a link's socket: BeamNG's messages in, the replies out. The
 // per-message code reads and writes through it and never asks which kind
-// it is. Three kinds bind a real UDP socket (ListenUDP picks one): Go's
+// it is. Three kinds bind a real UDP socket (listenUDP picks one): Go's
 // netpoller, a raw socket read with one blocking recvmsg per message, and
 // a raw socket read by busy polling; tests use an in-memory one
-// (ListenMem).
+// (internal/memnet's Socket).
 type Transport interface {
 	// Read waits for one datagram, at most about idleStep: its length, its
 	// sender, and when the kernel received it (unix ns; 0 where the socket
-	// does not say). A wait that ends with nothing returns errTimeout.
+	// does not say). A wait that ends with nothing returns
+	// os.ErrDeadlineExceeded.
 	Read(buf []byte) (n int, from netip.AddrPort, rxAt int64, err error)
 	// Queued reads a datagram that is already waiting, without waiting;
 	// ok is false when none is.
@@ -36,6 +41,101 @@ type Transport interface {
 // Listen binds a link's local address.
 type Listen func(local netip.AddrPort) (Transport, error)
 
+// Bind retries back off from firstRetry to maxRetry.
+const (
+	firstRetry = 250 * time.Millisecond
+	maxRetry   = 5 * time.Second
+)
+
+// socket is a link's socket as its loop keeps it: where beamconnect
+// listens (local) and BeamNG does (remote), the Transport while bound, and
+// a bind that failed retried with backoff, given up on when an address
+// never bound fails for longer than the bind timeout.
+type socket struct {
+	listen Listen
+	log    *slog.Logger
+	stats  *Stats
+	clock  timesync.Clock
+	limit  time.Duration // Options.BindTimeout
+
+	t             Transport // nil while unbound
+	local, remote netip.AddrPort
+	asked         netip.AddrPort // the local address as configured (port 0: any free one)
+	retryAt       time.Time      // when a failed bind is tried again
+	backoff       time.Duration
+	once          bool      // the address was bound in this run: a later failure is retried without limit
+	failingSince  time.Time // the first of the failed binds in a row (zero: none)
+	bindErr       error     // the latest bind's error
+}
+
+// bound notes the socket in t as bound: the retries start over.
+func (s *socket) bound() {
+	s.backoff, s.once, s.failingSince = 0, true, time.Time{}
+	s.local = s.t.LocalAddr()
+}
+
+// failed logs a failed bind and schedules the next try.
+func (s *socket) failed(err error) error {
+	s.stats.inc(BindFailures)
+	s.bindErr = err
+	if s.failingSince.IsZero() {
+		s.failingSince = s.clock.Now()
+	}
+	wait := s.retryLater()
+	s.log.Error("cannot bind the local address; retrying", "addr", s.local, "err", err,
+		"retry_in", wait, "hint", bindHint(err, s.local))
+	return fmt.Errorf("coupling: cannot bind %v: %w", s.local, err)
+}
+
+// givenUp is the error that ends the run when the address has failed to
+// bind for longer than the bind timeout, and was never bound in this run;
+// nil while it is retried.
+func (s *socket) givenUp() error {
+	if s.once || s.limit < 0 || s.failingSince.IsZero() || s.clock.Now().Sub(s.failingSince) < s.limit {
+		return nil
+	}
+	n := s.stats.Get(BindFailures)
+	s.log.Error("giving up: the local address could not be bound", "addr", s.local, "tries", n, "for", s.limit, "err", s.bindErr)
+	return fmt.Errorf("could not bind %v for %v (%d tries): %w; %s", s.local, s.limit, n, s.bindErr, bindHint(s.bindErr, s.local))
+}
+
+// retryLater schedules the next bind, backing off.
+func (s *socket) retryLater() time.Duration {
+	s.backoff = min(max(2*s.backoff, firstRetry), maxRetry)
+	s.retryAt = s.clock.Now().Add(s.backoff)
+	return s.backoff
+}
+
+// send writes a reply to BeamNG.
+func (s *socket) send(b []byte) error { return s.t.Send(b, s.remote) }
+
+func (s *socket) close() {
+	if s.t == nil {
+		return
+	}
+	s.t.Close()
+	s.t = nil
+}
+
+// sendTo is where BeamNG must send: the bound address, or when it binds
+// every interface (0.0.0.0), this machine's address on the way to BeamNG.
+func (s *socket) sendTo() netip.AddrPort {
+	return ports.Vehicle{Local: s.local, Remote: s.remote}.SendTo()
+}
+
+// bindHint says what usually causes a bind error.
+func bindHint(err error, addr netip.AddrPort) string {
+	switch {
+	case errors.Is(err, errAddrInUse):
+		return fmt.Sprintf("another program has %v: a second beamconnect on this config, BeamNG's Simulink S-function or FMU, or a second vehicle on the same port? (on Linux: ss -ulpn 'sport = :%d'; on Windows: netstat -ano -p udp)", addr, addr.Port())
+	case errors.Is(err, errAddrNotAvail):
+		return fmt.Sprintf("%v is not an address of this machine: check beamng.localIP", addr.Addr())
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Sprintf("port %d needs privileges: use a port above 1023", addr.Port())
+	}
+	return "check beamng.localIP and beamng.localPort"
+}
+
 // errTimeout is a Read that waited its bound and got nothing.
 var errTimeout = os.ErrDeadlineExceeded
 
@@ -43,14 +143,14 @@ var errTimeout = os.ErrDeadlineExceeded
 // BeamNG's messages after a pause.
 const rxBuffer = 1 << 20
 
-// ListenUDP binds local for a link. On Linux the socket is taken out of the
+// listenUDP binds local for a link. On Linux the socket is taken out of the
 // netpoller and read as a C program reads it: one blocking recvmsg per
 // message, woken by the kernel directly (busy: non-blocking reads in a loop
 // on a locked thread instead, for the lowest latency at the cost of a
 // core). Left in the netpoller, every datagram would also wake an idle
 // runtime thread, taking the core BeamNG's side needs. Elsewhere it is Go's
 // socket; fallback says why busy polling, if asked for, is not used.
-func ListenUDP(local netip.AddrPort, busy bool) (t Transport, fallback error, err error) {
+func listenUDP(local netip.AddrPort, busy bool) (t Transport, fallback error, err error) {
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
 	if err != nil {
 		return nil, nil, err
@@ -229,38 +329,3 @@ func (s *spinSocket) Close() error {
 	}
 	return s.sock.Close()
 }
-
-// ListenMem binds local on an in-memory network (package memnet), for
-// tests: inside testing/synctest every wait is on the fake clock. Arrival
-// times are the network's delivery times, as a kernel stamps them.
-func ListenMem(n *memnet.Network) Listen {
-	return func(local netip.AddrPort) (Transport, error) {
-		c, err := n.Listen(local, 0)
-		if err != nil {
-			return nil, err
-		}
-		return &memSocket{conn: c}, nil
-	}
-}
-
-type memSocket struct{ conn *memnet.Conn }
-
-func (s *memSocket) Read(buf []byte) (int, netip.AddrPort, int64, error) {
-	n, from, ok, err := s.conn.ReadFrom(buf, idleStep, nil)
-	switch {
-	case err != nil:
-		return 0, from, 0, err
-	case !ok:
-		return 0, from, 0, errTimeout
-	}
-	return n, from, s.conn.Arrival(), nil
-}
-
-func (s *memSocket) Queued(buf []byte) (int, netip.AddrPort, bool) {
-	n, from, ok, _ := s.conn.ReadFrom(buf, 0, nil)
-	return n, from, ok
-}
-
-func (s *memSocket) Send(b []byte, to netip.AddrPort) error { return s.conn.WriteTo(b, to) }
-func (s *memSocket) LocalAddr() netip.AddrPort              { return s.conn.LocalAddr() }
-func (s *memSocket) Close() error                           { return s.conn.Close() }

@@ -16,7 +16,6 @@ import (
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/recording"
-	_ "beamconnect/recording/mdf"
 	"beamconnect/recording/mdf/mdftest"
 )
 

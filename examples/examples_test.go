@@ -11,8 +11,8 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/config"
+	"beamconnect/config/configtest"
 	"beamconnect/ports"
-	"beamconnect/ports/portstest"
 	"beamconnect/relative"
 )
 
@@ -44,7 +44,7 @@ func load(t *testing.T, name string) *ports.Plan {
 	} else if len(cfg.Warnings) > 0 {
 		t.Errorf("%s has warnings:\n%v", name, cfg.Warnings.Error())
 	}
-	p, err := ports.Compile(cfg)
+	p, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestGen2Follow(t *testing.T) {
 			}
 		}
 	}
-	if got := p.CSVPaths(); len(got) != 2 || got[1] != "gen2-follow-lead.csv" {
+	if got := p.CSVPaths; len(got) != 2 || got[1] != "gen2-follow-lead.csv" {
 		t.Errorf("CSVPaths %v", got)
 	}
 }
@@ -169,7 +169,7 @@ func TestGen2FollowReload(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
 	cfgPath := filepath.Join(dir, "gen2-follow.json")
-	compile := func() *ports.Plan { return portstest.Load(t, cfgPath) }
+	compile := func() *ports.Plan { return configtest.Plan(t, cfgPath) }
 	old := compile()
 	lead := filepath.Join(dir, "gen2-follow-lead.csv")
 	b, _ := os.ReadFile(lead)

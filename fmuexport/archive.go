@@ -324,7 +324,7 @@ func Load(resources string) (*ports.Plan, *Interface, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,7 +42,7 @@ func plan(t *testing.T, file string) *ports.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ports.Compile(cfg)
+	p, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestResources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := ports.Compile(cfg)
+			p, err := config.Compile(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/config/configtest"
 	"beamconnect/coupling"
 	"beamconnect/internal/scope"
 	"beamconnect/models/kinds"
-	"beamconnect/ports/portstest"
 )
 
 // loggingServer serves the monitor of examples/logging.json (every slot
@@ -40,7 +40,7 @@ func loggingServerWith(t testing.TB, tune func(*Server), opts func(*coupling.Opt
 	src = bytes.Replace(src, []byte(`"updatePeriodMs": 5`), []byte(`"updatePeriodMs": 0.5`), 1)
 	src = bytes.Replace(src, []byte(`"$schema": "../schemas/config.schema.json",`), nil, 1)
 	os.WriteFile(path, src, 0o644)
-	plan := portstest.Load(t, path)
+	plan := configtest.Plan(t, path)
 	cols := coupling.ScopeColumns(plan, nil)
 	capacity := min(500*130, (4<<20)/len(cols))
 	ring := scope.New(cols, capacity, 1)

@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"beamconnect/beamng/emulator"
+	"beamconnect/config/configtest"
 	"beamconnect/coupling"
 	"beamconnect/internal/scope"
 	"beamconnect/models/kinds"
 	"beamconnect/ports"
-	"beamconnect/ports/portstest"
 )
 
 var loopback = netip.MustParseAddrPort("127.0.0.1:0")
@@ -42,7 +42,7 @@ type rig struct {
 
 func newRig(t testing.TB, steps int64) *rig {
 	t.Helper()
-	plan := portstest.Load(t, "../examples/cruise-pedals.json")
+	plan := configtest.Plan(t, "../examples/cruise-pedals.json")
 	m, err := kinds.New(plan.Model, plan.ModelParams, plan, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,10 @@
-package ports
+package ports_test
 
 import (
 	"strings"
 	"testing"
+
+	"beamconnect/ports"
 )
 
 func TestDiff(t *testing.T) {
@@ -52,7 +54,7 @@ func TestDiff(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := strings.Replace(tt.edit(base), "%s", "", 1)
-			c := Diff(old, compile(t, src))
+			c := ports.Diff(old, compile(t, src))
 			if tt.name == "slower contract" {
 				if len(c.RestartOnly) != 0 || len(c.Live) < 2 {
 					t.Errorf("%s: %+v", tt.name, c)

@@ -1,21 +1,19 @@
-// Package ports compiles a checked config into the Plan the coupling runtime
-// reads: every port's fields resolved to message slots or meta sources, the
-// model's port vectors, each contract's schedule, and the reply template.
+// Package ports is the Plan the coupling runtime reads, a config compiled
+// (config.Compile): every port's fields resolved to message slots or meta
+// sources, the model's port vectors, each contract's schedule, and the
+// reply template. It knows nothing of files.
 package ports
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
-	"beamconnect/config"
 	"beamconnect/contracts"
 	"beamconnect/relative"
 	"beamconnect/timesync"
@@ -48,6 +46,16 @@ func (s Source) String() string {
 	return "Source(" + strconv.Itoa(int(s)) + ")"
 }
 
+// ReplyID is the policy for the id written into each reply (beamng.replyId).
+type ReplyID string
+
+// The reply id policies.
+const (
+	ReplyNext    ReplyID = "next"    // received id + 1: no start-up stall
+	ReplyEcho    ReplyID = "echo"    // received id, as BeamNG's S-function does
+	ReplyCounter ReplyID = "counter" // 1, 2, 3, … as BeamNG's FMU does
+)
+
 // Field is one field of a port, resolved.
 type Field struct {
 	Name   string // propertyName as the config wrote it
@@ -63,13 +71,14 @@ type Field struct {
 	Offset   int     // first element within the port vector
 	Initial  float64 // value before any data
 	Invalid  float64 // value reported for a non-finite received value
-
-	layout *beamng.Layout
+	// Layout is its vehicle's message layout, which Signal reads (nil:
+	// Gen 1's).
+	Layout *beamng.Layout
 }
 
 // Signal is the layout's entry of slot i of the field (0 ≤ i < Width).
 func (f *Field) Signal(dir beamng.Direction, i int) beamng.Signal {
-	l := f.layout
+	l := f.Layout
 	if l == nil {
 		l = beamng.Fixed
 	}
@@ -130,14 +139,15 @@ type Vehicle struct {
 	State [len(relative.Quantities)]int
 }
 
-// Plan is a compiled config: everything the runtime reads, and nothing it
-// has to look up. A Plan is never modified after Compile, so goroutines may
-// share it and a reload swaps in a whole new one.
+// Plan is a compiled config (config.Compile): everything the runtime
+// reads, and nothing it has to look up. A Plan is never modified once
+// compiled, so goroutines may share it and a reload swaps in a whole new
+// one.
 type Plan struct {
 	Source       string // the config file
 	Config       []byte // its text, as compiled (recordings keep it)
 	Protocol     *beamng.Protocol
-	ReplyID      config.ReplyID
+	ReplyID      ReplyID
 	TimeSync     timesync.Mode
 	TimeDilation float64
 	PhysicsDt    float64 // seconds
@@ -174,8 +184,10 @@ type Plan struct {
 	// FailOnControl is beamng.failOn's "control" (run --fail-on control
 	// too): a control verdict other than good makes the exit status 4.
 	FailOnControl bool
-
-	csvPaths []string // the config's CSVPaths
+	// CSVPaths are the CSV files the plan was compiled from besides its
+	// config (each Gen 2 vehicle's interface; none for Gen 1): what a run
+	// watches, beside the config, to reload when they change.
+	CSVPaths []string
 }
 
 // DefaultModelTimeout is the shortest default model timeout in real time:
@@ -187,7 +199,7 @@ const DefaultModelTimeout = 0.025
 // the config says otherwise: BeamNG waits 2 s for a reply, so a step that
 // has not answered by then is a fault whose neutral reply still reaches
 // BeamNG within that wait.
-const LockstepModelTimeout = config.LockstepModelTimeoutMs / 1000.0
+const LockstepModelTimeout = 1.5
 
 // Mode names how a late model step is handled, for compile and the
 // summary.
@@ -197,134 +209,6 @@ func (p *Plan) Mode() string {
 	}
 	return "lockstep"
 }
-
-// Compile lays a checked config out for the runtime. It fails on a config
-// that did not come from config.Parse, and with config.Diagnostics, placed
-// in the file, when beamng.quality names what is not a field.
-func Compile(cfg *config.Config) (*Plan, error) {
-	if cfg == nil || len(cfg.Vehicles) == 0 || cfg.Period <= 0 || cfg.PhysicsDt <= 0 {
-		return nil, errors.New("ports: config is not a checked config (use config.Load)")
-	}
-	p := &Plan{
-		Source:        cfg.File,
-		Config:        cfg.Text,
-		csvPaths:      cfg.CSVPaths(),
-		Protocol:      cfg.Protocol,
-		ReplyID:       cfg.ReplyID,
-		TimeDilation:  cfg.TimeDilation,
-		PhysicsDt:     cfg.PhysicsDt,
-		Period:        cfg.Period,
-		PingTime:      cfg.PingTime,
-		SendSkips:     beamng.SendSkips(cfg.Period, cfg.PhysicsDt),
-		DebugFile:     cfg.DebugFile,
-		BusyPoll:      cfg.BusyPoll,
-		RealTime:      cfg.RealTime,
-		Model:         cfg.Model,
-		ModelParams:   cfg.ModelParams,
-		ModelTimeout:  cfg.ModelTimeout,
-		FailOnControl: cfg.FailOnControl,
-		Inputs: []Port{{Number: 0, Dir: beamng.ToBeamNG, Contract: -1, Width: 1, Fields: []Field{
-			{Name: "directive", Source: DirectiveSource, Width: 1, Initial: 1},
-		}}},
-		Outputs: []Port{{Number: 0, Dir: beamng.FromBeamNG, Contract: -1, Width: 1, Fields: []Field{
-			{Name: "status", Source: StatusSource, Width: 1},
-		}}},
-	}
-	if p.Protocol == nil {
-		p.Protocol = beamng.Gen1
-	}
-	for _, v := range cfg.Vehicles {
-		layout := v.Layout
-		if layout == nil {
-			layout = beamng.Fixed
-		}
-		t := make([]float64, layout.Len(beamng.ToBeamNG))
-		for i, s := range layout.Signals(beamng.ToBeamNG)[1:] {
-			t[i+1] = layout.Protocol.Unset(s)
-		}
-		veh := Vehicle{Name: v.Name, Local: v.Local, Remote: v.Remote,
-			Layout: layout, CSV: v.CSV, Template: t, Need: 1, Unanswered: v.Unanswered}
-		if veh.Unanswered < 1 {
-			veh.Unanswered = beamng.Unanswered(cfg.PingTime, cfg.Period)
-		}
-		for i, q := range relative.Quantities {
-			if s, ok := layout.Find(beamng.FromBeamNG, q); ok {
-				veh.State[i] = s.Index
-			}
-		}
-		p.Unanswered = max(p.Unanswered, veh.Unanswered)
-		p.Vehicles = append(p.Vehicles, veh)
-	}
-	for _, side := range []struct {
-		groups []config.Group
-		ports  *[]Port
-	}{{cfg.Inputs, &p.Inputs}, {cfg.Outputs, &p.Outputs}} {
-		for _, g := range side.groups {
-			if err := p.addGroup(g, side.ports); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for i, c := range p.Contracts {
-		if c.TimeSync {
-			p.TimeSync = timesync.ModeFor(p.Contracts[i].Dir)
-		}
-	}
-	p.modelTimeout()
-	if ds := p.compileQuality(cfg); len(ds) > 0 {
-		return nil, ds
-	}
-	return p, nil
-}
-
-func (p *Plan) addGroup(g config.Group, ports *[]Port) error {
-	ci := len(p.Contracts)
-	c := Contract{Name: g.Path, Dir: g.Dir, CommData: g.CommData, Schedule: g.Schedule, TimeSync: g.TimeSync, Overdue: g.Overdue}
-	for _, cp := range g.Ports {
-		port := Port{Number: len(*ports), Dir: g.Dir, Contract: ci}
-		for _, cf := range cp.Fields {
-			f := Field{
-				Name: cf.PropertyName, Path: cf.Path, Vehicle: cf.Vehicle,
-				Width: cf.ArraySize, Offset: port.Width,
-				Initial: cf.InitialValue, Invalid: cf.InvalidValue,
-			}
-			if f.Width < 1 || cf.Vehicle < 0 || cf.Vehicle >= len(p.Vehicles) {
-				return fmt.Errorf("ports: %s: field not checked (width %d, vehicle %d)", cf.Path, f.Width, cf.Vehicle)
-			}
-			veh := &p.Vehicles[f.Vehicle]
-			f.layout = veh.Layout
-			switch {
-			case cf.Relative != relative.None:
-				f.Source, f.Relative, f.Other = Relative, cf.Relative, cf.Other
-			case cf.Meta != contracts.NotMeta:
-				f.Source, f.Meta = Meta, cf.Meta
-			default:
-				f.Source, f.Slot = Slot, cf.Signal.Index
-				if n := veh.Layout.Len(g.Dir); f.Slot+f.Width > n {
-					return fmt.Errorf("ports: %s: slots %d–%d lie outside the %d-double message", cf.Path, f.Slot, f.Slot+f.Width-1, n)
-				}
-				if g.Dir == beamng.ToBeamNG {
-					for i := range f.Width {
-						veh.Template[f.Slot+i] = f.Initial
-					}
-				} else {
-					veh.Need = max(veh.Need, f.Slot+f.Width)
-				}
-			}
-			port.Width += f.Width
-			port.Fields = append(port.Fields, f)
-		}
-		c.Ports = append(c.Ports, port.Number)
-		*ports = append(*ports, port)
-	}
-	p.Contracts = append(p.Contracts, c)
-	return nil
-}
-
-// CSVPaths lists the CSV files the plan was compiled from besides its
-// config (each Gen 2 vehicle's interface; none for Gen 1): what a run
-// watches, beside the config, to reload when they change.
-func (p *Plan) CSVPaths() []string { return slices.Clone(p.csvPaths) }
 
 // StartCommand is the line to type into BeamNG's Lua console (with vehicle v
 // selected) that starts a Gen 1 coupling matching the plan: BeamNG sends to
@@ -484,15 +368,16 @@ func (p *Plan) InRealTime() *Plan {
 	if q.ModelTimeoutFrom != timeoutFromConfig {
 		q.ModelTimeout = 0
 	}
-	q.modelTimeout()
+	q.FillModelTimeout()
 	return &q
 }
 
 const timeoutFromConfig = "beamng.modelTimeoutMs"
 
-// modelTimeout sets the model timeout the config leaves to its default,
-// and says where it comes from.
-func (p *Plan) modelTimeout() {
+// FillModelTimeout sets the model timeout the config leaves to its
+// default, and says where it comes from: the compiler's last step, and
+// InRealTime's.
+func (p *Plan) FillModelTimeout() {
 	switch {
 	case p.ModelTimeout > 0:
 		p.ModelTimeoutFrom = timeoutFromConfig

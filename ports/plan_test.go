@@ -1,4 +1,4 @@
-package ports
+package ports_test
 
 import (
 	"fmt"
@@ -12,16 +12,17 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/config"
 	"beamconnect/contracts"
+	"beamconnect/ports"
 	"beamconnect/timesync"
 )
 
-func compile(t *testing.T, src string) *Plan {
+func compile(t *testing.T, src string) *ports.Plan {
 	t.Helper()
 	cfg, err := config.Parse("rig.json", []byte(src))
 	if err != nil {
 		t.Fatalf("config:\n%v", err)
 	}
-	p, err := Compile(cfg)
+	p, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,36 +49,36 @@ const rig = `{
 
 func TestCompileLayout(t *testing.T) {
 	p := compile(t, rig)
-	if p.Period != 0.005 || p.SendSkips != 9 || p.Unanswered != 1 || p.TimeSync != timesync.Slave || p.ReplyID != config.ReplyNext {
+	if p.Period != 0.005 || p.SendSkips != 9 || p.Unanswered != 1 || p.TimeSync != timesync.Slave || p.ReplyID != ports.ReplyNext {
 		t.Errorf("plan header: period %v skips %d window %d sync %v reply %v", p.Period, p.SendSkips, p.Unanswered, p.TimeSync, p.ReplyID)
 	}
 	// Port 0 of each side: the directive (default 1: connect) and the status.
-	if in0 := p.Inputs[0]; in0.Width != 1 || in0.Fields[0].Source != DirectiveSource || in0.Fields[0].Initial != 1 || in0.Contract != -1 {
+	if in0 := p.Inputs[0]; in0.Width != 1 || in0.Fields[0].Source != ports.DirectiveSource || in0.Fields[0].Initial != 1 || in0.Contract != -1 {
 		t.Errorf("input port 0: %+v", in0)
 	}
-	if out0 := p.Outputs[0]; out0.Width != 1 || out0.Fields[0].Source != StatusSource || out0.Contract != -1 {
+	if out0 := p.Outputs[0]; out0.Width != 1 || out0.Fields[0].Source != ports.StatusSource || out0.Contract != -1 {
 		t.Errorf("output port 0: %+v", out0)
 	}
 	type want struct {
 		dir          beamng.Direction
 		port, field  int
-		src          Source
+		src          ports.Source
 		slot, width  int
 		offset       int
 		meta         contracts.Meta
 		initial, bad float64
 	}
 	for _, w := range []want{
-		{beamng.FromBeamNG, 1, 0, Slot, 17, 1, 0, 0, 0, 0},
-		{beamng.FromBeamNG, 1, 1, Slot, 11, 3, 1, 0, 0, 0},
-		{beamng.FromBeamNG, 2, 0, Meta, 0, 1, 0, contracts.Time, 0, 0},
-		{beamng.FromBeamNG, 2, 1, Slot, 60, 1, 1, 0, 0, -1},
-		{beamng.FromBeamNG, 3, 0, Slot, 61, 50, 0, 0, 0, 0},
-		{beamng.FromBeamNG, 4, 0, Meta, 0, 6, 0, contracts.PingResults, 0, 0},
-		{beamng.ToBeamNG, 1, 0, Slot, 1, 1, 0, 0, 0.2, 0},
-		{beamng.ToBeamNG, 1, 1, Slot, 2, 1, 1, 0, 0, 0},
-		{beamng.ToBeamNG, 2, 0, Slot, 9, 4, 0, 0, 5, 0},
-		{beamng.ToBeamNG, 2, 1, Slot, 13, 1, 4, 0, 1, 0},
+		{beamng.FromBeamNG, 1, 0, ports.Slot, 17, 1, 0, 0, 0, 0},
+		{beamng.FromBeamNG, 1, 1, ports.Slot, 11, 3, 1, 0, 0, 0},
+		{beamng.FromBeamNG, 2, 0, ports.Meta, 0, 1, 0, contracts.Time, 0, 0},
+		{beamng.FromBeamNG, 2, 1, ports.Slot, 60, 1, 1, 0, 0, -1},
+		{beamng.FromBeamNG, 3, 0, ports.Slot, 61, 50, 0, 0, 0, 0},
+		{beamng.FromBeamNG, 4, 0, ports.Meta, 0, 6, 0, contracts.PingResults, 0, 0},
+		{beamng.ToBeamNG, 1, 0, ports.Slot, 1, 1, 0, 0, 0.2, 0},
+		{beamng.ToBeamNG, 1, 1, ports.Slot, 2, 1, 1, 0, 0, 0},
+		{beamng.ToBeamNG, 2, 0, ports.Slot, 9, 4, 0, 0, 5, 0},
+		{beamng.ToBeamNG, 2, 1, ports.Slot, 13, 1, 4, 0, 1, 0},
 	} {
 		t.Run(fmt.Sprintf("%v port %d field %d", w.dir, w.port, w.field), func(t *testing.T) {
 			port, ok := p.Port(w.dir, w.port)
@@ -86,7 +87,7 @@ func TestCompileLayout(t *testing.T) {
 			}
 			f := port.Fields[w.field]
 			if f.Source != w.src || f.Width != w.width || f.Offset != w.offset || f.Initial != w.initial || f.Invalid != w.bad ||
-				(w.src == Slot && f.Slot != w.slot) || (w.src == Meta && f.Meta != w.meta) {
+				(w.src == ports.Slot && f.Slot != w.slot) || (w.src == ports.Meta && f.Meta != w.meta) {
 				t.Errorf("%v port %d field %d = %+v, want %+v", w.dir, w.port, w.field, f, w)
 			}
 		})
@@ -204,10 +205,12 @@ func TestStartCommandPeriodSurvivesBeamNG(t *testing.T) {
 	for n := 1; n <= 400; n++ {
 		ms := strconv.FormatFloat(float64(n)*0.5, 'f', -1, 64)
 		p := compile(t, `{"version": 2, "outputs": [{"updatePeriodMs": `+ms+`, "ports": [[{"propertyName": "rpm"}]]}]}`)
-		printed, err := strconv.ParseFloat(luaNumber(p.Period), 64)
+		_, text, _ := strings.Cut(p.StartCommand(0), "simulinkTime=")
+		text, _, _ = strings.Cut(text, ",")
+		printed, err := strconv.ParseFloat(text, 64)
 		if err != nil || beamng.SendSkips(printed, beamng.PhysicsDt) != n-1 || p.SendSkips != n-1 {
 			t.Fatalf("%s ms: printed %s, BeamNG would skip %d steps, plan says %d; want %d",
-				ms, luaNumber(p.Period), beamng.SendSkips(printed, beamng.PhysicsDt), p.SendSkips, n-1)
+				ms, text, beamng.SendSkips(printed, beamng.PhysicsDt), p.SendSkips, n-1)
 		}
 	}
 }
@@ -233,10 +236,10 @@ func TestSeveralVehicles(t *testing.T) {
 }
 
 func TestCompileRejectsUncheckedConfig(t *testing.T) {
-	if _, err := Compile(nil); err == nil {
-		t.Error("Compile(nil) succeeded")
+	if _, err := config.Compile(nil); err == nil {
+		t.Error("config.Compile(nil) succeeded")
 	}
-	if _, err := Compile(&config.Config{}); err == nil {
+	if _, err := config.Compile(&config.Config{}); err == nil {
 		t.Error("Compile of an empty Config succeeded")
 	}
 }
@@ -250,7 +253,7 @@ func TestExamplesCompile(t *testing.T) {
 			t.Errorf("%s:\n%v", f, err)
 			continue
 		}
-		if _, err := Compile(cfg); err != nil {
+		if _, err := config.Compile(cfg); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
@@ -271,11 +274,11 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p, err := Compile(cfg)
+		p, err := config.Compile(cfg)
 		if err != nil {
 			t.Fatalf("checked config does not compile: %v", err)
 		}
-		for _, ports := range [][]Port{p.Inputs, p.Outputs} {
+		for _, ports := range [][]ports.Port{p.Inputs, p.Outputs} {
 			for _, port := range ports {
 				w := 0
 				for _, fl := range port.Fields {
@@ -310,7 +313,7 @@ func TestUnmappedRowWarningNamesTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Compile(cfg)
+	p, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

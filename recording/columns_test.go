@@ -26,7 +26,7 @@ func bbPlan(t *testing.T) *ports.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

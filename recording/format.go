@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -17,8 +18,8 @@ import (
 type Source func(onHeader func(*Header) error, onRow func(*Header, *Row) error) error
 
 // Format is a recording format: how to tell its files, write them and
-// read them. CSV is built in; package mdf registers ASAM MDF 4, as image
-// formats register with package image.
+// read them. CSV is built in; a program registers the others (package
+// mdf's ASAM MDF 4) when it starts.
 type Format struct {
 	Name string   // as --record-format says it: "csv", "mdf"
 	Exts []string // file name extensions, lower case, the usual one first
@@ -51,15 +52,37 @@ type NamedFile struct {
 	Data []byte
 }
 
-var formats []*Format
+// registry is the formats known: CSV, and those the program registers.
+var registry = struct {
+	mu      sync.Mutex
+	formats []*Format
+}{formats: []*Format{csvFormat}}
 
-// Register adds a format.
-func Register(f *Format) { formats = append(formats, f) }
+// Register adds a format (once: a format of a name known already is not
+// added again). A program registers its formats when it starts, before it
+// opens or creates a recording; no format registers itself.
+func Register(f *Format) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	for _, g := range registry.formats {
+		if g.Name == f.Name {
+			return
+		}
+	}
+	registry.formats = append(registry.formats, f)
+}
+
+// known are the formats registered so far.
+func known() []*Format {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return registry.formats
+}
 
 // Formats lists the registered formats' names.
 func Formats() []string {
 	var names []string
-	for _, f := range formats {
+	for _, f := range known() {
 		names = append(names, f.Name)
 	}
 	return names
@@ -70,7 +93,7 @@ func Formats() []string {
 // format claims.
 func FormatFor(path, name string) (*Format, error) {
 	if name != "" {
-		for _, f := range formats {
+		for _, f := range known() {
 			if f.Name == name {
 				return f, nil
 			}
@@ -78,7 +101,7 @@ func FormatFor(path, name string) (*Format, error) {
 		return nil, fmt.Errorf("recording format %q: expected one of %s", name, strings.Join(Formats(), ", "))
 	}
 	ext := strings.ToLower(filepath.Ext(path))
-	for _, f := range formats {
+	for _, f := range known() {
 		if slices.Contains(f.Exts, ext) {
 			return f, nil
 		}
@@ -88,7 +111,7 @@ func FormatFor(path, name string) (*Format, error) {
 
 // Detect is the format of a file starting with head, nil for none.
 func Detect(head []byte) *Format {
-	for _, f := range formats {
+	for _, f := range known() {
 		if f.Is(head) {
 			return f
 		}
@@ -159,8 +182,6 @@ var csvFormat = &Format{
 		return CSVSource(path, func() (io.ReadCloser, error) { return os.Open(path) }), nil
 	},
 }
-
-func init() { Register(csvFormat) }
 
 // Continuation is the name of the file a CSV recording's nth layout goes
 // to (n ≥ 2): run-2.csv beside run.csv.

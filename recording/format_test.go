@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"beamconnect/config"
-	"beamconnect/ports"
 )
 
 // The format is the one a file's name says, or the one named; CSV for
@@ -64,7 +63,7 @@ func TestLayoutOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

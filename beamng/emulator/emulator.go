@@ -228,12 +228,18 @@ func (e *Emulator) Vehicle() *Vehicle { return e.veh }
 // and returns the tally. The debug logs, if asked for, are written as it
 // goes and closed at the end, as BeamNG writes them when the coupling stops.
 func (e *Emulator) Run(ctx context.Context) (Summary, error) {
-	if e.cfg.DebugLogs != "" {
-		l, err := openDebugLogs(e.cfg.DebugLogs, e.side.layout())
+	all := append([]*Emulator{e}, e.attached...)
+	for _, x := range all {
+		// Every vehicle's controller writes its own logs.
+		if x.cfg.DebugLogs == "" {
+			continue
+		}
+		l, err := openDebugLogs(x.cfg.DebugLogs, x.side.layout())
 		if err != nil {
+			closeDebugLogs(all)
 			return e.sum, err
 		}
-		e.logs = l
+		x.logs = l
 	}
 	e.start = time.Now()
 	e.stop = ctx.Done()
@@ -248,15 +254,22 @@ func (e *Emulator) Run(ctx context.Context) (Summary, error) {
 	} else {
 		runErr = e.paced(ctx)
 	}
-	for _, x := range append([]*Emulator{e}, e.attached...) {
+	for _, x := range all {
 		x.finish()
 	}
-	if e.logs != nil {
-		if err := e.logs.close(); err != nil {
-			runErr = errors.Join(runErr, err)
+	return e.sum, errors.Join(runErr, closeDebugLogs(all))
+}
+
+// closeDebugLogs closes the vehicles' debug logs that are open.
+func closeDebugLogs(all []*Emulator) error {
+	var errs []error
+	for _, x := range all {
+		if x.logs != nil {
+			errs = append(errs, x.logs.close())
+			x.logs = nil
 		}
 	}
-	return e.sum, runErr
+	return errors.Join(errs...)
 }
 
 // finish completes the summary at the end of a run.

@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/beamng"
+	"beamconnect/beamng/emulator"
+	"beamconnect/config/configtest"
 	"beamconnect/fmu/testfmu"
+	"beamconnect/ports"
 )
 
 // BeamNG's restarts, pauses and stops, as a user meets them: beamconnect's
@@ -258,5 +262,78 @@ func TestStopInsideBeamNGsWait(t *testing.T) {
 				t.Errorf("exit %d, faults %q, notes %q: want a clean stop\n%s", code, s.Faults, s.Notes, errb)
 			}
 		})
+	}
+}
+
+// The recording is the reply BeamNG got: the follow example's two
+// vehicles stepping one model, beamconnect's binary against `beamconnect
+// emulate` on real sockets, free-running. Every control recorded for ego
+// (vehicle 0, whose debug logs emulate writes) equals, value for value,
+// what BeamNG's receive log has for the reply id of that row; the lead's
+// step, which writes ego's controls too, never shows in ego's rows.
+func TestFollowRecordingIsWhatBeamNGGot(t *testing.T) {
+	t.Parallel()
+	free := freeUDPPorts(t, 4)
+	b, err := os.ReadFile(followExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for i, p := range []string{"64890", "64891", "64892", "64893"} {
+		text = strings.Replace(text, p, strconv.Itoa(free[i]), 1)
+	}
+	dir := t.TempDir()
+	rig := filepath.Join(dir, "follow.json")
+	os.WriteFile(rig, []byte(strings.Replace(text, `"$schema": "../schemas/config.schema.json",`, "", 1)), 0o644)
+	plan := configtest.Plan(t, rig)
+	rec, logs := filepath.Join(dir, "run.csv"), t.TempDir()
+	run, _, errb := startProcess(t, "run", "--no-watch", rig, "--record", rec)
+	errb.waitForN(t, "waiting for BeamNG", 2)
+	emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--free-running", "--duration", "5s", "--debug-logs", logs)
+	if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
+		t.Fatalf("emulate: exit %d\n%s", code, emuErr)
+	}
+	errb.waitFor(t, "BeamNG went silent")
+	run.Process.Signal(os.Interrupt)
+	waitExit(t, run, 30*time.Second, "run after SIGINT")
+
+	got := byID(readTable(t, filepath.Join(logs, emulator.ReceiveLogName))) // by reply id
+	f, err := os.Open(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(lines) < 2 {
+		t.Fatalf("recording: %v, %d lines", err, len(lines))
+	}
+	col := map[string]int{}
+	for i, name := range lines[0] {
+		col[name] = i
+	}
+	compared, differ := 0, 0
+	for _, name := range []string{"throttle", "brake"} {
+		port, elem, ok := plan.FindFor(beamng.ToBeamNG, name, 0)
+		logCol, _ := logColumn(plan, beamng.ToBeamNG, ports.Element{Port: port, Elem: elem})
+		recCol, inRec := col["in1.ego."+name]
+		if !ok || !inRec {
+			t.Fatalf("ego's %s: in the plan %v, in the recording %v (%q)", name, ok, inRec, lines[0])
+		}
+		for _, row := range lines[1:] {
+			id, _ := strconv.ParseFloat(row[col["reply_id"]], 64)
+			r, sent := got[int64(id)]
+			if row[col["vehicle"]] != "ego" || !sent {
+				continue // the lead's row, or a reply the run's end cut off
+			}
+			compared++
+			if v, _ := strconv.ParseFloat(row[recCol], 64); v != r[logCol] {
+				if differ++; differ <= 5 {
+					t.Errorf("reply %v: %s recorded %v, BeamNG got %v", id, name, v, r[logCol])
+				}
+			}
+		}
+	}
+	if differ > 0 || compared < 200 {
+		t.Errorf("%d of %d recorded controls differ from what BeamNG got (want none, of at least 200)", differ, compared)
 	}
 }

@@ -23,6 +23,7 @@ func binary(t *testing.T) string { return self.Path(t) }
 // Wine the default stays: wineserver carries every socket operation of
 // every process, and FMU hosts started at once there have failed to start.
 func TestMain(m *testing.M) {
+	registerFormats() // as main does
 	// The exec tests' program is this binary too (exectest's scripts).
 	exectest.Main()
 	// The fmu model runs its FMU with os.Executable fmu-host: in the tests

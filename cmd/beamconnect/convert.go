@@ -10,7 +10,6 @@ import (
 
 	"beamconnect/coupling"
 	"beamconnect/recording"
-	_ "beamconnect/recording/mdf" // the MDF 4 recording format
 )
 
 var cmdConvert = &command{

@@ -13,7 +13,6 @@ import (
 	"beamconnect/beamng/cosim"
 	"beamconnect/config"
 	"beamconnect/config/draft"
-	"beamconnect/ports"
 )
 
 var cmdCsv = &command{
@@ -93,7 +92,7 @@ func csvCmd(c *call, out string, force bool) int {
 		fmt.Fprintf(c.stderr, "%s: csv writes the CSV of a Gen 2 config: expected \"beamng\": {\"protocol\": \"csv\"}\n", c.args[0])
 		return exitFailed
 	}
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		return c.fail("csv", err)
 	}

@@ -70,7 +70,7 @@ func planOf(t *testing.T, file string) *ports.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

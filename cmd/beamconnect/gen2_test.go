@@ -10,7 +10,6 @@ import (
 	"beamconnect/beamng"
 	"beamconnect/beamng/cosim"
 	"beamconnect/config"
-	"beamconnect/ports"
 )
 
 const gen2Example = "../../examples/gen2-cruise.json"
@@ -33,7 +32,7 @@ func TestCSVRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := ports.Compile(draft)
+	want, _ := config.Compile(draft)
 	csvPath := filepath.Join(dir, "rig.csv")
 	_, errOut, code := exec(t, nil, "csv", cfgPath, "-o", csvPath)
 	if code != exitOK || !strings.Contains(errOut, "every 2 ms") {
@@ -46,7 +45,7 @@ func TestCSVRoundTrip(t *testing.T) {
 	if len(cfg.Warnings) > 0 {
 		t.Errorf("warnings: %v", cfg.Warnings.Error())
 	}
-	got, _ := ports.Compile(cfg)
+	got, _ := config.Compile(cfg)
 	if !got.Vehicles[0].Layout.Equal(want.Vehicles[0].Layout) || got.Period != 0.002 || got.SendSkips != 3 || got.Vehicles[0].Local != want.Vehicles[0].Local ||
 		got.Vehicles[0].Remote != want.Vehicles[0].Remote || len(got.Inputs) != len(want.Inputs) || len(got.Outputs) != len(want.Outputs) {
 		t.Errorf("the plan changed through the CSV: period %v (skips %d), layouts equal %v", got.Period, got.SendSkips, got.Vehicles[0].Layout.Equal(want.Vehicles[0].Layout))
@@ -136,7 +135,7 @@ func TestInitFromCSV(t *testing.T) {
 	if len(cfg.Warnings) > 0 {
 		t.Errorf("warnings:\n%v", cfg.Warnings.Error())
 	}
-	plan, _ := ports.Compile(cfg)
+	plan, _ := config.Compile(cfg)
 	mapped := func(dir beamng.Direction) int {
 		n := 0
 		list := plan.Outputs

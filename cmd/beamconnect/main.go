@@ -8,6 +8,9 @@ import (
 	"syscall"
 
 	"beamconnect/internal/sighup"
+	"beamconnect/internal/stdout"
+	"beamconnect/recording"
+	"beamconnect/recording/mdf"
 )
 
 // hangups is SIGHUP, caught from the program's first moment (package
@@ -29,7 +32,16 @@ var commands = []*command{
 	cmdFmuExportChild, // internal: an exported FMU's coupling
 }
 
+// registerFormats registers the recording formats beyond CSV, which every
+// command that records, converts or plots reads and writes: the one place
+// they are named.
+func registerFormats() { recording.Register(mdf.Format) }
+
 func main() {
+	// The program's own standard output, kept before anything takes
+	// os.Stdout: an FMU loaded later prints to stderr instead (package
+	// stdout).
+	stdout.Keep()
 	// A write to a broken pipe on stdout or stderr (the log's reader has
 	// exited) would otherwise kill the process with SIGPIPE, in the middle
 	// of a coupling, with BeamNG's last controls applied. With SIGPIPE
@@ -39,6 +51,7 @@ func main() {
 	// Notify rather than Ignore: an ignored signal would be inherited by
 	// exec models, a handled one is reset for them.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	registerFormats()
 	os.Exit(run(os.Args[1:], env{
 		stdout:      os.Stdout,
 		stderr:      os.Stderr,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"beamconnect/ports/portstest"
+	"beamconnect/config/configtest"
 	"beamconnect/recording"
 	"beamconnect/recording/mdf"
 	"beamconnect/recording/mdf/mdftest"
@@ -201,7 +201,7 @@ func TestConvert(t *testing.T) {
 // or on stderr, and the faults are listed.
 func TestRecordingSaysItsLosses(t *testing.T) {
 	dir := t.TempDir()
-	plan := portstest.Load(t, pedals)
+	plan := configtest.Plan(t, pedals)
 	path := filepath.Join(dir, "run.mf4")
 	f, err := os.Create(path)
 	if err != nil {

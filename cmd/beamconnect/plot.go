@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"beamconnect/recording"
-	_ "beamconnect/recording/mdf" // plots MDF 4 recordings
 )
 
 var cmdPlot = &command{

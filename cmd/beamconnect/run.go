@@ -6,9 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,8 +22,7 @@ import (
 	"beamconnect/models/kinds"
 	"beamconnect/models/program"
 	"beamconnect/ports"
-	"beamconnect/recording"
-	_ "beamconnect/recording/mdf" // the MDF 4 recording format
+	"beamconnect/runsetup"
 )
 
 var cmdRun = &command{
@@ -311,16 +308,12 @@ func (r *runner) prepare() (code int, ok bool) {
 	}
 	r.busyPoll()
 	if o.record != "" {
-		f, format, err := coupling.OpenRecording(o.record, c.args[0], o.recordFormat, o.force)
+		rec, done, err := runsetup.Record(o.record, o.recordFormat, o.force, plan, c.log)
 		if err != nil {
 			return r.fail(err)
 		}
-		r.closers = append(r.closers, func() { f.Close() })
-		w, err := format.Create(f, recordingOptions(plan))
-		if err != nil {
-			return r.fail(fmt.Errorf("--record %s: %w", o.record, err))
-		}
-		r.opts.Record = coupling.NewRecorderOf(w, f.Name(), plan, c.log)
+		r.closers = append(r.closers, done)
+		r.opts.Record = rec
 	}
 	if o.emulate {
 		switch o.emulateClient {
@@ -349,19 +342,6 @@ func (r *runner) prepare() (code int, ok bool) {
 		return r.fail(err)
 	}
 	return exitOK, true
-}
-
-// recordingOptions are what a recording keeps of the run besides its rows:
-// when it started, the config's text and the Gen 2 CSV it names.
-func recordingOptions(plan *ports.Plan) recording.Options {
-	bi, _ := debug.ReadBuildInfo()
-	o := recording.Options{Start: time.Now(), Version: readBuildInfo(bi).Version, Config: plan.Config, ConfigName: filepath.Base(plan.Source)}
-	for _, p := range plan.CSVPaths() {
-		if data, err := os.ReadFile(p); err == nil {
-			o.Files = append(o.Files, recording.NamedFile{Name: filepath.Base(p), Data: data})
-		}
-	}
-	return o
 }
 
 // newModel builds the config's model, or the one --model names.
@@ -407,6 +387,7 @@ func (r *runner) busyPoll() {
 // run couples until the duration ends or a signal comes, then reports.
 func (r *runner) run(hup <-chan os.Signal) int {
 	c, o := r.c, r.o
+	runsetup.Announce(c.log, "beamconnect couples BeamNG.tech", r.plan, "model", r.name)
 	ctx, cancel := runContext(o.duration, c.interrupt)
 	defer cancel()
 	var em *scene.Scene

@@ -84,7 +84,7 @@ func check(path string) (*ports.Plan, fileResult) {
 // checkPlan compiles a checked config and checks its model, adding the
 // findings, placed in the file, to ds.
 func checkPlan(cfg *config.Config, ds config.Diagnostics) (*ports.Plan, config.Diagnostics) {
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	var placed config.Diagnostics
 	switch {
 	case errors.As(err, &placed):

@@ -3,17 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime"
 	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"beamconnect/beamng"
+	"beamconnect/runsetup"
 )
-
-// version is set at release time with -ldflags "-X main.version=v1.2.3".
-var version = ""
 
 var cmdVersion = &command{
 	name:    "version",
@@ -28,15 +25,11 @@ two BeamNG coupling protocols this build speaks. Quote it in a bug report.`,
 	},
 }
 
-// buildInfo is what the binary knows of its own build.
+// buildInfo is what the binary knows of its own build, and the protocols
+// it speaks.
 type buildInfo struct {
-	Version      string     `json:"version"`
-	Revision     string     `json:"revision"`      // full VCS revision, "" when not built from a repository
-	RevisionTime string     `json:"revision_time"` // the commit's time, RFC 3339
-	Modified     bool       `json:"modified"`      // the working tree had uncommitted changes
-	Go           string     `json:"go"`
-	Platform     string     `json:"platform"`
-	Protocols    []protocol `json:"protocols"`
+	runsetup.Build
+	Protocols []protocol `json:"protocols"`
 }
 
 type protocol struct {
@@ -51,29 +44,9 @@ var protocols = []protocol{
 	{"Gen 2", "cosimulationCoupling", "from the Co-Simulation Signal Editor's CSV: 1 + its rows each way"},
 }
 
-// readBuildInfo is what bi says of the build (nil: nothing known), the
-// version set at release time first.
+// readBuildInfo is what bi says of the build (nil: nothing known).
 func readBuildInfo(bi *debug.BuildInfo) buildInfo {
-	b := buildInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Protocols: protocols}
-	if bi != nil {
-		if b.Version == "" {
-			b.Version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				b.Revision = s.Value
-			case "vcs.time":
-				b.RevisionTime = s.Value
-			case "vcs.modified":
-				b.Modified = s.Value == "true"
-			}
-		}
-	}
-	if b.Version == "" || b.Version == "(devel)" {
-		b.Version = "devel"
-	}
-	return b
+	return buildInfo{Build: runsetup.BuildOf(bi), Protocols: protocols}
 }
 
 func versionCmd(c *call) int {

@@ -21,7 +21,15 @@ func watchConfig(ctx context.Context, c *call, sess *coupling.Session, path stri
 	w.SetRunning(plan.Config)
 	var wg sync.WaitGroup
 	reload := func(data []byte) {
-		ch, err := sess.ReloadConfig(path, data)
+		// The file's part here, the run's in the session: a config that
+		// does not parse or compile is refused before it reaches it.
+		var ch ports.Changes
+		p, err := config.ParsePlan(path, data)
+		if err != nil {
+			sess.RefuseReload()
+		} else {
+			ch, err = sess.Reload(p)
+		}
 		var ds config.Diagnostics
 		switch {
 		case errors.As(err, &ds):

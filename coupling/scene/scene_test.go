@@ -9,7 +9,6 @@ import (
 	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/models"
-	"beamconnect/ports"
 )
 
 // Three vehicles of one scene, each sending on another step of the period
@@ -31,7 +30,7 @@ func TestSceneOfThreeVehicles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := ports.Compile(cfg)
+	plan, err := config.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

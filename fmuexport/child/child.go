@@ -25,8 +25,6 @@ import (
 	"math"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +33,7 @@ import (
 	"beamconnect/fmuexport"
 	"beamconnect/internal/mailbox"
 	"beamconnect/ports"
-	"beamconnect/recording"
-	_ "beamconnect/recording/mdf" // the MDF 4 recording format
+	"beamconnect/runsetup"
 )
 
 // spin is how long the child spins for the master's next request before
@@ -215,7 +212,7 @@ func (s *server) open(body []byte) []byte {
 		return s.fail("%v", err)
 	case o.Protocol != fmuexport.Protocol:
 		return s.fail("the FMU's library speaks protocol %d, this beamconnect (%s) speaks %d: the FMU carries a beamconnect of another version than its library; export it again",
-			o.Protocol, buildVersion(), fmuexport.Protocol)
+			o.Protocol, runsetup.Version(), fmuexport.Protocol)
 	case o.Major != 2 && o.Major != 3:
 		return s.fail("FMI %d: expected 2 or 3", o.Major)
 	}
@@ -238,9 +235,7 @@ func (s *server) open(body []byte) []byte {
 		}
 	}
 	s.values = make([]float64, len(s.ins))
-	s.log.Info("beamconnect couples BeamNG.tech for the master", "version", buildVersion(), "config", filepath.Base(plan.Source),
-		"protocol", plan.Protocol.Controller(), "vehicles", len(plan.Vehicles), "period_ms", plan.Period*1000,
-		"outputs", len(s.outs), "inputs", len(s.ins))
+	runsetup.Announce(s.log, "beamconnect couples BeamNG.tech for the master", plan, "outputs", len(s.outs), "inputs", len(s.ins))
 	w := writer{}
 	w.u32(uint32(len(iface.Vars)))
 	for i, v := range iface.Vars {
@@ -300,21 +295,6 @@ func (s *server) outputs(b *bridge) []byte {
 	return w.b
 }
 
-// buildVersion is the module's version, as `beamconnect version` says it.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown version)"
-	}
-	v := bi.Main.Version
-	for _, st := range bi.Settings {
-		if st.Key == "vcs.revision" && len(st.Value) >= 12 {
-			v += " " + st.Value[:12]
-		}
-	}
-	return strings.TrimSpace(v)
-}
-
 // masterGone ends the run when the master's process is gone: BeamNG gets
 // neutral controls and the recording is closed, as after a terminate.
 func (s *server) masterGone() {
@@ -333,30 +313,14 @@ func addr(ip string, port float64, ipName, portName string) (netip.AddrPort, err
 	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
 }
 
-// recordingOptions are what the recording keeps besides its rows, as
-// `beamconnect run --record` keeps them.
-func recordingOptions(plan *ports.Plan) recording.Options {
-	o := recording.Options{Start: time.Now(), Version: buildVersion(), Config: plan.Config, ConfigName: filepath.Base(plan.Source)}
-	for _, p := range plan.CSVPaths() {
-		if data, err := os.ReadFile(p); err == nil {
-			o.Files = append(o.Files, recording.NamedFile{Name: filepath.Base(p), Data: data})
-		}
-	}
-	return o
-}
-
-// openRecording opens the recording parameter recordFile names.
+// openRecording opens the recording parameter recordFile names, as
+// `beamconnect run --record` does.
 func openRecording(path string, plan *ports.Plan, log *slog.Logger) (*coupling.Recorder, func(), error) {
-	f, format, err := coupling.OpenRecording(path, plan.Source, "", false)
+	rec, done, err := runsetup.Record(path, "", false, plan, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("parameter recordFile: %w", err)
 	}
-	w, err := format.Create(f, recordingOptions(plan))
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("parameter recordFile %s: %w", path, err)
-	}
-	return coupling.NewRecorderOf(w, f.Name(), plan, log), func() { f.Close() }, nil
+	return rec, done, nil
 }
 
 // ctx is a context for a run.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +20,16 @@ import (
 	"beamconnect/fmuexport"
 	"beamconnect/internal/memnet"
 	"beamconnect/ports"
+	"beamconnect/recording"
+	"beamconnect/recording/mdf"
 )
+
+// TestMain registers the MDF recording format, as beamconnect's main
+// does for the child.
+func TestMain(m *testing.M) {
+	recording.Register(mdf.Format)
+	os.Exit(m.Run())
+}
 
 // rig is a child's server as the shim drives it, coupled to an emulated
 // BeamNG on an in-memory network: inside testing/synctest every wait of
@@ -67,7 +77,13 @@ func open(t *testing.T, file string) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{net: memnet.New(), plan: plan, iface: in, logs: t.TempDir()}
-	r.s = newServer(256<<10, coupling.ListenMem(r.net))
+	r.s = newServer(256<<10, func(local netip.AddrPort) (coupling.Transport, error) {
+		s, err := r.net.Timed(local, 50*time.Millisecond) // the coupling's idle step
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
 	w := writer{}
 	w.u8(reqOpen)
 	w.u32(fmuexport.Protocol)

@@ -25,6 +25,15 @@ import (
 	"sync"
 )
 
+// Prepare readies the package to start children: on Linux it starts the
+// thread every child is forked from (see startTied), which the first child
+// started starts otherwise; elsewhere it does nothing. Nothing happens on
+// import. A program whose first child may be started inside a
+// testing/synctest bubble calls it before, outside: that thread's
+// goroutine, started in a bubble, would belong to it, and so would every
+// goroutine a child's start makes.
+func Prepare() { prepare() }
+
 // Tree is a started program and everything it starts.
 type Tree struct {
 	cmd    *exec.Cmd

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 )
 
@@ -27,22 +28,28 @@ func startTied(cmd *exec.Cmd, ours bool) error {
 	if ours {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	}
+	prepare()
 	done := make(chan error)
 	forks <- func() { done <- cmd.Start() }
 	return <-done
 }
 
-// forks runs on the thread every child is forked from. It is started by
-// the package's initialisation, outside any synctest bubble.
+// forks runs on the thread every child is forked from.
 var forks = make(chan func())
 
-func init() {
-	go func() {
-		runtime.LockOSThread() // for ever: this thread must not exit
-		for f := range forks {
-			f()
-		}
-	}()
+var forker sync.Once
+
+// prepare starts the thread every child is forked from, locked to its
+// goroutine for the life of the process, if it is not started yet.
+func prepare() {
+	forker.Do(func() {
+		go func() {
+			runtime.LockOSThread() // for ever: this thread must not exit
+			for f := range forks {
+				f()
+			}
+		}()
+	})
 }
 
 // onParentDeath handles the parent-death signal of a program started by

@@ -16,3 +16,5 @@ func (t *Tree) release() {}
 
 // EndWithParent does nothing here.
 func EndWithParent() {}
+
+func prepare() {}

@@ -10,3 +10,5 @@ import "os/exec"
 func startTied(cmd *exec.Cmd, ours bool) error { return cmd.Start() }
 
 func onParentDeath(int, func()) {}
+
+func prepare() {}

@@ -12,12 +12,15 @@ import (
 
 // The test binary, with STDOUT_TEST_ROLE=divert, is a program that loads
 // foreign code: it diverts, then writes through every way foreign code
-// has to the standard output, and through os.Stdout as Go code does.
+// has to the standard output, and through os.Stdout as Go code does, as
+// it is now and as a part of the program took it before (a server handed
+// os.Stdout at its start, as the FMU host is).
 func TestMain(m *testing.M) {
 	if os.Getenv("STDOUT_TEST_ROLE") != "divert" {
 		os.Exit(m.Run())
 	}
 	before := loadForeign() // a C runtime already running when Divert comes
+	taken := os.Stdout
 	if err := Divert(); err != nil {
 		fmt.Fprintln(os.Stderr, "divert:", err)
 		os.Exit(1)
@@ -28,6 +31,7 @@ func TestMain(m *testing.M) {
 	runtime.GC()
 	runtime.GC()
 	writeForeign(before)
+	fmt.Fprintln(taken, "taken before")
 	fmt.Fprintln(os.Stdout, "own")
 	os.Exit(0)
 }
@@ -43,7 +47,7 @@ func TestDivert(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
-	if out.String() != "own\n" {
+	if out.String() != "taken before\nown\n" {
 		t.Errorf("stdout %q, want only the program's own output", out.String())
 	}
 	for _, w := range foreignWrites {

@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"beamconnect/config/configtest"
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
 )
 
-func plan(t *testing.T, file string) *ports.Plan { return portstest.Load(t, file) }
+func plan(t *testing.T, file string) *ports.Plan { return configtest.Plan(t, file) }
 
 // newModel builds a controller as models/kinds does: its parameters
 // checked, then bound.

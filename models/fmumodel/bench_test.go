@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/config/configtest"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/models"
-	"beamconnect/ports/portstest"
 )
 
 // Per-message cost of an FMU step as the coupling sees it (models.Model.Step:
@@ -67,7 +67,7 @@ func BenchmarkMEStep(b *testing.B) {
 		for _, solver := range []string{"dopri5", "rk4", "euler"} {
 			b.Run(mode.name+"/"+solver, func(b *testing.B) {
 				path := testfmu.MEForTest(b, "chain.fmu", testfmu.MEOptions{FMI: 3, Model: "chain"})
-				p := portstest.Load(b, "../../examples/cruise-pedals.json")
+				p := configtest.Plan(b, "../../examples/cruise-pedals.json")
 				p.Period = 0.001
 				params := models.Params{"path": path, "interface": "ModelExchange", "solver": solver, "deadlineMs": 0.9,
 					"outputs": map[string]any{"x1": "throttle"}}

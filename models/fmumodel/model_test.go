@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/config/configtest"
 	"beamconnect/fmu/host"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/logtest"
 	"beamconnect/models"
 	"beamconnect/models/exectest"
 	"beamconnect/ports"
-	"beamconnect/ports/portstest"
 )
 
 // The test binary is an FMU host too, as beamconnect is (FMUHost runs
@@ -72,7 +72,7 @@ func paramsOf(m *FMU) models.Params {
 func benchRig(b *testing.B, o testfmu.Options, extra models.Params) (*FMU, *ports.Plan) {
 	b.Helper()
 	path := testfmu.ForTest(b, "cruise.fmu", o)
-	p := portstest.Load(b, "../../examples/cruise-pedals.json")
+	p := configtest.Plan(b, "../../examples/cruise-pedals.json")
 	params := models.Params{"path": path}
 	for k, v := range extra {
 		params[k] = v

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"beamconnect/config/configtest"
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/ports/portstest"
@@ -31,6 +32,6 @@ func validateModel(p models.Params, plan *ports.Plan) []models.Finding {
 	return append(models.CheckParams("fmu", Params, p), Validate(p, plan)...)
 }
 
-func plan(t *testing.T, file string) *ports.Plan { return portstest.Load(t, file) }
+func plan(t *testing.T, file string) *ports.Plan { return configtest.Plan(t, file) }
 
 func vectors(p *ports.Plan) (outs, ins [][]float64) { return portstest.Vectors(p) }

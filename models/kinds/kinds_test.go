@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"beamconnect/config/configtest"
 	"beamconnect/models"
-	"beamconnect/ports/portstest"
 )
 
 func TestNewErrors(t *testing.T) {
-	p := portstest.Load(t, "../../examples/cruise-pedals.json")
+	p := configtest.Plan(t, "../../examples/cruise-pedals.json")
 	for _, tt := range []struct {
 		name   string
 		model  string

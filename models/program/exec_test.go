@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/config/configtest"
 	"beamconnect/internal/logtest"
 	"beamconnect/models"
 	"beamconnect/models/exectest"
@@ -37,7 +38,7 @@ func realTimeRig(t *testing.T, script []string, timeout float64, extra models.Pa
 
 func execRigIn(t *testing.T, realTime bool, script []string, timeout float64, extra models.Params) (*Exec, *ports.Plan, *logtest.Buffer) {
 	t.Helper()
-	p := portstest.Load(t, "../../examples/cruise-pedals.json")
+	p := configtest.Plan(t, "../../examples/cruise-pedals.json")
 	p.ModelTimeout, p.RealTime = timeout, realTime
 	params := models.Params{"command": exectest.Command(script...), "deadlineMs": 4.0}
 	for k, v := range extra {
@@ -364,7 +365,7 @@ func TestExecKeepAndNaN(t *testing.T) {
 // per step, and a program that stops answering costs a counted miss, not a
 // hang, and the step waits only its deadline.
 func TestExec(t *testing.T) {
-	p := portstest.Load(t, "../../examples/cruise-pedals.json")
+	p := configtest.Plan(t, "../../examples/cruise-pedals.json")
 	p.ModelTimeout, p.RealTime = 5, true
 	// Answers directive 1, throttle 0.5, brake 0, driveMode 0 to the first
 	// two steps, then sleeps.

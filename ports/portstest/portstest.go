@@ -1,28 +1,8 @@
-// Package portstest gives tests a compiled plan from a config file, and
-// its port vectors.
+// Package portstest gives tests a plan's port vectors (a plan from a
+// config file is config/configtest's).
 package portstest
 
-import (
-	"testing"
-
-	"beamconnect/config"
-	"beamconnect/ports"
-)
-
-// Load reads, checks and compiles the config at path, failing the test on
-// any error: a test's fixture that does not load is the test's bug.
-func Load(t testing.TB, path string) *ports.Plan {
-	t.Helper()
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := ports.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+import "beamconnect/ports"
 
 // Vectors are a plan's port vectors as a model first sees them: the
 // outputs zero but for the status, connected; the inputs at their fields'

@@ -5,7 +5,7 @@
 // and channels, CC conversions, TX/MD texts, EV events, AT attachments, DT
 // data and DL data lists), every one 8-byte aligned, little-endian.
 //
-// The Writer streams: data goes out in DT blocks chained by DL blocks as it
+// The writer streams: data goes out in DT blocks chained by DL blocks as it
 // comes, the file is marked unfinalized ("UnFinMF ") while it grows and
 // finalized by Close, so a writer killed at any moment leaves a file the
 // readers open with everything linked up to its last Flush. The Reader
@@ -35,7 +35,7 @@ const (
 	evLinks    = 5 // ev_next, ev_parent, ev_range, tx_name, md_comment, then scope[] and at_reference[]
 	atLinks    = 4 // at_next, tx_filename, tx_mimetype, md_comment
 
-	// Offsets of the fields the Writer patches in place.
+	// Offsets of the fields the writer patches in place.
 	hdDGFirst   = hdAt + headerSize + 0*8
 	hdATFirst   = hdAt + headerSize + 3*8
 	hdEVFirst   = hdAt + headerSize + 4*8
@@ -57,21 +57,21 @@ const (
 	unfinLastDT      = 1 << 2 // the last DT block's length may be wrong
 )
 
-// DataType is a channel's value encoding (cn_data_type with its bit count).
-type DataType uint8
+// dataType is a channel's value encoding (cn_data_type with its bit count).
+type dataType uint8
 
 const (
-	Float64 DataType = iota // IEEE 754 double, little-endian
-	Uint8
-	Uint32
+	typeFloat64 dataType = iota // IEEE 754 double, little-endian
+	typeUint8
+	typeUint32
 )
 
 // Size is the type's width in bytes.
-func (t DataType) Size() int {
+func (t dataType) Size() int {
 	switch t {
-	case Uint8:
+	case typeUint8:
 		return 1
-	case Uint32:
+	case typeUint32:
 		return 4
 	}
 	return 8
@@ -84,8 +84,8 @@ const (
 	cnFloatLE = 4
 )
 
-func (t DataType) code() uint8 {
-	if t == Float64 {
+func (t dataType) code() uint8 {
+	if t == typeFloat64 {
 		return cnFloatLE
 	}
 	return cnUintLE

@@ -448,7 +448,7 @@ func FuzzRead(f *testing.F) {
 			return
 		}
 		for _, g := range mf.Groups {
-			mf.Records(g, func(rec []byte) error {
+			mf.records(g, func(rec []byte) error {
 				for _, c := range g.Channels {
 					if c.Unsupported == "" {
 						c.Value(rec)

@@ -12,7 +12,7 @@ import (
 
 // File is an MDF 4 file's structure as read: the header, every channel
 // group with its channels, the events and the attachments. Records are
-// read on demand (Records), so a file of any length is read in constant
+// read on demand (records), so a file of any length is read in constant
 // memory.
 type File struct {
 	Name      string
@@ -75,14 +75,14 @@ type AttachmentInfo struct {
 	at                  int64
 }
 
-// Error is a problem at a place in a file.
-type Error struct {
+// readError is a problem at a place in a file.
+type readError struct {
 	File string
 	At   int64 // the offset of the block
 	Msg  string
 }
 
-func (e *Error) Error() string {
+func (e *readError) Error() string {
 	if e.At < 0 {
 		return fmt.Sprintf("%s: %s", e.File, e.Msg)
 	}
@@ -108,7 +108,7 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 	f := &File{Name: name, r: r, size: size, seen: map[int64]bool{}}
 	id := make([]byte, idSize)
 	if size < idSize+hdSize {
-		return nil, &Error{name, -1, fmt.Sprintf("%d bytes: too short for an MDF 4 file (an ID and a header block)", size)}
+		return nil, &readError{name, -1, fmt.Sprintf("%d bytes: too short for an MDF 4 file (an ID and a header block)", size)}
 	}
 	if _, err := r.ReadAt(id, 0); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -118,19 +118,19 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 		f.Finalized = true
 	case "UnFinMF ":
 	default:
-		return nil, &Error{name, -1, fmt.Sprintf("not an MDF file: it starts %q, expected \"MDF     \" or \"UnFinMF \"", id[:8])}
+		return nil, &readError{name, -1, fmt.Sprintf("not an MDF file: it starts %q, expected \"MDF     \" or \"UnFinMF \"", id[:8])}
 	}
 	f.Version = int(binary.LittleEndian.Uint16(id[28:]))
 	if f.Version < 400 || f.Version >= 500 {
-		return nil, &Error{name, -1, fmt.Sprintf("MDF version %d: only MDF 4 is read", f.Version)}
+		return nil, &readError{name, -1, fmt.Sprintf("MDF version %d: only MDF 4 is read", f.Version)}
 	}
 	f.Program = strings.TrimRight(string(id[16:24]), " \x00")
 	unfin := binary.LittleEndian.Uint16(id[idUnfinAt:])
 	if f.Finalized && unfin != 0 {
-		return nil, &Error{name, 0, fmt.Sprintf("a finalized file (\"MDF\") with unfinalized flags 0x%x", unfin)}
+		return nil, &readError{name, 0, fmt.Sprintf("a finalized file (\"MDF\") with unfinalized flags 0x%x", unfin)}
 	}
 	if unfin&^(unfinCycleCounts|unfinLastDT) != 0 {
-		return nil, &Error{name, 0, fmt.Sprintf("unfinalized flags 0x%x: only the cycle counts and the last DT block's length can be worked out here", unfin)}
+		return nil, &readError{name, 0, fmt.Sprintf("unfinalized flags 0x%x: only the cycle counts and the last DT block's length can be worked out here", unfin)}
 	}
 	hd, err := f.block(hdAt, "HD", hdLinks, 32)
 	if err != nil {
@@ -156,7 +156,7 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 // links links and min bytes of data.
 func (f *File) block(at int64, want string, links, min int) (*block, error) {
 	if at <= 0 || at%8 != 0 || at+headerSize > f.size {
-		return nil, &Error{f.Name, at, fmt.Sprintf("a link to a %s block points outside the file or is not 8-byte aligned", want)}
+		return nil, &readError{f.Name, at, fmt.Sprintf("a link to a %s block points outside the file or is not 8-byte aligned", want)}
 	}
 	var h [headerSize]byte
 	if _, err := f.r.ReadAt(h[:], at); err != nil {
@@ -164,18 +164,18 @@ func (f *File) block(at int64, want string, links, min int) (*block, error) {
 	}
 	id := string(h[:4])
 	if id != "##"+want {
-		return nil, &Error{f.Name, at, fmt.Sprintf("expected a %s block, found %q", want, id)}
+		return nil, &readError{f.Name, at, fmt.Sprintf("expected a %s block, found %q", want, id)}
 	}
 	length := binary.LittleEndian.Uint64(h[8:])
 	n := binary.LittleEndian.Uint64(h[16:])
 	if n < uint64(links) || n > maxMeta/8 || length < headerSize+8*n+uint64(min) {
-		return nil, &Error{f.Name, at, fmt.Sprintf("%s block of %d bytes with %d links: expected at least %d links and %d bytes of data", want, length, n, links, min)}
+		return nil, &readError{f.Name, at, fmt.Sprintf("%s block of %d bytes with %d links: expected at least %d links and %d bytes of data", want, length, n, links, min)}
 	}
 	if length > uint64(f.size-at) {
-		return nil, &Error{f.Name, at, fmt.Sprintf("%s block of %d bytes ends past the end of the file (%d bytes)", want, length, f.size)}
+		return nil, &readError{f.Name, at, fmt.Sprintf("%s block of %d bytes ends past the end of the file (%d bytes)", want, length, f.size)}
 	}
 	if want != "DT" && length > maxMeta && want != "AT" {
-		return nil, &Error{f.Name, at, fmt.Sprintf("%s block of %d bytes: larger than any this reader takes", want, length)}
+		return nil, &readError{f.Name, at, fmt.Sprintf("%s block of %d bytes: larger than any this reader takes", want, length)}
 	}
 	b := &block{at: at, id: want}
 	if want == "DT" {
@@ -200,7 +200,7 @@ func (f *File) text(at int64) (string, error) {
 		return "", nil
 	}
 	if at < 0 || at+4 > f.size {
-		return "", &Error{f.Name, at, "a link to a text points outside the file"}
+		return "", &readError{f.Name, at, "a link to a text points outside the file"}
 	}
 	var id [4]byte
 	if _, err := f.r.ReadAt(id[:], at); err != nil {
@@ -217,7 +217,7 @@ func (f *File) text(at int64) (string, error) {
 	if i := bytes.IndexByte(b.data, 0); i >= 0 {
 		return string(b.data[:i]), nil
 	}
-	return "", &Error{f.Name, at, kind + " block without its terminating zero byte"}
+	return "", &readError{f.Name, at, kind + " block without its terminating zero byte"}
 }
 
 // chain guards a linked list: a block of the file's structure is met
@@ -228,13 +228,13 @@ func (f *File) chain(what string) func(at int64) error {
 	limit, n := f.size/headerSize+1, int64(0)
 	return func(at int64) error {
 		if n++; n > limit {
-			return &Error{f.Name, at, "the " + what + " list loops"}
+			return &readError{f.Name, at, "the " + what + " list loops"}
 		}
 		if what == "DL" {
 			return nil // data lists are bounded by their bytes (checkData)
 		}
 		if f.seen[at] {
-			return &Error{f.Name, at, "a " + what + " block linked twice: the " + what + " list loops or shares a block with another"}
+			return &readError{f.Name, at, "a " + what + " block linked twice: the " + what + " list loops or shares a block with another"}
 		}
 		f.seen[at] = true
 		return nil
@@ -252,7 +252,7 @@ func (f *File) readGroups(at int64, unfin uint16) error {
 			return err
 		}
 		if dg.data[0] != 0 {
-			return &Error{f.Name, at, fmt.Sprintf("an unsorted data group (record ids of %d bytes): sort the file first (asammdf, MATLAB's mdfSort)", dg.data[0])}
+			return &readError{f.Name, at, fmt.Sprintf("an unsorted data group (record ids of %d bytes): sort the file first (asammdf, MATLAB's mdfSort)", dg.data[0])}
 		}
 		if dg.links[1] != 0 {
 			g, err := f.readGroup(dg.links[1])
@@ -272,7 +272,7 @@ func (f *File) readGroups(at int64, unfin uint16) error {
 
 func (f *File) readGroup(at int64) (*GroupInfo, error) {
 	if f.seen[at] {
-		return nil, &Error{f.Name, at, "a CG block linked twice"}
+		return nil, &readError{f.Name, at, "a CG block linked twice"}
 	}
 	f.seen[at] = true
 	cg, err := f.block(at, "CG", cgLinks, 32)
@@ -280,16 +280,16 @@ func (f *File) readGroup(at int64) (*GroupInfo, error) {
 		return nil, err
 	}
 	if cg.links[0] != 0 {
-		return nil, &Error{f.Name, at, "a data group with several channel groups (unsorted): sort the file first"}
+		return nil, &readError{f.Name, at, "a data group with several channel groups (unsorted): sort the file first"}
 	}
 	g := &GroupInfo{at: at, Cycles: binary.LittleEndian.Uint64(cg.data[8:])}
 	flags := binary.LittleEndian.Uint16(cg.data[16:])
 	if flags&1 != 0 {
-		return nil, &Error{f.Name, at, "a channel group of variable-length signal data: not read here"}
+		return nil, &readError{f.Name, at, "a channel group of variable-length signal data: not read here"}
 	}
 	g.RecordSize = int(binary.LittleEndian.Uint32(cg.data[24:])) + int(binary.LittleEndian.Uint32(cg.data[28:]))
 	if int64(g.RecordSize) > f.size {
-		return nil, &Error{f.Name, at, fmt.Sprintf("records of %d bytes in a file of %d bytes", g.RecordSize, f.size)}
+		return nil, &readError{f.Name, at, fmt.Sprintf("records of %d bytes in a file of %d bytes", g.RecordSize, f.size)}
 	}
 	if g.Name, err = f.text(cg.links[2]); err != nil {
 		return nil, err
@@ -341,7 +341,7 @@ func (f *File) readChannel(at int64, record int) (*ChannelInfo, int64, error) {
 	case !numeric(c.dataType, c.Bits):
 		c.Unsupported = fmt.Sprintf("data type %d of %d bits", c.dataType, c.Bits)
 	case c.Offset+c.Bits/8 > record:
-		return nil, 0, &Error{f.Name, at, fmt.Sprintf("channel %q: bytes %d to %d of a record of %d bytes", c.Name, c.Offset, c.Offset+c.Bits/8, record)}
+		return nil, 0, &readError{f.Name, at, fmt.Sprintf("channel %q: bytes %d to %d of a record of %d bytes", c.Name, c.Offset, c.Offset+c.Bits/8, record)}
 	}
 	if cc := cn.links[4]; cc != 0 {
 		if err := f.readConversion(cc, c); err != nil {
@@ -371,19 +371,19 @@ func (f *File) readConversion(at int64, c *ChannelInfo) error {
 	d := cc.data
 	refs, vals := int(binary.LittleEndian.Uint16(d[4:])), int(binary.LittleEndian.Uint16(d[6:]))
 	if len(cc.links) != ccLinks+refs || len(d) < 24+8*vals {
-		return &Error{f.Name, at, fmt.Sprintf("conversion with %d references and %d values in a block of %d links and %d bytes of data", refs, vals, len(cc.links), len(d))}
+		return &readError{f.Name, at, fmt.Sprintf("conversion with %d references and %d values in a block of %d links and %d bytes of data", refs, vals, len(cc.links), len(d))}
 	}
 	val := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(d[24+8*i:])) }
 	switch d[0] {
 	case 0:
 	case 1: // linear
 		if vals != 2 {
-			return &Error{f.Name, at, fmt.Sprintf("linear conversion with %d values, expected 2", vals)}
+			return &readError{f.Name, at, fmt.Sprintf("linear conversion with %d values, expected 2", vals)}
 		}
 		c.a, c.b = val(0), val(1)
 	case 7: // value to text
 		if refs != vals+1 {
-			return &Error{f.Name, at, fmt.Sprintf("value-to-text conversion with %d values and %d references, expected one more reference (the default)", vals, refs)}
+			return &readError{f.Name, at, fmt.Sprintf("value-to-text conversion with %d values and %d references, expected one more reference (the default)", vals, refs)}
 		}
 		for i := range vals {
 			t, err := f.ref(cc.links[ccLinks+i])
@@ -410,7 +410,7 @@ func (f *File) ref(at int64) (string, error) {
 	}
 	var id [4]byte
 	if at < 0 || at+4 > f.size {
-		return "", &Error{f.Name, at, "a conversion's reference points outside the file"}
+		return "", &readError{f.Name, at, "a conversion's reference points outside the file"}
 	}
 	f.r.ReadAt(id[:], at)
 	if string(id[:]) == "##CC" {
@@ -437,24 +437,24 @@ func (f *File) checkData(g *GroupInfo, unfin uint16) error {
 		if total += uint64(n); total > uint64(f.size) {
 			// Every block holds bytes of its own: a list that refers to a
 			// block twice, or loops, must not make a reader read forever.
-			return &Error{f.Name, g.at, fmt.Sprintf("channel group %q: its data blocks hold more bytes than the file: a data list refers to a block twice", g.Name)}
+			return &readError{f.Name, g.at, fmt.Sprintf("channel group %q: its data blocks hold more bytes than the file: a data list refers to a block twice", g.Name)}
 		}
 	}
 	if g.RecordSize == 0 {
 		if total != 0 {
-			return &Error{f.Name, g.at, "records of 0 bytes with data"}
+			return &readError{f.Name, g.at, "records of 0 bytes with data"}
 		}
 		return nil
 	}
 	if unfin&unfinCycleCounts != 0 {
 		if total%uint64(g.RecordSize) != 0 {
-			return &Error{f.Name, g.at, fmt.Sprintf("%d bytes of data: not whole records of %d bytes", total, g.RecordSize)}
+			return &readError{f.Name, g.at, fmt.Sprintf("%d bytes of data: not whole records of %d bytes", total, g.RecordSize)}
 		}
 		g.Cycles = total / uint64(g.RecordSize)
 		return nil
 	}
 	if g.Cycles > total/uint64(g.RecordSize) || total != g.Cycles*uint64(g.RecordSize) {
-		return &Error{f.Name, g.at, fmt.Sprintf("channel group %q: %d records of %d bytes, but its data blocks hold %d bytes", g.Name, g.Cycles, g.RecordSize, total)}
+		return &readError{f.Name, g.at, fmt.Sprintf("channel group %q: %d records of %d bytes, but its data blocks hold %d bytes", g.Name, g.Cycles, g.RecordSize, total)}
 	}
 	return nil
 }
@@ -484,7 +484,7 @@ func (f *File) dataBlocks(g *GroupInfo) func() (at int64, n int64, ok bool, err 
 			}
 			var id [4]byte
 			if next < 0 || next+4 > f.size {
-				return 0, 0, false, &Error{f.Name, next, "a data link points outside the file"}
+				return 0, 0, false, &readError{f.Name, next, "a data link points outside the file"}
 			}
 			f.r.ReadAt(id[:], next)
 			switch string(id[:]) {
@@ -498,13 +498,13 @@ func (f *File) dataBlocks(g *GroupInfo) func() (at int64, n int64, ok bool, err 
 				}
 				count := binary.LittleEndian.Uint32(dl.data[4:])
 				if int(count) != len(dl.links)-1 {
-					return 0, 0, false, &Error{f.Name, next, fmt.Sprintf("DL block of %d data links says it has %d", len(dl.links)-1, count)}
+					return 0, 0, false, &readError{f.Name, next, fmt.Sprintf("DL block of %d data links says it has %d", len(dl.links)-1, count)}
 				}
 				list, next = dl.links[1:], dl.links[0]
 			case "##DZ":
-				return 0, 0, false, &Error{f.Name, next, "compressed data (DZ blocks) is not read here"}
+				return 0, 0, false, &readError{f.Name, next, "compressed data (DZ blocks) is not read here"}
 			default:
-				return 0, 0, false, &Error{f.Name, next, fmt.Sprintf("expected a DT or DL block for a group's data, found %q", id[:])}
+				return 0, 0, false, &readError{f.Name, next, fmt.Sprintf("expected a DT or DL block for a group's data, found %q", id[:])}
 			}
 		}
 	}
@@ -533,7 +533,7 @@ func (f *File) readEvents(at int64) error {
 		d := ev.data
 		scope, atts := int(binary.LittleEndian.Uint32(d[8:])), int(binary.LittleEndian.Uint16(d[12:]))
 		if len(ev.links) < evLinks+scope+atts {
-			return &Error{f.Name, at, fmt.Sprintf("event with %d scope and %d attachment links in a block of %d links", scope, atts, len(ev.links))}
+			return &readError{f.Name, at, fmt.Sprintf("event with %d scope and %d attachment links in a block of %d links", scope, atts, len(ev.links))}
 		}
 		e := &EventInfo{Type: EventType(d[0]), Range: EventRange(d[2]), Cause: EventCause(d[3]), RangeOf: -1, at: at}
 		if d[1] == syncTime {
@@ -585,10 +585,10 @@ func (f *File) readAttachments(at int64) error {
 		size := binary.LittleEndian.Uint64(d[32:])
 		if flags&1 != 0 {
 			if size > uint64(len(d)-40) {
-				return &Error{f.Name, at, fmt.Sprintf("attachment of %d bytes in a block of %d", size, len(d))}
+				return &readError{f.Name, at, fmt.Sprintf("attachment of %d bytes in a block of %d", size, len(d))}
 			}
 			if flags&2 != 0 {
-				return &Error{f.Name, at, "compressed attachments are not read here"}
+				return &readError{f.Name, at, "compressed attachments are not read here"}
 			}
 			a.Data = d[40 : 40+size]
 		}
@@ -603,10 +603,10 @@ func (f *File) readAttachments(at int64) error {
 	return nil
 }
 
-// Records calls fn with each record of group g in order; rec is reused
+// records calls fn with each record of group g in order; rec is reused
 // between calls.
-func (f *File) Records(g *GroupInfo, fn func(rec []byte) error) error {
-	c := f.Cursor(g)
+func (f *File) records(g *GroupInfo, fn func(rec []byte) error) error {
+	c := f.cursor(g)
 	for {
 		rec, err := c.Next()
 		if err != nil || rec == nil {
@@ -618,8 +618,8 @@ func (f *File) Records(g *GroupInfo, fn func(rec []byte) error) error {
 	}
 }
 
-// Cursor reads a group's records one at a time.
-type Cursor struct {
+// recordCursor reads a group's records one at a time.
+type recordCursor struct {
 	f      *File
 	g      *GroupInfo
 	blocks func() (int64, int64, bool, error)
@@ -631,13 +631,13 @@ type Cursor struct {
 	rec    []byte
 }
 
-// Cursor starts reading group g's records.
-func (f *File) Cursor(g *GroupInfo) *Cursor {
-	return &Cursor{f: f, g: g, blocks: f.dataBlocks(g), rec: make([]byte, g.RecordSize)}
+// cursor starts reading group g's records.
+func (f *File) cursor(g *GroupInfo) *recordCursor {
+	return &recordCursor{f: f, g: g, blocks: f.dataBlocks(g), rec: make([]byte, g.RecordSize)}
 }
 
 // Next is the next record (valid until the next call), nil after the last.
-func (c *Cursor) Next() ([]byte, error) {
+func (c *recordCursor) Next() ([]byte, error) {
 	if c.read >= c.g.Cycles || c.g.RecordSize == 0 {
 		return nil, nil
 	}
@@ -649,7 +649,7 @@ func (c *Cursor) Next() ([]byte, error) {
 					return nil, err
 				}
 				if !ok {
-					return nil, &Error{c.f.Name, c.g.at, fmt.Sprintf("channel group %q: the data ends after %d of %d records", c.g.Name, c.read, c.g.Cycles)}
+					return nil, &readError{c.f.Name, c.g.at, fmt.Sprintf("channel group %q: the data ends after %d of %d records", c.g.Name, c.read, c.g.Cycles)}
 				}
 				c.at, c.left = at, n
 				continue

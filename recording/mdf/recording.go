@@ -25,8 +25,8 @@ import (
 // faults, status changes and live diagnoses are events; the config run is
 // attached.
 
-// Program is the ID block's program identifier of beamconnect's files.
-const Program = "beamconn"
+// programID is the ID block's program identifier of beamconnect's files.
+const programID = "beamconn"
 
 // Group names: "from BeamNG", or "ego: from BeamNG" with several vehicles.
 const (
@@ -34,18 +34,18 @@ const (
 	toName   = "to BeamNG"
 )
 
-func init() {
-	recording.Register(&recording.Format{
-		Name:     "mdf",
-		Exts:     []string{".mf4", ".mdf"},
-		Is:       IsRecording,
-		Seekable: true,
-		Create: func(f *os.File, o recording.Options) (recording.Writer, error) {
-			return NewRecording(f, o)
-		},
-		Open:   Open,
-		Events: Events,
-	})
+// Format is MDF 4 as a recording format: register it with
+// recording.Register to record, convert and plot MDF files.
+var Format = &recording.Format{
+	Name:     "mdf",
+	Exts:     []string{".mf4", ".mdf"},
+	Is:       isRecording,
+	Seekable: true,
+	Create: func(f *os.File, o recording.Options) (recording.Writer, error) {
+		return NewRecording(f, o)
+	},
+	Open:   openSource,
+	Events: Events,
 }
 
 // Event names beamconnect gives the events whose kind is not in their
@@ -81,11 +81,11 @@ func Events(path string) ([]recording.Event, error) {
 			ev.Kind = recording.Lost
 		case e.Name == faultsName:
 			ev.Kind = recording.Faults
-		case e.Cause == CauseError && e.Range == End:
+		case e.Cause == causeError && e.Range == End:
 			ev.Kind = recording.FaultEnd
-		case e.Cause == CauseError && e.Range == Begin:
+		case e.Cause == causeError && e.Range == Begin:
 			ev.Kind = recording.FaultBegin
-		case e.Cause == CauseError:
+		case e.Cause == causeError:
 			ev.Kind = recording.Diagnosis
 		default:
 			ev.Kind = recording.StatusChange
@@ -95,16 +95,16 @@ func Events(path string) ([]recording.Event, error) {
 	return out, nil
 }
 
-// IsRecording reports whether a file starting with head is an MDF 4 file
+// isRecording reports whether a file starting with head is an MDF 4 file
 // beamconnect wrote.
-func IsRecording(head []byte) bool {
+func isRecording(head []byte) bool {
 	return len(head) >= 24 && (bytes.HasPrefix(head, []byte("MDF     ")) || bytes.HasPrefix(head, []byte("UnFinMF "))) &&
-		string(head[16:24]) == Program
+		string(head[16:24]) == programID
 }
 
 // Recording writes a recording as MDF 4 (recording.Writer).
 type Recording struct {
-	w *Writer
+	w *writer
 
 	// The message path's side: the layout rows are encoded for.
 	cur *layout
@@ -114,9 +114,9 @@ type Recording struct {
 	nextID  uint32
 	written *layout // the writer's side: the layout whose groups rows go to
 
-	faults  *Event // the model fault in force (its Begin event)
-	lost    *Event // the event saying rows were lost: written at Close whatever the disk says
-	configs map[string]*Attachment
+	faults  *event // the model fault in force (its Begin event)
+	lost    *event // the event saying rows were lost: written at Close whatever the disk says
+	configs map[string]*attachment
 }
 
 // layout is where a row's values go: per vehicle a record of each group.
@@ -127,14 +127,14 @@ type layout struct {
 }
 
 type vehicleGroups struct {
-	from, to Group
+	from, to groupSpec
 	fromCols []cell // the row's columns each channel takes, in order
 	toCols   []cell
 }
 
 type cell struct {
 	col int
-	typ DataType
+	typ dataType
 }
 
 // Buffer entries: a header (a layout's id) or a row (the vehicle, then
@@ -147,13 +147,13 @@ const (
 // NewRecording starts an MDF 4 recording in f: the header, with the
 // config attached.
 func NewRecording(f Output, o recording.Options) (*Recording, error) {
-	var atts []*Attachment
-	r := &Recording{handed: map[uint32]*layout{}, configs: map[string]*Attachment{}}
+	var atts []*attachment
+	r := &Recording{handed: map[uint32]*layout{}, configs: map[string]*attachment{}}
 	if o.Config != nil {
 		atts = append(atts, r.config(o.ConfigName, o.Config, "the config the run started with"))
 	}
 	for _, nf := range o.Files {
-		atts = append(atts, &Attachment{Name: nf.Name, MIME: mimeOf(nf.Name), Comment: "a file the config names", Data: nf.Data})
+		atts = append(atts, &attachment{Name: nf.Name, MIME: mimeOf(nf.Name), Comment: "a file the config names", Data: nf.Data})
 	}
 	comment := "beamconnect recording"
 	var props [][2]string
@@ -165,7 +165,7 @@ func NewRecording(f Output, o recording.Options) (*Recording, error) {
 	if o.Config != nil {
 		comment += "; the config attached"
 	}
-	w, err := NewWriter(f, Options{Start: o.Start, Program: Program, Tool: "beamconnect", Version: o.Version,
+	w, err := newWriter(f, writeOptions{Start: o.Start, Program: programID, Tool: "beamconnect", Version: o.Version,
 		Comment: comment, Properties: props}, atts...)
 	if err != nil {
 		return nil, err
@@ -175,14 +175,14 @@ func NewRecording(f Output, o recording.Options) (*Recording, error) {
 }
 
 // config is the attachment of a config's text, one per text.
-func (r *Recording) config(name string, data []byte, comment string) *Attachment {
+func (r *Recording) config(name string, data []byte, comment string) *attachment {
 	if a, ok := r.configs[string(data)]; ok {
 		return a
 	}
 	if name == "" {
 		name = "config.json"
 	}
-	a := &Attachment{Name: filepath.Base(name), MIME: "application/json", Comment: comment, Data: data}
+	a := &attachment{Name: filepath.Base(name), MIME: "application/json", Comment: comment, Data: data}
 	r.configs[string(data)] = a
 	return a
 }
@@ -219,23 +219,23 @@ func newLayout(l *recording.Layout) *layout {
 			prefix = l.Vehicles[v] + ": "
 		}
 		g := vehicleGroups{
-			from: Group{Name: prefix + fromName, Comment: "what BeamNG sent, and the connection status, a sample per message"},
-			to:   Group{Name: prefix + toName, Comment: "what beamconnect replied, and the model's own variables, a sample per message"},
+			from: groupSpec{Name: prefix + fromName, Comment: "what BeamNG sent, and the connection status, a sample per message"},
+			to:   groupSpec{Name: prefix + toName, Comment: "what beamconnect replied, and the model's own variables, a sample per message"},
 		}
 		for i, c := range l.Columns {
 			mine := c.Role == recording.Own || c.Role == recording.Model || (c.Role == recording.Field || c.Role == recording.Setpoint) && (c.Vehicle == v || !l.Several())
 			if !mine {
 				continue
 			}
-			ch := Channel{Name: c.Name, Unit: c.Unit, Comment: c.Comment, Type: Float64}
+			ch := channelSpec{Name: c.Name, Unit: c.Unit, Comment: c.Comment, Type: typeFloat64}
 			switch c.Name {
 			case "status":
 				if c.Role == recording.Own {
-					ch.Type, ch.Texts = Uint8, statusTexts
+					ch.Type, ch.Texts = typeUint8, statusTexts
 				}
 			case "reloads":
 				if c.Role == recording.Own {
-					ch.Type = Uint32
+					ch.Type = typeUint32
 				}
 			case "directive":
 				if c.Role == recording.Own {
@@ -270,9 +270,9 @@ func record(b []byte, t float64, cells []cell, values []float64) []byte {
 	for _, c := range cells {
 		v := values[c.col]
 		switch c.typ {
-		case Uint8:
+		case typeUint8:
 			b = append(b, byte(clamp(v, math.MaxUint8)))
-		case Uint32:
+		case typeUint32:
 			b = binary.LittleEndian.AppendUint32(b, uint32(clamp(v, math.MaxUint32)))
 		default:
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
@@ -359,39 +359,39 @@ func (r *Recording) switchTo(lay *layout) {
 // groups, a fault as a range from its beginning to the model's recovery,
 // a reload referring to the config it applied.
 func (r *Recording) event(e *recording.Event) {
-	ev := &Event{Name: e.Name, Comment: e.Text, Time: e.Time, Type: Marker, Cause: CauseTool}
+	ev := &event{Name: e.Name, Comment: e.Text, Time: e.Time, Type: eventMarker, Cause: causeTool}
 	if e.Vehicle >= 0 && r.written != nil && e.Vehicle < len(r.written.groups) {
 		ev.Scope = []int{r.written.first + 2*e.Vehicle, r.written.first + 2*e.Vehicle + 1}
 	}
 	switch e.Kind {
 	case recording.Reload:
-		ev.Cause = CauseUser
+		ev.Cause = causeUser
 		if e.Config != nil {
 			a := r.config("", e.Config, "the config applied by a reload")
 			if a.at == 0 {
 				r.w.Attach(a)
 			}
-			ev.Attachments = []*Attachment{a}
+			ev.Attachments = []*attachment{a}
 		}
 	case recording.FaultBegin:
 		if r.faults != nil { // a fault that changed: the first one's range ends
-			r.w.AddEvent(&Event{Name: r.faults.Name, Comment: "the fault changed", Time: e.Time, Type: Marker, Cause: CauseError, Range: End, BeginOf: r.faults})
+			r.w.AddEvent(&event{Name: r.faults.Name, Comment: "the fault changed", Time: e.Time, Type: eventMarker, Cause: causeError, Range: End, BeginOf: r.faults})
 		}
-		ev.Cause, ev.Range = CauseError, Begin
+		ev.Cause, ev.Range = causeError, Begin
 		r.faults = ev
 	case recording.FaultEnd:
-		ev.Cause, ev.Range = CauseError, End
+		ev.Cause, ev.Range = causeError, End
 		if r.faults != nil {
 			ev.Name, ev.BeginOf = r.faults.Name, r.faults
 		}
 		r.faults = nil
 	case recording.Diagnosis:
-		ev.Cause = CauseError
+		ev.Cause = causeError
 	case recording.Lost:
-		ev.Cause, ev.Name = CauseError, lostName
+		ev.Cause, ev.Name = causeError, lostName
 		r.lost = ev
 	case recording.Faults:
-		ev.Cause, ev.Name = CauseError, faultsName
+		ev.Cause, ev.Name = causeError, faultsName
 	}
 	r.w.AddEvent(ev)
 }

@@ -12,12 +12,12 @@ import (
 	"beamconnect/recording"
 )
 
-// Open reads a recording beamconnect wrote as MDF 4 the way a CSV
+// openSource reads a recording beamconnect wrote as MDF 4 the way a CSV
 // recording is read: a header per layout (and one more at every reload, as
 // the CSV writes), then a row per message, in time order. With several
 // vehicles each row is one vehicle's message; the other vehicles' columns
 // hold their latest values (NaN before their first message).
-func Open(path string) (recording.Source, error) {
+func openSource(path string) (recording.Source, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func segments(f *File) ([]*segment, error) {
 	for _, g := range f.Groups {
 		v, from, ok := groupName(g.Name)
 		if !ok {
-			return nil, &Error{f.Name, g.at, fmt.Sprintf("channel group %q: not a beamconnect recording's (expected %q or %q, with several vehicles %q)", g.Name, fromName, toName, "ego: "+fromName)}
+			return nil, &readError{f.Name, g.at, fmt.Sprintf("channel group %q: not a beamconnect recording's (expected %q or %q, with several vehicles %q)", g.Name, fromName, toName, "ego: "+fromName)}
 		}
 		i := -1
 		if cur != nil {
@@ -88,7 +88,7 @@ func segments(f *File) ([]*segment, error) {
 	for _, s := range segs {
 		for i, v := range s.vehicles {
 			if s.from[i] == nil || s.to[i] == nil {
-				return nil, &Error{f.Name, -1, fmt.Sprintf("vehicle %q has a channel group %q but not %q", v, pick(s.from[i] == nil, toName, fromName), pick(s.from[i] == nil, fromName, toName))}
+				return nil, &readError{f.Name, -1, fmt.Sprintf("vehicle %q has a channel group %q but not %q", v, pick(s.from[i] == nil, toName, fromName), pick(s.from[i] == nil, fromName, toName))}
 			}
 		}
 	}
@@ -140,7 +140,7 @@ func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording
 		}
 		// The cursors, and each vehicle's next row time.
 		type next struct {
-			from, to *Cursor
+			from, to *recordCursor
 			time     *ChannelInfo
 			t        float64
 			rf, rt   []byte
@@ -149,9 +149,9 @@ func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording
 		for i := range s.vehicles {
 			g := s.from[i]
 			if len(g.Channels) == 0 || !g.Channels[0].Master || g.Channels[0].Unsupported != "" {
-				return &Error{f.Name, g.at, fmt.Sprintf("channel group %q has no time channel", g.Name)}
+				return &readError{f.Name, g.at, fmt.Sprintf("channel group %q has no time channel", g.Name)}
 			}
-			vs[i] = &next{from: f.Cursor(g), to: f.Cursor(s.to[i]), time: g.Channels[0]}
+			vs[i] = &next{from: f.cursor(g), to: f.cursor(s.to[i]), time: g.Channels[0]}
 		}
 		advance := func(n *next) error {
 			rf, err := n.from.Next()
@@ -220,7 +220,7 @@ func scan(f *File, onHeader func(*recording.Header) error, onRow func(*recording
 		}
 	}
 	if len(segs) == 0 {
-		return &Error{f.Name, -1, "no channel groups: expected a recording's"}
+		return &readError{f.Name, -1, "no channel groups: expected a recording's"}
 	}
 	return nil
 }

@@ -12,12 +12,12 @@ import (
 	"time"
 )
 
-// Channel is one channel of a group, after the group's master channel.
-type Channel struct {
+// channelSpec is one channel of a group, after the group's master channel.
+type channelSpec struct {
 	Name    string
 	Unit    string
 	Comment string
-	Type    DataType
+	Type    dataType
 	// Texts, when set, is a value-to-text conversion (VTAB): a reader shows
 	// Default (may be "") for values not listed.
 	Texts   []ValueText
@@ -30,18 +30,18 @@ type ValueText struct {
 	Text  string
 }
 
-// Group is a channel group in a data group of its own (a sorted file):
+// groupSpec is a channel group in a data group of its own (a sorted file):
 // its master channel "time" (seconds, float64, sync type time) comes first
 // in every record, then Channels in order.
-type Group struct {
+type groupSpec struct {
 	Name     string // the acquisition name readers show
 	Comment  string
-	Channels []Channel
+	Channels []channelSpec
 }
 
 // RecordSize is the bytes of one record of the group: the time and every
 // channel's value, packed.
-func (g *Group) RecordSize() int {
+func (g *groupSpec) RecordSize() int {
 	n := 8
 	for _, c := range g.Channels {
 		n += c.Type.Size()
@@ -49,8 +49,8 @@ func (g *Group) RecordSize() int {
 	return n
 }
 
-// Attachment is a file embedded in the MDF file (an AT block).
-type Attachment struct {
+// attachment is a file embedded in the MDF file (an AT block).
+type attachment struct {
 	Name    string // the file name it had
 	MIME    string // "application/json"
 	Comment string
@@ -66,23 +66,23 @@ type (
 )
 
 const (
-	Trigger EventType = 5
-	Marker  EventType = 6
+	eventTrigger EventType = 5
+	eventMarker  EventType = 6
 
-	CauseOther EventCause = 0
-	CauseError EventCause = 1
-	CauseTool  EventCause = 2
-	CauseUser  EventCause = 4
+	causeOther EventCause = 0
+	causeError EventCause = 1
+	causeTool  EventCause = 2
+	causeUser  EventCause = 4
 
-	Point EventRange = 0
-	Begin EventRange = 1
-	End   EventRange = 2
+	rangePoint EventRange = 0
+	Begin      EventRange = 1
+	End        EventRange = 2
 )
 
-// Event is an EV block: something that happened at Time (seconds on the
+// event is an EV block: something that happened at Time (seconds on the
 // groups' time base), with a scope (groups it concerns; none: the whole
 // file), a range (a begin and its end), and attachments it refers to.
-type Event struct {
+type event struct {
 	Name    string
 	Comment string
 	Time    float64
@@ -90,14 +90,14 @@ type Event struct {
 	Cause   EventCause
 	Range   EventRange
 	// BeginOf is, for an End event, the Begin event it closes.
-	BeginOf     *Event
+	BeginOf     *event
 	Scope       []int // group indices
-	Attachments []*Attachment
+	Attachments []*attachment
 	at          int64
 }
 
-// Options describe the file as a whole.
-type Options struct {
+// writeOptions describe the file as a whole.
+type writeOptions struct {
 	Start   time.Time // the absolute time of time 0, written as UTC
 	Program string    // id_prog: the writing program in 8 characters
 	Tool    string    // the file history's tool_id, tool_vendor
@@ -107,13 +107,13 @@ type Options struct {
 	Properties [][2]string
 }
 
-// Output is what the Writer writes to: a regular file, written in place.
+// Output is what a recording is written to: a regular file, written in place.
 type Output interface {
 	io.WriterAt
 	Truncate(size int64) error
 }
 
-// Writer streams an MDF 4.1 file: groups, records, events and attachments
+// writer streams an MDF 4.1 file: groups, records, events and attachments
 // are queued and written by Flush, the data in a DT block per group per
 // Flush chained by DL blocks; the file is unfinalized until Close.
 //
@@ -122,16 +122,16 @@ type Output interface {
 // reachable only when everything it points at is on disk; the cycle counts
 // are raised after the data they count is linked. A write that fails (a
 // full disk) is cut off the file again; what it held is lost and said so.
-// A Writer is not safe for concurrent use.
-type Writer struct {
+// A writer is not safe for concurrent use.
+type writer struct {
 	f       Output
 	end     int64 // bytes of the file
 	groups  []*group
 	lastDG  int64 // the last DG in the file's chain (0: none)
 	lastEV  int64
 	lastAT  int64
-	events  []*Event
-	attach  []*Attachment
+	events  []*event
+	attach  []*attachment
 	out     builder
 	patches []patch
 	texts   map[string]int64 // TX and CC blocks in the file, by content
@@ -148,7 +148,7 @@ type Writer struct {
 const spareSize = 2048
 
 type group struct {
-	Group
+	groupSpec
 	size    int
 	dg, cg  int64  // the blocks in the file (0: not yet)
 	pending []byte // records waiting for Flush
@@ -166,13 +166,13 @@ type patch struct {
 	done, fail func()
 }
 
-// NewWriter writes the ID, header and file history blocks to f, and the
+// newWriter writes the ID, header and file history blocks to f, and the
 // attachments given, and marks the file unfinalized.
-func NewWriter(f Output, o Options, attachments ...*Attachment) (*Writer, error) {
+func newWriter(f Output, o writeOptions, attachments ...*attachment) (*writer, error) {
 	if len(o.Program) > 8 {
 		o.Program = o.Program[:8]
 	}
-	w := &Writer{f: f, texts: map[string]int64{}, program: o.Program}
+	w := &writer{f: f, texts: map[string]int64{}, program: o.Program}
 	b := &w.out
 	b.buf = append(b.buf[:0], w.id(false)...)
 	hd := b.block("HD", hdLinks, hdSize)
@@ -211,7 +211,7 @@ func NewWriter(f Output, o Options, attachments ...*Attachment) (*Writer, error)
 }
 
 // id is the ID block, unfinalized or finalized.
-func (w *Writer) id(final bool) []byte {
+func (w *writer) id(final bool) []byte {
 	b := make([]byte, idSize)
 	copy(b, "UnFinMF ")
 	binary.LittleEndian.PutUint16(b[idUnfinAt:], unfinCycleCounts)
@@ -227,45 +227,45 @@ func (w *Writer) id(final bool) []byte {
 
 // AddGroups adds channel groups, each in a data group of its own, written
 // at the next Flush, and returns the index of the first.
-func (w *Writer) AddGroups(gs ...Group) int {
+func (w *writer) AddGroups(gs ...groupSpec) int {
 	first := len(w.groups)
 	for _, g := range gs {
-		w.groups = append(w.groups, &group{Group: g, size: g.RecordSize()})
+		w.groups = append(w.groups, &group{groupSpec: g, size: g.RecordSize()})
 	}
 	return first
 }
 
 // Group is group i as added.
-func (w *Writer) Group(i int) *Group { return &w.groups[i].Group }
+func (w *writer) Group(i int) *groupSpec { return &w.groups[i].groupSpec }
 
 // RecordSize is the bytes of a record of group i.
-func (w *Writer) RecordSize(i int) int { return w.groups[i].size }
+func (w *writer) RecordSize(i int) int { return w.groups[i].size }
 
 // Append queues a record of group g: RecordSize bytes, the time first.
-func (w *Writer) Append(g int, record []byte) {
+func (w *writer) Append(g int, record []byte) {
 	gr := w.groups[g]
 	gr.pending = append(gr.pending, record...)
 }
 
 // Records is how many records of group g are in the file, and how many
 // were lost to failed writes.
-func (w *Writer) Records(g int) (linked uint64, lost int64) {
+func (w *writer) Records(g int) (linked uint64, lost int64) {
 	return w.groups[g].cycles, w.groups[g].lost
 }
 
 // AddEvent queues an event, written at the next Flush.
-func (w *Writer) AddEvent(e *Event) { w.events = append(w.events, e) }
+func (w *writer) AddEvent(e *event) { w.events = append(w.events, e) }
 
 // Attach queues an attachment, written at the next Flush.
 // An attachment in the file or queued already is not added again.
-func (w *Writer) Attach(a *Attachment) {
+func (w *writer) Attach(a *attachment) {
 	if a.at == 0 && !slices.Contains(w.attach, a) {
 		w.attach = append(w.attach, a)
 	}
 }
 
 // Flush writes what is queued and links it into the file.
-func (w *Writer) Flush() error {
+func (w *writer) Flush() error {
 	if w.closed {
 		return errors.New("mdf: the writer is closed")
 	}
@@ -305,7 +305,7 @@ func (w *Writer) Flush() error {
 }
 
 // unlinked forgets what the patches not applied would have linked.
-func (w *Writer) unlinked(rest []patch) {
+func (w *writer) unlinked(rest []patch) {
 	for _, p := range rest {
 		if p.fail != nil {
 			p.fail()
@@ -316,7 +316,7 @@ func (w *Writer) unlinked(rest []patch) {
 // link chains the new blocks (laid out in this Flush) one to the next at
 // link index next, and patches the first in after prev (or at first, the
 // header's link, when prev is 0).
-func (w *Writer) link(blocks []int64, next int, prev, first int64, done, fail func()) {
+func (w *writer) link(blocks []int64, next int, prev, first int64, done, fail func()) {
 	if len(blocks) == 0 {
 		return
 	}
@@ -331,7 +331,7 @@ func (w *Writer) link(blocks []int64, next int, prev, first int64, done, fail fu
 }
 
 // attachments lays out the queued attachments.
-func (w *Writer) attachments() {
+func (w *writer) attachments() {
 	b := &w.out
 	var new []int64
 	list := w.attach
@@ -362,7 +362,7 @@ func (w *Writer) attachments() {
 }
 
 // metadata lays out the groups not yet in the file.
-func (w *Writer) metadata() {
+func (w *writer) metadata() {
 	b := &w.out
 	var new []int64
 	var added []*group
@@ -378,7 +378,7 @@ func (w *Writer) metadata() {
 		d := b.data(cg, cgLinks)
 		binary.LittleEndian.PutUint32(d[24:], uint32(g.size)) // cg_data_bytes
 		cns := make([]int64, 0, len(g.Channels)+1)
-		cns = append(cns, w.channel(Channel{Name: "time", Unit: "s", Comment: "time on the run's time base, from the header's start time", Type: Float64}, 0, true))
+		cns = append(cns, w.channel(channelSpec{Name: "time", Unit: "s", Comment: "time on the run's time base, from the header's start time", Type: typeFloat64}, 0, true))
 		off := 8
 		for _, c := range g.Channels {
 			cns = append(cns, w.channel(c, off, false))
@@ -403,7 +403,7 @@ func (w *Writer) metadata() {
 }
 
 // channel lays out a CN block with its texts and conversion.
-func (w *Writer) channel(c Channel, off int, master bool) int64 {
+func (w *writer) channel(c channelSpec, off int, master bool) int64 {
 	b := &w.out
 	cn := b.block("CN", cnLinks, cnSize)
 	d := b.data(cn, cnLinks)
@@ -423,7 +423,7 @@ func (w *Writer) channel(c Channel, off int, master bool) int64 {
 }
 
 // tx is a TX block holding s, shared with any other of the same text.
-func (w *Writer) tx(s string) int64 {
+func (w *writer) tx(s string) int64 {
 	if s == "" {
 		return 0
 	}
@@ -436,7 +436,7 @@ func (w *Writer) tx(s string) int64 {
 }
 
 // vtab is a value-to-text conversion block, shared by channels alike.
-func (w *Writer) vtab(texts []ValueText, def string) int64 {
+func (w *writer) vtab(texts []ValueText, def string) int64 {
 	key := "\x00cc"
 	for _, t := range texts {
 		key += fmt.Sprintf("\x00%g=%s", t.Value, t.Text)
@@ -466,7 +466,7 @@ func (w *Writer) vtab(texts []ValueText, def string) int64 {
 // data lays out each group's queued records: a DT block, and a DL block
 // of one entry linked after the group's last; then the group's cycle count
 // is raised.
-func (w *Writer) data() {
+func (w *writer) data() {
 	b := &w.out
 	for _, g := range w.groups {
 		if len(g.pending) == 0 {
@@ -491,7 +491,7 @@ func (w *Writer) data() {
 }
 
 // eventBlocks lays out the queued events.
-func (w *Writer) eventBlocks() {
+func (w *writer) eventBlocks() {
 	b := &w.out
 	var new []int64
 	list := w.events
@@ -523,7 +523,7 @@ func (w *Writer) eventBlocks() {
 		}
 		rng := e.Range
 		if rng == End && (e.BeginOf == nil || e.BeginOf.at == 0) {
-			rng = Point // its beginning was lost (a failed write): no range to end
+			rng = rangePoint // its beginning was lost (a failed write): no range to end
 		}
 		d := b.data(ev, n)
 		d[0], d[1], d[2], d[3] = byte(e.Type), syncTime, byte(rng), byte(e.Cause)
@@ -549,7 +549,7 @@ func (w *Writer) eventBlocks() {
 // full disk cannot take, and links it in: for the event that says rows were
 // lost when no other write goes through. It works once; e has no scope,
 // range or attachments, and a long comment is cut to fit.
-func (w *Writer) Salvage(e *Event) error {
+func (w *writer) Salvage(e *event) error {
 	if w.spare == 0 {
 		return errors.New("mdf: the room kept for an event is used")
 	}
@@ -561,7 +561,7 @@ func (w *Writer) Salvage(e *Event) error {
 		b.link(ev, 3, b.text("TX", e.Name))
 		b.link(ev, 4, b.text("TX", comment))
 		d := b.data(ev, evLinks)
-		d[0], d[1], d[2], d[3] = byte(e.Type), syncTime, byte(Point), byte(e.Cause)
+		d[0], d[1], d[2], d[3] = byte(e.Type), syncTime, byte(rangePoint), byte(e.Cause)
 		binary.LittleEndian.PutUint64(d[16:], uint64(int64(math.Round(e.Time*1e9))))
 		putF64(d[24:], 1e-9)
 		if len(b.buf) <= spareSize || len(comment) < 16 {
@@ -589,7 +589,7 @@ func (w *Writer) Salvage(e *Event) error {
 
 // Close writes what is queued and finalizes the file: the ID block says
 // "MDF" and no update is left to a reader. The File is not closed.
-func (w *Writer) Close() error {
+func (w *writer) Close() error {
 	if w.closed {
 		return nil
 	}
