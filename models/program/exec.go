@@ -23,6 +23,9 @@ import (
 var (
 	ErrModelHung        = models.Late("the model program gave no valid answer for longer than the model timeout")
 	ErrModelSilentStart = errors.New("the model program did not answer its first request within 10 s of starting")
+	// ErrExtraLine is the protocol fault of a program that does not echo
+	// its requests' times and wrote a line beyond one answer per request.
+	ErrExtraLine = errors.New(`the model program wrote a line beyond one answer per request (a protocol fault): an answer without "@t" is taken for the request outstanding when it comes, so a message answered just before may have carried another request's controls; echo each request's time ("@t directive inputs…") to pair every answer with its own request`)
 )
 
 // maxAnswerLine is the longest answer line read, newline included: far
@@ -43,6 +46,7 @@ type Exec struct {
 	timeout  time.Duration // the model timeout: how long in lockstep
 	realTime bool          // beamng.realTime
 	restart  bool
+	reset    resetMode // modelParams.reset: how the program starts over
 
 	width  atomic.Int64           // numbers expected in an answer
 	header atomic.Pointer[string] // the "# columns:" line for the current plan
@@ -69,7 +73,8 @@ type Exec struct {
 	hasReq   bool
 	reqReady chan struct{}
 	stepBuf  []byte
-	seq      uint64 // the last request's; owned by Step
+	seq      uint64   // the last request's; owned by Step
+	times    timeRing // the latest requests' times, owned by Step (echo.go)
 
 	// Answers: only the newest waits for Step.
 	ansMu    sync.Mutex
@@ -92,6 +97,21 @@ type Exec struct {
 
 	missed, bad, skipped, restarts, old atomic.Int64
 
+	// Lines beyond one answer per request of a program that does not echo
+	// (extras, counted by the reader): a fault from when one is read until
+	// a message step has reported it (extrasShown, owned by Step) and the
+	// next has its own answer (extrasCleared).
+	extras, extrasCleared atomic.Int64
+	extrasShown           int64
+
+	// Resets (reset.go): resetGen counts the resets asked for; a run of
+	// the program has had those up to its gen. resetNow asks the
+	// supervisor to start the program again for one; resetStarts counts
+	// those starts.
+	resetGen    atomic.Uint64
+	resetNow    chan struct{}
+	resetStarts atomic.Int64
+
 	started     chan struct{} // closed at the first valid answer
 	startedOnce sync.Once
 	closing     chan struct{}
@@ -104,9 +124,13 @@ type Exec struct {
 
 // request is one step's request to the program.
 type request struct {
-	buf   []byte
-	seq   uint64
-	width int // numbers its answer must have
+	buf    []byte
+	seq    uint64
+	width  int     // numbers its answer must have
+	t      float64 // its time, written with pad (echo.go)
+	pad    int8
+	unique bool   // no request in the window before it had its time
+	gen    uint64 // the resets asked for when it was made
 }
 
 // process is one run of the program.
@@ -116,12 +140,21 @@ type process struct {
 	stdout io.Reader
 	done   chan struct{} // closed when it has exited
 	exit   error
-	// The request written and not answered yet: its sequence number and
-	// width are stored before outstandingAt, which the reader swaps to 0.
-	outstandingAt    atomic.Int64 // unix ns it was written; 0: none
-	outstandingSeq   atomic.Uint64
-	outstandingWidth atomic.Int64
-	answeredReq      chan struct{} // the outstanding request got an answer
+	// The request written and not answered yet: its sequence number,
+	// width and time are stored before outstandingAt, which the reader
+	// sets to 0 when it is answered.
+	outstandingAt     atomic.Int64 // unix ns it was written; 0: none
+	outstandingSeq    atomic.Uint64
+	outstandingWidth  atomic.Int64
+	outstandingT      atomic.Uint64 // float64 bits
+	outstandingPad    atomic.Int32
+	outstandingUnique atomic.Bool
+	answeredReq       chan struct{} // the outstanding request got an answer
+	// gen is the resets this run has had: a new run has had every one
+	// asked for so far; one that speaks reset (speaksReset: it said
+	// "# protocol: reset") has one more with each "# reset" written.
+	gen         atomic.Uint64
+	speaksReset atomic.Bool
 }
 
 // NewExec starts the program of params["command"].
@@ -144,8 +177,12 @@ func NewExec(params models.Params, plan *ports.Plan, log *slog.Logger) (*Exec, e
 	if r, ok := params["restart"].(bool); ok {
 		restart = r
 	}
+	reset, err := resetParam(params)
+	if err != nil {
+		return nil, err
+	}
 	m := &Exec{
-		argv: argv, log: log, restart: restart, realTime: plan.RealTime,
+		argv: argv, log: log, restart: restart, reset: reset, realTime: plan.RealTime, resetNow: make(chan struct{}, 1),
 		deadline: time.Duration(deadline * float64(time.Millisecond)),
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		reqReady: make(chan struct{}, 1), ansReady: make(chan struct{}, 1),
@@ -238,13 +275,26 @@ func (m *Exec) Step(t float64, out, in [][]float64) bool {
 	if m.realTime {
 		wait = m.deadline
 	}
-	if m.exchange(t, out, in, wait, !m.realTime) {
-		return true
-	}
-	if m.dead.Load() == nil {
+	got := m.exchange(t, out, in, wait, !m.realTime)
+	m.settleExtras(got)
+	if !got && m.dead.Load() == nil {
 		m.missed.Add(1) // BeamNG gets neutral controls for this message
 	}
-	return false
+	return got
+}
+
+// settleExtras ends the fault of lines beyond one answer per request once
+// a message step has reported it (Fault, read after the step: its reply
+// neutral) and a later one had its own answer.
+func (m *Exec) settleExtras(got bool) {
+	n := m.extras.Load()
+	switch {
+	case n == m.extrasCleared.Load():
+	case got && m.extrasShown == n:
+		m.extrasCleared.Store(n)
+	default:
+		m.extrasShown = n
+	}
 }
 
 // Idle sends a request while BeamNG sends nothing, so the program sees the
@@ -302,7 +352,9 @@ func (m *Exec) exchange(t float64, out, in [][]float64, wait time.Duration, hang
 // request formats the outputs as the newest request, replacing one the
 // program has not taken yet, and returns its sequence number.
 func (m *Exec) request(t float64, out [][]float64) uint64 {
-	b := strconv.AppendFloat(m.stepBuf[:0], t, 'g', -1, 64)
+	t += 0 // -0 as 0: one time, one way to write it
+	pad, unique := m.times.place(t)
+	b := appendTime(m.stepBuf[:0], t, pad)
 	for _, p := range out {
 		for _, v := range p {
 			b = strconv.AppendFloat(append(b, ' '), v, 'g', -1, 64)
@@ -315,7 +367,7 @@ func (m *Exec) request(t float64, out [][]float64) uint64 {
 		m.skipped.Add(1) // the program was still busy: it only ever gets the newest
 	}
 	m.stepBuf = m.pending.buf[:0]
-	m.pending = request{buf: b, seq: m.seq, width: int(m.width.Load())}
+	m.pending = request{buf: b, seq: m.seq, width: int(m.width.Load()), t: t, pad: pad, unique: unique, gen: m.resetGen.Load()}
 	m.hasReq = true
 	m.reqMu.Unlock()
 	select {
@@ -373,6 +425,9 @@ func (m *Exec) Fault() error {
 	if e := m.hung.Load(); e != nil {
 		return *e
 	}
+	if m.extras.Load() != m.extrasCleared.Load() {
+		return ErrExtraLine
+	}
 	return nil
 }
 
@@ -410,17 +465,7 @@ func (m *Exec) MaxAnswerAge() time.Duration { return time.Duration(m.maxAge.Load
 func (m *Exec) Close() error {
 	m.closeOnce.Do(func() {
 		close(m.closing)
-		m.procMu.Lock()
-		p := m.proc
-		m.procMu.Unlock()
-		p.stdin.Close()
-		select {
-		case <-p.done:
-		case <-time.After(2 * time.Second):
-			p.tree.Kill()
-			<-p.done
-		}
-		<-m.done
+		<-m.done // the supervisor ends the program (process.end)
 	})
 	if err := m.lastExit; err != nil {
 		var ee *exec.ExitError

@@ -149,7 +149,9 @@ func TestExecNewestRequestOnly(t *testing.T) {
 
 // Answers that cannot be used are counted and logged
 // with their reason, each kind at once. (Numbers that are not finite are
-// numbers: the coupling judges them, a fault.)
+// numbers: the coupling judges them, a fault.) A line when no request is
+// outstanding, from a program that does not echo its requests' times, is
+// a protocol fault too (see TestExecExtraLines).
 func TestExecBadAnswers(t *testing.T) {
 	t.Parallel()
 	script := []string{"header", "answer=1 0.5", "answer=1 abc 0 0",
@@ -168,7 +170,7 @@ func TestExecBadAnswers(t *testing.T) {
 	for _, want := range []string{
 		"2 numbers, expected 4 (the directive, then every input port element)",
 		`\"abc\" is not a number (nor \"keep\")`,
-		"no request is outstanding: the program answered more lines than it was sent",
+		"a line beyond one answer per request (no request is outstanding, and it does not echo one's time",
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log)

@@ -11,17 +11,40 @@ per step over stdin and stdout, numbers separated by spaces:
                 time in s: BeamNG's message id × its period, the model's
                 time; the connection status 0–5; then every output port
                 element in port order)
-                the program answers "d i1 i2 …"          (the connection
-                directive, then every input port element in port order)
+                the program answers "@t d i1 i2 …"       (the request's
+                time as it was written, then the connection directive,
+                then every input port element in port order)
 
 One request at a time: the next request is written only once the program
 has answered the previous one, and it is the newest; requests never queue
 up in the pipe, so a slow program acts on data one request old at most,
-never on a backlog. An answer is the answer to the request outstanding
-when it comes (there is never more than one): it is used for that
-request's message only, and an answer to an older request (one whose
-message was answered without it) is dropped and counted, never used for
-a later message.
+never on a backlog.
+
+Pairing: an answer that starts with "@t" answers the request whose time
+was t, and is used for that request's message only; one that names
+another request (a copy, or an answer that came after its step gave up on
+it) is dropped and counted (model_old_answers), never used. Echo t as the
+request wrote it: a time that repeats (requests while BeamNG is silent, a
+model several vehicles share, asked once per vehicle at a simulation step)
+is written another way ("12.5e0"), the same number, and only that text
+names its request. "@t" may be left out: the answer is then the answer to
+the request outstanding when it comes. A line beyond one answer per
+request of such a program is a protocol fault: said at once when it comes
+with no request outstanding, counted (model_discarded), and the next
+message gets neutral controls; but a message answered before it was seen
+may have carried it, another request's answer.
+
+Starting over: when BeamNG starts its coupling again (its controller
+reloaded, the scenario restarted: model_resets), the program starts from
+its initial state. One that speaks reset says so with a line of its own,
+"# protocol: reset", before its first answer: it is then written the line
+"# reset" before its next request, and goes back to its initial state
+itself. One that does not is ended and started again at once (it gets the
+"# columns:" line first), which is not a fault. modelParams.reset chooses:
+"auto" (the default) as said; "line" never starts the program again (one
+that has not said it speaks reset is not reset: said, counted as
+model_not_reset, the run not healthy); "restart" always starts it again;
+"none" leaves it its state on purpose (said, no fault).
 
 When an answer is awaited: by default (lockstep) each message's reply
 waits for the program's answer to it, up to the model timeout
@@ -40,8 +63,9 @@ for that message, it is counted as non_finite and logged, and the fault
 ends with the next answer whose numbers are all finite. An answer is
 discarded, counted and logged (at most once a second) when it has the
 wrong count of numbers, something that is not a number, is longer than
-1 MB (reading goes on with the next line), comes when no request is
-outstanding, or comes later than the model timeout after its request.
+1 MB (reading goes on with the next line), comes with no request
+outstanding (without "@t": the protocol fault above), or comes later than
+the model timeout after its request.
 
 Faults: when the program exits or crashes, or has been asked for longer
 than beamng.modelTimeoutMs without a valid answer (in real time the
@@ -56,7 +80,9 @@ exited is started again after 1 s, then 2, 4 … up to 30 s between tries
 (modelParams.restart: false turns that off); it gets the "# columns:" line
 first, like the first one.
 
-Lines starting with '#' are ignored both ways. What the program writes to
+Lines starting with '#' are not requests nor answers: a program skips the
+ones it does not know ("# reset" comes only to one that speaks reset), and
+beamconnect those it does not know. What the program writes to
 stderr goes to beamconnect's stderr. The program runs in a process group
 of its own: Ctrl-C in the terminal stops beamconnect, which then ends the
 program, rather than reaching the program itself. What the program starts
