@@ -218,7 +218,7 @@ func TestExecDuplicatedAnswersAgainstTheEmulator(t *testing.T) {
 					return
 				}
 				if s["model_discarded"] != float64(copies) || s["model_faults"].(float64) < 1 || s["healthy"] != false || code != exitFailed ||
-					!strings.Contains(errOut, "a line beyond one answer per request") {
+					!strings.Contains(errOut, "a line beyond one answer per request (no request is outstanding") {
 					t.Errorf("not echoed: discarded %v (want %d), model faults %v, healthy %v, exit %d; faults %v\n%s",
 						s["model_discarded"], copies, s["model_faults"], s["healthy"], code, s["faults"], errOut)
 				}

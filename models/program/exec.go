@@ -114,6 +114,7 @@ type Exec struct {
 
 	started     chan struct{} // closed at the first valid answer
 	startedOnce sync.Once
+	pairingSaid sync.Once // how its answers are paired, said at the first
 	closing     chan struct{}
 	closeOnce   sync.Once
 	done        chan struct{} // the supervisor ended

@@ -122,7 +122,8 @@ func (m *Exec) read(p *process) {
 			m.spoke.Store(true)
 		}
 		asked := p.outstandingAt.Load()
-		if line[0] == '@' && long == 0 {
+		echoed := line[0] == '@' && long == 0
+		if echoed {
 			var tok []byte
 			tok, line = cutEcho(line)
 			mine := false
@@ -186,6 +187,7 @@ func (m *Exec) read(p *process) {
 		}
 		m.unanswered.Store(0)
 		m.startedOnce.Do(func() { close(m.started) })
+		m.pairingSaid.Do(func() { m.sayPairing(echoed) })
 		if !m.answered.Swap(true) && m.dead.Load() != nil {
 			m.log.Info("model program answering again after its restart", "command", strings.Join(m.argv, " "))
 		}
@@ -219,6 +221,16 @@ func (m *Exec) otherRequest(lims map[string]*models.Limiter, tok []byte, p *proc
 		}
 	}
 	m.log.Info("model answer for another request dropped (model_old_answers)", "echo", "@"+string(tok), "awaited", awaited, "hint", hint, "since_last_report", n)
+}
+
+// sayPairing says once how the program's answers are paired with their
+// requests: by their echo, or by their order.
+func (m *Exec) sayPairing(echoed bool) {
+	if echoed {
+		m.log.Info("the model program echoes its requests' times: each answer is used for the request it names only")
+		return
+	}
+	m.log.Info(`the model program answers without "@t": an answer is taken for the request outstanding when it comes, and a line beyond one answer per request is a fault; echo each request's time ("@t directive inputs…") to pair every answer with its own request`)
 }
 
 // superseded reports whether run p of the program was replaced by another.
