@@ -126,14 +126,55 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-// The Python example of the exec model holds the set speed too.
+// The Python example of the exec model holds the set speed too, and
+// pairs its answers by their echo.
 func TestRunExecPython(t *testing.T) {
 	t.Parallel()
+	// The example as it is: in lockstep each message waits for the
+	// program's answer, on a loaded machine too.
+	dir := execExample(t)
+	rec := filepath.Join(dir, "run.csv")
+	r, errOut := runJSON(t, filepath.Join(dir, "exec-cruise.json"), "--emulate", "--free-running", "--sim-duration", "10s", "--record", rec)
+	if r.Model != "exec" || r.Messages != 2000 || r.Emulator.Stalls != 0 {
+		t.Errorf("%+v\n%s", r, errOut)
+	}
+	if !strings.Contains(errOut, "the model program echoes its requests' times") {
+		t.Errorf("the example does not echo its requests' times:\n%s", errOut)
+	}
+	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+		t.Errorf("speed at the end %v, want 20", v)
+	}
+	// The values the program names and appends are recorded under its
+	// names and units.
+	if v := lastValue(t, rec, "model.speedError [m/s]"); v < -1 || v > 1 {
+		t.Errorf("the program's speed error at the end %v, want about 0", v)
+	}
+}
+
+// The Python example speaks reset: when BeamNG's controller is reloaded
+// it is written its reset line and starts over in the same process, not
+// started again; the run is healthy.
+func TestRunExecPythonStartsOver(t *testing.T) {
+	t.Parallel()
+	dir := execExample(t)
+	out, errOut, code := exec(t, nil, "run", "--json", filepath.Join(dir, "exec-cruise.json"), "--emulate", "--free-running", "--sim-duration", "3s", "--fault", "restart@1s")
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK || s["model_resets"] != 1.0 || s["model_not_reset"] != 0.0 {
+		t.Fatalf("exit %d, summary %v (%v)\n%s", code, s, err, errOut)
+	}
+	if strings.Contains(errOut, "the model program is started again") {
+		t.Errorf("the example, which speaks reset, was started again:\n%s", errOut)
+	}
+}
+
+// execExample copies the exec example (its config and program) to a
+// folder of its own and returns it; the test is skipped where python3 is
+// not.
+func execExample(t *testing.T) string {
+	t.Helper()
 	if _, err := osexec.LookPath("python3"); err != nil {
 		t.Skip("no python3 on this machine")
 	}
-	// The example as it is: in lockstep each message waits for the
-	// program's answer, on a loaded machine too.
 	dir := t.TempDir()
 	src, err := os.ReadFile("../../examples/exec-cruise.json")
 	if err != nil {
@@ -149,19 +190,7 @@ func TestRunExecPython(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
-	rec := filepath.Join(dir, "run.csv")
-	r, errOut := runJSON(t, filepath.Join(dir, "exec-cruise.json"), "--emulate", "--free-running", "--sim-duration", "10s", "--record", rec)
-	if r.Model != "exec" || r.Messages != 2000 || r.Emulator.Stalls != 0 {
-		t.Errorf("%+v\n%s", r, errOut)
-	}
-	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
-		t.Errorf("speed at the end %v, want 20", v)
-	}
-	// The values the program names and appends are recorded under its
-	// names and units.
-	if v := lastValue(t, rec, "model.speedError [m/s]"); v < -1 || v > 1 {
-		t.Errorf("the program's speed error at the end %v, want about 0", v)
-	}
+	return dir
 }
 
 // run --json reports simulated and wall time and, as master, the pacing.
