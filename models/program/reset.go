@@ -122,7 +122,7 @@ func (m *Exec) startAgainWhy() string {
 	if m.reset == resetRestart {
 		return `modelParams.reset is "restart"`
 	}
-	return `it has not said it speaks reset (a line "# protocol: reset" of its own)`
+	return `it has not said it speaks reset ("# protocol: reset")`
 }
 
 // ResetStarts counts the times the program was started again to start
