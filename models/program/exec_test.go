@@ -139,11 +139,20 @@ func TestExecNewestRequestOnly(t *testing.T) {
 	// waited for.
 	for limit := time.Now().Add(10 * time.Second); !m.Step(0, outs, ins) && time.Now().Before(limit); {
 	}
+	// (A machine loaded enough to hold the program or the reader past the
+	// deadline leaves a step without its answer: neutral, never another's.)
+	answered := 0
 	for k := 1; k <= 20; k++ {
 		tk := float64(k) / 8
-		if !m.Step(tk, outs, ins) || ins[th][thE] != tk {
+		if !m.Step(tk, outs, ins) {
+			continue
+		}
+		if answered++; ins[th][thE] != tk {
 			t.Fatalf("step %d: throttle %v, want its own time %v", k, ins[th][thE], tk)
 		}
+	}
+	if answered < 10 {
+		t.Errorf("%d of 20 steps had their answer within the 150 ms deadline", answered)
 	}
 }
 
