@@ -96,6 +96,7 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 	in := p.groups(cfg, raw.Inputs, "/inputs", beamng.ToBeamNG, raw.RemoteObject)
 	out := p.groups(cfg, raw.Outputs, "/outputs", beamng.FromBeamNG, raw.RemoteObject)
 	p.schedule(cfg, raw, bn, in, out)
+	p.modelTimeout(cfg, raw, in)
 	if cfg.Protocol != beamng.Gen2 || p.jsonFirst {
 		n := beamng.Unanswered(cfg.PingTime, cfg.Period)
 		for i := range cfg.Vehicles {
@@ -115,6 +116,39 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 		p.cutShort(cfg)
 	}
 	return cfg
+}
+
+// modelTimeout warns when the model timeout a run takes is shorter than
+// the period the model is stepped at: a step that takes less than a
+// period, as any may, would then be a fault, answered with neutral
+// controls. beamng.modelTimeoutMs says it; without it, in lockstep, an
+// inputs group's overdueDataTimeout shorter than the default becomes it
+// (ports.Plan.ModelTimeout), which a timeout meant for late data to BeamNG
+// does silently. In real time the default is 5 periods.
+func (p *parser) modelTimeout(cfg *Config, raw *rawConfig, in []Group) {
+	if cfg.ModelTimeout > 0 {
+		if cfg.ModelTimeout < cfg.Period {
+			p.at(Warning, "/beamng/modelTimeoutMs", "%s is shorter than the period the model is stepped at (%s): a model step that takes longer is a fault, and BeamNG gets neutral controls for its message; expected at least %s",
+				ms(cfg.ModelTimeout), ms(cfg.Period), ms(cfg.Period))
+		}
+		return
+	}
+	if cfg.RealTime {
+		return
+	}
+	shortest := -1
+	for i, g := range in {
+		if g.Overdue > 0 && g.Overdue < LockstepModelTimeoutMs/1000.0 && (shortest < 0 || g.Overdue < in[shortest].Overdue) {
+			shortest = i
+		}
+	}
+	if shortest < 0 || in[shortest].Overdue >= cfg.Period {
+		return
+	}
+	g := in[shortest]
+	p.at(Warning, "/inputs/"+strconv.Itoa(shortest)+"/"+overdueKey(&raw.Inputs[shortest]),
+		"%s becomes the model timeout (beamng.modelTimeoutMs is not set, and in lockstep the shortest overdueDataTimeout of the inputs below %s is taken): shorter than the period the model is stepped at (%s), so a model step that takes longer is a fault and BeamNG gets neutral controls for its message; expected at least %s, or beamng.modelTimeoutMs set",
+		ms(g.Overdue), ms(LockstepModelTimeoutMs/1000.0), ms(cfg.Period), ms(cfg.Period))
 }
 
 func orDefault(v *float64, def float64) float64 {

@@ -30,7 +30,7 @@ func (p *parser) validateSchema(doc any) {
 	}
 	for _, e := range ve.BasicOutput().Errors {
 		// The tree's inner nodes ("doesn't validate with …") only repeat their leaves.
-		if e.KeywordLocation == "" || e.Error == "" || strings.HasPrefix(e.Error, "doesn't validate with") {
+		if e.KeywordLocation == "" || e.Error == "" || strings.HasPrefix(e.Error, "doesn't validate with") || e.Error == "allOf failed" {
 			continue
 		}
 		kw := e.KeywordLocation[strings.LastIndexByte(e.KeywordLocation, '/')+1:]

@@ -2,6 +2,7 @@ package coupling
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -159,7 +160,8 @@ func TestModelTimeSeveralVehicles(t *testing.T) {
 // it was, its old trajectory sent to the restarted car. A model that cannot
 // start over (no Reset, or a Reset that fails) is not counted as reset: it
 // is counted and said as one that kept its state, and the run is not
-// healthy.
+// healthy; one the config tells to keep its state is neither reset nor a
+// fault.
 func TestModelResetOnRestart(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -171,6 +173,7 @@ func TestModelResetOnRestart(t *testing.T) {
 		{"a model of time alone", func(m *timeLog) models.Model { return timeAlone{m} }, true, "BeamNG started its coupling again: the model starts over"},
 		{"a model that cannot be reset", func(m *timeLog) models.Model { return noReset{m} }, false, "the model cannot start over: it keeps its state"},
 		{"a model whose reset fails", func(m *timeLog) models.Model { return failingReset{m} }, false, "the model could not start over: it keeps its state"},
+		{"a model that keeps its state on purpose", func(m *timeLog) models.Model { return keepsState{m} }, false, "the model keeps its state, as the config says"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -182,6 +185,12 @@ func TestModelResetOnRestart(t *testing.T) {
 				v := h.s.Values()
 				if !h.log.Has(tt.said) {
 					t.Errorf("log does not say %q:\n%s", tt.said, h.log)
+				}
+				if _, kept := tt.model(m).(keepsState); kept {
+					if len(m.resets) != 0 || v[ModelResets] != 0 || v[ModelNotReset] != 0 || len(v.Problems("next")) != 0 {
+						t.Fatalf("resets %v, counted %d reset and %d not reset, problems %v: want none", m.resets, v[ModelResets], v[ModelNotReset], v.Problems("next"))
+					}
+					return
 				}
 				if !tt.reset {
 					if len(m.resets) != 0 || v[ModelResets] != 0 || v[ModelNotReset] != 1 {
@@ -214,6 +223,14 @@ type failingReset struct{ m *timeLog }
 
 func (f failingReset) Step(t float64, out, in [][]float64) bool { return f.m.Step(t, out, in) }
 func (failingReset) Reset() error                               { return errors.New("the program does not speak reset") }
+
+// keepsState is a model the config tells to keep its state.
+type keepsState struct{ m *timeLog }
+
+func (k keepsState) Step(t float64, out, in [][]float64) bool { return k.m.Step(t, out, in) }
+func (keepsState) Reset() error {
+	return fmt.Errorf("modelParams.reset is \"none\": %w", models.ErrKeepsState)
+}
 
 // timeAlone is a model that reads no vehicle's data: its steps depend on
 // time alone.

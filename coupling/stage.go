@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"errors"
 	"log/slog"
 	"math"
 	"slices"
@@ -174,14 +175,19 @@ func (st *stage) relative(f *ports.Field) float64 {
 // startOver resets the model at time t, BeamNG having started its
 // coupling again. Only a reset that happened is counted as one: a model
 // that cannot start over keeps its state into the new run, which is
-// logged and counted (ModelNotReset), and the run is not healthy.
+// logged and counted (ModelNotReset), and the run is not healthy; one the
+// config tells to keep its state (models.ErrKeepsState) is neither.
 func (st *stage) startOver(t float64) {
 	if st.resetter == nil {
 		st.stats.inc(ModelNotReset)
 		st.log.Warn("BeamNG started its coupling again, and the model cannot start over: it keeps its state into the new run (its time starts over)", "model_time", t)
 		return
 	}
-	if err := st.resetter.Reset(); err != nil {
+	switch err := st.resetter.Reset(); {
+	case errors.Is(err, models.ErrKeepsState):
+		st.log.Info("BeamNG started its coupling again: the model keeps its state, as the config says (its time starts over)", "model_time", t, "why", err)
+		return
+	case err != nil:
 		st.stats.inc(ModelNotReset)
 		st.log.Warn("BeamNG started its coupling again, and the model could not start over: it keeps its state into the new run (its time starts over)", "model_time", t, "err", err)
 		return

@@ -1,5 +1,7 @@
 package models
 
+import "errors"
+
 // Resetter is a Model that starts over when BeamNG starts its coupling
 // again (message ids from 0, from a new port: a reloaded controller, a
 // restarted scenario): the coupling calls Reset between two messages,
@@ -10,10 +12,17 @@ package models
 // and a reset that fails there is a fault of that step. Reset returns an
 // error when the model knows at once that it cannot start over: it then
 // keeps its state, and the run says so (model_not_reset). A model that is
-// no Resetter is not reset either, and the run says that too.
+// no Resetter is not reset either, and the run says that too. A Reset
+// that returns an error wrapping ErrKeepsState was told by the config to
+// keep its state (an exec program's modelParams.reset "none"): it is not
+// reset, and that is no fault.
 type Resetter interface {
 	Reset() error
 }
+
+// ErrKeepsState is what Reset wraps when the config says the model keeps
+// its state on purpose across BeamNG starting its coupling again.
+var ErrKeepsState = errors.New("the config says the model keeps its state")
 
 // Ender is a Model that can end the simulation on its own (an FMU that
 // asks to terminate): Ended says why once it has, nil before. From then on

@@ -303,6 +303,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		TimeDilation float64    `json:"time_dilation"`
 		Mode         string     `json:"mode"`
 		ModelTimeout float64    `json:"model_timeout_ms"`
+		TimeoutFrom  string     `json:"model_timeout_from"`
 		Vehicles     []vehicle  `json:"vehicles"`
 		Inputs       []planPort `json:"inputs"`
 		Outputs      []planPort `json:"outputs"`
@@ -310,7 +311,7 @@ func planJSON(p *ports.Plan, warnings []jsonDiag) any {
 		ModelNotes   []string   `json:"model_notes,omitempty"`
 		Warnings     []jsonDiag `json:"warnings"`
 	}{p.Source, p.Protocol.String(), p.Period, p.PhysicsDt, p.SendSkips, p.Unanswered, p.PingTime, string(p.ReplyID),
-		p.TimeSync.String(), p.TimeDilation, p.Mode(), p.ModelTimeout * 1000, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs,
+		p.TimeSync.String(), p.TimeDilation, p.Mode(), p.ModelTimeout * 1000, p.ModelTimeoutFrom, vs, conv(p.Inputs, beamng.ToBeamNG), conv(p.Outputs, beamng.FromBeamNG), cs,
 		kinds.Describe(p.Model, p.ModelParams, p), warnings}
 }
 

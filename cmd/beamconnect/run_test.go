@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -126,33 +127,20 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-// The Python example of the exec model holds the set speed too.
+// The Python example of the exec model holds the set speed too, and
+// pairs its answers by their echo.
 func TestRunExecPython(t *testing.T) {
 	t.Parallel()
-	if _, err := osexec.LookPath("python3"); err != nil {
-		t.Skip("no python3 on this machine")
-	}
 	// The example as it is: in lockstep each message waits for the
 	// program's answer, on a loaded machine too.
-	dir := t.TempDir()
-	src, err := os.ReadFile("../../examples/exec-cruise.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := string(src)
-	schema, _ := json.Marshal(mustAbs(t, "../../schemas/config.schema.json")) // a Windows path's backslashes escaped
-	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, string(schema), 1)
-	for _, f := range []string{"exec-cruise.json", "exec-cruise.py"} {
-		b, _ := os.ReadFile("../../examples/" + f)
-		if f == "exec-cruise.json" {
-			b = []byte(cfg)
-		}
-		os.WriteFile(filepath.Join(dir, f), b, 0o644)
-	}
+	dir := execExample(t, "exec-cruise")
 	rec := filepath.Join(dir, "run.csv")
 	r, errOut := runJSON(t, filepath.Join(dir, "exec-cruise.json"), "--emulate", "--free-running", "--sim-duration", "10s", "--record", rec)
 	if r.Model != "exec" || r.Messages != 2000 || r.Emulator.Stalls != 0 {
 		t.Errorf("%+v\n%s", r, errOut)
+	}
+	if !strings.Contains(errOut, "the model program echoes its requests' times") {
+		t.Errorf("the example does not echo its requests' times:\n%s", errOut)
 	}
 	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 		t.Errorf("speed at the end %v, want 20", v)
@@ -162,6 +150,93 @@ func TestRunExecPython(t *testing.T) {
 	if v := lastValue(t, rec, "model.speedError [m/s]"); v < -1 || v > 1 {
 		t.Errorf("the program's speed error at the end %v, want about 0", v)
 	}
+}
+
+// The Python example speaks reset: when BeamNG's controller is reloaded
+// it is written its reset line and starts over in the same process, not
+// started again; the run is healthy.
+func TestRunExecPythonStartsOver(t *testing.T) {
+	t.Parallel()
+	dir := execExample(t, "exec-cruise")
+	out, errOut, code := exec(t, nil, "run", "--json", filepath.Join(dir, "exec-cruise.json"), "--emulate", "--free-running", "--sim-duration", "3s", "--fault", "restart@1s")
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK || s["model_resets"] != 1.0 || s["model_not_reset"] != 0.0 {
+		t.Fatalf("exit %d, summary %v (%v)\n%s", code, s, err, errOut)
+	}
+	if strings.Contains(errOut, "the model program is started again") {
+		t.Errorf("the example, which speaks reset, was started again:\n%s", errOut)
+	}
+}
+
+// examples/exec-count.py counts its answers as its throttle (1/10000
+// each): across `--fault restart@1s` BeamNG's throttle goes from the
+// count to 0, then 0.0001, as docs/running.md shows (the program is
+// there as it is here). Speaking reset it is written its reset line; with
+// --no-reset it is started again. Before, an exec program was never
+// reset: 0.0201, then 0.0202, and model_resets said 1.
+func TestRunExecCountStartsOver(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../../docs/running.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	program, _ := os.ReadFile("../../examples/exec-count.py")
+	if i := bytes.Index(program, []byte("import sys")); i < 0 || !bytes.Contains(page, program[i:]) {
+		t.Error("docs/running.md does not show examples/exec-count.py as it is")
+	}
+	for _, speaks := range []bool{true, false} {
+		t.Run(fmt.Sprint("speaks reset ", speaks), func(t *testing.T) {
+			t.Parallel()
+			dir := execExample(t, "exec-count")
+			if !speaks {
+				rig := filepath.Join(dir, "exec-count.json")
+				b, _ := os.ReadFile(rig)
+				os.WriteFile(rig, bytes.Replace(b, []byte(`"exec-count.py"]`), []byte(`"exec-count.py", "--no-reset"]`), 1), 0o644)
+			}
+			rec := filepath.Join(dir, "run.csv")
+			out, errOut, code := exec(t, nil, "run", "--json", filepath.Join(dir, "exec-count.json"), "--emulate", "--free-running", "--sim-duration", "2s", "--fault", "restart@1s", "--record", rec)
+			var s map[string]any
+			if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK || s["model_resets"] != 1.0 || s["model_not_reset"] != 0.0 {
+				t.Fatalf("exit %d, summary %v (%v)\n%s", code, s, err, errOut)
+			}
+			if started := strings.Contains(errOut, "the model program is started again to start over"); started == speaks {
+				t.Errorf("speaking reset %v, started again %v:\n%s", speaks, started, errOut)
+			}
+			ids, throttle := column(t, rec, "id"), column(t, rec, "in1.throttle")
+			for i := 1; i+1 < len(ids); i++ {
+				if ids[i] < ids[i-1] {
+					before, after, next := throttle[i-1], throttle[i], throttle[i+1]
+					if !(before > 0.01) || after != 0 || next != 0.0001 {
+						t.Errorf("BeamNG's throttle at the restart: %v, then %v, %v; want the count, then 0, 0.0001", before, after, next)
+					}
+					return
+				}
+			}
+			t.Error("no restart in the recording")
+		})
+	}
+}
+
+// execExample copies an exec example (its config, name.json, and its
+// program, name.py) to a folder of its own and returns it; the test is skipped where python3 is
+// not.
+func execExample(t *testing.T, name string) string {
+	t.Helper()
+	if _, err := osexec.LookPath("python3"); err != nil {
+		t.Skip("no python3 on this machine")
+	}
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/" + name + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := string(src)
+	schema, _ := json.Marshal(mustAbs(t, "../../schemas/config.schema.json")) // a Windows path's backslashes escaped
+	cfg = strings.Replace(cfg, `"../schemas/config.schema.json"`, string(schema), 1)
+	os.WriteFile(filepath.Join(dir, name+".json"), []byte(cfg), 0o644)
+	b, _ := os.ReadFile("../../examples/" + name + ".py")
+	os.WriteFile(filepath.Join(dir, name+".py"), b, 0o644)
+	return dir
 }
 
 // run --json reports simulated and wall time and, as master, the pacing.

@@ -8,18 +8,23 @@
 //	header             read the header line
 //	header=A*B         read it, and exit 1 unless it starts with A and ends with B
 //	read               read a request and leave it unanswered
-//	answer=LINE        read a request and answer LINE ($t: the request's time; $N: its N-th number, $1 its time)
+//	answer=LINE        read a request and answer LINE ($t: the request's time as written; $N: its N-th
+//	                   field, $1 its time; $n: the requests answered before it since the start or "# reset")
 //	say=LINE           write LINE without reading
 //	blob=N             write a line of N digits
 //	delay=D            wait D (a Go duration) before each answer from now on
 //	jitter=D           wait a pseudo-random 0 to D before each answer from now on (the same every run)
+//	twice=N:D          from now on write every N-th answer twice, the copy D (a Go duration) later
 //	sleep=D            wait D
 //	first=FILE         if FILE exists, go on at the step "second"; else make it
 //	second             where a program started again goes on (see first)
 //	spawn=FILE         start a child that runs until killed; append its pid to FILE
 //	exit=N             exit with status N
 //
-// The program exits 0 after the last step, or when its input ends.
+// Lines beamconnect writes that start with '#' are not requests: a step
+// that reads a request skips them ("# reset" sets $n back to 0; only
+// header reads the header). The program exits 0 after the last step, or
+// when its input ends.
 package exectest
 
 import (
@@ -67,11 +72,22 @@ func exit(code int) { syscall.Exit(code) }
 func run(steps []string) error {
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
 	out := bufio.NewWriter(os.Stdout)
-	var delay, jitter time.Duration
-	answers := uint64(0)
-	read := func() (string, bool) {
+	var delay, jitter, copyAfter time.Duration
+	answers, since, twice := uint64(0), 0, uint64(0)
+	readLine := func() (string, bool) {
 		line, err := in.ReadString('\n')
 		return strings.TrimSpace(line), err == nil
+	}
+	read := func() (string, bool) { // a request
+		for {
+			line, ok := readLine()
+			if !ok || !strings.HasPrefix(line, "#") {
+				return line, ok
+			}
+			if line == "# reset" {
+				since = 0
+			}
+		}
 	}
 	for i := 0; i < len(steps); i++ {
 		verb, arg, _ := strings.Cut(steps[i], "=")
@@ -86,7 +102,7 @@ func run(steps []string) error {
 		for k := 0; count == "*" || k < n; k++ {
 			switch verb {
 			case "header":
-				h, ok := read()
+				h, ok := readLine()
 				if !ok {
 					return nil
 				}
@@ -117,12 +133,27 @@ func run(steps []string) error {
 				if len(fields) > 0 {
 					line = strings.ReplaceAll(line, "$t", fields[0])
 				}
+				line = strings.ReplaceAll(line, "$n", strconv.Itoa(since))
+				since++
 				fmt.Fprintln(out, line)
+				if twice > 0 && answers%twice == 0 {
+					out.Flush()
+					time.Sleep(copyAfter)
+					fmt.Fprintln(out, line)
+				}
 			case "say":
 				fmt.Fprintln(out, arg)
 			case "blob":
 				size, _ := strconv.Atoi(arg)
 				out.WriteString(strings.Repeat("1", size) + "\n")
+			case "twice":
+				every, after, _ := strings.Cut(arg, ":")
+				n, err := strconv.Atoi(every)
+				d, err2 := time.ParseDuration(after)
+				if err != nil || err2 != nil || n < 1 {
+					return fmt.Errorf("step %q: want twice=N:DURATION", steps[i])
+				}
+				twice, copyAfter = uint64(n), d
 			case "delay", "jitter", "sleep":
 				d, err := time.ParseDuration(arg)
 				if err != nil {

@@ -28,6 +28,7 @@ func TestNewErrors(t *testing.T) {
 		{"exec without a command", "exec", nil, "modelParams.command: missing: exec needs the program to run"},
 		{"exec of an empty command", "exec", models.Params{"command": []string{}}, "modelParams.command: expected the program to run"},
 		{"exec of no program", "exec", models.Params{"command": "/no/such/program"}, "starting \"/no/such/program\""},
+		{"exec's reset misspelt", "exec", models.Params{"command": "true", "reset": "restrat"}, `modelParams.reset: expected "auto" (the program's reset line if it speaks it, else the program started again), "line", "restart" or "none", got the string "restrat"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := New(tt.model, tt.params, p, nil)

@@ -19,77 +19,13 @@ import (
 	"beamconnect/ports"
 )
 
-// ExecProtocol documents the line protocol of the "exec" model.
-const ExecProtocol = `The exec model runs modelParams.command (a string split at spaces, or an
-array of strings) in the config file's directory and talks to it one line
-per step over stdin and stdout, numbers separated by spaces:
-
-  first, once:  "# columns: t status <outputs…> | directive <inputs…>"
-                (the names of what follows, for the program's information)
-  each step:    beamconnect writes  "t status o1 o2 …"   (the simulation's
-                time in s: BeamNG's message id × its period, the model's
-                time; the connection status 0–5; then every output port
-                element in port order)
-                the program answers "d i1 i2 …"          (the connection
-                directive, then every input port element in port order)
-
-One request at a time: the next request is written only once the program
-has answered the previous one, and it is the newest; requests never queue
-up in the pipe, so a slow program acts on data one request old at most,
-never on a backlog. An answer is the answer to the request outstanding
-when it comes (there is never more than one): it is used for that
-request's message only, and an answer to an older request (one whose
-message was answered without it) is dropped and counted, never used for
-a later message.
-
-When an answer is awaited: by default (lockstep) each message's reply
-waits for the program's answer to it, up to the model timeout
-(beamng.modelTimeoutMs, default 1500 ms: BeamNG waits 2 s for a reply), so
-a slow answer slows BeamNG and never changes what BeamNG gets. With
-beamng.realTime (run --real-time) an answer must come within
-modelParams.deadlineMs (default: 80 % of the coupling period) to be used:
-a message without its answer by then gets neutral controls (counted; over
-1 % of the messages is a fault), and the later answer is dropped.
-` + NamesProtocol + `
-
-"keep" in an answer leaves that control as BeamNG has it (Gen 1 BeamNG
-keeps its value; Gen 2 gets the value it last got). A number that is not
-finite ("nan", "inf") is a fault, not "keep": BeamNG gets neutral controls
-for that message, it is counted as non_finite and logged, and the fault
-ends with the next answer whose numbers are all finite. An answer is
-discarded, counted and logged (at most once a second) when it has the
-wrong count of numbers, something that is not a number, is longer than
-1 MB (reading goes on with the next line), comes when no request is
-outstanding, or comes later than the model timeout after its request.
-
-Faults: when the program exits or crashes, or has been asked for longer
-than beamng.modelTimeoutMs without a valid answer (in real time the
-default is 5 periods, at least 25 ms; the first answer after a start may
-take 10 s; a program with nothing to answer is never hung), beamconnect
-logs an error at once, reports status 4, and sends BeamNG neutral
-controls (pedals released, wheel torques 0, drive mode pedals) instead of
-the last ones, still answering every message so BeamNG does not stall
-(while it is hung, at once); run exits non-zero at the end. A program
-that answers again ends the fault. A program that
-exited is started again after 1 s, then 2, 4 … up to 30 s between tries
-(modelParams.restart: false turns that off); it gets the "# columns:" line
-first, like the first one.
-
-Lines starting with '#' are ignored both ways. What the program writes to
-stderr goes to beamconnect's stderr. The program runs in a process group
-of its own: Ctrl-C in the terminal stops beamconnect, which then ends the
-program, rather than reaching the program itself. What the program starts
-ends with it: when it exits, when beamconnect stops it, and before a
-restart (unix: its process group; Windows: a job object). If beamconnect
-itself is killed, the program is killed too (Linux: a parent-death
-signal; Windows: the job object). After a config reload a new
-"# columns:" line comes before the next request, and the answers must
-follow the new columns from then on.`
-
 // Errors Exec.Fault reports while its program runs.
 var (
 	ErrModelHung        = models.Late("the model program gave no valid answer for longer than the model timeout")
 	ErrModelSilentStart = errors.New("the model program did not answer its first request within 10 s of starting")
+	// ErrExtraLine is the protocol fault of a program that does not echo
+	// its requests' times and wrote a line beyond one answer per request.
+	ErrExtraLine = errors.New(`the model program wrote a line beyond one answer per request (a protocol fault): an answer without "@t" is taken for the request outstanding when it comes, so a message answered just before may have carried another request's controls; echo each request's time ("@t directive inputs…") to pair every answer with its own request`)
 )
 
 // maxAnswerLine is the longest answer line read, newline included: far
@@ -110,6 +46,7 @@ type Exec struct {
 	timeout  time.Duration // the model timeout: how long in lockstep
 	realTime bool          // beamng.realTime
 	restart  bool
+	reset    resetMode // modelParams.reset: how the program starts over
 
 	width  atomic.Int64           // numbers expected in an answer
 	header atomic.Pointer[string] // the "# columns:" line for the current plan
@@ -136,7 +73,8 @@ type Exec struct {
 	hasReq   bool
 	reqReady chan struct{}
 	stepBuf  []byte
-	seq      uint64 // the last request's; owned by Step
+	seq      uint64   // the last request's; owned by Step
+	times    timeRing // the latest requests' times, owned by Step (echo.go)
 
 	// Answers: only the newest waits for Step.
 	ansMu    sync.Mutex
@@ -159,8 +97,24 @@ type Exec struct {
 
 	missed, bad, skipped, restarts, old atomic.Int64
 
+	// Lines beyond one answer per request of a program that does not echo
+	// (extras, counted by the reader): a fault from when one is read until
+	// a message step has reported it (extrasShown, owned by Step) and the
+	// next has its own answer (extrasCleared).
+	extras, extrasCleared atomic.Int64
+	extrasShown           int64
+
+	// Resets (reset.go): resetGen counts the resets asked for; a run of
+	// the program has had those up to its gen. resetNow asks the
+	// supervisor to start the program again for one; resetStarts counts
+	// those starts.
+	resetGen    atomic.Uint64
+	resetNow    chan struct{}
+	resetStarts atomic.Int64
+
 	started     chan struct{} // closed at the first valid answer
 	startedOnce sync.Once
+	pairingSaid sync.Once // how its answers are paired, said at the first
 	closing     chan struct{}
 	closeOnce   sync.Once
 	done        chan struct{} // the supervisor ended
@@ -171,9 +125,13 @@ type Exec struct {
 
 // request is one step's request to the program.
 type request struct {
-	buf   []byte
-	seq   uint64
-	width int // numbers its answer must have
+	buf    []byte
+	seq    uint64
+	width  int     // numbers its answer must have
+	t      float64 // its time, written with pad (echo.go)
+	pad    int8
+	unique bool   // no request in the window before it had its time
+	gen    uint64 // the resets asked for when it was made
 }
 
 // process is one run of the program.
@@ -183,12 +141,21 @@ type process struct {
 	stdout io.Reader
 	done   chan struct{} // closed when it has exited
 	exit   error
-	// The request written and not answered yet: its sequence number and
-	// width are stored before outstandingAt, which the reader swaps to 0.
-	outstandingAt    atomic.Int64 // unix ns it was written; 0: none
-	outstandingSeq   atomic.Uint64
-	outstandingWidth atomic.Int64
-	answeredReq      chan struct{} // the outstanding request got an answer
+	// The request written and not answered yet: its sequence number,
+	// width and time are stored before outstandingAt, which the reader
+	// sets to 0 when it is answered.
+	outstandingAt     atomic.Int64 // unix ns it was written; 0: none
+	outstandingSeq    atomic.Uint64
+	outstandingWidth  atomic.Int64
+	outstandingT      atomic.Uint64 // float64 bits
+	outstandingPad    atomic.Int32
+	outstandingUnique atomic.Bool
+	answeredReq       chan struct{} // the outstanding request got an answer
+	// gen is the resets this run has had: a new run has had every one
+	// asked for so far; one that speaks reset (speaksReset: it said
+	// "# protocol: reset") has one more with each "# reset" written.
+	gen         atomic.Uint64
+	speaksReset atomic.Bool
 }
 
 // NewExec starts the program of params["command"].
@@ -211,8 +178,12 @@ func NewExec(params models.Params, plan *ports.Plan, log *slog.Logger) (*Exec, e
 	if r, ok := params["restart"].(bool); ok {
 		restart = r
 	}
+	reset, err := resetParam(params)
+	if err != nil {
+		return nil, err
+	}
 	m := &Exec{
-		argv: argv, log: log, restart: restart, realTime: plan.RealTime,
+		argv: argv, log: log, restart: restart, reset: reset, realTime: plan.RealTime, resetNow: make(chan struct{}, 1),
 		deadline: time.Duration(deadline * float64(time.Millisecond)),
 		timeout:  time.Duration(plan.ModelTimeout * float64(time.Second)),
 		reqReady: make(chan struct{}, 1), ansReady: make(chan struct{}, 1),
@@ -305,13 +276,26 @@ func (m *Exec) Step(t float64, out, in [][]float64) bool {
 	if m.realTime {
 		wait = m.deadline
 	}
-	if m.exchange(t, out, in, wait, !m.realTime) {
-		return true
-	}
-	if m.dead.Load() == nil {
+	got := m.exchange(t, out, in, wait, !m.realTime)
+	m.settleExtras(got)
+	if !got && m.dead.Load() == nil {
 		m.missed.Add(1) // BeamNG gets neutral controls for this message
 	}
-	return false
+	return got
+}
+
+// settleExtras ends the fault of lines beyond one answer per request once
+// a message step has reported it (Fault, read after the step: its reply
+// neutral) and a later one had its own answer.
+func (m *Exec) settleExtras(got bool) {
+	n := m.extras.Load()
+	switch {
+	case n == m.extrasCleared.Load():
+	case got && m.extrasShown == n:
+		m.extrasCleared.Store(n)
+	default:
+		m.extrasShown = n
+	}
 }
 
 // Idle sends a request while BeamNG sends nothing, so the program sees the
@@ -369,7 +353,9 @@ func (m *Exec) exchange(t float64, out, in [][]float64, wait time.Duration, hang
 // request formats the outputs as the newest request, replacing one the
 // program has not taken yet, and returns its sequence number.
 func (m *Exec) request(t float64, out [][]float64) uint64 {
-	b := strconv.AppendFloat(m.stepBuf[:0], t, 'g', -1, 64)
+	t += 0 // -0 as 0: one time, one way to write it
+	pad, unique := m.times.place(t)
+	b := appendTime(m.stepBuf[:0], t, pad)
 	for _, p := range out {
 		for _, v := range p {
 			b = strconv.AppendFloat(append(b, ' '), v, 'g', -1, 64)
@@ -382,7 +368,7 @@ func (m *Exec) request(t float64, out [][]float64) uint64 {
 		m.skipped.Add(1) // the program was still busy: it only ever gets the newest
 	}
 	m.stepBuf = m.pending.buf[:0]
-	m.pending = request{buf: b, seq: m.seq, width: int(m.width.Load())}
+	m.pending = request{buf: b, seq: m.seq, width: int(m.width.Load()), t: t, pad: pad, unique: unique, gen: m.resetGen.Load()}
 	m.hasReq = true
 	m.reqMu.Unlock()
 	select {
@@ -440,6 +426,9 @@ func (m *Exec) Fault() error {
 	if e := m.hung.Load(); e != nil {
 		return *e
 	}
+	if m.extras.Load() != m.extrasCleared.Load() {
+		return ErrExtraLine
+	}
 	return nil
 }
 
@@ -477,17 +466,7 @@ func (m *Exec) MaxAnswerAge() time.Duration { return time.Duration(m.maxAge.Load
 func (m *Exec) Close() error {
 	m.closeOnce.Do(func() {
 		close(m.closing)
-		m.procMu.Lock()
-		p := m.proc
-		m.procMu.Unlock()
-		p.stdin.Close()
-		select {
-		case <-p.done:
-		case <-time.After(2 * time.Second):
-			p.tree.Kill()
-			<-p.done
-		}
-		<-m.done
+		<-m.done // the supervisor ends the program (process.end)
 	})
 	if err := m.lastExit; err != nil {
 		var ee *exec.ExitError

@@ -140,17 +140,28 @@ func TestExecNewestRequestOnly(t *testing.T) {
 	// waited for.
 	for limit := time.Now().Add(10 * time.Second); !m.Step(0, outs, ins) && time.Now().Before(limit); {
 	}
+	// (A machine loaded enough to hold the program or the reader past the
+	// deadline leaves a step without its answer: neutral, never another's.)
+	answered := 0
 	for k := 1; k <= 20; k++ {
 		tk := float64(k) / 8
-		if !m.Step(tk, outs, ins) || ins[th][thE] != tk {
+		if !m.Step(tk, outs, ins) {
+			continue
+		}
+		if answered++; ins[th][thE] != tk {
 			t.Fatalf("step %d: throttle %v, want its own time %v", k, ins[th][thE], tk)
 		}
+	}
+	if answered < 10 {
+		t.Errorf("%d of 20 steps had their answer within the 150 ms deadline", answered)
 	}
 }
 
 // Answers that cannot be used are counted and logged
 // with their reason, each kind at once. (Numbers that are not finite are
-// numbers: the coupling judges them, a fault.)
+// numbers: the coupling judges them, a fault.) A line when no request is
+// outstanding, from a program that does not echo its requests' times, is
+// a protocol fault too (see TestExecExtraLines).
 func TestExecBadAnswers(t *testing.T) {
 	t.Parallel()
 	script := []string{"header", "answer=1 0.5", "answer=1 abc 0 0",
@@ -169,7 +180,7 @@ func TestExecBadAnswers(t *testing.T) {
 	for _, want := range []string{
 		"2 numbers, expected 4 (the directive, then every input port element)",
 		`\"abc\" is not a number (nor \"keep\")`,
-		"no request is outstanding: the program answered more lines than it was sent",
+		"a line beyond one answer per request (no request is outstanding, and it does not echo one's time",
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log)

@@ -1,14 +1,16 @@
 package program
 
 import (
-	"beamconnect/internal/lines"
-	"beamconnect/models"
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"beamconnect/internal/lines"
+	"beamconnect/models"
 )
 
 // The exec model's line protocol: the writer of requests, the reader of
@@ -26,23 +28,41 @@ func (m *Exec) write(p *process) {
 	}
 	buf := make([]byte, 0, 4096)
 	for {
-		select {
-		case <-m.reqReady:
-		case <-p.done:
-			return
-		case <-m.closing:
-			return
-		}
+		// A request may wait already: made while the program before this
+		// run ended, or for this run after a reset.
 		m.reqMu.Lock()
 		if !m.hasReq {
 			m.reqMu.Unlock()
-			continue
+			select {
+			case <-m.reqReady:
+				continue
+			case <-p.done:
+				return
+			case <-m.closing:
+				return
+			}
+		}
+		reset := m.pending.gen > p.gen.Load()
+		if reset && !m.resetByLine(p) {
+			// A reset this run cannot take: the request waits for the
+			// next run, which the supervisor starts.
+			m.reqMu.Unlock()
+			m.askStartAgain()
+			select {
+			case <-p.done:
+			case <-m.closing:
+			}
+			return
 		}
 		req := m.pending
 		m.pending.buf = buf[:0]
 		buf = req.buf
 		m.hasReq = false
 		m.reqMu.Unlock()
+		if reset {
+			w.WriteString(resetLineText)
+			p.gen.Store(req.gen)
+		}
 		if h := m.header.Load(); h != header {
 			header = h
 			w.WriteString(*h)
@@ -50,6 +70,9 @@ func (m *Exec) write(p *process) {
 		now := time.Now().UnixNano()
 		p.outstandingSeq.Store(req.seq)
 		p.outstandingWidth.Store(int64(req.width))
+		p.outstandingT.Store(math.Float64bits(req.t))
+		p.outstandingPad.Store(int32(req.pad))
+		p.outstandingUnique.Store(req.unique)
 		p.outstandingAt.Store(now)
 		m.unanswered.CompareAndSwap(0, now)
 		w.Write(buf)
@@ -71,6 +94,7 @@ func (m *Exec) write(p *process) {
 func (m *Exec) read(p *process) {
 	lr := lines.NewReader(bufio.NewReaderSize(p.stdout, 64<<10), maxAnswerLine)
 	vals := make([]float64, 0, 64)
+	var scratch []byte                  // an echoed time's text
 	lim := map[string]*models.Limiter{} // by kind of reason: each is reported at once the first time
 	for {
 		line, long, err := lr.Next()
@@ -79,15 +103,16 @@ func (m *Exec) read(p *process) {
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) > 0 && line[0] == '#' {
-			m.named(line)
+			m.named(p, line)
 			m.everSpoke.Store(true) // after its names, if it gave any
 			continue
 		}
-		if len(line) > 0 {
-			m.everSpoke.Store(true)
-		}
 		if len(line) == 0 {
 			continue
+		}
+		m.everSpoke.Store(true)
+		if m.superseded(p) {
+			continue // a run ended for a reset: its last words are no one's
 		}
 		now := time.Now()
 		// Its first line says the program has started: from here on the
@@ -96,11 +121,27 @@ func (m *Exec) read(p *process) {
 		if first {
 			m.spoke.Store(true)
 		}
-		asked := p.outstandingAt.Swap(0)
+		asked := p.outstandingAt.Load()
+		echoed := line[0] == '@' && long == 0
+		if echoed {
+			var tok []byte
+			tok, line = cutEcho(line)
+			mine := false
+			if asked != 0 {
+				mine, scratch = echoes(tok, scratch, math.Float64frombits(p.outstandingT.Load()), int8(p.outstandingPad.Load()), p.outstandingUnique.Load())
+			}
+			if !mine {
+				m.old.Add(1)
+				m.otherRequest(lim, tok, p, asked != 0)
+				continue
+			}
+		}
 		if asked == 0 {
-			m.discard(lim, "unsolicited", "no request is outstanding: the program answered more lines than it was sent", line)
+			m.extras.Add(1)
+			m.discard(lim, "extra", "a line beyond one answer per request (no request is outstanding, and it does not echo one's time \"@t\"): a protocol fault; the message answered just before may have carried it", line)
 			continue
 		}
+		p.outstandingAt.Store(0)
 		seq, width := p.outstandingSeq.Load(), int(p.outstandingWidth.Load())
 		select {
 		case p.answeredReq <- struct{}{}:
@@ -146,6 +187,7 @@ func (m *Exec) read(p *process) {
 		}
 		m.unanswered.Store(0)
 		m.startedOnce.Do(func() { close(m.started) })
+		m.pairingSaid.Do(func() { m.sayPairing(echoed) })
 		if !m.answered.Swap(true) && m.dead.Load() != nil {
 			m.log.Info("model program answering again after its restart", "command", strings.Join(m.argv, " "))
 		}
@@ -157,9 +199,55 @@ func (m *Exec) read(p *process) {
 	}
 }
 
-// named takes a "# columns:" line of the program's (NamesProtocol); any
-// other comment is ignored.
-func (m *Exec) named(line []byte) {
+// otherRequest logs an answer that names another request than the one
+// awaited (outstanding: there is one): dropped, counted as an old answer.
+func (m *Exec) otherRequest(lims map[string]*models.Limiter, tok []byte, p *process, outstanding bool) {
+	l := lims["other"]
+	if l == nil {
+		l = models.NewLimiter(time.Second)
+		lims["other"] = l
+	}
+	n, ok := l.Allow(time.Now())
+	if !ok {
+		return
+	}
+	awaited := "none: its request was answered, or its step gave up on it"
+	hint := ""
+	if outstanding {
+		t := math.Float64frombits(p.outstandingT.Load())
+		awaited = "@" + string(appendTime(nil, t, int8(p.outstandingPad.Load())))
+		if v, err := strconv.ParseFloat(string(tok), 64); err == nil && v == t {
+			hint = "echo the request's first field as it is written: a time that repeats is written another way, and the text tells the requests apart"
+		}
+	}
+	m.log.Info("model answer for another request dropped (model_old_answers)", "echo", "@"+string(tok), "awaited", awaited, "hint", hint, "since_last_report", n)
+}
+
+// sayPairing says once how the program's answers are paired with their
+// requests: by their echo, or by their order.
+func (m *Exec) sayPairing(echoed bool) {
+	if echoed {
+		m.log.Info("the model program echoes its requests' times: each answer is used for the request it names only")
+		return
+	}
+	m.log.Info(`the model program answers without "@t": an answer is taken for the request outstanding when it comes, and a line beyond one answer per request is a fault; echo each request's time ("@t directive inputs…") to pair every answer with its own request`)
+}
+
+// superseded reports whether run p of the program was replaced by another.
+func (m *Exec) superseded(p *process) bool {
+	m.procMu.Lock()
+	defer m.procMu.Unlock()
+	return m.proc != p
+}
+
+// named takes a "# columns:" line of the program's (NamesProtocol), and
+// its "# protocol:" line for run p (reset.go); any other comment is
+// ignored.
+func (m *Exec) named(p *process, line []byte) {
+	if words, ok := bytes.CutPrefix(line, []byte("# protocol:")); ok {
+		m.declareProtocol(p, words)
+		return
+	}
 	d, msg := declare(string(line), int(m.width.Load()))
 	if msg != "" {
 		m.log.Warn("model program", "problem", msg)
@@ -192,7 +280,7 @@ func (m *Exec) current(p *process) bool {
 // (a fault).
 func parse(line []byte, vals []float64, width, extra int) ([]float64, string, string) {
 	want := width + extra
-	for _, f := range bytes.Fields(line) {
+	for f := range bytes.FieldsSeq(line) {
 		if string(f) == "keep" {
 			vals = append(vals, models.Keep)
 			continue

@@ -33,4 +33,5 @@ func Validate(p models.Params, plan *ports.Plan) []models.Finding {
 }
 
 // models.Params are exec's parameters.
-var Params = []models.Param{{Name: "command", Kind: models.Command}, {Name: "deadlineMs", Kind: models.Positive}, {Name: "restart", Kind: models.Boolean}}
+var Params = []models.Param{{Name: "command", Kind: models.Command}, {Name: "deadlineMs", Kind: models.Positive}, {Name: "restart", Kind: models.Boolean},
+	{Name: "reset", Check: checkReset}}
