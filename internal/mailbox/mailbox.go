@@ -12,8 +12,11 @@
 // and the child takes it with FromEnv. InProcess makes the two ends of a
 // box for two threads of one process (an FMU's in its own thread). The
 // exported FMU's shim (fmuexport/shim/c) is an asker written in C: the
-// layout below is its contract too.
+// layout below, and how a wait spins, are its contract too, written into
+// its mailbox.h from these constants (TestCHeader).
 package mailbox
+
+//go:generate go test -run ^TestCHeader$ -args -update
 
 import (
 	"encoding/binary"
