@@ -32,8 +32,9 @@ func TestCHeader(t *testing.T) {
 			cheader.Int("ANS_FRAME", ansFrame, "The answer's frame: its sequence number before it and after it."),
 			cheader.Int("SPIN_ASKER_NS", ns(askerSpin), "An asker's wait spins at most this long (ns)."),
 			cheader.Int("SPIN_PREEMPT_GAP_NS", ns(preemptGap), "A spinner's clock jumping by more has lost the processor (ns)."),
-			cheader.Int("SPIN_MIN_CALM_NS", ns(minCalm), "After a spin lost the processor no wait spins for this long (ns), doubling while it happens again..."),
-			cheader.Int("SPIN_MAX_CALM_NS", ns(maxCalm), "... up to this."),
+			cheader.Int("SPIN_MIN_CALM_NS", ns(minCalm), "After a spin lost the processor, for this long (ns), doubling while it happens again..."),
+			cheader.Int("SPIN_MAX_CALM_NS", ns(maxCalm), "... up to this..."),
+			cheader.Int("SPIN_BUSY_NS", ns(busySpin), "... waits spin at most this long (ns): about what a sleep and its wake-up cost."),
 			cheader.Int("SPIN_PROBE_EVERY", probeEvery, "While spins do not pay, every this many waits spins to see whether they do again."),
 		})
 	cheader.Check(t, "../../fmuexport/shim/c/mailbox.h", h, *update,

@@ -23,9 +23,11 @@ import (
 // So each side keeps a spinner, which learns from its own waits:
 //   - a spin that finds itself preempted (its clock jumps by more than
 //     preemptGap between two looks) has met a machine with no core to
-//     spare: no wait spins for a calm period (doubling while it happens
-//     again, up to maxCalm), then one tries again;
-//   - a spin that the other side does not end within the limit was
+//     spare: for a calm period (doubling while it happens again, up to
+//     maxCalm) waits spin no longer than busySpin, about what a sleep
+//     and its wake-up cost the sleeper anyway, then the full limit is
+//     tried again;
+//   - a spin that the other side does not end within its budget was
 //     wasted: once most recent spins are (a step that takes longer, a
 //     BeamNG that paces its messages), waits sleep at once, and every
 //     probeEvery-th spins again to see whether that has changed.
@@ -40,6 +42,7 @@ const (
 	minCalm    = 10 * time.Millisecond
 	maxCalm    = time.Second
 	probeEvery = 16
+	busySpin   = 5 * time.Microsecond
 )
 
 // The spin limits: the asker waits for an answer (an FMU's step, usually
@@ -73,10 +76,10 @@ func (s *spinner) budget(now int64) int64 {
 	switch {
 	case s.limit < 0:
 		return -1
-	case now < s.calmTo:
-		return 0
 	case s.score < 128 && s.waits%probeEvery != 0:
 		return 0
+	case now < s.calmTo:
+		return min(s.limit, int64(busySpin))
 	}
 	return s.limit
 }

@@ -44,12 +44,16 @@
 /* A spinner's clock jumping by more has lost the processor (ns). */
 #define SPIN_PREEMPT_GAP_NS 250000
 
-/* After a spin lost the processor no wait spins for this long (ns),
- * doubling while it happens again... */
+/* After a spin lost the processor, for this long (ns), doubling while it
+ * happens again... */
 #define SPIN_MIN_CALM_NS 10000000
 
-/* ... up to this. */
+/* ... up to this... */
 #define SPIN_MAX_CALM_NS 1000000000
+
+/* ... waits spin at most this long (ns): about what a sleep and its
+ * wake-up cost. */
+#define SPIN_BUSY_NS 5000
 
 /* While spins do not pay, every this many waits spins to see whether they
  * do again. */

@@ -47,9 +47,10 @@ extern char **environ;
  * pays, then sleeps on the futex or the event, and never yields (a yield
  * hands a busy machine's processor away for a whole time slice). A spin
  * that loses the processor (its clock jumps) has met a machine with no
- * core to spare: no wait spins for a calm period. Once most spins end
- * without the answer (a slow step), waits sleep at once, and every
- * SPIN_PROBE_EVERY-th spins again. */
+ * core to spare: for a calm period waits spin no longer than a sleep
+ * costs (SPIN_BUSY_NS). Once most spins end without the answer (a slow
+ * step), waits sleep at once, and every SPIN_PROBE_EVERY-th spins
+ * again. */
 typedef struct {
 	int32_t score;    /* recent spins ended by the answer, in 1/256ths */
 	uint32_t waits;   /* waits so far, for the probes */
@@ -240,8 +241,8 @@ static int answered(shim *s) { return (int32_t)(load(s, OFF_ANS_SEQ) - s->seq) >
 /* spin_budget is how long (ns) the wait starting at now may spin. */
 static uint64_t spin_budget(spinner *sp, uint64_t now) {
 	sp->waits++;
-	if (now < sp->calm_to) return 0;
 	if (sp->score < 128 && sp->waits % SPIN_PROBE_EVERY != 0) return 0;
+	if (now < sp->calm_to) return SPIN_BUSY_NS;
 	return SPIN_ASKER_NS;
 }
 
