@@ -11,7 +11,9 @@ var (
 	qpcPerSec = qpf()
 )
 
-// clock reads the performance counter: Go's own clock on Windows moves
+// clock reads the performance counter, the same in every process (a side
+// compares it with the time the other side stamped its word with; the
+// shim stamps its requests from it too): Go's own clock on Windows moves
 // at the system timer's interrupts (every 0.5 to 15.6 ms), far too coarse
 // to time a spin of microseconds. c is where the counter is written: a
 // field, so that the call makes nothing escape (it allocates nothing).

@@ -70,15 +70,17 @@ func setEnv(cmd *exec.Cmd, pairs string) {
 	cmd.Env = append(cmd.Env, envName+"="+pairs)
 }
 
-// The control block: each word the two sides write on its own cache line,
-// so one side's writes do not slow the other's reads.
+// The control block: each direction's words on a cache line of their own,
+// so one direction's writes do not slow the other's reads.
 const (
 	offReqSeq   = 0   // the request's sequence number (a futex word)
 	offReqLen   = 4   // its length
 	offReqSleep = 8   // the answerer sleeps (or is about to)
+	offReqStamp = 16  // when the request was published (the clock's ns, 64 bits)
 	offAnsSeq   = 64  // the sequence number of the request answered (a futex word)
 	offAnsLen   = 68  // the answer's length
 	offAnsSleep = 72  // the asker sleeps (or is about to)
+	offAnsStamp = 80  // when the answer was published
 	offClosed   = 128 // either side closed the box
 	ctlSize     = 192
 	// An answer is framed by its sequence number before and after it, so
@@ -122,6 +124,10 @@ func (b *Box) init(mem []byte, reqCap, ansCap int, asker bool) {
 
 func (b *Box) word(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&b.mem[off])) }
 
+// stamp is the 64-bit word at off (8-byte aligned: the box starts on a
+// page, or a cache line in process).
+func (b *Box) stamp(off int) *atomic.Int64 { return (*atomic.Int64)(unsafe.Pointer(&b.mem[off])) }
+
 // Request is where the asker writes its next request.
 func (b *Box) Request() []byte { return b.req }
 
@@ -138,6 +144,7 @@ func (b *Box) Ask(n int) error {
 	}
 	b.seq++
 	b.word(offReqLen).Store(uint32(n))
+	b.stamp(offReqStamp).Store(b.spin.clock.now())
 	b.word(offReqSeq).Store(b.seq)
 	if b.word(offReqSleep).Load() != 0 {
 		b.wake.wake(b, offReqSeq)
@@ -149,7 +156,7 @@ func (b *Box) Ask(n int) error {
 // zero time: for ever); ErrDeadline says it timed out. The answer is valid
 // until the next Ask. An answer to an older request is passed over.
 func (b *Box) Await(deadline time.Time) ([]byte, error) {
-	if !b.awaitWord(offAnsSeq, offAnsSleep, b.seq, deadline) {
+	if !b.awaitWord(offAnsSeq, offAnsSleep, offAnsStamp, b.seq, deadline) {
 		if b.word(offClosed).Load() != 0 {
 			return nil, ErrClosed
 		}
@@ -173,7 +180,7 @@ func (b *Box) Answered() bool { return int32(b.word(offAnsSeq).Load()-b.seq) >= 
 // ever); it returns the request, valid until Reply. It ends with
 // ErrClosed when the asker closes the box, ErrDeadline when it timed out.
 func (b *Box) Next(deadline time.Time) ([]byte, error) {
-	if !b.awaitWord(offReqSeq, offReqSleep, b.seq+1, deadline) {
+	if !b.awaitWord(offReqSeq, offReqSleep, offReqStamp, b.seq+1, deadline) {
 		if b.word(offClosed).Load() != 0 {
 			return nil, ErrClosed
 		}
@@ -199,6 +206,7 @@ func (b *Box) Reply(n int) error {
 	binary.LittleEndian.PutUint32(b.ans, b.seq)
 	binary.LittleEndian.PutUint32(b.ans[4+n:], b.seq)
 	b.word(offAnsLen).Store(uint32(n))
+	b.stamp(offAnsStamp).Store(b.spin.clock.now())
 	b.word(offAnsSeq).Store(b.seq)
 	if b.word(offAnsSleep).Load() != 0 {
 		b.wake.wake(b, offAnsSeq)

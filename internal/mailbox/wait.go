@@ -22,11 +22,14 @@ import (
 //
 // So each side keeps a spinner, which learns from its own waits:
 //   - a spin that finds itself preempted (its clock jumps by more than
-//     preemptGap between two looks) has met a machine with no core to
-//     spare: for a calm period (doubling while it happens again, up to
-//     maxCalm) waits spin no longer than busySpin, about what a sleep
-//     and its wake-up cost the sleeper anyway, then the full limit is
-//     tried again;
+//     lateGap between two looks), or a sleep woken that late (each side
+//     stamps its word with the clock, the same in both processes), has
+//     met a machine with no core to spare (a side that spun too long has
+//     spent its share of the processor, and the scheduler makes its
+//     wake-ups wait): for a calm period (doubling while it happens again,
+//     up to maxCalm) waits spin no longer than busySpin, about what a
+//     sleep and its wake-up cost the sleeper anyway, then the full limit
+//     is tried again;
 //   - a spin that the other side does not end within its budget was
 //     wasted: once most recent spins are (a step that takes longer, a
 //     BeamNG that paces its messages), waits sleep at once, and every
@@ -35,10 +38,11 @@ import (
 // The figures (docs/performance.md, "Busy cores") come from
 // BenchmarkWakeUp and `beamconnect bench --load`.
 const (
-	// preemptGap is a jump of a spinner's clock that only losing the
-	// processor explains: a time slice is milliseconds, an interrupt or
-	// the other side run in between (a few microseconds) far less.
-	preemptGap = 250 * time.Microsecond
+	// lateGap is a delay that only waiting for the processor explains: a
+	// time slice is milliseconds; an interrupt, the other side run in
+	// between, a wake-up on an idle machine (BenchmarkWakeUp: p99 about
+	// 150 µs) far less.
+	lateGap    = 500 * time.Microsecond
 	minCalm    = 10 * time.Millisecond
 	maxCalm    = time.Second
 	probeEvery = 16
@@ -61,7 +65,7 @@ type spinner struct {
 	waits   uint32 // waits so far, for the probes
 	calmTo  int64  // clock (ns) until which no wait spins
 	calm    int64  // the next calm period
-	preempt int64  // clock (ns) of the last preemption seen
+	lastBusy int64 // clock (ns) a wait last lost the processor
 	clock   clock
 }
 
@@ -97,13 +101,13 @@ func (s *spinner) spun(caught bool) {
 	}
 }
 
-// preempted notes that a spin lost the processor at now: the machine's
-// cores are busy; spinning waits for a while.
-func (s *spinner) preempted(now int64) {
-	if now-s.preempt > 4*int64(maxCalm) {
+// busy notes that a wait lost the processor at now: the machine's cores
+// are busy; waits spin briefly for a while.
+func (s *spinner) busy(now int64) {
+	if now-s.lastBusy > 4*int64(maxCalm) {
 		s.calm = int64(minCalm) // the last was long ago: start afresh
 	}
-	s.preempt = now
+	s.lastBusy = now
 	s.calmTo = now + s.calm
 	s.calm = min(2*s.calm, int64(maxCalm))
 }
@@ -125,8 +129,8 @@ func (s *spinner) spin(done func() bool, closed *atomic.Uint32, start, budget, d
 		}
 		now := s.clock.now()
 		switch {
-		case budget >= 0 && now-last > int64(preemptGap):
-			s.preempted(now)
+		case budget >= 0 && now-last > int64(lateGap):
+			s.busy(now)
 			return done()
 		case budget >= 0 && now-start >= budget:
 			s.spun(false)
@@ -141,8 +145,10 @@ func (s *spinner) spin(done func() bool, closed *atomic.Uint32, start, budget, d
 // awaitWord waits until the word at off reaches want (a sequence number:
 // it only grows, and wraps), spinning as the spinner judges, then sleeping
 // while sleep is set so the other side wakes it; the zero deadline waits
-// for ever. It reports false at the deadline or once the box is closed.
-func (b *Box) awaitWord(off, sleep int, want uint32, deadline time.Time) bool {
+// for ever. It reports false at the deadline or once the box is closed. A
+// sleep woken later than lateGap after the word's stamp says the machine
+// is busy.
+func (b *Box) awaitWord(off, sleep, stamp int, want uint32, deadline time.Time) bool {
 	w := b.word(off)
 	reached := func() bool { return int32(w.Load()-want) >= 0 }
 	if reached() {
@@ -160,9 +166,12 @@ func (b *Box) awaitWord(off, sleep int, want uint32, deadline time.Time) bool {
 			return true
 		}
 	}
-	for {
+	for slept := false; ; slept = true {
 		cur := w.Load()
 		if int32(cur-want) >= 0 {
+			if now := s.clock.now(); slept && now-b.stamp(stamp).Load() > int64(lateGap) {
+				s.busy(now)
+			}
 			return true
 		}
 		if closed.Load() != 0 {

@@ -20,6 +20,10 @@
 /* The answerer sleeps (or is about to). */
 #define OFF_REQ_SLEEP 8
 
+/* When the request was published: the clock (CLOCK_MONOTONIC, or the
+ * performance counter, in ns), 64 bits. */
+#define OFF_REQ_STAMP 16
+
 /* The sequence number of the request answered (a futex word). */
 #define OFF_ANS_SEQ 64
 
@@ -28,6 +32,9 @@
 
 /* The asker sleeps (or is about to). */
 #define OFF_ANS_SLEEP 72
+
+/* When the answer was published. */
+#define OFF_ANS_STAMP 80
 
 /* Either side closed the box. */
 #define OFF_CLOSED 128
@@ -41,11 +48,11 @@
 /* An asker's wait spins at most this long (ns). */
 #define SPIN_ASKER_NS 50000
 
-/* A spinner's clock jumping by more has lost the processor (ns). */
-#define SPIN_PREEMPT_GAP_NS 250000
+/* A spin whose clock jumps by more, or a sleep woken later than this after
+ * the word's stamp, has waited for the processor (ns)... */
+#define SPIN_LATE_NS 500000
 
-/* After a spin lost the processor, for this long (ns), doubling while it
- * happens again... */
+/* ... and for this long (ns), doubling while it happens again... */
 #define SPIN_MIN_CALM_NS 10000000
 
 /* ... up to this... */

@@ -56,7 +56,7 @@ typedef struct {
 	uint32_t waits;   /* waits so far, for the probes */
 	uint64_t calm_to; /* clock (ns) until which no wait spins */
 	uint64_t calm;    /* the next calm period (ns) */
-	uint64_t preempt; /* clock (ns) of the last preemption seen */
+	uint64_t last_busy; /* clock (ns) a wait last waited for the processor */
 } spinner;
 
 /* What await_answer says. */
@@ -138,6 +138,8 @@ static void sayf(shim *s, int status, const char *fmt, ...) {
 static uint32_t *word(shim *s, int off) { return (uint32_t *)(void *)(s->mem + off); }
 static uint32_t load(shim *s, int off) { return __atomic_load_n(word(s, off), __ATOMIC_SEQ_CST); }
 static void store(shim *s, int off, uint32_t v) { __atomic_store_n(word(s, off), v, __ATOMIC_SEQ_CST); }
+/* The 64-bit stamps (8-byte aligned: the mapping starts on a page). */
+static int64_t *stamp(shim *s, int off) { return (int64_t *)(void *)(s->mem + off); }
 
 #if defined(_WIN32)
 static uint64_t now_ns(void) {
@@ -231,6 +233,7 @@ static int ask(shim *s, uint32_t n) {
 	if (s->gone || load(s, OFF_CLOSED)) return -1;
 	s->seq++;
 	store(s, OFF_REQ_LEN, n);
+	__atomic_store_n(stamp(s, OFF_REQ_STAMP), (int64_t)now_ns(), __ATOMIC_SEQ_CST);
 	store(s, OFF_REQ_SEQ, s->seq);
 	if (load(s, OFF_REQ_SLEEP)) wake(s, OFF_REQ_SEQ);
 	return 0;
@@ -251,9 +254,9 @@ static void spun(spinner *sp, int caught) {
 	if (caught && sp->score > 248) sp->score = 256;
 }
 
-static void preempted(spinner *sp, uint64_t now) {
-	if (now - sp->preempt > 4 * (uint64_t)SPIN_MAX_CALM_NS) sp->calm = SPIN_MIN_CALM_NS;
-	sp->preempt = now;
+static void busy(spinner *sp, uint64_t now) {
+	if (now - sp->last_busy > 4 * (uint64_t)SPIN_MAX_CALM_NS) sp->calm = SPIN_MIN_CALM_NS;
+	sp->last_busy = now;
 	sp->calm_to = now + sp->calm;
 	sp->calm = 2 * sp->calm < SPIN_MAX_CALM_NS ? 2 * sp->calm : SPIN_MAX_CALM_NS;
 }
@@ -269,8 +272,8 @@ static int spin(shim *s, uint64_t start, uint64_t budget, uint64_t deadline) {
 		}
 		if ((i & 7) != 7) continue;
 		uint64_t now = now_ns();
-		if (now - last > SPIN_PREEMPT_GAP_NS) {
-			preempted(&s->spin, now);
+		if (now - last > SPIN_LATE_NS) {
+			busy(&s->spin, now);
 			return answered(s);
 		}
 		if (now - start >= budget) {
@@ -310,6 +313,13 @@ static int await_answer(shim *s, uint64_t deadline, const uint8_t **p, uint32_t 
 		uint32_t cur = load(s, OFF_ANS_SEQ);
 		if ((int32_t)(cur - s->seq) < 0 && !load(s, OFF_CLOSED)) wait_answer(s, cur, ms);
 		store(s, OFF_ANS_SLEEP, 0);
+		if (answered(s)) {
+			/* Woken later than a wake-up takes after the answer: the
+			 * machine's cores are busy. */
+			uint64_t now = now_ns();
+			int64_t at = __atomic_load_n(stamp(s, OFF_ANS_STAMP), __ATOMIC_SEQ_CST);
+			if ((int64_t)now - at > SPIN_LATE_NS) busy(&s->spin, now);
+		}
 	}
 	uint32_t len = load(s, OFF_ANS_LEN);
 	const uint8_t *ans = s->mem + CTL_SIZE + REQ_CAP;
