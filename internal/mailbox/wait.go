@@ -60,13 +60,13 @@ const (
 // spinner is one side's judgement of how long its waits spin; only the
 // goroutine that waits on that side touches it.
 type spinner struct {
-	limit   int64  // ns a wait spins at most; < 0: until what it waits for comes (busy polling)
-	score   int32  // recent spins ended by the other side, in 1/256ths (an average over about 8)
-	waits   uint32 // waits so far, for the probes
-	calmTo  int64  // clock (ns) until which no wait spins
-	calm    int64  // the next calm period
-	lastBusy int64 // clock (ns) a wait last lost the processor
-	clock   clock
+	limit    int64  // ns a wait spins at most; < 0: until what it waits for comes (busy polling)
+	score    int32  // recent spins ended by the other side, in 1/256ths (an average over about 8)
+	waits    uint32 // waits so far, for the probes
+	calmTo   int64  // clock (ns) until which waits spin busySpin at most
+	calm     int64  // the next calm period
+	lastBusy int64  // clock (ns) a wait last lost the processor
+	clock    clock
 }
 
 func newSpinner(limit time.Duration) spinner {
