@@ -35,6 +35,8 @@ type Result struct {
 	AllocsPerRT float64 `json:"allocs_per_round_trip"` // -1: not measured
 	PeakRSSKiB  int64   `json:"peak_rss_kib"`
 	Stalls      int64   `json:"stalls"`
+	Load        int     `json:"busy_loops"`         // the busy loops beside it (Options.Load)
+	Ratio       float64 `json:"vs_quiet,omitempty"` // loaded: its round trips over the quiet ones'
 	Error       string  `json:"error,omitempty"`
 }
 
@@ -45,22 +47,25 @@ type Driver struct {
 	Spin    bool
 	Program string
 	FMU     string // the FMU the FMU responders run
+	// FMUSim, a master (fmusim), runs Exported: beamconnect exported as
+	// an FMU of ExportRig.
+	FMUSim, Exported string
 }
 
 // Responder is a program measured: Command "" is beamconnect in this
 // process. In Command, {listen} is the address it binds (BeamNG sends
-// there), {beamng} the one it replies to, {config} a rig config with both,
-// {fmu-config} and {fmu-config-in-process} one that steps Driver.FMU.
+// there), {beamng} the one it replies to, {listen-port} and {beamng-port}
+// their ports, {config} a rig config with both, {fmu-config} and
+// {fmu-config-in-process} one that steps Driver.FMU.
 type Responder struct{ Name, Command string }
 
 // Responders lists beamconnect's own: in process and, when exe is the
 // binary (not a test binary), the binary in its own process, busy-polling
-// too, and stepping the driver's FMU in its child process and in process.
+// too, stepping the driver's FMU in its child process and in process, and
+// exported as an FMU under the driver's master.
 func Responders(exe string, drv Driver) []Responder {
 	list := []Responder{{"beamconnect in process", ""}}
-	// (Not a test binary, x.test or x.test.exe: given "run", it would run
-	// its tests.)
-	if exe == "" || strings.HasSuffix(strings.TrimSuffix(exe, ".exe"), ".test") {
+	if exe == "" || TestBinary(exe) {
 		return list
 	}
 	list = append(list, Responder{"beamconnect", exe + " run {config} --no-watch --model hold --log-level error"},
@@ -69,8 +74,29 @@ func Responders(exe string, drv Driver) []Responder {
 		list = append(list, Responder{"beamconnect FMU in its child", exe + " run {fmu-config} --no-watch --log-level error"},
 			Responder{"beamconnect FMU in process", exe + " run {fmu-config-in-process} --no-watch --log-level error"})
 	}
+	if drv.FMUSim != "" && drv.Exported != "" {
+		// Stepped one period at a time for as long as it is measured (the
+		// master is stopped then), BeamNG's message of each step its
+		// outputs.
+		list = append(list, Responder{"beamconnect exported, under fmusim", drv.FMUSim + " --interface-type cs --stop-time 1e6 --output-interval 0.0005" +
+			" --start-value localPort {listen-port} --start-value remotePort {beamng-port} " + drv.Exported})
+	}
 	return list
 }
+
+// TestBinary reports whether exe is a test binary (x.test, x.test.exe),
+// not beamconnect: given "run", it would run its tests.
+func TestBinary(exe string) bool { return strings.HasSuffix(strings.TrimSuffix(exe, ".exe"), ".test") }
+
+// ExportRig is the rig beamconnect is exported as for a master to run
+// (Driver.Exported: 'fmu export' of it): BeamNG's groundspeed out, the
+// pedals in, at BeamNG's fastest period, 0.5 ms. The master sets the
+// ports.
+const ExportRig = `{"version": 2, "remoteIP": "127.0.0.1", "remotePort": 64891,
+  "outputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "groundspeed"}]]}],
+  "inputs": [{"updatePeriodMs": 0.5, "ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
+  "beamng": {"localIP": "127.0.0.1", "localPort": 64890}}
+`
 
 // Options are what Run measures.
 type Options struct {
@@ -80,12 +106,17 @@ type Options struct {
 	Rounds     int
 	Log        *slog.Logger
 	Stderr     io.Writer // the responders' stderr
+	// Load > 0 measures each responder quiet and then beside Load busy
+	// loops, each a process running LoadArgv (Busy).
+	Load     int
+	LoadArgv []string
 }
 
 // Run measures each responder for the duration, in interleaved rounds:
-// every responder once per round, so a drift of the machine (another
-// tenant, thermal) touches all alike; each one's round with the median
-// round-trip rate is reported. warnings say which figures measure
+// every responder once per round (quiet, then beside the busy loops), so
+// a drift of the machine (another tenant, thermal) touches all alike;
+// each one's round with the median round-trip rate is reported, quiet
+// and loaded one after the other. warnings say which figures measure
 // contention rather than the responder.
 func Run(o Options) (results []Result, warnings []string) {
 	for _, r := range o.Responders {
@@ -94,18 +125,45 @@ func Run(o Options) (results []Result, warnings []string) {
 			warnings = append(warnings, w)
 		}
 	}
-	all := make([][]Result, len(o.Responders))
+	loads := []int{0}
+	if o.Load > 0 {
+		loads = append(loads, o.Load)
+	}
+	all := make([][]Result, len(o.Responders)*len(loads))
 	for round := range max(o.Rounds, 1) {
 		for i, r := range o.Responders {
-			o.Log.Info("measuring", "responder", r.Name, "for", o.Duration, "round", round+1)
-			all[i] = append(all[i], measure(o, r, o.Duration))
+			for j, n := range loads {
+				o.Log.Info("measuring", "responder", r.Name, "busy_loops", n, "for", o.Duration, "round", round+1)
+				all[i*len(loads)+j] = append(all[i*len(loads)+j], measureBeside(o, r, n))
+			}
 		}
 	}
-	for _, rs := range all {
+	for i, rs := range all {
 		slices.SortFunc(rs, func(a, b Result) int { return cmpFloat(a.PerSecond, b.PerSecond) })
-		results = append(results, rs[len(rs)/2])
+		r := rs[len(rs)/2]
+		if i%len(loads) > 0 { // the quiet median, sorted above
+			q := all[i-i%len(loads)]
+			if quiet := q[len(q)/2]; quiet.Error == "" && r.Error == "" {
+				r.Ratio = r.PerSecond / quiet.PerSecond
+			}
+		}
+		results = append(results, r)
 	}
 	return results, warnings
+}
+
+// measureBeside measures r beside n busy loops (none: quiet).
+func measureBeside(o Options, r Responder, n int) Result {
+	if n > 0 {
+		l, err := startLoad(o.LoadArgv, n)
+		if err != nil {
+			return Result{Name: r.Name, AllocsPerRT: -1, Load: n, Error: err.Error()}
+		}
+		defer l.stop()
+	}
+	res := measure(o, r, o.Duration)
+	res.Load = n
+	return res
 }
 
 // CoreShortage warns when a busy-polling responder and BeamNG's side need

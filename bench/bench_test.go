@@ -2,10 +2,23 @@ package bench
 
 import (
 	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"beamconnect/internal/proctree"
 )
+
+// The test binary is a busy loop too, with BENCH_TEST_BUSY set.
+func TestMain(m *testing.M) {
+	if os.Getenv("BENCH_TEST_BUSY") != "" {
+		Busy()
+	}
+	os.Exit(m.Run())
+}
 
 // A busy-polling responder on too few cores is warned about, naming what
 // needs the cores; enough cores, or a responder that blocks, are not.
@@ -57,6 +70,8 @@ func TestResponders(t *testing.T) {
 		{"windows test binary", `C:\x\beamconnect.test.exe`, Driver{}, "beamconnect in process"},
 		{"binary", "/x/beamconnect", Driver{}, "beamconnect in process, beamconnect, beamconnect --busy-poll"},
 		{"binary with an FMU", "/x/beamconnect", Driver{FMU: "c.fmu"}, "beamconnect in process, beamconnect, beamconnect --busy-poll, beamconnect FMU in its child, beamconnect FMU in process"},
+		{"binary exported, a master", "/x/beamconnect", Driver{FMUSim: "/x/fmusim", Exported: "/t/rig.fmu"}, "beamconnect in process, beamconnect, beamconnect --busy-poll, beamconnect exported, under fmusim"},
+		{"a master, nothing exported", "/x/beamconnect", Driver{FMUSim: "/x/fmusim"}, "beamconnect in process, beamconnect, beamconnect --busy-poll"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := names(Responders(tt.exe, tt.drv)); got != tt.want {
@@ -66,6 +81,11 @@ func TestResponders(t *testing.T) {
 	}
 	if rs := Responders("/x/beamconnect", Driver{FMU: "c.fmu"}); !strings.Contains(rs[4].Command, "{fmu-config-in-process}") || !strings.Contains(rs[3].Command, "{fmu-config}") {
 		t.Errorf("%+v", rs)
+	}
+	// The master sets the exported FMU's ports to the bench's.
+	rs := Responders("/x/beamconnect", Driver{FMUSim: "/x/fmusim", Exported: "/t/rig.fmu"})
+	if c := rs[3].Command; !strings.HasPrefix(c, "/x/fmusim ") || !strings.Contains(c, "--start-value localPort {listen-port} --start-value remotePort {beamng-port} /t/rig.fmu") {
+		t.Errorf("%q", c)
 	}
 }
 
@@ -81,5 +101,65 @@ func TestRunInProcess(t *testing.T) {
 	r := rs[0]
 	if r.Error != "" || r.RoundTrips < 100 || r.Stalls != 0 || r.P50us <= 0 || r.P99us < r.P50us || r.P999us < r.P99us || r.AllocsPerRT < 0 || r.PeakRSSKiB <= 0 {
 		t.Errorf("%+v", r)
+	}
+}
+
+// Each responder is measured quiet and then beside the busy loops, one
+// after the other, the loaded one with its ratio to the quiet one.
+func TestRunBesideLoad(t *testing.T) {
+	t.Setenv("BENCH_TEST_BUSY", "1") // for the busy loops: this binary
+	rs, _ := Run(Options{Responders: []Responder{{"beamconnect in process", ""}}, Duration: 200 * time.Millisecond, Rounds: 1,
+		Log: slog.New(slog.DiscardHandler), Load: 1, LoadArgv: []string{os.Args[0]}})
+	if len(rs) != 2 || rs[0].Load != 0 || rs[1].Load != 1 || rs[0].Ratio != 0 {
+		t.Fatalf("%+v", rs)
+	}
+	for _, r := range rs {
+		if r.Error != "" || r.RoundTrips < 100 || r.Stalls != 0 {
+			t.Errorf("%+v", r)
+		}
+	}
+	if got := rs[1].PerSecond / rs[0].PerSecond; rs[1].Ratio != got {
+		t.Errorf("ratio %v, round trips %v / %v", rs[1].Ratio, rs[1].PerSecond, rs[0].PerSecond)
+	}
+}
+
+// A busy loop is a process that computes until it is stopped, and then
+// is gone.
+func TestLoadComputesUntilStopped(t *testing.T) {
+	t.Setenv("BENCH_TEST_BUSY", "1")
+	l, err := startLoad([]string{os.Args[0]}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.stop()
+	pids := []int{l.trees[0].Pid(), l.trees[1].Pid()}
+	if runtime.GOOS == "linux" {
+		for _, pid := range pids {
+			// It has computed: user CPU time (the 14th field of its stat).
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+				stat := string(b)
+				f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+				if len(f) > 11 && f[11] != "0" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("busy loop %d has not computed in 10 s: %s", pid, stat)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	for _, pid := range pids {
+		if !proctree.Alive(pid) {
+			t.Errorf("busy loop %d ended before it was stopped", pid)
+		}
+	}
+	l.stop()
+	for _, pid := range pids {
+		if proctree.Alive(pid) {
+			t.Errorf("busy loop %d still runs after stop", pid)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	osexec "os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -159,6 +160,7 @@ func startResponder(stderr io.Writer, command string, listen, beamng netip.AddrP
 		return nil, err
 	}
 	argv := strings.Fields(strings.NewReplacer("{listen}", listen.String(), "{beamng}", beamng.String(),
+		"{listen-port}", strconv.Itoa(int(listen.Port())), "{beamng-port}", strconv.Itoa(int(beamng.Port())),
 		"{config}", cfgPath).Replace(command))
 	cmd := osexec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = stderr

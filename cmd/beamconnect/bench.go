@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	osexec "os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -51,6 +54,18 @@ it), which measures the responders, not the driver:
 --fmu FILE adds the binary stepping that FMU at every message (bound by
 name: groundspeed in, throttle and brake out, as examples/fmu-cruise's FMU),
 in its child process and in process: what the safe default costs.
+--fmusim PATH adds the binary exported as an FMU ('fmu export' of a rig at
+0.5 ms) and stepped one period at a time by that master (fmusim, the FMI
+reference master: bash fmu/testdata/oracle/build builds it).
+
+--load N measures each responder quiet and then beside N busy loops
+(processes of their own that only compute, at normal priority, as the PC
+beside BeamNG has every core busy), interleaved round by round, and reports
+the two side by side with their ratio. --min-ratio R then exits 1 when a
+responder's loaded round trips fall below R times its quiet ones. --only
+NAME measures only the responders whose name contains NAME (repeatable):
+  beamconnect bench --load 2 --fmu cruise.fmu --fmusim "$(bash fmu/testdata/oracle/build)" \
+                    --only FMU --only exported --rounds 3
 
 --soak runs beamconnect (in process, with a recording) against BeamNG's side
 paced in real time at its fastest rate, a message every 0.5 ms, for
@@ -73,6 +88,10 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 		fmuPath := fs.String("fmu", "", "measure beamconnect stepping this FMU too (its inputs groundspeed, its outputs throttle and brake, as the cruise FMU's), in its child process and in process")
 		soak := fs.Bool("soak", false, "soak instead: beamconnect against BeamNG's side at 0.5 ms, paced in real time, with faults on; report losses, stalls, recovery and memory growth")
 		faults := fs.StringArray("fault", nil, "with --soak: the faults to inflict (repeatable; default: every kind, at low rates)")
+		fmusim := fs.String("fmusim", "", "measure beamconnect exported as an FMU too, stepped by this FMI master (fmusim)")
+		load := fs.Int("load", 0, "measure each responder quiet and beside this many busy loops, side by side")
+		minRatio := fs.Float64("min-ratio", 0, "with --load: exit 1 when a responder's loaded round trips fall below this times its quiet ones")
+		only := fs.StringArray("only", nil, "measure only the responders whose name contains this (repeatable)")
 		vehicles := fs.IntSlice("vehicles", nil, "several vehicles instead: the vehicle counts to measure, e.g. 1,2,4,8,16")
 		periods := fs.DurationSlice("period", []time.Duration{5 * time.Millisecond, time.Millisecond}, "with --vehicles: BeamNG's send periods to measure")
 		fs.Bool("json", false, "print the results as JSON")
@@ -122,7 +141,15 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 				fmt.Fprintf(c.stderr, "%s bench: --rounds must be at least 1\n", programName)
 				return exitUsage
 			}
-			drv := bench.Driver{Spin: *driver == "spin", Program: *cDriver}
+			if *load < 0 || *load > 64 {
+				fmt.Fprintf(c.stderr, "%s bench: --load %d: expected 0 to 64 busy loops\n", programName, *load)
+				return exitUsage
+			}
+			if *minRatio != 0 && *load == 0 {
+				fmt.Fprintf(c.stderr, "%s bench: --min-ratio applies with --load only\n", programName)
+				return exitUsage
+			}
+			drv := bench.Driver{Spin: *driver == "spin", Program: *cDriver, FMUSim: *fmusim}
 			if *fmuPath != "" {
 				abs, err := filepath.Abs(*fmuPath)
 				if err != nil {
@@ -130,12 +157,31 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 				}
 				drv.FMU = abs
 			}
-			return benchCmd(c, *d, *rs, drv, *rounds)
+			if drv.FMUSim != "" {
+				dir, err := os.MkdirTemp("", "beamconnect-bench-")
+				if err != nil {
+					return c.fail("bench", err)
+				}
+				defer os.RemoveAll(dir)
+				if drv.Exported, err = exportRig(dir); err != nil {
+					return c.fail("bench", err)
+				}
+			}
+			return benchCmd(c, *d, *rs, drv, benchRun{rounds: *rounds, load: *load, minRatio: *minRatio, only: *only})
 		}
 	},
 }
 
-func benchCmd(c *call, d time.Duration, responders []string, drv bench.Driver, rounds int) int {
+// benchRun is how bench measures the responders: rounds, the busy loops
+// beside them, the ratio they must keep, which of them.
+type benchRun struct {
+	rounds   int
+	load     int
+	minRatio float64
+	only     []string
+}
+
+func benchCmd(c *call, d time.Duration, responders []string, drv bench.Driver, how benchRun) int {
 	if d <= 0 {
 		fmt.Fprintf(c.stderr, "%s bench: --duration must be positive\n", programName)
 		return exitUsage
@@ -150,12 +196,51 @@ func benchCmd(c *call, d time.Duration, responders []string, drv bench.Driver, r
 		}
 		list = append(list, bench.Responder{Name: name, Command: cmd})
 	}
-	results, warnings := bench.Run(bench.Options{Responders: list, Driver: drv, Duration: d, Rounds: rounds, Log: c.log, Stderr: c.stderr})
+	if len(how.only) > 0 {
+		list = slices.DeleteFunc(list, func(r bench.Responder) bool {
+			return !slices.ContainsFunc(how.only, func(s string) bool { return strings.Contains(r.Name, s) })
+		})
+		if len(list) == 0 {
+			fmt.Fprintf(c.stderr, "%s bench: --only %s: no responder's name contains it\n", programName, strings.Join(how.only, ", "))
+			return exitUsage
+		}
+	}
+	results, warnings := bench.Run(bench.Options{Responders: list, Driver: drv, Duration: d, Rounds: how.rounds, Log: c.log, Stderr: c.stderr,
+		Load: how.load, LoadArgv: []string{exe, cmdBenchBusy.name}})
+	code := exitOK
+	for _, r := range results {
+		if r.Load > 0 && r.Ratio < how.minRatio {
+			code = exitFailed
+		}
+	}
 	if c.json {
 		writeJSON(c.stdout, results)
-		return exitOK
+		return code
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if how.load > 0 {
+		printLoadBench(c.stdout, results, how)
+	} else {
+		printBench(c.stdout, results)
+	}
+	how2 := "waiting for each reply in a blocking receive, as BeamNG does"
+	if drv.Spin {
+		how2 = "busy-polling for each reply"
+	}
+	who := "the emulator, free-running, simulinkTime 0.5 ms"
+	if drv.Program != "" {
+		who = drv.Program + ", its own process, a message as soon as the last reply is in"
+	}
+	fmt.Fprintf(c.stdout, "(BeamNG's side: %s, one message in flight, %s; %s each, %d rounds; %s/%s, %d CPUs)\n",
+		who, how2, d, how.rounds, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	for _, w := range warnings {
+		fmt.Fprintln(c.stdout, "warning: "+w)
+	}
+	return code
+}
+
+// printBench prints each responder's figures.
+func printBench(w io.Writer, results []bench.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "responder\tround trips/s\tturnaround p50 µs\tp99 µs\tp99.9 µs\tallocs/round trip\tpeak RSS MiB\tstalls\t")
 	for _, r := range results {
 		if r.Error != "" {
@@ -169,20 +254,67 @@ func benchCmd(c *call, d time.Duration, responders []string, drv bench.Driver, r
 		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%d\t\n", r.Name, r.PerSecond, r.P50us, r.P99us, r.P999us, allocs, float64(r.PeakRSSKiB)/1024, r.Stalls)
 	}
 	tw.Flush()
-	how := "waiting for each reply in a blocking receive, as BeamNG does"
-	if drv.Spin {
-		how = "busy-polling for each reply"
+}
+
+// printLoadBench prints each responder quiet and beside the busy loops,
+// side by side (Run gives the two one after the other), and says which
+// fall below the ratio.
+func printLoadBench(w io.Writer, results []bench.Result, how benchRun) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "responder\tquiet: round trips/s\tp99 µs\tstalls\t%d busy loops: round trips/s\tp99 µs\tstalls\tloaded/quiet\t\n", how.load)
+	var below []string
+	for i := 0; i+1 < len(results); i += 2 {
+		q, l := results[i], results[i+1]
+		cell := func(r bench.Result) string {
+			if r.Error != "" {
+				return r.Error + "\t\t"
+			}
+			return fmt.Sprintf("%.0f\t%.1f\t%d", r.PerSecond, r.P99us, r.Stalls)
+		}
+		ratio := "-"
+		if l.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f×", l.Ratio)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", q.Name, cell(q), cell(l), ratio)
+		if l.Ratio < how.minRatio {
+			below = append(below, fmt.Sprintf("%s %s", q.Name, ratio))
+		}
 	}
-	who := "the emulator, free-running, simulinkTime 0.5 ms"
-	if drv.Program != "" {
-		who = drv.Program + ", its own process, a message as soon as the last reply is in"
+	tw.Flush()
+	if len(below) > 0 {
+		fmt.Fprintf(w, "below --min-ratio %g: %s\n", how.minRatio, strings.Join(below, ", "))
 	}
-	fmt.Fprintf(c.stdout, "(BeamNG's side: %s, one message in flight, %s; %s each, %d rounds; %s/%s, %d CPUs)\n",
-		who, how, d, rounds, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	for _, w := range warnings {
-		fmt.Fprintln(c.stdout, "warning: "+w)
+}
+
+// exportRig exports bench's rig (bench.ExportRig) as an FMU into dir with
+// this binary, as 'fmu export' does, and returns its path.
+func exportRig(dir string) (string, error) {
+	rig, out := filepath.Join(dir, "rig.json"), filepath.Join(dir, "rig.fmu")
+	if err := os.WriteFile(rig, []byte(bench.ExportRig), 0o644); err != nil {
+		return "", err
 	}
-	return exitOK
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if bench.TestBinary(exe) {
+		return "", errors.New("--fmusim exports this binary, which is a test binary: run beamconnect itself")
+	}
+	if said, err := osexec.Command(exe, "fmu", "export", rig, "-o", out).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("exporting the rig for the master: %v: %s", err, said)
+	}
+	return out, nil
+}
+
+// cmdBenchBusy is one of bench --load's busy loops: this binary again,
+// computing until it is killed.
+var cmdBenchBusy = &command{
+	name:     "bench-busy",
+	summary:  "internal: a busy loop beside bench's measurements (bench --load)",
+	internal: true,
+	flags: func(fs *pflag.FlagSet) func(*call) int {
+		return func(c *call) int { bench.Busy(); return exitOK }
+	},
 }
 
 // soakCmd soaks for d and prints the report.

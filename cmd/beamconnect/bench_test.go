@@ -52,6 +52,41 @@ func TestBench(t *testing.T) {
 	}
 }
 
+// bench --load measures each responder quiet and beside busy loops, side
+// by side with the ratio, and with --min-ratio fails when a responder's
+// loaded round trips fall below that share of its quiet ones.
+func TestBenchLoad(t *testing.T) {
+	// Not parallel: the busy loops would load the other tests.
+	out, errOut, code := exec(t, nil, "bench", "--json", "--duration", "300ms", "--load", "1", "--only", "in process")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var rs []bench.Result
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rs) != 2 || rs[0].Name != "beamconnect in process" || rs[0].Load != 0 || rs[1].Load != 1 || rs[1].Ratio <= 0 {
+		t.Fatalf("%s", out)
+	}
+	// No responder keeps a thousand times its quiet rate.
+	out, _, code = exec(t, nil, "bench", "--duration", "200ms", "--load", "1", "--only", "in process", "--min-ratio", "1000")
+	if code != exitFailed || !strings.Contains(out, "1 busy loops: round trips/s") || !strings.Contains(out, "below --min-ratio 1000: beamconnect in process") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--min-ratio", "0.2"}, "--min-ratio applies with --load only"},
+		{[]string{"--load", "-1"}, "expected 0 to 64 busy loops"},
+		{[]string{"--only", "nobody"}, "no responder's name contains it"},
+	} {
+		if _, errOut, code := exec(t, nil, append([]string{"bench", "--duration", "100ms"}, tt.args...)...); code != exitUsage || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d %q", tt.args, code, errOut)
+		}
+	}
+}
+
 // bench --soak: a short soak with a stall in it reports what was lost and
 // why, the stall and its recovery, and the memory.
 func TestSoak(t *testing.T) {

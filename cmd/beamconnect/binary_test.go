@@ -26,9 +26,10 @@ func TestMain(m *testing.M) {
 	registerFormats() // as main does
 	// The exec tests' program is this binary too (exectest's scripts).
 	exectest.Main()
-	// The fmu model runs its FMU with os.Executable fmu-host: in the tests
-	// that is this binary, which then is the host, as beamconnect is.
-	if len(os.Args) > 1 && os.Args[1] == "fmu-host" {
+	// The fmu model runs its FMU with os.Executable fmu-host, bench --load
+	// its busy loops with bench-busy: in the tests that is this binary,
+	// which then is the host or the loop, as beamconnect is.
+	if len(os.Args) > 1 && (os.Args[1] == "fmu-host" || os.Args[1] == cmdBenchBusy.name) {
 		os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv}))
 	}
 	flag.Parse()

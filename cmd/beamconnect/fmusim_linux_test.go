@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"beamconnect/bench"
 )
 
 // fmusimPath is the Modelica Association's reference FMI master, as
@@ -106,5 +109,23 @@ func TestExportedFMUUnderFmusim(t *testing.T) {
 				t.Errorf("the FMU's log says no healthy run:\n%s", said)
 			}
 		})
+	}
+}
+
+// bench --fmusim exports the binary as an FMU of bench's rig and measures
+// it stepped by fmusim, a period a step, against BeamNG's side in
+// lockstep: every message answered, no stall.
+func TestBenchExportedUnderFmusim(t *testing.T) {
+	fmusim := fmusimPath(t)
+	stdout, stderr, code := runBinary(t, "bench", "--json", "--duration", "500ms", "--fmusim", fmusim, "--only", "exported")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var rs []bench.Result
+	if err := json.Unmarshal([]byte(stdout), &rs); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if len(rs) != 1 || rs[0].Name != "beamconnect exported, under fmusim" || rs[0].Error != "" || rs[0].RoundTrips < 100 || rs[0].Stalls != 0 {
+		t.Errorf("%s\n%s", stdout, stderr)
 	}
 }

@@ -30,6 +30,7 @@ var commands = []*command{
 	cmdBench, cmdVersion,
 	cmdFmuHost,        // internal: an FMU's child process
 	cmdFmuExportChild, // internal: an exported FMU's coupling
+	cmdBenchBusy,      // internal: a busy loop of bench --load
 }
 
 // registerFormats registers the recording formats beyond CSV, which every

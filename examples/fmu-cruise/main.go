@@ -22,6 +22,7 @@ func main() {
 	out := flag.String("o", "examples/fmu-cruise/cruise.fmu", "where to write the FMU")
 	major := flag.Int("fmi", 2, "the FMI version: 2 or 3")
 	goos := flag.String("os", "linux", "the binary's OS: linux or windows (x86-64 both)")
+	step := flag.Float64("step", 0.005, "the FMU's step size, seconds (cruise.json's period; 0.0005 for a rig at BeamNG's fastest)")
 	flag.Parse()
 	cc := os.Getenv("CC")
 	switch {
@@ -33,7 +34,7 @@ func main() {
 	}
 	path, err := exec.LookPath(cc)
 	if err == nil {
-		err = testfmu.BuildFor(*out, testfmu.Options{FMI: *major, StepSize: 0.005}, path, *goos)
+		err = testfmu.BuildFor(*out, testfmu.Options{FMI: *major, StepSize: *step}, path, *goos)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fmu-cruise:", err)

@@ -44,7 +44,6 @@ type Client struct {
 	shm       bool
 	boxMu     sync.Mutex
 	box       *mailbox.Box
-	spin      time.Duration
 	boxOuts   []float64
 	boxAnswer Answer
 	timer     *time.Timer
@@ -77,25 +76,16 @@ func Start(argv []string, dir string, setup fmi.Setup, grace time.Duration, logL
 }
 
 // Handoff says how steps pass between the coupling and the host: through
-// shared memory (unless Pipes), each side spinning before it sleeps, the
-// coupling awaiting an answer for ClientSpin (0: DefaultSpin), the host
-// awaiting the next request for HostSpin (0: DefaultHostSpin; < 0: for
-// ever, busy polling).
+// shared memory (unless Pipes), each side spinning while that pays, then
+// asleep (package mailbox); with BusyPoll both sides spin until the other
+// has written, never asleep (the coupling's --busy-poll: a core each).
 type Handoff struct {
-	ClientSpin, HostSpin time.Duration
-	Pipes                bool // the steps through the pipes, as where there is no shared memory
+	BusyPoll bool
+	Pipes    bool // the steps through the pipes, as where there is no shared memory
 }
 
-// The spins by default: an answer usually comes within a few
-// microseconds of its request, and at full rate the next request within
-// tens of them; a sleeping side costs a wake-up (tens of microseconds).
-const (
-	DefaultSpin     = 50 * time.Microsecond
-	DefaultHostSpin = 100 * time.Microsecond
-)
-
-// hostSpinEnv hands the host its spin.
-const hostSpinEnv = "BEAMCONNECT_FMU_HOST_SPIN"
+// busyPollEnv tells the host to busy-poll.
+const busyPollEnv = "BEAMCONNECT_FMU_HOST_BUSY_POLL"
 
 // mailbox sizes: a step request (its time, parameter changes and inputs)
 // and an answer (outputs and an error text, cut to fit).
@@ -112,19 +102,16 @@ func StartWith(argv []string, dir string, setup fmi.Setup, grace time.Duration, 
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	if h.ClientSpin <= 0 {
-		h.ClientSpin = DefaultSpin
-	}
-	if h.HostSpin == 0 {
-		h.HostSpin = DefaultHostSpin
-	}
 	// Steps go through shared memory where there is some; the pipes stay
 	// for open, ready and quit (and carry the steps where there is none).
 	var box *mailbox.Box
 	if !h.Pipes {
 		if box, err = mailbox.Create(maxRequest, 80+8*setup.Values()+maxErrText); err == nil {
 			box.Attach(cmd)
-			cmd.Env = append(cmd.Env, hostSpinEnv+"="+h.HostSpin.String())
+			if h.BusyPoll {
+				box.BusyPoll()
+				cmd.Env = append(cmd.Env, busyPollEnv+"=1")
+			}
 		} else {
 			box = nil
 		}
@@ -163,7 +150,7 @@ func StartWith(argv []string, dir string, setup fmi.Setup, grace time.Duration, 
 	c := &Client{
 		tree: tree, stdin: inW, nIn: fmi.Count(setup.Inputs), nOut: setup.Values(), nParams: fmi.Count(setup.Params),
 		answers: make(chan struct{}, 1), done: make(chan struct{}),
-		shm: box != nil, box: box, spin: h.ClientSpin, timer: time.NewTimer(time.Hour),
+		shm: box != nil, box: box, timer: time.NewTimer(time.Hour),
 	}
 	c.outs, c.boxOuts = make([]float64, c.nOut), make([]float64, c.nOut)
 	c.timer.Stop()
@@ -403,7 +390,7 @@ func (c *Client) collect(deadline time.Time) bool {
 		defer c.mu.Unlock()
 		return c.has
 	}
-	p, err := c.box.Await(c.spin, deadline)
+	p, err := c.box.Await(deadline)
 	switch {
 	case errors.Is(err, mailbox.ErrTorn):
 		c.Kill() // it wrote over its own answer: nothing it says can be trusted

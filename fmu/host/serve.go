@@ -35,11 +35,10 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fmu-host: %v\n", err)
 		return 1
 	}
-	spin, _ := time.ParseDuration(os.Getenv(hostSpinEnv))
-	if spin < 0 {
-		spin = 1<<63 - 1 // busy polling: never asleep
+	if box != nil && os.Getenv(busyPollEnv) != "" {
+		box.BusyPoll()
 	}
-	if err := Serve(stdin, stdout, stderr, box, spin); err != nil {
+	if err := Serve(stdin, stdout, stderr, box); err != nil {
 		fmt.Fprintf(stderr, "fmu-host: %v\n", err)
 		return 1
 	}
@@ -48,9 +47,8 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 
 // Serve runs one FMU for the coupling at the other end of r and w. The
 // FMU's log lines go to logw. With a mailbox (box not nil) the steps come
-// through it, the host spinning for spin before it sleeps; r then only
-// says when to quit.
-func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time.Duration) error {
+// through it; r then only says when to quit.
+func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var head [5]byte
 	typ, p, err := readFrame(br, &head, nil)
@@ -127,7 +125,7 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 		return answer, nil
 	}
 	if box != nil {
-		return serveBox(br, &head, box, spin, stepOnce)
+		return serveBox(br, &head, box, stepOnce)
 	}
 	for {
 		typ, p, err = readFrame(br, &head, p)
@@ -151,7 +149,7 @@ func Serve(r io.Reader, w io.Writer, logw io.Writer, box *mailbox.Box, spin time
 // serveBox answers the steps that come through the mailbox until the
 // coupling quits (a quit frame, or its end of the pipe closing), which
 // closes the box.
-func serveBox(br *bufio.Reader, head *[5]byte, box *mailbox.Box, spin time.Duration, step func([]byte) ([]byte, error)) error {
+func serveBox(br *bufio.Reader, head *[5]byte, box *mailbox.Box, step func([]byte) ([]byte, error)) error {
 	quit := make(chan error, 1)
 	go func() {
 		typ, _, err := readFrame(br, head, nil)
@@ -166,7 +164,7 @@ func serveBox(br *bufio.Reader, head *[5]byte, box *mailbox.Box, spin time.Durat
 		box.Close()
 	}()
 	for {
-		p, err := box.Next(spin)
+		p, err := box.Next(time.Time{})
 		if errors.Is(err, mailbox.ErrClosed) {
 			return <-quit
 		}

@@ -36,10 +36,6 @@ import (
 	"beamconnect/runsetup"
 )
 
-// spin is how long the child spins for the master's next request before
-// it sleeps: a master that steps at once is answered without a wake-up.
-const spin = 50 * time.Microsecond
-
 // endWait bounds how long the child outlives the master's process: what
 // ending the run takes (neutral controls, the recording closed) is
 // milliseconds; the shim waits as long for a child it asked to end.
@@ -82,7 +78,7 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 	watchParent(parentGone)
 	s.gone = gone
 	for {
-		p, err := box.Next(spin)
+		p, err := box.Next(time.Time{})
 		if err != nil {
 			break // the FMU was freed, or the master's process ended
 		}

@@ -1,5 +1,7 @@
 package child
 
+//go:generate go test -run ^TestCHeader$ -args -update
+
 import (
 	"encoding/binary"
 	"errors"

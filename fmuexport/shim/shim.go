@@ -21,7 +21,7 @@ var bin embed.FS
 // Sources are the files the binaries are built from, for the test that
 // checks bin/SOURCES.sha256 against them.
 //
-//go:embed build c/fmi.h c/shim.h c/shim.c c/fmi2.c c/fmi3.c
+//go:embed build c/fmi.h c/mailbox.h c/protocol.h c/shim.h c/shim.c c/fmi2.c c/fmi3.c
 var Sources embed.FS
 
 // Binary is the shim's library for x86-64 goos: "linux" (a .so) or

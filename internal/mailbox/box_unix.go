@@ -27,7 +27,7 @@ func Create(reqCap, ansCap int) (*Box, error) {
 		f.Close()
 		return nil, fmt.Errorf("mailbox: %w", err)
 	}
-	b, err := mapFile(f, size, reqCap, ansCap)
+	b, err := mapFile(f, size, reqCap, ansCap, true)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -36,13 +36,13 @@ func Create(reqCap, ansCap int) (*Box, error) {
 	return b, nil
 }
 
-func mapFile(f *os.File, size, reqCap, ansCap int) (*Box, error) {
+func mapFile(f *os.File, size, reqCap, ansCap int, asker bool) (*Box, error) {
 	mem, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mailbox: mapping it: %w", err)
 	}
 	b := &Box{}
-	b.init(mem, reqCap, ansCap)
+	b.init(mem, reqCap, ansCap, asker)
 	b.release = func() error {
 		if b.file != nil {
 			b.file.Close()
@@ -71,7 +71,7 @@ func FromEnv() (*Box, error) {
 		return nil, fmt.Errorf("mailbox: %s: no descriptor %d", envName, got["fd"])
 	}
 	req, ans := int(got["req"]), int(got["ans"])
-	b, err := mapFile(f, layout(req, ans), req, ans)
+	b, err := mapFile(f, layout(req, ans), req, ans, false)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,19 @@ func (w waker) wait(b *Box, off int, _ uint32, left time.Duration) {
 // allocate now and then depending on what the thread last failed at.
 func (w waker) wake(b *Box, off int) { syscall.SyscallN(procSetEvent.Addr(), uintptr(w.event(off))) }
 
+// newLocalWaker makes the events of a box in this process, not
+// inheritable; close closes them.
+func newLocalWaker() (waker, func(), error) {
+	w := waker{}
+	var err error
+	if w.req, err = newEvent(nil); err == nil {
+		if w.ans, err = newEvent(nil); err != nil {
+			syscall.CloseHandle(w.req)
+		}
+	}
+	return w, func() { syscall.CloseHandle(w.req); syscall.CloseHandle(w.ans) }, err
+}
+
 func newEvent(sa *syscall.SecurityAttributes) (syscall.Handle, error) {
 	h, _, err := procCreateEv.Call(uintptr(unsafe.Pointer(sa)), 0, 0, 0)
 	if h == 0 {
@@ -65,10 +78,10 @@ func Create(reqCap, ansCap int) (*Box, error) {
 		syscall.CloseHandle(m)
 		return nil, err
 	}
-	return mapView(m, w, size, reqCap, ansCap)
+	return mapView(m, w, size, reqCap, ansCap, true)
 }
 
-func mapView(m syscall.Handle, w waker, size, reqCap, ansCap int) (*Box, error) {
+func mapView(m syscall.Handle, w waker, size, reqCap, ansCap int, asker bool) (*Box, error) {
 	addr, err := syscall.MapViewOfFile(m, syscall.FILE_MAP_WRITE, 0, 0, uintptr(size))
 	if err != nil {
 		return nil, fmt.Errorf("mailbox: MapViewOfFile: %w", err)
@@ -76,7 +89,7 @@ func mapView(m syscall.Handle, w waker, size, reqCap, ansCap int) (*Box, error) 
 	b := &Box{wake: w, mapping: m}
 	var base *byte // the view's address, as a pointer (vet rightly distrusts uintptr to Pointer conversions)
 	*(*uintptr)(unsafe.Pointer(&base)) = addr
-	b.init(unsafe.Slice(base, size), reqCap, ansCap)
+	b.init(unsafe.Slice(base, size), reqCap, ansCap, asker)
 	b.release = func() error {
 		err := syscall.UnmapViewOfFile(addr)
 		syscall.CloseHandle(m)
@@ -105,5 +118,5 @@ func FromEnv() (*Box, error) {
 	}
 	wk := waker{req: syscall.Handle(got["reqev"]), ans: syscall.Handle(got["ansev"])}
 	req, ans := int(got["req"]), int(got["ans"])
-	return mapView(syscall.Handle(got["map"]), wk, layout(req, ans), req, ans)
+	return mapView(syscall.Handle(got["map"]), wk, layout(req, ans), req, ans, false)
 }

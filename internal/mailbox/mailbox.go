@@ -1,15 +1,22 @@
 // Package mailbox passes a request and its answer, one at a time, between
 // two processes through memory they share: the asker writes the request
-// and a sequence number, the answerer spins briefly on the number, then
-// sleeps until woken (a futex on Linux, an event object on Windows), and
-// answers the same way. A handoff costs a few memory writes when the other
-// side is awake, and one wake-up when it sleeps: far less than a pipe's
-// two system calls and buffer copies each way.
+// and a sequence number, the answerer spins on the number while spinning
+// pays, then sleeps until woken (a futex on Linux, an event object on
+// Windows), and answers the same way (wait.go says when a spin pays). A
+// handoff costs a few memory writes when the other side is awake, and one
+// wake-up when it sleeps: far less than a pipe's two system calls and
+// buffer copies each way.
 //
 // The asker is beamconnect, the answerer a child process it starts (the
 // FMU host): Create makes the box, Attach hands it to the child's command,
-// and the child takes it with FromEnv.
+// and the child takes it with FromEnv. InProcess makes the two ends of a
+// box for two threads of one process (an FMU's in its own thread). The
+// exported FMU's shim (fmuexport/shim/c) is an asker written in C: the
+// layout below, and how a wait spins, are its contract too, written into
+// its mailbox.h from these constants (TestCHeader).
 package mailbox
+
+//go:generate go test -run ^TestCHeader$ -args -update
 
 import (
 	"encoding/binary"
@@ -26,7 +33,7 @@ import (
 
 // Errors of a handoff.
 var (
-	ErrDeadline = errors.New("mailbox: no answer by the deadline")
+	ErrDeadline = errors.New("mailbox: timed out: nothing came by the deadline")
 	ErrClosed   = errors.New("mailbox: closed")
 	ErrTorn     = errors.New("mailbox: the answer is torn (its sequence numbers disagree)")
 	ErrTooLong  = errors.New("mailbox: the message is longer than the box")
@@ -63,15 +70,17 @@ func setEnv(cmd *exec.Cmd, pairs string) {
 	cmd.Env = append(cmd.Env, envName+"="+pairs)
 }
 
-// The control block: each word the two sides write on its own cache line,
-// so one side's writes do not slow the other's reads.
+// The control block: each direction's words on a cache line of their own,
+// so one direction's writes do not slow the other's reads.
 const (
 	offReqSeq   = 0   // the request's sequence number (a futex word)
 	offReqLen   = 4   // its length
 	offReqSleep = 8   // the answerer sleeps (or is about to)
+	offReqStamp = 16  // when the request was published (the clock's ns, 64 bits)
 	offAnsSeq   = 64  // the sequence number of the request answered (a futex word)
 	offAnsLen   = 68  // the answer's length
 	offAnsSleep = 72  // the asker sleeps (or is about to)
+	offAnsStamp = 80  // when the answer was published
 	offClosed   = 128 // either side closed the box
 	ctlSize     = 192
 	// An answer is framed by its sequence number before and after it, so
@@ -86,6 +95,7 @@ type Box struct {
 	ansCap   int
 	req, ans []byte
 	seq      uint32 // the asker's last request; the answerer's last seen
+	spin     spinner
 	wake     waker
 	release  func() error
 	file     *os.File  // the shared memory's file (unix)
@@ -96,13 +106,27 @@ type Box struct {
 // bytes.
 func layout(reqCap, ansCap int) int { return ctlSize + reqCap + ansCap + ansFrame }
 
-func (b *Box) init(mem []byte, reqCap, ansCap int) {
+// BusyPoll makes this end's waits spin until what they wait for comes,
+// never asleep: the lowest latency, a core kept busy (the coupling's
+// --busy-poll).
+func (b *Box) BusyPoll() { b.spin.limit = -1 }
+
+// init lays the box out over mem; asker says which end this is.
+func (b *Box) init(mem []byte, reqCap, ansCap int, asker bool) {
+	b.spin = newSpinner(answererSpin)
+	if asker {
+		b.spin = newSpinner(askerSpin)
+	}
 	b.mem, b.reqCap, b.ansCap = mem, reqCap, ansCap
 	b.req = mem[ctlSize : ctlSize+reqCap]
 	b.ans = mem[ctlSize+reqCap : ctlSize+reqCap+ansCap+ansFrame]
 }
 
 func (b *Box) word(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&b.mem[off])) }
+
+// stamp is the 64-bit word at off (8-byte aligned: the box starts on a
+// page, or a cache line in process).
+func (b *Box) stamp(off int) *atomic.Int64 { return (*atomic.Int64)(unsafe.Pointer(&b.mem[off])) }
 
 // Request is where the asker writes its next request.
 func (b *Box) Request() []byte { return b.req }
@@ -120,6 +144,7 @@ func (b *Box) Ask(n int) error {
 	}
 	b.seq++
 	b.word(offReqLen).Store(uint32(n))
+	b.stamp(offReqStamp).Store(b.spin.clock.now())
 	b.word(offReqSeq).Store(b.seq)
 	if b.word(offReqSleep).Load() != 0 {
 		b.wake.wake(b, offReqSeq)
@@ -127,11 +152,11 @@ func (b *Box) Ask(n int) error {
 	return nil
 }
 
-// Await waits for the answer to the last request: spinning for spin, then
-// asleep until the deadline. The answer is valid until the next Ask. An
-// answer to an older request is passed over.
-func (b *Box) Await(spin time.Duration, deadline time.Time) ([]byte, error) {
-	if !b.awaitWord(offAnsSeq, offAnsSleep, b.seq, spin, deadline) {
+// Await waits for the answer to the last request until the deadline (the
+// zero time: for ever); ErrDeadline says it timed out. The answer is valid
+// until the next Ask. An answer to an older request is passed over.
+func (b *Box) Await(deadline time.Time) ([]byte, error) {
+	if !b.awaitWord(offAnsSeq, offAnsSleep, offAnsStamp, b.seq, deadline) {
 		if b.word(offClosed).Load() != 0 {
 			return nil, ErrClosed
 		}
@@ -147,17 +172,19 @@ func (b *Box) Await(spin time.Duration, deadline time.Time) ([]byte, error) {
 	return b.ans[4 : 4+n], nil
 }
 
-// Next waits for a new request, spinning for spin, then asleep; it returns
-// the request, valid until Reply. It ends with ErrClosed when the asker
-// closes the box.
-func (b *Box) Next(spin time.Duration) ([]byte, error) {
-	for {
-		if b.awaitWord(offReqSeq, offReqSleep, b.seq+1, spin, time.Time{}) {
-			break
-		}
+// Answered reports whether the answer to the last request has come (Await
+// then returns it at once).
+func (b *Box) Answered() bool { return int32(b.word(offAnsSeq).Load()-b.seq) >= 0 }
+
+// Next waits for a new request until the deadline (the zero time: for
+// ever); it returns the request, valid until Reply. It ends with
+// ErrClosed when the asker closes the box, ErrDeadline when it timed out.
+func (b *Box) Next(deadline time.Time) ([]byte, error) {
+	if !b.awaitWord(offReqSeq, offReqSleep, offReqStamp, b.seq+1, deadline) {
 		if b.word(offClosed).Load() != 0 {
 			return nil, ErrClosed
 		}
+		return nil, ErrDeadline
 	}
 	b.seq = b.word(offReqSeq).Load()
 	n := int(b.word(offReqLen).Load())
@@ -179,91 +206,13 @@ func (b *Box) Reply(n int) error {
 	binary.LittleEndian.PutUint32(b.ans, b.seq)
 	binary.LittleEndian.PutUint32(b.ans[4+n:], b.seq)
 	b.word(offAnsLen).Store(uint32(n))
+	b.stamp(offAnsStamp).Store(b.spin.clock.now())
 	b.word(offAnsSeq).Store(b.seq)
 	if b.word(offAnsSleep).Load() != 0 {
 		b.wake.wake(b, offAnsSeq)
 	}
 	return nil
 }
-
-// awaitWord waits until the word at off reaches want (a sequence number:
-// it only grows, and wraps), spinning first, then sleeping while sleep is
-// set so the other side wakes it; the zero deadline waits for ever. It
-// reports false at the deadline or once the box is closed.
-func (b *Box) awaitWord(off, sleep int, want uint32, spin time.Duration, deadline time.Time) bool {
-	w := b.word(off)
-	reached := func() bool { return int32(w.Load()-want) >= 0 }
-	if reached() {
-		return true
-	}
-	if spin > 0 && spinWait(reached, spin) {
-		return true
-	}
-	closed := b.word(offClosed)
-	for {
-		cur := w.Load()
-		if int32(cur-want) >= 0 {
-			return true
-		}
-		if closed.Load() != 0 {
-			return false
-		}
-		left := closeCheck
-		if !deadline.IsZero() {
-			if left = min(time.Until(deadline), closeCheck); left <= 0 {
-				return false
-			}
-		}
-		b.word(sleep).Store(1)
-		if int32(w.Load()-want) < 0 && closed.Load() == 0 {
-			testHookBeforeSleep()
-			b.wake.wait(b, off, cur, left)
-		}
-		b.word(sleep).Store(0)
-	}
-}
-
-// closeCheck bounds each sleep of a wait. Close changes no word a wait
-// sleeps on (the sequence numbers are the other side's to write), so a
-// Close that lands between a wait's last look at the closed flag and its
-// sleep is seen only when the sleep ends: at its deadline, or never for
-// Next, which has none. Waking every closeCheck to look again costs
-// nothing a sleeping side would notice, and bounds how late a Close is
-// seen.
-const closeCheck = 100 * time.Millisecond
-
-// testHookBeforeSleep runs as a wait is about to sleep, after its last
-// look (tests: a Close landing there).
-var testHookBeforeSleep = func() {}
-
-// hotSpin is how long a spin first goes without yielding: an answer a
-// step of microseconds away is seen at once.
-const hotSpin = 3 * time.Microsecond
-
-// spinWait spins until done reports true, for at most spin: hot for
-// hotSpin, then yielding the processor between looks, so that on a machine
-// busy with other work the threads that want the processor get it, and on
-// an idle one the answer is still seen within a microsecond of its
-// writing.
-func spinWait(done func() bool, spin time.Duration) bool {
-	start := time.Now()
-	for time.Since(start) < min(spin, hotSpin) {
-		if done() {
-			return true
-		}
-	}
-	for time.Since(start) < spin {
-		if done() {
-			return true
-		}
-		Yield()
-	}
-	return done()
-}
-
-// SpinWait is spinWait for the mailbox's users: the in-process FMU's
-// worker spins alike.
-func SpinWait(done func() bool, spin time.Duration) bool { return spinWait(done, spin) }
 
 // Close closes the box for both sides: a wait on either ends. The memory
 // is released when both have let go of it.

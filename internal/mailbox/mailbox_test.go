@@ -23,8 +23,8 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		spin, _ := time.ParseDuration(os.Getenv("MAILBOX_TEST_SPIN"))
-		serve(b, spin)
+		setMode(b, os.Getenv("MAILBOX_TEST_WAIT"))
+		serve(b)
 		os.Exit(0)
 	case "silent":
 		if _, err := FromEnv(); err != nil {
@@ -36,9 +36,9 @@ func TestMain(m *testing.M) {
 }
 
 // serve answers each request with its float64 doubled, until closed.
-func serve(b *Box, spin time.Duration) {
+func serve(b *Box) {
 	for {
-		req, err := b.Next(spin)
+		req, err := b.Next(time.Time{})
 		if err != nil {
 			return
 		}
@@ -48,20 +48,31 @@ func serve(b *Box, spin time.Duration) {
 	}
 }
 
+// setMode sets how b's waits wait: "" as they do by default, "busy poll"
+// never asleep, "sleep" at once.
+func setMode(b *Box, mode string) {
+	switch mode {
+	case "busy poll":
+		b.BusyPoll()
+	case "sleep":
+		b.spin.limit = 0
+	}
+}
+
 // peer is the other end of b in this process: the same memory, its own
 // sequence.
 func peer(b *Box) *Box {
 	p := &Box{wake: b.wake}
-	p.init(b.mem, b.reqCap, b.ansCap)
+	p.init(b.mem, b.reqCap, b.ansCap, false)
 	return p
 }
 
-func ask(t testing.TB, b *Box, x float64, spin time.Duration, wait time.Duration) (float64, error) {
+func ask(t testing.TB, b *Box, x float64, wait time.Duration) (float64, error) {
 	binary.LittleEndian.PutUint64(b.Request(), math.Float64bits(x))
 	if err := b.Ask(8); err != nil {
 		return 0, err
 	}
-	a, err := b.Await(spin, time.Now().Add(wait))
+	a, err := b.Await(time.Now().Add(wait))
 	if err != nil {
 		return 0, err
 	}
@@ -70,9 +81,11 @@ func ask(t testing.TB, b *Box, x float64, spin time.Duration, wait time.Duration
 
 // servePeer serves b from a goroutine until the test ends, and lets go of
 // the memory only once it has returned.
-func servePeer(t testing.TB, b *Box, spin time.Duration) {
+func servePeer(t testing.TB, b *Box, wait string) {
 	done := make(chan struct{})
-	go func() { serve(peer(b), spin); close(done) }()
+	p := peer(b)
+	setMode(p, wait)
+	go func() { serve(p); close(done) }()
 	t.Cleanup(func() { b.Close(); <-done })
 }
 
@@ -85,15 +98,18 @@ func newBox(t testing.TB) *Box {
 	return b
 }
 
-// Requests and answers go round, one at a time, whether the answerer spins
-// or sleeps between them.
+// Requests and answers go round, one at a time, whether the answerer
+// spins or sleeps between them.
 func TestRoundTrips(t *testing.T) {
-	for _, spin := range []time.Duration{0, 100 * time.Microsecond} {
+	for _, wait := range []string{"", "busy poll", "sleep"} {
 		b := newBox(t)
-		servePeer(t, b, spin)
+		servePeer(t, b, wait)
 		for i := range 1000 {
-			if got, err := ask(t, b, float64(i), spin, 5*time.Second); err != nil || got != 2*float64(i) {
-				t.Fatalf("spin %v, request %d: %v, %v", spin, i, got, err)
+			if i%100 == 99 {
+				time.Sleep(time.Millisecond) // the answerer falls asleep (unless it busy-polls)
+			}
+			if got, err := ask(t, b, float64(i), 5*time.Second); err != nil || got != 2*float64(i) {
+				t.Fatalf("%q, request %d: %v, %v", wait, i, got, err)
 			}
 		}
 	}
@@ -106,12 +122,12 @@ func TestFaults(t *testing.T) {
 	b := newBox(t)
 	p := peer(b)
 	start := time.Now()
-	if _, err := ask(t, b, 1, 0, 20*time.Millisecond); !errors.Is(err, ErrDeadline) || time.Since(start) > time.Second {
+	if _, err := ask(t, b, 1, 20*time.Millisecond); !errors.Is(err, ErrDeadline) || time.Since(start) > time.Second {
 		t.Errorf("no answer: %v after %v", err, time.Since(start))
 	}
 	// The answerer takes the first request late and answers it: the
 	// asker, on its second request, must not take that answer.
-	if _, err := p.Next(0); err != nil {
+	if _, err := p.Next(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	binary.LittleEndian.PutUint64(b.Request(), 2)
@@ -119,14 +135,14 @@ func TestFaults(t *testing.T) {
 	p.seq = 1 // still answering the first
 	binary.LittleEndian.PutUint64(p.Answer(), 99)
 	p.Reply(8)
-	if a, err := b.Await(0, time.Now().Add(20*time.Millisecond)); !errors.Is(err, ErrDeadline) {
+	if a, err := b.Await(time.Now().Add(20 * time.Millisecond)); !errors.Is(err, ErrDeadline) {
 		t.Errorf("an old request's answer was taken: %v, %v", a, err)
 	}
 	// A torn answer: its trailing sequence number is not yet written.
 	p.seq = b.seq
 	p.Reply(8)
 	binary.LittleEndian.PutUint32(p.ans[4+8:], p.seq-1)
-	if _, err := b.Await(0, time.Now().Add(20*time.Millisecond)); !errors.Is(err, ErrTorn) {
+	if _, err := b.Await(time.Now().Add(20 * time.Millisecond)); !errors.Is(err, ErrTorn) {
 		t.Errorf("a torn answer: %v", err)
 	}
 }
@@ -136,7 +152,7 @@ func TestCloseEndsWaits(t *testing.T) {
 	b := newBox(t)
 	p := peer(b)
 	next := make(chan error)
-	go func() { _, err := p.Next(0); next <- err }()
+	go func() { _, err := p.Next(time.Time{}); next <- err }()
 	b.Close()
 	select {
 	case err := <-next:
@@ -148,7 +164,7 @@ func TestCloseEndsWaits(t *testing.T) {
 	}
 	b2 := newBox(t)
 	await := make(chan error)
-	go func() { _, err := ask(t, b2, 1, 0, time.Hour); await <- err }()
+	go func() { _, err := ask(t, b2, 1, time.Hour); await <- err }()
 	time.Sleep(10 * time.Millisecond) // whether it spins or sleeps by now, Close must end it
 	peer(b2).Close()
 	select {
@@ -175,9 +191,9 @@ func TestCloseJustBeforeTheSleep(t *testing.T) {
 			defer func() { testHookBeforeSleep = func() {} }()
 			done := make(chan error, 1)
 			if side == "Next" {
-				go func() { _, err := p.Next(0); done <- err }()
+				go func() { _, err := p.Next(time.Time{}); done <- err }()
 			} else {
-				go func() { _, err := ask(t, b, 1, 0, time.Hour); done <- err }()
+				go func() { _, err := ask(t, b, 1, time.Hour); done <- err }()
 			}
 			select {
 			case err := <-done:
@@ -192,14 +208,14 @@ func TestCloseJustBeforeTheSleep(t *testing.T) {
 }
 
 // child starts this test binary as the box's answering child.
-func child(t testing.TB, b *Box, mode string, spin time.Duration) *exec.Cmd {
+func child(t testing.TB, b *Box, mode, wait string) *exec.Cmd {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	b.Attach(cmd)
-	cmd.Env = append(cmd.Env, "MAILBOX_TEST_CHILD="+mode, "MAILBOX_TEST_SPIN="+spin.String())
+	cmd.Env = append(cmd.Env, "MAILBOX_TEST_CHILD="+mode, "MAILBOX_TEST_WAIT="+wait)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -212,17 +228,17 @@ func child(t testing.TB, b *Box, mode string, spin time.Duration) *exec.Cmd {
 // when it dies without answering, the asker's wait ends at its deadline.
 func TestChildProcess(t *testing.T) {
 	b := newBox(t)
-	child(t, b, "echo", 50*time.Microsecond)
+	child(t, b, "echo", "")
 	for i := range 200 {
-		if got, err := ask(t, b, float64(i), 20*time.Microsecond, 10*time.Second); err != nil || got != 2*float64(i) {
+		if got, err := ask(t, b, float64(i), 10*time.Second); err != nil || got != 2*float64(i) {
 			t.Fatalf("request %d: %v, %v", i, got, err)
 		}
 	}
 	b2 := newBox(t)
-	cmd := child(t, b2, "silent", 0)
+	cmd := child(t, b2, "silent", "")
 	cmd.Process.Kill()
 	cmd.Wait()
-	if _, err := ask(t, b2, 1, 0, 50*time.Millisecond); !errors.Is(err, ErrDeadline) {
+	if _, err := ask(t, b2, 1, 50*time.Millisecond); !errors.Is(err, ErrDeadline) {
 		t.Errorf("a dead child: %v", err)
 	}
 }
@@ -230,44 +246,9 @@ func TestChildProcess(t *testing.T) {
 // A handoff allocates nothing on either side.
 func TestAllocs(t *testing.T) {
 	b := newBox(t)
-	servePeer(t, b, time.Millisecond)
+	servePeer(t, b, "")
 	x := 0.0
-	if n := testing.AllocsPerRun(200, func() { x++; ask(t, b, x, time.Millisecond, 5*time.Second) }); n != 0 {
+	if n := testing.AllocsPerRun(200, func() { x++; ask(t, b, x, 5*time.Second) }); n != 0 {
 		t.Errorf("%v allocations per round trip", n)
-	}
-}
-
-// Round trips back to back, in one process and to a child process, with
-// the answerer spinning between requests or asleep.
-func BenchmarkRoundTrip(b *testing.B) {
-	for _, tt := range []struct {
-		name  string
-		spin  time.Duration
-		child bool
-	}{
-		{"goroutine spin", 100 * time.Microsecond, false},
-		{"goroutine sleep", 0, false},
-		{"child spin", 100 * time.Microsecond, true},
-		{"child sleep", 0, true},
-	} {
-		b.Run(tt.name, func(b *testing.B) {
-			box := newBox(b)
-			if tt.child {
-				child(b, box, "echo", tt.spin)
-			} else {
-				servePeer(b, box, tt.spin)
-			}
-			ask(b, box, 0, tt.spin, 10*time.Second) // the child is up
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				start := time.Now()
-				if _, err := ask(b, box, float64(i), tt.spin, 10*time.Second); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			reportQuantiles(b, lat)
-		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"beamconnect/fmu/fmi"
-	"beamconnect/fmu/host"
 	"beamconnect/internal/mailbox"
 	"beamconnect/models"
 )
@@ -27,8 +26,7 @@ type localFMU struct {
 	fresh atomic.Pointer[worker] // a new instance, ready to take over
 	b     models.Backoff
 	base  [5]int64 // catch-ups, resets, solver steps, rejected steps and events of instances that ended
-	timer *time.Timer
-	final bool // the FMU cannot run as configured (or hung too often): no restart
+	final bool     // the FMU cannot run as configured (or hung too often): no restart
 }
 
 // maxAbandoned is how many threads hung in the FMU's step are abandoned,
@@ -37,38 +35,22 @@ type localFMU struct {
 // if it spins) behind every few seconds for as long as the run lasts.
 const maxAbandoned = 3
 
-// localSpin is how long a step spins on the worker's answer before it
-// sleeps, and workerSpin how long the worker spins for the next request
-// before it sleeps: an FMU's step usually takes microseconds and, at full
-// rate, the next request comes tens of them later, far less than waking a
-// sleeping thread takes. The child process's handoff spins alike.
-const (
-	localSpin  = host.DefaultSpin
-	workerSpin = host.DefaultHostSpin
-)
-
-// A worker's request is idle, requested (the worker has it) or answered
-// (its result waits for the loop).
-const (
-	reqIdle int32 = iota
-	reqAsked
-	reqAnswered
-)
-
 // worker is one instance of the FMU and the locked goroutine that calls
-// it. The loop writes a request's fields while the state is idle, the
-// worker its result while it is asked: the state's atomic stores order the
-// two.
+// it. The loop and the worker hand each request and its answer over
+// through a mailbox of this process (mailbox.InProcess), as the FMU in its
+// child process does across processes: each side spins while that pays,
+// then sleeps on a futex or an event. The loop writes a request's fields
+// and asks; the worker writes its result and replies: the box's sequence
+// numbers order the two.
 type worker struct {
 	st    *fmi.Stepper
 	since time.Time // when it was made
 	good  bool      // it has stepped well (the loop's)
 
-	state   atomic.Int32
+	ask     *mailbox.Box // the loop's end
+	answer  *mailbox.Box // the worker's end
+	asked   bool         // a request is out whose answer the loop has not taken (the loop's)
 	askedAt atomic.Int64 // unix ns the pending request was made
-	req     chan struct{}
-	done    chan struct{}
-	quit    chan struct{}
 	exited  chan struct{}
 	gone    atomic.Bool // abandoned: hung in the FMU's code
 	slow    bool        // the pending step ran past the model timeout (the loop's)
@@ -94,18 +76,19 @@ func (m *FMU) startLocal() error {
 	if err != nil {
 		return err
 	}
-	m.local = &localFMU{w: w, b: models.NewBackoff(), timer: time.NewTimer(time.Hour)}
-	m.local.timer.Stop()
+	m.local = &localFMU{w: w, b: models.NewBackoff()}
 	return nil
 }
 
 // newWorker instantiates the FMU on a new locked goroutine and returns
 // once it is ready.
 func newWorker(m *FMU) (*worker, error) {
+	ask, answer, err := mailbox.InProcess()
+	if err != nil {
+		return nil, fmt.Errorf("model fmu: %w", err)
+	}
 	w := &worker{
-		since: time.Now(),
-		req:   make(chan struct{}, 1), done: make(chan struct{}, 1),
-		quit: make(chan struct{}), exited: make(chan struct{}),
+		since: time.Now(), ask: ask, answer: answer, exited: make(chan struct{}),
 		in: make([]float64, len(m.inputs)), out: make([]float64, len(m.outVals)),
 	}
 	ready := make(chan error, 1)
@@ -130,8 +113,8 @@ func (w *worker) run(setup fmi.Setup, log fmi.Logger, ready chan<- error) {
 	w.st = st
 	ready <- nil
 	for {
-		if !w.awaitRequest(workerSpin) {
-			st.Close()
+		if _, err := w.answer.Next(time.Time{}); err != nil {
+			st.Close() // told to quit: the box is closed
 			return
 		}
 		w.tuneErr, w.ok, w.err = nil, false, nil
@@ -151,29 +134,7 @@ func (w *worker) run(setup fmi.Setup, log fmi.Logger, ready chan<- error) {
 			st.Close() // abandoned while it hung, it came back: nobody waits for it
 			return
 		}
-		w.state.Store(reqAnswered)
-		select {
-		case w.done <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// awaitRequest waits for the loop's next request: spinning for spin, then
-// asleep; false when told to quit.
-func (w *worker) awaitRequest(spin time.Duration) bool {
-	if mailbox.SpinWait(func() bool { return w.state.Load() == reqAsked }, spin) {
-		return true
-	}
-	for {
-		select {
-		case <-w.req: // a token may be an older request's, taken by the spin
-			if w.state.Load() == reqAsked {
-				return true
-			}
-		case <-w.quit:
-			return false
-		}
+		w.answer.Reply(0)
 	}
 }
 
@@ -184,12 +145,12 @@ func (l *localFMU) send(m *FMU, point float64, seq uint64) bool {
 	if w == nil {
 		return false // being instantiated again: the fault says so
 	}
-	if w.state.Load() == reqAsked {
+	if w.asked && !w.ask.Answered() {
 		m.skipped.Add(1) // still on an older message's step
 		l.checkHung(m, w)
 		return false
 	}
-	if w.state.Load() == reqAnswered {
+	if w.asked {
 		l.take(m, w) // an older request's answer, which came after its wait: its health, not its outputs
 		if l.w != w {
 			return false // it failed: a new instance is on its way
@@ -202,11 +163,8 @@ func (l *localFMU) send(m *FMU, point float64, seq uint64) bool {
 	m.reset = false
 	w.askedAt.Store(time.Now().UnixNano())
 	w.slow = false
-	w.state.Store(reqAsked)
-	select {
-	case w.req <- struct{}{}:
-	default: // a token is there already: the worker takes this request with it
-	}
+	w.asked = true
+	w.ask.Ask(0)
 	return true
 }
 
@@ -227,27 +185,15 @@ func (l *localFMU) await(m *FMU) bool {
 
 // collect takes the worker's answer if it came since.
 func (l *localFMU) collect(m *FMU) {
-	if w := l.w; w != nil && w.state.Load() == reqAnswered {
+	if w := l.w; w != nil && w.asked && w.ask.Answered() {
 		l.take(m, w)
 	}
 }
 
-// wait waits for the worker's answer: a short spin, then a sleep bounded
-// by m.until.
+// wait waits for the worker's answer until m.until.
 func (l *localFMU) wait(m *FMU, w *worker) bool {
-	if mailbox.SpinWait(func() bool { return w.state.Load() == reqAnswered }, localSpin) {
-		return true
-	}
-	l.timer.Reset(time.Until(m.until(w.askedAt.Load())))
-	defer l.timer.Stop()
-	for w.state.Load() != reqAnswered {
-		select {
-		case <-w.done:
-		case <-l.timer.C:
-			return w.state.Load() == reqAnswered
-		}
-	}
-	return true
+	_, err := w.ask.Await(m.until(w.askedAt.Load()))
+	return err == nil
 }
 
 // take takes the worker's result: a fault, an end, or the outputs of the
@@ -260,7 +206,7 @@ func (l *localFMU) take(m *FMU, w *worker) {
 	if m.answered(w.doneSeq, ok && err == nil && tuneErr == nil) && ok && err == nil {
 		copy(m.outVals, w.out)
 	}
-	w.state.Store(reqIdle)
+	w.asked = false
 	var bad *fmi.BadOutput
 	var end *fmi.Terminated
 	switch {
@@ -307,7 +253,7 @@ func (l *localFMU) current(m *FMU) *worker {
 // instantiated again on a new thread.
 func (l *localFMU) checkHung(m *FMU, w *worker) {
 	asked := w.askedAt.Load()
-	if w.state.Load() != reqAsked || asked == 0 {
+	if !w.asked || w.ask.Answered() || asked == 0 {
 		return
 	}
 	ran := time.Duration(time.Now().UnixNano() - asked)
@@ -337,7 +283,7 @@ func (l *localFMU) checkHung(m *FMU, w *worker) {
 // retire ends a worker whose instance failed, and instantiates the FMU
 // again after the backoff.
 func (l *localFMU) retire(m *FMU, w *worker) {
-	close(w.quit)
+	w.ask.Close()
 	l.drop(m, w, "the FMU failed")
 }
 
@@ -380,7 +326,7 @@ func (l *localFMU) close() {
 		if w == nil || w.gone.Load() {
 			continue
 		}
-		close(w.quit)
+		w.ask.Close()
 		select {
 		case <-w.exited:
 		case <-time.After(2 * time.Second): // its step hangs: leave it

@@ -167,7 +167,7 @@ func New(params models.Params, plan *ports.Plan, log *slog.Logger) (*FMU, error)
 	m.inProcess, _ = params["inProcess"].(bool)
 	if plan.BusyPoll {
 		// Busy polling: both sides of a step spin, never asleep.
-		m.handoff = host.Handoff{ClientSpin: m.deadline, HostSpin: -1}
+		m.handoff = host.Handoff{BusyPoll: true}
 	}
 	if r, ok := params["restart"].(bool); ok {
 		m.restart = r

@@ -455,7 +455,7 @@ func TestFMUTuneRefusedByTheFMU(t *testing.T) {
 
 // waitAnswered waits up to 5 s until the FMU has answered the step it was
 // given last: in its child process, the host client's wait for the
-// answer; in process, the worker's wake-up at each answer.
+// answer; in process, the wait on the worker's mailbox.
 func waitAnswered(t *testing.T, m *FMU) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -465,15 +465,8 @@ func waitAnswered(t *testing.T, m *FMU) {
 		}
 		return
 	}
-	w := m.local.w
-	timeout := time.NewTimer(time.Until(deadline))
-	defer timeout.Stop()
-	for w.state.Load() != reqAnswered {
-		select {
-		case <-w.done:
-		case <-timeout.C:
-			t.Fatal("the FMU never answered its step")
-		}
+	if _, err := m.local.w.ask.Await(deadline); err != nil {
+		t.Fatal("the FMU never answered its step")
 	}
 }
 

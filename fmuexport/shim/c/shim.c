@@ -1,6 +1,7 @@
 /* The shim's core (see shim.h). Written for beamconnect; the mailbox's
- * layout is internal/mailbox's (mailbox.go), the requests and answers
- * fmuexport/child's (protocol.go). */
+ * layout and how its waits spin are internal/mailbox's (mailbox.h), the
+ * requests and answers fmuexport/child's (protocol.h): both headers are
+ * written from the Go constants. */
 #if !defined(_WIN32)
 #define _GNU_SOURCE
 #endif
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mailbox.h"
 #include "shim.h"
 
 #if defined(_WIN32)
@@ -18,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -30,29 +31,36 @@
 extern char **environ;
 #endif
 
-/* The mailbox (internal/mailbox): a control block of words, each side's
- * on its own cache line, then the request, then the answer framed by its
- * sequence number before and after. */
-#define OFF_REQ_SEQ 0
-#define OFF_REQ_LEN 4
-#define OFF_REQ_SLEEP 8
-#define OFF_ANS_SEQ 64
-#define OFF_ANS_LEN 68
-#define OFF_ANS_SLEEP 72
-#define OFF_CLOSED 128
-#define CTL_SIZE 192
-#define ANS_FRAME 8
+/* The mailbox (internal/mailbox, mailbox.h): a control block of words,
+ * each side's on its own cache line, then the request, then the answer
+ * framed by its sequence number before and after. */
 #define REQ_CAP (256u * 1024u)
 #define ANS_CAP (256u * 1024u)
 #define BOX_SIZE (CTL_SIZE + REQ_CAP + ANS_CAP + ANS_FRAME)
 
-/* The answer that says "more to come": log lines of a call still going
- * on; the shim logs them and asks on ('C'). */
-#define RESULT_PENDING 0xFF
-
 /* How long the child may take to end once asked to (it leaves BeamNG
  * with neutral controls and closes the recording first). */
 #define END_WAIT_MS 10000
+
+/* How a wait for an answer spins before it sleeps: as internal/mailbox's
+ * waits do (wait.go, its figures in mailbox.h), it spins only while that
+ * pays, then sleeps on the futex or the event, and never yields (a yield
+ * hands a busy machine's processor away for a whole time slice). A spin
+ * that loses the processor (its clock jumps) has met a machine with no
+ * core to spare: for a calm period waits spin no longer than a sleep
+ * costs (SPIN_BUSY_NS). Once most spins end without the answer (a slow
+ * step), waits sleep at once, and every SPIN_PROBE_EVERY-th spins
+ * again. */
+typedef struct {
+	int32_t score;    /* recent spins ended by the answer, in 1/256ths */
+	uint32_t waits;   /* waits so far, for the probes */
+	uint64_t calm_to; /* clock (ns) until which no wait spins */
+	uint64_t calm;    /* the next calm period (ns) */
+	uint64_t last_busy; /* clock (ns) a wait last waited for the processor */
+} spinner;
+
+/* What await_answer says. */
+enum { AWAIT_OK = 0, AWAIT_GONE = -1, AWAIT_TORN = -2, AWAIT_TIMED_OUT = -3 };
 
 struct shim {
 	int major;
@@ -72,6 +80,7 @@ struct shim {
 
 	uint8_t *mem;
 	uint32_t seq;
+	spinner spin;      /* how the waits for an answer spin */
 	int gone;          /* the child has ended */
 	char last[512];    /* its last line on stderr */
 	char partial[512]; /* a line it has not finished */
@@ -129,24 +138,25 @@ static void sayf(shim *s, int status, const char *fmt, ...) {
 static uint32_t *word(shim *s, int off) { return (uint32_t *)(void *)(s->mem + off); }
 static uint32_t load(shim *s, int off) { return __atomic_load_n(word(s, off), __ATOMIC_SEQ_CST); }
 static void store(shim *s, int off, uint32_t v) { __atomic_store_n(word(s, off), v, __ATOMIC_SEQ_CST); }
+/* The 64-bit stamps (8-byte aligned: the mapping starts on a page). */
+static int64_t *stamp(shim *s, int off) { return (int64_t *)(void *)(s->mem + off); }
 
 #if defined(_WIN32)
-static uint64_t now_us(void) {
+static uint64_t now_ns(void) {
 	static LARGE_INTEGER freq;
 	LARGE_INTEGER c;
 	if (!freq.QuadPart) QueryPerformanceFrequency(&freq);
 	QueryPerformanceCounter(&c);
-	return (uint64_t)(c.QuadPart / (freq.QuadPart / 1000000 ? freq.QuadPart / 1000000 : 1));
+	uint64_t n = (uint64_t)c.QuadPart, f = freq.QuadPart > 0 ? (uint64_t)freq.QuadPart : 10000000u;
+	return n / f * 1000000000u + n % f * 1000000000u / f;
 }
-static void yield(void) { SwitchToThread(); }
 static void wake(shim *s, int off) { SetEvent(off == OFF_REQ_SEQ ? s->req_ev : s->ans_ev); }
 #else
-static uint64_t now_us(void) {
+static uint64_t now_ns(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-static void yield(void) { sched_yield(); }
 /* Not FUTEX_PRIVATE: the word is shared with the child. */
 static void wake(shim *s, int off) { syscall(SYS_futex, word(s, off), FUTEX_WAKE, 1 << 30, NULL, NULL, 0); }
 #endif
@@ -223,46 +233,104 @@ static int ask(shim *s, uint32_t n) {
 	if (s->gone || load(s, OFF_CLOSED)) return -1;
 	s->seq++;
 	store(s, OFF_REQ_LEN, n);
+	__atomic_store_n(stamp(s, OFF_REQ_STAMP), (int64_t)now_ns(), __ATOMIC_SEQ_CST);
 	store(s, OFF_REQ_SEQ, s->seq);
 	if (load(s, OFF_REQ_SLEEP)) wake(s, OFF_REQ_SEQ);
 	return 0;
 }
 
-/* await_answer waits for the answer to the last request: a spin first
- * (the answer to a step of a fast master comes within microseconds of
- * BeamNG's message), then asleep, looking every 100 ms whether the child
- * still lives. */
-static int await_answer(shim *s, const uint8_t **p, uint32_t *n) {
-	uint64_t begin = now_us();
-	for (;;) {
-		uint32_t cur = load(s, OFF_ANS_SEQ);
-		if ((int32_t)(cur - s->seq) >= 0) break;
-		uint64_t spent = now_us() - begin;
-		if (spent < 20) continue;
-		if (spent < 200) {
-			yield();
-			continue;
+static int answered(shim *s) { return (int32_t)(load(s, OFF_ANS_SEQ) - s->seq) >= 0; }
+
+/* spin_budget is how long (ns) the wait starting at now may spin. */
+static uint64_t spin_budget(spinner *sp, uint64_t now) {
+	sp->waits++;
+	if (sp->score < 128 && sp->waits % SPIN_PROBE_EVERY != 0) return 0;
+	if (now < sp->calm_to) return SPIN_BUSY_NS;
+	return SPIN_ASKER_NS;
+}
+
+static void spun(spinner *sp, int caught) {
+	sp->score += ((caught ? 256 : 0) - sp->score) / 8;
+	if (caught && sp->score > 248) sp->score = 256;
+}
+
+static void busy(spinner *sp, uint64_t now) {
+	if (now - sp->last_busy > 4 * (uint64_t)SPIN_MAX_CALM_NS) sp->calm = SPIN_MIN_CALM_NS;
+	sp->last_busy = now;
+	sp->calm_to = now + sp->calm;
+	sp->calm = 2 * sp->calm < SPIN_MAX_CALM_NS ? 2 * sp->calm : SPIN_MAX_CALM_NS;
+}
+
+/* spin looks for the answer until it comes, the budget (ns) is spent or
+ * the deadline (clock ns; 0: none) passes, and notes what it learnt. */
+static int spin(shim *s, uint64_t start, uint64_t budget, uint64_t deadline) {
+	uint64_t last = start;
+	for (unsigned i = 0;; i++) {
+		if (answered(s)) {
+			spun(&s->spin, 1);
+			return 1;
 		}
+		if ((i & 7) != 7) continue;
+		uint64_t now = now_ns();
+		if (now - last > SPIN_LATE_NS) {
+			busy(&s->spin, now);
+			return answered(s);
+		}
+		if (now - start >= budget) {
+			spun(&s->spin, 0);
+			return answered(s);
+		}
+		if (deadline && now >= deadline) return answered(s);
+		last = now;
+	}
+}
+
+/* await_answer waits for the answer to the last request until the
+ * deadline (clock ns, now_ns; 0: for ever): a spin while that pays (the
+ * answer to a step of a fast master comes within microseconds of BeamNG's
+ * message), then asleep, looking every 100 ms whether the child still
+ * lives. AWAIT_OK with the answer at p, n bytes; AWAIT_GONE (the child
+ * ended or closed the box), AWAIT_TORN (the answer's frame disagrees) or
+ * AWAIT_TIMED_OUT. */
+static int await_answer(shim *s, uint64_t deadline, const uint8_t **p, uint32_t *n) {
+	if (!answered(s)) {
+		uint64_t start = now_ns(), budget = spin_budget(&s->spin, start);
+		if (budget > 0) spin(s, start, budget, deadline);
+	}
+	while (!answered(s)) {
 		drain(s, 0);
 		if (ended(s) || load(s, OFF_CLOSED)) {
-			if ((int32_t)(load(s, OFF_ANS_SEQ) - s->seq) >= 0) break; /* it answered, then ended */
-			return -1;
+			if (answered(s)) break; /* it answered, then ended */
+			return AWAIT_GONE;
+		}
+		int ms = 100;
+		if (deadline) {
+			uint64_t now = now_ns();
+			if (now >= deadline) return AWAIT_TIMED_OUT;
+			if (deadline - now < 100000000u) ms = (int)((deadline - now + 999999u) / 1000000u);
 		}
 		store(s, OFF_ANS_SLEEP, 1);
-		cur = load(s, OFF_ANS_SEQ);
-		if ((int32_t)(cur - s->seq) < 0 && !load(s, OFF_CLOSED)) wait_answer(s, cur, 100);
+		uint32_t cur = load(s, OFF_ANS_SEQ);
+		if ((int32_t)(cur - s->seq) < 0 && !load(s, OFF_CLOSED)) wait_answer(s, cur, ms);
 		store(s, OFF_ANS_SLEEP, 0);
+		if (answered(s)) {
+			/* Woken later than a wake-up takes after the answer: the
+			 * machine's cores are busy. */
+			uint64_t now = now_ns();
+			int64_t at = __atomic_load_n(stamp(s, OFF_ANS_STAMP), __ATOMIC_SEQ_CST);
+			if ((int64_t)now - at > SPIN_LATE_NS) busy(&s->spin, now);
+		}
 	}
 	uint32_t len = load(s, OFF_ANS_LEN);
 	const uint8_t *ans = s->mem + CTL_SIZE + REQ_CAP;
 	uint32_t head, tail;
-	if (len > ANS_CAP) return -2;
+	if (len > ANS_CAP) return AWAIT_TORN;
 	memcpy(&head, ans, 4);
 	memcpy(&tail, ans + 4 + len, 4);
-	if (head != s->seq || tail != s->seq) return -2;
+	if (head != s->seq || tail != s->seq) return AWAIT_TORN;
 	*p = ans + 4;
 	*n = len;
-	return 0;
+	return AWAIT_OK;
 }
 
 /* ---- requests and answers (little-endian, as x86-64 is) ---- */
@@ -383,9 +451,11 @@ static int call(shim *s, wbuf *w, rbuf *r) {
 	for (;;) {
 		const uint8_t *p;
 		uint32_t n;
-		int e = await_answer(s, &p, &n);
-		if (e == -2) return broken(s, "answered out of turn");
-		if (e != 0) {
+		/* No deadline: a call lasts while the child lives (its own
+		 * timeouts bound what it waits for). */
+		int e = await_answer(s, 0, &p, &n);
+		if (e == AWAIT_TORN) return broken(s, "answered out of turn");
+		if (e != AWAIT_OK) {
 			child_lost(s);
 			return -1;
 		}
@@ -401,7 +471,7 @@ static int call(shim *s, wbuf *w, rbuf *r) {
 		}
 		if (r->bad) return broken(s, "answered what the shim cannot read");
 		if (result != RESULT_PENDING) return result;
-		wbuf more = request(s, 'C');
+		wbuf more = request(s, REQ_CONTINUE);
 		if (ask(s, more.n) != 0) {
 			child_lost(s);
 			return -1;
@@ -534,7 +604,7 @@ static char *uri_path(const char *uri) {
 
 /* ---- the child ---- */
 
-static const char *mailbox_var = "BEAMCONNECT_MAILBOX";
+static const char *mailbox_var = MAILBOX_ENV;
 
 #if defined(_WIN32)
 static int start_child(shim *s) {
@@ -574,7 +644,7 @@ static int start_child(shim *s) {
 	for (e = env; *e; e += wcslen(e) + 1) len += wcslen(e) + 1;
 	wchar_t *block = var ? malloc(sizeof(wchar_t) * (len + wcslen(var) + 2)) : NULL, *b = block;
 	for (e = env; block && *e; e += wcslen(e) + 1) {
-		if (_wcsnicmp(e, L"BEAMCONNECT_MAILBOX=", 20) == 0) continue;
+		if (_wcsnicmp(e, L"" MAILBOX_ENV L"=", sizeof MAILBOX_ENV) == 0) continue;
 		wcscpy(b, e);
 		b += wcslen(e) + 1;
 	}
@@ -676,7 +746,7 @@ static int start_child(shim *s) {
 	size_t k = 0;
 	snprintf(var, sizeof var, "%s=fd:3,req:%u,ans:%u", mailbox_var, REQ_CAP, ANS_CAP);
 	for (size_t i = 0; env && i < n; i++)
-		if (strncmp(environ[i], "BEAMCONNECT_MAILBOX=", 20) != 0) env[k++] = environ[i];
+		if (strncmp(environ[i], MAILBOX_ENV "=", sizeof MAILBOX_ENV) != 0) env[k++] = environ[i];
 	if (env) {
 		env[k++] = var;
 		env[k] = NULL;
@@ -750,8 +820,8 @@ static void end_child(shim *s) {
 	if (s->stdin_w >= 0) close(s->stdin_w);
 	s->stdin_w = -1;
 	if (s->pid > 0) {
-		uint64_t until = now_us() + (uint64_t)END_WAIT_MS * 1000u;
-		while (!ended(s) && now_us() < until) {
+		uint64_t until = now_ns() + (uint64_t)END_WAIT_MS * 1000000u;
+		while (!ended(s) && now_ns() < until) {
 			struct timespec ts = {0, 10 * 1000000L};
 			nanosleep(&ts, NULL);
 		}
@@ -780,7 +850,7 @@ static int open_child(shim *s) {
 	s->last[0] = 0;
 	s->npartial = 0;
 	if (start_child(s) != 0) return -1;
-	wbuf w = request(s, 'O');
+	wbuf w = request(s, REQ_OPEN);
 	put_u32(&w, SHIM_PROTOCOL);
 	put_u32(&w, (uint32_t)s->major);
 	put_str(&w, s->name);
@@ -838,6 +908,8 @@ shim *shim_new(int major, const char *name, const char *token, const char *resou
 	s->logging = logging;
 	s->cats = CAT_ALL;
 	s->state = S_INSTANTIATED;
+	s->spin.score = 256; /* spinning pays until a spin says otherwise */
+	s->spin.calm = SPIN_MIN_CALM_NS;
 #if !defined(_WIN32)
 	s->stdin_w = s->stderr_r = -1;
 #endif
@@ -967,7 +1039,7 @@ int shim_exit_initialization(shim *s) {
 		sayf(s, ST_ERROR, "initialization mode is left once, after it was entered");
 		return ST_ERROR;
 	}
-	wbuf w = request(s, 'I');
+	wbuf w = request(s, REQ_INIT);
 	put_f64(&w, s->start);
 	put_u8(&w, (uint8_t)(s->stop_defined != 0));
 	put_f64(&w, s->stop);
@@ -1004,7 +1076,7 @@ int shim_do_step(shim *s, double t, double h) {
 		                                      : "a step comes after initialization, before termination");
 		return ST_ERROR;
 	}
-	wbuf w = request(s, 'S');
+	wbuf w = request(s, REQ_STEP);
 	put_f64(&w, t);
 	put_f64(&w, h);
 	put_u32(&w, s->nin);
@@ -1027,7 +1099,7 @@ int shim_terminate(shim *s) {
 	if (s->state == S_TERMINATED) return ST_OK;
 	int res = ST_OK;
 	if (!s->gone && (s->state == S_INITIALIZATION || s->state == S_STEP || s->state == S_FAILED)) {
-		wbuf w = request(s, 'T');
+		wbuf w = request(s, REQ_TERMINATE);
 		rbuf r;
 		res = call(s, &w, &r);
 		if (res < 0) res = ST_ERROR;
@@ -1049,7 +1121,7 @@ int shim_reset(shim *s) {
 	s->stop_defined = 0;
 	int res = ST_ERROR;
 	if (!s->gone) {
-		wbuf w = request(s, 'R');
+		wbuf w = request(s, REQ_RESET);
 		rbuf r;
 		res = call(s, &w, &r);
 	}

@@ -1,8 +1,0 @@
-package mailbox
-
-import "syscall"
-
-// Yield gives the processor to another thread that wants it, if any, and
-// returns at once otherwise: a spin that yields costs the machine nothing
-// when it is busy with other work, and a microsecond when it is idle.
-func Yield() { syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }

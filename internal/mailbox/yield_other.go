@@ -1,8 +1,0 @@
-//go:build !linux && !windows
-
-package mailbox
-
-import "runtime"
-
-// Yield gives the processor to another goroutine that wants it, if any.
-func Yield() { runtime.Gosched() }
