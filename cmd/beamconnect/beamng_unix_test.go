@@ -100,12 +100,12 @@ func TestRestartStartsTheModelOver(t *testing.T) {
     "modelParams": { "path": "`+path+`", "deadlineMs": 100, "outputs": { "x": "throttle" } }`)
 	rec := filepath.Join(t.TempDir(), "run.csv")
 	run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig, "--record", rec)
-	errb.waitFor(t, "waiting for BeamNG")
+	errb.WaitFor(t, "waiting for BeamNG")
 	emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--fault", "restart@1s", "--duration", "2s")
 	if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
 		t.Fatalf("emulate: exit %d\n%s", code, emuErr)
 	}
-	errb.waitFor(t, "BeamNG went silent") // BeamNG's coupling stopped
+	errb.WaitFor(t, "BeamNG went silent") // BeamNG's coupling stopped
 	run.Process.Signal(os.Interrupt)
 	waitExit(t, run, 30*time.Second, "run after SIGINT")
 	s := summaryOf(t, out.String())
@@ -197,7 +197,7 @@ func TestPausesAreNotFaults(t *testing.T) {
 			free := freeUDPPorts(t, 2)
 			rig := rigOnPorts(t, free[0], free[1])
 			run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig)
-			errb.waitFor(t, "waiting for BeamNG")
+			errb.WaitFor(t, "waiting for BeamNG")
 			emu, emuOut, emuErr := startProcess(t, "emulate", "--json", "--config", rig, "--fault", "pause="+pause+"@1s", "--duration", "2s")
 			if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
 				t.Fatalf("emulate: exit %d\n%s", code, emuErr)
@@ -244,12 +244,12 @@ func TestStopInsideBeamNGsWait(t *testing.T) {
 			free := freeUDPPorts(t, 2)
 			rig := rigOnPorts(t, free[0], free[1])
 			run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig)
-			errb.waitFor(t, "waiting for BeamNG")
+			errb.WaitFor(t, "waiting for BeamNG")
 			emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "1s")
 			if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
 				t.Fatalf("emulate: exit %d\n%s", code, emuErr)
 			}
-			errb.waitFor(t, "BeamNG went silent")
+			errb.WaitFor(t, "BeamNG went silent")
 			time.Sleep(tt.after) // the user's moment: a time, not an event
 			run.Process.Signal(tt.sig)
 			code := waitExit(t, run, 30*time.Second, "run after the signal")

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"beamconnect/internal/logtest"
 )
 
 // run reloads its config when the file changes and on SIGHUP, logs what
@@ -27,14 +29,14 @@ func TestRunReload(t *testing.T) {
 	src = []byte(strings.Replace(string(src), `"$schema": "../schemas/config.schema.json",`, "", 1))
 	os.WriteFile(rig, src, 0o644)
 	p := startInProcess(t, "run", "--json", rig, "--emulate", "--free-running")
-	p.stderr.waitFor(t, "is=connected")
+	p.stderr.WaitFor(t, "is=connected")
 	// A valid edit: log the gear as well as the rpm.
 	os.WriteFile(rig, []byte(strings.Replace(string(src), `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)), 0o644)
-	p.stderr.waitFor(t, "config reloaded")
+	p.stderr.WaitFor(t, "config reloaded")
 	os.WriteFile(rig, []byte(strings.Replace(string(src), `"rpm"`, `"rmp"`, 1)), 0o644)
-	p.stderr.waitFor(t, "config reload refused")
+	p.stderr.WaitFor(t, "config reload refused")
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	p.stderr.waitForN(t, "config reload refused", 2)
+	p.stderr.WaitForN(t, "config reload refused", 2)
 	p.stop()
 	if code := p.wait(t); code != exitOK {
 		t.Fatalf("exit %d\n%s", code, &p.stderr)
@@ -109,7 +111,7 @@ func TestRunSIGHUPAtTheEdges(t *testing.T) {
 			t.Parallel()
 			cmd := osexec.Command(bin, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1500ms")
 			var stdout strings.Builder
-			stderr := &syncBuffer{}
+			stderr := &logtest.Buffer{}
 			cmd.Stdout, cmd.Stderr = &stdout, stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -117,7 +119,7 @@ func TestRunSIGHUPAtTheEdges(t *testing.T) {
 			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 			// Its first log line is on the way as soon as it has written
 			// anything.
-			stderr.waitFor(t, tt.at)
+			stderr.WaitFor(t, tt.at)
 			for range 20 { // a burst around the moment
 				cmd.Process.Signal(syscall.SIGHUP)
 				time.Sleep(time.Millisecond)
@@ -148,10 +150,10 @@ func rigOnPorts(t *testing.T, local, remote int) string {
 
 // startProcess starts the binary with args; its stdout and stderr are
 // buffers that may be read while it runs.
-func startProcess(t *testing.T, args ...string) (*osexec.Cmd, *syncBuffer, *syncBuffer) {
+func startProcess(t *testing.T, args ...string) (*osexec.Cmd, *logtest.Buffer, *logtest.Buffer) {
 	t.Helper()
 	cmd := osexec.Command(binary(t), args...)
-	out, errb := &syncBuffer{}, &syncBuffer{}
+	out, errb := &logtest.Buffer{}, &logtest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -188,7 +190,7 @@ func TestCleanStops(t *testing.T) {
 		free := freeUDPPorts(t, 2)
 		rig := rigOnPorts(t, free[0], free[1])
 		run, out, errb := startProcess(t, "run", "--json", rig)
-		errb.waitFor(t, "waiting for BeamNG")
+		errb.WaitFor(t, "waiting for BeamNG")
 		emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "2s")
 		if code := waitExit(t, emu, 30*time.Second, "emulate --duration 2s"); code != exitOK {
 			t.Fatalf("emulate: exit %d\n%s", code, emuErr)
@@ -196,7 +198,7 @@ func TestCleanStops(t *testing.T) {
 		// BeamNG stopped; beamconnect says so, and its user stops it a
 		// while later (longer than BeamNG's own 2 s wait for a reply,
 		// which a silence may be too): the user's moment, a sleep.
-		errb.waitFor(t, "BeamNG went silent")
+		errb.WaitFor(t, "BeamNG went silent")
 		time.Sleep(2 * time.Second)
 		run.Process.Signal(os.Interrupt)
 		code := waitExit(t, run, 30*time.Second, "run after SIGINT")
@@ -217,9 +219,9 @@ func TestCleanStops(t *testing.T) {
 		free := freeUDPPorts(t, 2)
 		rig := rigOnPorts(t, free[0], free[1])
 		run, _, errb := startProcess(t, "run", rig)
-		errb.waitFor(t, "waiting for BeamNG")
+		errb.WaitFor(t, "waiting for BeamNG")
 		emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "600s", "--client-gone", "2s")
-		errb.waitFor(t, "is=connected")
+		errb.WaitFor(t, "is=connected")
 		run.Process.Signal(os.Interrupt)
 		if code := waitExit(t, run, 30*time.Second, "run after SIGINT"); code != exitOK {
 			t.Errorf("run: exit %d\n%s", code, errb) // stopped while BeamNG still sends: healthy

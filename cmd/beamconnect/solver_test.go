@@ -242,7 +242,7 @@ func TestRunMETimeEventsOnTheirMessage(t *testing.T) {
 			valuesOnly(t, rig)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			run, out, errb := startProcess(t, "run", "--json", rig, "--record", rec)
-			errb.waitFor(t, "waiting for BeamNG")
+			errb.WaitFor(t, "waiting for BeamNG")
 			// 6 s at 10 ms: 600 messages, each answered before the next.
 			emu, emuOut, emuErr := startProcess(t, "emulate", "--json", "--config", rig, "--steps", "12000", "--free-running")
 			if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
