@@ -292,7 +292,9 @@ func TestRunExecNaNIsAFault(t *testing.T) {
 // again after every hang for as long as the run lasted, a thread lost
 // each time, and the summary said only that the model faulted.
 //
-// A run of the wall clock: the restarts' backoff is.
+// The restarts' backoff is of the wall clock: the run is paced, so its 9 s
+// of BeamNG's time last at least 9 s, and the third hang (at 5 s) is the
+// last whatever time follows.
 func TestRunFMUHangingInProcessIsCapped(t *testing.T) {
 	t.Parallel()
 	fmuPath := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{Fault: "hang-2s", After: 1})
@@ -309,7 +311,7 @@ func TestRunFMUHangingInProcessIsCapped(t *testing.T) {
 	}
 	// Hangs at 0, 2 and 5 s (the instances come after 1 s, then 2 s of
 	// backoff), each abandoned a second in; then nothing more.
-	s, errOut, code := runBinaryJSON(t, "run", rig, "--emulate", "--duration", "9s", "--json")
+	s, errOut, code := runBinaryJSON(t, "run", rig, "--emulate", "--sim-duration", "9s", "--json")
 	if s == nil || code != exitFailed {
 		t.Fatalf("exit %d, want %d\n%s", code, exitFailed, errOut)
 	}

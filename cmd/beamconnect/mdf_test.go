@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/internal/eventually"
 	"beamconnect/ports/portstest"
 	"beamconnect/recording"
 	"beamconnect/recording/mdf"
@@ -65,9 +66,7 @@ func TestRecordMDFCruiseReload(t *testing.T) {
 	rec := filepath.Join(dir, "run.mf4")
 	go func() {
 		// Once rows are on disk, log the fuel as well.
-		for deadline := time.Now().Add(10 * time.Second); mdfRows(rec) < 20 && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually.True(time.Minute, func() bool { return mdfRows(rec) >= 20 })
 		os.WriteFile(rig, []byte(strings.Replace(string(src), `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)), 0o644)
 	}()
 	// Paced, so that the reload lands while the run goes on; 2 s of

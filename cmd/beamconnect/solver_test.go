@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/internal/eventually"
 )
 
 // The Model Exchange FMUs as a user runs them: the binary against an
@@ -253,13 +255,11 @@ func TestRunMETimeEventsOnTheirMessage(t *testing.T) {
 				t.Fatalf("emulate sent %d: %v\n%s", em.Sent, err, emuOut)
 			}
 			// Every answered message is on disk within 250 ms of its reply.
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				if b, _ := os.ReadFile(rec); strings.Count(string(b), "\n") >= em.Sent {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the recording does not hold the %d replies\n%s", em.Sent, errb)
-				}
+			if !eventually.True(30*time.Second, func() bool {
+				b, _ := os.ReadFile(rec)
+				return bytes.Count(b, []byte("\n")) >= em.Sent
+			}) {
+				t.Fatalf("the recording does not hold the %d replies\n%s", em.Sent, errb)
 			}
 			run.Process.Signal(os.Interrupt)
 			waitExit(t, run, 30*time.Second, "run after SIGINT")
@@ -365,7 +365,7 @@ func TestRunMEReferenceFMUs(t *testing.T) {
 		}
 		os.WriteFile(path, b, 0o644)
 		rig := meRig(t, path, 10, `"solver": "rk4", "outputs": { "y1": "custom1" }`, 0, 0)
-		_, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--duration", "1s")
+		_, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--sim-duration", "1s")
 		if !strings.Contains(errOut, "the rk4 solver's step of 10 ms from t = 0 s is unstable for the model") ||
 			!strings.Contains(errOut, "or the solver to dopri5") || strings.Contains(errOut, "a state event was stepped over") {
 			t.Errorf("%s", errOut)
