@@ -122,7 +122,7 @@ func TestRunSIGHUPAtTheEdges(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cmd := osexec.Command(bin, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1500ms")
+			cmd := osexec.Command(bin, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--sim-duration", "1500ms")
 			var stdout strings.Builder
 			stderr := &logtest.Buffer{}
 			cmd.Stdout, cmd.Stderr = &stdout, stderr
@@ -135,7 +135,7 @@ func TestRunSIGHUPAtTheEdges(t *testing.T) {
 			stderr.WaitFor(t, tt.at)
 			for range 20 { // a burst around the moment
 				cmd.Process.Signal(syscall.SIGHUP)
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // spread over some 20 ms: sent at once, they would arrive as one
 			}
 			err := cmd.Wait()
 			if ee, ok := err.(*osexec.ExitError); ok && ee.ExitCode() == -1 {
@@ -210,9 +210,9 @@ func TestCleanStops(t *testing.T) {
 		}
 		// BeamNG stopped; beamconnect says so, and its user stops it a
 		// while later (longer than BeamNG's own 2 s wait for a reply,
-		// which a silence may be too): the user's moment, a sleep.
+		// which a silence may be too).
 		errb.WaitFor(t, "BeamNG went silent")
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // the user's moment: a time, not an event
 		run.Process.Signal(os.Interrupt)
 		code := waitExit(t, run, 30*time.Second, "run after SIGINT")
 		var s struct {
