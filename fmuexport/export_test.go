@@ -15,6 +15,7 @@ import (
 	"beamconnect/config"
 	"beamconnect/fmu"
 	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 )
 
 // configs are every config of the examples and the config tests that
@@ -36,18 +37,7 @@ func configs(t *testing.T) []string {
 	return out
 }
 
-func plan(t *testing.T, file string) *ports.Plan {
-	t.Helper()
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := ports.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func plan(t *testing.T, file string) *ports.Plan { return portstest.Load(t, file) }
 
 // The description reads back through beamconnect's own reader of
 // modelDescription.xml (package fmu) as the interface says, for every

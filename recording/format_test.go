@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"beamconnect/config"
-	"beamconnect/ports"
+	"beamconnect/ports/portstest"
 )
 
 // The format is the one a file's name says, or the one named; CSV for
@@ -60,15 +59,7 @@ func TestOpenCSV(t *testing.T) {
 // units and meanings of BeamNG's catalogue; a CSV header gives the same
 // names, units and vehicles back.
 func TestLayoutOf(t *testing.T) {
-	cfg, err := config.Load("../examples/follow.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := ports.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := LayoutOf(plan, nil)
+	l := LayoutOf(portstest.Load(t, "../examples/follow.json"), nil)
 	byName := map[string]Column{}
 	for _, c := range l.Columns {
 		byName[c.Name] = c

@@ -3,18 +3,17 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/recording/recordingtest"
 )
 
 // BeamNG's restarts, pauses and stops, as a user meets them: beamconnect's
@@ -120,7 +119,7 @@ func TestRestartStartsTheModelOver(t *testing.T) {
 	// neutral, 0, and not compared.)
 	var sessions [2]map[float64]float64 // by id less the session's first
 	session, first := -1, 0.0
-	rows := recordRows(t, rec)
+	rows := recordingtest.Rows(t, rec)
 	for i, r := range rows {
 		if i == 0 || r["id"] < rows[i-1]["id"] {
 			if session++; session > 1 {
@@ -155,30 +154,6 @@ func TestRestartStartsTheModelOver(t *testing.T) {
 	if compared < 50 {
 		t.Errorf("only %d replies to compare", compared)
 	}
-}
-
-// recordRows reads a CSV recording's rows as column → value.
-func recordRows(t *testing.T, file string) []map[string]float64 {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(lines) < 2 {
-		t.Fatalf("%s: %v, %d lines", file, err, len(lines))
-	}
-	var rows []map[string]float64
-	for _, l := range lines[1:] {
-		r := map[string]float64{}
-		for i, v := range l {
-			name, _, _ := strings.Cut(lines[0][i], " [") // a model variable's unit
-			r[name], _ = strconv.ParseFloat(v, 64)
-		}
-		rows = append(rows, r)
-	}
-	return rows
 }
 
 // BeamNG pauses (`--fault pause=D@T`: its physics thread stopped, as its

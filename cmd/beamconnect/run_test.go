@@ -1,18 +1,17 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"beamconnect/models/kinds"
+	"beamconnect/recording/recordingtest"
 )
 
 type runResult struct {
@@ -42,28 +41,6 @@ func runJSON(t *testing.T, args ...string) (runResult, string) {
 	return r, errOut
 }
 
-// lastValue reads a column's last value from a recording.
-func lastValue(t *testing.T, file, column string) float64 {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("recording: %v, %d rows", err, len(rows))
-	}
-	for i, name := range rows[0] {
-		if name == column {
-			v, _ := strconv.ParseFloat(rows[len(rows)-1][i], 64)
-			return v
-		}
-	}
-	t.Fatalf("no column %q in %v", column, rows[0])
-	return 0
-}
-
 // run --emulate --free-running: 10 s of simulation at BeamNG's 5 ms, every
 // message answered and recorded, the car at the set speed at the end.
 func TestRunEmulated(t *testing.T) {
@@ -79,7 +56,7 @@ func TestRunEmulated(t *testing.T) {
 			t.Errorf("status change %q not logged", want)
 		}
 	}
-	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+	if v := recordingtest.Last(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 		t.Errorf("recorded speed at the end %v, want the set speed 20", v)
 	}
 	b, _ := os.ReadFile(rec)
@@ -96,7 +73,7 @@ func TestRunModelOverride(t *testing.T) {
 	if r.Model != "hold" || r.Messages != 200 {
 		t.Errorf("%+v", r)
 	}
-	if v := lastValue(t, rec, "out1.groundspeed"); v != 0 {
+	if v := recordingtest.Last(t, rec, "out1.groundspeed"); v != 0 {
 		t.Errorf("a logger moved the car to %v m/s", v)
 	}
 }
@@ -154,12 +131,12 @@ func TestRunExecPython(t *testing.T) {
 	if r.Model != "exec" || r.Messages != 2000 || r.Emulator.Stalls != 0 {
 		t.Errorf("%+v\n%s", r, errOut)
 	}
-	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+	if v := recordingtest.Last(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 		t.Errorf("speed at the end %v, want 20", v)
 	}
 	// The values the program names and appends are recorded under its
 	// names and units.
-	if v := lastValue(t, rec, "model.speedError [m/s]"); v < -1 || v > 1 {
+	if v := recordingtest.Last(t, rec, "model.speedError [m/s]"); v < -1 || v > 1 {
 		t.Errorf("the program's speed error at the end %v, want about 0", v)
 	}
 }

@@ -2,7 +2,6 @@ package child
 
 import (
 	"context"
-	"encoding/csv"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"beamconnect/fmuexport"
 	"beamconnect/internal/memnet"
 	"beamconnect/ports"
+	"beamconnect/recording/recordingtest"
 )
 
 // rig is a child's server as the shim drives it, coupled to an emulated
@@ -277,25 +277,10 @@ type receivedReply struct {
 	value float64
 }
 
-// readCSV reads a whole CSV file, its header first.
-func readCSV(t *testing.T, file string) [][]string {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return rows
-}
-
 // received is every reply BeamNG received, in order, with column col.
 func (r *rig) received(t *testing.T, col string) []receivedReply {
 	t.Helper()
-	recs := readCSV(t, filepath.Join(r.logs, emulator.ReceiveLogName))
+	recs := recordingtest.Read(t, filepath.Join(r.logs, emulator.ReceiveLogName))
 	at := -1
 	for i, h := range recs[0] {
 		if h == col {
@@ -744,7 +729,7 @@ func TestRecording(t *testing.T) {
 // neutral controls from the message that ended the last step on.
 func checkThrottles(t *testing.T, file string, n int) {
 	t.Helper()
-	rows := readCSV(t, file)
+	rows := recordingtest.Read(t, file)
 	if len(rows) != n+1 {
 		t.Fatalf("%s: %d rows; want a header and %d rows", file, len(rows), n)
 	}
