@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +19,9 @@ import (
 )
 
 // maxDuration is how long a page's run, emulate or bench may take here:
-// longer --duration values are cut to it.
+// longer --duration values are cut to it. A run on the emulator runs for
+// BeamNG's time instead (--sim-duration), so that what the page says of
+// its end (its exit status) is the same on a quiet or a loaded machine.
 const maxDuration = "1s"
 
 // beamconnect is built once for the test run.
@@ -109,8 +112,10 @@ func TestPageCommands(t *testing.T) {
 }
 
 // args are the command's words as they run here: the binary built, long
-// durations cut, --http on a free port, globs expanded.
+// durations cut (a run on the emulator's for BeamNG's time), --http on a
+// free port, globs expanded.
 func args(c command, dir string) []string {
+	emulated := len(c.args) > 1 && c.args[1] == "run" && slices.Contains(c.args, "--emulate")
 	out := []string{}
 	for i := 1; i < len(c.args); i++ {
 		a := c.args[i]
@@ -118,6 +123,9 @@ func args(c command, dir string) []string {
 		case a == "--duration" && i+1 < len(c.args) && !c.background:
 			// (a background command runs until the page's others are
 			// done, and is stopped then)
+			if emulated {
+				a = "--sim-duration"
+			}
 			out = append(out, a, shorter(c.args[i+1]))
 			i++
 			continue
