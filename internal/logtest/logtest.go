@@ -76,17 +76,23 @@ func (b *Buffer) WaitForN(t testing.TB, s string, n int) {
 // each write, not on a timer. It is for a goroutine other than the
 // test's, which must not end the test (t.Fatal there would not).
 func (b *Buffer) Await(s string, n int, timeout time.Duration) bool {
+	return b.Until(timeout, func(string) bool { return b.seen(s, n) })
+}
+
+// Until waits up to timeout for ok to say yes of what was logged so far,
+// looking again at each write, and reports whether it did.
+func (b *Buffer) Until(timeout time.Duration, ok func(logged string) bool) bool {
 	limit := time.NewTimer(timeout)
 	defer limit.Stop()
 	for {
 		next := b.nextWrite() // before looking, so a write meanwhile is not missed
-		if b.seen(s, n) {
+		if ok(b.String()) {
 			return true
 		}
 		select {
 		case <-next:
 		case <-limit.C:
-			return b.seen(s, n)
+			return ok(b.String())
 		}
 	}
 }

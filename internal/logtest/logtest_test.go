@@ -124,3 +124,21 @@ func TestWaitForN(t *testing.T) {
 		}
 	})
 }
+
+// Until returns at the write after which what was logged pleases it.
+func TestUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b Buffer
+		go func() {
+			time.Sleep(time.Second)
+			b.Logger().Info("starting")
+			time.Sleep(time.Second)
+			b.Logger().Info("waiting for BeamNG")
+		}()
+		start := time.Now()
+		ready := func(s string) bool { return strings.Contains(s, "waiting for") || strings.Contains(s, "bound=") }
+		if !b.Until(time.Hour, ready) || time.Since(start) != 2*time.Second {
+			t.Errorf("Until returned after %v", time.Since(start))
+		}
+	})
+}

@@ -8,7 +8,6 @@ package wine
 import (
 	"os"
 	"testing"
-	"time"
 )
 
 // A Limit is a way Wine differs from Windows that a test cannot work
@@ -33,16 +32,6 @@ const (
 	// success, and the process group never sees the event.
 	CtrlBreak Limit = "Wine does not deliver CTRL_BREAK_EVENT to a process group"
 )
-
-// Stretch is d under Wine stretched for its slow loopback (Loopback): a
-// free-running run a test sized for thousands of messages a second takes
-// four times as long there; elsewhere it is d.
-func Stretch(d time.Duration) time.Duration {
-	if Running() {
-		return 4 * d
-	}
-	return d
-}
 
 // Running says whether this process runs under Wine.
 func Running() bool { return Version() != "" }
