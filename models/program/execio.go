@@ -102,10 +102,6 @@ func (m *Exec) read(p *process) {
 			continue
 		}
 		seq, width := p.outstandingSeq.Load(), int(p.outstandingWidth.Load())
-		select {
-		case p.answeredReq <- struct{}{}:
-		default:
-		}
 		var kind, reason string
 		if long > 0 {
 			// An answer it is, only not a usable one: the program gets its
@@ -127,6 +123,7 @@ func (m *Exec) read(p *process) {
 		}
 		if kind != "" {
 			m.discard(lim, kind, reason, line)
+			p.next()
 			continue
 		}
 		age := now.UnixNano() - asked
@@ -144,7 +141,13 @@ func (m *Exec) read(p *process) {
 		if !m.current(p) {
 			continue // the last words of a program that has ended
 		}
+		// The hang clock stops before the next request is written (p.next),
+		// whose writing starts it again: the other way round, the writer
+		// could start it for the next request and this wipe it, and a
+		// program that then stopped answering was never found hung (under
+		// Wine, where waking the writer lets it run first, TestExecHung).
 		m.unanswered.Store(0)
+		p.next()
 		m.startedOnce.Do(func() { close(m.started) })
 		if !m.answered.Swap(true) && m.dead.Load() != nil {
 			m.log.Info("model program answering again after its restart", "command", strings.Join(m.argv, " "))
@@ -228,5 +231,14 @@ func (m *Exec) discard(lims map[string]*models.Limiter, kind, reason string, lin
 			line = append(line[:117:117], "..."...)
 		}
 		m.log.Warn("model answer discarded", "reason", reason, "answer", string(line), "discarded_since_last_report", n)
+	}
+}
+
+// next lets the writer send the program its next request: the one
+// outstanding was answered.
+func (p *process) next() {
+	select {
+	case p.answeredReq <- struct{}{}:
+	default:
 	}
 }
