@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"beamconnect/internal/logtest"
 )
 
 // openPTY opens a pseudo-terminal of cols columns: the master, read as a
@@ -63,18 +65,13 @@ type terminal struct {
 	lines    []string // finished lines
 	cur      []rune
 	col      int
-	statuses []string // each line erased and redrawn without a newline
-	raw      bytes.Buffer
-	written  chan struct{} // closed at the next write, for await
+	statuses []string       // each line erased and redrawn without a newline
+	raw      logtest.Buffer // what was written, to wait on (await)
 }
 
 func (tm *terminal) Write(p []byte) (int, error) {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
-	if tm.written != nil {
-		close(tm.written)
-		tm.written = nil
-	}
 	tm.raw.Write(p)
 	s := string(p)
 	for len(s) > 0 {
@@ -120,26 +117,10 @@ func (tm *terminal) screen() []string {
 
 // await waits until ok says the terminal shows what is waited for, looking
 // again at each write, up to a minute (a bound only a hang reaches), and
-// reports whether it did.
+// reports whether it did. (ok reads the screen, which the write that woke
+// it has drawn by then: it waits for the terminal's lock.)
 func (tm *terminal) await(ok func() bool) bool {
-	limit := time.NewTimer(time.Minute)
-	defer limit.Stop()
-	for {
-		tm.mu.Lock()
-		if tm.written == nil {
-			tm.written = make(chan struct{})
-		}
-		next := tm.written // before looking, so a write meanwhile is not missed
-		tm.mu.Unlock()
-		if ok() {
-			return true
-		}
-		select {
-		case <-next:
-		case <-limit.C:
-			return ok()
-		}
-	}
+	return tm.raw.Until(time.Minute, func(string) bool { return ok() })
 }
 
 func (tm *terminal) statusLines() []string {
