@@ -45,7 +45,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err := os.WriteFile(cfg, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, page := startRun(t, filepath.Dir(cfg), "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0", "--log-level", "info")
+	_, page := startRun(t, filepath.Dir(cfg), "run", "rig.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0", "--log-level", "info")
 
 	cdp := startBrowser(t, browser)
 	session := cdp.open(t, page)
@@ -317,7 +317,7 @@ func TestLivePageScales(t *testing.T) {
 	t.Parallel()
 	browser := findBrowser(t)
 	cdp := startBrowser(t, browser)
-	_, page := startRun(t, "../..", "run", "examples/follow.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	_, page := startRun(t, "../..", "run", "examples/follow.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	session := cdp.open(t, page)
 	const ttc, gap = "out2.ego.timeToCollision:lead", "out2.ego.timeGap:lead"
 	// The last 2 s: once the start (a time gap of hundreds of seconds while
@@ -409,7 +409,7 @@ func TestLivePageAfterTheRun(t *testing.T) {
 	}
 
 	// A run that is killed: no last state, the stream lost.
-	run, page = startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	run, page = startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	session = cdp.open(t, page)
 	waitFor(session, "the run live", live)
 	run.Process.Kill()
@@ -444,7 +444,10 @@ func findBrowser(t *testing.T) string {
 }
 
 // startRun starts the binary in dir with args (a run with --http) and
-// returns it and the page's address once it says where that is.
+// returns it and the page's address once it says where that is; the
+// test's end kills it. (The runs' --duration of 5 m is only a bound, the
+// time a page may be looked at: a run that a killed test binary leaves
+// behind ends by itself then.)
 func startRun(t *testing.T, dir string, args ...string) (*osexec.Cmd, string) {
 	t.Helper()
 	run := osexec.Command(binary(t), args...)
@@ -619,7 +622,7 @@ func TestLivePageFMU(t *testing.T) {
 	t.Parallel()
 	browser := findBrowser(t)
 	rig := fmuRig(t, testfmu.Options{FMI: 2, StepSize: 0.005}, `{ "path": "cruise.fmu", "parameters": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 } }`)
-	_, page := startRun(t, filepath.Dir(rig), "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	_, page := startRun(t, filepath.Dir(rig), "run", "rig.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	cdp := startBrowser(t, browser)
 	session := cdp.open(t, page)
 	checkControl(t, cdp, session, "groundspeed", "setSpeed (model parameter)")
@@ -634,7 +637,7 @@ func TestLivePageFMU(t *testing.T) {
 func TestLivePageStillScreenshot(t *testing.T) {
 	t.Parallel()
 	browser := findBrowser(t)
-	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	png := filepath.Join(t.TempDir(), "page.png")
 	profile := t.TempDir()
 	cmd := osexec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",

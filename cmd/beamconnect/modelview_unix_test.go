@@ -49,7 +49,7 @@ func TestLivePageModelView(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "ball.py"), []byte(ballProgram), 0o644)
 	os.WriteFile(filepath.Join(dir, "rig.json"), []byte(ballRig), 0o644)
-	_, page := startRun(t, dir, "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	_, page := startRun(t, dir, "run", "rig.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	cdp := startBrowser(t, browser)
 	session := cdp.open(t, page)
 	ps := waitPanels(t, cdp, session, func(ps []panelView) bool {
@@ -129,7 +129,7 @@ func TestLivePageModelView(t *testing.T) {
 func TestLivePageNoGoodWithFaults(t *testing.T) {
 	t.Parallel()
 	browser := findBrowser(t)
-	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0",
+	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0",
 		"--fault", "garbage=0.02")
 	cdp := startBrowser(t, browser)
 	session := cdp.open(t, page)
