@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"beamconnect/internal/proctree"
+
+	"beamconnect/internal/eventually"
+
+	"fmt"
 )
 
 // The test binary is a busy loop too, with BENCH_TEST_BUSY set.
@@ -136,19 +140,12 @@ func TestLoadComputesUntilStopped(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		for _, pid := range pids {
 			// It has computed: user CPU time (the 14th field of its stat).
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			eventually.Must(t, 10*time.Second, fmt.Sprintf("busy loop %d computing", pid), func() bool {
 				b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 				stat := string(b)
 				f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
-				if len(f) > 11 && f[11] != "0" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("busy loop %d has not computed in 10 s: %s", pid, stat)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				return len(f) > 11 && f[11] != "0"
+			})
 		}
 	}
 	for _, pid := range pids {

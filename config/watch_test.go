@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/internal/eventually"
 	"beamconnect/internal/logtest"
 )
 
@@ -193,13 +194,8 @@ func TestWatchSaveBeforeTheWatchStarts(t *testing.T) {
 // opens it now and then to read it: tried again until it goes through.
 func soon(t *testing.T, do func() error) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		err := do()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
+	var err error
+	if !eventually.True(10*time.Second, func() bool { err = do(); return err == nil }) {
+		t.Fatal(err)
 	}
 }

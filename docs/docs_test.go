@@ -2,23 +2,26 @@ package docs
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"beamconnect/internal/logtest"
 	"beamconnect/internal/testprog"
 	"beamconnect/internal/wine"
 )
 
 // maxDuration is how long a page's run, emulate or bench may take here:
-// longer --duration values are cut to it.
+// longer --duration values are cut to it. A run on the emulator runs for
+// BeamNG's time instead (--sim-duration), so that what the page says of
+// its end (its exit status) is the same on a quiet or a loaded machine.
 const maxDuration = "1s"
 
 // beamconnect is built once for the test run.
@@ -109,8 +112,10 @@ func TestPageCommands(t *testing.T) {
 }
 
 // args are the command's words as they run here: the binary built, long
-// durations cut, --http on a free port, globs expanded.
+// durations cut (a run on the emulator's for BeamNG's time), --http on a
+// free port, globs expanded.
 func args(c command, dir string) []string {
+	emulated := len(c.args) > 1 && c.args[1] == "run" && slices.Contains(c.args, "--emulate")
 	out := []string{}
 	for i := 1; i < len(c.args); i++ {
 		a := c.args[i]
@@ -118,6 +123,9 @@ func args(c command, dir string) []string {
 		case a == "--duration" && i+1 < len(c.args) && !c.background:
 			// (a background command runs until the page's others are
 			// done, and is stopped then)
+			if emulated {
+				a = "--sim-duration"
+			}
 			out = append(out, a, shorter(c.args[i+1]))
 			i++
 			continue
@@ -167,6 +175,16 @@ func start(cmd *exec.Cmd) (*proc, error) {
 	return p, nil
 }
 
+// ended says whether the command has ended.
+func (p *proc) ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // wait waits up to d for the command to end; false when it did not.
 func (p *proc) wait(d time.Duration) bool {
 	select {
@@ -196,7 +214,7 @@ func run(t *testing.T, bin, dir string, c command) *proc {
 	where := c.page + ":" + strconv.Itoa(c.line) + ": " + c.text
 	cmd := exec.Command(bin, args(c, dir)...)
 	cmd.Dir = dir
-	var out bytes.Buffer
+	var out logtest.Buffer
 	if c.background {
 		stderr, _ := cmd.StderrPipe()
 		p, err := start(cmd)
@@ -212,11 +230,11 @@ func run(t *testing.T, bin, dir string, c command) *proc {
 		t.Fatalf("%s: %v", where, err)
 	}
 	if c.interrupt {
-		// It runs until interrupted: still running after a second, and
-		// ending as the page says on Ctrl-C. (Four under Wine, whose
-		// programs take longer to start: a Ctrl-C before the program
-		// listens for it ends it as Windows does, with 0xC000013A.)
-		if p.wait(wine.Stretch(time.Second)) {
+		// It runs until interrupted: still running once it says it is
+		// (then it listens for Ctrl-C: one before ends a program on
+		// Windows with 0xC000013A), and ending as the page says on Ctrl-C.
+		out.Until(time.Minute, func(s string) bool { return running(s) || p.ended() })
+		if p.ended() {
 			t.Errorf("%s: ended by itself (exit %d); the page says it runs until Ctrl-C\n%s", where, cmd.ProcessState.ExitCode(), out.String())
 			return nil
 		}
@@ -268,9 +286,20 @@ func trimAll(lines []string) []string {
 	return out
 }
 
-// waitReady waits until a background command says it is up (its log
-// names the address it bound), for at most 10 s; the rest of its output is
-// drained.
+// running says whether a command's output says it runs: it has bound
+// its address, waits for BeamNG, or emulates it.
+func running(out string) bool {
+	for _, s := range []string{"bound=", "waiting for BeamNG", "emulating BeamNG"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitReady waits until a background command says it is up (running),
+// for at most a minute (a bound only a hang reaches) or until its output
+// ends; the rest of its output is drained.
 func waitReady(stderr io.Reader) {
 	ready := make(chan struct{})
 	go func() {
@@ -278,13 +307,13 @@ func waitReady(stderr io.Reader) {
 		once := sync.OnceFunc(func() { close(ready) })
 		defer once()
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "bound=") || strings.Contains(sc.Text(), "waiting for BeamNG") {
+			if running(sc.Text()) {
 				once()
 			}
 		}
 	}()
 	select {
 	case <-ready:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 	}
 }

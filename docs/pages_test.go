@@ -197,3 +197,27 @@ func TestShellWords(t *testing.T) {
 		t.Error("an unclosed quote is not an error")
 	}
 }
+
+// A page's command as it runs here: a run on the emulator for a second of
+// BeamNG's time, whatever the machine; emulate's (simulated) and bench's
+// durations cut to a second; a background run left to be stopped.
+func TestArgs(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		c    command
+		want string
+	}{
+		{"a run on the emulator", command{args: []string{"beamconnect", "run", "x.json", "--emulate", "--duration", "20s"}}, "run x.json --emulate --sim-duration 1s"},
+		{"a short run", command{args: []string{"beamconnect", "run", "x.json", "--emulate", "--duration", "500ms"}}, "run x.json --emulate --sim-duration 500ms"},
+		{"emulate", command{args: []string{"beamconnect", "emulate", "--config", "x.json", "--duration", "5s"}}, "emulate --config x.json --duration 1s"},
+		{"bench", command{args: []string{"beamconnect", "bench", "--duration", "3s"}}, "bench --duration 1s"},
+		{"in the background", command{args: []string{"beamconnect", "run", "x.json", "--duration", "10s"}, background: true}, "run x.json --duration 10s"},
+		{"a page", command{args: []string{"beamconnect", "run", "x.json", "--emulate", "--http", "127.0.0.1:8080"}}, "run x.json --emulate --http 127.0.0.1:0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := strings.Join(args(tt.c, t.TempDir()), " "); got != tt.want {
+				t.Errorf("%q runs as %q, want %q", tt.c.args, got, tt.want)
+			}
+		})
+	}
+}

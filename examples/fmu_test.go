@@ -1,17 +1,16 @@
 package examples
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/recording/recordingtest"
 )
 
 // fmu-cruise.json as a user runs it: the FMU built with the example's own
@@ -70,25 +69,7 @@ func TestFMUCruise(t *testing.T) {
 	if err := json.Unmarshal(out, &sum); err != nil || sum.Model != "fmu" || sum.Messages != 2000 || sum.ModelFaults != 0 || len(sum.Faults) != 0 {
 		t.Errorf("%v %+v\n%s", err, sum, stderr.String())
 	}
-	f, err := os.Open(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("recording: %v", err)
-	}
-	col := -1
-	for i, name := range rows[0] {
-		if name == "out1.groundspeed" {
-			col = i
-		}
-	}
-	if col < 0 {
-		t.Fatalf("no speed column in %v", rows[0])
-	}
-	if v, _ := strconv.ParseFloat(rows[len(rows)-1][col], 64); v < 19 || v > 21 {
+	if v := recordingtest.Last(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 		t.Errorf("speed at the end %v m/s, want 20", v)
 	}
 }

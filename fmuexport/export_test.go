@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"beamconnect/config"
+	"beamconnect/config/configtest"
 	"beamconnect/fmu"
 	"beamconnect/ports"
 )
@@ -36,18 +37,7 @@ func configs(t *testing.T) []string {
 	return out
 }
 
-func plan(t *testing.T, file string) *ports.Plan {
-	t.Helper()
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := config.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func plan(t *testing.T, file string) *ports.Plan { return configtest.Plan(t, file) }
 
 // The description reads back through beamconnect's own reader of
 // modelDescription.xml (package fmu) as the interface says, for every

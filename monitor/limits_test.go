@@ -17,6 +17,7 @@ import (
 
 	"beamconnect/config/configtest"
 	"beamconnect/coupling"
+	"beamconnect/internal/eventually"
 	"beamconnect/internal/scope"
 	"beamconnect/models/kinds"
 )
@@ -160,21 +161,10 @@ func TestLateClientsShareTheBacklog(t *testing.T) {
 			t.Errorf("a backlog starts at %g s; the ring's oldest sample is at %g s", f, oldest)
 		}
 	}
-	waitFor(t, "the streams to end", func() bool { return srv.streams.open.Load() == 0 })
+	eventually.Must(t, time.Minute, "the streams to end", func() bool { return srv.streams.open.Load() == 0 })
 	if after := heapInUse(); int64(after)-int64(before) > 16<<20 {
 		t.Errorf("%.0f MiB still held after the clients left", float64(int64(after)-int64(before))/(1<<20))
 	}
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 // At most 16 streams are served at once; the 17th browser tab is told
@@ -212,7 +202,7 @@ func TestStreamLimit(t *testing.T) {
 	}
 	open[0].Body.Close()
 	open = open[1:]
-	waitFor(t, "a stream to end", func() bool { return srv.streams.open.Load() == 15 })
+	eventually.Must(t, time.Minute, "a stream to end", func() bool { return srv.streams.open.Load() == 15 })
 	resp, _, err = joinLate(url)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("after a tab closed: %v %v", err, resp.Status)
@@ -267,7 +257,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	go func() { // a new state, so an event, every 50 ms
 		for ctx.Err() == nil {
 			srv.sample(time.Now())
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the run's pace: a state every 50 ms
 		}
 	}()
 	r := bufio.NewReader(stream.Body)
@@ -297,7 +287,7 @@ func TestConnectionLimit(t *testing.T) {
 		}
 		flood = append(flood, c)
 	}
-	waitFor(t, "the first connections to be accepted", func() bool { return srv.listener.Load().open() == 4 })
+	eventually.Must(t, time.Minute, "the first connections to be accepted", func() bool { return srv.listener.Load().open() == 4 })
 	if peak := srv.listener.Load().peak.Load(); peak > 4 {
 		t.Errorf("%d connections held open at once, want at most 4", peak)
 	}

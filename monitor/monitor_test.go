@@ -20,6 +20,7 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/config/configtest"
 	"beamconnect/coupling"
+	"beamconnect/internal/eventually"
 	"beamconnect/internal/scope"
 	"beamconnect/models/kinds"
 	"beamconnect/ports"
@@ -278,7 +279,7 @@ func stall(t testing.TB, r *rig, n int) {
 		conn := stalledClient(t, r.url)
 		t.Cleanup(func() { conn.Close() })
 	}
-	waitFor(t, "the stalled clients' streams", func() bool { return r.srv.streams.open.Load() == int64(n) })
+	eventually.Must(t, time.Minute, "the stalled clients' streams", func() bool { return r.srv.streams.open.Load() == int64(n) })
 }
 
 // stalledClient asks for /events with a tiny receive window and never

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"beamconnect/config"
+	"beamconnect/config/configtest"
 )
 
 // The format is the one a file's name says, or the one named; CSV for
@@ -59,15 +59,7 @@ func TestOpenCSV(t *testing.T) {
 // units and meanings of BeamNG's catalogue; a CSV header gives the same
 // names, units and vehicles back.
 func TestLayoutOf(t *testing.T) {
-	cfg, err := config.Load("../examples/follow.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := config.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := LayoutOf(plan, nil)
+	l := LayoutOf(configtest.Plan(t, "../examples/follow.json"), nil)
 	byName := map[string]Column{}
 	for _, c := range l.Columns {
 		byName[c.Name] = c

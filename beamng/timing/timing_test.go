@@ -138,7 +138,7 @@ func TestLockstepLost(t *testing.T) {
 		beamngtest.Each(link, stop, func(d []byte) {
 			b, ok := r.Reply(d, beamngtest.Next, nil)
 			if ok && binaryID(d) == 50 {
-				time.Sleep(2500 * time.Millisecond)
+				time.Sleep(2500 * time.Millisecond) // the client's pause, what BeamNG stalls on
 			}
 			if ok {
 				link.Send(b)

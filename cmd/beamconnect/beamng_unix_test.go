@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"beamconnect/config/configtest"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/ports"
+	"beamconnect/recording/recordingtest"
 )
 
 // BeamNG's restarts, pauses and stops, as a user meets them: beamconnect's
@@ -104,12 +104,12 @@ func TestRestartStartsTheModelOver(t *testing.T) {
     "modelParams": { "path": "`+path+`", "deadlineMs": 100, "outputs": { "x": "throttle" } }`)
 	rec := filepath.Join(t.TempDir(), "run.csv")
 	run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig, "--record", rec)
-	errb.waitFor(t, "waiting for BeamNG")
+	errb.WaitFor(t, "waiting for BeamNG")
 	emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--fault", "restart@1s", "--duration", "2s")
 	if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
 		t.Fatalf("emulate: exit %d\n%s", code, emuErr)
 	}
-	errb.waitFor(t, "BeamNG went silent") // BeamNG's coupling stopped
+	errb.WaitFor(t, "BeamNG went silent") // BeamNG's coupling stopped
 	run.Process.Signal(os.Interrupt)
 	waitExit(t, run, 30*time.Second, "run after SIGINT")
 	s := summaryOf(t, out.String())
@@ -124,7 +124,7 @@ func TestRestartStartsTheModelOver(t *testing.T) {
 	// neutral, 0, and not compared.)
 	var sessions [2]map[float64]float64 // by id less the session's first
 	session, first := -1, 0.0
-	rows := recordRows(t, rec)
+	rows := recordingtest.Rows(t, rec)
 	for i, r := range rows {
 		if i == 0 || r["id"] < rows[i-1]["id"] {
 			if session++; session > 1 {
@@ -161,30 +161,6 @@ func TestRestartStartsTheModelOver(t *testing.T) {
 	}
 }
 
-// recordRows reads a CSV recording's rows as column → value.
-func recordRows(t *testing.T, file string) []map[string]float64 {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(lines) < 2 {
-		t.Fatalf("%s: %v, %d lines", file, err, len(lines))
-	}
-	var rows []map[string]float64
-	for _, l := range lines[1:] {
-		r := map[string]float64{}
-		for i, v := range l {
-			name, _, _ := strings.Cut(lines[0][i], " [") // a model variable's unit
-			r[name], _ = strconv.ParseFloat(v, 64)
-		}
-		rows = append(rows, r)
-	}
-	return rows
-}
-
 // BeamNG pauses (`--fault pause=D@T`: its physics thread stopped, as its
 // pause, a hitch or a debugger stops it) and goes on where it left off: a
 // pause, not a fault. The run is healthy with a note, BeamNG never waits 2 s
@@ -201,7 +177,7 @@ func TestPausesAreNotFaults(t *testing.T) {
 			free := freeUDPPorts(t, 2)
 			rig := rigOnPorts(t, free[0], free[1])
 			run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig)
-			errb.waitFor(t, "waiting for BeamNG")
+			errb.WaitFor(t, "waiting for BeamNG")
 			emu, emuOut, emuErr := startProcess(t, "emulate", "--json", "--config", rig, "--fault", "pause="+pause+"@1s", "--duration", "2s")
 			if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
 				t.Fatalf("emulate: exit %d\n%s", code, emuErr)
@@ -248,12 +224,12 @@ func TestStopInsideBeamNGsWait(t *testing.T) {
 			free := freeUDPPorts(t, 2)
 			rig := rigOnPorts(t, free[0], free[1])
 			run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig)
-			errb.waitFor(t, "waiting for BeamNG")
+			errb.WaitFor(t, "waiting for BeamNG")
 			emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--duration", "1s")
 			if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
 				t.Fatalf("emulate: exit %d\n%s", code, emuErr)
 			}
-			errb.waitFor(t, "BeamNG went silent")
+			errb.WaitFor(t, "BeamNG went silent")
 			time.Sleep(tt.after) // the user's moment: a time, not an event
 			run.Process.Signal(tt.sig)
 			code := waitExit(t, run, 30*time.Second, "run after the signal")
@@ -288,25 +264,17 @@ func TestFollowRecordingIsWhatBeamNGGot(t *testing.T) {
 	plan := configtest.Plan(t, rig)
 	rec, logs := filepath.Join(dir, "run.csv"), t.TempDir()
 	run, _, errb := startProcess(t, "run", "--no-watch", rig, "--record", rec)
-	errb.waitForN(t, "waiting for BeamNG", 2)
+	errb.WaitForN(t, "waiting for BeamNG", 2)
 	emu, _, emuErr := startProcess(t, "emulate", "--config", rig, "--free-running", "--duration", "5s", "--debug-logs", logs)
 	if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
 		t.Fatalf("emulate: exit %d\n%s", code, emuErr)
 	}
-	errb.waitFor(t, "BeamNG went silent")
+	errb.WaitFor(t, "BeamNG went silent")
 	run.Process.Signal(os.Interrupt)
 	waitExit(t, run, 30*time.Second, "run after SIGINT")
 
 	got := byID(readTable(t, filepath.Join(logs, emulator.ReceiveLogName))) // by reply id
-	f, err := os.Open(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(lines) < 2 {
-		t.Fatalf("recording: %v, %d lines", err, len(lines))
-	}
+	lines := recordingtest.Read(t, rec)
 	col := map[string]int{}
 	for i, name := range lines[0] {
 		col[name] = i

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/internal/eventually"
 )
 
 var docs = flag.Bool("docs", false, "write the live page's screenshot to docs/live-page.png")
@@ -44,7 +45,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err := os.WriteFile(cfg, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, page := startRun(t, filepath.Dir(cfg), "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0", "--log-level", "info")
+	_, page := startRun(t, filepath.Dir(cfg), "run", "rig.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0", "--log-level", "info")
 
 	cdp := startBrowser(t, browser)
 	session := cdp.open(t, page)
@@ -56,21 +57,15 @@ func TestLivePageInBrowser(t *testing.T) {
 		Stream string
 	}
 	var v view
-	var evalErr error
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		evalErr = cdp.eval(t, session, `JSON.stringify({
+	_, evalErr := cdp.until(t, session, `JSON.stringify({
 			Status: document.getElementById("status").textContent,
 			Speed: (document.querySelector('td[data-col="out1.groundspeed"]') || {}).textContent || "",
 			Ports: document.querySelectorAll(".port").length,
 			Health: document.getElementById("health").textContent,
-			Stream: document.getElementById("stream").textContent})`, &v)
+			Stream: document.getElementById("stream").textContent})`, &v, func() bool {
 		speed, err := strconv.ParseFloat(v.Speed, 64)
-		if v.Status == "3 connected" && err == nil && speed > 1 && v.Ports == 7 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return v.Status == "3 connected" && err == nil && speed > 1 && v.Ports == 7
+	})
 	speed, err := strconv.ParseFloat(v.Speed, 64)
 	if v.Status != "3 connected" || err != nil || speed <= 1 || v.Ports != 7 || v.Health != "healthy" || v.Stream != "live" {
 		t.Fatalf("the rendered page shows %+v (%v); want status 3 connected, a groundspeed above 1 m/s, 7 ports (port 0 is the timeline; the model's own signals one), healthy, live", v, evalErr)
@@ -94,15 +89,12 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r struct{ Events, Config, Plots string }
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		evalErr = cdp.eval(t, session, `JSON.stringify({
+	_, evalErr = cdp.until(t, session, `JSON.stringify({
 			Events: document.getElementById("events").textContent,
 			Config: document.getElementById("config").textContent,
-			Plots: [...document.querySelectorAll('td[data-col]')].map(td => td.dataset.col).join(",")})`, &r)
-		if strings.Contains(r.Events, "applied") && strings.Contains(r.Config, "wheelspeed") && strings.Contains(r.Plots, "out3.wheelspeed") {
-			break
-		}
-	}
+			Plots: [...document.querySelectorAll('td[data-col]')].map(td => td.dataset.col).join(",")})`, &r, func() bool {
+		return strings.Contains(r.Events, "applied") && strings.Contains(r.Config, "wheelspeed") && strings.Contains(r.Plots, "out3.wheelspeed")
+	})
 	if !strings.Contains(r.Events, "applied") || !strings.Contains(r.Events, "wheelspeed") || !strings.Contains(r.Config, "wheelspeed") || !strings.Contains(r.Plots, "out3.wheelspeed") {
 		t.Fatalf("after the edit the page shows reloads %q, a config with wheelspeed %v, live values %q (%v)",
 			r.Events, strings.Contains(r.Config, "wheelspeed"), r.Plots, evalErr)
@@ -110,7 +102,17 @@ func TestLivePageInBrowser(t *testing.T) {
 	checkScopeLayout(t, cdp, session)
 	checkSettledSpan(t, cdp, session)
 	if *docs {
-		time.Sleep(3 * time.Second) // a few seconds of traces
+		// A few seconds more of traces.
+		simTime := func() float64 {
+			var info string
+			cdp.eval(t, session, `JSON.stringify(document.getElementById("scopeinfo").textContent)`, &info)
+			var n int
+			var at float64
+			fmt.Sscanf(info, "%d samples shown, simulation time %g s", &n, &at)
+			return at
+		}
+		from := simTime()
+		eventually.True(time.Minute, func() bool { return simTime() >= from+3 })
 		png := cdp.screenshot(t, session)
 		if err := os.WriteFile(filepath.Join("..", "..", "docs", "live-page.png"), png, 0o644); err != nil {
 			t.Fatal(err)
@@ -133,16 +135,13 @@ func checkControl(t *testing.T, cdp *chrome, session, name, setpoint string) {
 		Class  string
 		Health string
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		cdp.eval(t, session, `JSON.stringify({
+	cdp.until(t, session, `JSON.stringify({
 			Row: Object.fromEntries([...document.querySelectorAll('td[data-loop="`+name+`"]')].map(td => [td.dataset.figure, td.textContent])),
 			Chip: document.getElementById("controlverdict").textContent,
 			Class: document.getElementById("controlverdict").className,
-			Health: document.getElementById("health").textContent})`, &v)
-		if v.Row["verdict"] == "good" || v.Row["verdict"] == "held, in a run with faults" {
-			break
-		}
-	}
+			Health: document.getElementById("health").textContent})`, &v, func() bool {
+		return v.Row["verdict"] == "good" || v.Row["verdict"] == "held, in a run with faults"
+	})
 	r := v.Row
 	verdict, chip := "good", "control: good"
 	if v.Health != "healthy" {
@@ -171,11 +170,7 @@ func checkPortZero(t *testing.T, cdp *chrome, session string) {
 		Segments          []int
 		Status, Directive string
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if cdp.eval(t, session, `JSON.stringify(timelineCheck())`, &tl) == nil && tl.Shown && slices.Contains(tl.Segments, 3) {
-			break
-		}
-	}
+	cdp.until(t, session, `JSON.stringify(timelineCheck())`, &tl, func() bool { return tl.Shown && slices.Contains(tl.Segments, 3) })
 	if !tl.Shown || !slices.Contains(tl.Segments, 3) || tl.Status != "3 connected" || tl.Directive != "1 (connect)" {
 		t.Errorf("the status timeline: %+v; want it shown with a connected stretch, status 3 connected, directive 1", tl)
 	}
@@ -192,12 +187,18 @@ func checkPortZero(t *testing.T, cdp *chrome, session string) {
 // panel spans at least 10 % of 20 m/s, not its noise's hundredths.
 func checkSettledSpan(t *testing.T, cdp *chrome, session string) {
 	t.Helper()
-	var ok bool
+	// The page's clock when the window changed: the bands are measured
+	// again (twice a second, lastCheck) after it.
+	var changed float64
 	if err := cdp.eval(t, session, `(() => { const w = document.getElementById("window"); w.value = "2";
-		w.dispatchEvent(new Event("change")); return JSON.stringify(true) })()`, &ok); err != nil {
+		w.dispatchEvent(new Event("change")); return JSON.stringify(performance.now()) })()`, &changed); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // the bands are measured twice a second
+	var measured float64
+	if ok, err := cdp.until(t, session, `JSON.stringify(lastCheck)`, &measured, func() bool { return measured > changed }); !ok {
+		t.Fatalf("the bands were not measured again after the window changed: %v", err)
+	}
+	var ok bool
 	ps := waitPanels(t, cdp, session, func(ps []panelView) bool { return panelOf(ps, "out1.groundspeed") != nil })
 	if p := panelOf(ps, "out1.groundspeed"); p.Hi-p.Lo < 2 {
 		t.Errorf("the settled speed's panel spans %g to %g m/s: its noise fills it", p.Lo, p.Hi)
@@ -241,13 +242,8 @@ func checkScopeLayout(t *testing.T, cdp *chrome, session string) {
 		}
 		return len(plots) > 0
 	}
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if err := cdp.eval(t, session, `JSON.stringify(scopeCheck())`, &plots); err != nil || len(plots) == 0 {
-			t.Fatalf("scopeCheck: %v (%d plots)", err, len(plots))
-		}
-		if aligned() || time.Now().After(deadline) {
-			break
-		}
+	if _, err := cdp.until(t, session, `JSON.stringify(scopeCheck())`, &plots, aligned); err != nil || len(plots) == 0 {
+		t.Fatalf("scopeCheck: %v (%d plots)", err, len(plots))
 	}
 	for _, p := range plots {
 		if math.Abs(p.Left-plots[0].Left) > 0.5 || math.Abs(p.Width-plots[0].Width) > 0.5 {
@@ -287,19 +283,12 @@ func (p *panelView) axis() string {
 }
 
 // waitPanels reads the scope's panels until ok says they are as wanted,
-// or 20 s passed, and returns the last read.
+// or a minute passed, and returns the last read.
 func waitPanels(t *testing.T, cdp *chrome, session string, ok func([]panelView) bool) []panelView {
 	t.Helper()
 	var ps []panelView
-	var err error
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		ps = nil
-		// Until the page has loaded, scopeCheck is not there yet.
-		if err = cdp.eval(t, session, `JSON.stringify(scopeCheck())`, &ps); err == nil && ok(ps) {
-			break
-		}
-	}
-	if err != nil {
+	// Until the page has loaded, scopeCheck is not there yet.
+	if _, err := cdp.until(t, session, `JSON.stringify(scopeCheck())`, &ps, func() bool { return ok(ps) }); err != nil {
 		t.Fatalf("scopeCheck: %v", err)
 	}
 	return ps
@@ -328,20 +317,14 @@ func TestLivePageScales(t *testing.T) {
 	t.Parallel()
 	browser := findBrowser(t)
 	cdp := startBrowser(t, browser)
-	_, page := startRun(t, "../..", "run", "examples/follow.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	_, page := startRun(t, "../..", "run", "examples/follow.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	session := cdp.open(t, page)
 	const ttc, gap = "out2.ego.timeToCollision:lead", "out2.ego.timeGap:lead"
 	// The last 2 s: once the start (a time gap of hundreds of seconds while
 	// the cars stand) is out of view, the time gap's panel is about it.
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		var ok bool
-		if err = cdp.eval(t, session, `(() => { const w = document.getElementById("window"); w.value = "2";
-			w.dispatchEvent(new Event("change")); return JSON.stringify(true) })()`, &ok); err == nil {
-			break
-		}
-	}
-	if err != nil {
+	var set bool
+	if _, err := cdp.until(t, session, `(() => { const w = document.getElementById("window"); w.value = "2";
+			w.dispatchEvent(new Event("change")); return JSON.stringify(true) })()`, &set, func() bool { return set }); err != nil {
 		t.Fatal(err)
 	}
 	narrow := func(ps []panelView) bool {
@@ -396,34 +379,37 @@ func TestLivePageAfterTheRun(t *testing.T) {
 	}
 	waitFor := func(session, what string, ok func(view) bool) view {
 		var v view
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			if v = look(session); ok(v) {
-				return v
-			}
+		if !eventually.True(time.Minute, func() bool { v = look(session); return ok(v) }) {
+			t.Fatalf("the page never showed %s: %+v", what, v)
 		}
-		t.Fatalf("the page never showed %s: %+v", what, v)
 		return v
 	}
 	live := func(v view) bool { return v.Status == "3 connected" && v.Health == "healthy" && v.Stream == "live" }
 
-	// A run that ends by itself.
-	run, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "8s", "--http", "127.0.0.1:0")
+	// A run that ends, stopped as Ctrl-C stops it once the page shows it
+	// live. (Its --duration is a bound, should the test end first.)
+	run, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	session := cdp.open(t, page)
 	waitFor(session, "the run live", live)
+	run.Process.Signal(os.Interrupt)
 	run.Wait()
 	v := waitFor(session, "the run ended", func(v view) bool { return strings.Contains(v.Banner, "This run ended after") })
 	if v.Health != "ended: no faults" || strings.Contains(v.HealthClass, "good") || v.Stream != "run ended" || !strings.Contains(v.BannerClass, "ended") {
 		t.Errorf("after the run: %+v", v)
 	}
 	keepScreenshot(t, cdp, session, "live-page-ended.png")
-	// Still so a moment later: the page does not reconnect to nothing.
-	time.Sleep(time.Second)
+	// And so it stays: the page closed its stream (EventSource.CLOSED),
+	// so it does not reconnect to nothing.
+	var state int
+	if err := cdp.eval(t, session, `JSON.stringify(es.readyState)`, &state); err != nil || state != 2 {
+		t.Errorf("after the run the page's stream is in state %d (%v), want closed (2): it would try again", state, err)
+	}
 	if v2 := look(session); v2 != v {
-		t.Errorf("a second later the page shows %+v", v2)
+		t.Errorf("later the page shows %+v", v2)
 	}
 
 	// A run that is killed: no last state, the stream lost.
-	run, page = startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	run, page = startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	session = cdp.open(t, page)
 	waitFor(session, "the run live", live)
 	run.Process.Kill()
@@ -458,7 +444,10 @@ func findBrowser(t *testing.T) string {
 }
 
 // startRun starts the binary in dir with args (a run with --http) and
-// returns it and the page's address once it says where that is.
+// returns it and the page's address once it says where that is; the
+// test's end kills it. (The runs' --duration of 5 m is only a bound, the
+// time a page may be looked at: a run that a killed test binary leaves
+// behind ends by itself then.)
 func startRun(t *testing.T, dir string, args ...string) (*osexec.Cmd, string) {
 	t.Helper()
 	run := osexec.Command(binary(t), args...)
@@ -604,6 +593,18 @@ func (c *chrome) eval(t *testing.T, session, expr string, v any) error {
 	return nil
 }
 
+// until evaluates expr into v, as eval does, again and again until ok
+// says v is as wanted, up to a minute (a bound only a hang reaches); it
+// reports whether v came to be so, and the last evaluation's error.
+func (c *chrome) until(t *testing.T, session, expr string, v any, ok func() bool) (bool, error) {
+	var err error
+	held := eventually.True(time.Minute, func() bool {
+		err = c.eval(t, session, expr, v)
+		return err == nil && ok()
+	})
+	return held, err
+}
+
 func (c *chrome) screenshot(t *testing.T, session string) []byte {
 	var r struct{ Data string }
 	c.call(t, session, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &r)
@@ -621,7 +622,7 @@ func TestLivePageFMU(t *testing.T) {
 	t.Parallel()
 	browser := findBrowser(t)
 	rig := fmuRig(t, testfmu.Options{FMI: 2, StepSize: 0.005}, `{ "path": "cruise.fmu", "parameters": { "setSpeed": 20, "kp": 0.3, "ki": 0.05 } }`)
-	_, page := startRun(t, filepath.Dir(rig), "run", "rig.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	_, page := startRun(t, filepath.Dir(rig), "run", "rig.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	cdp := startBrowser(t, browser)
 	session := cdp.open(t, page)
 	checkControl(t, cdp, session, "groundspeed", "setSpeed (model parameter)")
@@ -636,7 +637,7 @@ func TestLivePageFMU(t *testing.T) {
 func TestLivePageStillScreenshot(t *testing.T) {
 	t.Parallel()
 	browser := findBrowser(t)
-	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "60s", "--http", "127.0.0.1:0")
+	_, page := startRun(t, "../..", "run", "examples/cruise-pedals.json", "--emulate", "--duration", "5m", "--http", "127.0.0.1:0")
 	png := filepath.Join(t.TempDir(), "page.png")
 	profile := t.TempDir()
 	cmd := osexec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",

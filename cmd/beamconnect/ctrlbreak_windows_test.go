@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/internal/logtest"
 	"beamconnect/internal/wine"
 )
 
@@ -18,13 +19,14 @@ func TestRunCtrlBreak(t *testing.T) {
 	bin := binary(t)
 	cmd := osexec.Command(bin, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--duration", "60s")
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
+	var stderr logtest.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	time.Sleep(2 * time.Second) // coupled by now
+	stderr.WaitFor(t, "is=connected")
 	const ctrlBreak = 1
 	gen := syscall.NewLazyDLL("kernel32.dll").NewProc("GenerateConsoleCtrlEvent")
 	if r, _, err := gen.Call(ctrlBreak, uintptr(cmd.Process.Pid)); r == 0 {

@@ -80,12 +80,12 @@ func coupleWithEmulator(t *testing.T, rig string, emulate ...string) (map[string
 	t.Helper()
 	logs := filepath.Join(t.TempDir(), "logs")
 	run, out, errb := startProcess(t, "run", "--json", "--no-watch", rig)
-	errb.waitFor(t, "waiting for BeamNG")
+	errb.WaitFor(t, "waiting for BeamNG")
 	emu, _, emuErr := startProcess(t, append([]string{"emulate", "--config", rig, "--debug-logs", logs}, emulate...)...)
 	if code := waitExit(t, emu, 2*time.Minute, "emulate"); code != exitOK {
 		t.Fatalf("emulate: exit %d\n%s", code, emuErr)
 	}
-	errb.waitFor(t, "BeamNG went silent") // BeamNG's coupling stopped
+	errb.WaitFor(t, "BeamNG went silent") // BeamNG's coupling stopped
 	run.Process.Signal(os.Interrupt)
 	code := waitExit(t, run, 30*time.Second, "run after SIGINT")
 	var s map[string]any

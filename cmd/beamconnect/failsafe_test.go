@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"beamconnect/internal/eventually"
 )
 
 // runFaulty runs `run --json` expecting exit 1, and returns the summary.
@@ -59,7 +61,7 @@ func TestRecordRefusals(t *testing.T) {
 		{[]string{rig, "--record", notes}, "not a recording"},
 	} {
 		t.Run(argsName(tt.args[1:]), func(t *testing.T) {
-			_, errOut, code := exec(t, nil, append([]string{"run", "--emulate", "--duration", "1s"}, tt.args...)...)
+			_, errOut, code := exec(t, nil, append([]string{"run", "--emulate", "--free-running", "--sim-duration", "1s"}, tt.args...)...)
 			if code != exitFailed || !strings.Contains(errOut, tt.want) {
 				t.Errorf("%v: exit %d, want 1 and %q:\n%s", tt.args, code, tt.want, errOut)
 			}
@@ -79,7 +81,7 @@ func TestRecordFullDisk(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	s, errOut := runFaulty(t, pedals, "--emulate", "--free-running", "--duration", "1s", "--record", "/dev/full", "--force")
+	s, errOut := runFaulty(t, pedals, "--emulate", "--free-running", "--sim-duration", "1s", "--record", "/dev/full", "--force")
 	if s["messages"].(float64) < 100 || s["record_lost"].(float64) < 1 || !strings.Contains(s["record_error"].(string), "no space left") {
 		t.Errorf("summary %v", s)
 	}
@@ -90,7 +92,9 @@ func TestRecordFullDisk(t *testing.T) {
 
 // The client port busy at start. The bind is retried
 // with backoff, each failure logged with a hint, and a run that never
-// connected exits 1 (before: status 4 for ever, exit 0).
+// connected exits 1 (before: status 4 for ever, exit 0). The run ends when
+// it gives up the bind, after --bind-timeout: by then it tried at 0,
+// 250 ms and 750 ms.
 func TestRunPortBusy(t *testing.T) {
 	busy, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {
@@ -100,7 +104,7 @@ func TestRunPortBusy(t *testing.T) {
 	rig := filepath.Join(t.TempDir(), "rig.json")
 	os.WriteFile(rig, []byte(fmt.Sprintf(`{"version": 2, "outputs": [{"ports": [[{"propertyName": "groundspeed"}]]}],
 		"beamng": {"localPort": %d}}`, busy.LocalAddr().(*net.UDPAddr).Port)), 0o644)
-	s, errOut := runFaulty(t, rig, "--duration", "1200ms")
+	s, errOut := runFaulty(t, rig, "--bind-timeout", "1s")
 	if s["connected"] != false || s["bind_failures"].(float64) < 2 || s["status_at_end"] != 4.0 {
 		t.Errorf("summary %v", s)
 	}
@@ -121,11 +125,10 @@ func TestRecordSurvivesSIGKILL(t *testing.T) {
 	}
 	// 1 s simulated in a blink, then BeamNG's pause: kill it once the 200
 	// messages before the pause are on disk (or never, and the test says so).
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(rec); strings.Count(string(b), "\n") >= 201 {
-			break
-		}
-	}
+	eventually.True(time.Minute, func() bool {
+		b, _ := os.ReadFile(rec)
+		return bytes.Count(b, []byte("\n")) >= 201
+	})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	b, _ := os.ReadFile(rec)

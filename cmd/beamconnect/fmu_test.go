@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/recording/recordingtest"
 )
 
 // fmuRig writes the cruise-pedals rig with an FMU as its model, beside
@@ -60,13 +61,13 @@ func TestRunFMUHoldsSpeed(t *testing.T) {
 				c[0].Setpoint != "setSpeed (model parameter)" || c[0].Value != 20 || c[0].Verdict != "good" {
 				t.Errorf("control %+v", r.Control)
 			}
-			if v := lastValue(t, rec, "setpoint:out1.groundspeed"); v != 20 {
+			if v := recordingtest.Last(t, rec, "setpoint:out1.groundspeed"); v != 20 {
 				t.Errorf("the recorded setpoint %v, want 20", v)
 			}
 			if r.Model != "fmu" || r.Messages != 2000 || r.Replies != r.Messages || r.Emulator == nil || r.Emulator.Stalls != 0 {
 				t.Errorf("summary %+v\n%s", r, errOut)
 			}
-			if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+			if v := recordingtest.Last(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 				t.Errorf("speed at the end %v m/s, want the set speed 20\n%s", v, errOut)
 			}
 		})
@@ -575,7 +576,7 @@ func TestRunFMUInputsClamped(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, errOut)
 	}
-	if g := lastValue(t, rec, "out3.gear"); g < 4 {
+	if g := recordingtest.Last(t, rec, "out3.gear"); g < 4 {
 		t.Fatalf("the car reached gear %v only\n%s", g, errOut)
 	}
 	clamped, _ := s["inputs_clamped"].(float64)

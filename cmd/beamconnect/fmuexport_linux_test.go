@@ -1,13 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"beamconnect/internal/eventually"
 )
 
 // The coupling does not outlive the master: killed outright (SIGKILL, no
@@ -24,13 +26,11 @@ func TestExportedFMUEndsWithItsMaster(t *testing.T) {
 	bound := m.out.waitLine(t, waiting, 1, m.done)[1]
 	em := emulate(t, e, bound, listen.String(), 1000, "--client-gone", "1s") // it stops once nobody answers
 	// Coupled a while: the recording (flushed every 250 ms) has rows.
-	for guard := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if data, _ := os.ReadFile(rec); strings.Count(string(data), "\n") > 100 {
-			break
-		}
-		if time.Now().After(guard) {
-			t.Fatalf("no rows recorded within a minute:\n%s", m.out)
-		}
+	if !eventually.True(time.Minute, func() bool {
+		data, _ := os.ReadFile(rec)
+		return bytes.Count(data, []byte("\n")) > 100
+	}) {
+		t.Fatalf("no rows recorded within a minute:\n%s", m.out)
 	}
 	child := filepath.Join(m.dir, "binaries", "linux64", "beamconnect")
 	if len(processesOf(t, child)) != 1 {
@@ -38,10 +38,9 @@ func TestExportedFMUEndsWithItsMaster(t *testing.T) {
 	}
 	m.cmd.Process.Signal(syscall.SIGKILL)
 	<-m.done
-	for guard := time.Now().Add(time.Minute); len(processesOf(t, child)) > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(guard) {
-			t.Fatal("the FMU's child process outlived its master by a minute")
-		}
+	// (Not this process's child: nothing tells of its end.)
+	if !eventually.True(time.Minute, func() bool { return len(processesOf(t, child)) == 0 }) {
+		t.Fatal("the FMU's child process outlived its master by a minute")
 	}
 	em.summary(t)
 	got := byID(readTable(t, filepath.Join(em.logs, "simulinkReceiveLog.csv")))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/zip"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,12 +19,13 @@ import (
 	"time"
 
 	"beamconnect/beamng"
-	"beamconnect/config"
 	"beamconnect/fmu"
 	"beamconnect/fmuexport"
 	"beamconnect/fmuexport/testmaster"
 	"beamconnect/internal/wine"
 	"beamconnect/ports"
+	"beamconnect/config/configtest"
+	"beamconnect/recording/recordingtest"
 )
 
 // exported is an FMU `fmu export` wrote, and what it was made of.
@@ -64,18 +64,7 @@ func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
-func planOf(t *testing.T, file string) *ports.Plan {
-	t.Helper()
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := config.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan
-}
+func planOf(t *testing.T, file string) *ports.Plan { return configtest.Plan(t, file) }
 
 // unpack unpacks an FMU into a new folder, as a master does.
 func unpack(t *testing.T, file string) string {
@@ -211,36 +200,7 @@ func (em *emulatedBeamNG) summary(t *testing.T) map[string]any {
 // table is a CSV file as rows of named values.
 type table []map[string]float64
 
-func readTable(t *testing.T, file string) table {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	r.FieldsPerRecord = -1
-	recs, err := r.ReadAll()
-	if err != nil || len(recs) < 2 {
-		t.Fatalf("%s: %v (%d rows)", file, err, len(recs))
-	}
-	var out table
-	for _, rec := range recs[1:] {
-		row := map[string]float64{}
-		for i, v := range rec {
-			if i >= len(recs[0]) {
-				break
-			}
-			name := recs[0][i]
-			if _, dup := row[name]; dup {
-				name = "#" + name // fmusim's own time column, then a variable of that name
-			}
-			row[name], _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-		out = append(out, row)
-	}
-	return out
-}
+func readTable(t *testing.T, file string) table { return recordingtest.Rows(t, file) }
 
 // logColumn names the column of BeamNG's debug log that carries port
 // element e of a direction: its bank reference (Gen 1) or its CSV row

@@ -17,6 +17,7 @@ import (
 
 	"beamconnect/fmu/fmi"
 	"beamconnect/fmu/testfmu"
+	"beamconnect/internal/eventually"
 	"beamconnect/internal/proctree"
 )
 
@@ -143,17 +144,12 @@ func pids(t *testing.T, file, what string) []int {
 }
 
 // gone waits for a process to end, up to a bound only one left running
-// reaches.
+// reaches. (It is not this process's child: nothing tells of its end.)
 func gone(t *testing.T, pid int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for proctree.Alive(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("the %s (pid %d) is still running 10 s after the run ended", what, pid)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually.True(10*time.Second, func() bool { return !proctree.Alive(pid) }) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the %s (pid %d) is still running 10 s after the run ended", what, pid)
 	}
 }
 
@@ -169,7 +165,9 @@ func TestRunFMUPrintingToStdout(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rig := fmuRig(t, testfmu.Options{Fault: "print"}, tt.params)
-			s := start(t, nil, false, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s")
+			// Paced: 2 s of BeamNG's time take 2 s, and the host shows
+			// what its FMU prints at most once a second.
+			s := start(t, nil, false, "run", "--json", rig, "--emulate", "--sim-duration", "2s")
 			log := s.wait(t, 60*time.Second)
 			sum := s.summary(t)
 			if s.code != exitOK || sum["model_faults"] != 0.0 || sum["messages"].(float64) < 100 {
@@ -182,13 +180,13 @@ func TestRunFMUPrintingToStdout(t *testing.T) {
 	}
 }
 
-// An FMU that starts a helper process: the run ends at --duration, not
-// when the helper does, and the helper ends with it.
+// An FMU that starts a helper process: the run ends at its end, not when
+// the helper does, and the helper ends with it.
 func TestRunFMUHelperEndsWithTheRun(t *testing.T) {
 	t.Parallel()
 	rig := fmuRig(t, testfmu.Options{Fault: "fork"}, `{ "path": "cruise.fmu" }`)
 	file := filepath.Join(t.TempDir(), "pids")
-	s := start(t, []string{"BEAMCONNECT_TEST_PIDS=" + file}, false, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s")
+	s := start(t, []string{"BEAMCONNECT_TEST_PIDS=" + file}, false, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "2s")
 	log := s.wait(t, 30*time.Second) // the helper sleeps 60 s
 	if sum := s.summary(t); s.code != exitOK || sum["model_faults"] != 0.0 {
 		t.Errorf("exit %d, faults %v\n%s", s.code, sum["model_faults"], log)
@@ -208,7 +206,8 @@ func TestRunFMUHelperEndsWithTheRun(t *testing.T) {
 func TestRunFMUHostCrashAfterFork(t *testing.T) {
 	rig := fmuRig(t, testfmu.Options{Fault: "fork", After: 200}, `{ "path": "cruise.fmu" }`)
 	file := filepath.Join(t.TempDir(), "pids")
-	s := start(t, []string{"BEAMCONNECT_TEST_PIDS=" + file}, false, "run", "--json", rig, "--emulate", "--free-running", "--duration", "20s")
+	// Interrupted: its --duration a bound, should the test end first.
+	s := start(t, []string{"BEAMCONNECT_TEST_PIDS=" + file}, false, "run", "--json", rig, "--emulate", "--free-running", "--duration", "5m")
 	s.waitLog(t, "the FMU's host process ended: SIGSEGV")
 	s.waitLog(t, "the FMU is answering again after its restart")
 	s.cmd.Process.Signal(syscall.SIGINT)
@@ -232,7 +231,8 @@ func TestKilledRunLeavesNoHost(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pids")
 	tmp := t.TempDir()
 	env := []string{"BEAMCONNECT_TEST_PIDS=" + file, "TMPDIR=" + tmp}
-	s := start(t, env, false, "run", rig, "--emulate", "--free-running", "--duration", "60s")
+	// Killed: its --duration a bound, should the test end first.
+	s := start(t, env, false, "run", rig, "--emulate", "--free-running", "--duration", "5m")
 	s.waitLog(t, "FMU fault") // the step has run past the model timeout: it spins
 	hosts := pids(t, file, "host")
 	if len(hosts) != 1 || !proctree.Alive(hosts[0]) {
@@ -249,7 +249,7 @@ func TestKilledRunLeavesNoHost(t *testing.T) {
 	// The next run, with a good FMU, removes the killed run's folder; its
 	// own goes at its end.
 	good := fmuRig(t, testfmu.Options{}, `{ "path": "cruise.fmu" }`)
-	next := start(t, env, false, "run", "--json", good, "--emulate", "--free-running", "--duration", "500ms")
+	next := start(t, env, false, "run", "--json", good, "--emulate", "--free-running", "--sim-duration", "1s")
 	log := next.wait(t, 60*time.Second)
 	if next.code != exitOK {
 		t.Fatalf("exit %d\n%s", next.code, log)
@@ -264,7 +264,8 @@ func TestKilledRunLeavesNoHost(t *testing.T) {
 // Ctrl-C is a clean stop: exit 0, no fault, no restart.
 func TestRunFMUInterruptedFromTheTerminal(t *testing.T) {
 	rig := fmuRig(t, testfmu.Options{}, `{ "path": "cruise.fmu" }`)
-	s := start(t, nil, true, "run", "--json", rig, "--emulate", "--duration", "60s")
+	// Interrupted: its --duration a bound, should the test end first.
+	s := start(t, nil, true, "run", "--json", rig, "--emulate", "--duration", "5m")
 	s.waitLog(t, "is=connected")
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGINT)
 	log := s.wait(t, 30*time.Second)
@@ -284,14 +285,14 @@ func TestRunFMUInterruptedFromTheTerminal(t *testing.T) {
 // In its child process, it is a model fault like a crash.
 func TestRunFMUCallsExit(t *testing.T) {
 	rig := fmuRig(t, testfmu.Options{Fault: "exit", After: 100}, `{ "path": "cruise.fmu", "inProcess": true }`)
-	s := start(t, nil, false, "run", "--json", rig, "--emulate", "--free-running", "--duration", "5s")
+	s := start(t, nil, false, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "5s")
 	log := s.wait(t, 60*time.Second)
 	if s.code != fmi.ExitStatus || s.stdout.Len() != 0 || !strings.Contains(log, "the FMU called exit(0)") {
 		t.Errorf("in process: exit %d, stdout %q\n%s", s.code, s.stdout.String(), log)
 	}
 
 	rig = fmuRig(t, testfmu.Options{Fault: "exit", After: 100}, `{ "path": "cruise.fmu", "restart": false }`)
-	s = start(t, nil, false, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s")
+	s = start(t, nil, false, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "2s")
 	log = s.wait(t, 60*time.Second)
 	if s.code != exitFailed || !strings.Contains(log, "the FMU's host process ended: fatal error: the FMU called exit(0)") {
 		t.Errorf("in its child process: exit %d\n%s", s.code, log)

@@ -13,6 +13,7 @@ import (
 
 	"beamconnect/beamng"
 	"beamconnect/beamng/beamngtest"
+	"beamconnect/recording/recordingtest"
 )
 
 const gen2Fleet = "../../examples/gen2-follow.json"
@@ -169,10 +170,10 @@ func TestRunGen2CruiseTorque(t *testing.T) {
 	if r.Messages != 1200 || r.Replies != r.Messages || r.Emulator == nil || r.Emulator.Stalls != 0 {
 		t.Errorf("summary %+v\n%s", r, errOut)
 	}
-	if v := lastValue(t, rec, "out1.vehicleGroundSpeed"); v < 14.5 || v > 15.5 {
+	if v := recordingtest.Last(t, rec, "out1.vehicleGroundSpeed"); v < 14.5 || v > 15.5 {
 		t.Errorf("speed at the end %v, want the set speed 15", v)
 	}
-	if v := lastValue(t, rec, "in1.brakingTorqueRL"); v > 0 {
+	if v := recordingtest.Last(t, rec, "in1.brakingTorqueRL"); v > 0 {
 		t.Errorf("braking torque %v: braking is sent negative", v)
 	}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The live page answers only to this machine's names: a request for
@@ -16,28 +14,13 @@ import (
 // localhost or for a name --http-host gives is answered.
 func TestLivePageRefusesOtherHosts(t *testing.T) {
 	parallelOffWine(t)
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- run([]string{"run", pedals, "--emulate", "--duration", "4s", "--http", "127.0.0.1:0", "--http-host", "Rig-PC.lab"},
-			env{stdout: io.Discard, stderr: pw, lookupEnv: func(string) (string, bool) { return "", false }})
-		pw.Close()
-	}()
-	urls := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`http://127\.0\.0\.1:(\d+)/`)
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := re.FindString(sc.Text()); m != "" && len(urls) == 0 {
-				urls <- m
-			}
-		}
-	}()
-	var page string
-	select {
-	case page = <-urls:
-	case <-time.After(20 * time.Second):
-		t.Fatal("run --http never said where its page is")
+	// The page is asked while the run goes on; then it is stopped, as
+	// Ctrl-C stops it.
+	p := startInProcess(t, "run", pedals, "--emulate", "--http", "127.0.0.1:0", "--http-host", "Rig-PC.lab")
+	p.stderr.WaitFor(t, "http://127.0.0.1:")
+	page := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(p.stderr.String())
+	if page == "" {
+		t.Fatalf("run --http never said where its page is:\n%s", &p.stderr)
 	}
 	port := strings.TrimSuffix(page[strings.LastIndexByte(strings.TrimSuffix(page, "/"), ':')+1:], "/")
 	for _, tt := range []struct {
@@ -66,7 +49,9 @@ func TestLivePageRefusesOtherHosts(t *testing.T) {
 			}
 		})
 	}
-	if code := <-done; code != exitOK {
-		t.Errorf("the run: exit %d", code)
+	p.stderr.WaitFor(t, "is=connected") // stopped before it connected, a run has failed
+	p.stop()
+	if code := p.wait(t); code != exitOK {
+		t.Errorf("the run: exit %d\n%s", code, &p.stderr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"beamconnect/fmu/testfmu"
 	"beamconnect/models/exectest"
+	"beamconnect/recording/recordingtest"
 )
 
 // runBinaryJSON runs the built binary with args and returns its --json
@@ -77,34 +78,17 @@ func jitterRig(t *testing.T, inProcess bool) string {
 // the controls came from).
 func whose(t *testing.T, rec string) (own, neutral int, stale [][2]float64) {
 	t.Helper()
-	f, err := os.Open(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("recording: %v, %d rows", err, len(rows))
-	}
-	col := map[string]int{}
-	for i, name := range rows[0] {
-		name, _, _ = strings.Cut(name, " [") // the unit, where the name does not imply it
-		col[name] = i
-	}
-	if _, ok := col["in3.speedUsed"]; !ok {
+	rows := recordingtest.Rows(t, rec)
+	if _, ok := rows[0]["in3.speedUsed"]; !ok {
 		t.Fatalf("no column in3.speedUsed (custom1, named after the FMU's output) in %v", rows[0])
 	}
 	first := math.NaN()
-	for _, row := range rows[1:] {
-		if row[0] == "time" {
-			continue // a header again: there is no reload here
-		}
-		id, _ := strconv.ParseFloat(row[col["id"]], 64)
-		used, err := strconv.ParseFloat(row[col["in3.speedUsed"]], 64)
+	for _, row := range rows {
+		id, used := row["id"], row["in3.speedUsed"]
 		if first != first {
 			first = id
 		}
-		if err != nil || used != used {
+		if used != used {
 			neutral++ // NaN: the neutral reply leaves custom1 to BeamNG
 			continue
 		}
@@ -205,35 +189,6 @@ func execRig(t *testing.T, script ...string) string {
 	return rig
 }
 
-// column reads a recording's column, a value per row.
-func column(t *testing.T, rec, name string) []float64 {
-	t.Helper()
-	f, err := os.Open(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("recording: %v, %d rows", err, len(rows))
-	}
-	c := -1
-	for i, n := range rows[0] {
-		if n == name {
-			c = i
-		}
-	}
-	if c < 0 {
-		t.Fatalf("no column %s in %v", name, rows[0])
-	}
-	var out []float64
-	for _, row := range rows[1:] {
-		v, _ := strconv.ParseFloat(row[c], 64)
-		out = append(out, v)
-	}
-	return out
-}
-
 // A program that floors the throttle and then answers nan (its state gone
 // NaN) faults: BeamNG gets neutral controls from the first NaN on, each
 // counted as non_finite, the fault is logged with the control's name, and
@@ -260,7 +215,7 @@ func TestRunExecNaNIsAFault(t *testing.T) {
 		}
 		// BeamNG's own throttle (it sends what it applies): floored, then
 		// released with the NaNs, never held.
-		applied := column(t, rec, "out2.throttle")
+		applied := recordingtest.Column(t, rec, "out2.throttle")
 		held := 0
 		for _, v := range applied[110:] {
 			if v == 1 {
@@ -279,7 +234,7 @@ func TestRunExecNaNIsAFault(t *testing.T) {
 		if s == nil || code != exitOK || s["non_finite"] != 0.0 || s["neutral_replies"] != 0.0 {
 			t.Fatalf("exit %d, non_finite %v, neutral %v\n%s", code, s["non_finite"], s["neutral_replies"], errOut)
 		}
-		if applied := column(t, rec, "out2.throttle"); applied[len(applied)-1] != 1 {
+		if applied := recordingtest.Column(t, rec, "out2.throttle"); applied[len(applied)-1] != 1 {
 			t.Errorf("BeamNG's throttle %v at the end: want it kept at 1", applied[len(applied)-1])
 		}
 	})
@@ -292,7 +247,9 @@ func TestRunExecNaNIsAFault(t *testing.T) {
 // again after every hang for as long as the run lasted, a thread lost
 // each time, and the summary said only that the model faulted.
 //
-// A run of the wall clock: the restarts' backoff is.
+// The restarts' backoff is of the wall clock: the run is paced, so its 9 s
+// of BeamNG's time last at least 9 s, and the third hang (at 5 s) is the
+// last whatever time follows.
 func TestRunFMUHangingInProcessIsCapped(t *testing.T) {
 	t.Parallel()
 	fmuPath := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{Fault: "hang-2s", After: 1})
@@ -309,7 +266,7 @@ func TestRunFMUHangingInProcessIsCapped(t *testing.T) {
 	}
 	// Hangs at 0, 2 and 5 s (the instances come after 1 s, then 2 s of
 	// backoff), each abandoned a second in; then nothing more.
-	s, errOut, code := runBinaryJSON(t, "run", rig, "--emulate", "--duration", "9s", "--json")
+	s, errOut, code := runBinaryJSON(t, "run", rig, "--emulate", "--sim-duration", "9s", "--json")
 	if s == nil || code != exitFailed {
 		t.Fatalf("exit %d, want %d\n%s", code, exitFailed, errOut)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"beamconnect/config/configtest"
+	"beamconnect/internal/eventually"
 	"beamconnect/recording"
 	"beamconnect/recording/mdf"
 	"beamconnect/recording/mdf/mdftest"
@@ -65,9 +66,7 @@ func TestRecordMDFCruiseReload(t *testing.T) {
 	rec := filepath.Join(dir, "run.mf4")
 	go func() {
 		// Once rows are on disk, log the fuel as well.
-		for deadline := time.Now().Add(10 * time.Second); mdfRows(rec) < 20 && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually.True(time.Minute, func() bool { return mdfRows(rec) >= 20 })
 		os.WriteFile(rig, []byte(strings.Replace(string(src), `{ "propertyName": "gear" }`, `{ "propertyName": "gear" }, { "propertyName": "fuel" }`, 1)), 0o644)
 	}()
 	// Paced, so that the reload lands while the run goes on; 2 s of
@@ -127,7 +126,7 @@ func TestRecordMDFCruiseReload(t *testing.T) {
 // A two-vehicle run's recording names both vehicles' channel groups.
 func TestRecordMDFFleet(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "follow.mf4")
-	if _, errOut, code := exec(t, nil, "run", "../../examples/follow.json", "--emulate", "--duration", "1s", "--record", rec); code != exitOK {
+	if _, errOut, code := exec(t, nil, "run", "../../examples/follow.json", "--emulate", "--free-running", "--sim-duration", "1s", "--record", rec); code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	dump := mdftest.Agree(t, rec)
@@ -149,7 +148,7 @@ func TestRecordMDFFleet(t *testing.T) {
 func TestConvert(t *testing.T) {
 	dir := t.TempDir()
 	csvFile, mf4, back := filepath.Join(dir, "run.csv"), filepath.Join(dir, "run.mf4"), filepath.Join(dir, "back.csv")
-	if _, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--duration", "500ms", "--record", csvFile); code != exitOK {
+	if _, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--sim-duration", "1s", "--record", csvFile); code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	for _, args := range [][]string{{csvFile, mf4}, {mf4, back}} {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/internal/eventually"
 	"beamconnect/recording/mdf/mdftest"
 )
 
@@ -23,10 +24,7 @@ func TestRecordMDFKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := 0
-	for deadline := time.Now().Add(20 * time.Second); seen < 100 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		seen = mdfRows(rec)
-	}
+	eventually.True(time.Minute, func() bool { seen = mdfRows(rec); return seen >= 100 })
 	cmd.Process.Kill() // SIGKILL: no deferred code, no finalizing
 	cmd.Wait()
 	if seen < 100 {

@@ -13,7 +13,7 @@ import (
 func TestPlotCommand(t *testing.T) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "run.csv")
-	if _, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1s", "--record", rec); code != exitOK {
+	if _, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--sim-duration", "1s", "--record", rec); code != exitOK {
 		t.Fatalf("run: %d\n%s", code, errOut)
 	}
 	if _, errOut, code := exec(t, nil, "plot", rec); code != exitOK || !strings.Contains(errOut, "wrote "+filepath.Join(dir, "run.svg")) {

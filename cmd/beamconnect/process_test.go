@@ -12,7 +12,9 @@ import (
 )
 
 // The real binary, interrupted while BeamNG's side waits in a 2 s blocking
-// receive for a client that never comes, exits at once with its summary.
+// receive for a client that never comes, exits at once with its summary:
+// before that wait ends, so no stall is counted (the wall clock only bounds
+// a hang).
 func TestEmulateInterrupted(t *testing.T) {
 	bin := binary(t)
 	// The client never answers, but it listens: its first datagram says
@@ -38,9 +40,16 @@ func TestEmulateInterrupted(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
-	if took := time.Since(sent); err != nil || took > time.Second {
-		t.Fatalf("exit %v after %v\n%s", err, took, stderr.String())
+	ended := make(chan error, 1)
+	go func() { ended <- cmd.Wait() }()
+	select {
+	case err = <-ended:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("still running a minute after Ctrl-C\n%s", stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("exit %v after %v\n%s", err, time.Since(sent), stderr.String())
 	}
 	var sum map[string]float64
 	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"beamconnect/internal/logtest"
 )
 
 // openPTY opens a pseudo-terminal of cols columns: the master, read as a
@@ -63,8 +65,8 @@ type terminal struct {
 	lines    []string // finished lines
 	cur      []rune
 	col      int
-	statuses []string // each line erased and redrawn without a newline
-	raw      bytes.Buffer
+	statuses []string       // each line erased and redrawn without a newline
+	raw      logtest.Buffer // what was written, to wait on (await)
 }
 
 func (tm *terminal) Write(p []byte) (int, error) {
@@ -113,6 +115,14 @@ func (tm *terminal) screen() []string {
 	return append(append([]string(nil), tm.lines...), string(tm.cur))
 }
 
+// await waits until ok says the terminal shows what is waited for, looking
+// again at each write, up to a minute (a bound only a hang reaches), and
+// reports whether it did. (ok reads the screen, which the write that woke
+// it has drawn by then: it waits for the terminal's lock.)
+func (tm *terminal) await(ok func() bool) bool {
+	return tm.raw.Until(time.Minute, func(string) bool { return ok() })
+}
+
 func (tm *terminal) statusLines() []string {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
@@ -120,9 +130,9 @@ func (tm *terminal) statusLines() []string {
 }
 
 // runInPTY runs beamconnect in dir with its stdout and stderr on a
-// terminal of cols columns, during running alongside, and returns the
-// terminal and the exit status.
-func runInPTY(t *testing.T, cols int, dir string, during func(tm *terminal), args ...string) (*terminal, int) {
+// terminal of cols columns, during running alongside (stop stops the run
+// as Ctrl-C does), and returns the terminal and the exit status.
+func runInPTY(t *testing.T, cols int, dir string, during func(tm *terminal, stop func()), args ...string) (*terminal, int) {
 	t.Helper()
 	m, s := openPTY(t, cols)
 	cmd := osexec.Command(binary(t), args...)
@@ -138,7 +148,7 @@ func runInPTY(t *testing.T, cols int, dir string, during func(tm *terminal), arg
 	s.Close() // the child has it; the master reads EOF (EIO) once it exits
 	stop := make(chan struct{})
 	if during != nil {
-		go func() { during(tm); close(stop) }()
+		go func() { during(tm, func() { cmd.Process.Signal(os.Interrupt) }); close(stop) }()
 	} else {
 		close(stop)
 	}
@@ -184,13 +194,21 @@ func TestTerminalOf80Columns(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(cfg, orig, 0o644)
-	tm, code := runInPTY(t, 80, dir, func(tm *terminal) {
-		// Once the status line shows, edit a parameter.
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(tm.statusLines()) < 4; {
-			time.Sleep(50 * time.Millisecond)
-		}
+	tm, code := runInPTY(t, 80, dir, func(tm *terminal, stop func()) {
+		// Once the status line shows, edit a parameter; once the reload
+		// is said and the status line drawn again, stop the run. (Its
+		// --duration is a bound, should the test end first.)
+		tm.await(func() bool { return len(tm.statusLines()) >= 4 })
 		os.WriteFile(cfg, bytes.Replace(orig, []byte(`"setSpeed": 20`), []byte(`"setSpeed": 22`), 1), 0o644)
-	}, "run", "rig.json", "--emulate", "--duration", "6s")
+		var drawn int
+		tm.await(func() bool {
+			if drawn == 0 && strings.Contains(strings.Join(tm.screen(), "\n"), "setSpeed 20 → 22") {
+				drawn = len(tm.statusLines())
+			}
+			return drawn > 0 && len(tm.statusLines()) >= drawn+2
+		})
+		stop()
+	}, "run", "rig.json", "--emulate", "--duration", "5m")
 	screen := tm.screen()
 	shown := strings.Join(screen, "\n")
 	if code != 0 {
@@ -256,7 +274,15 @@ func TestTerminalOf80Columns(t *testing.T) {
 // faults begin with it, its fix included.
 func TestTerminalSaysTheDiagnosis(t *testing.T) {
 	t.Parallel()
-	tm, code := runInPTY(t, 80, "../..", nil, "run", "examples/cruise-pedals.json", "--emulate", "--duration", "12s", "--fault", "drop-replies=1")
+	// Once the status line has said the diagnosis a few times, the run is
+	// stopped. (Its --duration is a bound, should the test end first.)
+	tm, code := runInPTY(t, 80, "../..", func(tm *terminal, stop func()) {
+		tm.await(func() bool {
+			ss := tm.statusLines()
+			return len(ss) >= 3 && strings.HasPrefix(ss[len(ss)-3], "REPLIES DO NOT REACH BeamNG")
+		})
+		stop()
+	}, "run", "examples/cruise-pedals.json", "--emulate", "--duration", "5m", "--fault", "drop-replies=1")
 	shown := strings.Join(tm.screen(), "\n")
 	if code != exitFailed {
 		t.Fatalf("exit %d:\n%s", code, shown)

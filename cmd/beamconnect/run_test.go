@@ -2,18 +2,17 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"beamconnect/models/kinds"
+	"beamconnect/recording/recordingtest"
 )
 
 type runResult struct {
@@ -43,28 +42,6 @@ func runJSON(t *testing.T, args ...string) (runResult, string) {
 	return r, errOut
 }
 
-// lastValue reads a column's last value from a recording.
-func lastValue(t *testing.T, file, column string) float64 {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("recording: %v, %d rows", err, len(rows))
-	}
-	for i, name := range rows[0] {
-		if name == column {
-			v, _ := strconv.ParseFloat(rows[len(rows)-1][i], 64)
-			return v
-		}
-	}
-	t.Fatalf("no column %q in %v", column, rows[0])
-	return 0
-}
-
 // run --emulate --free-running: 10 s of simulation at BeamNG's 5 ms, every
 // message answered and recorded, the car at the set speed at the end.
 func TestRunEmulated(t *testing.T) {
@@ -80,7 +57,7 @@ func TestRunEmulated(t *testing.T) {
 			t.Errorf("status change %q not logged", want)
 		}
 	}
-	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+	if v := recordingtest.Last(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 		t.Errorf("recorded speed at the end %v, want the set speed 20", v)
 	}
 	b, _ := os.ReadFile(rec)
@@ -97,7 +74,7 @@ func TestRunModelOverride(t *testing.T) {
 	if r.Model != "hold" || r.Messages != 200 {
 		t.Errorf("%+v", r)
 	}
-	if v := lastValue(t, rec, "out1.groundspeed"); v != 0 {
+	if v := recordingtest.Last(t, rec, "out1.groundspeed"); v != 0 {
 		t.Errorf("a logger moved the car to %v m/s", v)
 	}
 }
@@ -142,12 +119,12 @@ func TestRunExecPython(t *testing.T) {
 	if !strings.Contains(errOut, "the model program echoes its requests' times") {
 		t.Errorf("the example does not echo its requests' times:\n%s", errOut)
 	}
-	if v := lastValue(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
+	if v := recordingtest.Last(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 		t.Errorf("speed at the end %v, want 20", v)
 	}
 	// The values the program names and appends are recorded under its
 	// names and units.
-	if v := lastValue(t, rec, "model.speedError [m/s]"); v < -1 || v > 1 {
+	if v := recordingtest.Last(t, rec, "model.speedError [m/s]"); v < -1 || v > 1 {
 		t.Errorf("the program's speed error at the end %v, want about 0", v)
 	}
 }
@@ -202,7 +179,7 @@ func TestRunExecCountStartsOver(t *testing.T) {
 			if started := strings.Contains(errOut, "the model program is started again to start over"); started == speaks {
 				t.Errorf("speaking reset %v, started again %v:\n%s", speaks, started, errOut)
 			}
-			ids, throttle := column(t, rec, "id"), column(t, rec, "in1.throttle")
+			ids, throttle := recordingtest.Column(t, rec, "id"), recordingtest.Column(t, rec, "in1.throttle")
 			for i := 1; i+1 < len(ids); i++ {
 				if ids[i] < ids[i-1] {
 					before, after, next := throttle[i-1], throttle[i], throttle[i+1]
@@ -241,7 +218,8 @@ func execExample(t *testing.T, name string) string {
 
 // run --json reports simulated and wall time and, as master, the pacing.
 //
-// A run of the wall clock: what it checks is the pacing.
+// The run is 2 s of BeamNG's time; as master, beamconnect paces it, so it
+// takes at least 2 s of the wall clock: what it checks is the pacing.
 func TestRunMasterSummary(t *testing.T) {
 	t.Parallel()
 	rig := filepath.Join(t.TempDir(), "master.json")
@@ -249,7 +227,7 @@ func TestRunMasterSummary(t *testing.T) {
 		"outputs": [{"ports": [[{"propertyName": "groundspeed"}]]}],
 		"inputs": [{"timeSyncMode": "absolute", "ports": [[{"propertyName": "throttle"}, {"propertyName": "brake"}]]}],
 		"beamng": {"model": "cruise-pedals"}}`), 0o644)
-	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--duration", "2s")
+	out, errOut, code := exec(t, nil, "run", "--json", rig, "--emulate", "--free-running", "--sim-duration", "2s")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
@@ -260,7 +238,7 @@ func TestRunMasterSummary(t *testing.T) {
 	sim, wall := s["sim_s"].(float64), s["wall_s"].(float64)
 	// As master, beamconnect paces a BeamNG that would run as fast as it
 	// can: simulated time never gets ahead of the wall clock (free, this
-	// rig simulates over 100 s in 2). How far behind it stays is the
+	// rig simulates 2 s in a few hundredths). How far behind it stays is the
 	// machine's load (start-up is not paced; two busy loops beside the
 	// test left it 0.35 s behind), not the pacing's: the pacing error is
 	// reported beside it.
@@ -294,7 +272,7 @@ func TestRunHTTPAddress(t *testing.T) {
 		{"a taken port", busy.Addr().String(), "--http: cannot serve the live page: " + inUse.Error()},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--duration", "1s", "--http", tt.addr)
+			_, errOut, code := exec(t, nil, "run", "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--sim-duration", "1s", "--http", tt.addr)
 			if code != exitUsage || !strings.Contains(errOut, tt.want) {
 				t.Errorf("--http %s: exit %d\n%s\nwant %q", tt.addr, code, errOut, tt.want)
 			}

@@ -3,19 +3,20 @@
 package main
 
 import (
-	"encoding/csv"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"beamconnect/fmu/testfmu"
+	"beamconnect/internal/eventually"
+	"beamconnect/recording/recordingtest"
 )
 
 // The Model Exchange FMUs as a user runs them: the binary against an
@@ -70,29 +71,6 @@ func valuesOnly(t *testing.T, path string) {
 	}
 }
 
-// recordedRows reads a CSV recording: its rows by column name.
-func recordedRows(t *testing.T, file string) (rows []map[string]float64) {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	all, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(all) < 2 {
-		t.Fatalf("recording: %v, %d rows", err, len(all))
-	}
-	for _, line := range all[1:] {
-		row := map[string]float64{}
-		for i, name := range all[0] {
-			name, _, _ = strings.Cut(name, " [") // a model variable's unit
-			row[name], _ = strconv.ParseFloat(line[i], 64)
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
-
 // A derivative that turns NaN at 0.5 s, an output fmin(x, 0.8) that stays
 // a number: BeamNG gets the FMU's 0.8 until then, neutral controls from
 // the step that meets the NaN on (before: 478 replies at 0.8 computed from
@@ -110,7 +88,7 @@ func TestRunMENaNStateFaults(t *testing.T) {
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--sim-duration", "5.1s", "--record", rec)
 			late, before := 0, 0
-			for _, r := range recordedRows(t, rec) {
+			for _, r := range recordingtest.Rows(t, rec) {
 				// The reply to message id carries the FMU at (id + 1) × 5 ms.
 				switch end := (r["id"] + 1) * 0.005; {
 				case end <= 0.4951 && r["in1.y"] != 0.8:
@@ -153,7 +131,7 @@ func TestRunMEUnstableStepFaults(t *testing.T) {
 			rig := meRig(t, path, 5, tt.params+`, "outputs": { "x": "throttle" }`, 0, 0)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			s, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--sim-duration", "5.1s", "--record", rec)
-			rows := recordedRows(t, rec)
+			rows := recordingtest.Rows(t, rec)
 			for _, r := range rows {
 				if r["in1.x"] != 0 {
 					t.Fatalf("message %v: throttle %v from an unstable step", r["id"], r["in1.x"])
@@ -185,29 +163,13 @@ func fmusim(t *testing.T) string {
 // any event, by the time's multiple of period.
 func referenceAt(t *testing.T, file, column string, period float64) map[int64]float64 {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	all, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(all) < 2 {
-		t.Fatalf("%s: %v", file, err)
-	}
-	at := -1
-	for i, name := range all[0] {
-		if name == column {
-			at = i
-		}
-	}
-	if at < 0 {
-		t.Fatalf("%s has no column %q: %v", file, column, all[0])
+	rows := recordingtest.Rows(t, file)
+	if _, ok := rows[0][column]; !ok {
+		t.Fatalf("%s has no column %q", file, column)
 	}
 	out := map[int64]float64{}
-	for _, line := range all[1:] {
-		tm, _ := strconv.ParseFloat(line[0], 64)
-		v, _ := strconv.ParseFloat(line[at], 64)
-		out[int64(math.Round(tm/period))] = v // a later row at the same time: after its event
+	for _, r := range rows {
+		out[int64(math.Round(r["time"]/period))] = r[column] // a later row at the same time: after its event
 	}
 	return out
 }
@@ -242,7 +204,7 @@ func TestRunMETimeEventsOnTheirMessage(t *testing.T) {
 			valuesOnly(t, rig)
 			rec := filepath.Join(t.TempDir(), "run.csv")
 			run, out, errb := startProcess(t, "run", "--json", rig, "--record", rec)
-			errb.waitFor(t, "waiting for BeamNG")
+			errb.WaitFor(t, "waiting for BeamNG")
 			// 6 s at 10 ms: 600 messages, each answered before the next.
 			emu, emuOut, emuErr := startProcess(t, "emulate", "--json", "--config", rig, "--steps", "12000", "--free-running")
 			if code := waitExit(t, emu, 60*time.Second, "emulate"); code != exitOK {
@@ -253,13 +215,11 @@ func TestRunMETimeEventsOnTheirMessage(t *testing.T) {
 				t.Fatalf("emulate sent %d: %v\n%s", em.Sent, err, emuOut)
 			}
 			// Every answered message is on disk within 250 ms of its reply.
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				if b, _ := os.ReadFile(rec); strings.Count(string(b), "\n") >= em.Sent {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the recording does not hold the %d replies\n%s", em.Sent, errb)
-				}
+			if !eventually.True(30*time.Second, func() bool {
+				b, _ := os.ReadFile(rec)
+				return bytes.Count(b, []byte("\n")) >= em.Sent
+			}) {
+				t.Fatalf("the recording does not hold the %d replies\n%s", em.Sent, errb)
 			}
 			run.Process.Signal(os.Interrupt)
 			waitExit(t, run, 30*time.Second, "run after SIGINT")
@@ -270,7 +230,7 @@ func TestRunMETimeEventsOnTheirMessage(t *testing.T) {
 			if err := json.Unmarshal([]byte(out.String()), &s); err != nil || s.ModelFaults != 0 || s.SolverEvents < 5 {
 				t.Errorf("summary: %v, model faults %d, solver events %d\n%s", err, s.ModelFaults, s.SolverEvents, errb)
 			}
-			rows := recordedRows(t, rec)
+			rows := recordingtest.Rows(t, rec)
 			var wrong []string
 			for _, r := range rows {
 				end := int64(r["id"]) + 1 // the message's step ends at (id + 1) × 10 ms
@@ -343,7 +303,7 @@ func TestRunMEReferenceFMUs(t *testing.T) {
 			}
 			compared := 0
 			var wrong []string
-			for _, r := range recordedRows(t, rec) {
+			for _, r := range recordingtest.Rows(t, rec) {
 				end := int64(r["id"]) + 1
 				if ref, ok := want[end]; ok && float64(end)*period < 9-period/2 {
 					compared++
@@ -365,7 +325,7 @@ func TestRunMEReferenceFMUs(t *testing.T) {
 		}
 		os.WriteFile(path, b, 0o644)
 		rig := meRig(t, path, 10, `"solver": "rk4", "outputs": { "y1": "custom1" }`, 0, 0)
-		_, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--duration", "1s")
+		_, errOut := runFaulty(t, rig, "--emulate", "--free-running", "--sim-duration", "1s")
 		if !strings.Contains(errOut, "the rk4 solver's step of 10 ms from t = 0 s is unstable for the model") ||
 			!strings.Contains(errOut, "or the solver to dopri5") || strings.Contains(errOut, "a state event was stepped over") {
 			t.Errorf("%s", errOut)
@@ -418,7 +378,7 @@ func TestRunCSReferenceFMUs(t *testing.T) {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 			}
 			compared, worst := 0, 0.0
-			for _, r := range recordedRows(t, rec) {
+			for _, r := range recordingtest.Rows(t, rec) {
 				id := int64(r["id"])
 				end := (id/tt.every + 1) * tt.every // the end of the FMU's step this message's reply carries
 				ref, ok := want[end]

@@ -77,9 +77,9 @@ func TestStderrReaderGone(t *testing.T) {
 		bufio.NewReader(r).ReadString('\n')
 		r.Close()
 	}
-	sum, st, took := runWithStderr(t, w, readOneLineThenExit, 15*time.Second,
-		"run", "--json", pedals, "--emulate", "--duration", "1500ms")
-	t.Logf("--duration 1500ms with stderr's reader gone: exit %d after %v, %v messages, healthy %v",
+	sum, st, took := runWithStderr(t, w, readOneLineThenExit, time.Minute,
+		"run", "--json", pedals, "--emulate", "--sim-duration", "1500ms")
+	t.Logf("--sim-duration 1500ms with stderr's reader gone: exit %d after %v, %v messages, healthy %v",
 		st.ExitCode(), took.Round(time.Millisecond), sum["messages"], sum["healthy"])
 	if sum["messages"].(float64) < 100 || sum["connected"] != true {
 		t.Errorf("the coupling did not run on: %v", sum)
@@ -89,8 +89,8 @@ func TestStderrReaderGone(t *testing.T) {
 
 // Fault matrix, "stderr reader stuck": the log's reader stops reading (a
 // stopped pager, a terminal on Ctrl-S, a hung log shipper) and the pipe is
-// full. A log call must not block the coupling: --duration still ends the
-// run and the summary comes.
+// full. A log call must not block the coupling: the run still ends at its
+// end and the summary comes.
 func TestStderrReaderStuck(t *testing.T) {
 	t.Parallel()
 	r, w, err := os.Pipe()
@@ -99,9 +99,9 @@ func TestStderrReaderStuck(t *testing.T) {
 	}
 	defer r.Close() // open but never read
 	fillPipe(t, w)
-	sum, st, took := runWithStderr(t, w, nil, 15*time.Second,
-		"run", "--json", pedals, "--emulate", "--duration", "3s")
-	t.Logf("--duration 3s with a stuck stderr: exit %d after %v, %v messages, healthy %v",
+	sum, st, took := runWithStderr(t, w, nil, time.Minute,
+		"run", "--json", pedals, "--emulate", "--sim-duration", "3s")
+	t.Logf("--sim-duration 3s with a stuck stderr: exit %d after %v, %v messages, healthy %v",
 		st.ExitCode(), took.Round(time.Millisecond), sum["messages"], sum["healthy"])
 	if sum["messages"].(float64) < 100 || sum["connected"] != true {
 		t.Errorf("the coupling did not run: %v", sum)

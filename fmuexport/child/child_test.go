@@ -2,7 +2,6 @@ package child
 
 import (
 	"context"
-	"encoding/csv"
 	"math"
 	"net/netip"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"beamconnect/ports"
 	"beamconnect/recording"
 	"beamconnect/recording/mdf"
+	"beamconnect/recording/recordingtest"
 )
 
 // TestMain registers the MDF recording format, as beamconnect's main
@@ -293,25 +293,10 @@ type receivedReply struct {
 	value float64
 }
 
-// readCSV reads a whole CSV file, its header first.
-func readCSV(t *testing.T, file string) [][]string {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return rows
-}
-
 // received is every reply BeamNG received, in order, with column col.
 func (r *rig) received(t *testing.T, col string) []receivedReply {
 	t.Helper()
-	recs := readCSV(t, filepath.Join(r.logs, emulator.ReceiveLogName))
+	recs := recordingtest.Read(t, filepath.Join(r.logs, emulator.ReceiveLogName))
 	at := -1
 	for i, h := range recs[0] {
 		if h == col {
@@ -760,7 +745,7 @@ func TestRecording(t *testing.T) {
 // neutral controls from the message that ended the last step on.
 func checkThrottles(t *testing.T, file string, n int) {
 	t.Helper()
-	rows := readCSV(t, file)
+	rows := recordingtest.Read(t, file)
 	if len(rows) != n+1 {
 		t.Fatalf("%s: %d rows; want a header and %d rows", file, len(rows), n)
 	}

@@ -60,7 +60,8 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-// A line never written fails the test after 2 s, showing what was logged.
+// A line never written fails the test after Bound, showing what was
+// logged.
 func TestWaitForGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b Buffer
@@ -73,7 +74,7 @@ func TestWaitForGivesUp(t *testing.T) {
 			b.WaitFor(tb, "msg=never")
 		}()
 		<-done
-		if d := time.Since(start); d != 2*time.Second || !strings.HasPrefix(tb.msg, `no "msg=never" logged in 2 s:`) || !strings.Contains(tb.msg, "something else") {
+		if d := time.Since(start); d != Bound || !strings.HasPrefix(tb.msg, `"msg=never" not logged 1 times in 1m0s:`) || !strings.Contains(tb.msg, "something else") {
 			t.Errorf("after %v: %q", d, tb.msg)
 		}
 	})
@@ -98,6 +99,46 @@ func TestAwait(t *testing.T) {
 		start = time.Now()
 		if b.Await("msg=tick", 4, 3*time.Second) || time.Since(start) != 3*time.Second || b.Count("msg=tick") != 3 {
 			t.Errorf("Await of a 4th tick of 3: true, or after %v", time.Since(start))
+		}
+	})
+}
+
+// WaitForN waits for the n-th line; "" waits for anything written.
+func TestWaitForN(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b Buffer
+		go func() {
+			for range 3 {
+				time.Sleep(time.Second)
+				b.Logger().Info("tick")
+			}
+		}()
+		start := time.Now()
+		b.WaitFor(t, "")
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("WaitFor of anything returned after %v, want at the first write", d)
+		}
+		b.WaitForN(t, "msg=tick", 3)
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("WaitForN of the 3rd tick returned after %v", d)
+		}
+	})
+}
+
+// Until returns at the write after which what was logged pleases it.
+func TestUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b Buffer
+		go func() {
+			time.Sleep(time.Second)
+			b.Logger().Info("starting")
+			time.Sleep(time.Second)
+			b.Logger().Info("waiting for BeamNG")
+		}()
+		start := time.Now()
+		ready := func(s string) bool { return strings.Contains(s, "waiting for") || strings.Contains(s, "bound=") }
+		if !b.Until(time.Hour, ready) || time.Since(start) != 2*time.Second {
+			t.Errorf("Until returned after %v", time.Since(start))
 		}
 	})
 }

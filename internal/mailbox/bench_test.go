@@ -77,7 +77,7 @@ func BenchmarkWakeUp(b *testing.B) {
 				var k clock
 				for b.Loop() {
 					if gap > 0 {
-						time.Sleep(gap)
+						time.Sleep(gap) // the idle time between two requests the benchmark measures a wake-up after
 					}
 					binary.LittleEndian.PutUint64(box.Request(), uint64(k.now()))
 					box.Ask(8)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"beamconnect/internal/eventually"
 )
 
 // The test binary is the answering child too: with the environment
@@ -105,8 +107,8 @@ func TestRoundTrips(t *testing.T) {
 		b := newBox(t)
 		servePeer(t, b, wait)
 		for i := range 1000 {
-			if i%100 == 99 {
-				time.Sleep(time.Millisecond) // the answerer falls asleep (unless it busy-polls)
+			if i%100 == 99 && wait != "busy poll" {
+				eventually.Must(t, 10*time.Second, "the answerer asleep", func() bool { return b.word(offReqSleep).Load() != 0 })
 			}
 			if got, err := ask(t, b, float64(i), 5*time.Second); err != nil || got != 2*float64(i) {
 				t.Fatalf("%q, request %d: %v, %v", wait, i, got, err)
@@ -165,7 +167,7 @@ func TestCloseEndsWaits(t *testing.T) {
 	b2 := newBox(t)
 	await := make(chan error)
 	go func() { _, err := ask(t, b2, 1, time.Hour); await <- err }()
-	time.Sleep(10 * time.Millisecond) // whether it spins or sleeps by now, Close must end it
+	eventually.Must(t, 10*time.Second, "the asker asleep", func() bool { return b2.word(offAnsSleep).Load() != 0 })
 	peer(b2).Close()
 	select {
 	case err := <-await:

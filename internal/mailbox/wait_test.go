@@ -3,6 +3,8 @@ package mailbox
 import (
 	"testing"
 	"time"
+
+	"beamconnect/internal/eventually"
 )
 
 // A side spins its full limit while its spins see the other side's word;
@@ -81,9 +83,7 @@ func TestLateWakeUpIsABusyMachine(t *testing.T) {
 		p.spin.limit = 0 // asleep at once
 		done := make(chan error, 1)
 		go func() { _, err := p.Next(time.Time{}); done <- err }()
-		for p.word(offReqSleep).Load() == 0 {
-			time.Sleep(time.Millisecond) // until it sleeps
-		}
+		eventually.Must(t, 10*time.Second, "the answerer asleep", func() bool { return p.word(offReqSleep).Load() != 0 })
 		at := b.spin.clock.now() + int64(time.Hour)
 		if late {
 			at = b.spin.clock.now() - int64(2*time.Millisecond)
@@ -131,7 +131,7 @@ func TestInProcess(t *testing.T) {
 	}
 	for i := range 1000 {
 		if i%100 == 99 {
-			time.Sleep(time.Millisecond) // the answerer falls asleep
+			eventually.Must(t, 10*time.Second, "the answerer asleep", func() bool { return answer.word(offReqSleep).Load() != 0 })
 		}
 		roundTrip(i)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"beamconnect/internal/eventually"
 )
 
 // The test binary plays every process of a tree, chosen by
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "sleeper":
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // its life: a helper that lives on until killed (a minute at most)
 		os.Exit(0)
 	case "spawner":
 		then := os.Getenv("PROCTREE_TEST_THEN")
@@ -122,14 +124,11 @@ func aliveAfterInterrupt(t *testing.T, r *bufio.Reader) bool {
 // that was not ended at all reaches.
 func ends(t *testing.T, pid int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Errorf("the %s (pid %d) is still running 10 s later", what, pid)
-			killPid(pid)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	// (Not this process's child, or not waited for by it: nothing tells
+	// of its end.)
+	if !eventually.True(10*time.Second, func() bool { return !Alive(pid) }) {
+		t.Errorf("the %s (pid %d) is still running 10 s later", what, pid)
+		killPid(pid)
 	}
 }
 

@@ -97,7 +97,7 @@ func TestWaitSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the datagram's lateness, what the test is about
 		s2.Send([]byte("late"), s1.LocalAddr())
 	}()
 	n, _, from, err := s1.Wait(buf, nil)

@@ -8,7 +8,6 @@ package wine
 import (
 	"os"
 	"testing"
-	"time"
 )
 
 // A Limit is a way Wine differs from Windows that a test cannot work
@@ -29,20 +28,15 @@ const (
 	// Pipes: a line through a pipe between two processes takes tens of
 	// milliseconds, at times hundreds, under Wine on a loaded machine.
 	Pipes Limit = "a line through a pipe between two processes takes tens to hundreds of milliseconds now and then under Wine on a loaded machine"
+	// Wakeups: waking another process (an FMU's host, through its event)
+	// goes through wineserver: tens of milliseconds a step, and on a
+	// loaded machine now and then a step held past BeamNG's 2 s wait for a
+	// reply, a stall, which is a fault.
+	Wakeups Limit = "waking another process (an FMU's host) goes through wineserver: on a loaded machine a step now and then takes longer than BeamNG's 2 s wait for a reply, a stall, which is a fault"
 	// CtrlBreak: GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, group) returns
 	// success, and the process group never sees the event.
 	CtrlBreak Limit = "Wine does not deliver CTRL_BREAK_EVENT to a process group"
 )
-
-// Stretch is d under Wine stretched for its slow loopback (Loopback): a
-// free-running run a test sized for thousands of messages a second takes
-// four times as long there; elsewhere it is d.
-func Stretch(d time.Duration) time.Duration {
-	if Running() {
-		return 4 * d
-	}
-	return d
-}
 
 // Running says whether this process runs under Wine.
 func Running() bool { return Version() != "" }

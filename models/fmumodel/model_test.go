@@ -103,7 +103,7 @@ func drive(m *FMU, p *ports.Plan, speed float64, limit time.Duration, cond func(
 		if cond != nil && cond(ins) {
 			return ins, true
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the messages' pace: BeamNG's, a message a millisecond
 	}
 	return ins, cond == nil
 }

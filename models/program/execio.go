@@ -143,10 +143,6 @@ func (m *Exec) read(p *process) {
 		}
 		p.outstandingAt.Store(0)
 		seq, width := p.outstandingSeq.Load(), int(p.outstandingWidth.Load())
-		select {
-		case p.answeredReq <- struct{}{}:
-		default:
-		}
 		var kind, reason string
 		if long > 0 {
 			// An answer it is, only not a usable one: the program gets its
@@ -168,6 +164,7 @@ func (m *Exec) read(p *process) {
 		}
 		if kind != "" {
 			m.discard(lim, kind, reason, line)
+			p.next()
 			continue
 		}
 		age := now.UnixNano() - asked
@@ -185,7 +182,13 @@ func (m *Exec) read(p *process) {
 		if !m.current(p) {
 			continue // the last words of a program that has ended
 		}
+		// The hang clock stops before the next request is written (p.next),
+		// whose writing starts it again: the other way round, the writer
+		// could start it for the next request and this wipe it, and a
+		// program that then stopped answering was never found hung (under
+		// Wine, where waking the writer lets it run first, TestExecHung).
 		m.unanswered.Store(0)
+		p.next()
 		m.startedOnce.Do(func() { close(m.started) })
 		m.pairingSaid.Do(func() { m.sayPairing(echoed) })
 		if !m.answered.Swap(true) && m.dead.Load() != nil {
@@ -316,5 +319,14 @@ func (m *Exec) discard(lims map[string]*models.Limiter, kind, reason string, lin
 			line = append(line[:117:117], "..."...)
 		}
 		m.log.Warn("model answer discarded", "reason", reason, "answer", string(line), "discarded_since_last_report", n)
+	}
+}
+
+// next lets the writer send the program its next request: the one
+// outstanding was answered.
+func (p *process) next() {
+	select {
+	case p.answeredReq <- struct{}{}:
+	default:
 	}
 }

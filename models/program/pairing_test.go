@@ -80,9 +80,10 @@ func TestExecDuplicatedAnswers(t *testing.T) {
 						faulted++
 					}
 				}
-				for limit := time.Now().Add(20 * time.Second); counted() < copies && time.Now().Before(limit); time.Sleep(time.Millisecond) {
+				paced(time.Millisecond, 20*time.Second, func(time.Duration) bool {
 					step()
-				}
+					return counted() >= copies
+				})
 				if counted() != copies {
 					t.Fatalf("after %d steps: %d old answers, %d discarded; want %d copies counted\n%s", k, m.Old(), m.Bad(), copies, log)
 				}

@@ -7,34 +7,31 @@ import (
 	"testing"
 	"time"
 
+	"beamconnect/internal/eventually"
 	"beamconnect/internal/proctree"
 )
 
-// waitGone waits up to 5 s for pid to end.
+// waitGone waits up to 5 s for pid to end. (Not this process's child:
+// nothing tells of its end.)
 func waitGone(pid int) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !proctree.Alive(pid) {
-			return true
-		}
-	}
-	return false
+	return eventually.True(5*time.Second, func() bool { return !proctree.Alive(pid) })
 }
 
 // pids reads the pids a program of exectest's wrote, one a line, waiting
 // up to 10 s for n of them.
 func pids(t *testing.T, file string, n int) []int {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var ps []int
+	if !eventually.True(10*time.Second, func() bool {
 		b, _ := os.ReadFile(file)
-		var ps []int
+		ps = ps[:0]
 		for _, f := range strings.Fields(string(b)) {
 			p, _ := strconv.Atoi(f)
 			ps = append(ps, p)
 		}
-		if len(ps) >= n {
-			return ps
-		}
+		return len(ps) >= n
+	}) {
+		t.Fatalf("%s: fewer than %d pids", file, n)
 	}
-	t.Fatalf("%s: fewer than %d pids", file, n)
-	return nil
+	return ps
 }

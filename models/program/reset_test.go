@@ -109,9 +109,10 @@ func TestExecResetEndsAHungProgram(t *testing.T) {
 	// step does not wait, and the new run may take a while to start).
 	th, thE, _ := p.Find(1, "throttle")
 	ok := false
-	for limit := time.Now().Add(10 * time.Second); !ok && time.Now().Before(limit); time.Sleep(5 * time.Millisecond) {
+	paced(5*time.Millisecond, 10*time.Second, func(time.Duration) bool {
 		ok = m.Step(0.03, outs, ins)
-	}
+		return ok
+	})
 	if !ok || ins[th][thE] > 1 || m.Fault() != nil || m.ResetStarts() != 1 {
 		t.Errorf("after the reset: throttle %v (the new run's answers count from 0), fault %v, started again %d times\n%s", ins[th][thE], m.Fault(), m.ResetStarts(), log)
 	}
