@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"beamconnect/config"
@@ -241,4 +242,51 @@ func extract(f *zip.File, to string) error {
 		return err
 	}
 	return w.Close()
+}
+
+// Write writes a system's files (names as in the archive:
+// SystemStructure.ssd, resources/…) to out: an .ssp archive, or for an
+// .ssd that file and the others beside it.
+func Write(out string, files map[string][]byte) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if !strings.EqualFold(filepath.Ext(out), ".ssp") {
+		dir := filepath.Dir(out)
+		for _, n := range names {
+			to := filepath.Join(dir, filepath.FromSlash(n))
+			if n == DefaultSSD {
+				to = out
+			}
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(to, files[n], 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	zw := zip.NewWriter(f)
+	for _, n := range names {
+		w, err := zw.Create(n)
+		if err == nil {
+			_, err = w.Write(files[n])
+		}
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

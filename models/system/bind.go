@@ -19,13 +19,13 @@ func (c *checker) runnable() {
 			continue
 		}
 		for _, f := range fmumodel.Check(comp.modelParams(nil, false), s.componentPlan(comp)) {
-			at := Place{File: c.ssd, Pos: comp.Node.AttrPos("source")}
+			at, path := Place{File: c.ssd, Pos: comp.Node.AttrPos("source")}, pathOf(comp.Node)
 			if name, ok := strings.CutPrefix(f.Param, "parameters/"); ok {
-				at = comp.paramPlace(unescape(name), c.ssd)
+				at, path = comp.paramPlace(unescape(name), c.ssd), comp.Name+"."+unescape(name)
 			} else if f.Param == "interface" {
 				at.Pos = comp.Node.AttrPos("implementation")
 			}
-			c.place(at.File, at.Pos, pathOf(comp.Node), f.Warning, "%s", strings.TrimPrefix(f.Msg, "model fmu: "))
+			c.place(at.File, at.Pos, path, f.Warning, "%s", strings.TrimPrefix(f.Msg, "model fmu: "))
 		}
 	}
 	plan := *s.Plan
