@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strings"
 	"sync"
 
 	"beamconnect/config"
@@ -31,49 +30,26 @@ func watchSystem(ctx context.Context, c *call, sess *coupling.Session, path stri
 		return func() {}
 	}
 	var mu sync.Mutex // one reload at a time, whichever file changed
-	refused := func(why []string) {
-		if obs != nil {
-			obs.Refused(why)
-		}
-	}
 	reload := func() {
 		mu.Lock()
 		defer mu.Unlock()
-		sys, ds, err := system.Load(path)
-		switch {
-		case err != nil:
-			c.log.Warn("system reload refused; the running system stays", "file", path, "why", err.Error())
-			refused([]string{err.Error()})
-			return
-		case sys == nil:
-			c.log.Warn("system reload refused; the running system stays", "file", path, "errors", ds.Errors())
-			var why []string
-			for _, d := range ds {
-				if d.Severity == config.Error {
-					c.log.Warn(d.String())
-					why = append(why, d.String())
-				}
-			}
-			refused(why)
-			return
+		ch, ds, err := system.Reload(path, running, sess.Reload, func() {
+			// Refused before the session saw it: counted as its refusals are
+			// (one reload at a time: mu).
+			st := sess.Stats()
+			st.Set(coupling.ReloadErrors, st.Get(coupling.ReloadErrors)+1)
+		})
+		if len(ds) > 0 {
+			err = ds
 		}
-		defer sys.Close()
-		if what := system.Restructured(running, sys); what != "" {
-			why := "these cannot change while running (restart beamconnect for them): " + what
-			c.log.Warn("system reload refused; the running system stays", "file", path, "why", why)
-			refused([]string{why})
-			return
-		}
-		ch, err := sess.Reload(sys.Plan)
-		// A component's parameter, as the .ssv names it: controller.kp.
-		ch.Params = strings.ReplaceAll(ch.Params, "beamng.modelParams.", "")
-		logReload(c, path, "system", ch, err, sys.Plan.Config, obs)
+		logReload(c, path, "system", ch, err, sess.Plan().Config, obs)
 	}
 	files := []string{path}
 	if !running.Pkg.Archive {
 		files = append(append(files, running.ParamFiles...), running.ConfigFile)
 	}
 	running.Close() // its structure is what is kept: the files are read anew
+	// (Restructured compares with what Load read, not with the files)
 	if !noWatch {
 		seen := map[string]bool{}
 		for _, f := range files {

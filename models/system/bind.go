@@ -30,6 +30,7 @@ func (c *checker) runnable() {
 	}
 	plan := *s.Plan
 	plan.Model, plan.ModelParams = Kind, s.ComponentParams()
+	plan.Source = s.display(s.ConfigFile) // in an .ssp: rig.ssp!/resources/rig.json
 	s.Plan = &plan
 }
 

@@ -82,7 +82,7 @@ func (c *checker) set(comp *Component, name string, v value) {
 			if s := suggest.Closest(name, comp.Desc.Names()); s != "" {
 				msg = fmt.Sprintf("the FMU of %q has no variable %q (did you mean %q?): the parameter is ignored", comp.Name, name, s)
 			}
-			c.place(v.place.File, v.place.Pos, "", true, "%s", msg)
+			c.place(v.place.File, v.place.Pos, comp.Name+"."+name, true, "%s", msg)
 			return
 		}
 	}

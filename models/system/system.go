@@ -149,8 +149,15 @@ func pathParts(n *xsd.Node) []string {
 	}
 	name, _ := n.Attr("name")
 	switch n.Name.Local {
-	case "Component", "Connector", "System", "Parameter":
-		return []string{n.Name.Local + "[" + name + "]"}
+	case "SystemStructureDescription":
+		return nil
+	case "System":
+		if n.Parent != nil && n.Parent.Name.Local == "SystemStructureDescription" {
+			return nil // the top system: every path is in it
+		}
+		return append(pathParts(n.Parent), "System["+name+"]")
+	case "Component", "Connector":
+		return append(pathParts(n.Parent), n.Name.Local+"["+name+"]")
 	case "Connection":
 		s, _ := n.Attr("startElement")
 		sc, _ := n.Attr("startConnector")
@@ -158,7 +165,7 @@ func pathParts(n *xsd.Node) []string {
 		ec, _ := n.Attr("endConnector")
 		return []string{"Connection[" + dotted(s, sc) + " → " + dotted(e, ec) + "]"}
 	}
-	return nil
+	return pathParts(n.Parent) // a wrapper (Elements, Connectors) or a part of an element
 }
 
 func dotted(element, connector string) string {

@@ -1,11 +1,13 @@
 package system
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
+	"beamconnect/config"
 	"beamconnect/models"
 	"beamconnect/ports"
 )
@@ -120,4 +122,35 @@ func links(s *System) string {
 		out = append(out, d)
 	}
 	return strings.Join(out, "; ")
+}
+
+// Reload moves a run of the system at path, whose structure is running's,
+// to its files as they are now: the system checked whole again, refused
+// when its structure changed, then handed to reload (the session's,
+// coupling.Session.Reload), which retunes it all or nothing and counts
+// what it refuses; refused counts a reload refused before (nil: none).
+// The diagnostics are a system that is not valid now; err why nothing was
+// applied otherwise.
+func Reload(path string, running *System, reload func(*ports.Plan) (ports.Changes, error), refused func()) (ports.Changes, config.Diagnostics, error) {
+	if refused == nil {
+		refused = func() {}
+	}
+	sys, ds, err := Load(path)
+	switch {
+	case err != nil:
+		refused()
+		return ports.Changes{}, nil, err
+	case sys == nil:
+		refused()
+		return ports.Changes{}, ds, nil
+	}
+	defer sys.Close()
+	if what := Restructured(running, sys); what != "" {
+		refused()
+		return ports.Changes{}, nil, errors.New("these cannot change while running (restart beamconnect for them): " + what)
+	}
+	ch, err := reload(sys.Plan)
+	// A component's parameter, as the .ssv names it: controller.kp.
+	ch.Params = strings.ReplaceAll(ch.Params, "beamng.modelParams.", "")
+	return ch, nil, err
 }
