@@ -26,6 +26,7 @@ type Node struct {
 	Name     xml.Name
 	Attrs    []Attr
 	Children []*Node
+	Parent   *Node // nil for the root
 	// Text says the element holds character data other than white space,
 	// first at TextPos.
 	Text    bool
@@ -203,7 +204,7 @@ func Parse(data []byte) (*Node, error) {
 			}
 			if len(stack) > 0 {
 				p := stack[len(stack)-1]
-				p.Children = append(p.Children, n)
+				p.Children, n.Parent = append(p.Children, n), p
 			} else {
 				root = n
 			}
