@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -215,6 +216,24 @@ func TestInitSSP(t *testing.T) {
 	}
 	if o, e, code := exec(t, nil, "run", "--json", out, "--emulate", "--free-running", "--sim-duration", "1s"); code != exitOK {
 		t.Errorf("the draft runs: exit %d\n%s%s", code, o, e)
+	}
+	// Unpacked, the draft's .ssd and parameter set are what xmllint takes
+	// as SSP 2.0.
+	unpacked := filepath.Join(t.TempDir(), "rig.ssd")
+	if _, e, code := exec(t, nil, "init", "--ssp", filepath.Join(res, "vehicle.json"), filepath.Join(res, "controller.fmu"), filepath.Join(res, "actuator.fmu"), "-o", unpacked); code != exitOK {
+		t.Fatalf("-o rig.ssd: exit %d\n%s", code, e)
+	}
+	if lint, err := osexec.LookPath("xmllint"); err == nil {
+		for _, f := range []struct{ file, schema string }{
+			{unpacked, "SystemStructureDescription.xsd"},
+			{filepath.Join(filepath.Dir(unpacked), "resources", "parameters.ssv"), "SystemStructureParameterValues.xsd"},
+		} {
+			if o, err := osexec.Command(lint, "--noout", "--schema", filepath.Join("..", "..", "ssp", "schema", f.schema), f.file).CombinedOutput(); err != nil {
+				t.Errorf("xmllint %s: %v\n%s", f.file, err, o)
+			}
+		}
+	} else if os.Getenv("BEAMCONNECT_REQUIRE_XMLLINT") == "1" {
+		t.Error("BEAMCONNECT_REQUIRE_XMLLINT=1, but there is no xmllint (apt-get install libxml2-utils)")
 	}
 	if _, e, code := exec(t, nil, "init", "--ssp", filepath.Join(res, "vehicle.json"), "-o", out); code != exitUsage || !strings.Contains(e, "needs the FMUs") {
 		t.Errorf("no FMUs: exit %d\n%s", code, e)
