@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"beamconnect/config"
+	"beamconnect/fmu"
 )
 
 // DefaultSSD is the name of an .ssp archive's system structure: the one
@@ -57,9 +58,11 @@ func Open(p string) (*Package, config.Diagnostics, error) {
 	pk := &Package{Path: p}
 	switch strings.ToLower(filepath.Ext(p)) {
 	case ".ssp":
-		dir, err := os.MkdirTemp("", "beamconnect-ssp-")
+		// A folder of fmu.UnpackDir's: should this run be killed outright, the
+		// next run that unpacks an FMU or a system removes it.
+		dir, err := fmu.UnpackDir()
 		if err != nil {
-			return nil, nil, fmt.Errorf("a folder to unpack the system to: %w", err)
+			return nil, nil, fmt.Errorf("the system %s: %w", p, err)
 		}
 		if err := unpack(p, dir); err != nil {
 			os.RemoveAll(dir)

@@ -1,9 +1,11 @@
 package system
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -176,6 +178,9 @@ func (c *checker) fmuComponent(sc *ssp.Component, comp *Component) bool {
 	}
 	defer f.Close()
 	comp.File, comp.Desc = file, f.Desc
+	if data, err := os.ReadFile(file); err == nil {
+		comp.digest = sha256.Sum256(data) // a reload that brings another FMU needs a restart
+	}
 	switch sc.Implementation {
 	case "CoSimulation":
 		comp.Interface = fmu.CoSim

@@ -83,6 +83,8 @@ type Component struct {
 	// names is what BeamNG's component answers to (connector name →
 	// port element, unit, kind).
 	names map[string]beamngVar
+	// digest is an FMU file's SHA-256.
+	digest [32]byte
 }
 
 // Connector is a declared connector resolved against its component.

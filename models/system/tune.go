@@ -89,7 +89,7 @@ func Restructured(was, now *System) string {
 		switch {
 		case a.BeamNG != b.BeamNG || a.Vehicle != b.Vehicle:
 			diffs = append(diffs, "what the component "+a.Name+" is")
-		case !a.BeamNG && (a.Desc.Token != b.Desc.Token || a.Interface != b.Interface):
+		case !a.BeamNG && (a.digest != b.digest || a.Interface != b.Interface):
 			diffs = append(diffs, "the FMU of "+a.Name)
 		case connectors(a) != connectors(b):
 			diffs = append(diffs, "the connectors of "+a.Name+" ("+connectors(a)+" → "+connectors(b)+")")
