@@ -223,6 +223,9 @@ func ScopeColumns(plan *ports.Plan, vars []models.Variable) []scope.Column {
 			port = dir + strconv.Itoa(c.Port)
 		case c.Role == recording.Model:
 			port = recording.ModelPort
+			if c.Component != "" {
+				port = c.Component // a system's component: a group of its own
+			}
 		default:
 			continue
 		}

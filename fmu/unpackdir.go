@@ -15,7 +15,7 @@ import (
 // follows.
 const unpackPrefix = "beamconnect-fmu-"
 
-// UnpackDir makes a folder to unpack an FMU to: beamconnect-fmu-PID-…
+// UnpackDir makes a folder to unpack an FMU (or a system's .ssp) to: beamconnect-fmu-PID-…
 // in the system's temporary folder, PID this process's. Its maker removes
 // it when the model closes; a run killed outright (SIGKILL, a power cut)
 // cannot, so first the folders of runs that are no longer running are
@@ -26,7 +26,7 @@ func UnpackDir() (string, error) {
 	removeStale(os.TempDir())
 	dir, err := os.MkdirTemp("", unpackPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
-		return "", fmt.Errorf("a folder to unpack the FMU to: %w", err)
+		return "", fmt.Errorf("a folder to unpack to: %w", err)
 	}
 	return dir, nil
 }

@@ -11,6 +11,10 @@ type Variable struct {
 	// Kind says what it is to the model: "output", "local", "parameter",
 	// "input" (an FMU's causality), "signal" (a built-in's).
 	Kind string
+	// Component is the component of a system (models/system) whose
+	// connector it is: the recording names it Component.Name
+	// (controller.demand), not model.Name.
+	Component string
 	// Drives says the variable drives the input port element At (data to
 	// BeamNG): that field's column is named after the variable, and shows
 	// what the reply carried. A variable that drives nothing has a column

@@ -41,6 +41,9 @@ type Column struct {
 	// Port and Elem place a field's value in its port vector (Elem -1 for
 	// the row's own columns); a setpoint's are its measured value's.
 	Port, Elem int
+	// Component is the system's component a model column is a connector
+	// of (models.Variable.Component), "" for a model's own variable.
+	Component string
 }
 
 // Role says what a column holds.
@@ -184,8 +187,12 @@ func (l *Layout) variables(plan *ports.Plan, vars []models.Variable) {
 			c.Comment = joinComment(desc, what+", sent to BeamNG as "+sent)
 			continue
 		}
-		l.Columns = append(l.Columns, Column{Name: unique(ModelPrefix + v.Name), Unit: v.Unit, Role: Model, Vehicle: -1,
-			Elem: -1, Comment: joinComment(desc, what)})
+		name := ModelPrefix + v.Name
+		if v.Component != "" {
+			name, what = v.Component+"."+v.Name, "the "+v.Kind+" "+strconv.Quote(v.Name)+" of the system's component "+strconv.Quote(v.Component)
+		}
+		l.Columns = append(l.Columns, Column{Name: unique(name), Unit: v.Unit, Role: Model, Vehicle: -1,
+			Elem: -1, Comment: joinComment(desc, what), Component: v.Component})
 		l.Sampled = append(l.Sampled, i)
 	}
 }
@@ -360,8 +367,11 @@ func LayoutOfHeader(h *Header) *Layout {
 				c.Role = Own // a column of no port: kept, as the row's
 				break
 			}
-			if n.Port == ModelPort {
+			if n.Port == ModelPort || n.Component {
 				c.Role = Model
+				if n.Component {
+					c.Component = n.Port
+				}
 				break
 			}
 			c.Role, c.Unit, c.Out = Field, n.Unit(), strings.HasPrefix(n.Port, "out")

@@ -214,6 +214,9 @@ func portTitle(p string) string {
 	case "in0":
 		return "port 0 (in): connection directive"
 	}
+	if !isPort(p) {
+		return "component " + p + " (its connectors)"
+	}
 	if strings.HasPrefix(p, "out") {
 		return "output port " + p[3:] + " (from BeamNG)"
 	}

@@ -10,7 +10,8 @@ import (
 
 // Name is a recording column's name taken apart: out3.lead.wheelspeed is
 // port out3, vehicle lead, field wheelspeed; out2.ego.gap:lead has the
-// field gap:lead, whose base is gap.
+// field gap:lead, whose base is gap; controller.demand is the connector
+// demand of a system's component controller, drawn as a port is.
 type Name struct {
 	Full    string
 	Port    string // out3, in1; out0 for status, in0 for directive; model for a model's variable
@@ -19,6 +20,9 @@ type Name struct {
 	// Setpoint marks a setpoint's column (beamng.quality): its port,
 	// vehicle and field are the measured value's.
 	Setpoint bool
+	// Component marks a connector of a system's component
+	// (controller.demand): Port is the component, Field the connector.
+	Component bool
 }
 
 // ModelPort is the port a model's variable of its own is drawn under
@@ -49,15 +53,19 @@ func ParseName(col string, several bool) (Name, bool) {
 			measured = measured[:i]
 		}
 		n, ok := ParseName(measured, several)
-		if !ok || n.Setpoint || n.Port == "out0" || n.Port == "in0" || n.Port == ModelPort {
+		if !ok || n.Setpoint || n.Port == "out0" || n.Port == "in0" || n.Port == ModelPort || n.Component {
 			return Name{}, false
 		}
 		n.Full, n.Setpoint = col, true
 		return n, true
 	}
 	port, rest, ok := strings.Cut(col, ".")
-	if !ok || rest == "" || !isPort(port) {
+	switch {
+	case !ok || port == "" || rest == "":
 		return Name{}, false
+	case !isPort(port):
+		// A system's component's connector: component.connector.
+		return Name{Full: col, Port: port, Field: rest, Component: true}, true
 	}
 	n := Name{Full: col, Port: port, Field: rest}
 	if several {
@@ -117,7 +125,7 @@ func (n Name) Matches(spec string) bool {
 // a gear, a serial number, the status) or is not known (a custom Gen 2
 // electrics value).
 func (n Name) Unit() string {
-	if n.Port == ModelPort {
+	if n.Port == ModelPort || n.Component {
 		return "" // the model's: a recording says it
 	}
 	switch n.Field {

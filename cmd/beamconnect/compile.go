@@ -12,6 +12,7 @@ import (
 	"beamconnect/beamng/cosim"
 	"beamconnect/models/kinds"
 	"beamconnect/ports"
+	"beamconnect/ssp"
 )
 
 var cmdCompile = &command{
@@ -26,7 +27,13 @@ Co-Simulation Signal Editor's steps), the same line for BeamNGpy's
 vehicle.queue_lua_command, how to stop both sides, where the debug logs go,
 and for two machines the addresses and firewall rules. docs/beamng.md is the
 whole guide. Warnings go to stderr; an invalid config prints its errors and
-exits 1.`,
+exits 1.
+
+For a system (an .ssp, or an .ssd with its files), first the system: its
+components and how each FMU runs (its interface, its communication step,
+multi-rate), the connections and what they do to values (units converted,
+transformations), the order the FMUs are stepped in at every BeamNG message,
+the parameters and where each is set; then BeamNG's config as above.`,
 	flags: func(fs *pflag.FlagSet) func(*call) int {
 		fs.Bool("json", false, "print the plan as one JSON object")
 		return compileCmd
@@ -41,6 +48,9 @@ func compileCmd(c *call) int {
 	plan, r, code := loadPlan(c, c.args[0])
 	if plan == nil {
 		return code
+	}
+	if ssp.IsSystem(c.args[0]) {
+		return compileSystem(c, plan, r) // system.go
 	}
 	if c.json {
 		writeJSON(c.stdout, planJSON(plan, r.Diagnostics))

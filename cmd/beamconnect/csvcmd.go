@@ -40,8 +40,8 @@ start the coupling with it; 'beamconnect compile' then checks the pair.`,
 
 var cmdInit = &command{
 	name:    "init",
-	args:    "--from-csv FILE | --from-fmu FILE",
-	summary: "write a config for an existing Gen 2 CSV, or for an FMU",
+	args:    "--from-csv FILE | --from-fmu FILE | --ssp CONFIG FMU...",
+	summary: "write a config for an existing Gen 2 CSV or for an FMU, or a system of FMUs around BeamNG",
 	help: `--from-csv writes a beamconnect config for a co-simulation CSV saved by
 BeamNG's editor: one outputs contract with a port per signalTo group, one
 inputs contract with a port per signalFrom group (every row a field;
@@ -51,15 +51,23 @@ initialValue), the contracts' period as BeamNG will really send, "protocol":
 in the CSV. The model is "hold": name yours in beamng.model. The config
 validates as written.
 
-` + initFMUHelp,
+` + initFMUHelp + `
+
+` + initSSPHelp,
 	flags: func(fs *pflag.FlagSet) func(*call) int {
 		from := fs.String("from-csv", "", "the CSV to map")
 		fromFMU := fs.String("from-fmu", "", "the FMU to couple")
 		out := fs.StringP("output", "o", "", "write the config here instead of standard output")
 		force := fs.Bool("force", false, "overwrite an existing file")
 		addrs := fs.String("addresses-from", "", "with --from-fmu: take the addresses (remoteIP, remotePort, remoteObject, beamng.localIP, beamng.localPort) from this config, such as examples/two-machines.json")
+		system := fs.String("ssp", "", "the config of BeamNG's component: write a system (-o NAME.ssp) of it and the FMUs the arguments name")
 		return func(c *call) int {
 			switch {
+			case *system != "" && (*from != "" || *fromFMU != ""):
+				fmt.Fprintf(c.stderr, "%s init: --ssp and --from-csv or --from-fmu: expected one of them\nRun '%s init --help' for usage.\n", programName, programName)
+				return exitUsage
+			case *system != "":
+				return initSSPCmd(c, *system, *out, *force) // initssp.go
 			case *fromFMU != "" && *from != "":
 				fmt.Fprintf(c.stderr, "%s init: --from-csv and --from-fmu: expected one of them\nRun '%s init --help' for usage.\n", programName, programName)
 				return exitUsage

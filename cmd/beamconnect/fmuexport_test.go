@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"beamconnect/beamng"
+	"beamconnect/config/configtest"
 	"beamconnect/fmu"
 	"beamconnect/fmuexport"
 	"beamconnect/fmuexport/testmaster"
 	"beamconnect/internal/wine"
 	"beamconnect/ports"
-	"beamconnect/config/configtest"
 	"beamconnect/recording/recordingtest"
 )
 

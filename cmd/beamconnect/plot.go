@@ -49,7 +49,8 @@ held reads "held, in a run with faults", in amber.
 
 The time axis is BeamNG's simulation time (the recording's first column).
 The model's own variables (model.NAME columns) are a group of panels of
-their own, each with the unit the recording gives it.
+their own, each with the unit the recording gives it; a system's
+connectors (COMPONENT.CONNECTOR columns) a group per component.
 
   beamconnect plot run.csv                       # writes run.svg
   beamconnect plot run.mf4
@@ -58,7 +59,9 @@ their own, each with the unit the recording gives it.
 --fields takes the recording's column names or parts of them: out1.groundspeed;
 groundspeed (on every port and vehicle that has it); in a several-vehicle
 recording ego.groundspeed, out1.groundspeed (whatever the vehicle), gap (for
-gap:lead), a vehicle alone (ego: all its fields) or a port alone (out1).
+gap:lead), a vehicle alone (ego: all its fields) or a port alone (out1); a
+system's component alone (controller: all its connectors) or one connector
+(controller.demand).
 Without --fields at most 240 fields are drawn.`,
 	flags: func(fs *pflag.FlagSet) func(*call) int {
 		out := fs.StringP("output", "o", "", "the SVG file to write (default: the recording's name with .svg; - for standard output)")

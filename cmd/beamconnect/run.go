@@ -21,6 +21,7 @@ import (
 	"beamconnect/models/fmumodel"
 	"beamconnect/models/kinds"
 	"beamconnect/models/program"
+	"beamconnect/models/system"
 	"beamconnect/ports"
 	"beamconnect/runsetup"
 )
@@ -37,6 +38,14 @@ status (out): 1 unconnected, 2 connecting, 3 connected, 4 error, 5 disconnecting
 The model is the config's beamng.model, unless --model names another:
 ` + modelList() + `.
 --model hold runs any config as a pure logger.
+
+` + systemHelp + ` Its FMUs are stepped at every
+BeamNG message (or every few, each at its own communication step), one after
+another along the connections; the reply carries BeamNG's controls only when
+every FMU computed them for that step. Every connector is recorded under its
+component (controller.demand). Editing its parameter sets (.ssv, .ssm), the
+.ssd's parameter bindings or BeamNG's config retunes the run live, whole or
+not at all, as a config's reload does.
 
 With --emulate, BeamNG's side runs in the same process on free loopback ports,
 so every example runs on a machine without BeamNG. --emulate-client fixes the
@@ -197,6 +206,7 @@ type runner struct {
 	opts    coupling.Options
 	mon     *httpMonitor
 	sess    *coupling.Session
+	system  *system.System // the system run, when the argument is one (system.go)
 	closers []func()
 }
 
@@ -346,6 +356,9 @@ func (r *runner) prepare() (code int, ok bool) {
 
 // newModel builds the config's model, or the one --model names.
 func (r *runner) newModel() error {
+	if ok, err := r.newSystem(); ok {
+		return err
+	}
 	r.name = r.plan.Model
 	params := models.Params(r.plan.ModelParams)
 	if r.o.model != "" && r.o.model != r.name {

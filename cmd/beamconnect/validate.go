@@ -11,6 +11,7 @@ import (
 	"beamconnect/config"
 	"beamconnect/models/kinds"
 	"beamconnect/ports"
+	"beamconnect/ssp"
 )
 
 var cmdValidate = &command{
@@ -19,7 +20,15 @@ var cmdValidate = &command{
 	summary: "check rig configs and report every problem with file:line:col",
 	help: `Checks each file's JSON, its schema and its meaning against BeamNG's message
 layout, and prints every error and warning at once, in file order. Exits 0 when
-every file is valid (warnings do not fail), 1 when any is not, 2 on bad usage.`,
+every file is valid (warnings do not fail), 1 when any is not, 2 on bad usage.
+
+A system (an .ssp, or an .ssd with its files) is checked whole: the archive,
+the .ssd and its parameter files against the SSP 2.0 XML Schemas, BeamNG's
+config, each FMU, every connector against what its component is (names, kind,
+type, unit), every connection (its ends, which way, types and units that fit,
+one source per input), parameter values, and algebraic loops (a cycle of
+connections through outputs that depend directly on inputs), each at its
+file:line:col, with "did you mean" for a misspelt name.`,
 	flags: func(fs *pflag.FlagSet) func(*call) int {
 		fs.Bool("json", false, "print the result as one JSON object")
 		return validateCmd
@@ -58,6 +67,9 @@ type fileResult struct {
 // accept too. A config that cannot be read or parsed comes back as
 // diagnostics or a read error, never as a failure of the command itself.
 func check(path string) (*ports.Plan, fileResult) {
+	if ssp.IsSystem(path) {
+		return checkSystem(path) // system.go
+	}
 	r := fileResult{File: path}
 	cfg, err := config.Load(path)
 	var ds config.Diagnostics

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"sync"
 
 	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/ports"
+	"beamconnect/ssp"
 )
 
 // watchConfig reloads the config when its file changes (unless noWatch),
@@ -16,6 +16,9 @@ import (
 // logged: the diff of an applied reload, or each reason a reload was
 // refused, with file:line:col.
 func watchConfig(ctx context.Context, c *call, sess *coupling.Session, path string, plan *ports.Plan, noWatch bool, hup <-chan os.Signal, obs reloadObserver) func() {
+	if ssp.IsSystem(path) {
+		return watchSystem(ctx, c, sess, path, noWatch, hup, obs) // watchsystem.go
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := config.NewWatcher(path, 0, c.log)
 	w.SetRunning(plan.Config)
@@ -30,38 +33,7 @@ func watchConfig(ctx context.Context, c *call, sess *coupling.Session, path stri
 		} else {
 			ch, err = sess.Reload(p)
 		}
-		var ds config.Diagnostics
-		switch {
-		case errors.As(err, &ds):
-			c.log.Warn("config reload refused; the running config stays", "file", path, "errors", ds.Errors())
-			var why []string
-			for _, d := range ds {
-				c.log.Warn(d.String())
-				why = append(why, d.String())
-			}
-			if obs != nil {
-				obs.Refused(why)
-			}
-		case err != nil:
-			c.log.Warn("config reload refused; the running config stays", "file", path, "why", err.Error())
-			if obs != nil {
-				obs.Refused([]string{err.Error()})
-			}
-		case ch.None():
-			c.log.Info("config rewritten with nothing a run can see changed", "file", path)
-		default:
-			lines := ch.Live
-			if ch.Params != "" {
-				lines = append(lines, ch.Params)
-			}
-			c.log.Info("config reloaded", "file", path, "changes", len(lines))
-			for _, l := range lines {
-				c.log.Info("  " + l)
-			}
-			if obs != nil {
-				obs.Reloaded(lines, data)
-			}
-		}
+		logReload(c, path, "config", ch, err, data, obs)
 	}
 	if !noWatch {
 		// A Gen 2 config depends on its vehicles' CSVs too: an edit of one

@@ -121,7 +121,7 @@ function resize() {
 function portTitle(port) {
   if (port === "model") return "the model's own variables";
   const m = /^(out|in)(\d+)$/.exec(port);
-  if (!m) return port;
+  if (!m) return "component " + port + " (its connectors)";
   if (m[2] === "0") return m[1] === "out" ? "port 0 (out): status" : "port 0 (in): directive";
   return (m[1] === "out" ? "output port " : "input port ") + m[2] + (m[1] === "out" ? " (from BeamNG)" : " (to BeamNG)");
 }

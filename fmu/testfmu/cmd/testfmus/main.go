@@ -1,5 +1,6 @@
 // Command testfmus builds the test FMUs other than the cruise ones (the
-// Model Exchange models in FMI 2.0 and 3.0, the FMI 3.0 types FMU) for
+// Model Exchange models in FMI 2.0 and 3.0, the FMI 3.0 types FMU, the
+// example system's controller and actuator) for
 // x86-64 Linux or Windows into a folder, named as testfmu's Prebuilt
 // folder wants them (ball2.fmu, ball3.fmu, … types3.fmu): for test
 // binaries run where no C compiler is, as the Windows build's tests under
@@ -44,6 +45,13 @@ func main() {
 		}
 	}
 	if err := testfmu.BuildTypesFor(filepath.Join(*out, "types3.fmu"), 0, path, *goos); err != nil {
+		fail(err)
+	}
+	// The example system's FMUs (docs/systems.md).
+	if err := testfmu.BuildControllerFor(filepath.Join(*out, "speedctl3.fmu"), path, *goos); err != nil {
+		fail(err)
+	}
+	if err := testfmu.BuildActuatorFor(filepath.Join(*out, "actuator2.fmu"), path, *goos); err != nil {
 		fail(err)
 	}
 	fmt.Fprintf(os.Stderr, "wrote the test FMUs for x86-64 %s to %s\n", *goos, *out)
