@@ -21,16 +21,18 @@ import (
 
 // Protocol is the version of what the shim and the child say to each
 // other. The child refuses a shim of another, so an FMU that carries a
-// beamconnect of another version says so instead of misbehaving.
-const Protocol = 1
+// beamconnect of another version says so instead of misbehaving. 2: the
+// independent variable, and the variables listed in parts.
+const Protocol = 2
 
 // Causality is a variable's role for the master.
 type Causality uint8
 
 const (
-	Output    Causality = iota // one of BeamNG's signals (a field of the config's outputs)
-	Input                      // a control (a field of the config's inputs)
-	Parameter                  // set before initialization: an address, a port, a timeout, the recording
+	Output      Causality = iota // one of BeamNG's signals (a field of the config's outputs)
+	Input                        // a control (a field of the config's inputs)
+	Parameter                    // set before initialization: an address, a port, a timeout, the recording
+	Independent                  // time, the FMU's: read only, the master sets it with its steps
 )
 
 func (c Causality) String() string {
@@ -39,6 +41,8 @@ func (c Causality) String() string {
 		return "output"
 	case Input:
 		return "input"
+	case Independent:
+		return "independent"
 	}
 	return "parameter"
 }
@@ -184,6 +188,10 @@ func New(plan *ports.Plan) *Interface {
 		full = append(full, p.Name)
 	}
 	in.unique(full)
+	// time, the independent variable FMI 3.0 requires (and 2.0 allows):
+	// the name unique keeps for it.
+	in.Vars = append(in.Vars, Variable{Name: "time", Causality: Independent, Type: Real, Unit: "s",
+		Description: "the FMU's time: the master's start time at BeamNG's first message, then the end of the last step"})
 	for i := range in.Vars {
 		in.Vars[i].VR = uint32(i)
 	}

@@ -638,7 +638,9 @@ func TestFMUExport(t *testing.T) {
 // A beamconnect beside the other platform's (as `go build` for both into
 // one folder leaves them, as the README's install does) exports an FMU
 // that runs on both: binaries for x86-64 Linux and Windows, each the shim
-// beside its beamconnect, no warning.
+// beside its beamconnect, no warning. The FMU, FMI 2.0 and 3.0, passes
+// `fmu check`: its description and both libraries keep the FMI standard's
+// rules that masters check at load time.
 func TestFMUExportBothPlatforms(t *testing.T) {
 	t.Parallel()
 	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" && runtime.GOOS != "windows" {
@@ -701,6 +703,9 @@ func TestFMUExportBothPlatforms(t *testing.T) {
 		slices.Sort(exes)
 		if want := []string{"binaries/" + linux + "/beamconnect", "binaries/" + windows + "/beamconnect.exe"}; !slices.Equal(exes, want) {
 			t.Errorf("beamconnect's executables in the FMU: %v, want %v", exes, want)
+		}
+		if out, err := osexec.Command(here, "fmu", "check", fmuPath).CombinedOutput(); err != nil || !strings.Contains(string(out), "passes") {
+			t.Errorf("fmu check: %v\n%s", err, out)
 		}
 	}
 }

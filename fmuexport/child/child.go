@@ -18,6 +18,7 @@ package child
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -192,6 +193,8 @@ func (s *server) handle(p []byte) []byte {
 		return s.initialize(body)
 	case reqStep:
 		return s.doStep(body)
+	case reqList:
+		return s.list(body)
 	case reqContinue:
 		if s.op == nil {
 			return s.fail("asked to go on with no call in progress")
@@ -241,10 +244,31 @@ func (s *server) open(body []byte) []byte {
 	s.log.Info("beamconnect couples BeamNG.tech for the master", "version", buildVersion(), "config", filepath.Base(plan.Source),
 		"protocol", plan.Protocol.Controller(), "vehicles", len(plan.Vehicles), "period_ms", plan.Period*1000,
 		"outputs", len(s.outs), "inputs", len(s.ins))
+	return s.answer(statusOK, s.listing(0))
+}
+
+// listing is a part of the list of variables, from the value reference
+// from: as many as fit in half an answer (the rest is room for log
+// lines), so that a list of any length is read in parts.
+func (s *server) listing(from uint32) []byte {
 	w := writer{}
-	w.u32(uint32(len(iface.Vars)))
-	for i, v := range iface.Vars {
-		w.u32(uint32(i))
+	n := uint32(len(s.iface.Vars))
+	from = min(from, n)
+	w.u32(n)
+	w.u32(from)
+	at := len(w.b)
+	w.u32(0)
+	count := uint32(0)
+	for i := from; i < n; i++ {
+		v := &s.iface.Vars[i]
+		size := 4 + 1 + 1 + 4 + len(v.Name) + 8
+		if v.Type == fmuexport.String {
+			size += 4 + len(v.Start) - 8
+		}
+		if count > 0 && len(w.b)+size > s.room/2 {
+			break
+		}
+		w.u32(i)
 		w.u8(uint8(v.Type))
 		w.u8(uint8(v.Causality))
 		w.str(v.Name)
@@ -253,8 +277,20 @@ func (s *server) open(body []byte) []byte {
 		} else {
 			w.f64(startValue(v.Start))
 		}
+		count++
 	}
-	return s.answer(statusOK, w.b)
+	binary.LittleEndian.PutUint32(w.b[at:], count)
+	return w.b
+}
+
+// list answers a request for the variables from a value reference on.
+func (s *server) list(body []byte) []byte {
+	r := reader{b: body}
+	from := r.u32()
+	if err := r.done("list"); err != nil {
+		return s.fail("%v", err)
+	}
+	return s.answer(statusOK, s.listing(from))
 }
 
 // startValue reads a start value as the description writes it.

@@ -32,7 +32,10 @@ type run struct {
 // isString says whether a value reference is a parameter or an input,
 // and whether it carries text.
 func (s *server) isString(vr uint32) (text, ok bool) {
-	if int(vr) >= len(s.iface.Vars) || s.iface.Vars[vr].Causality == fmuexport.Output {
+	if int(vr) >= len(s.iface.Vars) {
+		return false, false
+	}
+	if c := s.iface.Vars[vr].Causality; c != fmuexport.Input && c != fmuexport.Parameter {
 		return false, false
 	}
 	return s.iface.Vars[vr].Type == fmuexport.String, true

@@ -15,14 +15,14 @@
 
 /* What the shim and the child say to each other; the child refuses
  * another (fmuexport.Protocol). */
-#define SHIM_PROTOCOL 1
+#define SHIM_PROTOCOL 2
 
 /* Statuses, as both standards number them. */
 enum { ST_OK = 0, ST_WARNING = 1, ST_DISCARD = 2, ST_ERROR = 3, ST_FATAL = 4 };
 
 /* A variable's type and causality, as the child's table says them. */
 enum { T_REAL = 0, T_INTEGER = 1, T_STRING = 2 };
-enum { C_OUTPUT = 0, C_INPUT = 1, C_PARAMETER = 2 };
+enum { C_OUTPUT = 0, C_INPUT = 1, C_PARAMETER = 2, C_INDEPENDENT = 3 };
 
 /* The instance's state, as the standards' state machines need it. */
 enum { S_INSTANTIATED, S_INITIALIZATION, S_STEP, S_TERMINATED, S_FAILED };
