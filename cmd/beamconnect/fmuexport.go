@@ -113,7 +113,7 @@ func exportCmd(c *call, o *exportOpts) int {
 	}
 	fmt.Fprintf(c.stdout, "wrote %s: FMI %d.0 co-simulation FMU %q of %s (%s, %s)\n", o.out, o.fmi, name, path,
 		plan.Protocol.Controller(), plural(len(plan.Vehicles), "vehicle"))
-	fmt.Fprintf(c.stdout, "  %-12s%d outputs (BeamNG's signals), %d inputs (the controls), %d parameters (addresses, ports, recordFile, timeouts)\n",
+	fmt.Fprintf(c.stdout, "  %-12s%d outputs (BeamNG's signals), %d inputs (the controls), %d parameters (addresses, ports, recordFile, timeouts), time\n",
 		"variables:", in.Count(fmuexport.Output), in.Count(fmuexport.Input), in.Count(fmuexport.Parameter))
 	fmt.Fprintf(c.stdout, "  %-12sa whole number of BeamNG's %s ms periods\n", "step:", strconv.FormatFloat(plan.Period*1000, 'g', -1, 64))
 	fmt.Fprintf(c.stdout, "  %-12sbinaries/%s\n", "platforms:", strings.Join(platforms, ", binaries/"))
