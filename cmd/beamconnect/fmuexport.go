@@ -30,7 +30,8 @@ Each doStep(t, h) couples BeamNG's messages of [t, t+h) with the master's
 inputs held over the step, in lockstep: the outputs at t+h are BeamNG's
 message of t+h, and BeamNG waits for the master's next step before it goes
 on. h must be a whole number of BeamNG's periods (the description's default
-step is one). BeamNG lost (no message for silenceTimeout) fails the step
+step is one), except the last step's, which a master may shorten to end at
+its stop time. BeamNG lost (no message for silenceTimeout) fails the step
 with the reason, and BeamNG gets neutral controls from then on, never the
 master's last inputs. The coupling's log goes to the master's FMI logger.
 

@@ -716,12 +716,14 @@ type masterRun struct {
 	out  *output
 	done chan struct{}
 	dir  string // the unpacked FMU
+	csv  string // the outputs it writes: time, then each output by value reference
 }
 
 // startMaster unpacks e and starts the test master on it, stepping the
 // throttle to value at stepAt, with the parameters given by name
-// (i:localPort=0 style values as the master takes them).
-func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, params map[string]string) *masterRun {
+// (i:localPort=0 style values as the master takes them) and the master's
+// flags (-last).
+func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, params map[string]string, flags ...string) *masterRun {
 	t.Helper()
 	m := &masterRun{out: newOutput(), done: make(chan struct{}), dir: unpack(t, e.path)}
 	in, _ := e.iface.Variable(throttleInput(t, e))
@@ -731,8 +733,9 @@ func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, param
 			outs = append(outs, strconv.Itoa(int(v.VR)))
 		}
 	}
-	args := []string{m.dir, fmuexport.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, fmt.Sprint(stop), fmt.Sprint(h),
-		strconv.Itoa(int(in.VR)), fmt.Sprint(stepAt), fmt.Sprint(value), strings.Join(outs, ","), filepath.Join(t.TempDir(), "outputs.csv")}
+	m.csv = filepath.Join(t.TempDir(), "outputs.csv")
+	args := append(slices.Clone(flags), m.dir, fmuexport.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, number(stop), number(h),
+		strconv.Itoa(int(in.VR)), fmt.Sprint(stepAt), fmt.Sprint(value), strings.Join(outs, ","), m.csv)
 	for name, val := range params {
 		v, ok := e.iface.Variable(name)
 		if !ok {
@@ -749,6 +752,19 @@ func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, param
 	go func() { m.cmd.Wait(); close(m.done) }()
 	t.Cleanup(func() { m.cmd.Process.Kill(); <-m.done })
 	return m
+}
+
+// number writes a double as the master reads it: inf, -inf, nan.
+func number(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // wait waits for the master's end and returns its exit status.

@@ -133,9 +133,9 @@ type server struct {
 	// on: the next initialization goes on from there (coupling.Handover).
 	handover []*coupling.Handover
 
-	start  float64 // the FMU's start time
-	n      int64   // the index of the message at the FMU's time
-	failed bool    // a call failed for good: no more steps
+	exp    experiment // the master's start and stop time
+	n      int64      // the index of the message at the FMU's time
+	failed bool       // a call failed for good: no more steps
 
 	step   stepRequest
 	values []float64 // the master's inputs of the step (handed to the bridge)
@@ -204,7 +204,7 @@ func (s *server) handle(p []byte) []byte {
 		return s.terminate()
 	case reqReset:
 		s.endRun(errors.New("the master reset the FMU"), true)
-		s.failed, s.n = false, 0
+		s.failed, s.n, s.exp = false, 0, experiment{}
 		return s.answer(statusOK, nil)
 	}
 	return s.fail("a request of an unknown type %q", typ)
@@ -327,7 +327,7 @@ func (s *server) progress() []byte {
 // FMU's time and its outputs.
 func (s *server) outputs(b *bridge) []byte {
 	w := writer{b: s.payload[:0]}
-	w.f64(s.start + float64(s.n)*s.plan.Period)
+	w.f64(s.exp.time(s.n, s.plan.Period))
 	w.u32(uint32(len(s.outs)))
 	for i := range s.outs {
 		w.f64(b.out[i])

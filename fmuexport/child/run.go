@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +60,10 @@ func (s *server) initialize(body []byte) []byte {
 	q, err := decodeInit(body, s.isString)
 	if err != nil {
 		return s.fail("%v", err)
+	}
+	exp, err := newExperiment(q.Start, q.StopDefined, q.Stop)
+	if err != nil {
+		return s.failFor(err)
 	}
 	plan := *s.plan
 	plan.Vehicles = slices.Clone(plan.Vehicles)
@@ -147,12 +150,8 @@ func (s *server) initialize(body []byte) []byte {
 	s.mu.Lock()
 	s.run = r
 	s.mu.Unlock()
-	s.start, s.n = q.Start, 0
+	s.exp, s.n = exp, 0
 	s.startLines(r)
-	if span := q.Stop - q.Start; q.StopDefined && math.Abs(span-math.Round(span/plan.Period)*plan.Period) > plan.Period/1000 {
-		s.log.Warn(fmt.Sprintf("the stop time %s s is not a whole number of BeamNG's %s ms periods after the start (%s s): a master that shortens its last step to end there will have it refused",
-			sec(q.Stop), sec(plan.Period*1000), sec(q.Start)))
-	}
 	var deadline time.Time
 	if r.connect > 0 {
 		deadline = time.Now().Add(r.connect)
@@ -238,22 +237,16 @@ func (s *server) doStep(body []byte) []byte {
 		return s.fail("%v", err)
 	}
 	p := r.plan.Period
-	tol := p / 1000
-	at := s.start + float64(s.n)*p
-	t, h := s.step.T, s.step.H
-	if math.Abs(t-at) > tol {
-		return s.failFor(fmt.Errorf("a step from t = %s s, but the FMU is at %s s: FMI's communication points are contiguous", sec(t), sec(at)))
-	}
-	m := math.Round(h / p)
-	if !(m >= 1) || math.Abs(h-m*p) > tol {
-		return s.failFor(fmt.Errorf("a step of h = %s s: a step couples whole BeamNG messages, so h must be a whole number of BeamNG's %s ms periods (%s s, %s s, %s s…): set the master's communication step size so",
-			sec(h), sec(p*1000), sec(p), sec(2*p), sec(4*p)))
+	at := s.exp.time(s.n, p)
+	sp, err := s.exp.span(s.step.T, s.step.H, s.n, p)
+	if err != nil {
+		return s.failFor(err)
 	}
 	copy(s.values, s.step.Inputs)
-	end := s.n + int64(m)
+	end := sp.end
 	r.asked = time.Now()
 	select {
-	case r.bridge.orders <- order{end: end, inputs: s.values}:
+	case r.bridge.orders <- order{end: end, tail: sp.tail, inputs: s.values}:
 	case err := <-r.done:
 		return s.failFor(fmt.Errorf("the coupling ended: %v", err))
 	case <-s.gone:
@@ -263,6 +256,10 @@ func (s *server) doStep(body []byte) []byte {
 		defer s.timer.Stop()
 		select {
 		case <-r.bridge.ended:
+			if sp.tail {
+				s.log.Info(tailNote(at, s.exp.stop, s.n, end, s.exp.start, p))
+				s.exp.atStop = true
+			}
 			s.n = end
 			return true, s.answer(statusOK, s.outputs(r.bridge))
 		case err := <-r.done:
@@ -299,14 +296,14 @@ func (s *server) lost(r *run, from float64, end int64) error {
 		who = "BeamNG (vehicle " + strings.Join(silent, ", ") + ")"
 	}
 	return fmt.Errorf("BeamNG lost: %s sent no message for %v (parameter silenceTimeout) while the step from t = %s s waited for its message of %s s: its coupling stopped, it paused, or it is gone. The step fails; from now on BeamNG gets neutral controls (pedals released, wheel torques 0), never the master's last inputs",
-		who, r.silence, sec(from), sec(s.start+float64(end)*p))
+		who, r.silence, sec(from), sec(s.exp.start+float64(end)*p))
 }
 
 // terminate ends the coupling: BeamNG gets neutral controls, the
 // recording is closed, and the run's summary is said. Warning when the
 // run was not healthy, as `beamconnect run` exits 1.
 func (s *server) terminate() []byte {
-	healthy := s.endRun(fmt.Errorf("the master ended the simulation at t = %s s", sec(s.start+float64(s.n)*s.planPeriod())), false)
+	healthy := s.endRun(fmt.Errorf("the master ended the simulation at t = %s s", sec(s.exp.time(s.n, s.planPeriod()))), false)
 	if !healthy {
 		return s.answer(statusWarning, nil)
 	}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A step size no BeamNG message fits fails the step, through the real
+// library in a real master, with the reason in the master's log: h
+// infinite, not a number, or 1e300 s (which used to return OK at once,
+// coupling nothing, the next step failing at an overflowed time).
+func TestExportedFMURefusesStepSizes(t *testing.T) {
+	parallelOffWine(t)
+	e := exportFMU(t, "../../examples/cruise-pedals.json", 2)
+	for _, tc := range []struct {
+		name    string
+		stop, h float64
+		want    string
+	}{
+		{"h infinite", 1, math.Inf(1), "a step of h = +Inf s: a step is a whole number of BeamNG's 5 ms periods"},
+		{"h not a number", 1, math.NaN(), "a step of h = NaN s: a step is a whole number of BeamNG's 5 ms periods"},
+		{"h of 1e300 s", 1e300, 1e300, "a step of h = 1e+300 s from t = 0 s ends past 1000000000 s (about 31 years), further than any BeamNG message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			listen := freePort(t)
+			m := startMaster(t, e, tc.stop, tc.h, 0, 0.5, map[string]string{"localPort": "0", "remotePort": strconv.Itoa(int(listen.Port()))})
+			bound := m.out.waitLine(t, waiting, 1, m.done)[1]
+			em := emulate(t, e, bound, listen.String(), 0) // BeamNG's first message: the FMU initialized
+			if code := m.wait(t); code != 3 {
+				t.Errorf("the master exited %d, want 3 (the step's Error):\n%s", code, m.out)
+			}
+			for _, want := range []string{"[Error] logStatusError: " + tc.want, "master: fmi2DoStep returned Error"} {
+				if !strings.Contains(m.out.String(), want) {
+					t.Errorf("the master's log lacks %q:\n%s", want, m.out)
+				}
+			}
+			em.summary(t)
+		})
+	}
+}
+
+// A master that shortens its last step to land on a stop time that is not
+// a whole number of BeamNG's periods (fmusim and FMPy do) keeps its
+// results: the step returns OK, the master's time is the stop time, and
+// the outputs there are BeamNG's last message within the step, as the log
+// says once. FMI 2.0 and 3.0, through the real library in a real master.
+func TestExportedFMUShortLastStep(t *testing.T) {
+	parallelOffWine(t)
+	const stop, h = 0.5025, 0.01 // the last step: 2.5 ms from 0.5 s
+	for _, major := range []int{2, 3} {
+		t.Run(fmt.Sprintf("FMI %d", major), func(t *testing.T) {
+			e := exportFMU(t, "../../examples/cruise-pedals.json", major)
+			listen := freePort(t)
+			m := startMaster(t, e, stop, h, 0.2, 0.5, map[string]string{"localPort": "0", "remotePort": strconv.Itoa(int(listen.Port()))}, "-last")
+			bound := m.out.waitLine(t, waiting, 1, m.done)[1]
+			em := emulate(t, e, bound, listen.String(), 0.5) // its last message, of 0.5 s, is the last step's
+			if code := m.wait(t); code != 0 {
+				t.Fatalf("the master exited %d, want 0:\n%s", code, m.out)
+			}
+			if want := "the last step, from t = 0.5 s to the stop time 0.5025 s, is shorter than BeamNG's 5 ms period: it coupled BeamNG's message of 0.5 s only"; strings.Count(m.out.String(), want) != 1 {
+				t.Errorf("the master's log does not say once %q:\n%s", want, m.out)
+			}
+			rows := readTable(t, m.csv)
+			beamngTime, _ := e.iface.Variable("out4.time")
+			last := rows[len(rows)-1]
+			if len(rows) != 52 || last["time"] != stop || last[strconv.Itoa(int(beamngTime.VR))] != 0.5 {
+				t.Errorf("%d rows, the last at %v with BeamNG's message of %v s: want 52, at %v with the message of 0.5 s",
+					len(rows), last["time"], last[strconv.Itoa(int(beamngTime.VR))], stop)
+			}
+			if sum := em.summary(t); sum["stalls"] != 0.0 {
+				t.Errorf("BeamNG stalled: %v", sum)
+			}
+			if !strings.Contains(m.out.String(), "the run was healthy") {
+				t.Errorf("the run was not healthy:\n%s", m.out)
+			}
+		})
+	}
+}
