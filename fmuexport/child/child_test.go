@@ -741,6 +741,35 @@ func TestConnectTimeout(t *testing.T) {
 	})
 }
 
+// A Gen 2 BeamNG against a Gen 1 FMU: the coupling diagnoses the wrong
+// message size at BeamNG's first message, and initialization fails with
+// that diagnosis within a second of it, not after connectTimeout (60 s).
+func TestProtocolMismatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		gen2, _, err := fmuexport.Load(resources(t, "../../examples/gen2-cruise.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.plan.Vehicles[0].CSV = gen2.Vehicles[0].CSV // BeamNG runs the Gen 2 coupling
+		done := make(chan answer, 1)
+		go func() { done <- r.ask(t, []byte{reqInit, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) }()
+		synctest.Wait()
+		began := time.Now()
+		r.startBeamNG(t)
+		a := <-done
+		if waited := time.Since(began); waited > time.Second {
+			t.Errorf("initialization failed %v after BeamNG's first message, want within a second", waited)
+		}
+		if a.result != statusError || !a.said("BeamNG speaks another protocol than the FMU's config: dropped datagrams from BeamNG's address of a length this coupling does not send") ||
+			!a.said("BeamNG runs the Gen 2 co-simulation coupling") {
+			t.Errorf("%+v", a)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
+	})
+}
+
 // Several vehicles: every vehicle's outputs, each vehicle's controls to
 // its own BeamNG.
 func TestSeveralVehicles(t *testing.T) {

@@ -170,12 +170,36 @@ func (s *server) initialize(body []byte) []byte {
 			return true, s.failFor(errors.New("the master's process ended"))
 		case <-s.wait(wait):
 		}
+		if err := mismatch(r.sess); err != nil {
+			return true, s.failFor(err)
+		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return true, s.failFor(fmt.Errorf("BeamNG sent no message in %v (parameter connectTimeout): start BeamNG's coupling as logged above, once the FMU waits for it; BeamNG started first loses its first message and waits 2 s", r.connect))
 		}
 		return false, nil
 	}
 	return s.progress()
+}
+
+// mismatch is a fatal mismatch the coupling diagnosed before BeamNG's
+// first message could be coupled: datagrams from BeamNG of a length this
+// config's protocol does not send (a Gen 2 BeamNG against a Gen 1 FMU, or
+// another CSV), or messages that lack fields the FMU reads (a Gen 1
+// BeamNG against a Gen 2 FMU). No message of that BeamNG will ever
+// couple: initialization fails at once, saying why, rather than wait
+// for connectTimeout.
+func mismatch(sess *coupling.Session) error {
+	for _, vd := range sess.Diagnoses(time.Now()) {
+		if vd.Kind != "size" && vd.Kind != "short" {
+			continue
+		}
+		who := ""
+		if len(sess.Links()) > 1 {
+			who = fmt.Sprintf(" (vehicle %q)", vd.Vehicle)
+		}
+		return fmt.Errorf("BeamNG%s speaks another protocol than the FMU's config: %s; no message of it can be coupled: fix the config and export the FMU again (initialization fails now, not after connectTimeout)", who, vd.Line())
+	}
+	return nil
 }
 
 // startLines say where the coupling waits and how to start BeamNG's side.

@@ -79,3 +79,28 @@ func TestExportedFMUShortLastStep(t *testing.T) {
 		})
 	}
 }
+
+// A Gen 2 BeamNG against a Gen 1 FMU, through the real library in a real
+// master: initialization fails with the diagnosis of BeamNG's first
+// message, though connectTimeout is 0 (wait for ever): a mismatch no
+// message of that BeamNG can get past ends the wait.
+func TestExportedFMUProtocolMismatch(t *testing.T) {
+	parallelOffWine(t)
+	e := exportFMU(t, "../../examples/cruise-pedals.json", 3)
+	listen := freePort(t)
+	m := startMaster(t, e, 1, 0.005, 0, 0.5, map[string]string{"localPort": "0", "remotePort": strconv.Itoa(int(listen.Port())), "connectTimeout": "0"})
+	bound := m.out.waitLine(t, waiting, 1, m.done)[1]
+	gen2 := e
+	gen2.config = "../../examples/gen2-cruise.json"
+	em := emulate(t, gen2, bound, listen.String(), 0)
+	if code := m.wait(t); code != 3 {
+		t.Errorf("the master exited %d, want 3 (initialization's Error):\n%s", code, m.out)
+	}
+	for _, want := range []string{"[Error] logStatusError: BeamNG speaks another protocol than the FMU's config", "BeamNG runs the Gen 2 co-simulation coupling",
+		"master: fmi3ExitInitializationMode returned Error"} {
+		if !strings.Contains(m.out.String(), want) {
+			t.Errorf("the master's log lacks %q:\n%s", want, m.out)
+		}
+	}
+	em.summary(t)
+}
