@@ -367,3 +367,34 @@ func TestExecutables(t *testing.T) {
 		t.Errorf("nothing beside a beamconnect for darwin: found %v, missing %v, %v", found, missing, err)
 	}
 }
+
+// An FMU of as many outputs and inputs as a step carries between the
+// library and the child exports; one more of either is refused, saying
+// the limit.
+func TestVariableLimits(t *testing.T) {
+	in := New(plan(t, "../examples/cruise-pedals.json"))
+	grow := func(c Causality, n int) *Interface {
+		out := &Interface{Vars: slices.Clone(in.Vars)}
+		for out.Count(c) < n {
+			out.Vars = append(out.Vars, Variable{Name: fmt.Sprint("extra", len(out.Vars)), Causality: c})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		in   *Interface
+		want string
+	}{
+		{"the most outputs", grow(Output, MaxOutputs), ""},
+		{"the most inputs", grow(Input, MaxInputs), ""},
+		{"an output more", grow(Output, MaxOutputs+1), "the config makes 16385 outputs (the fields of its outputs: BeamNG's signals, an array field's each element), more than the 16384 an exported FMU can have"},
+		{"an input more", grow(Input, MaxInputs+1), "the config makes 16385 inputs (the fields of its inputs: the controls, an array field's each element), more than the 16384 an exported FMU can have"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.in.Fits()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
+				t.Errorf("%v, want %q", err, tc.want)
+			}
+		})
+	}
+}

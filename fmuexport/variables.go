@@ -102,6 +102,34 @@ type Interface struct {
 	Several bool
 }
 
+// MaxInputs and MaxOutputs bound an exported FMU's inputs and outputs.
+// Every step's request carries every input, and its answer every output
+// (8 bytes each), through the shared memory between the FMU's library and
+// beamconnect's child process, 256 KiB each way: half of it at most, so
+// that the step's log lines and the parameters fit beside them. (The list
+// of variables goes in parts, so their names bound nothing.)
+const (
+	MaxInputs  = 16384
+	MaxOutputs = 16384
+)
+
+// Fits says whether the FMU's inputs and outputs fit what a step carries
+// between the library and the child (MaxInputs, MaxOutputs): the error
+// says which do not, and the limit.
+func (in *Interface) Fits() error {
+	for _, c := range []struct {
+		causality Causality
+		most      int
+		what      string
+	}{{Output, MaxOutputs, "outputs (the fields of its outputs: BeamNG's signals, an array field's each element)"},
+		{Input, MaxInputs, "inputs (the fields of its inputs: the controls, an array field's each element)"}} {
+		if n := in.Count(c.causality); n > c.most {
+			return fmt.Errorf("the config makes %d %s, more than the %d an exported FMU can have: each step carries all of them between the FMU's library and beamconnect through 256 KiB of shared memory; couple fewer fields", n, c.what, c.most)
+		}
+	}
+	return nil
+}
+
 // Defaults of the timeouts, in seconds.
 const (
 	DefaultConnectTimeout = 60

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"beamconnect/fmuexport"
 )
 
 // A step size no BeamNG message fits fails the step, through the real
@@ -103,4 +108,66 @@ func TestExportedFMUProtocolMismatch(t *testing.T) {
 		}
 	}
 	em.summary(t)
+}
+
+// As many outputs as an exported FMU can have (fmuexport.MaxOutputs: BeamNG's
+// groundspeed read into that many fields) export, instantiate (their list
+// goes to the library in parts: at about 7 000 it used to fail, "listed
+// the variables in a way the shim cannot read") and couple in a real
+// master; one more is refused by export, saying the limit.
+func TestExportedFMUVariableLimit(t *testing.T) {
+	parallelOffWine(t)
+	src, err := os.ReadFile("../../examples/cruise-pedals.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := func(name string, outputs int) string {
+		var cfg map[string]any
+		json.Unmarshal(src, &cfg)
+		delete(cfg, "$schema")
+		group := cfg["outputs"].([]any)[0].(map[string]any)
+		have := fmuexport.New(planOf(t, "../../examples/cruise-pedals.json")).Count(fmuexport.Output)
+		var more []any
+		for range outputs - have {
+			more = append(more, map[string]any{"propertyName": "groundspeed"})
+		}
+		group["ports"] = append(group["ports"].([]any), more)
+		data, _ := json.Marshal(cfg)
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, data, 0o644)
+		return path
+	}
+	over := config("over.json", fmuexport.MaxOutputs+1)
+	_, stderr, code := runBinary(t, "fmu", "export", over, "-o", filepath.Join(dir, "over.fmu"))
+	if code != 1 || !strings.Contains(stderr, "the config makes 16385 outputs") || !strings.Contains(stderr, "more than the 16384 an exported FMU can have") {
+		t.Errorf("export of %d outputs: exit %d\n%s", fmuexport.MaxOutputs+1, code, stderr)
+	}
+	e := exportFMU(t, config("most.json", fmuexport.MaxOutputs), 2)
+	if n := e.iface.Count(fmuexport.Output); n != fmuexport.MaxOutputs {
+		t.Fatalf("%d outputs, want %d", n, fmuexport.MaxOutputs)
+	}
+	listen := freePort(t)
+	m := startMaster(t, e, 0.05, 0.005, 0, 0.5, map[string]string{"localPort": "0", "remotePort": strconv.Itoa(int(listen.Port()))})
+	bound := m.out.waitLine(t, waiting, 1, m.done)[1]
+	em := emulate(t, e, bound, listen.String(), 0.05)
+	if code := m.wait(t); code != 0 {
+		t.Fatalf("the master exited %d:\n%s", code, m.out)
+	}
+	em.summary(t)
+	rows := readTable(t, m.csv)
+	var first, last *fmuexport.Variable // both BeamNG's groundspeed
+	for i, v := range e.iface.Vars {
+		if v.Causality == fmuexport.Output {
+			if first == nil {
+				first = &e.iface.Vars[i]
+			}
+			last = &e.iface.Vars[i]
+		}
+	}
+	end := rows[len(rows)-1]
+	if len(rows) != 11 || end[strconv.Itoa(int(last.VR))] != end[strconv.Itoa(int(first.VR))] || end[strconv.Itoa(int(first.VR))] == 0 {
+		t.Errorf("%d rows; at the end the last output (%s) %v, the first groundspeed %v: want 11 rows, the two alike and moving",
+			len(rows), last.Name, end[strconv.Itoa(int(last.VR))], end[strconv.Itoa(int(first.VR))])
+	}
 }

@@ -733,6 +733,9 @@ func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, param
 			outs = append(outs, strconv.Itoa(int(v.VR)))
 		}
 	}
+	if len(outs) > 256 { // the master records 256 at most: the first and the last
+		outs = append(outs[:255], outs[len(outs)-1])
+	}
 	m.csv = filepath.Join(t.TempDir(), "outputs.csv")
 	args := append(slices.Clone(flags), m.dir, fmuexport.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, number(stop), number(h),
 		strconv.Itoa(int(in.VR)), fmt.Sprint(stepAt), fmt.Sprint(value), strings.Join(outs, ","), m.csv)

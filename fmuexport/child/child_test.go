@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/fmuexport"
+	"beamconnect/fmuexport/shim"
 	"beamconnect/internal/memnet"
 	"beamconnect/ports"
 )
@@ -964,5 +966,35 @@ func TestStepAllocs(t *testing.T) {
 		b.Step(tm, outs, ins)
 	}); n != 0 {
 		t.Errorf("a message within a step allocates %v times", n)
+	}
+}
+
+// The most inputs and outputs an export allows fit the shared memory the
+// shim makes (its REQ_CAP and ANS_CAP): a step's request with every input,
+// the initialize request with every input and the parameters (a
+// recording's path of 4 KiB), and a step's answer with every output and
+// room for its log lines: half the answer, less the answer's header.
+func TestLimitsFitTheMailbox(t *testing.T) {
+	src, err := shim.Sources.ReadFile("c/shim.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capOf := func(name string) int {
+		m := regexp.MustCompile(`#define ` + name + ` \((\d+)u \* (\d+)u\)`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("shim.c defines no %s as expected", name)
+		}
+		a, _ := strconv.Atoi(string(m[1]))
+		b, _ := strconv.Atoi(string(m[2]))
+		return a * b
+	}
+	req, ans := capOf("REQ_CAP"), capOf("ANS_CAP")
+	in, out := fmuexport.MaxInputs, fmuexport.MaxOutputs
+	step := 1 + 8 + 8 + 4 + 8*in
+	params := 4 * (2*(4+4+15) + 2*(4+8)) // four vehicles' addresses and ports
+	init := 1 + 8 + 1 + 8 + 4 + in*(4+8) + params + 2*(4+8) + 4 + 4 + 4096
+	answer := 1 + 4 + 8 + 4 + 8*out
+	if step > req || init > req || ans-answer < ans/2-32 {
+		t.Errorf("step request %d, initialize %d bytes (of %d); step answer %d bytes (of %d)", step, init, req, answer, ans)
 	}
 }
