@@ -233,3 +233,32 @@ func Escape(s string) string {
 	}, strings.ToValidUTF8(s, "\uFFFD"))
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }
+
+// TextCharWidth is about how wide a character of running text in the 12 px
+// font is, wide enough for the wider of the common sans-serif fonts
+// (DejaVu Sans, Verdana): what Wrap allows for.
+const TextCharWidth = 7.4
+
+// Wrap breaks s at spaces into lines of text no wider than width pixels
+// in the 12 px font (TextCharWidth a character); a word longer than a
+// line is a line of its own.
+func Wrap(s string, width float64) []string {
+	most := max(1, int(width/TextCharWidth))
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case len([]rune(line))+1+len([]rune(w)) <= most:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, line)
+	}
+	return lines
+}
