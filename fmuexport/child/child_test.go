@@ -755,7 +755,9 @@ func TestProtocolMismatch(t *testing.T) {
 		}
 		r.plan.Vehicles[0].CSV = gen2.Vehicles[0].CSV // BeamNG runs the Gen 2 coupling
 		done := make(chan answer, 1)
-		go func() { done <- r.ask(t, []byte{reqInit, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) }()
+		go func() {
+			done <- r.ask(t, []byte{reqInit, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+		}()
 		synctest.Wait()
 		began := time.Now()
 		r.startBeamNG(t)
