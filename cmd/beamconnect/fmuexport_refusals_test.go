@@ -71,9 +71,16 @@ func TestExportedFMUShortLastStep(t *testing.T) {
 			rows := readTable(t, m.csv)
 			beamngTime, _ := e.iface.Variable("out4.time")
 			last := rows[len(rows)-1]
-			if len(rows) != 52 || last["time"] != stop || last[strconv.Itoa(int(beamngTime.VR))] != 0.5 {
-				t.Errorf("%d rows, the last at %v with BeamNG's message of %v s: want 52, at %v with the message of 0.5 s",
-					len(rows), last["time"], last[strconv.Itoa(int(beamngTime.VR))], stop)
+			independent, _ := e.iface.Variable("time")
+			if len(rows) != 52 || last["time"] != stop || last[strconv.Itoa(int(beamngTime.VR))] != 0.5 || math.Abs(last[strconv.Itoa(int(independent.VR))]-stop) > 1e-9 {
+				t.Errorf("%d rows, the last at %v with BeamNG's message of %v s, the FMU's time %v: want 52, at %v with the message of 0.5 s",
+					len(rows), last["time"], last[strconv.Itoa(int(beamngTime.VR))], last[strconv.Itoa(int(independent.VR))], stop)
+			}
+			for _, r := range rows {
+				if math.Abs(r[strconv.Itoa(int(independent.VR))]-r["time"]) > 1e-9 {
+					t.Errorf("at %v the FMU's time (its independent variable) is %v", r["time"], r[strconv.Itoa(int(independent.VR))])
+					break
+				}
 			}
 			if sum := em.summary(t); sum["stalls"] != 0.0 {
 				t.Errorf("BeamNG stalled: %v", sum)

@@ -733,8 +733,11 @@ func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, param
 			outs = append(outs, strconv.Itoa(int(v.VR)))
 		}
 	}
-	if len(outs) > 256 { // the master records 256 at most: the first and the last
-		outs = append(outs[:255], outs[len(outs)-1])
+	if len(outs) > 255 { // the master records 256 at most: the first outputs, the last, and time
+		outs = append(outs[:254], outs[len(outs)-1])
+	}
+	if tm, ok := e.iface.Variable("time"); ok && tm.Causality == fmuexport.Independent {
+		outs = append(outs, strconv.Itoa(int(tm.VR))) // the FMU's time, as a get of the independent variable says it
 	}
 	m.csv = filepath.Join(t.TempDir(), "outputs.csv")
 	args := append(slices.Clone(flags), m.dir, fmuexport.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, number(stop), number(h),
