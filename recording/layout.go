@@ -398,7 +398,7 @@ func (p *plot) drawStrip(b *strings.Builder, pn *panel) {
 		if pn.unit != "" {
 			value += " " + pn.unit
 		}
-		svgplot.Text(b, float64(pn.X+8), y, "start", `class="constant" fill="`+f.color+`"`, value+" all along")
+		svgplot.Text(b, float64(pn.X+8), y, "start", `class="constant" data-field="`+svgplot.Escape(f.name.Full)+`" fill="`+f.color+`"`, value+" all along")
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, y-4, lx+14, y-4, f.color)
 		svgplot.Text(b, lx+19, y, "start", `class="legend" fill="`+f.color+`"`, f.name.Full)
 	}

@@ -239,22 +239,39 @@ func Escape(s string) string {
 // (DejaVu Sans, Verdana): what Wrap allows for.
 const TextCharWidth = 7.4
 
-// Wrap breaks s at spaces into lines of text no wider than width pixels
-// in the 12 px font (TextCharWidth a character); a word longer than a
-// line is a line of its own.
+// Wrap breaks s into lines of text no wider than width pixels in the 12
+// px font (TextCharWidth a character): between its parts (the phrases a
+// " · " separates) where a part fits whole, else at spaces; a word longer
+// than a line is a line of its own.
 func Wrap(s string, width float64) []string {
 	most := max(1, int(width/TextCharWidth))
 	var lines []string
 	line := ""
-	for _, w := range strings.Fields(s) {
+	add := func(glue, piece string) {
 		switch {
 		case line == "":
-			line = w
-		case len([]rune(line))+1+len([]rune(w)) <= most:
-			line += " " + w
+			line = piece // a line begins with the piece, not its glue
+		case len([]rune(line))+len([]rune(glue))+len([]rune(piece)) <= most:
+			line += glue + piece
 		default:
 			lines = append(lines, line)
-			line = w
+			line = piece
+		}
+	}
+	for i, part := range strings.Split(s, " · ") {
+		glue := " · "
+		if i == 0 {
+			glue = " "
+		}
+		if len([]rune(part)) <= most {
+			add(glue, part)
+			continue
+		}
+		for j, w := range strings.Fields(part) {
+			if j > 0 {
+				glue = " "
+			}
+			add(glue, w)
 		}
 	}
 	if line != "" || len(lines) == 0 {

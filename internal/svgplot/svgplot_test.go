@@ -93,7 +93,8 @@ func TestTickLabelsDistinct(t *testing.T) {
 }
 
 // Wrap keeps every word, in order, each line within the width (but for a
-// word longer than a line), and breaks only where a space was.
+// word longer than a line), breaks only where a space was, and between
+// the " · " parts of a line rather than within one where it can.
 func TestWrap(t *testing.T) {
 	long := strings.Repeat("x", 40)
 	for _, tc := range []struct {
@@ -106,6 +107,9 @@ func TestWrap(t *testing.T) {
 		{"breaks at spaces", "aaa bbb ccc ddd", 8 * TextCharWidth, []string{"aaa bbb", "ccc ddd"}},
 		{"a word longer than a line", "a " + long + " b", 10 * TextCharWidth, []string{"a", long, "b"}},
 		{"empty", "", 100, []string{""}},
+		{"whole parts first", "0 s to 10 s · a reload (dashed) at 5 s: added out3.fuel", 45 * TextCharWidth,
+			[]string{"0 s to 10 s", "a reload (dashed) at 5 s: added out3.fuel"}},
+		{"parts that fit together", "one · two · three", 20 * TextCharWidth, []string{"one · two · three"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Wrap(tc.s, tc.width)
