@@ -50,6 +50,7 @@ func TestFMUCruise(t *testing.T) {
 	if out, err := exec.Command(bin, "validate", rig).CombinedOutput(); err != nil || !strings.HasSuffix(string(out), "cruise.json: valid\n") {
 		t.Fatalf("validate: %v\n%s", err, out)
 	}
+	fmuPassesChecks(t, bin, filepath.Join(dir, "cruise.fmu"))
 	rec := filepath.Join(dir, "run.csv")
 	// 10 s of simulation, however long the machine takes: in lockstep a
 	// loaded machine slows the run, and changes nothing else.
@@ -71,5 +72,33 @@ func TestFMUCruise(t *testing.T) {
 	}
 	if v := recordingtest.Last(t, rec, "out1.groundspeed"); v < 19 || v > 21 {
 		t.Errorf("speed at the end %v m/s, want 20", v)
+	}
+}
+
+// The example FMU, FMI 2.0 and 3.0 (the -fmi 3 build), passes `fmu check`
+// (the FMI standard's rules masters check at load time, FMPy's among
+// them), and runs in fmusim, the Modelica Association's reference master,
+// with its defaults.
+func fmuPassesChecks(t *testing.T, bin, fmu2 string) {
+	t.Helper()
+	fmu3 := filepath.Join(filepath.Dir(fmu2), "cruise3.fmu")
+	if out, err := exec.Command("go", "run", "./fmu-cruise", "-fmi", "3", "-o", fmu3).CombinedOutput(); err != nil {
+		t.Fatalf("go run ./fmu-cruise -fmi 3: %v\n%s", err, out)
+	}
+	for _, f := range []string{fmu2, fmu3} {
+		if out, err := exec.Command(bin, "fmu", "check", f).CombinedOutput(); err != nil {
+			t.Errorf("fmu check %s: %v\n%s", f, err, out)
+		}
+		sim := os.Getenv("BEAMCONNECT_FMUSIM")
+		if sim == "" {
+			continue
+		}
+		out := filepath.Join(t.TempDir(), "out.csv")
+		if msg, err := exec.Command(sim, "--output-file", out, f).CombinedOutput(); err != nil {
+			t.Errorf("fmusim %s: %v\n%s", f, err, msg)
+		}
+		if data, err := os.ReadFile(out); err != nil || strings.Count(string(data), "\n") < 100 {
+			t.Errorf("fmusim %s wrote %d lines: %v", f, strings.Count(string(data), "\n"), err)
+		}
 	}
 }

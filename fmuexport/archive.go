@@ -105,6 +105,9 @@ func Files(cfg *config.Config, plan *ports.Plan, o Options) ([]File, *Interface,
 		return nil, nil, errors.New("no beamconnect executable for any platform: the FMU would not run anywhere")
 	}
 	in := New(plan)
+	if err := in.Fits(); err != nil {
+		return nil, nil, err
+	}
 	res, err := resources(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -110,6 +110,8 @@ func (v *Variable) attrs() string {
 	switch {
 	case v.Causality == Parameter:
 		s += ` variability="fixed"`
+	case v.Causality == Independent:
+		s += ` variability="continuous"`
 	case v.Type == Real:
 		s += ` variability="continuous"`
 	default:
@@ -127,7 +129,7 @@ func (v *Variable) attrs() string {
 func (in *Interface) variable2(b *bytes.Buffer, v *Variable) {
 	fmt.Fprintf(b, "    <ScalarVariable %s>", v.attrs())
 	typ := map[Type]string{Real: "Real", Integer: "Integer", String: "String"}[v.Type]
-	fmt.Fprintf(b, "<%s start=%s%s/></ScalarVariable>\n", typ, attr(v.Start), v.bounds())
+	fmt.Fprintf(b, "<%s%s%s/></ScalarVariable>\n", typ, v.start(), v.bounds())
 }
 
 func (in *Interface) variable3(b *bytes.Buffer, v *Variable) {
@@ -135,10 +137,19 @@ func (in *Interface) variable3(b *bytes.Buffer, v *Variable) {
 	case String:
 		fmt.Fprintf(b, "    <String %s><Start value=%s/></String>\n", v.attrs(), attr(v.Start))
 	case Integer:
-		fmt.Fprintf(b, "    <Int32 %s start=%s%s/>\n", v.attrs(), attr(v.Start), v.bounds())
+		fmt.Fprintf(b, "    <Int32 %s%s%s/>\n", v.attrs(), v.start(), v.bounds())
 	default:
-		fmt.Fprintf(b, "    <Float64 %s start=%s%s/>\n", v.attrs(), attr(v.Start), v.bounds())
+		fmt.Fprintf(b, "    <Float64 %s%s%s/>\n", v.attrs(), v.start(), v.bounds())
 	}
+}
+
+// start is a number's start attribute; the independent variable has
+// none (its value is the master's start time).
+func (v *Variable) start() string {
+	if v.Causality == Independent {
+		return ""
+	}
+	return " start=" + attr(v.Start)
 }
 
 // bounds are the unit, min and max attributes of a number.

@@ -85,8 +85,9 @@ func TestDescriptionReadsBack(t *testing.T) {
 
 // Names are the config's fields as a recording names them without their
 // port, unique: qualified by the port where a name is both BeamNG's
-// signal and a control (throttle), or is time; the vehicle's name first
-// with several vehicles, the parameters' too.
+// signal and a control (throttle), or is time, which is the independent
+// variable's; the vehicle's name first with several vehicles, the
+// parameters' too.
 func TestNames(t *testing.T) {
 	for _, tc := range []struct {
 		config string
@@ -116,9 +117,12 @@ func TestNames(t *testing.T) {
 				}
 			}
 			for _, n := range tc.not {
-				if slices.Contains(names, n) {
-					t.Errorf("a variable is named %q, which would be ambiguous", n)
+				if v, ok := in.Variable(n); ok && v.Causality != Independent {
+					t.Errorf("a field is named %q, which would be ambiguous", n)
 				}
+			}
+			if v, ok := in.Variable("time"); !ok || v.Causality != Independent || v != &in.Vars[len(in.Vars)-1] {
+				t.Errorf("time is not the independent variable, the last")
 			}
 			if len(in.Vars) != len(names) || len(slices.Compact(slices.Sorted(slices.Values(names)))) != len(names) {
 				t.Errorf("names not unique: %q", names)
@@ -171,6 +175,23 @@ func TestDescriptionsValidate(t *testing.T) {
 				out, _ := exec.Command(fmusim, "--interface-type", "me", path).CombinedOutput()
 				if got := strings.TrimSpace(string(out)); got != "Selected interface type is not supported by the FMU." {
 					t.Errorf("fmusim:\n%s", out)
+				}
+			})
+		}
+	}
+}
+
+// Every config's description, FMI 2.0 and 3.0, passes the FMI standard's
+// rules that masters check at load time (fmu.CheckDescription): one
+// independent variable, legal causality, variability and initial, starts
+// where they belong, units defined, ModelStructure complete.
+func TestDescriptionsPassCheck(t *testing.T) {
+	for _, file := range configs(t) {
+		in := New(plan(t, file))
+		for _, major := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s FMI %d", filepath.Base(file), major), func(t *testing.T) {
+				for _, p := range fmu.CheckDescription(in.Description(major, "rig", "rig", "a rig")) {
+					t.Error(p)
 				}
 			})
 		}
@@ -334,5 +355,36 @@ func TestExecutables(t *testing.T) {
 	found, _, missing, err := Executables(self, "darwin", nil)
 	if err != nil || len(found) != 0 || !slices.Equal(missing, []string{"linux", "windows"}) {
 		t.Errorf("nothing beside a beamconnect for darwin: found %v, missing %v, %v", found, missing, err)
+	}
+}
+
+// An FMU of as many outputs and inputs as a step carries between the
+// library and the child exports; one more of either is refused, saying
+// the limit.
+func TestVariableLimits(t *testing.T) {
+	in := New(plan(t, "../examples/cruise-pedals.json"))
+	grow := func(c Causality, n int) *Interface {
+		out := &Interface{Vars: slices.Clone(in.Vars)}
+		for out.Count(c) < n {
+			out.Vars = append(out.Vars, Variable{Name: fmt.Sprint("extra", len(out.Vars)), Causality: c})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		in   *Interface
+		want string
+	}{
+		{"the most outputs", grow(Output, MaxOutputs), ""},
+		{"the most inputs", grow(Input, MaxInputs), ""},
+		{"an output more", grow(Output, MaxOutputs+1), "the config makes 16385 outputs (the fields of its outputs: BeamNG's signals, an array field's each element), more than the 16384 an exported FMU can have"},
+		{"an input more", grow(Input, MaxInputs+1), "the config makes 16385 inputs (the fields of its inputs: the controls, an array field's each element), more than the 16384 an exported FMU can have"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.in.Fits()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
+				t.Errorf("%v, want %q", err, tc.want)
+			}
+		})
 	}
 }

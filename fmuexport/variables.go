@@ -21,16 +21,18 @@ import (
 
 // Protocol is the version of what the shim and the child say to each
 // other. The child refuses a shim of another, so an FMU that carries a
-// beamconnect of another version says so instead of misbehaving.
-const Protocol = 1
+// beamconnect of another version says so instead of misbehaving. 2: the
+// independent variable, and the variables listed in parts.
+const Protocol = 2
 
 // Causality is a variable's role for the master.
 type Causality uint8
 
 const (
-	Output    Causality = iota // one of BeamNG's signals (a field of the config's outputs)
-	Input                      // a control (a field of the config's inputs)
-	Parameter                  // set before initialization: an address, a port, a timeout, the recording
+	Output      Causality = iota // one of BeamNG's signals (a field of the config's outputs)
+	Input                        // a control (a field of the config's inputs)
+	Parameter                    // set before initialization: an address, a port, a timeout, the recording
+	Independent                  // time, the FMU's: read only, the master sets it with its steps
 )
 
 func (c Causality) String() string {
@@ -39,6 +41,8 @@ func (c Causality) String() string {
 		return "output"
 	case Input:
 		return "input"
+	case Independent:
+		return "independent"
 	}
 	return "parameter"
 }
@@ -96,6 +100,34 @@ type Interface struct {
 	// Several says the config couples several vehicles: names carry the
 	// vehicle.
 	Several bool
+}
+
+// MaxInputs and MaxOutputs bound an exported FMU's inputs and outputs.
+// Every step's request carries every input, and its answer every output
+// (8 bytes each), through the shared memory between the FMU's library and
+// beamconnect's child process, 256 KiB each way: half of it at most, so
+// that the step's log lines and the parameters fit beside them. (The list
+// of variables goes in parts, so their names bound nothing.)
+const (
+	MaxInputs  = 16384
+	MaxOutputs = 16384
+)
+
+// Fits says whether the FMU's inputs and outputs fit what a step carries
+// between the library and the child (MaxInputs, MaxOutputs): the error
+// says which do not, and the limit.
+func (in *Interface) Fits() error {
+	for _, c := range []struct {
+		causality Causality
+		most      int
+		what      string
+	}{{Output, MaxOutputs, "outputs (the fields of its outputs: BeamNG's signals, an array field's each element)"},
+		{Input, MaxInputs, "inputs (the fields of its inputs: the controls, an array field's each element)"}} {
+		if n := in.Count(c.causality); n > c.most {
+			return fmt.Errorf("the config makes %d %s, more than the %d an exported FMU can have: each step carries all of them between the FMU's library and beamconnect through 256 KiB of shared memory; couple fewer fields", n, c.what, c.most)
+		}
+	}
+	return nil
 }
 
 // Defaults of the timeouts, in seconds.
@@ -184,6 +216,10 @@ func New(plan *ports.Plan) *Interface {
 		full = append(full, p.Name)
 	}
 	in.unique(full)
+	// time, the independent variable FMI 3.0 requires (and 2.0 allows):
+	// the name unique keeps for it.
+	in.Vars = append(in.Vars, Variable{Name: "time", Causality: Independent, Type: Real, Unit: "s",
+		Description: "the FMU's time: the master's start time at BeamNG's first message, then the end of the last step"})
 	for i := range in.Vars {
 		in.Vars[i].VR = uint32(i)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"beamconnect/internal/svgplot"
@@ -11,32 +12,43 @@ import (
 )
 
 // panel is one plot area: fields of one port and unit whose ranges are
-// alike, on one value axis.
+// alike, on one value axis; or, where every field of it is constant (the
+// connection status and directive of a healthy run), a thin strip that
+// says their values.
 type panel struct {
 	svgplot.Panel
 	port, unit string
 	fields     []*field
 	heading    string // the port's title, over its first panel
+	strip      bool
+	ticks      bool // a strip with the time axis under it: the drawing's last
 }
 
 // layout is where everything goes.
 type layout struct {
 	panels        []*panel
+	header        []headerLine // the lines under the title
 	width, height int
 	left          int     // the panels' left edge: unit and tick labels fit left of it
 	labelWidth    float64 // the widest value tick label
 }
+
+// headerLine is a line of text under the title, its attributes.
+type headerLine struct{ text, attrs string }
 
 // Geometry, in SVG pixels.
 const (
 	docWidth     = 1240
 	legendWidth  = 330
 	panelHeight  = 110
+	stripHeight  = 22 // a strip of constant fields: one line each
 	legendLine   = 15
 	panelGap     = 30 // under a panel: its time tick labels
+	stripGap     = 12 // under a strip: no tick labels
 	headingSpace = 26 // over a port's first panel
-	top          = 84
-	maxPerPanel  = 6 // fields sharing a panel, at most
+	headerLines  = 44 // the first line under the title; the rest 18 apart
+	headerMargin = 60 // left and right of the lines under the title
+	maxPerPanel  = 6  // fields sharing a panel, at most
 	// A field shares a panel only when its range spans at least 1/shareSpan
 	// of the panel's: it then fills a fifth of the height or more.
 	shareSpan = 5
@@ -70,6 +82,10 @@ func (p *plot) layout() layout {
 	width := 0.0
 	for _, pn := range lay.panels {
 		pn.setRange()
+		if pn.strip = constant(pn.fields); pn.strip {
+			pn.H = max(stripHeight, pn.legendLines()*legendLine+6)
+			continue
+		}
 		pn.H = max(panelHeight, pn.legendLines()*legendLine+8)
 		for _, l := range pn.ValueLabels() {
 			width = max(width, float64(len(l))*svgplot.CharWidth)
@@ -77,7 +93,8 @@ func (p *plot) layout() layout {
 	}
 	lay.width = docWidth
 	lay.left, lay.labelWidth = int(width)+34, width
-	y := top + 18*len(p.control())
+	lay.header = p.header(len(lay.panels))
+	y := headerLines + 18*len(lay.header) + 4
 	for k, pn := range lay.panels {
 		if pn.heading != "" {
 			y += headingSpace
@@ -87,13 +104,85 @@ func (p *plot) layout() layout {
 		for i, f := range pn.fields {
 			f.color = palette[i%len(palette)]
 		}
-		y += pn.H + panelGap
-		if k == len(lay.panels)-1 {
+		last := k == len(lay.panels)-1
+		pn.ticks = pn.strip && last // the drawing ends with a time axis
+		if pn.strip && !last {
+			y += pn.H + stripGap
+		} else {
+			y += pn.H + panelGap
+		}
+		if last {
 			y += 24 // the time axis' caption
 		}
 	}
 	lay.height = y + 10
 	return lay
+}
+
+// constant reports whether every field of a panel has one value all
+// along (none that is not a number counted): it is drawn as a strip. A
+// setpoint is drawn as a trace, dashed, as its measured value's is.
+func constant(fs []*field) bool {
+	for _, f := range fs {
+		if f.n == 0 || f.min != f.max || f.name.Setpoint {
+			return false
+		}
+	}
+	return true
+}
+
+// header are the lines under the title: what the plot shows, its notes,
+// and the verdict on each control loop, each wrapped to the page.
+func (p *plot) header(panels int) []headerLine {
+	strips := 0
+	for _, f := range p.fields {
+		if f.panel != nil && f.panel.strip && f.panel.fields[0] == f {
+			strips++
+		}
+	}
+	shows := fmt.Sprintf("%d panels", panels-strips)
+	if strips > 0 {
+		shows += fmt.Sprintf(" and %d %s of constant fields", strips, map[bool]string{true: "strip", false: "strips"}[strips == 1])
+	}
+	sub := fmt.Sprintf("%s s to %s s · %d fields in %s, one per unit and range of values", plain(p.t0), plain(p.t1), len(p.fields), shows)
+	switch len(p.reloads) {
+	case 0:
+	case 1:
+		sub += " · a reload (dashed) at " + p.reloadText()[0]
+	default:
+		sub += fmt.Sprintf(" · %d reloads (dashed): %s", len(p.reloads), strings.Join(p.reloadText(), "; "))
+	}
+	var out []headerLine
+	add := func(text, attrs string) {
+		for _, l := range svgplot.Wrap(text, docWidth-2*headerMargin) {
+			out = append(out, headerLine{l, attrs})
+		}
+	}
+	add(sub, `fill="#444"`)
+	var notes []string
+	for _, f := range p.fields {
+		if f.n > 0 && f.panel != nil && (f.max > f.panel.Hi || f.min < f.panel.Lo) { // as legendLines counts
+			notes = append(notes, "outliers are clipped at the panel's edge (▲ ▼ mark where), counted in the legend")
+			break
+		}
+	}
+	if p.omitted > 0 {
+		notes = append(notes, fmt.Sprintf("%d more fields not drawn: choose them with --fields", p.omitted))
+	}
+	if len(notes) > 0 {
+		add(strings.Join(notes, " · "), `fill="#b45309"`)
+	}
+	for _, r := range p.control() {
+		color := "#15803d"
+		switch {
+		case r.Verdict == quality.Faulted:
+			color = "#b45309" // it held, but the run had faults
+		case !r.Good():
+			color = "#b91c1c"
+		}
+		add("control "+r.Line(), `class="control" fill="`+color+`"`)
+	}
+	return out
 }
 
 // portOrder lists the ports in the order their columns came, port 0
@@ -228,45 +317,15 @@ func (p *plot) draw(lay layout, title string) string {
 	var b strings.Builder
 	svgplot.Begin(&b, lay.width, lay.height)
 	svgplot.Text(&b, float64(lay.width)/2, 24, "middle", `font-size="16"`, title)
-	sub := fmt.Sprintf("%s s to %s s · %d fields in %d panels, one per unit and range of values", plain(p.t0), plain(p.t1), len(p.fields), len(lay.panels))
-	switch len(p.reloads) {
-	case 0:
-	case 1:
-		sub += " · a reload (dashed) at " + p.reloadText()[0]
-	default:
-		sub += fmt.Sprintf(" · %d reloads (dashed): %s", len(p.reloads), strings.Join(p.reloadText(), "; "))
-	}
-	svgplot.Text(&b, float64(lay.width)/2, 44, "middle", `fill="#444"`, sub)
-	for i, r := range p.control() {
-		color := "#15803d"
-		switch {
-		case r.Verdict == quality.Faulted:
-			color = "#b45309" // it held, but the run had faults
-		case !r.Good():
-			color = "#b91c1c"
-		}
-		svgplot.Text(&b, float64(lay.width)/2, float64(top+i*18-4), "middle", `class="control" fill="`+color+`"`, "control "+r.Line())
-	}
-	var notes []string
-	for _, pn := range lay.panels {
-		for _, f := range pn.fields {
-			if f.above+f.below > 0 {
-				notes = append(notes, "outliers are clipped at the panel's edge (▲ ▼ mark where), counted in the legend")
-				break
-			}
-		}
-		if len(notes) > 0 {
-			break
-		}
-	}
-	if p.omitted > 0 {
-		notes = append(notes, fmt.Sprintf("%d more fields not drawn: choose them with --fields", p.omitted))
-	}
-	if len(notes) > 0 {
-		svgplot.Text(&b, float64(lay.width)/2, 62, "middle", `fill="#b45309"`, strings.Join(notes, " · "))
+	for i, l := range lay.header {
+		svgplot.Text(&b, float64(lay.width)/2, float64(headerLines+18*i), "middle", l.attrs, l.text)
 	}
 	for _, pn := range lay.panels {
-		p.drawPanel(&b, pn, lay.labelWidth)
+		if pn.strip {
+			p.drawStrip(&b, pn)
+		} else {
+			p.drawPanel(&b, pn, lay.labelWidth)
+		}
 	}
 	last := lay.panels[len(lay.panels)-1]
 	svgplot.Text(&b, float64(last.X+last.W/2), float64(last.Y+last.H+36), "middle", `fill="#444"`, "simulation time [s]")
@@ -316,6 +375,35 @@ func (p *plot) drawPanel(b *strings.Builder, pn *panel, labelWidth float64) {
 			svgplot.Text(b, lx+19, float64(pn.Y+12+legendLine*line), "start", `fill="#b45309" font-size="11"`, "clipped: "+c)
 			line++
 		}
+	}
+}
+
+// drawStrip draws a strip of constant fields: each one's value on a line
+// of its own, its name in the legend.
+func (p *plot) drawStrip(b *strings.Builder, pn *panel) {
+	fmt.Fprintf(b, `<g class="strip" data-port="%s" data-unit="%s">`+"\n", pn.port, svgplot.Escape(pn.unit))
+	defer b.WriteString("</g>\n")
+	if pn.heading != "" {
+		svgplot.Text(b, float64(pn.X), float64(pn.Y-10), "start", `font-weight="bold"`, pn.heading)
+	}
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#fafafa" stroke="#ccc"/>`+"\n", pn.X, pn.Y, pn.W, pn.H)
+	if pn.ticks {
+		pn.TimeTicks(b)
+	}
+	for _, rt := range p.reloads {
+		x := pn.PX(rt)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#777" stroke-dasharray="4 3"/>`+"\n", x, pn.Y, x, pn.Y+pn.H)
+	}
+	lx := float64(pn.X + pn.W + 14)
+	for i, f := range pn.fields {
+		y := float64(pn.Y + 15 + legendLine*i)
+		value := strconv.FormatFloat(f.min, 'g', -1, 64)
+		if pn.unit != "" {
+			value += " " + pn.unit
+		}
+		svgplot.Text(b, float64(pn.X+8), y, "start", `class="constant" data-field="`+svgplot.Escape(f.name.Full)+`" fill="`+f.color+`"`, value+" all along")
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, y-4, lx+14, y-4, f.color)
+		svgplot.Text(b, lx+19, y, "start", `class="legend" fill="`+f.color+`"`, f.name.Full)
 	}
 }
 

@@ -33,6 +33,7 @@ type PlotOptions struct {
 type PlotResult struct {
 	Fields  int      // fields drawn
 	Panels  int      // panels they were drawn in
+	Strips  int      // strips of fields constant all along (a healthy run's status and directive)
 	Omitted int      // fields left out past MaxFields
 	Clipped []string // "out2.ego.timeToCollision:lead: 41 values above 4541" for each field clipped
 	// Control is the verdict on each loop the recording has a setpoint
@@ -80,7 +81,14 @@ func Plot(w io.Writer, file string, src Source, o PlotOptions) (PlotResult, erro
 	if title == "" {
 		title = file
 	}
-	res := PlotResult{Fields: len(p.fields), Panels: len(lay.panels), Omitted: p.omitted, Control: p.control(), Reloads: p.reloadText(), Faults: p.faults}
+	res := PlotResult{Fields: len(p.fields), Omitted: p.omitted, Control: p.control(), Reloads: p.reloadText(), Faults: p.faults}
+	for _, pn := range lay.panels {
+		if pn.strip {
+			res.Strips++
+		} else {
+			res.Panels++
+		}
+	}
 	for _, f := range p.fields {
 		if c := f.clipText(); c != "" {
 			res.Clipped = append(res.Clipped, f.name.Full+": "+c)

@@ -11,11 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"beamconnect/internal/svgplot"
 )
 
 // svgDoc is a plot as rendered, parsed back: panels with their frame,
 // unit, tick labels, legend, traces and clip marks.
 type svgDoc struct {
+	Width  float64    `xml:"width,attr"`
 	Texts  []svgText  `xml:"text"`
 	Panels []svgPanel `xml:"g"`
 }
@@ -30,6 +33,7 @@ type svgText struct {
 }
 
 type svgPanel struct {
+	Class string  `xml:"class,attr"` // panel, or strip (of constant fields)
 	Port  string  `xml:"data-port,attr"`
 	Unit  string  `xml:"data-unit,attr"`
 	Lo    float64 `xml:"data-lo,attr"`
@@ -73,6 +77,15 @@ func (p svgPanel) fields() []string {
 		if tx.Class == "legend" {
 			out = append(out, tx.Value)
 		}
+	}
+	return out
+}
+
+// texts are all a panel's texts.
+func (p svgPanel) texts() []string {
+	var out []string
+	for _, tx := range p.Texts {
+		out = append(out, tx.Value)
 	}
 	return out
 }
@@ -147,11 +160,14 @@ func (d svgDoc) drawn() []string {
 	return out
 }
 
+// text is every text of the drawing, "|" between them but for the lines
+// under the title, which read on as one (they are wrapped to the page).
 func (d svgDoc) text() string {
-	var all []string
+	var head []string
 	for _, tx := range d.Texts {
-		all = append(all, tx.Value)
+		head = append(head, tx.Value)
 	}
+	all := []string{strings.Join(head, " ")}
 	for _, p := range d.Panels {
 		for _, tx := range p.Texts {
 			all = append(all, tx.Value)
@@ -256,9 +272,18 @@ func TestPlotScalesApart(t *testing.T) {
 	if len(res.Clipped) != 2 || !strings.HasPrefix(res.Clipped[1], "out3.ego.timeToCollision:lead: 10 values above") {
 		t.Errorf("result's clipped: %q", res.Clipped)
 	}
-	// One time axis: every panel has the same left edge, width and ticks.
+	// One time axis: every panel has the same left edge, width and ticks;
+	// the constant fields (the status, the directive, the lead's
+	// throttle) are strips of the same width, the time axis under the
+	// last.
 	first := d.Panels[0]
 	for _, p := range d.Panels {
+		if p.Class == "strip" {
+			if p.Rect.X != first.Rect.X || p.Rect.W != first.Rect.W || p.Rect.H > 30 {
+				t.Errorf("strip of %v: x %g width %g height %g", p.fields(), p.Rect.X, p.Rect.W, p.Rect.H)
+			}
+			continue
+		}
 		if p.Rect.X != first.Rect.X || p.Rect.W != first.Rect.W || !slices.Equal(p.timeLabels(), first.timeLabels()) {
 			t.Errorf("panel of %v: x %g width %g ticks %v; the first: x %g width %g ticks %v", p.fields(), p.Rect.X, p.Rect.W, p.timeLabels(),
 				first.Rect.X, first.Rect.W, first.timeLabels())
@@ -270,7 +295,7 @@ func TestPlotScalesApart(t *testing.T) {
 	if got := first.timeLabels(); !slices.Equal(got, []string{"0", "2", "4", "6", "8", "10", "12", "14", "16", "18"}) {
 		t.Errorf("time ticks %v", got)
 	}
-	if res.Fields != 12 || res.Panels != len(d.Panels) {
+	if res.Fields != 12 || res.Strips != 3 || res.Panels+res.Strips != len(d.Panels) || !slices.Equal(d.Panels[len(d.Panels)-1].timeLabels(), first.timeLabels()) {
 		t.Errorf("result %+v, %d panels drawn", res, len(d.Panels))
 	}
 }
@@ -556,23 +581,8 @@ func TestPlotMinimumSpan(t *testing.T) {
 // its measured value's panel, the plot judges it as the run did, and a
 // reload that changed only a parameter says so.
 func TestPlotControl(t *testing.T) {
-	var b strings.Builder
-	header := "time,status,id,reply_id,reloads,out1.groundspeed,directive,in1.throttle,setpoint:out1.groundspeed\n"
-	b.WriteString(header)
-	v := 0.0
-	for i := range 4000 {
-		set := 20.0
-		if i == 2000 {
-			b.WriteString(header) // a reload: setSpeed 20 → 25, the ports unchanged
-		}
-		if i >= 2000 {
-			set = 25
-		}
-		v += (set - v) * 0.005 // a first-order loop, time constant 1 s
-		fmt.Fprintf(&b, "%.6f,3,%d,%d,%d,%g,1,0.3,%g\n", float64(i)*0.005, i, i+1, i/2000, v, set)
-	}
 	var out bytes.Buffer
-	res, err := Plot(&out, "cruise.csv", CSVSource("cruise.csv", open(b.String())), PlotOptions{})
+	res, err := Plot(&out, "cruise.csv", CSVSource("cruise.csv", open(cruiseRecording())), PlotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,6 +605,70 @@ func TestPlotControl(t *testing.T) {
 			t.Errorf("the plot does not say %q: %s", want, all)
 		}
 	}
+}
+
+// The lines under the title, the control verdict among them (over 200
+// characters for a loop that settled after a setpoint step), are wrapped
+// to the page: each within its width at the widest common fonts' letters,
+// the verdict whole when read on. A field constant all along (a healthy
+// run's connection status and directive, a held throttle) is a thin strip
+// that says its value, not a panel.
+func TestPlotFitsThePage(t *testing.T) {
+	var out bytes.Buffer
+	res, err := Plot(&out, "cruise.csv", CSVSource("cruise.csv", open(cruiseRecording())), PlotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, out.Bytes())
+	verdict := "control " + res.Control[0].Line()
+	if len(verdict) < 190 {
+		t.Fatalf("the verdict is %d characters: want a long one", len(verdict))
+	}
+	var lines []string
+	for _, tx := range d.Texts {
+		half := float64(len([]rune(tx.Value))) * svgplot.TextCharWidth / 2
+		if tx.Anchor == "middle" && (tx.X-half < 0 || tx.X+half > d.Width) {
+			t.Errorf("%q runs off the page (%.0f to %.0f px of %.0f)", tx.Value, tx.X-half, tx.X+half, d.Width)
+		}
+		if tx.Class == "control" {
+			lines = append(lines, tx.Value)
+		}
+	}
+	if len(lines) < 2 || strings.Join(lines, " ") != verdict {
+		t.Errorf("the verdict in %d lines %q, want %q wrapped", len(lines), lines, verdict)
+	}
+	for _, f := range []string{"status", "directive", "in1.throttle"} {
+		if p := d.panelOf(t, f); p.Class != "strip" || p.Rect.H > 30 || len(p.Polylines) > 0 {
+			t.Errorf("%s: a %s %g px high with %d traces: want a strip", f, p.Class, p.Rect.H, len(p.Polylines))
+		}
+	}
+	if p := d.panelOf(t, "out1.groundspeed"); p.Class != "panel" || p.Rect.H < 100 {
+		t.Errorf("groundspeed: a %s %g px high: want a panel", p.Class, p.Rect.H)
+	}
+	if s := d.text(); !strings.Contains(s, "3 all along|status") || !strings.Contains(s, "1 all along|directive") || !strings.Contains(s, "1 panels and 3 strips of constant fields") {
+		t.Errorf("the strips do not say their values: %s", s)
+	}
+}
+
+// cruiseRecording is a cruise loop's recording: the setpoint stepped from
+// 20 to 25 m/s at 10 s by a reload of parameters, a constant throttle.
+func cruiseRecording() string {
+	var b strings.Builder
+	header := "time,status,id,reply_id,reloads,out1.groundspeed,directive,in1.throttle,setpoint:out1.groundspeed\n"
+	b.WriteString(header)
+	v := 0.0
+	for i := range 4000 {
+		set := 20.0
+		if i == 2000 {
+			b.WriteString(header) // a reload: setSpeed 20 → 25, the ports unchanged
+		}
+		if i >= 2000 {
+			set = 25
+		}
+		v += (set - v) * 0.005 // a first-order loop, time constant 1 s
+		fmt.Fprintf(&b, "%.6f,3,%d,%d,%d,%g,1,0.3,%g\n", float64(i)*0.005, i, i+1, i/2000, v, set)
+	}
+	return b.String()
 }
 
 // A recording of a model's own view, as a BouncingBall draft records it:
@@ -633,18 +707,13 @@ func TestPlotModelView(t *testing.T) {
 	if tiny, huge := d.panelOf(t, "model.tiny"), d.panelOf(t, "model.huge"); slices.Equal(tiny.fields(), huge.fields()) {
 		t.Errorf("2.2251e-308 drawn in the panel of 1.8e19 (%v): a line at 0", tiny.fields())
 	}
-	for _, f := range []string{"model.tiny", "model.huge", "model.der(v)"} {
+	// Constant all along: each a strip of the model's group that says its
+	// value exactly, however small or large.
+	for f, value := range map[string]string{"model.tiny": "2.2251e-308 all along", "model.huge": "1.8446744073709552e+19 all along",
+		"model.der(v)": "-9.81 m/s2 all along"} {
 		p := d.panelOf(t, f)
-		labels := p.valueLabels()
-		if p.Port != "model" || len(labels) < 2 {
-			t.Errorf("%s: port %q, value labels %q: want the model's group, at least two ticks", f, p.Port, labels)
-		}
-		seen := map[string]bool{}
-		for _, l := range labels {
-			if seen[l] || len(l) > 12 {
-				t.Errorf("%s: the value labels %q repeat or run long", f, labels)
-			}
-			seen[l] = true
+		if p.Port != "model" || p.Class != "strip" || !strings.Contains(strings.Join(p.texts(), "|"), value) {
+			t.Errorf("%s: port %q, a %s saying %q: want the model's group, a strip saying %q", f, p.Port, p.Class, p.texts(), value)
 		}
 	}
 	if s := d.text(); !strings.Contains(s, "the model's own variables") || !strings.Contains(s, "simulation time [s]") {

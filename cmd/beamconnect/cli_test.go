@@ -481,7 +481,7 @@ func TestJSONOnEveryError(t *testing.T) {
 		"bench":    {{"bench", "--json", "--vehicles", "0"}},
 		"compile":  {{"compile", "--json", typo}, {"compile", "--json"}, {"compile", "--json", "--bogus", pedals}},
 		"emulate":  {{"emulate", "--json", "--duration", "-1s"}},
-		"fmu":      {{"fmu", "inspect", "--json", "missing.fmu"}},
+		"fmu":      {{"fmu", "inspect", "--json", "missing.fmu"}, {"fmu", "check", "--json", "missing.fmu"}},
 		"run":      {{"run", "--json", typo}, {"run", "--json", "--duration", "-1s", pedals}},
 		"timing":   {{"timing", "--json", t.TempDir()}},
 		"validate": {{"validate", "--json", typo}},

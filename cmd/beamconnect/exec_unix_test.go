@@ -131,7 +131,7 @@ func TestExecStartsOverWhenBeamNGRestarts(t *testing.T) {
 			free := freeUDPPorts(t, 2)
 			s, errOut, code, logs := coupleWithEmulator(t, customRig(t, free[0], free[1], script, tt.extra), "--fault", "restart@1s", "--duration", "2s")
 			resets := map[bool]float64{true: 1}[tt.reset]
-			if s["restarts"] != 1.0 || s["model_resets"] != resets || s["model_not_reset"] != tt.notReset || s["healthy"] != tt.healthy || (code == exitOK) != tt.healthy {
+			if s["restarts"] != 1.0 || s["model_resets"] != resets || s["model_not_reset"] != tt.notReset || restartedHealthy(code, s) != tt.healthy {
 				t.Errorf("restarts %v, model resets %v (want %v), not reset %v (want %v), healthy %v, exit %d; faults %v\n%s",
 					s["restarts"], s["model_resets"], resets, s["model_not_reset"], tt.notReset, s["healthy"], code, s["faults"], errOut)
 			}

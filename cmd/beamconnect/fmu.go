@@ -18,8 +18,8 @@ import (
 
 var cmdFmu = &command{
 	name:    "fmu",
-	args:    "inspect FILE | export CONFIG -o FILE.fmu",
-	summary: "show what an FMU offers; or export a rig as an FMU for Simulink, Dymola, OpenModelica, fmusim",
+	args:    "inspect FILE | check FILE... | export CONFIG -o FILE.fmu",
+	summary: "show what an FMU offers; check it against the FMI standard; or export a rig as an FMU for Simulink, Dymola, OpenModelica, fmusim",
 	help: `'fmu inspect controller.fmu' reads the FMU's modelDescription.xml and lists its
 FMI version, its interfaces (beamconnect steps CoSimulation ones), the
 platforms it has a binary for and whether this machine is one, its default
@@ -30,9 +30,11 @@ Integer/Int32 or Boolean.
 
 'beamconnect init --from-fmu controller.fmu' writes a config for it.
 
+` + checkHelp + `
+
 ` + exportHelp,
 	flags: func(fs *pflag.FlagSet) func(*call) int {
-		fs.Bool("json", false, "inspect: print the description as one JSON object")
+		fs.Bool("json", false, "inspect: print the description as one JSON object; check: the problems as JSON")
 		o := &exportOpts{given: map[string]string{}}
 		fs.StringVarP(&o.out, "output", "o", "", "export: the FMU to write, e.g. rig.fmu (its name is the model's)")
 		fs.IntVar(&o.fmi, "fmi", 2, "export: the FMI version, 2 or 3")
@@ -103,13 +105,17 @@ func fmuCmd(c *call, o *exportOpts) int {
 	if len(c.args) == 2 && c.args[0] == "export" {
 		return exportCmd(c, o)
 	}
-	if len(c.args) != 2 || c.args[0] != "inspect" {
-		fmt.Fprintf(c.stderr, "%s fmu: expected 'inspect FILE' or 'export CONFIG -o FILE.fmu'\nRun '%s fmu --help' for usage.\n", programName, programName)
+	check := len(c.args) >= 2 && c.args[0] == "check"
+	if !check && (len(c.args) != 2 || c.args[0] != "inspect") {
+		fmt.Fprintf(c.stderr, "%s fmu: expected 'inspect FILE', 'check FILE...' or 'export CONFIG -o FILE.fmu'\nRun '%s fmu --help' for usage.\n", programName, programName)
 		return exitUsage
 	}
 	if len(o.changed) > 0 {
-		fmt.Fprintf(c.stderr, "%s fmu inspect: %s applies to export only\nRun '%s fmu --help' for usage.\n", programName, o.changed[0], programName)
+		fmt.Fprintf(c.stderr, "%s fmu %s: %s applies to export only\nRun '%s fmu --help' for usage.\n", programName, c.args[0], o.changed[0], programName)
 		return exitUsage
+	}
+	if check {
+		return checkCmd(c, c.args[1:])
 	}
 	f, err := fmu.Open(c.args[1])
 	if err != nil {

@@ -166,7 +166,8 @@ func TestFMUInspect(t *testing.T) {
 	out, _, _ = exec(t, nil, "fmu", "inspect", "--json", path)
 	var info fmuInfo
 	if err := json.Unmarshal([]byte(out), &info); err != nil || info.FMIVersion != "3.0" || !info.Runs ||
-		len(info.Variables) != 7 || info.Variables[4].Name != "groundspeed" || info.Variables[4].Unit != "m/s" {
+		len(info.Variables) != 8 || info.Variables[4].Name != "groundspeed" || info.Variables[4].Unit != "m/s" ||
+		info.Variables[7].Name != "time" || info.Variables[7].Causality != "independent" {
 		t.Errorf("%v %+v", err, info)
 	}
 	for _, tt := range []struct {
@@ -189,6 +190,55 @@ func TestFMUInspect(t *testing.T) {
 	// The host is for beamconnect itself: not in the command list.
 	if out, _, _ := exec(t, nil, "--help"); strings.Contains(out, "fmu-host") || !strings.Contains(out, "fmu ") {
 		t.Errorf("command list:\n%s", out)
+	}
+}
+
+// fmu check passes an FMU that keeps the FMI standard's load-time rules
+// (exit 0) and lists, by file and line, every problem of one that does
+// not (exit 1): a description's and a binary's; --json says the same.
+func TestFMUCheck(t *testing.T) {
+	t.Parallel()
+	good := testfmu.ForTest(t, "cruise.fmu", testfmu.Options{FMI: 2, StepSize: 0.005})
+	bad := filepath.Join(t.TempDir(), "bad.fmu")
+	err := testfmu.Fake(bad, testfmu.Options{FMI: 2, Extra: []string{
+		`<ScalarVariable name="extra" valueReference="50" causality="output"><Real/></ScalarVariable>`}}, "linux64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"a good FMU", []string{"fmu", "check", good}, exitOK, []string{good + ": passes the FMI standard's checks"}},
+		{"a bad FMU", []string{"fmu", "check", good, bad}, exitFailed, []string{
+			good + ": passes",
+			bad + `: modelDescription.xml:13: variable "extra" is an output, but ModelStructure's Outputs do not list it`,
+			bad + `: modelDescription.xml:13: variable "extra" is an output with initial="calculated", but ModelStructure's InitialUnknowns do not list it`,
+			bad + ": binaries/linux64/cruise.so: not a shared library",
+			bad + ": 3 problems: masters may refuse to load it"}},
+		{"no file", []string{"fmu", "check"}, exitUsage, []string{"expected 'inspect FILE', 'check FILE...'"}},
+		{"a missing file", []string{"fmu", "check", "nope.fmu"}, exitFailed, []string{"FMU nope.fmu: no such file"}},
+		{"not an FMU", []string{"fmu", "check", pedals}, exitFailed, []string{"is not an FMU: expected a zip archive"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := exec(t, nil, tt.args...)
+			for _, w := range tt.want {
+				if !strings.Contains(out+errOut, w) {
+					t.Errorf("missing %q", w)
+				}
+			}
+			if code != tt.code || t.Failed() {
+				t.Errorf("%v: exit %d\n%s%s", tt.args, code, out, errOut)
+			}
+		})
+	}
+	out, _, code := exec(t, nil, "fmu", "check", "--json", good, bad)
+	var checks fmuChecks
+	if err := json.Unmarshal([]byte(out), &checks); err != nil || code != exitFailed || checks.Passes || len(checks.FMUs) != 2 ||
+		!checks.FMUs[0].Passes || checks.FMUs[1].Passes || len(checks.FMUs[1].Problems) != 3 {
+		t.Errorf("--json: exit %d, %v\n%s", code, err, out)
 	}
 }
 

@@ -30,7 +30,8 @@ Each doStep(t, h) couples BeamNG's messages of [t, t+h) with the master's
 inputs held over the step, in lockstep: the outputs at t+h are BeamNG's
 message of t+h, and BeamNG waits for the master's next step before it goes
 on. h must be a whole number of BeamNG's periods (the description's default
-step is one). BeamNG lost (no message for silenceTimeout) fails the step
+step is one), except the last step's, which a master may shorten to end at
+its stop time. BeamNG lost (no message for silenceTimeout) fails the step
 with the reason, and BeamNG gets neutral controls from then on, never the
 master's last inputs. The coupling's log goes to the master's FMI logger.
 
@@ -113,7 +114,7 @@ func exportCmd(c *call, o *exportOpts) int {
 	}
 	fmt.Fprintf(c.stdout, "wrote %s: FMI %d.0 co-simulation FMU %q of %s (%s, %s)\n", o.out, o.fmi, name, path,
 		plan.Protocol.Controller(), plural(len(plan.Vehicles), "vehicle"))
-	fmt.Fprintf(c.stdout, "  %-12s%d outputs (BeamNG's signals), %d inputs (the controls), %d parameters (addresses, ports, recordFile, timeouts)\n",
+	fmt.Fprintf(c.stdout, "  %-12s%d outputs (BeamNG's signals), %d inputs (the controls), %d parameters (addresses, ports, recordFile, timeouts), time\n",
 		"variables:", in.Count(fmuexport.Output), in.Count(fmuexport.Input), in.Count(fmuexport.Parameter))
 	fmt.Fprintf(c.stdout, "  %-12sa whole number of BeamNG's %s ms periods\n", "step:", strconv.FormatFloat(plan.Period*1000, 'g', -1, 64))
 	fmt.Fprintf(c.stdout, "  %-12sbinaries/%s\n", "platforms:", strings.Join(platforms, ", binaries/"))

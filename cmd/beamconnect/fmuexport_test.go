@@ -598,7 +598,9 @@ func TestFMUExport(t *testing.T) {
 // A beamconnect beside the other platform's (as `go build` for both into
 // one folder leaves them, as the README's install does) exports an FMU
 // that runs on both: binaries for x86-64 Linux and Windows, each the shim
-// beside its beamconnect, no warning.
+// beside its beamconnect, no warning. The FMU, FMI 2.0 and 3.0, passes
+// `fmu check`: its description and both libraries keep the FMI standard's
+// rules that masters check at load time.
 func TestFMUExportBothPlatforms(t *testing.T) {
 	t.Parallel()
 	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" && runtime.GOOS != "windows" {
@@ -662,6 +664,9 @@ func TestFMUExportBothPlatforms(t *testing.T) {
 		if want := []string{"binaries/" + linux + "/beamconnect", "binaries/" + windows + "/beamconnect.exe"}; !slices.Equal(exes, want) {
 			t.Errorf("beamconnect's executables in the FMU: %v, want %v", exes, want)
 		}
+		if out, err := osexec.Command(here, "fmu", "check", fmuPath).CombinedOutput(); err != nil || !strings.Contains(string(out), "passes") {
+			t.Errorf("fmu check: %v\n%s", err, out)
+		}
 	}
 }
 
@@ -671,12 +676,14 @@ type masterRun struct {
 	out  *output
 	done chan struct{}
 	dir  string // the unpacked FMU
+	csv  string // the outputs it writes: time, then each output by value reference
 }
 
 // startMaster unpacks e and starts the test master on it, stepping the
 // throttle to value at stepAt, with the parameters given by name
-// (i:localPort=0 style values as the master takes them).
-func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, params map[string]string) *masterRun {
+// (i:localPort=0 style values as the master takes them) and the master's
+// flags (-last).
+func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, params map[string]string, flags ...string) *masterRun {
 	t.Helper()
 	m := &masterRun{out: newOutput(), done: make(chan struct{}), dir: unpack(t, e.path)}
 	in, _ := e.iface.Variable(throttleInput(t, e))
@@ -686,8 +693,15 @@ func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, param
 			outs = append(outs, strconv.Itoa(int(v.VR)))
 		}
 	}
-	args := []string{m.dir, fmuexport.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, fmt.Sprint(stop), fmt.Sprint(h),
-		strconv.Itoa(int(in.VR)), fmt.Sprint(stepAt), fmt.Sprint(value), strings.Join(outs, ","), filepath.Join(t.TempDir(), "outputs.csv")}
+	if len(outs) > 255 { // the master records 256 at most: the first outputs, the last, and time
+		outs = append(outs[:254], outs[len(outs)-1])
+	}
+	if tm, ok := e.iface.Variable("time"); ok && tm.Causality == fmuexport.Independent {
+		outs = append(outs, strconv.Itoa(int(tm.VR))) // the FMU's time, as a get of the independent variable says it
+	}
+	m.csv = filepath.Join(t.TempDir(), "outputs.csv")
+	args := append(slices.Clone(flags), m.dir, fmuexport.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, number(stop), number(h),
+		strconv.Itoa(int(in.VR)), fmt.Sprint(stepAt), fmt.Sprint(value), strings.Join(outs, ","), m.csv)
 	for name, val := range params {
 		v, ok := e.iface.Variable(name)
 		if !ok {
@@ -704,6 +718,19 @@ func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, param
 	go func() { m.cmd.Wait(); close(m.done) }()
 	t.Cleanup(func() { m.cmd.Process.Kill(); <-m.done })
 	return m
+}
+
+// number writes a double as the master reads it: inf, -inf, nan.
+func number(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // wait waits for the master's end and returns its exit status.

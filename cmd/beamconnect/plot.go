@@ -134,7 +134,11 @@ func plotCmd(c *call, in, out string, o recording.PlotOptions) int {
 		if err := os.Rename(f.Name(), out); err != nil {
 			return c.fail("plot", err)
 		}
-		fmt.Fprintf(c.stderr, "wrote %s: %d fields in %d panels\n", out, res.Fields, res.Panels)
+		strips := ""
+		if res.Strips > 0 {
+			strips = fmt.Sprintf(" and %s of constant fields", plural(res.Strips, "strip"))
+		}
+		fmt.Fprintf(c.stderr, "wrote %s: %d fields in %s%s\n", out, res.Fields, plural(res.Panels, "panel"), strips)
 	}
 	for _, f := range res.Faults {
 		fmt.Fprint(c.stderr, wrapText("the run had faults: "+f, summaryWidth(c), "  ", "    "))

@@ -69,7 +69,9 @@ message that lacks fields the model reads (a Gen 2 CSV row BeamNG could not
 resolve) is answered with neutral controls. A reply carries the model's
 controls only when the model computed them from that message's data;
 otherwise they are neutral (pedals released, wheel torques 0) and counted.
-An answer of the model is used for its own request only.
+An answer of the model is used for its own request only (an exec program
+pairs its answers by echoing each request's time as "@t"; a line beyond one
+answer per request of a program that does not is a fault).
 
 Lockstep (the default): each reply waits for the model's step on its
 message's data, so a slow step slows BeamNG (which waits up to 2 s for a

@@ -2,6 +2,7 @@ package testfmu
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,11 +43,13 @@ type meVar struct {
 
 // meModels are the variables of each model, as c/memodel.h numbers them;
 // states are the variables some derivative names.
-var meModels = map[string]struct {
+type meModel struct {
 	vars       []meVar
 	indicators []int    // FMI 3.0: the variables that are the event indicators
 	enums      []string // the variables of the enumeration Mode (Eco 1, Sport 2)
-}{
+}
+
+var meModels = map[string]meModel{
 	"ball": {vars: []meVar{
 		{"h", "output", "continuous", "calculated", "", "height above the floor, m", 0, -1},
 		{"v", "output", "continuous", "calculated", "", "vertical speed, m/s", 1, -1},
@@ -165,6 +168,13 @@ func MEDescription(o MEOptions) (string, error) {
 		if ders.Len() > 0 {
 			b.WriteString("    <Derivatives>\n" + ders.String() + "    </Derivatives>\n")
 		}
+		b.WriteString("    <InitialUnknowns>\n")
+		for i, v := range model.vars {
+			if model.initialUnknown(v) {
+				fmt.Fprintf(&b, "      <Unknown index=\"%d\"/>\n", i+1)
+			}
+		}
+		b.WriteString("    </InitialUnknowns>\n")
 		b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 		return b.String(), nil
 	}
@@ -192,6 +202,8 @@ func MEDescription(o MEOptions) (string, error) {
 		fmt.Fprintf(&b, "    <%s name=%q valueReference=\"%d\" causality=%q variability=%q description=%q%s/>\n",
 			typ, v.name, v.vr, v.causality, v.variability, v.desc, attrs)
 	}
+	// The independent variable, time (c/memodel.h's VR_INDEPENDENT).
+	b.WriteString("    <Float64 name=\"time\" valueReference=\"100\" causality=\"independent\" variability=\"continuous\"/>\n")
 	b.WriteString("  </ModelVariables>\n  <ModelStructure>\n")
 	for _, v := range model.vars {
 		if v.causality == "output" {
@@ -203,11 +215,34 @@ func MEDescription(o MEOptions) (string, error) {
 			fmt.Fprintf(&b, "    <ContinuousStateDerivative valueReference=\"%d\"/>\n", v.vr)
 		}
 	}
+	for _, v := range model.vars {
+		if model.initialUnknown(v) {
+			fmt.Fprintf(&b, "    <InitialUnknown valueReference=\"%d\"/>\n", v.vr)
+		}
+	}
 	for _, vr := range model.indicators {
 		fmt.Fprintf(&b, "    <EventIndicator valueReference=\"%d\"/>\n", vr)
 	}
 	b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 	return b.String(), nil
+}
+
+// initialUnknown reports whether v is an unknown of initialization, as
+// ModelStructure lists them: an output, a continuous state or a state
+// derivative whose initial is calculated (every one of these models').
+func (m meModel) initialUnknown(v meVar) bool {
+	if v.initial != "calculated" {
+		return false
+	}
+	if v.causality == "output" || v.derivativeOf >= 0 {
+		return true
+	}
+	for _, d := range m.vars {
+		if d.derivativeOf == v.vr {
+			return true // a state
+		}
+	}
+	return false
 }
 
 // enumType is the type definitions when the model has enumerations.
@@ -251,6 +286,8 @@ func BuildMEFor(out string, o MEOptions, cc, goos string) error {
 		"binaries/" + plat + "/" + o.Model + ext: lib,
 		"sources/memodel.h":                      mustRead("c/memodel.h"),
 		"sources/" + src:                         mustRead("c/" + src),
+		"sources/" + fmiHeader(m):                mustRead("c/" + fmiHeader(m)),
+		"sources/" + restHeader(m):               mustRead("c/" + restHeader(m)),
 	})
 }
 
@@ -326,3 +363,6 @@ func MEForTest(t testing.TB, name string, o MEOptions) string {
 	}
 	return out
 }
+
+// MEModels are the names of the Model Exchange models, sorted.
+func MEModels() []string { return slices.Sorted(maps.Keys(meModels)) }

@@ -136,13 +136,19 @@ func Description(o Options) string {
 		for i := range o.Locals {
 			fmt.Fprintf(&b, "    <ScalarVariable name=\"state.x%d\" valueReference=\"%d\" causality=\"local\"><Real/></ScalarVariable>\n", i, 1000+i)
 		}
-		b.WriteString("  </ModelVariables>\n  <ModelStructure>\n    <Outputs>\n")
-		for i, x := range vars {
-			if x.causality == "output" {
-				fmt.Fprintf(&b, "      <Unknown index=\"%d\"/>\n", i+1)
+		// The outputs are calculated (initial="calculated"): they are the
+		// unknowns of initialization too.
+		b.WriteString("  </ModelVariables>\n  <ModelStructure>\n")
+		for _, list := range []string{"Outputs", "InitialUnknowns"} {
+			b.WriteString("    <" + list + ">\n")
+			for i, x := range vars {
+				if x.causality == "output" {
+					fmt.Fprintf(&b, "      <Unknown index=\"%d\"/>\n", i+1)
+				}
 			}
+			b.WriteString("    </" + list + ">\n")
 		}
-		b.WriteString("    </Outputs>\n  </ModelStructure>\n</fmiModelDescription>\n")
+		b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
 		return b.String()
 	}
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
@@ -162,6 +168,8 @@ func Description(o Options) string {
 		fmt.Fprintf(&b, "    <Float64 name=%q valueReference=\"%d\" causality=%q variability=%q description=%q%s/>\n",
 			x.name, x.vr, x.causality, x.variability, x.desc, attrs)
 	}
+	// FMI 3.0's independent variable (c/cruise.h's VR_INDEPENDENT).
+	b.WriteString("    <Float64 name=\"time\" valueReference=\"9\" causality=\"independent\" variability=\"continuous\" unit=\"s\" description=\"the FMU's time\"/>\n")
 	for _, e := range o.Extra {
 		b.WriteString("    " + e + "\n")
 	}
@@ -169,9 +177,11 @@ func Description(o Options) string {
 		fmt.Fprintf(&b, "    <Float64 name=\"state.x%d\" valueReference=\"%d\" causality=\"local\"/>\n", i, 1000+i)
 	}
 	b.WriteString("  </ModelVariables>\n  <ModelStructure>\n")
-	for _, x := range vars {
-		if x.causality == "output" {
-			fmt.Fprintf(&b, "    <Output valueReference=\"%d\"/>\n", x.vr)
+	for _, element := range []string{"Output", "InitialUnknown"} { // the outputs are calculated
+		for _, x := range vars {
+			if x.causality == "output" {
+				fmt.Fprintf(&b, "    <%s valueReference=\"%d\"/>\n", element, x.vr)
+			}
 		}
 	}
 	b.WriteString("  </ModelStructure>\n</fmiModelDescription>\n")
@@ -292,8 +302,15 @@ func write(out string, o Options, goos string, lib []byte) error {
 		"sources/cruise.h":                            mustRead("c/cruise.h"),
 		"sources/process.h":                           mustRead("c/process.h"),
 		"sources/cruise" + strconv.Itoa(major) + ".c": mustRead("c/cruise" + strconv.Itoa(major) + ".c"),
+		"sources/" + fmiHeader(major):                 mustRead("c/" + fmiHeader(major)),
+		"sources/" + restHeader(major):                mustRead("c/" + restHeader(major)),
 	})
 }
+
+// fmiHeader and restHeader are the C headers of FMI major's declarations
+// and of the functions a test FMU does not define itself.
+func fmiHeader(major int) string  { return "fmi" + strconv.Itoa(major) + ".h" }
+func restHeader(major int) string { return "fmi" + strconv.Itoa(major) + "rest.h" }
 
 var libraries struct {
 	sync.Mutex

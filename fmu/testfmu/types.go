@@ -14,7 +14,8 @@ const TypesToken = "{0b9e5a52-3c6e-4d8f-a1f0-7e3e5a000003}"
 // (c/types3.c): an input and an output of every integer type, Float32,
 // an enumeration and a Boolean; a Float64[3] input u, a Float64[n] input
 // w (n a structural parameter), gain (0 to 10), a String and a Binary
-// parameter, and the outputs y, texts and m[2]. fixedStep > 0 writes a
+// parameter, the outputs y, texts and m[2], and the independent variable
+// time. fixedStep > 0 writes a
 // fixedInternalStepSize.
 func TypesDescription(fixedStep float64) string {
 	fixed := ""
@@ -28,6 +29,7 @@ func TypesDescription(fixedStep float64) string {
     <EnumerationType name="Mode"><Item name="Eco" value="1"/><Item name="Sport" value="2"/><Item name="Race" value="3"/></EnumerationType>
   </TypeDefinitions>
   <ModelVariables>
+    <Float64 name="time" valueReference="0" causality="independent" variability="continuous"/>
     <Int8 name="i8" valueReference="1" causality="input" start="0"/>
     <UInt8 name="u8" valueReference="2" causality="input" start="0"/>
     <Int16 name="i16" valueReference="3" causality="input" start="0"/>
@@ -44,7 +46,7 @@ func TypesDescription(fixedStep float64) string {
     <Float64 name="w" valueReference="14" causality="input" start="0"><Dimension valueReference="13"/></Float64>
     <Float64 name="gain" valueReference="15" causality="parameter" variability="tunable" start="1" min="0" max="10"/>
     <String name="label" valueReference="16" causality="parameter" variability="fixed"><Start value=""/></String>
-    <Binary name="blob" valueReference="17" causality="parameter" variability="fixed"/>
+    <Binary name="blob" valueReference="17" causality="parameter" variability="fixed"><Start value=""/></Binary>
     <Int8 name="o_i8" valueReference="21" causality="output"/>
     <UInt8 name="o_u8" valueReference="22" causality="output"/>
     <Int16 name="o_i16" valueReference="23" causality="output"/>
@@ -61,15 +63,17 @@ func TypesDescription(fixedStep float64) string {
     <Float64 name="m" valueReference="34" causality="output"><Dimension start="2"/></Float64>
   </ModelVariables>
   <ModelStructure>
-` + outputsOf(21, 34) + `  </ModelStructure>
+` + outputsOf("Output", 21, 34) + outputsOf("InitialUnknown", 21, 34) + `  </ModelStructure>
 </fmiModelDescription>
 `
 }
 
-func outputsOf(from, to int) string {
+// outputsOf lists the outputs from vr from to vr to in ModelStructure's
+// element (Output, or InitialUnknown: the outputs are calculated).
+func outputsOf(element string, from, to int) string {
 	s := ""
 	for vr := from; vr <= to; vr++ {
-		s += fmt.Sprintf("    <Output valueReference=\"%d\"/>\n", vr)
+		s += fmt.Sprintf("    <%s valueReference=\"%d\"/>\n", element, vr)
 	}
 	return s
 }
@@ -93,6 +97,8 @@ func BuildTypesFor(out string, fixedStep float64, cc, goos string) error {
 		"modelDescription.xml":              []byte(TypesDescription(fixedStep)),
 		"binaries/" + plat + "/types" + ext: lib,
 		"sources/types3.c":                  mustRead("c/types3.c"),
+		"sources/fmi3.h":                    mustRead("c/fmi3.h"),
+		"sources/fmi3rest.h":                mustRead("c/fmi3rest.h"),
 	})
 }
 

@@ -40,6 +40,8 @@ type bridge struct {
 	last    float64 // the model time of the latest message
 	expect  int64   // the index the next message should have
 	end     int64   // the index of the message that ends the step in progress
+	tail    bool    // the step in progress is the last, a tail (order)
+	past    bool    // the last step (a tail) is over: messages wait for the end
 
 	arrived  atomic.Int64 // when the latest message came (unix ns)
 	restarts atomic.Int64
@@ -48,9 +50,12 @@ type bridge struct {
 }
 
 // order is the master's step: its end (the index of the message that ends
-// it) and its inputs.
+// it) and its inputs; tail: it is the last step, which ends at the stop
+// time before the next message, so that the message of its end is
+// released at once with its inputs (span).
 type order struct {
 	end    int64
+	tail   bool
 	inputs []float64
 }
 
@@ -64,6 +69,13 @@ func newBridge(period float64, outs, ins []ports.Element, log *slog.Logger) *bri
 func (b *bridge) Step(t float64, outs, ins [][]float64) bool {
 	b.arrived.Store(time.Now().UnixNano())
 	if b.fault.Load() != nil || b.over.Load() != nil {
+		return false
+	}
+	if b.past {
+		// After the master's last step, as after any step, a message
+		// waits for a step that does not come: the master terminates
+		// (neutral controls). It leaves the step's outputs as they were.
+		<-b.stop
 		return false
 	}
 	switch {
@@ -89,9 +101,16 @@ func (b *bridge) Step(t float64, outs, ins [][]float64) bool {
 		case <-b.stop:
 			return false
 		}
+		if b.tail {
+			// The last step ends before the next message: this one goes
+			// with its inputs, and the next waits for a step that does
+			// not come.
+			b.past = true
+			break
+		}
 		select {
 		case o := <-b.orders:
-			b.end = o.end
+			b.end, b.tail = o.end, o.tail
 			copy(b.held, o.inputs)
 		case <-b.stop:
 			return false

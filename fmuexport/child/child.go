@@ -18,6 +18,7 @@ package child
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -125,9 +126,9 @@ type server struct {
 	// on: the next initialization goes on from there (coupling.Handover).
 	handover []*coupling.Handover
 
-	start  float64 // the FMU's start time
-	n      int64   // the index of the message at the FMU's time
-	failed bool    // a call failed for good: no more steps
+	exp    experiment // the master's start and stop time
+	n      int64      // the index of the message at the FMU's time
+	failed bool       // a call failed for good: no more steps
 
 	step   stepRequest
 	values []float64 // the master's inputs of the step (handed to the bridge)
@@ -185,6 +186,8 @@ func (s *server) handle(p []byte) []byte {
 		return s.initialize(body)
 	case reqStep:
 		return s.doStep(body)
+	case reqList:
+		return s.list(body)
 	case reqContinue:
 		if s.op == nil {
 			return s.fail("asked to go on with no call in progress")
@@ -194,7 +197,7 @@ func (s *server) handle(p []byte) []byte {
 		return s.terminate()
 	case reqReset:
 		s.endRun(errors.New("the master reset the FMU"), true)
-		s.failed, s.n = false, 0
+		s.failed, s.n, s.exp = false, 0, experiment{}
 		return s.answer(statusOK, nil)
 	}
 	return s.fail("a request of an unknown type %q", typ)
@@ -232,10 +235,31 @@ func (s *server) open(body []byte) []byte {
 	}
 	s.values = make([]float64, len(s.ins))
 	runsetup.Announce(s.log, "beamconnect couples BeamNG.tech for the master", plan, "outputs", len(s.outs), "inputs", len(s.ins))
+	return s.answer(statusOK, s.listing(0))
+}
+
+// listing is a part of the list of variables, from the value reference
+// from: as many as fit in half an answer (the rest is room for log
+// lines), so that a list of any length is read in parts.
+func (s *server) listing(from uint32) []byte {
 	w := writer{}
-	w.u32(uint32(len(iface.Vars)))
-	for i, v := range iface.Vars {
-		w.u32(uint32(i))
+	n := uint32(len(s.iface.Vars))
+	from = min(from, n)
+	w.u32(n)
+	w.u32(from)
+	at := len(w.b)
+	w.u32(0)
+	count := uint32(0)
+	for i := from; i < n; i++ {
+		v := &s.iface.Vars[i]
+		size := 4 + 1 + 1 + 4 + len(v.Name) + 8
+		if v.Type == fmuexport.String {
+			size += 4 + len(v.Start) - 8
+		}
+		if count > 0 && len(w.b)+size > s.room/2 {
+			break
+		}
+		w.u32(i)
 		w.u8(uint8(v.Type))
 		w.u8(uint8(v.Causality))
 		w.str(v.Name)
@@ -244,8 +268,20 @@ func (s *server) open(body []byte) []byte {
 		} else {
 			w.f64(startValue(v.Start))
 		}
+		count++
 	}
-	return s.answer(statusOK, w.b)
+	binary.LittleEndian.PutUint32(w.b[at:], count)
+	return w.b
+}
+
+// list answers a request for the variables from a value reference on.
+func (s *server) list(body []byte) []byte {
+	r := reader{b: body}
+	from := r.u32()
+	if err := r.done("list"); err != nil {
+		return s.fail("%v", err)
+	}
+	return s.answer(statusOK, s.listing(from))
 }
 
 // startValue reads a start value as the description writes it.
@@ -282,7 +318,7 @@ func (s *server) progress() []byte {
 // FMU's time and its outputs.
 func (s *server) outputs(b *bridge) []byte {
 	w := writer{b: s.payload[:0]}
-	w.f64(s.start + float64(s.n)*s.plan.Period)
+	w.f64(s.exp.time(s.n, s.plan.Period))
 	w.u32(uint32(len(s.outs)))
 	for i := range s.outs {
 		w.f64(b.out[i])

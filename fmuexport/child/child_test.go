@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"beamconnect/config"
 	"beamconnect/coupling"
 	"beamconnect/fmuexport"
+	"beamconnect/fmuexport/shim"
 	"beamconnect/internal/memnet"
 	"beamconnect/ports"
 	"beamconnect/recording"
@@ -359,10 +361,13 @@ func TestStepsCoupleTheirMessages(t *testing.T) {
 	})
 }
 
-// A step that is not a whole number of BeamNG's periods, or does not
-// start where the last ended, is refused with the reason; so are a step
-// before initialization, and bad parameters.
+// A step that no BeamNG message fits (not a whole number of BeamNG's
+// periods and not the last, of no length, infinite, not a number, beyond
+// any message BeamNG sends, past the stop time), or that does not start
+// where the last ended, is refused with the reason; so are a step before
+// initialization, a start time no BeamNG time can be, and bad parameters.
 func TestRefusals(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
 	for _, tc := range []struct {
 		name   string
 		params map[string]any
@@ -370,7 +375,14 @@ func TestRefusals(t *testing.T) {
 		want   string
 	}{
 		{"h not whole periods", nil, [2]float64{0, 0.0075}, "h must be a whole number of BeamNG's 5 ms periods"},
-		{"h of 0", nil, [2]float64{0, 0}, "a step of h = 0 s"},
+		{"h of 0", nil, [2]float64{0, 0}, "a step of h = 0 s: a step is longer than 0"},
+		{"h negative", nil, [2]float64{0, -0.005}, "a step of h = -0.005 s: a step is longer than 0"},
+		{"h infinite", nil, [2]float64{0, inf}, "a step of h = +Inf s: a step is a whole number of BeamNG's 5 ms periods"},
+		{"h not a number", nil, [2]float64{0, nan}, "a step of h = NaN s: a step is a whole number"},
+		{"h of 1e17 s", nil, [2]float64{0, 1e17}, "a step of h = 1e+17 s from t = 0 s ends past 1000000000 s (about 31 years), further than any BeamNG message"},
+		{"h of 1e300 s", nil, [2]float64{0, 1e300}, "a step of h = 1e+300 s from t = 0 s ends past"},
+		{"t infinite", nil, [2]float64{inf, 0.005}, "a step from t = +Inf s, but the FMU is at 0 s"},
+		{"t not a number", nil, [2]float64{nan, 0.005}, "a step from t = NaN s, but the FMU is at 0 s"},
 		{"not contiguous", nil, [2]float64{0.01, 0.005}, "a step from t = 0.01 s, but the FMU is at 0 s"},
 		{"a bad address", map[string]any{"localIP": "beamng.local"}, [2]float64{}, `parameter localIP "beamng.local": expected an IPv4 address`},
 		{"a bad port", map[string]any{"remotePort": 70000.0}, [2]float64{}, "parameter remotePort 70000: expected a port from 0 to 65535"},
@@ -383,7 +395,7 @@ func TestRefusals(t *testing.T) {
 				if f, ok := tc.params["recordFile"].(string); ok {
 					tc.params["recordFile"] = strings.Replace(f, "RES", r.s.resources, 1)
 				}
-				a := r.initialize(t, 0, tc.params)
+				a := r.initializeUntil(t, 0, 10, tc.params) // a stop time: a shorter step is not the last
 				if tc.params != nil {
 					if a.result != statusError || !a.said(tc.want) {
 						t.Fatalf("initialize: %+v, want an error saying %q", a, tc.want)
@@ -492,24 +504,102 @@ func TestBeamNGRestarts(t *testing.T) {
 	})
 }
 
-// A stop time that is not a whole number of periods after the start is
-// warned about as the FMU is initialized: a master that shortens its last
-// step to end there would have it refused.
-func TestStopTimeOffThePeriods(t *testing.T) {
+// A master shortens its last step to land on a stop time that is not a
+// whole number of periods after the start (fmusim and FMPy do): the step
+// is accepted, couples BeamNG's messages within it (the message of its
+// start when it is shorter than a period), says so once, and the FMU's
+// time is the stop time; its outputs are the last of those messages'.
+// Without a stop time from the master (fmusim gives it only when asked),
+// a shorter step is taken for the last. A step after it, a short step
+// that does not end at the stop time given, or one past it, is refused,
+// saying why.
+func TestShortLastStep(t *testing.T) {
+	const p = 0.005
+	for _, tc := range []struct {
+		name     string
+		stop     float64
+		steps    [][2]float64 // t, h
+		throttle []float64    // each step's
+		ends     float64      // BeamNG's time of the outputs at the stop time
+		want     []float64    // the throttle BeamNG got for each message, then neutral
+		said     string
+	}{
+		{"shorter than a period", 0.0275, [][2]float64{{0, 0.025}, {0.025, 0.0025}}, []float64{0.1, 0.2}, 0.025,
+			[]float64{0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0},
+			"the last step, from t = 0.025 s to the stop time 0.0275 s, is shorter than BeamNG's 5 ms period: it coupled BeamNG's message of 0.025 s only"},
+		{"a period and a half", 0.0275, [][2]float64{{0, 0.02}, {0.02, 0.0075}}, []float64{0.1, 0.3}, 0.025,
+			[]float64{0.1, 0.1, 0.1, 0.1, 0.3, 0.3, 0},
+			"it coupled BeamNG's messages of 0.02 s to 0.025 s"},
+		{"no stop time given", -1, [][2]float64{{0, 0.025}, {0.025, 0.0025}}, []float64{0.1, 0.2}, 0.025,
+			[]float64{0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0},
+			"the last step, from t = 0.025 s to the stop time 0.0275 s, is shorter than BeamNG's 5 ms period"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := open(t, pedals)
+				r.initializeUntil(t, 0, tc.stop, nil)
+				var a answer
+				for i, s := range tc.steps {
+					a = r.step(t, s[0], s[1], map[string]float64{"in1.throttle": tc.throttle[i]})
+					if a.result != statusOK {
+						t.Fatalf("step %v: %+v", s, a)
+					}
+				}
+				if a.time != 0.0275 || r.output(t, a, "out4.time") != tc.ends || !a.said(tc.said) {
+					t.Errorf("the last step: time %v, outputs of BeamNG's %v s, want 0.0275 s and %v s, saying %q: %+v",
+						a.time, r.output(t, a, "out4.time"), tc.ends, tc.said, a)
+				}
+				if a := r.terminate(t); a.result != statusOK || !a.said("healthy") {
+					t.Errorf("terminate: %+v", a)
+				}
+				r.stopBeamNG()
+				got := r.replies(t, "A1")
+				for id, w := range tc.want {
+					if got[id] != w {
+						t.Errorf("message %d: BeamNG got throttle %v, want %v", id, got[id], w)
+					}
+				}
+			})
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		steps [][2]float64
+		want  string
+	}{
+		{"a short step not the last", [][2]float64{{0, 0.0025}}, "h must be a whole number of BeamNG's 5 ms periods (0.005 s, 0.01 s, 0.02 s…): set the master's communication step size so; only the last step, which ends at the stop time (0.0275 s), may be shorter"},
+		{"past the stop time", [][2]float64{{0, 0.03}}, "a step of h = 0.03 s from t = 0 s ends at 0.03 s, past the stop time 0.0275 s the master set"},
+		{"a step after the last", [][2]float64{{0, 0.0275}, {0.0275, 0.005}}, "a step from t = 0.0275 s, but the FMU reached the stop time 0.0275 s with the last step: no step goes past it"},
+		{"a step after a short one, with no stop time", [][2]float64{{0, 0.0025}, {0.0025, 0.005}}, "a step from t = 0.0025 s, but the step before ended at 0.0025 s, between BeamNG's messages (not a whole number of BeamNG's 5 ms periods), which only the last step may"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := open(t, pedals)
+				stop := 0.0275
+				if strings.Contains(tc.name, "no stop time") {
+					stop = -1
+				}
+				r.initializeUntil(t, 0, stop, nil)
+				var a answer
+				for _, s := range tc.steps {
+					a = r.step(t, s[0], s[1], nil)
+				}
+				if a.result != statusError || !a.said(tc.want) {
+					t.Errorf("%+v, want an error saying %q", a, tc.want)
+				}
+				r.terminate(t)
+				r.stopBeamNG()
+			})
+		})
+	}
 	synctest.Test(t, func(t *testing.T) {
 		r := open(t, pedals)
-		a := r.initializeUntil(t, 0, 10.0012, nil)
-		if a.result != statusOK || !a.said("the stop time 10.0012 s is not a whole number of BeamNG's 5 ms periods") {
-			t.Errorf("%+v", a)
+		for _, c := range [][2]float64{{math.NaN(), 1}, {2e9, 3e9}, {1, 0.5}} {
+			if a := r.initializeUntil(t, c[0], c[1], nil); a.result != statusError || !a.said("time") {
+				t.Errorf("start %v, stop %v: %+v", c[0], c[1], a)
+			}
+			r = open(t, pedals)
 		}
-		r.terminate(t)
-		r.stopBeamNG()
-		r = open(t, pedals)
-		if a := r.initializeUntil(t, 1, 11, nil); a.said("stop time") {
-			t.Errorf("a whole number of periods warned about: %+v", a)
-		}
-		r.terminate(t)
-		r.stopBeamNG()
 	})
 }
 
@@ -651,6 +741,37 @@ func TestConnectTimeout(t *testing.T) {
 			t.Errorf("waited %v, want 5 s", waited)
 		}
 		r.terminate(t)
+	})
+}
+
+// A Gen 2 BeamNG against a Gen 1 FMU: the coupling diagnoses the wrong
+// message size at BeamNG's first message, and initialization fails with
+// that diagnosis within a second of it, not after connectTimeout (60 s).
+func TestProtocolMismatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		gen2, _, err := fmuexport.Load(resources(t, "../../examples/gen2-cruise.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.plan.Vehicles[0].CSV = gen2.Vehicles[0].CSV // BeamNG runs the Gen 2 coupling
+		done := make(chan answer, 1)
+		go func() {
+			done <- r.ask(t, []byte{reqInit, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+		}()
+		synctest.Wait()
+		began := time.Now()
+		r.startBeamNG(t)
+		a := <-done
+		if waited := time.Since(began); waited > time.Second {
+			t.Errorf("initialization failed %v after BeamNG's first message, want within a second", waited)
+		}
+		if a.result != statusError || !a.said("BeamNG speaks another protocol than the FMU's config: dropped datagrams from BeamNG's address of a length this coupling does not send") ||
+			!a.said("BeamNG runs the Gen 2 co-simulation coupling") {
+			t.Errorf("%+v", a)
+		}
+		r.terminate(t)
+		r.stopBeamNG()
 	})
 }
 
@@ -848,5 +969,35 @@ func TestStepAllocs(t *testing.T) {
 		b.Step(tm, outs, ins)
 	}); n != 0 {
 		t.Errorf("a message within a step allocates %v times", n)
+	}
+}
+
+// The most inputs and outputs an export allows fit the shared memory the
+// shim makes (its REQ_CAP and ANS_CAP): a step's request with every input,
+// the initialize request with every input and the parameters (a
+// recording's path of 4 KiB), and a step's answer with every output and
+// room for its log lines: half the answer, less the answer's header.
+func TestLimitsFitTheMailbox(t *testing.T) {
+	src, err := shim.Sources.ReadFile("c/shim.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capOf := func(name string) int {
+		m := regexp.MustCompile(`#define ` + name + ` \((\d+)u \* (\d+)u\)`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("shim.c defines no %s as expected", name)
+		}
+		a, _ := strconv.Atoi(string(m[1]))
+		b, _ := strconv.Atoi(string(m[2]))
+		return a * b
+	}
+	req, ans := capOf("REQ_CAP"), capOf("ANS_CAP")
+	in, out := fmuexport.MaxInputs, fmuexport.MaxOutputs
+	step := 1 + 8 + 8 + 4 + 8*in
+	params := 4 * (2*(4+4+15) + 2*(4+8)) // four vehicles' addresses and ports
+	init := 1 + 8 + 1 + 8 + 4 + in*(4+8) + params + 2*(4+8) + 4 + 4 + 4096
+	answer := 1 + 4 + 8 + 4 + 8*out
+	if step > req || init > req || ans-answer < ans/2-32 {
+		t.Errorf("step request %d, initialize %d bytes (of %d); step answer %d bytes (of %d)", step, init, req, answer, ans)
 	}
 }

@@ -27,6 +27,7 @@ func TestCHeader(t *testing.T) {
 			cheader.Char("REQ_CONTINUE", reqContinue, ""),
 			cheader.Char("REQ_TERMINATE", reqTerminate, ""),
 			cheader.Char("REQ_RESET", reqReset, ""),
+			cheader.Char("REQ_LIST", reqList, ""),
 			cheader.Int("RESULT_PENDING", resultPending, "The answer that says \"more to come\": log lines of a call still going on; the shim logs them and asks on (REQ_CONTINUE)."),
 			cheader.Int("T_REAL", fmuexport.Real, "A variable's type."),
 			cheader.Int("T_INTEGER", fmuexport.Integer, ""),
@@ -34,6 +35,7 @@ func TestCHeader(t *testing.T) {
 			cheader.Int("C_OUTPUT", fmuexport.Output, "A variable's causality."),
 			cheader.Int("C_INPUT", fmuexport.Input, ""),
 			cheader.Int("C_PARAMETER", fmuexport.Parameter, ""),
+			cheader.Int("C_INDEPENDENT", fmuexport.Independent, ""),
 		})
 	cheader.Check(t, "../shim/c/protocol.h", h, *update,
 		"run `go generate ./fmuexport/child` and `bash fmuexport/shim/build`, and commit what they write")

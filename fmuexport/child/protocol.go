@@ -14,6 +14,7 @@ import (
 //
 //	'O' open       protocol (u32), FMI major (u32), instance name, token,
 //	               resources folder (strings), logging on (u8)
+//	'L' list       the value reference (u32) to list the variables from
 //	'I' initialize start time (f64), stop time defined (u8), stop time
 //	               (f64), n (u32) values of the parameters and inputs, each
 //	               a value reference (u32) and its value: a string for a
@@ -27,13 +28,17 @@ import (
 // Every answer is a result (u8: an FMI status, 0xFF "more to come": the
 // shim logs the lines and sends 'C'), n (u32) log lines, each a status
 // (u8), a category and a message (strings), then the payload: to open
-// the variables, n (u32) of them, each its value reference (u32), type
-// (u8: 0 Real, 1 Integer, 2 String), causality (u8: 0 output, 1 input, 2
-// parameter), name (string) and start (a string for a String, else f64);
+// and to list, a part of the variables: n (u32) of them in all, the
+// first of the part (u32) and how many it holds (u32), each its value
+// reference (u32), type (u8: 0 Real, 1 Integer, 2 String), causality
+// (u8: 0 output, 1 input, 2 parameter, 3 independent), name (string) and
+// start (a string for a String, else f64; the shim asks for the next part
+// until it has all n);
 // to initialize and to a step, the FMU's time (f64) and n (u32) outputs
 // (f64), in the order of their value references.
 const (
 	reqOpen      = 'O'
+	reqList      = 'L'
 	reqInit      = 'I'
 	reqStep      = 'S'
 	reqContinue  = 'C'

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +31,10 @@ type run struct {
 // isString says whether a value reference is a parameter or an input,
 // and whether it carries text.
 func (s *server) isString(vr uint32) (text, ok bool) {
-	if int(vr) >= len(s.iface.Vars) || s.iface.Vars[vr].Causality == fmuexport.Output {
+	if int(vr) >= len(s.iface.Vars) {
+		return false, false
+	}
+	if c := s.iface.Vars[vr].Causality; c != fmuexport.Input && c != fmuexport.Parameter {
 		return false, false
 	}
 	return s.iface.Vars[vr].Type == fmuexport.String, true
@@ -58,6 +60,10 @@ func (s *server) initialize(body []byte) []byte {
 	q, err := decodeInit(body, s.isString)
 	if err != nil {
 		return s.fail("%v", err)
+	}
+	exp, err := newExperiment(q.Start, q.StopDefined, q.Stop)
+	if err != nil {
+		return s.failFor(err)
 	}
 	plan := *s.plan
 	plan.Vehicles = slices.Clone(plan.Vehicles)
@@ -144,12 +150,8 @@ func (s *server) initialize(body []byte) []byte {
 	s.mu.Lock()
 	s.run = r
 	s.mu.Unlock()
-	s.start, s.n = q.Start, 0
+	s.exp, s.n = exp, 0
 	s.startLines(r)
-	if span := q.Stop - q.Start; q.StopDefined && math.Abs(span-math.Round(span/plan.Period)*plan.Period) > plan.Period/1000 {
-		s.log.Warn(fmt.Sprintf("the stop time %s s is not a whole number of BeamNG's %s ms periods after the start (%s s): a master that shortens its last step to end there will have it refused",
-			sec(q.Stop), sec(plan.Period*1000), sec(q.Start)))
-	}
 	var deadline time.Time
 	if r.connect > 0 {
 		deadline = time.Now().Add(r.connect)
@@ -168,12 +170,36 @@ func (s *server) initialize(body []byte) []byte {
 			return true, s.failFor(errors.New("the master's process ended"))
 		case <-s.wait(wait):
 		}
+		if err := mismatch(r.sess); err != nil {
+			return true, s.failFor(err)
+		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return true, s.failFor(fmt.Errorf("BeamNG sent no message in %v (parameter connectTimeout): start BeamNG's coupling as logged above, once the FMU waits for it; BeamNG started first loses its first message and waits 2 s", r.connect))
 		}
 		return false, nil
 	}
 	return s.progress()
+}
+
+// mismatch is a fatal mismatch the coupling diagnosed before BeamNG's
+// first message could be coupled: datagrams from BeamNG of a length this
+// config's protocol does not send (a Gen 2 BeamNG against a Gen 1 FMU, or
+// another CSV), or messages that lack fields the FMU reads (a Gen 1
+// BeamNG against a Gen 2 FMU). No message of that BeamNG will ever
+// couple: initialization fails at once, saying why, rather than wait
+// for connectTimeout.
+func mismatch(sess *coupling.Session) error {
+	for _, vd := range sess.Diagnoses(time.Now()) {
+		if vd.Kind != "size" && vd.Kind != "short" {
+			continue
+		}
+		who := ""
+		if len(sess.Links()) > 1 {
+			who = fmt.Sprintf(" (vehicle %q)", vd.Vehicle)
+		}
+		return fmt.Errorf("BeamNG%s speaks another protocol than the FMU's config: %s; no message of it can be coupled: fix the config and export the FMU again (initialization fails now, not after connectTimeout)", who, vd.Line())
+	}
+	return nil
 }
 
 // startLines say where the coupling waits and how to start BeamNG's side.
@@ -235,22 +261,16 @@ func (s *server) doStep(body []byte) []byte {
 		return s.fail("%v", err)
 	}
 	p := r.plan.Period
-	tol := p / 1000
-	at := s.start + float64(s.n)*p
-	t, h := s.step.T, s.step.H
-	if math.Abs(t-at) > tol {
-		return s.failFor(fmt.Errorf("a step from t = %s s, but the FMU is at %s s: FMI's communication points are contiguous", sec(t), sec(at)))
-	}
-	m := math.Round(h / p)
-	if !(m >= 1) || math.Abs(h-m*p) > tol {
-		return s.failFor(fmt.Errorf("a step of h = %s s: a step couples whole BeamNG messages, so h must be a whole number of BeamNG's %s ms periods (%s s, %s s, %s s…): set the master's communication step size so",
-			sec(h), sec(p*1000), sec(p), sec(2*p), sec(4*p)))
+	at := s.exp.time(s.n, p)
+	sp, err := s.exp.span(s.step.T, s.step.H, s.n, p)
+	if err != nil {
+		return s.failFor(err)
 	}
 	copy(s.values, s.step.Inputs)
-	end := s.n + int64(m)
+	end := sp.end
 	r.asked = time.Now()
 	select {
-	case r.bridge.orders <- order{end: end, inputs: s.values}:
+	case r.bridge.orders <- order{end: end, tail: sp.tail, inputs: s.values}:
 	case err := <-r.done:
 		return s.failFor(fmt.Errorf("the coupling ended: %v", err))
 	case <-s.gone:
@@ -260,6 +280,10 @@ func (s *server) doStep(body []byte) []byte {
 		defer s.timer.Stop()
 		select {
 		case <-r.bridge.ended:
+			if sp.tail {
+				s.log.Info(tailNote(at, s.exp.stop, s.n, end, s.exp.start, p))
+				s.exp.atStop = true
+			}
 			s.n = end
 			return true, s.answer(statusOK, s.outputs(r.bridge))
 		case err := <-r.done:
@@ -296,14 +320,14 @@ func (s *server) lost(r *run, from float64, end int64) error {
 		who = "BeamNG (vehicle " + strings.Join(silent, ", ") + ")"
 	}
 	return fmt.Errorf("BeamNG lost: %s sent no message for %v (parameter silenceTimeout) while the step from t = %s s waited for its message of %s s: its coupling stopped, it paused, or it is gone. The step fails; from now on BeamNG gets neutral controls (pedals released, wheel torques 0), never the master's last inputs",
-		who, r.silence, sec(from), sec(s.start+float64(end)*p))
+		who, r.silence, sec(from), sec(s.exp.start+float64(end)*p))
 }
 
 // terminate ends the coupling: BeamNG gets neutral controls, the
 // recording is closed, and the run's summary is said. Warning when the
 // run was not healthy, as `beamconnect run` exits 1.
 func (s *server) terminate() []byte {
-	healthy := s.endRun(fmt.Errorf("the master ended the simulation at t = %s s", sec(s.start+float64(s.n)*s.planPeriod())), false)
+	healthy := s.endRun(fmt.Errorf("the master ended the simulation at t = %s s", sec(s.exp.time(s.n, s.planPeriod()))), false)
 	if !healthy {
 		return s.answer(statusWarning, nil)
 	}

@@ -5,12 +5,13 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"debug/pe"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"beamconnect/fmu"
 )
 
 // The binaries beamconnect embeds were built from the sources beside them:
@@ -39,33 +40,8 @@ func TestBinariesBuiltFromTheseSources(t *testing.T) {
 // Every function of FMI 2.0's and 3.0's co-simulation interfaces, and of
 // the rest of each standard: an importer may look each one up, and
 // fmusim refuses a library without one.
-var functions = strings.Fields(`
-fmi2GetTypesPlatform fmi2GetVersion fmi2SetDebugLogging fmi2Instantiate fmi2FreeInstance
-fmi2SetupExperiment fmi2EnterInitializationMode fmi2ExitInitializationMode fmi2Terminate fmi2Reset
-fmi2GetReal fmi2GetInteger fmi2GetBoolean fmi2GetString fmi2SetReal fmi2SetInteger fmi2SetBoolean fmi2SetString
-fmi2GetFMUstate fmi2SetFMUstate fmi2FreeFMUstate fmi2SerializedFMUstateSize fmi2SerializeFMUstate
-fmi2DeSerializeFMUstate fmi2GetDirectionalDerivative
-fmi2EnterEventMode fmi2NewDiscreteStates fmi2EnterContinuousTimeMode fmi2CompletedIntegratorStep fmi2SetTime
-fmi2SetContinuousStates fmi2GetDerivatives fmi2GetEventIndicators fmi2GetContinuousStates fmi2GetNominalsOfContinuousStates
-fmi2SetRealInputDerivatives fmi2GetRealOutputDerivatives fmi2DoStep fmi2CancelStep fmi2GetStatus fmi2GetRealStatus
-fmi2GetIntegerStatus fmi2GetBooleanStatus fmi2GetStringStatus
-fmi3GetVersion fmi3SetDebugLogging fmi3InstantiateModelExchange fmi3InstantiateCoSimulation
-fmi3InstantiateScheduledExecution fmi3FreeInstance fmi3EnterInitializationMode fmi3ExitInitializationMode
-fmi3EnterEventMode fmi3Terminate fmi3Reset
-fmi3GetFloat32 fmi3GetFloat64 fmi3GetInt8 fmi3GetUInt8 fmi3GetInt16 fmi3GetUInt16 fmi3GetInt32 fmi3GetUInt32
-fmi3GetInt64 fmi3GetUInt64 fmi3GetBoolean fmi3GetString fmi3GetBinary fmi3GetClock
-fmi3SetFloat32 fmi3SetFloat64 fmi3SetInt8 fmi3SetUInt8 fmi3SetInt16 fmi3SetUInt16 fmi3SetInt32 fmi3SetUInt32
-fmi3SetInt64 fmi3SetUInt64 fmi3SetBoolean fmi3SetString fmi3SetBinary fmi3SetClock
-fmi3GetNumberOfVariableDependencies fmi3GetVariableDependencies
-fmi3GetFMUState fmi3SetFMUState fmi3FreeFMUState fmi3SerializedFMUStateSize fmi3SerializeFMUState fmi3DeserializeFMUState
-fmi3GetDirectionalDerivative fmi3GetAdjointDerivative fmi3EnterConfigurationMode fmi3ExitConfigurationMode
-fmi3GetIntervalDecimal fmi3GetIntervalFraction fmi3GetShiftDecimal fmi3GetShiftFraction
-fmi3SetIntervalDecimal fmi3SetIntervalFraction fmi3SetShiftDecimal fmi3SetShiftFraction
-fmi3EvaluateDiscreteStates fmi3UpdateDiscreteStates
-fmi3EnterContinuousTimeMode fmi3CompletedIntegratorStep fmi3SetTime fmi3SetContinuousStates
-fmi3GetContinuousStateDerivatives fmi3GetEventIndicators fmi3GetContinuousStates fmi3GetNominalsOfContinuousStates
-fmi3GetNumberOfEventIndicators fmi3GetNumberOfContinuousStates
-fmi3EnterStepMode fmi3GetOutputDerivatives fmi3DoStep fmi3ActivateModelPartition`)
+var functions = append(fmu.RequiredFunctions(2, []string{fmu.CoSim, fmu.ME}),
+	fmu.RequiredFunctions(3, []string{fmu.CoSim, fmu.ME, "ScheduledExecution"})...)
 
 // The Linux library exports every function, loads on a glibc as old as
 // 2.17 (CentOS 7, RHEL 7) and needs nothing but the C library.
@@ -142,10 +118,11 @@ func TestWindowsLibrary(t *testing.T) {
 	if f.Machine != pe.IMAGE_FILE_MACHINE_AMD64 || f.Characteristics&pe.IMAGE_FILE_DLL == 0 {
 		t.Fatalf("machine %#x, characteristics %#x: want an x86-64 DLL", f.Machine, f.Characteristics)
 	}
-	exported, err := exports(f)
+	lib, err := fmu.ReadLibrary(data)
 	if err != nil {
 		t.Fatal(err)
 	}
+	exported := lib.Exports
 	for _, fn := range functions {
 		if !slices.Contains(exported, fn) {
 			t.Errorf("the Windows library does not export %s", fn)
@@ -160,55 +137,4 @@ func TestWindowsLibrary(t *testing.T) {
 			t.Errorf("the Windows library needs %s", l)
 		}
 	}
-}
-
-// exports lists the names a PE file exports (its export directory: the
-// first data directory of the optional header).
-func exports(f *pe.File) ([]string, error) {
-	oh, ok := f.OptionalHeader.(*pe.OptionalHeader64)
-	if !ok || len(oh.DataDirectory) == 0 {
-		return nil, fmt.Errorf("no 64-bit optional header")
-	}
-	dir := oh.DataDirectory[pe.IMAGE_DIRECTORY_ENTRY_EXPORT]
-	read := func(rva, n uint32) ([]byte, error) {
-		for _, s := range f.Sections {
-			if rva >= s.VirtualAddress && rva+n <= s.VirtualAddress+max(s.VirtualSize, s.Size) {
-				data, err := s.Data()
-				if err != nil {
-					return nil, err
-				}
-				off := rva - s.VirtualAddress
-				if int(off+n) > len(data) {
-					return nil, fmt.Errorf("rva %#x beyond its section", rva)
-				}
-				return data[off : off+n], nil
-			}
-		}
-		return nil, fmt.Errorf("rva %#x in no section", rva)
-	}
-	head, err := read(dir.VirtualAddress, 40)
-	if err != nil {
-		return nil, err
-	}
-	n := binary.LittleEndian.Uint32(head[24:])
-	namesRVA := binary.LittleEndian.Uint32(head[32:])
-	table, err := read(namesRVA, 4*n)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for i := range n {
-		rva := binary.LittleEndian.Uint32(table[4*i:])
-		b, err := read(rva, 1)
-		if err != nil {
-			return nil, err
-		}
-		for k := uint32(1); b[len(b)-1] != 0; k++ {
-			if b, err = read(rva, k+1); err != nil {
-				return nil, err
-			}
-		}
-		names = append(names, string(b[:len(b)-1]))
-	}
-	return names, nil
 }

@@ -39,7 +39,7 @@ func Compile(cc, goos, out string) error {
 	}
 	args := []string{"-std=c99", "-O2", "-o", out, src}
 	if goos != "windows" {
-		args = append([]string{"-D_POSIX_C_SOURCE=200809L"}, append(args, "-ldl")...)
+		args = append([]string{"-D_POSIX_C_SOURCE=200809L"}, append(args, "-ldl", "-lm")...)
 	}
 	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("testmaster: %s: %v\n%s", cc, err, msg)

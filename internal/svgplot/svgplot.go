@@ -233,3 +233,49 @@ func Escape(s string) string {
 	}, strings.ToValidUTF8(s, "\uFFFD"))
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }
+
+// TextCharWidth is about how wide a character of running text in the 12 px
+// font is, wide enough for the wider of the common sans-serif fonts
+// (DejaVu Sans, Verdana): what Wrap allows for.
+const TextCharWidth = 7.4
+
+// Wrap breaks s into lines of text no wider than width pixels in the 12
+// px font (TextCharWidth a character): between its parts (the phrases a
+// " · " separates) where a part fits whole, else at spaces; a word longer
+// than a line is a line of its own.
+func Wrap(s string, width float64) []string {
+	most := max(1, int(width/TextCharWidth))
+	var lines []string
+	line := ""
+	add := func(glue, piece string) {
+		switch {
+		case line == "":
+			line = piece // a line begins with the piece, not its glue
+		case len([]rune(line))+len([]rune(glue))+len([]rune(piece)) <= most:
+			line += glue + piece
+		default:
+			lines = append(lines, line)
+			line = piece
+		}
+	}
+	for i, part := range strings.Split(s, " · ") {
+		glue := " · "
+		if i == 0 {
+			glue = " "
+		}
+		if len([]rune(part)) <= most {
+			add(glue, part)
+			continue
+		}
+		for j, w := range strings.Fields(part) {
+			if j > 0 {
+				glue = " "
+			}
+			add(glue, w)
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, line)
+	}
+	return lines
+}

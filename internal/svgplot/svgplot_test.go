@@ -3,6 +3,7 @@ package svgplot
 import (
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,39 @@ func TestTickLabelsDistinct(t *testing.T) {
 		t.Run(fmt.Sprintf("FormatTick %g %g", tt.v, tt.step), func(t *testing.T) {
 			if got := FormatTick(tt.v, tt.step); got != tt.want {
 				t.Errorf("FormatTick(%g, %g) = %q, want %q", tt.v, tt.step, got, tt.want)
+			}
+		})
+	}
+}
+
+// Wrap keeps every word, in order, each line within the width (but for a
+// word longer than a line), breaks only where a space was, and between
+// the " · " parts of a line rather than within one where it can.
+func TestWrap(t *testing.T) {
+	long := strings.Repeat("x", 40)
+	for _, tc := range []struct {
+		name  string
+		s     string
+		width float64
+		want  []string
+	}{
+		{"fits", "control groundspeed: good", 400, []string{"control groundspeed: good"}},
+		{"breaks at spaces", "aaa bbb ccc ddd", 8 * TextCharWidth, []string{"aaa bbb", "ccc ddd"}},
+		{"a word longer than a line", "a " + long + " b", 10 * TextCharWidth, []string{"a", long, "b"}},
+		{"empty", "", 100, []string{""}},
+		{"whole parts first", "0 s to 10 s · a reload (dashed) at 5 s: added out3.fuel", 45 * TextCharWidth,
+			[]string{"0 s to 10 s", "a reload (dashed) at 5 s: added out3.fuel"}},
+		{"parts that fit together", "one · two · three", 20 * TextCharWidth, []string{"one · two · three"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Wrap(tc.s, tc.width)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%q", got)
+			}
+			for _, l := range got {
+				if float64(len(l))*TextCharWidth > tc.width && !strings.Contains(l, long) {
+					t.Errorf("line %q wider than %g px", l, tc.width)
+				}
 			}
 		})
 	}

@@ -54,8 +54,10 @@ static void sleep_ms(long ms) {
 
 #include "process.h"
 
-/* Value references, as modelDescription.xml lists them. */
-enum { VR_SET_SPEED, VR_KP, VR_KI, VR_MAX_THROTTLE, VR_SPEED, VR_THROTTLE, VR_BRAKE, VR_TIME, VR_SPEED_USED, VR_COUNT };
+/* Value references, as modelDescription.xml lists them. VR_INDEPENDENT is
+ * FMI 3.0's independent variable, time: the FMU's time, as VR_TIME. */
+enum { VR_SET_SPEED, VR_KP, VR_KI, VR_MAX_THROTTLE, VR_SPEED, VR_THROTTLE, VR_BRAKE, VR_TIME, VR_SPEED_USED, VR_INDEPENDENT,
+       VR_COUNT };
 
 typedef struct {
 	double v[VR_COUNT];
@@ -78,7 +80,8 @@ static void cruise_reset(cruise *c) {
 /* cruise_refuses says why a value cannot be set, or NULL when it can: the
  * gains are kept within 0..10, as a real controller's would be. */
 static const char *cruise_refuses(unsigned vr, double v) {
-	if (vr >= VR_COUNT || vr == VR_THROTTLE || vr == VR_BRAKE || vr == VR_TIME || vr == VR_SPEED_USED) return "that variable cannot be set";
+	if (vr >= VR_COUNT || vr == VR_THROTTLE || vr == VR_BRAKE || vr == VR_TIME || vr == VR_SPEED_USED || vr == VR_INDEPENDENT)
+		return "that variable cannot be set";
 	if ((vr == VR_KP || vr == VR_KI) && !(v >= 0 && v <= 10)) return "a gain must be within 0..10";
 	return 0;
 }

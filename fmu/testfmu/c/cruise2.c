@@ -4,6 +4,30 @@
 #include "cruise.h"
 #include "fmi2.h"
 
+/* The functions defined here; fmi2rest.h, included last, defines the rest. */
+#define HAS_fmi2GetTypesPlatform
+#define HAS_fmi2GetVersion
+#define HAS_fmi2Instantiate
+#define HAS_fmi2FreeInstance
+#define HAS_fmi2SetDebugLogging
+#define HAS_fmi2SetupExperiment
+#define HAS_fmi2EnterInitializationMode
+#define HAS_fmi2ExitInitializationMode
+#define HAS_fmi2Terminate
+#define HAS_fmi2Reset
+#define HAS_fmi2GetReal
+#define HAS_fmi2SetReal
+#define HAS_fmi2GetInteger
+#define HAS_fmi2SetInteger
+#define HAS_fmi2GetBoolean
+#define HAS_fmi2SetBoolean
+#define HAS_fmi2DoStep
+#define HAS_fmi2GetBooleanStatus
+#define HAS_fmi2GetRealStatus
+#define HAS_fmi2GetFMUstate
+#define HAS_fmi2SetFMUstate
+#define HAS_fmi2FreeFMUstate
+
 typedef struct {
 	cruise c;
 	int terminated;      /* the last step asked to end the simulation */
@@ -157,3 +181,5 @@ FMI2_EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, void **state) {
 	*state = NULL;
 	return fmi2OK;
 }
+
+#include "fmi2rest.h"

@@ -5,6 +5,21 @@
 #include "cruise.h"
 #include "fmi3.h"
 
+/* The functions defined here; fmi3rest.h, included last, defines the rest. */
+#define HAS_fmi3GetVersion
+#define HAS_fmi3InstantiateCoSimulation
+#define HAS_fmi3FreeInstance
+#define HAS_fmi3EnterInitializationMode
+#define HAS_fmi3ExitInitializationMode
+#define HAS_fmi3Terminate
+#define HAS_fmi3Reset
+#define HAS_fmi3GetFloat64
+#define HAS_fmi3SetFloat64
+#define HAS_fmi3DoStep
+#define HAS_fmi3GetFMUState
+#define HAS_fmi3SetFMUState
+#define HAS_fmi3FreeFMUState
+
 typedef struct {
 	cruise c;
 	fmi3InstanceEnvironment env;
@@ -58,7 +73,7 @@ FMI3_EXPORT fmi3Status fmi3GetFloat64(fmi3Instance i, const fmi3ValueReference v
 	if (nv != n) return fmi3Error;
 	for (size_t k = 0; k < n; k++) {
 		if (vr[k] >= VR_COUNT) return fmi3Error;
-		v[k] = in->c.v[vr[k]];
+		v[k] = in->c.v[vr[k] == VR_INDEPENDENT ? VR_TIME : vr[k]];
 	}
 	return fmi3OK;
 }
@@ -78,17 +93,6 @@ FMI3_EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference v
 	return fmi3OK;
 }
 
-#define NO_VARIABLES(name, type, konst)                                                                      \
-	FMI3_EXPORT fmi3Status name(fmi3Instance i, const fmi3ValueReference vr[], size_t n, konst type v[], size_t nv) { \
-		(void)i, (void)vr, (void)v, (void)nv;                                                               \
-		return n == 0 ? fmi3OK : fmi3Error;                                                                 \
-	}
-NO_VARIABLES(fmi3GetFloat32, fmi3Float32, )
-NO_VARIABLES(fmi3SetFloat32, fmi3Float32, const)
-NO_VARIABLES(fmi3GetInt32, fmi3Int32, )
-NO_VARIABLES(fmi3SetInt32, fmi3Int32, const)
-NO_VARIABLES(fmi3GetBoolean, fmi3Boolean, )
-NO_VARIABLES(fmi3SetBoolean, fmi3Boolean, const)
 
 FMI3_EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, fmi3Boolean noSetPrior,
                                   fmi3Boolean *eventNeeded, fmi3Boolean *terminate, fmi3Boolean *earlyReturn,
@@ -142,3 +146,5 @@ FMI3_EXPORT fmi3Status fmi3FreeFMUState(fmi3Instance i, void **state) {
 	*state = NULL;
 	return fmi3OK;
 }
+
+#include "fmi3rest.h"

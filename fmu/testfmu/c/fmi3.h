@@ -1,5 +1,6 @@
-/* The FMI 3.0 co-simulation declarations the test FMUs implement, written
- * for beamconnect from the FMI 3.0 standard. */
+/* The FMI 3.0 declarations the test FMUs implement, written for
+ * beamconnect from the FMI 3.0 standard: its types, status codes and
+ * callbacks. */
 #ifndef BEAMCONNECT_FMI3_H
 #define BEAMCONNECT_FMI3_H
 
@@ -15,14 +16,27 @@
 
 typedef void *fmi3Instance;
 typedef void *fmi3InstanceEnvironment;
+typedef void *fmi3FMUState;
 typedef uint32_t fmi3ValueReference;
 typedef double fmi3Float64;
 typedef float fmi3Float32;
+typedef int8_t fmi3Int8;
+typedef uint8_t fmi3UInt8;
+typedef int16_t fmi3Int16;
+typedef uint16_t fmi3UInt16;
 typedef int32_t fmi3Int32;
+typedef uint32_t fmi3UInt32;
+typedef int64_t fmi3Int64;
+typedef uint64_t fmi3UInt64;
 typedef bool fmi3Boolean;
 typedef const char *fmi3String;
+typedef uint8_t fmi3Byte;
+typedef const fmi3Byte *fmi3Binary;
+typedef bool fmi3Clock;
 
 typedef enum { fmi3OK, fmi3Warning, fmi3Discard, fmi3Error, fmi3Fatal } fmi3Status;
+typedef enum { fmi3IntervalNotYetKnown, fmi3IntervalUnchanged, fmi3IntervalChanged } fmi3IntervalQualifier;
+typedef enum { fmi3Independent, fmi3Constant, fmi3Fixed, fmi3Tunable, fmi3Discrete, fmi3Dependent } fmi3DependencyKind;
 
 typedef void (*fmi3LogMessageCallback)(fmi3InstanceEnvironment env, fmi3Status status,
                                        fmi3String category, fmi3String message);
@@ -30,5 +44,13 @@ typedef void (*fmi3IntermediateUpdateCallback)(fmi3InstanceEnvironment env, fmi3
                                                fmi3Boolean variableSetRequested, fmi3Boolean variableGetAllowed,
                                                fmi3Boolean stepFinished, fmi3Boolean canReturnEarly,
                                                fmi3Boolean *earlyReturnRequested, fmi3Float64 *earlyReturnTime);
+
+typedef void (*fmi3ClockUpdateCallback)(fmi3InstanceEnvironment env);
+typedef void (*fmi3LockPreemptionCallback)(void);
+typedef void (*fmi3UnlockPreemptionCallback)(void);
+
+typedef void (*fmi3ClockUpdateCallback)(fmi3InstanceEnvironment env);
+typedef void (*fmi3LockPreemptionCallback)(void);
+typedef void (*fmi3UnlockPreemptionCallback)(void);
 
 #endif

@@ -5,11 +5,31 @@
 #include "fmi2.h"
 #include "memodel.h"
 
-typedef struct {
-	int newDiscreteStatesNeeded, terminateSimulation, nominalsOfContinuousStatesChanged,
-	    valuesOfContinuousStatesChanged, nextEventTimeDefined;
-	double nextEventTime;
-} fmi2EventInfo;
+/* The functions defined here; fmi2rest.h, included last, defines the rest. */
+#define HAS_fmi2GetTypesPlatform
+#define HAS_fmi2GetVersion
+#define HAS_fmi2Instantiate
+#define HAS_fmi2FreeInstance
+#define HAS_fmi2SetDebugLogging
+#define HAS_fmi2SetupExperiment
+#define HAS_fmi2EnterInitializationMode
+#define HAS_fmi2ExitInitializationMode
+#define HAS_fmi2Terminate
+#define HAS_fmi2Reset
+#define HAS_fmi2GetReal
+#define HAS_fmi2SetReal
+#define HAS_fmi2GetInteger
+#define HAS_fmi2SetInteger
+#define HAS_fmi2EnterEventMode
+#define HAS_fmi2NewDiscreteStates
+#define HAS_fmi2EnterContinuousTimeMode
+#define HAS_fmi2CompletedIntegratorStep
+#define HAS_fmi2SetTime
+#define HAS_fmi2SetContinuousStates
+#define HAS_fmi2GetContinuousStates
+#define HAS_fmi2GetDerivatives
+#define HAS_fmi2GetEventIndicators
+#define HAS_fmi2GetNominalsOfContinuousStates
 
 typedef struct {
 	model m;
@@ -91,11 +111,6 @@ FMI2_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[
 	return fmi2OK;
 }
 
-#define NO_VARIABLES(name, type, konst)                                                                   \
-	FMI2_EXPORT fmi2Status name(fmi2Component c, const fmi2ValueReference vr[], size_t n, konst type v[]) { \
-		(void)c, (void)vr, (void)v;                                                                      \
-		return n == 0 ? fmi2OK : fmi2Error;                                                              \
-	}
 FMI2_EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Integer v[]) {
 	instance *in = c;
 	for (size_t i = 0; i < n; i++) {
@@ -116,9 +131,6 @@ FMI2_EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference 
 	}
 	return fmi2OK;
 }
-
-NO_VARIABLES(fmi2GetBoolean, fmi2Boolean, )
-NO_VARIABLES(fmi2SetBoolean, fmi2Boolean, const)
 
 FMI2_EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) {
 	((instance *)c)->m.event_mode = 1;
@@ -191,39 +203,4 @@ FMI2_EXPORT fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component c, fmi2Re
 	return fmi2OK;
 }
 
-/* The rest of the FMI 2.0 API, which the standard has every FMU export and
- * these models do not support: each refuses (fmi2Error). An importer that
- * loads every function (fmusim, the reference master, does) can load the
- * FMU. */
-typedef void *fmi2FMUstate;
-typedef char fmi2Byte;
-
-FMI2_EXPORT fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2String v[]) {
-	(void)c, (void)vr, (void)v;
-	return n == 0 ? fmi2OK : fmi2Error;
-}
-FMI2_EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2String v[]) {
-	(void)c, (void)vr, (void)v;
-	return n == 0 ? fmi2OK : fmi2Error;
-}
-FMI2_EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *s) { (void)c, (void)s; return fmi2Error; }
-FMI2_EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate s) { (void)c, (void)s; return fmi2Error; }
-FMI2_EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s) { (void)c, (void)s; return fmi2Error; }
-FMI2_EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, size_t *size) {
-	(void)c, (void)s, (void)size;
-	return fmi2Error;
-}
-FMI2_EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte b[], size_t size) {
-	(void)c, (void)s, (void)b, (void)size;
-	return fmi2Error;
-}
-FMI2_EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], size_t size, fmi2FMUstate *s) {
-	(void)c, (void)b, (void)size, (void)s;
-	return fmi2Error;
-}
-FMI2_EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference unknown[], size_t nUnknown,
-                                                    const fmi2ValueReference known[], size_t nKnown,
-                                                    const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
-	(void)c, (void)unknown, (void)nUnknown, (void)known, (void)nKnown, (void)dvKnown, (void)dvUnknown;
-	return fmi2Error;
-}
+#include "fmi2rest.h"

@@ -81,6 +81,10 @@ enum { VR_COUNTER, NR };
 #define TUNABLE (-1)
 #endif
 
+/* FMI 3.0's independent variable, time: a value reference beyond every
+ * model's variables. */
+#define VR_INDEPENDENT 100
+
 typedef struct {
 	double r[NR];
 	double time;

@@ -12,15 +12,42 @@
 
 #include "fmi3.h"
 
-typedef int8_t fmi3Int8;
-typedef uint8_t fmi3UInt8;
-typedef int16_t fmi3Int16;
-typedef uint16_t fmi3UInt16;
-typedef uint32_t fmi3UInt32;
-typedef int64_t fmi3Int64;
-typedef uint64_t fmi3UInt64;
-typedef uint8_t fmi3Byte;
-typedef const fmi3Byte *fmi3Binary;
+/* The functions defined here; fmi3rest.h, included last, defines the rest. */
+#define HAS_fmi3GetVersion
+#define HAS_fmi3InstantiateCoSimulation
+#define HAS_fmi3FreeInstance
+#define HAS_fmi3EnterConfigurationMode
+#define HAS_fmi3ExitConfigurationMode
+#define HAS_fmi3EnterInitializationMode
+#define HAS_fmi3ExitInitializationMode
+#define HAS_fmi3Terminate
+#define HAS_fmi3Reset
+#define HAS_fmi3GetInt64
+#define HAS_fmi3SetInt64
+#define HAS_fmi3GetUInt64
+#define HAS_fmi3SetUInt64
+#define HAS_fmi3GetFloat64
+#define HAS_fmi3SetFloat64
+#define HAS_fmi3SetString
+#define HAS_fmi3SetBinary
+#define HAS_fmi3DoStep
+#define HAS_fmi3GetInt8
+#define HAS_fmi3SetInt8
+#define HAS_fmi3GetUInt8
+#define HAS_fmi3SetUInt8
+#define HAS_fmi3GetInt16
+#define HAS_fmi3SetInt16
+#define HAS_fmi3GetUInt16
+#define HAS_fmi3SetUInt16
+#define HAS_fmi3GetInt32
+#define HAS_fmi3SetInt32
+#define HAS_fmi3GetUInt32
+#define HAS_fmi3SetUInt32
+#define HAS_fmi3GetFloat32
+#define HAS_fmi3SetFloat32
+#define HAS_fmi3GetBoolean
+#define HAS_fmi3SetBoolean
+
 
 #define MAX_N 8
 
@@ -220,10 +247,12 @@ FMI3_EXPORT fmi3Status fmi3SetUInt64(fmi3Instance i, const fmi3ValueReference vr
 }
 
 /* Float64: the arrays u (vr 12, 3), w (14, n) and m (34, 2), the
- * scalars gain (15), y (32) and texts (33); the values of all the
+ * scalars gain (15), y (32), texts (33) and the time (0, the
+ * independent variable); the values of all the
  * variables asked for, one after the other. */
 static double *float64s(instance *in, fmi3ValueReference vr, size_t *count) {
 	switch (vr) {
+	case 0: *count = 1; return &in->time; /* the independent variable */
 	case 12: *count = 3; return in->u;
 	case 14: *count = (size_t)in->n; return in->w;
 	case 34: *count = 2; return in->m;
@@ -255,7 +284,7 @@ FMI3_EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference v
 	for (size_t k = 0; k < n; k++) {
 		size_t count;
 		double *p = float64s(in, vr[k], &count);
-		if (!p || vr[k] == 32 || vr[k] == 33 || vr[k] == 34 || at + count > nv) return fmi3Error;
+		if (!p || vr[k] == 0 || vr[k] == 32 || vr[k] == 33 || vr[k] == 34 || at + count > nv) return fmi3Error;
 		if (vr[k] == 15 && !(v[at] >= 0 && v[at] <= 10)) {
 			say(in, fmi3Error, "gain takes 0 to 10");
 			return fmi3Error;
@@ -294,3 +323,5 @@ FMI3_EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, 
 	compute(in);
 	return fmi3OK;
 }
+
+#include "fmi3rest.h"

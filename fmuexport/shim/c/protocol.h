@@ -8,7 +8,7 @@
 #define BEAMCONNECT_PROTOCOL_H
 
 /* The protocol's version: the child refuses another (fmuexport.Protocol). */
-#define SHIM_PROTOCOL 1
+#define SHIM_PROTOCOL 2
 
 /* Requests: a type byte, then its payload. */
 #define REQ_OPEN 'O'
@@ -17,6 +17,7 @@
 #define REQ_CONTINUE 'C'
 #define REQ_TERMINATE 'T'
 #define REQ_RESET 'R'
+#define REQ_LIST 'L'
 
 /* The answer that says "more to come": log lines of a call still going on;
  * the shim logs them and asks on (REQ_CONTINUE). */
@@ -31,5 +32,6 @@
 #define C_OUTPUT 0
 #define C_INPUT 1
 #define C_PARAMETER 2
+#define C_INDEPENDENT 3
 
 #endif

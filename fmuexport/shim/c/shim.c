@@ -842,6 +842,33 @@ static void end_child(shim *s) {
 	s->gone = 1;
 }
 
+/* list_part reads a part of the list of variables, its total read: the
+ * first the part lists (*have, the number read so far), how many, then
+ * each. -1 when it cannot be read. */
+static int list_part(shim *s, rbuf *r, uint32_t *have) {
+	uint32_t first = get_u32(r), count = get_u32(r);
+	if (r->bad || first != *have || count > s->nvars - first || (count == 0 && first < s->nvars)) return -1;
+	for (uint32_t i = first; i < first + count && !r->bad; i++) {
+		shim_var *v = &s->vars[i];
+		if (get_u32(r) != i) r->bad = 1;
+		v->type = get_u8(r);
+		v->causality = get_u8(r);
+		v->name = get_str(r);
+		if (v->type == T_STRING) {
+			v->starts = get_str(r);
+			v->text = dup_str(v->starts);
+		} else {
+			v->start = v->value = get_f64(r);
+		}
+		if (v->type > T_STRING || v->causality > C_INDEPENDENT || (v->causality == C_INDEPENDENT && v->type != T_REAL)) r->bad = 1;
+		if (v->causality == C_INPUT) s->in[s->nin++] = i;
+		if (v->causality == C_OUTPUT) s->out[s->nout++] = i;
+	}
+	if (r->bad || r->at != r->n) return -1;
+	*have = first + count;
+	return 0;
+}
+
 /* open starts the child and asks it to open the FMU: it answers with the
  * variables. */
 static int open_child(shim *s) {
@@ -861,8 +888,13 @@ static int open_child(shim *s) {
 	int res = call(s, &w, &r);
 	if (res != ST_OK && res != ST_WARNING) return -1;
 	if (s->vars) return 0; /* started again (a reset): it has the variables already */
+	/* The list comes in parts, as many variables as fit in an answer:
+	 * the rest is asked for (REQ_LIST, from the first not yet listed). */
 	uint32_t n = get_u32(&r);
-	if (n > r.n / 10) r.bad = 1;
+	if (r.bad || n > (1u << 24)) {
+		sayf(s, ST_ERROR, "beamconnect's child process listed the variables in a way the shim cannot read");
+		return -1;
+	}
 	s->vars = calloc(n ? n : 1, sizeof(shim_var));
 	s->in = calloc(n ? n : 1, sizeof(uint32_t));
 	s->out = calloc(n ? n : 1, sizeof(uint32_t));
@@ -871,27 +903,18 @@ static int open_child(shim *s) {
 		return -1;
 	}
 	s->nvars = n;
-	for (uint32_t i = 0; i < n && !r.bad; i++) {
-		shim_var *v = &s->vars[i];
-		if (get_u32(&r) != i) r.bad = 1;
-		v->type = get_u8(&r);
-		v->causality = get_u8(&r);
-		v->name = get_str(&r);
-		if (v->type == T_STRING) {
-			v->starts = get_str(&r);
-			v->text = dup_str(v->starts);
-		} else {
-			v->start = v->value = get_f64(&r);
+	for (uint32_t have = 0;;) {
+		if (list_part(s, &r, &have) != 0) {
+			sayf(s, ST_ERROR, "beamconnect's child process listed the variables in a way the shim cannot read");
+			return -1;
 		}
-		if (v->type > T_STRING || v->causality > C_PARAMETER) r.bad = 1;
-		if (v->causality == C_INPUT) s->in[s->nin++] = i;
-		if (v->causality == C_OUTPUT) s->out[s->nout++] = i;
+		if (have == n) return 0;
+		wbuf more = request(s, REQ_LIST);
+		put_u32(&more, have);
+		res = call(s, &more, &r);
+		if (res != ST_OK && res != ST_WARNING) return -1;
+		if (get_u32(&r) != n) r.bad = 1;
 	}
-	if (r.bad) {
-		sayf(s, ST_ERROR, "beamconnect's child process listed the variables in a way the shim cannot read");
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- the instance ---- */
@@ -1045,11 +1068,11 @@ int shim_exit_initialization(shim *s) {
 	put_f64(&w, s->stop);
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < s->nvars; i++)
-		if (s->vars[i].causality != C_OUTPUT) n++;
+		if (s->vars[i].causality == C_INPUT || s->vars[i].causality == C_PARAMETER) n++;
 	put_u32(&w, n);
 	for (uint32_t i = 0; i < s->nvars; i++) {
 		shim_var *v = &s->vars[i];
-		if (v->causality == C_OUTPUT) continue;
+		if (v->causality != C_INPUT && v->causality != C_PARAMETER) continue;
 		put_u32(&w, i);
 		if (v->type == T_STRING)
 			put_str(&w, v->text);
@@ -1167,6 +1190,11 @@ static int settable(shim *s, const char *fn, shim_var *v) {
 		sayf(s, ST_ERROR, "%s: %s is an output (one of BeamNG's signals): it cannot be set", fn, v->name);
 		return 0;
 	}
+	if (v->causality == C_INDEPENDENT) {
+		sayf(s, ST_ERROR, "%s: %s is the independent variable: the master sets it by its start time and its steps, never by a set", fn,
+		     v->name);
+		return 0;
+	}
 	if (v->causality == C_PARAMETER && s->state != S_INSTANTIATED && s->state != S_INITIALIZATION) {
 		sayf(s, ST_ERROR, "%s: %s is a fixed parameter: it is set before initialization ends, not now", fn, v->name);
 		return 0;
@@ -1182,7 +1210,7 @@ int shim_get_real(shim *s, const char *fn, const uint32_t vr[], size_t n, double
 	for (size_t i = 0; i < n; i++) {
 		shim_var *v = lookup(s, fn, vr[i], T_REAL);
 		if (!v) return ST_ERROR;
-		out[i] = v->value;
+		out[i] = v->causality == C_INDEPENDENT ? s->time : v->value;
 	}
 	return ST_OK;
 }

@@ -7,17 +7,21 @@
  * in between (the second run's outputs to OUT.2.csv): the library loads,
  * runs, unloads and loads again in one process. Built for Linux with cc and for Windows with mingw-w64.
  *
- * master [-twice] [-nochld] DIR IDENTIFIER FMI TOKEN STOP H INPUT STEP_AT VALUE OUTPUTS OUT.csv [PARAM...]
+ * master [-twice] [-nochld] [-last] DIR IDENTIFIER FMI TOKEN STOP H INPUT STEP_AT VALUE OUTPUTS OUT.csv [PARAM...]
  *   DIR the unpacked FMU; IDENTIFIER its model identifier; FMI 2 or 3;
  *   TOKEN its guid or instantiationToken; STOP the stop time; H the step;
  *   INPUT the value reference stepped from 0 to VALUE at STEP_AT;
  *   OUTPUTS the value references recorded, comma-separated (Real/Float64);
  *   PARAM r:VR=number, i:VR=integer or s:VR=text, set before
  *   initialization. -nochld ignores SIGCHLD (Unix), as some masters do, so
- *   that the system reaps their children for them.
+ *   that the system reaps their children for them. -last shortens the last
+ *   step to end at STOP, as fmusim and FMPy do, where STOP is not a whole
+ *   number of steps. H may be inf, -inf or nan (one step of it is taken,
+ *   as of any H longer than STOP).
  * The exit status is the worst FMI status any call returned (0 OK, 1
  * Warning, 3 Error…), 10 for a bad command line or library. Every log
  * line goes to stdout as "[STATUS] category: message", at once. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -129,6 +133,24 @@ static void lib_close(void *lib) {
 }
 
 static int worst = 0;
+static int shorten = 0; /* -last */
+
+/* number reads a double, inf, -inf and nan included (atof of some C
+ * libraries reads neither). */
+static double number(const char *s) {
+	if (!strcmp(s, "inf")) return HUGE_VAL;
+	if (!strcmp(s, "-inf")) return -HUGE_VAL;
+	if (!strcmp(s, "nan")) return HUGE_VAL - HUGE_VAL;
+	return atof(s);
+}
+
+/* step_count is how many steps a run to stop takes, step_size the size of
+ * the step from t. */
+static long step_count(double stop, double h) {
+	double k = shorten ? ceil(stop / h - 1e-9) : stop / h + 0.5;
+	return k >= 1 && k < 1e12 ? (long)k : 1;
+}
+static double step_size(double stop, double h, double t) { return shorten && t + h > stop ? stop - t : h; }
 static int check(int status, const char *call) {
 	if (status > worst) worst = status;
 	if (status != 0) {
@@ -150,7 +172,7 @@ static void uri(char *out, size_t n, const char *dir) {
 static int run(int argc, char **argv, const char *out) {
 	const char *dir = argv[0], *id = argv[1], *token = argv[3];
 	int fmi = atoi(argv[2]);
-	double stop = atof(argv[4]), h = atof(argv[5]), at = atof(argv[7]), value = atof(argv[8]);
+	double stop = number(argv[4]), h = number(argv[5]), at = atof(argv[7]), value = atof(argv[8]);
 	unsigned input = (unsigned)atoi(argv[6]);
 	unsigned outs[256];
 	size_t nouts = 0;
@@ -176,7 +198,7 @@ static int run(int argc, char **argv, const char *out) {
 	fprintf(csv, "time");
 	for (size_t i = 0; i < nouts; i++) fprintf(csv, ",%u", outs[i]);
 	fprintf(csv, "\n");
-	long steps = (long)(stop / h + 0.5);
+	long steps = step_count(stop, h);
 	if (fmi == 2) {
 		fmi2Callbacks cb = {logger2, calloc, free, NULL, NULL};
 		char res[4200];
@@ -208,7 +230,7 @@ static int run(int argc, char **argv, const char *out) {
 		fmi2DoStepFn doStep = (fmi2DoStepFn)sym(l, "fmi2DoStep");
 		double vals[256];
 		for (long n = 0; ok && n <= steps; n++) {
-			double t = n * h;
+			double t = shorten && n == steps ? stop : n * h;
 			if (check(getReal(c, outs, nouts, vals), "fmi2GetReal") >= 3) break;
 			fprintf(csv, "%.17g", t);
 			for (size_t i = 0; i < nouts; i++) fprintf(csv, ",%.17g", vals[i]);
@@ -216,7 +238,7 @@ static int run(int argc, char **argv, const char *out) {
 			if (n == steps) break;
 			double u = t >= at - h / 1000 ? value : 0;
 			if (check(setReal(c, &input, 1, &u), "fmi2SetReal") >= 3) break;
-			if (check(doStep(c, t, h, 1), "fmi2DoStep") >= 3) break;
+			if (check(doStep(c, t, step_size(stop, h, t), 1), "fmi2DoStep") >= 3) break;
 		}
 		if (worst < 3) check(((fmi2ComponentFn)sym(l, "fmi2Terminate"))(c), "fmi2Terminate");
 		((fmi2FreeInstanceFn)sym(l, "fmi2FreeInstance"))(c);
@@ -251,7 +273,7 @@ static int run(int argc, char **argv, const char *out) {
 		fmi3DoStepFn doStep = (fmi3DoStepFn)sym(l, "fmi3DoStep");
 		double vals[256];
 		for (long n = 0; ok && n <= steps; n++) {
-			double t = n * h;
+			double t = shorten && n == steps ? stop : n * h;
 			if (check(getF(c, outs, nouts, vals, nouts), "fmi3GetFloat64") >= 3) break;
 			fprintf(csv, "%.17g", t);
 			for (size_t i = 0; i < nouts; i++) fprintf(csv, ",%.17g", vals[i]);
@@ -261,7 +283,7 @@ static int run(int argc, char **argv, const char *out) {
 			if (check(setF(c, &input, 1, &u, 1), "fmi3SetFloat64") >= 3) break;
 			bool event, terminate, early;
 			double last;
-			if (check(doStep(c, t, h, true, &event, &terminate, &early, &last), "fmi3DoStep") >= 3) break;
+			if (check(doStep(c, t, step_size(stop, h, t), true, &event, &terminate, &early, &last), "fmi3DoStep") >= 3) break;
 		}
 		if (worst < 3) check(((fmi3InstanceFn)sym(l, "fmi3Terminate"))(c), "fmi3Terminate");
 		((fmi3FreeInstanceFn)sym(l, "fmi3FreeInstance"))(c);
@@ -282,8 +304,12 @@ int main(int argc, char **argv) {
 #endif
 		argc--, argv++;
 	}
+	if (argc > 1 && !strcmp(argv[1], "-last")) {
+		shorten = 1;
+		argc--, argv++;
+	}
 	if (argc < 12) {
-		fprintf(stderr, "usage: master [-twice] [-nochld] DIR IDENTIFIER FMI TOKEN STOP H INPUT STEP_AT VALUE OUTPUTS OUT.csv [PARAM...]\n");
+		fprintf(stderr, "usage: master [-twice] [-nochld] [-last] DIR IDENTIFIER FMI TOKEN STOP H INPUT STEP_AT VALUE OUTPUTS OUT.csv [PARAM...]\n");
 		return 10;
 	}
 	int status = run(argc - 1, argv + 1, argv[11]);
