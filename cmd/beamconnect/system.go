@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"beamconnect/models/system"
 	"beamconnect/ports"
 	"beamconnect/ssp"
+	"beamconnect/system"
 )
 
 // Systems of components (an .ssp, or an .ssd with its files): where a

@@ -124,12 +124,12 @@ func TestRunExampleSystem(t *testing.T) {
 
 // validate on systems as a user meets it: the example valid, as an .ssp
 // and an .ssd; an algebraic loop and a misspelt connector refused with
-// where and what (models/system's fixtures), exit 1; --json lists them.
+// where and what (package system's fixtures), exit 1; --json lists them.
 func TestValidateSystem(t *testing.T) {
 	ssd, archive := exampleSystem(t)
 	dir := filepath.Dir(ssd)
 	for _, f := range []string{"loop.ssd", "misspelt-connection.ssd", "vehicle.json", "tuning.ssv"} {
-		data, err := os.ReadFile(filepath.Join("../../models/system/testdata", f))
+		data, err := os.ReadFile(filepath.Join("../../system/testdata", f))
 		if err != nil {
 			t.Fatal(err)
 		}
