@@ -62,7 +62,7 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 		return 2
 	}
 	s := newServer(len(box.Answer()), nil)
-	s.beat = box.Beat
+	s.beat, s.superseded = box.Beat, box.Superseded
 	gone := make(chan struct{})
 	var once sync.Once
 	// The master's process gone: the loop's wait for a request, or a
@@ -93,6 +93,9 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 			break // the FMU was freed, or the master's process ended
 		}
 		a := s.handle(p)
+		if a == nil {
+			continue // the shim gave up on the call: its next request waits
+		}
 		out := box.Answer()
 		if len(a) > len(out) {
 			a = a[:len(out)] // not expected: answers are sized to fit
@@ -120,6 +123,9 @@ type server struct {
 	log    *slog.Logger
 	gone   <-chan struct{}
 	beat   func() // shows the shim the call goes on (the box's Beat)
+	// superseded says the shim gave up on the call in hand (an interrupt,
+	// a wait it bounded) and asked something else: the call is dropped.
+	superseded func() bool
 
 	opened    bool
 	major     int
@@ -153,7 +159,8 @@ func newServer(room int, listen coupling.Listen) *server {
 	q := &logQueue{}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &server{room: room, listen: listen, logs: q, log: slog.New(&handler{q: q}), timer: t, beat: func() {}}
+	return &server{room: room, listen: listen, logs: q, log: slog.New(&handler{q: q}), timer: t, beat: func() {},
+		superseded: func() bool { return false }}
 }
 
 // answer builds an answer: result, the log lines that fit, then payload.
@@ -324,7 +331,8 @@ func startValue(s string) float64 {
 
 // progress waits on the call in progress: its answer once it is done,
 // or, while it goes on, the log lines so far every progressEvery; it
-// beats every beatEvery meanwhile.
+// beats every beatEvery meanwhile. nil: the shim gave up on the call
+// (it is dropped when the next request is handled); no answer goes.
 func (s *server) progress() []byte {
 	since := time.Now()
 	for {
@@ -332,6 +340,9 @@ func (s *server) progress() []byte {
 		if done {
 			s.op = nil
 			return a
+		}
+		if s.superseded() {
+			return nil
 		}
 		s.beat()
 		if s.logs.pending() && time.Since(since) >= progressEvery {

@@ -819,6 +819,57 @@ func TestBeats(t *testing.T) {
 	})
 }
 
+// A call the shim gave up on (interrupted while initialization waits for
+// a BeamNG that never comes, connectTimeout 0) is dropped within a beat
+// of the shim's next request, which is then served: it used to wait on
+// until the coupling logged something.
+func TestSupersededCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		gaveUp := false
+		r.s.superseded = func() bool { return gaveUp }
+		v, _ := r.iface.Variable("connectTimeout")
+		w := writer{}
+		w.u8(reqInit)
+		w.f64(0)
+		w.u8(0)
+		w.f64(0)
+		w.u32(1)
+		w.u32(v.VR)
+		w.f64(0)
+		done := make(chan []byte, 1)
+		go func() {
+			a := r.s.handle(w.b)
+			for a != nil && a[0] == resultPending { // its log lines, as the shim takes them
+				a = r.s.handle([]byte{reqContinue})
+			}
+			done <- a
+		}()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if len(done) != 0 {
+			t.Fatal("initialization ended without BeamNG")
+		}
+		gaveUp = true
+		began := time.Now()
+		select {
+		case a := <-done:
+			if a != nil {
+				t.Errorf("a call the shim gave up on answered %x", a)
+			}
+		case <-time.After(time.Hour):
+			t.Fatal("the call went on for an hour after the shim gave up on it")
+		}
+		if took := time.Since(began); took > beatEvery {
+			t.Errorf("the call was dropped %v after the shim gave up, want within %v", took, beatEvery)
+		}
+		gaveUp = false
+		if a := r.terminate(t); a.result == statusError || !a.said("the coupling ended") {
+			t.Errorf("terminate after it: %+v", a)
+		}
+	})
+}
+
 // A Gen 2 BeamNG against a Gen 1 FMU: the coupling diagnoses the wrong
 // message size at BeamNG's first message, and initialization fails with
 // that diagnosis within a second of it, not after connectTimeout (60 s).

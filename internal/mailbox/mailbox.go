@@ -207,6 +207,11 @@ func (b *Box) Next(deadline time.Time) ([]byte, error) {
 // merely waiting. The exported FMU's shim reads it (OFF_ANS_BEAT).
 func (b *Box) Beat() { b.stamp(offAnsBeat).Store(b.spin.clock.now()) }
 
+// Superseded reports, to the answerer, that the asker published a newer
+// request than the one in hand: it gave up on that one (its wait ended),
+// and takes no answer to it. Next returns the newer one.
+func (b *Box) Superseded() bool { return b.word(offReqSeq).Load() != b.seq }
+
 // Answer is where the answerer writes its answer.
 func (b *Box) Answer() []byte { return b.ans[4 : 4+b.ansCap] }
 

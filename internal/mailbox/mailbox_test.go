@@ -220,6 +220,15 @@ func TestBeat(t *testing.T) {
 	if b.Answered() {
 		t.Error("a beat passed for an answer")
 	}
+	if p.Superseded() {
+		t.Error("the request in hand is superseded before the asker asked again")
+	}
+	if err := b.Ask(0); err != nil { // the asker gives up on it
+		t.Fatal(err)
+	}
+	if !p.Superseded() {
+		t.Error("a newer request does not supersede the one in hand")
+	}
 }
 
 // A Close that lands as a wait is about to sleep (after its last look at
