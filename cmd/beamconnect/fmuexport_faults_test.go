@@ -186,7 +186,9 @@ func TestExportedFMUFreeAfterEveryState(t *testing.T) {
 // Two threads call doStep(t, h) at once on one instance, which FMI
 // forbids: the second is refused with Error, said through the master's
 // logger, and never gets an OK for a step only one of them coupled (in
-// 16 of 40 such rounds both used to). The instance goes on stepping.
+// 16 of 40 such rounds both used to). The instance goes on stepping. Last,
+// one thread frees the instance while the other's step waits for BeamNG:
+// the step ends with Error, then the instance is freed, nothing crashes.
 func TestExportedFMUTwoThreads(t *testing.T) {
 	parallelOffWine(t)
 	rounds := 20
@@ -212,8 +214,16 @@ func TestExportedFMUTwoThreads(t *testing.T) {
 	if n := strings.Count(out, "fmi2DoStep: refused: another call on this instance (fmi2DoStep) is in progress, from another thread"); n != rounds {
 		t.Errorf("%d refusals said through the logger, want %d:\n%s", n, rounds, out)
 	}
+	for _, want := range []string{"fmi2DoStep: the instance is being freed (from another thread): the call ends",
+		"master: a step while the other thread freed the instance returned Error"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the master's log lacks %q:\n%s", want, out)
+		}
+	}
 	noCrash(t, out)
-	checkFrees(t, out)
+	if n := checkFrees(t, out); n != 1 {
+		t.Errorf("%d frees said, want 1:\n%s", n, out)
+	}
 }
 
 // The coupling's process stopped in the middle of a run (SIGSTOP; on

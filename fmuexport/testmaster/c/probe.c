@@ -299,11 +299,12 @@ static void lifecycle(fmu *f, double h) {
 	freed(f, "free after a second run");
 }
 
-/* Two threads call doStep(t, h) at once: the main one and another. */
+/* Two threads call doStep(t, h) at once: the main one and another. Last,
+ * the other frees the instance while the main one's step waits. */
 typedef struct {
 	fmu *f;
 	double t, h;
-	volatile int round, done;
+	volatile int round, done, calling, freeing;
 	int st;
 	uint64_t from, to;
 } second;
@@ -340,6 +341,15 @@ static void *second_thread(void *arg) {
 		int at;
 		while ((at = __atomic_load_n(&b->round, __ATOMIC_ACQUIRE)) >= 0 && at < r) nap();
 		if (at < 0) break;
+		if (b->freeing) {
+			/* The main thread's step is under way (it waits for a
+			 * BeamNG that sends no more): free the instance. */
+			while (!__atomic_load_n(&b->calling, __ATOMIC_ACQUIRE)) nap();
+			for (int i = 0; i < 500; i++) nap();
+			free_instance(b->f);
+			__atomic_store_n(&b->done, r, __ATOMIC_RELEASE);
+			break;
+		}
 		b->from = clock_ns();
 		b->st = step(b->f, b->t, b->h);
 		b->to = clock_ns();
@@ -349,7 +359,7 @@ static void *second_thread(void *arg) {
 }
 
 static void threads(fmu *f, int rounds, double h) {
-	second b = {f, 0, h, 0, 0, 0, 0, 0};
+	second b = {f, 0, h, 0, 0, 0, 0, 0, 0, 0};
 	int st = instantiate(f);
 	if (st <= 1) st = initialize(f, rounds);
 	if (st > 1) {
@@ -377,6 +387,24 @@ static void threads(fmu *f, int rounds, double h) {
 		if (mine > 1 && b.st > 1) break;
 		if (!overlap) break; /* the second found the instance a step on: it failed */
 	}
+	said("%d rounds, %d at once, %d with two OKs", r > rounds ? rounds : r, at_once, both);
+	if (r > rounds) {
+		/* BeamNG sent the rounds' messages and no more: this step waits
+		 * (silenceTimeout) while the other thread frees the instance. */
+		b.freeing = 1;
+		double t = fmu_time(f);
+		fmu mine = *f; /* the other thread's free clears f->c */
+		__atomic_store_n(&b.round, r, __ATOMIC_RELEASE);
+		__atomic_store_n(&b.calling, 1, __ATOMIC_RELEASE);
+		int st = step(&mine, t, h);
+		while (__atomic_load_n(&b.done, __ATOMIC_ACQUIRE) < r) nap();
+		said("a step while the other thread freed the instance returned %s", status(st));
+		int left = children(), port = port_free();
+		said("after the free from the other thread: freed; processes left: %d; port %d free: %s", left, bound_port, port ? "yes" : "no");
+	} else {
+		call(f, "Terminate");
+		freed(f, "after the rounds");
+	}
 	__atomic_store_n(&b.round, -1, __ATOMIC_RELEASE);
 #if defined(_WIN32)
 	WaitForSingleObject(th, INFINITE);
@@ -384,9 +412,6 @@ static void threads(fmu *f, int rounds, double h) {
 #else
 	pthread_join(th, NULL);
 #endif
-	said("%d rounds, %d at once, %d with two OKs", r > rounds ? rounds : r, at_once, both);
-	call(f, "Terminate");
-	freed(f, "after the rounds");
 }
 
 static volatile int interrupted;
