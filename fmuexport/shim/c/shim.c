@@ -919,6 +919,17 @@ static void end_child(shim *s) {
 #if defined(_WIN32)
 	if (s->stdin_w) CloseHandle(s->stdin_w);
 	s->stdin_w = NULL;
+	if (s->process && s->silent) {
+		/* A child that did not answer may have its threads suspended (a
+		 * debugger, a process explorer): they go on (ntdll's
+		 * NtResumeProcess, looked up: the library links kernel32 alone),
+		 * so that it sees the master's end and leaves BeamNG with
+		 * neutral controls. */
+		typedef LONG(WINAPI * resume_fn)(HANDLE);
+		HMODULE nt = GetModuleHandleW(L"ntdll.dll");
+		resume_fn resume = nt ? (resume_fn)(void (*)(void))GetProcAddress(nt, "NtResumeProcess") : NULL;
+		if (resume) resume(s->process);
+	}
 	if (s->process) {
 		if (WaitForSingleObject(s->process, END_WAIT_MS) != WAIT_OBJECT_0) TerminateProcess(s->process, 1);
 		WaitForSingleObject(s->process, 5000);
