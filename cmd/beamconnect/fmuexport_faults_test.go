@@ -231,44 +231,63 @@ func TestExportedFMUTwoThreads(t *testing.T) {
 // parameter processTimeout, naming the coupling's process, not BeamNG,
 // and the master goes on to terminate and free; the process is then gone.
 // It used to hang the master until the process went on, and then blame
-// BeamNG.
-func TestExportedFMUStoppedProcess(t *testing.T) {
-	parallelOffWine(t)
-	e := exportFMU(t, "../../examples/cruise-pedals.json", 2)
-	listen := freePort(t)
-	rec := filepath.Join(t.TempDir(), "rig.csv")
+// BeamNG. Killed, the process fails the step at once, saying how it
+// ended.
+func TestExportedFMUProcessFails(t *testing.T) {
 	const processTimeout = 2
-	m := startMaster(t, e, 1000, 0.005, 0, 0.5, map[string]string{"localPort": "0", "remotePort": strconv.Itoa(int(listen.Port())),
-		"recordFile": rec, "processTimeout": strconv.Itoa(processTimeout), "silenceTimeout": "60"})
-	bound := m.out.waitLine(t, waiting, 1, m.done)[1]
-	emulate(t, e, bound, listen.String(), 1000, "--client-gone", "1s")
-	pid, _ := strconv.Atoi(m.out.waitLine(t, regexp.MustCompile(`beamconnect couples BeamNG.tech for the master .* pid=(\d+)`), 1, m.done)[1])
-	if !eventually.True(time.Minute, func() bool {
-		data, _ := os.ReadFile(rec)
-		return bytes.Count(data, []byte("\n")) > 100
-	}) {
-		t.Fatalf("no rows recorded within a minute:\n%s", m.out)
-	}
-	stopped := time.Now()
-	resume := suspend(t, pid)
-	defer resume()
-	failed := regexp.MustCompile(`master: fmi2DoStep returned Error`)
-	m.out.waitLine(t, failed, 1, m.done)
-	took := time.Since(stopped)
-	t.Logf("the step failed %v after the coupling's process was stopped (processTimeout %d s)", took.Round(time.Millisecond), processTimeout)
-	if limit := (processTimeout + 20) * time.Second; took > limit {
-		t.Errorf("the step failed %v after the process stopped: want within processTimeout, %d s (%v allowed)", took, processTimeout, limit)
-	}
-	out := m.out.String()
-	want := fmt.Sprintf("fmi2DoStep: beamconnect's coupling process (pid %d) did not answer within %d s (parameter processTimeout)", pid, processTimeout)
-	if !strings.Contains(out, want) || strings.Contains(out, "BeamNG lost") {
-		t.Errorf("the master's log does not say %q alone:\n%s", want, out)
-	}
-	if code := m.wait(t); code != 3 {
-		t.Errorf("the master exited %d, want 3 (the step's Error):\n%s", code, m.out)
-	}
-	if !eventually.True(time.Minute, func() bool { return !alive(pid) }) {
-		t.Errorf("the coupling's process (pid %d) outlived its master by a minute", pid)
+	for _, tc := range []struct {
+		name string
+		fail func(t *testing.T, pid int) func() // and what undoes it, if anything
+		want string                             // what the master's log says, PID the pid
+	}{
+		{"stopped", suspend, "fmi2DoStep: beamconnect's coupling process (pid PID) did not answer within 2 s (parameter processTimeout)"},
+		{"killed", func(t *testing.T, pid int) func() {
+			p, err := os.FindProcess(pid)
+			if err == nil {
+				err = p.Kill()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}, killedSays},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parallelOffWine(t)
+			e := exportFMU(t, "../../examples/cruise-pedals.json", 2)
+			listen := freePort(t)
+			rec := filepath.Join(t.TempDir(), "rig.csv")
+			m := startMaster(t, e, 1000, 0.005, 0, 0.5, map[string]string{"localPort": "0", "remotePort": strconv.Itoa(int(listen.Port())),
+				"recordFile": rec, "processTimeout": strconv.Itoa(processTimeout), "silenceTimeout": "60"})
+			bound := m.out.waitLine(t, waiting, 1, m.done)[1]
+			emulate(t, e, bound, listen.String(), 1000, "--client-gone", "1s")
+			pid, _ := strconv.Atoi(m.out.waitLine(t, regexp.MustCompile(`beamconnect couples BeamNG.tech for the master .* pid=(\d+)`), 1, m.done)[1])
+			if !eventually.True(time.Minute, func() bool {
+				data, _ := os.ReadFile(rec)
+				return bytes.Count(data, []byte("\n")) > 100
+			}) {
+				t.Fatalf("no rows recorded within a minute:\n%s", m.out)
+			}
+			failed := time.Now()
+			undo := tc.fail(t, pid)
+			defer undo()
+			m.out.waitLine(t, regexp.MustCompile(`master: fmi2DoStep returned Error`), 1, m.done)
+			took := time.Since(failed)
+			t.Logf("the step failed %v after the coupling's process was %s (processTimeout %d s)", took.Round(time.Millisecond), tc.name, processTimeout)
+			if limit := (processTimeout + 20) * time.Second; took > limit {
+				t.Errorf("the step failed %v after the process was %s: want within processTimeout, %d s (%v allowed)", took, tc.name, processTimeout, limit)
+			}
+			out := m.out.String()
+			if want := strings.ReplaceAll(tc.want, "PID", strconv.Itoa(pid)); !strings.Contains(out, want) || strings.Contains(out, "BeamNG lost") {
+				t.Errorf("the master's log does not say %q alone:\n%s", want, out)
+			}
+			if code := m.wait(t); code != 3 {
+				t.Errorf("the master exited %d, want 3 (the step's Error):\n%s", code, m.out)
+			}
+			if !eventually.True(time.Minute, func() bool { return !alive(pid) }) {
+				t.Errorf("the coupling's process (pid %d) outlived its master by a minute", pid)
+			}
+		})
 	}
 }
 

@@ -29,3 +29,7 @@ func alive(pid int) bool {
 	}
 	return syscall.Kill(pid, 0) == nil
 }
+
+// killedSays is what the master's log says of the coupling's process
+// killed.
+const killedSays = "fmi2DoStep: beamconnect's coupling process was killed by signal 9 (Killed)"

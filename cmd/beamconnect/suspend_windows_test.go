@@ -40,3 +40,7 @@ func alive(pid int) bool {
 	ev, _ := windows.WaitForSingleObject(h, 0)
 	return ev == uint32(windows.WAIT_TIMEOUT)
 }
+
+// killedSays is what the master's log says of the coupling's process
+// killed (TerminateProcess, exit status 1).
+const killedSays = "fmi2DoStep: beamconnect's coupling process ended with status 1"

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -826,8 +827,8 @@ func TestBeats(t *testing.T) {
 func TestSupersededCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := open(t, pedals)
-		gaveUp := false
-		r.s.superseded = func() bool { return gaveUp }
+		var gaveUp atomic.Bool
+		r.s.superseded = gaveUp.Load
 		v, _ := r.iface.Variable("connectTimeout")
 		w := writer{}
 		w.u8(reqInit)
@@ -850,7 +851,7 @@ func TestSupersededCall(t *testing.T) {
 		if len(done) != 0 {
 			t.Fatal("initialization ended without BeamNG")
 		}
-		gaveUp = true
+		gaveUp.Store(true)
 		began := time.Now()
 		select {
 		case a := <-done:
@@ -863,7 +864,7 @@ func TestSupersededCall(t *testing.T) {
 		if took := time.Since(began); took > beatEvery {
 			t.Errorf("the call was dropped %v after the shim gave up, want within %v", took, beatEvery)
 		}
-		gaveUp = false
+		gaveUp.Store(false)
 		if a := r.terminate(t); a.result == statusError || !a.said("the coupling ended") {
 			t.Errorf("terminate after it: %+v", a)
 		}
