@@ -11,7 +11,7 @@ type Variable struct {
 	// Kind says what it is to the model: "output", "local", "parameter",
 	// "input" (an FMU's causality), "signal" (a built-in's).
 	Kind string
-	// Component is the component of a system (models/system) whose
+	// Component is the component of a system (package system) whose
 	// connector it is: the recording names it Component.Name
 	// (controller.demand), not model.Name.
 	Component string

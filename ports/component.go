@@ -3,7 +3,7 @@ package ports
 import "beamconnect/beamng"
 
 // ComponentPlan is the plan an FMU of a system is bound to (package
-// models/system): like base's (its period, model timeout and mode), but
+// system): like base's (its period, model timeout and mode), but
 // of no BeamNG: one outputs port whose fields are the component's inputs
 // and one inputs port whose fields are its outputs, each named as the
 // component names it, so that the fmu model binds the FMU's variables to

@@ -7,7 +7,7 @@
 // (embedded, schema/) before it is read, and everything read keeps where
 // it is written, so what is wrong with it is said at its file, line and
 // column. What the components are (FMUs, BeamNG) is package
-// models/system's.
+// package system's.
 package ssp
 
 import (

@@ -56,7 +56,7 @@ func compileCmd(c *call) int {
 		writeJSON(c.stdout, planJSON(plan, r.Diagnostics))
 		return exitOK
 	}
-	printPlan(c.stdout, plan)
+	printPlan(c.stdout, plan, plan.Source)
 	return exitOK
 }
 
@@ -107,7 +107,10 @@ func modeLine(p *ports.Plan) string {
 	return "real time (beamng.realTime): a step is awaited up to its deadline, " + deadline + ", then its message gets neutral controls; a step not answered within " + timeout + " is a fault"
 }
 
-func printPlan(w io.Writer, p *ports.Plan) {
+// printPlan prints the plan p as a table, then how to couple a real
+// BeamNG.tech with it, run being the file `beamconnect run` takes (the
+// config, or the system whose BeamNG it is).
+func printPlan(w io.Writer, p *ports.Plan, run string) {
 	v0 := p.Vehicles[0]
 	printPlanHead(w, p)
 	several := len(p.Vehicles) > 1
@@ -190,7 +193,7 @@ func printPlan(w io.Writer, p *ports.Plan) {
 	} else {
 		fmt.Fprintln(w, "Reply slots no input maps are sent as NaN: BeamNG keeps their previous value.")
 	}
-	printStartGuide(w, p, p.Source)
+	printStartGuide(w, p, run)
 }
 
 func metaUnit(f *ports.Field) string {

@@ -128,23 +128,26 @@ func TestExecStartsOverWhenBeamNGRestarts(t *testing.T) {
 			if tt.speaks {
 				script = []string{"header", "say=# protocol: reset", "answer:*=@$t 1 $n"}
 			}
-			free := freeUDPPorts(t, 2)
-			s, errOut, code, logs := coupleWithEmulator(t, customRig(t, free[0], free[1], script, tt.extra), "--fault", "restart@1s", "--duration", "2s")
-			resets := map[bool]float64{true: 1}[tt.reset]
-			if s["restarts"] != 1.0 || s["model_resets"] != resets || s["model_not_reset"] != tt.notReset || restartedHealthy(code, s) != tt.healthy {
-				t.Errorf("restarts %v, model resets %v (want %v), not reset %v (want %v), healthy %v, exit %d; faults %v\n%s",
-					s["restarts"], s["model_resets"], resets, s["model_not_reset"], tt.notReset, s["healthy"], code, s["faults"], errOut)
-			}
-			ids, count := received(t, logs)
+			var ids, count []float64
 			at := -1 // the first reply to the restarted controller: its ids start over
-			for i := 1; i < len(ids); i++ {
-				if ids[i] < ids[i-1] {
-					at = i
-					break
+			for attempt := 1; ; attempt++ {
+				free := freeUDPPorts(t, 2)
+				s, errOut, code, logs := coupleWithEmulator(t, customRig(t, free[0], free[1], script, tt.extra), "--fault", "restart@1s", "--duration", "2s")
+				resets := map[bool]float64{true: 1}[tt.reset]
+				if s["restarts"] != 1.0 || s["model_resets"] != resets || s["model_not_reset"] != tt.notReset || restartedHealthy(code, s) != tt.healthy {
+					t.Errorf("restarts %v, model resets %v (want %v), not reset %v (want %v), healthy %v, exit %d; faults %v\n%s",
+						s["restarts"], s["model_resets"], resets, s["model_not_reset"], tt.notReset, s["healthy"], code, s["faults"], errOut)
 				}
-			}
-			if at < 0 || len(ids)-at < 50 {
-				t.Fatalf("no restart in BeamNG's receive log (%d replies)", len(ids))
+				ids, count = received(t, logs)
+				at = restartAt(ids)
+				if (at < 0 || len(ids)-at < 50) && ranAhead(s) && attempt < 3 {
+					t.Logf("attempt %d: BeamNG's reloaded controller ran ahead on a late reply to its old self, and its messages queued while the program started over were skipped: too few replies after the restart to judge, so the run goes again", attempt)
+					continue
+				}
+				if at < 0 || len(ids)-at < 50 {
+					t.Fatalf("no restart in BeamNG's receive log (%d replies)", len(ids))
+				}
+				break
 			}
 			before, after := count[at-1], count[at]
 			t.Logf("the count at the restart: %v → %v", before, after)

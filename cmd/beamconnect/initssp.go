@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"beamconnect/models/system"
 	"beamconnect/ssp"
+	"beamconnect/system"
 )
 
 const initSSPHelp = `--ssp CONFIG FMU... -o SYSTEM.ssp writes a system of BeamNG (as CONFIG

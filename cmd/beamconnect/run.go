@@ -19,9 +19,9 @@ import (
 	"beamconnect/coupling/scene"
 	"beamconnect/models"
 	"beamconnect/models/kinds"
-	"beamconnect/models/system"
 	"beamconnect/ports"
 	"beamconnect/runsetup"
+	"beamconnect/system"
 )
 
 var cmdRun = &command{

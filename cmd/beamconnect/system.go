@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"beamconnect/models/system"
 	"beamconnect/ports"
 	"beamconnect/ssp"
+	"beamconnect/system"
 )
 
 // Systems of components (an .ssp, or an .ssd with its files): where a
@@ -93,6 +93,6 @@ func compileSystem(c *call, plan *ports.Plan, r fileResult) int {
 		fmt.Fprintln(c.stdout, l)
 	}
 	fmt.Fprintln(c.stdout)
-	printPlan(c.stdout, plan)
+	printPlan(c.stdout, plan, c.args[0])
 	return exitOK
 }

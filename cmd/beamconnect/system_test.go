@@ -124,12 +124,12 @@ func TestRunExampleSystem(t *testing.T) {
 
 // validate on systems as a user meets it: the example valid, as an .ssp
 // and an .ssd; an algebraic loop and a misspelt connector refused with
-// where and what (models/system's fixtures), exit 1; --json lists them.
+// where and what (package system's fixtures), exit 1; --json lists them.
 func TestValidateSystem(t *testing.T) {
 	ssd, archive := exampleSystem(t)
 	dir := filepath.Dir(ssd)
 	for _, f := range []string{"loop.ssd", "misspelt-connection.ssd", "vehicle.json", "tuning.ssv"} {
-		data, err := os.ReadFile(filepath.Join("../../models/system/testdata", f))
+		data, err := os.ReadFile(filepath.Join("../../system/testdata", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,9 @@ func TestValidateSystem(t *testing.T) {
 
 // compile shows a system: its components and how each FMU runs, the
 // connections with their conversions, the order of steps, the parameters
-// and where they are set, then BeamNG's plan.
+// and where they are set, then BeamNG's plan and how to start the system
+// against a real BeamNG. Paths are the platform's own (Windows'
+// backslashes), the archive's inside with slashes.
 func TestCompileSystem(t *testing.T) {
 	_, archive := exampleSystem(t)
 	out, errOut, code := exec(t, nil, "compile", archive)
@@ -191,6 +193,8 @@ func TestCompileSystem(t *testing.T) {
 		"then the reply carries vehicle.throttle, vehicle.brake",
 		"controller.setSpeed = 72 (" + archive + "!/resources/tuning.ssv:5)",
 		"out 1  0     groundspeed  from BeamNG  17    B7    m/s   outputs[0]",
+		// The guide starts the system, not its config inside the archive.
+		"Start beamconnect first; it waits for BeamNG:\n       beamconnect run " + archive + "\n",
 	} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("exit %d; compile lacks %q:\n%s%s", code, want, out, errOut)

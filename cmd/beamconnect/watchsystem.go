@@ -8,8 +8,8 @@ import (
 
 	"beamconnect/config"
 	"beamconnect/coupling"
-	"beamconnect/models/system"
 	"beamconnect/ports"
+	"beamconnect/system"
 )
 
 // watchSystem reloads a running system when one of its files changes

@@ -5,7 +5,7 @@ import (
 	"beamconnect/ports"
 )
 
-// What a system of FMUs (package models/system) needs of the fmu model:
+// What a system of FMUs (package system) needs of the fmu model:
 // it runs each FMU as an fmu model bound to a plan of the component's own
 // (ports.ComponentPlan), which it fills from the connections.
 

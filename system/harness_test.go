@@ -32,7 +32,7 @@ func example(t testing.TB) string {
 	t.Helper()
 	ctl, act := testfmu.SystemForTest(t)
 	dir := t.TempDir()
-	src := "../../examples/system-cruise"
+	src := "../examples/system-cruise"
 	os.MkdirAll(filepath.Join(dir, "resources"), 0o755)
 	for _, f := range []struct{ from, to string }{
 		{filepath.Join(src, "SystemStructure.ssd"), "SystemStructure.ssd"},

@@ -62,7 +62,7 @@ const cruiseComponent = `      <ssd:Component name="cruise" source="cruise.fmu">
 // connections read.
 func TestSeveralVehicles(t *testing.T) {
 	files := map[string][]byte{
-		"follow.json": readFile(t, "../../examples/follow.json"),
+		"follow.json": readFile(t, "../examples/follow.json"),
 		"cruise.fmu":  readFile(t, testfmu.ForTest(t, "cruise.fmu", testfmu.Options{})),
 	}
 	for _, tt := range []struct {

@@ -2,7 +2,6 @@ package system
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -111,7 +110,7 @@ func unitText(c *Connector) string {
 func (d Description) Lines() []string {
 	out := []string{fmt.Sprintf("system %q: %d components, %d connections", d.Name, len(d.Components), len(d.Connections)), "  components:"}
 	for _, c := range d.Components {
-		out = append(out, fmt.Sprintf("    %s (%s): %s", c.Name, filepath.ToSlash(c.Source), strings.Join(c.Runs, "; ")))
+		out = append(out, fmt.Sprintf("    %s (%s): %s", c.Name, c.Source, strings.Join(c.Runs, "; ")))
 	}
 	out = append(out, "  connections, from an output to an input:")
 	for _, c := range d.Connections {
