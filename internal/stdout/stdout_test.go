@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("STDOUT_TEST_ROLE") != "divert" {
 		os.Exit(m.Run())
 	}
-	before := loadForeign() // a C runtime already running when Divert comes
+	before := loadForeign(os.Getenv("STDOUT_TEST_BEFORE")) // C runtimes already running when Divert comes
 	taken := os.Stdout
 	if err := Divert(); err != nil {
 		fmt.Fprintln(os.Stderr, "divert:", err)
@@ -38,21 +38,26 @@ func TestMain(m *testing.M) {
 
 // What foreign code writes to the standard output goes to stderr; the
 // program's own output (os.Stdout) stays the standard output, with nothing
-// else in it.
+// else in it: whichever C runtimes were running when Divert came, in
+// whatever order they were loaded (loadOrders).
 func TestDivert(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "STDOUT_TEST_ROLE=divert")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	if out.String() != "taken before\nown\n" {
-		t.Errorf("stdout %q, want only the program's own output", out.String())
-	}
-	for _, w := range foreignWrites {
-		if !strings.Contains(errOut.String(), w) {
-			t.Errorf("stderr lacks %q, written by foreign code to the standard output:\n%s", w, errOut.String())
-		}
+	for _, before := range loadOrders {
+		t.Run("before: "+before, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "STDOUT_TEST_ROLE=divert", "STDOUT_TEST_BEFORE="+before)
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v\n%s", err, errOut.String())
+			}
+			if out.String() != "taken before\nown\n" {
+				t.Errorf("stdout %q, want only the program's own output", out.String())
+			}
+			for _, w := range foreignWrites {
+				if !strings.Contains(errOut.String(), w) {
+					t.Errorf("stderr lacks %q, written by foreign code to the standard output:\n%s", w, errOut.String())
+				}
+			}
+		})
 	}
 }

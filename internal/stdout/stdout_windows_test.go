@@ -1,6 +1,7 @@
 package stdout
 
 import (
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -8,29 +9,39 @@ import (
 )
 
 // foreignWrites are what writeForeign writes: to the standard output
-// handle, and to fd 1 of two C runtimes, one started before Divert
-// (msvcrt, whose fd 1 Divert redirects) and one after (ucrtbase, which
+// handle, and to fd 1 of two C runtimes, msvcrt and ucrtbase, each
+// started before Divert (whose fd 1 Divert redirects) or after it (which
 // reads the handle Divert set when it starts).
 var foreignWrites = []string{"handle", "msvcrt", "ucrtbase"}
 
-func loadForeign() any {
-	d, err := syscall.LoadDLL("msvcrt.dll")
-	if err != nil {
-		panic(err)
+// loadOrders are the C runtimes running when Divert comes, in the order
+// they were loaded: one, or both (which then took the same standard
+// output handle when they started), and none.
+var loadOrders = []string{"msvcrt", "msvcrt,ucrtbase", "ucrtbase,msvcrt", "none"}
+
+// loadForeign loads the C runtimes named in before, in order.
+func loadForeign(before string) any {
+	for _, name := range strings.Split(before, ",") {
+		if name != "none" {
+			if _, err := syscall.LoadDLL(name + ".dll"); err != nil {
+				panic(err)
+			}
+		}
 	}
-	return d
+	return nil
 }
 
-func writeForeign(before any) {
+func writeForeign(any) {
 	h, _ := windows.GetStdHandle(windows.STD_OUTPUT_HANDLE)
 	var n uint32
 	windows.WriteFile(h, []byte("handle\n"), &n, nil)
-	crtWrite(before.(*syscall.DLL), "msvcrt\n")
-	after, err := syscall.LoadDLL("ucrtbase.dll")
-	if err != nil {
-		panic(err)
+	for _, name := range []string{"msvcrt", "ucrtbase"} {
+		d, err := syscall.LoadDLL(name + ".dll") // loaded already, or now
+		if err != nil {
+			panic(err)
+		}
+		crtWrite(d, name+"\n")
 	}
-	crtWrite(after, "ucrtbase\n")
 }
 
 // crtWrite is the C runtime's _write(1, s, len(s)).
