@@ -56,6 +56,7 @@ func (m *Model) Rebind(plan *ports.Plan, running, params models.Params) (func(),
 			rc.feeds = feeds[rc]
 		}
 		m.toBeamNG, m.beam, m.reads = beam.feeds, beam.conns, reads
+		m.carry() // the coupling lays its recording out again after the commit
 	}, nil
 }
 
