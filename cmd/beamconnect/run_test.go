@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -405,5 +406,33 @@ func TestRunEmulatePorts(t *testing.T) {
 				t.Errorf("%v: exit %d, want %d\n%s", tt.args, code, exitUsage, errOut)
 			}
 		})
+	}
+}
+
+// examples/exec-count.py counts BeamNG's steps only: the idle requests
+// beamconnect writes every 50 ms of the machine's time while BeamNG is
+// silent (here a pause of its physics for 1.5 s, longer than the 1 s after
+// which it is silent) are answered but not counted, so the recorded
+// throttle is the message's place in the run (1/10000 each), whatever the
+// machine's timing, as docs/running.md says. Before, it counted them too:
+// the throttle jumped by their number after the pause.
+func TestExecCountCountsBeamNGsSteps(t *testing.T) {
+	t.Parallel()
+	dir := execExample(t, "exec-count")
+	rec := filepath.Join(dir, "run.csv")
+	out, errOut, code := exec(t, nil, "run", "--json", filepath.Join(dir, "exec-count.json"), "--emulate", "--free-running",
+		"--sim-duration", "1s", "--fault", "pause=1.5s@0.5s", "--record", rec, "--force")
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK || s["silences"] != 1.0 {
+		t.Fatalf("exit %d, summary %v (%v): want a healthy run, BeamNG silent once\n%s", code, s, err, errOut)
+	}
+	throttle := recordingtest.Column(t, rec, "in1.throttle")
+	if len(throttle) < 190 {
+		t.Fatalf("%d rows: want the run's 200", len(throttle))
+	}
+	for i, x := range throttle {
+		if want := float64(i) / 10000; math.Abs(x-want) > 1e-12 {
+			t.Fatalf("row %d: throttle %v, want %v (BeamNG's steps before it, 1/10000 each)", i, x, want)
+		}
 	}
 }
