@@ -173,6 +173,14 @@ func TestValidateFMU(t *testing.T) {
 			`the FMU's "mode" is of type String: a recording keeps numbers`, false},
 		{"record: an array's element past its end", models.Params{"path": typed, "record": []string{"table[4]"}}, "", "record/0",
 			`the FMU's "table" has the elements table[1]…table[3]: "table[4]" is none of them`, false},
+		{"a step of its own longer than the model timeout", models.Params{"path": fakeFMU(t, testfmu.Options{FMI: 3, FixedStep: 0.01}, testfmu.Platform(3))}, "timeout 7 ms", "path",
+			"the FMU is stepped every 2 messages, 10 ms at a time, for its fixed internal step (fixedInternalStepSize) of 10 ms; the model timeout, 7 ms (overdueDataTimeout of inputs[0]), is shorter than that step: one that takes longer is a fault", true},
+		{"a fixed stepSize longer than the model timeout", models.Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.02}, here)}, "timeout 7 ms", "path",
+			"the FMU is stepped every 4 messages, 20 ms at a time, for its DefaultExperiment stepSize, the only step size it takes (canHandleVariableCommunicationStepSize is false) of 20 ms; the model timeout, 7 ms (overdueDataTimeout of inputs[0]), is shorter", true},
+		{"a step of its own within the model timeout", models.Params{"path": fakeFMU(t, testfmu.Options{FMI: 3, FixedStep: 0.01}, testfmu.Platform(3))}, "", "path",
+			"!is shorter than that step", true},
+		{"stepped every message, the model timeout shorter than the period", models.Params{"path": good}, "timeout 2 ms", "path",
+			"!is shorter than that step", true},
 		{"an unbound input given a value is meant", models.Params{"path": good, "parameters": map[string]any{"groundspeed": 3.0}}, "no speed", "",
 			`!TODO`, true},
 	} {
@@ -183,6 +191,12 @@ func TestValidateFMU(t *testing.T) {
 				p = plan(t, "../../examples/cruise-pedals.json")
 			case "real time":
 				p = plan(t, "../../examples/cruise-pedals.json").InRealTime()
+			case "timeout 7 ms", "timeout 2 ms": // as an inputs group's overdueDataTimeoutMs makes it
+				p = plan(t, "../../examples/cruise-pedals.json")
+				p.ModelTimeout, p.ModelTimeoutFrom = 0.007, "overdueDataTimeout of inputs[0]"
+				if tt.rig == "timeout 2 ms" {
+					p.ModelTimeout = 0.002
+				}
 			case "no speed":
 				p = planFrom(t, strings.Replace(readFile(t, "../../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, -1))
 			default:
