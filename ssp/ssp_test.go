@@ -61,6 +61,9 @@ func TestSchemaRefuses(t *testing.T) {
 		{"hex.ssv", "11:44", `<Binary value>: "0xff" is not hexadecimal bytes (xs:hexBinary)`},
 		{"bool.ssm", "5:57", `<MappingEntry suppressUnitConversion>: "yes" is not true, false, 1 or 0 (xs:boolean)`},
 		{"entry.ssm", "4:3", `<MappingEntry> lacks its attribute target`},
+		{"xml-lang.ssd", "9:37", `<Component> has no attribute xml:lang: expected id, description, name, type, source, implementation`},
+		{"xsi-type.ssd", "43:23", `<Connection xsi:type>: "foo" names no type the schema defines: expected no xsi:type (<Connection>'s type is the one its declaration defines)`},
+		{"xsi-nil.ssd", "12:80", `<Real xsi:nil>: <Real> is not nillable (its declaration does not say nillable="true"): expected no xsi:nil`},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			file := filepath.Join("testdata", "invalid", tt.file)

@@ -4,7 +4,8 @@
 // local elements, complex types with sequences, choices, model groups,
 // attribute groups, extension of a base type, lax wildcards; simple types
 // by restriction with enumerations, patterns, lengths and bounds, and
-// lists of the built-in types they use). Go's standard library has no
+// lists of the built-in types they use; the instance attributes xsi:type
+// and xsi:nil, instance.go). Go's standard library has no
 // XML Schema validator; this one is checked against xmllint (libxml2),
 // which reads the same schemas, in the tests of package ssp.
 package xsd
