@@ -131,7 +131,9 @@ func Parse(data []byte) (*Node, error) {
 		if err != nil {
 			var se *xml.SyntaxError
 			if errors.As(err, &se) {
-				return nil, &Error{Pos: Pos{Line: se.Line, Col: 1}, Msg: "not well-formed XML: " + se.Msg}
+				// Where the decoder stopped: the character it could not take
+				// (the last it read).
+				return nil, &Error{Pos: lines.pos(max(int(off), int(d.InputOffset())-1)), Msg: "not well-formed XML: " + se.Msg}
 			}
 			return nil, &Error{Pos: lines.pos(int(d.InputOffset())), Msg: "not well-formed XML: " + err.Error()}
 		}

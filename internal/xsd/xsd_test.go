@@ -78,6 +78,11 @@ const xsiNS = ` xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"`
 func TestParseRefuses(t *testing.T) {
 	for _, tt := range []struct{ name, doc, want string }{
 		{"unclosed", "<a>\n<b></a>", "2:4: not well-formed XML: </a> closes <b>"},
+		// The column where the decoder stopped, not 1.
+		{"an unquoted value", "<a>\n  <b x=1/></a>", "2:8: not well-formed XML: unquoted or missing attribute value in element"},
+		{"< in a value", "<a>\n  <b x='<'/></a>", "2:9: not well-formed XML: unescaped < inside quoted string"},
+		{"an unknown entity", "<a>\n  <b>&bogus;</b></a>", "2:12: not well-formed XML: invalid character entity &bogus;"},
+		{"-- in a comment", "<a>\n <!-- x -- y --></a>", "2:11: not well-formed XML: invalid sequence \"--\" not allowed in comments"},
 		{"two roots", "<a/><b/>", "1:5: not well-formed XML: a second root element"},
 		{"an unbound prefix", "<p:a/>", `the prefix "p" of <p:a> is bound to no namespace`},
 		{"an attribute twice", `<a x="1" x="2"/>`, "attribute x is written twice"},
