@@ -153,13 +153,13 @@ func TestValidateFMU(t *testing.T) {
 		{"a whole array mapped", models.Params{"path": typed, "inputs": map[string]any{"u": "groundspeed"}}, "", "inputs/u",
 			`the FMU's "u" is an array: map its elements one by one, e.g. "u[1]"`, false},
 		{"an array's elements unbound", models.Params{"path": typed}, "", "",
-			`TODO: the FMU's input "u[2]" is bound to no field: it keeps the value 0`, true},
+			`the FMU's input "u[2]" is bound to no field and given no value: it keeps the value 0`, true},
 		{"variable step, coarser", models.Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.001, VariableStep: true}, here)}, "", "path",
 			"stepSize is 1 ms; the coupling steps it every 5 ms, coarser than it suggests", true},
 		{"unbound output", models.Params{"path": fakeFMU(t, testfmu.Options{TimeOutput: true}, here)}, "", "",
 			`the FMU's output "fmuTime" drives no field: it is recorded (model.fmuTime), BeamNG does not get it; map it with modelParams.outputs {"fmuTime": "FIELD"} to send it`, true},
 		{"unbound input", models.Params{"path": good}, "no speed", "",
-			`TODO: the FMU's input "groundspeed" is bound to no field`, true},
+			`the FMU's input "groundspeed" is bound to no field and given no value`, true},
 		{"ambiguous between vehicles", models.Params{"path": good}, "../../examples/follow.json", "inputs/groundspeed",
 			`"groundspeed" is a field of several vehicles: expected one of ego.groundspeed, lead.groundspeed`, false},
 		{"deadline", models.Params{"path": good, "deadlineMs": 100.0}, "real time", "deadlineMs", "100 ms is longer than the model timeout", false},
@@ -182,7 +182,7 @@ func TestValidateFMU(t *testing.T) {
 		{"stepped every message, the model timeout shorter than the period", models.Params{"path": good}, "timeout 2 ms", "path",
 			"!is shorter than that step", true},
 		{"an unbound input given a value is meant", models.Params{"path": good, "parameters": map[string]any{"groundspeed": 3.0}}, "no speed", "",
-			`!TODO`, true},
+			`!is bound to no field`, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var p *ports.Plan
