@@ -123,12 +123,14 @@ func (l *Link) SendTo() netip.AddrPort { return l.sock.sendTo() }
 func (l *Link) Sync() *timesync.Engine { return l.sim }
 
 // SimTime is the remote simulation time the run covered: from BeamNG's
-// first message to its latest.
+// first message to its latest, every coupling of BeamNG's in the run (it
+// restarted its controller: ids from 0 again) counted, as the recording's
+// time axis counts them.
 func (l *Link) SimTime() float64 {
 	if l.stats.Get(Messages) == 0 {
 		return 0
 	}
-	return l.sim.Remote(l.in.lastID) - l.sim.Remote(l.in.firstID)
+	return l.in.earlier + l.sim.Remote(l.in.lastID) - l.sim.Remote(l.in.firstID)
 }
 
 // diagnosed are what the link diagnosed so far, in the order of their

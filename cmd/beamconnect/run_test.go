@@ -262,6 +262,24 @@ func execExample(t *testing.T, name string) string {
 	return dir
 }
 
+// The summary's simulated time counts every coupling of BeamNG's in the
+// run: across a restart of its controller (ids from 0 again at 1 s of 3 s)
+// it is the 3 s BeamNG simulated, 600 messages at 5 ms, one period short of
+// the end (before: only the coupling after the restart, 1.995 s). BeamNG's
+// ids say it, whatever the pace: a reloaded controller that ran ahead of a
+// late reply (restartedHealthy) skips messages, not simulated time.
+func TestRunSimulatedTimeAcrossARestart(t *testing.T) {
+	t.Parallel()
+	out, errOut, _ := exec(t, nil, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--sim-duration", "3s", "--fault", "restart@1s")
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if sim, _ := s["sim_s"].(float64); math.Abs(sim-2.995) > 1e-9 || s["restarts"] != 1.0 {
+		t.Errorf("sim_s %v, restarts %v: want 2.995 s over BeamNG's one restart\n%s", s["sim_s"], s["restarts"], out)
+	}
+}
+
 // run --json reports simulated and wall time and, as master, the pacing.
 //
 // The run is 2 s of BeamNG's time; as master, beamconnect paces it, so it
