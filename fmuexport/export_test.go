@@ -96,7 +96,7 @@ func TestNames(t *testing.T) {
 	}{
 		{"../examples/cruise-pedals.json",
 			[]string{"groundspeed", "out2.throttle", "out2.brake", "rpm", "gear", "out4.time", "serial_number", "in1.throttle", "in1.brake", "driveMode",
-				"localIP", "localPort", "remoteIP", "remotePort", "recordFile", "connectTimeout", "silenceTimeout"},
+				"localIP", "localPort", "remoteIP", "remotePort", "recordFile", "connectTimeout", "silenceTimeout", "processTimeout"},
 			[]string{"time", "throttle"}},
 		{"../examples/follow.json",
 			[]string{"ego.groundspeed", "ego.gap:lead", "lead.groundspeed", "ego.throttle", "lead.throttle", "ego.localPort", "lead.remotePort"},

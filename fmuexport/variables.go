@@ -22,8 +22,9 @@ import (
 // Protocol is the version of what the shim and the child say to each
 // other. The child refuses a shim of another, so an FMU that carries a
 // beamconnect of another version says so instead of misbehaving. 2: the
-// independent variable, and the variables listed in parts.
-const Protocol = 2
+// independent variable, and the variables listed in parts. 3: the child
+// beats while a call waits, and names the parameter processTimeout.
+const Protocol = 3
 
 // Causality is a variable's role for the master.
 type Causality uint8
@@ -68,6 +69,7 @@ const (
 	RecordFile               // the recording's file; "" records nothing
 	ConnectTimeout           // how long initialization waits for BeamNG's first message, s
 	SilenceTimeout           // how long a step waits for BeamNG's next message before BeamNG counts as lost, s
+	ProcessTimeout           // how long a call waits for a sign of life from beamconnect's coupling process, s
 )
 
 // Variable is one variable of the exported FMU.
@@ -134,6 +136,7 @@ func (in *Interface) Fits() error {
 const (
 	DefaultConnectTimeout = 60
 	DefaultSilenceTimeout = 10
+	DefaultProcessTimeout = 5
 )
 
 // New lays out the exported FMU of plan.
@@ -210,6 +213,8 @@ func New(plan *ports.Plan) *Interface {
 			Description: "how long initialization waits for BeamNG's first message (0: for ever)"},
 		{Name: "silenceTimeout", Type: Real, Param: SilenceTimeout, Start: number(DefaultSilenceTimeout), Unit: "s", Min: "0",
 			Description: "how long a step waits for BeamNG's next message before BeamNG counts as lost and the step fails (0: for ever)"},
+		{Name: "processTimeout", Type: Real, Param: ProcessTimeout, Start: number(DefaultProcessTimeout), Unit: "s", Min: "0",
+			Description: "how long a call waits for a sign of life from beamconnect's coupling process (its answer, or its beat while it waits for BeamNG) before the call fails, naming the process: it stopped, hung or was killed (0: for ever, for a debugger on the process; else at least 1)"},
 	} {
 		p.Causality = Parameter
 		in.Vars = append(in.Vars, p)

@@ -24,7 +24,8 @@ controls), each with its unit, description and initialValue as its start;
 with several vehicles each name carries its vehicle (ego.groundspeed). Its
 parameters are each vehicle's addresses and ports (localIP, localPort,
 remoteIP, remotePort), recordFile (a recording of every message, CSV or
-.mf4), connectTimeout and silenceTimeout. Gen 1 and Gen 2 configs export.
+.mf4), connectTimeout, silenceTimeout and processTimeout. Gen 1 and Gen 2
+configs export.
 
 Each doStep(t, h) couples BeamNG's messages of [t, t+h) with the master's
 inputs held over the step, in lockstep: the outputs at t+h are BeamNG's
@@ -36,7 +37,9 @@ with the reason, and BeamNG gets neutral controls from then on, never the
 master's last inputs. The coupling's log goes to the master's FMI logger.
 
 The FMU runs the coupling in a beamconnect child process, so the master's
-process never dies with it: it carries binaries for x86-64 Linux and
+process never dies with it, and a call of the master fails (Error, naming
+the process) when that process shows no sign of life for processTimeout:
+stopped, hung or killed. It carries binaries for x86-64 Linux and
 Windows, each a small C library beside beamconnect's own executable for
 that platform. The executables are this beamconnect and the one beside it
 (beamconnect.exe beside beamconnect, or the other way round: build both

@@ -702,14 +702,7 @@ func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, param
 	m.csv = filepath.Join(t.TempDir(), "outputs.csv")
 	args := append(slices.Clone(flags), m.dir, fmuexport.Identifier(e.path), strconv.Itoa(e.fmi), e.iface.Token, number(stop), number(h),
 		strconv.Itoa(int(in.VR)), fmt.Sprint(stepAt), fmt.Sprint(value), strings.Join(outs, ","), m.csv)
-	for name, val := range params {
-		v, ok := e.iface.Variable(name)
-		if !ok {
-			t.Fatalf("no parameter %s", name)
-		}
-		kind := map[fmuexport.Type]string{fmuexport.Real: "r", fmuexport.Integer: "i", fmuexport.String: "s"}[v.Type]
-		args = append(args, fmt.Sprintf("%s:%d=%s", kind, v.VR, val))
-	}
+	args = append(args, paramArgs(t, e, params)...)
 	m.cmd = osexec.Command(testmaster.Path(t), args...)
 	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
 	if err := m.cmd.Start(); err != nil {

@@ -7,11 +7,14 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"beamconnect/bench"
+	"beamconnect/internal/eventually"
 )
 
 // fmusimPath is the Modelica Association's reference FMI master, as
@@ -211,4 +214,32 @@ func TestExportedFMUStepSizesUnderFmusim(t *testing.T) {
 		}
 		em.summary(t)
 	})
+}
+
+// In fmusim, the reference master: the coupling's process stopped in the
+// middle of a run (SIGSTOP) fails fmusim's step within processTimeout,
+// naming the process, and fmusim ends, the process with it.
+func TestExportedFMUStoppedUnderFmusim(t *testing.T) {
+	t.Parallel()
+	fmusimPath(t)
+	e := exportFMU(t, "../../examples/cruise-pedals.json", 3)
+	listen := freePort(t)
+	f := startFmusim(t, e, listen.String(), "--stop-time", "1000", "--output-interval", "0.005",
+		"--start-value", "processTimeout", "2", "--start-value", "silenceTimeout", "60")
+	bound := f.said.waitLine(t, waiting, 1, f.done)[1]
+	emulate(t, e, bound, listen.String(), 1000, "--client-gone", "1s")
+	pid, _ := strconv.Atoi(f.said.waitLine(t, regexp.MustCompile(`pid=(\d+)`), 1, f.done)[1])
+	f.said.waitLine(t, regexp.MustCompile(`connection status status=3 is=connected`), 1, f.done)
+	stopped := time.Now()
+	resume := suspend(t, pid)
+	defer resume()
+	code := f.wait(t)
+	t.Logf("fmusim ended %v after the coupling's process was stopped (processTimeout 2 s)", time.Since(stopped).Round(time.Millisecond))
+	want := fmt.Sprintf("fmi3DoStep: beamconnect's coupling process (pid %d) did not answer within 2 s (parameter processTimeout)", pid)
+	if code == 0 || !strings.Contains(f.said.String(), want) || strings.Contains(f.said.String(), "BeamNG lost") {
+		t.Errorf("fmusim exited %d; want it to fail saying %q alone:\n%s", code, want, f.said)
+	}
+	if !eventually.True(time.Minute, func() bool { return !alive(pid) }) {
+		t.Errorf("the coupling's process (pid %d) outlived fmusim by a minute", pid)
+	}
 }

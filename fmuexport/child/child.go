@@ -46,6 +46,12 @@ const endWait = 10 * time.Second
 // message, a step's messages) hands the master its log lines.
 const progressEvery = 250 * time.Millisecond
 
+// beatEvery is how often a call that takes long beats (mailbox.Box.Beat):
+// the shim fails a call that shows no sign of life for the parameter
+// processTimeout (at least a second), and tells the master the coupling's
+// process stopped or hung, not BeamNG.
+const beatEvery = 100 * time.Millisecond
+
 // Main is the child process: it serves the shim until the FMU is freed or
 // the master's process ends, and returns the exit status.
 func Main(stdin io.Reader, stderr io.Writer) int {
@@ -56,10 +62,13 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 		return 2
 	}
 	s := newServer(len(box.Answer()), nil)
+	s.beat, s.superseded = box.Beat, box.Superseded
 	gone := make(chan struct{})
 	var once sync.Once
 	// The master's process gone: the loop's wait for a request, or a
-	// call's wait, ends, and the run is ended below.
+	// call's wait, ends, and the run is ended below. (The FMU freed closes
+	// the child's stdin too: this Close may come after the loop's Release,
+	// which the box allows.)
 	parentGone := func() {
 		once.Do(func() {
 			close(gone)
@@ -84,6 +93,9 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 			break // the FMU was freed, or the master's process ended
 		}
 		a := s.handle(p)
+		if a == nil {
+			continue // the shim gave up on the call: its next request waits
+		}
 		out := box.Answer()
 		if len(a) > len(out) {
 			a = a[:len(out)] // not expected: answers are sized to fit
@@ -110,6 +122,10 @@ type server struct {
 	logs   *logQueue
 	log    *slog.Logger
 	gone   <-chan struct{}
+	beat   func() // shows the shim the call goes on (the box's Beat)
+	// superseded says the shim gave up on the call in hand (an interrupt,
+	// a wait it bounded) and asked something else: the call is dropped.
+	superseded func() bool
 
 	opened    bool
 	major     int
@@ -143,7 +159,8 @@ func newServer(room int, listen coupling.Listen) *server {
 	q := &logQueue{}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &server{room: room, listen: listen, logs: q, log: slog.New(&handler{q: q}), timer: t}
+	return &server{room: room, listen: listen, logs: q, log: slog.New(&handler{q: q}), timer: t, beat: func() {},
+		superseded: func() bool { return false }}
 }
 
 // answer builds an answer: result, the log lines that fit, then payload.
@@ -196,7 +213,7 @@ func (s *server) handle(p []byte) []byte {
 	case reqTerminate:
 		return s.terminate()
 	case reqReset:
-		s.endRun(errors.New("the master reset the FMU"), true)
+		s.beating(func() { s.endRun(errors.New("the master reset the FMU"), true) })
 		s.failed, s.n, s.exp = false, 0, experiment{}
 		return s.answer(statusOK, nil)
 	}
@@ -234,8 +251,21 @@ func (s *server) open(body []byte) []byte {
 		}
 	}
 	s.values = make([]float64, len(s.ins))
-	runsetup.Announce(s.log, "beamconnect couples BeamNG.tech for the master", plan, "outputs", len(s.outs), "inputs", len(s.ins))
-	return s.answer(statusOK, s.listing(0))
+	runsetup.Announce(s.log, "beamconnect couples BeamNG.tech for the master", plan, "outputs", len(s.outs), "inputs", len(s.ins),
+		"pid", os.Getpid())
+	// The value reference of processTimeout, which bounds the shim's
+	// waits, then the first part of the list.
+	vr := uint32(len(iface.Vars))
+	for i, v := range iface.Vars {
+		if v.Param == fmuexport.ProcessTimeout {
+			vr = uint32(i)
+		}
+	}
+	w := writer{b: s.payload[:0]}
+	w.u32(vr)
+	w.b = append(w.b, s.listing(0)...)
+	s.payload = w.b
+	return s.answer(statusOK, w.b)
 }
 
 // listing is a part of the list of variables, from the value reference
@@ -300,16 +330,51 @@ func startValue(s string) float64 {
 }
 
 // progress waits on the call in progress: its answer once it is done,
-// or, while it goes on, the log lines so far every progressEvery.
+// or, while it goes on, the log lines so far every progressEvery; it
+// beats every beatEvery meanwhile. nil: the shim gave up on the call
+// (it is dropped when the next request is handled); no answer goes.
 func (s *server) progress() []byte {
+	since := time.Now()
 	for {
-		done, a := s.op(progressEvery)
+		done, a := s.op(beatEvery)
 		if done {
 			s.op = nil
 			return a
 		}
-		if s.logs.pending() {
+		if s.superseded() {
+			return nil
+		}
+		s.beat()
+		if s.logs.pending() && time.Since(since) >= progressEvery {
 			return s.answer(resultPending, nil)
+		}
+	}
+}
+
+// beating runs f, which may take a while (ending a run: its sockets, the
+// recording closed), beating every beatEvery until it returns, for
+// endWait at most: an end that hangs longer (a recording's disk stuck)
+// stops the beats, and the shim's call fails after processTimeout,
+// naming the coupling's process.
+func (s *server) beating(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	tick := time.NewTicker(beatEvery)
+	defer tick.Stop()
+	limit := time.NewTimer(endWait)
+	defer limit.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			s.beat()
+		case <-limit.C:
+			<-done
+			return
 		}
 	}
 }

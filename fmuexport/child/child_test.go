@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -387,6 +388,7 @@ func TestRefusals(t *testing.T) {
 		{"a bad address", map[string]any{"localIP": "beamng.local"}, [2]float64{}, `parameter localIP "beamng.local": expected an IPv4 address`},
 		{"a bad port", map[string]any{"remotePort": 70000.0}, [2]float64{}, "parameter remotePort 70000: expected a port from 0 to 65535"},
 		{"a bad timeout", map[string]any{"silenceTimeout": -1.0}, [2]float64{}, "parameter silenceTimeout -1"},
+		{"a process timeout under a second", map[string]any{"processTimeout": 0.5}, [2]float64{}, "parameter processTimeout 0.5: expected 0 (for ever) or at least 1 s"},
 		{"a recording over the config", map[string]any{"recordFile": "RES/config.json"}, [2]float64{}, "parameter recordFile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -744,6 +746,131 @@ func TestConnectTimeout(t *testing.T) {
 	})
 }
 
+// A call that waits (for BeamNG's first message, for a step's messages)
+// beats at least every beatEvery, from its start to its end, however long
+// it waits: the shim tells a child that waits for BeamNG from one that
+// does not run. Ending a run beats too. The answer to open names the
+// parameter processTimeout, which bounds the shim's waits.
+func TestBeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		var beats []time.Time
+		r.s.beat = func() { beats = append(beats, time.Now()) }
+		// gaps checks the beats of a call that began at from and answered
+		// at to: none more than beatEvery apart.
+		gaps := func(what string, from, to time.Time) {
+			t.Helper()
+			last := from
+			for _, b := range append(beats, to) {
+				if b.Sub(last) > beatEvery {
+					t.Errorf("%s: no beat from %v to %v after its start", what, last.Sub(from), b.Sub(from))
+				}
+				last = b
+			}
+			beats = nil
+		}
+		if err := emulator.ParseFault("pause=15s@0.5s", &r.faults); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		a := r.initialize(t, 0, map[string]any{"connectTimeout": 3.0, "silenceTimeout": 2.0})
+		gaps("initialization", began, time.Now())
+		if a.result != statusOK {
+			t.Fatalf("initialize: %+v", a)
+		}
+		at := 0.0
+		for n := 0; n < 200; n++ {
+			began = time.Now()
+			if a = r.step(t, at, 0.005, nil); a.result != statusOK {
+				break
+			}
+			beats = nil
+			at = a.time
+		}
+		// BeamNG paused: the step waited 2 s for it, beating.
+		if !a.said("parameter silenceTimeout") || time.Since(began) < 2*time.Second {
+			t.Fatalf("the step during BeamNG's pause: %+v", a)
+		}
+		gaps("a step BeamNG's pause held", began, time.Now())
+		began = time.Now()
+		r.terminate(t)
+		gaps("terminate", began, time.Now())
+		r.stopBeamNG()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		w := writer{}
+		w.u8(reqOpen)
+		w.u32(fmuexport.Protocol)
+		w.u32(2)
+		w.str("rig")
+		w.str(r.iface.Token)
+		w.str(r.s.resources)
+		w.u8(0)
+		rd := reader{b: r.s.handle(w.b)}
+		rd.u8()
+		for range rd.u32() {
+			rd.u8()
+			rd.str()
+			rd.str()
+		}
+		if vr, v := rd.u32(), r.iface.Vars[0]; int(vr) >= len(r.iface.Vars) || r.iface.Vars[vr].Name != "processTimeout" {
+			t.Errorf("open names value reference %d as processTimeout's (%s is 0)", vr, v.Name)
+		}
+	})
+}
+
+// A call the shim gave up on (interrupted while initialization waits for
+// a BeamNG that never comes, connectTimeout 0) is dropped within a beat
+// of the shim's next request, which is then served: it used to wait on
+// until the coupling logged something.
+func TestSupersededCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := open(t, pedals)
+		var gaveUp atomic.Bool
+		r.s.superseded = gaveUp.Load
+		v, _ := r.iface.Variable("connectTimeout")
+		w := writer{}
+		w.u8(reqInit)
+		w.f64(0)
+		w.u8(0)
+		w.f64(0)
+		w.u32(1)
+		w.u32(v.VR)
+		w.f64(0)
+		done := make(chan []byte, 1)
+		go func() {
+			a := r.s.handle(w.b)
+			for a != nil && a[0] == resultPending { // its log lines, as the shim takes them
+				a = r.s.handle([]byte{reqContinue})
+			}
+			done <- a
+		}()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if len(done) != 0 {
+			t.Fatal("initialization ended without BeamNG")
+		}
+		gaveUp.Store(true)
+		began := time.Now()
+		select {
+		case a := <-done:
+			if a != nil {
+				t.Errorf("a call the shim gave up on answered %x", a)
+			}
+		case <-time.After(time.Hour):
+			t.Fatal("the call went on for an hour after the shim gave up on it")
+		}
+		if took := time.Since(began); took > beatEvery {
+			t.Errorf("the call was dropped %v after the shim gave up, want within %v", took, beatEvery)
+		}
+		gaveUp.Store(false)
+		if a := r.terminate(t); a.result == statusError || !a.said("the coupling ended") {
+			t.Errorf("terminate after it: %+v", a)
+		}
+	})
+}
+
 // A Gen 2 BeamNG against a Gen 1 FMU: the coupling diagnoses the wrong
 // message size at BeamNG's first message, and initialization fails with
 // that diagnosis within a second of it, not after connectTimeout (60 s).
@@ -995,7 +1122,7 @@ func TestLimitsFitTheMailbox(t *testing.T) {
 	in, out := fmuexport.MaxInputs, fmuexport.MaxOutputs
 	step := 1 + 8 + 8 + 4 + 8*in
 	params := 4 * (2*(4+4+15) + 2*(4+8)) // four vehicles' addresses and ports
-	init := 1 + 8 + 1 + 8 + 4 + in*(4+8) + params + 2*(4+8) + 4 + 4 + 4096
+	init := 1 + 8 + 1 + 8 + 4 + in*(4+8) + params + 3*(4+8) + 4 + 4 + 4096
 	answer := 1 + 4 + 8 + 4 + 8*out
 	if step > req || init > req || ans-answer < ans/2-32 {
 		t.Errorf("step request %d, initialize %d bytes (of %d); step answer %d bytes (of %d)", step, init, req, answer, ans)

@@ -27,8 +27,10 @@ import (
 //
 // Every answer is a result (u8: an FMI status, 0xFF "more to come": the
 // shim logs the lines and sends 'C'), n (u32) log lines, each a status
-// (u8), a category and a message (strings), then the payload: to open
-// and to list, a part of the variables: n (u32) of them in all, the
+// (u8), a category and a message (strings), then the payload: to open,
+// the value reference of the parameter processTimeout (u32), which bounds
+// the shim's waits, then as to list; to list, a part of the variables: n
+// (u32) of them in all, the
 // first of the part (u32) and how many it holds (u32), each its value
 // reference (u32), type (u8: 0 Real, 1 Integer, 2 String), causality
 // (u8: 0 output, 1 input, 2 parameter, 3 independent), name (string) and

@@ -97,6 +97,11 @@ func (s *server) initialize(body []byte) []byte {
 			r.connect, err = seconds(v.Name, val.Num)
 		case v.Param == fmuexport.SilenceTimeout:
 			r.silence, err = seconds(v.Name, val.Num)
+		case v.Param == fmuexport.ProcessTimeout:
+			// The shim's, which it reads itself: checked here.
+			if _, err = seconds(v.Name, val.Num); err == nil && val.Num > 0 && val.Num < 1 {
+				err = fmt.Errorf("parameter %s %v: expected 0 (for ever) or at least 1 s: the coupling's process beats every %v", v.Name, val.Num, beatEvery)
+			}
 		}
 		if err != nil {
 			return s.failFor(err)
@@ -327,7 +332,9 @@ func (s *server) lost(r *run, from float64, end int64) error {
 // recording is closed, and the run's summary is said. Warning when the
 // run was not healthy, as `beamconnect run` exits 1.
 func (s *server) terminate() []byte {
-	healthy := s.endRun(fmt.Errorf("the master ended the simulation at t = %s s", sec(s.exp.time(s.n, s.planPeriod()))), false)
+	why := fmt.Errorf("the master ended the simulation at t = %s s", sec(s.exp.time(s.n, s.planPeriod())))
+	var healthy bool
+	s.beating(func() { healthy = s.endRun(why, false) })
 	if !healthy {
 		return s.answer(statusWarning, nil)
 	}

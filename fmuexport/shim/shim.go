@@ -1,5 +1,5 @@
 // Package shim carries the exported FMU's binary: a small C library
-// (c/shim.c, c/fmi2.c, c/fmi3.c, written here from the FMI 2.0 and 3.0
+// (c/shim.c, c/fmi2.c, c/fmi3.c, c/interrupt.c, written here from the FMI 2.0 and 3.0
 // standards) that implements both standards' co-simulation functions by
 // running the coupling in a beamconnect child process, and keeps nothing
 // of Go in the master's process. It is built by the script beside it, for
@@ -21,7 +21,7 @@ var bin embed.FS
 // Sources are the files the binaries are built from, for the test that
 // checks bin/SOURCES.sha256 against them.
 //
-//go:embed build c/fmi.h c/mailbox.h c/protocol.h c/shim.h c/shim.c c/fmi2.c c/fmi3.c
+//go:embed build c/fmi.h c/mailbox.h c/protocol.h c/shim.h c/shim.c c/fmi2.c c/fmi3.c c/interrupt.c
 var Sources embed.FS
 
 // Binary is the shim's library for x86-64 goos: "linux" (a .so) or

@@ -21,7 +21,7 @@ import (
 // them again and compares them byte for byte.
 func TestBinariesBuiltFromTheseSources(t *testing.T) {
 	var want bytes.Buffer
-	for _, name := range []string{"build", "c/fmi.h", "c/mailbox.h", "c/protocol.h", "c/shim.h", "c/shim.c", "c/fmi2.c", "c/fmi3.c"} {
+	for _, name := range []string{"build", "c/fmi.h", "c/mailbox.h", "c/protocol.h", "c/shim.h", "c/shim.c", "c/fmi2.c", "c/fmi3.c", "c/interrupt.c"} {
 		data, err := Sources.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

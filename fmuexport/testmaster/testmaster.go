@@ -2,12 +2,15 @@
 // (c/master.c, from the FMI 2.0 and 3.0 standards): it loads an unpacked
 // co-simulation FMU, steps it with one input stepped from 0, writes the
 // outputs as CSV, and with -twice unloads the library and does it all
-// again. Compiled with the machine's C compiler, or for Windows with
-// mingw-w64 beforehand (the tests under Wine have no compiler).
+// again. With -probe it probes the FMU's lifecycle instead (c/probe.c):
+// cycles of instantiate and free, a free after every state, two threads
+// on one instance, an interrupt while a call waits. Compiled with the
+// machine's C compiler, or for Windows with mingw-w64 beforehand (the
+// tests under Wine have no compiler).
 package testmaster
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,8 +21,10 @@ import (
 	"beamconnect/internal/testprog"
 )
 
-//go:embed c/master.c
-var source []byte
+// The sources, compiled together.
+//
+//go:embed c/master.h c/master.c c/probe.c
+var sources embed.FS
 
 // Name is the master's program name among prebuilt test programs
 // (testprog.Prebuilt): fmumaster, fmumaster.exe on Windows.
@@ -33,13 +38,24 @@ func Compile(cc, goos, out string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	src := filepath.Join(dir, "master.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
-		return err
+	args := []string{"-std=c99", "-O2", "-o", out}
+	for _, name := range []string{"master.h", "master.c", "probe.c"} {
+		data, err := sources.ReadFile("c/" + name)
+		if err != nil {
+			return err
+		}
+		src := filepath.Join(dir, name)
+		if err := os.WriteFile(src, data, 0o644); err != nil {
+			return err
+		}
+		if filepath.Ext(name) == ".c" {
+			args = append(args, src)
+		}
 	}
-	args := []string{"-std=c99", "-O2", "-o", out, src}
-	if goos != "windows" {
-		args = append([]string{"-D_POSIX_C_SOURCE=200809L"}, append(args, "-ldl", "-lm")...)
+	if goos == "windows" {
+		args = append(args, "-lws2_32")
+	} else {
+		args = append([]string{"-D_POSIX_C_SOURCE=200809L", "-pthread"}, append(args, "-ldl", "-lm")...)
 	}
 	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("testmaster: %s: %v\n%s", cc, err, msg)

@@ -29,6 +29,7 @@ func TestCHeader(t *testing.T) {
 			cheader.Int("OFF_ANS_LEN", offAnsLen, "The answer's length."),
 			cheader.Int("OFF_ANS_SLEEP", offAnsSleep, "The asker sleeps (or is about to)."),
 			cheader.Int("OFF_ANS_STAMP", offAnsStamp, "When the answer was published."),
+			cheader.Int("OFF_ANS_BEAT", offAnsBeat, "When the answerer last showed it works on the request (the clock, 64 bits): a call that takes long is alive while this moves."),
 			cheader.Int("OFF_CLOSED", offClosed, "Either side closed the box."),
 			cheader.Int("CTL_SIZE", ctlSize, "The control block's size: the request follows it, then the answer."),
 			cheader.Int("ANS_FRAME", ansFrame, "The answer's frame: its sequence number before it and after it."),

@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -81,6 +82,7 @@ const (
 	offAnsLen   = 68  // the answer's length
 	offAnsSleep = 72  // the asker sleeps (or is about to)
 	offAnsStamp = 80  // when the answer was published
+	offAnsBeat  = 88  // when the answerer last showed it works on the request (Beat)
 	offClosed   = 128 // either side closed the box
 	ctlSize     = 192
 	// An answer is framed by its sequence number before and after it, so
@@ -100,6 +102,10 @@ type Box struct {
 	release  func() error
 	file     *os.File  // the shared memory's file (unix)
 	mapping  mapHandle // the shared memory's mapping (Windows)
+	// life orders Close and Release, which may come from two goroutines
+	// (a Close when the other process is gone, a Release when this one
+	// ends): a Close after Release touches no memory that is unmapped.
+	life sync.Mutex
 }
 
 // layout sizes a box for requests and answers of at most reqCap and ansCap
@@ -194,6 +200,18 @@ func (b *Box) Next(deadline time.Time) ([]byte, error) {
 	return b.req[:n], nil
 }
 
+// Beat shows the asker that the answerer works on the request (its answer
+// takes long: it waits for something of its own): it stamps the box with
+// the clock. An asker that sees neither an answer nor a beat for long
+// knows the answering process is not running at all (stopped, hung), not
+// merely waiting. The exported FMU's shim reads it (OFF_ANS_BEAT).
+func (b *Box) Beat() { b.stamp(offAnsBeat).Store(b.spin.clock.now()) }
+
+// Superseded reports, to the answerer, that the asker published a newer
+// request than the one in hand: it gave up on that one (its wait ended),
+// and takes no answer to it. Next returns the newer one.
+func (b *Box) Superseded() bool { return b.word(offReqSeq).Load() != b.seq }
+
 // Answer is where the answerer writes its answer.
 func (b *Box) Answer() []byte { return b.ans[4 : 4+b.ansCap] }
 
@@ -215,8 +233,11 @@ func (b *Box) Reply(n int) error {
 }
 
 // Close closes the box for both sides: a wait on either ends. The memory
-// is released when both have let go of it.
+// is released when both have let go of it. Close may come from any
+// goroutine, before or after Release (then it does nothing).
 func (b *Box) Close() error {
+	b.life.Lock()
+	defer b.life.Unlock()
 	if b.mem == nil {
 		return nil
 	}
@@ -227,8 +248,11 @@ func (b *Box) Close() error {
 }
 
 // Release unmaps the box; call it after Close, once no wait can be in
-// progress on this side.
+// progress on this side. A Close from another goroutine waits for it, and
+// after it does nothing.
 func (b *Box) Release() error {
+	b.life.Lock()
+	defer b.life.Unlock()
 	if b.mem == nil || b.release == nil {
 		return nil
 	}

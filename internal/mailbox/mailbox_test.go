@@ -179,6 +179,58 @@ func TestCloseEndsWaits(t *testing.T) {
 	}
 }
 
+// Close from one goroutine may race Release on another (the exported
+// FMU's child: its master's process ends while the FMU is freed): a Close
+// after Release touches nothing, and never the unmapped memory (it
+// crashed the child with a fault now and then).
+func TestCloseRacesRelease(t *testing.T) {
+	for range 200 {
+		b, err := Create(64, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { b.Close(); close(done) }()
+		b.Close()
+		b.Release()
+		<-done
+		b.Close() // after Release: nothing
+	}
+}
+
+// An answerer that works on a request beats: the asker sees the box's
+// stamp move with the clock, though no answer came.
+func TestBeat(t *testing.T) {
+	b := newBox(t)
+	p := peer(b)
+	if b.stamp(offAnsBeat).Load() != 0 {
+		t.Fatal("a new box has a beat")
+	}
+	if err := b.Ask(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Next(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	before := b.spin.clock.now()
+	p.Beat()
+	if got := b.stamp(offAnsBeat).Load(); got < before || got > b.spin.clock.now() {
+		t.Errorf("the beat is %d, want the clock's now (between %d and now)", got, before)
+	}
+	if b.Answered() {
+		t.Error("a beat passed for an answer")
+	}
+	if p.Superseded() {
+		t.Error("the request in hand is superseded before the asker asked again")
+	}
+	if err := b.Ask(0); err != nil { // the asker gives up on it
+		t.Fatal(err)
+	}
+	if !p.Superseded() {
+		t.Error("a newer request does not supersede the one in hand")
+	}
+}
+
 // A Close that lands as a wait is about to sleep (after its last look at
 // the closed flag) ends the wait all the same: Next, which has no
 // deadline, and Await with an hour's. Before, both slept on until their

@@ -3,12 +3,14 @@ here with ctypes alone (FMPy itself cannot be installed where the tests
 run): each FMI 2.0 call as FMPy's FMU2Slave makes it, in the same order,
 with the same arguments and callbacks, on an unpacked exported FMU.
 
-    python3 fmpy_loop.py UNZIPDIR STOP REMOTE_PORT SETPOINT
+    python3 fmpy_loop.py UNZIPDIR STOP REMOTE_PORT SETPOINT [CONNECT_TIMEOUT]
 
 A PI controller holds the car's speed at SETPOINT m/s through the FMU for
 STOP s of BeamNG's time. The FMU's log goes to stdout as FMPy prints it;
 the last line says the speed at the end. A call that fails (a status above
-Warning) raises, as in FMPy. Written for beamconnect."""
+Warning) raises, as in FMPy. CONNECT_TIMEOUT sets the parameter
+connectTimeout (0: initialization waits for BeamNG for ever, until Ctrl-C).
+Written for beamconnect."""
 
 import ctypes
 import pathlib
@@ -16,6 +18,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 unzipdir, stop, remote_port, setpoint = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+connect_timeout = float(sys.argv[5]) if len(sys.argv) > 5 else None
 
 # read_model_description: the guid, the model identifier, each variable's
 # value reference by name.
@@ -106,6 +109,8 @@ if not c:
 # fmu.setInteger([vr['localPort'], vr['remotePort']], [0, port]): parameters
 # before initialization.
 set_integer(c, refs("localPort", "remotePort"), 2, (ctypes.c_int * 2)(0, remote_port))
+if connect_timeout is not None:
+    set_real(c, refs("connectTimeout"), 1, (ctypes.c_double * 1)(connect_timeout))
 # fmu.setupExperiment(startTime=0.0): no tolerance, no stop time.
 setup_experiment(c, 0, 0.0, 0.0, 0, 0.0)
 enter_initialization_mode(c)

@@ -28,9 +28,18 @@ static void say2(void *ctx, const char *name, int status, const char *category, 
 }
 
 #define SHIM(c) (((instance2 *)(c))->s)
-#define NEED(c)                                                                                                        \
+/* ENTER takes the instance for the call fn (a second call at once, from
+ * another thread, is refused: Error); LEAVE returns what expr returns,
+ * having let the instance go. */
+#define ENTER(c, fn)                                                                                                   \
 	do {                                                                                                           \
-		if (!(c)) return fmi2Error;                                                                            \
+		if (!(c) || shim_enter(SHIM(c), fn) != 0) return fmi2Error;                                            \
+	} while (0)
+#define LEAVE(c, expr)                                                                                                 \
+	do {                                                                                                           \
+		fmi2Status st_ = (fmi2Status)(expr);                                                                   \
+		shim_leave(SHIM(c));                                                                                   \
+		return st_;                                                                                            \
 	} while (0)
 
 FMI_EXPORT const char *fmi2GetTypesPlatform(void) { return "default"; }
@@ -58,83 +67,82 @@ FMI_EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2Str
 
 FMI_EXPORT void fmi2FreeInstance(fmi2Component c) {
 	if (!c) return;
-	shim_free(SHIM(c));
-	free(c);
+	if (shim_free(SHIM(c)) == 0) free(c);
 }
 
 FMI_EXPORT fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean on, size_t n, const fmi2String categories[]) {
-	NEED(c);
+	ENTER(c, "fmi2SetDebugLogging");
 	shim_logging(SHIM(c), on, n, categories);
-	return fmi2OK;
+	LEAVE(c, fmi2OK);
 }
 
 FMI_EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefined, fmi2Real tolerance,
                                           fmi2Real start, fmi2Boolean stopDefined, fmi2Real stop) {
 	(void)toleranceDefined, (void)tolerance;
-	NEED(c);
-	return (fmi2Status)shim_setup(SHIM(c), start, stopDefined, stop);
+	ENTER(c, "fmi2SetupExperiment");
+	LEAVE(c, shim_setup(SHIM(c), start, stopDefined, stop));
 }
 
 FMI_EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) {
-	NEED(c);
-	return (fmi2Status)shim_enter_initialization(SHIM(c));
+	ENTER(c, "fmi2EnterInitializationMode");
+	LEAVE(c, shim_enter_initialization(SHIM(c)));
 }
 
 FMI_EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
-	NEED(c);
-	return (fmi2Status)shim_exit_initialization(SHIM(c));
+	ENTER(c, "fmi2ExitInitializationMode");
+	LEAVE(c, shim_exit_initialization(SHIM(c)));
 }
 
 FMI_EXPORT fmi2Status fmi2Terminate(fmi2Component c) {
-	NEED(c);
-	return (fmi2Status)shim_terminate(SHIM(c));
+	ENTER(c, "fmi2Terminate");
+	LEAVE(c, shim_terminate(SHIM(c)));
 }
 
 FMI_EXPORT fmi2Status fmi2Reset(fmi2Component c) {
-	NEED(c);
-	return (fmi2Status)shim_reset(SHIM(c));
+	ENTER(c, "fmi2Reset");
+	LEAVE(c, shim_reset(SHIM(c)));
 }
 
 FMI_EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Real v[]) {
-	NEED(c);
-	return (fmi2Status)shim_get_real(SHIM(c), "fmi2GetReal", vr, n, v);
+	ENTER(c, "fmi2GetReal");
+	LEAVE(c, shim_get_real(SHIM(c), "fmi2GetReal", vr, n, v));
 }
 
 FMI_EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Integer v[]) {
-	NEED(c);
-	return (fmi2Status)shim_get_integer(SHIM(c), "fmi2GetInteger", vr, n, (int32_t *)v);
+	ENTER(c, "fmi2GetInteger");
+	LEAVE(c, shim_get_integer(SHIM(c), "fmi2GetInteger", vr, n, (int32_t *)v));
 }
 
 FMI_EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Boolean v[]) {
 	(void)vr, (void)v;
-	NEED(c);
-	return (fmi2Status)shim_no_type(SHIM(c), "fmi2GetBoolean", "Boolean", n);
+	ENTER(c, "fmi2GetBoolean");
+	LEAVE(c, shim_no_type(SHIM(c), "fmi2GetBoolean", "Boolean", n));
 }
 
 FMI_EXPORT fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2String v[]) {
-	NEED(c);
-	return (fmi2Status)shim_get_string(SHIM(c), "fmi2GetString", vr, n, v);
+	ENTER(c, "fmi2GetString");
+	LEAVE(c, shim_get_string(SHIM(c), "fmi2GetString", vr, n, v));
 }
 
 FMI_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Real v[]) {
-	NEED(c);
-	return (fmi2Status)shim_set_real(SHIM(c), "fmi2SetReal", vr, n, v);
+	ENTER(c, "fmi2SetReal");
+	LEAVE(c, shim_set_real(SHIM(c), "fmi2SetReal", vr, n, v));
 }
 
 FMI_EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Integer v[]) {
-	NEED(c);
-	return (fmi2Status)shim_set_integer(SHIM(c), "fmi2SetInteger", vr, n, (const int32_t *)v);
+	ENTER(c, "fmi2SetInteger");
+	LEAVE(c, shim_set_integer(SHIM(c), "fmi2SetInteger", vr, n, (const int32_t *)v));
 }
 
 FMI_EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Boolean v[]) {
 	(void)vr, (void)v;
-	NEED(c);
-	return (fmi2Status)shim_no_type(SHIM(c), "fmi2SetBoolean", "Boolean", n);
+	ENTER(c, "fmi2SetBoolean");
+	LEAVE(c, shim_no_type(SHIM(c), "fmi2SetBoolean", "Boolean", n));
 }
 
 FMI_EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2String v[]) {
-	NEED(c);
-	return (fmi2Status)shim_set_string(SHIM(c), "fmi2SetString", vr, n, v);
+	ENTER(c, "fmi2SetString");
+	LEAVE(c, shim_set_string(SHIM(c), "fmi2SetString", vr, n, v));
 }
 
 /* Not provided (the description says so): the coupled BeamNG's state
@@ -223,8 +231,8 @@ FMI_EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2Va
 
 FMI_EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolean noSetPrior) {
 	(void)noSetPrior;
-	NEED(c);
-	return (fmi2Status)shim_do_step(SHIM(c), t, h);
+	ENTER(c, "fmi2DoStep");
+	LEAVE(c, shim_do_step(SHIM(c), t, h));
 }
 
 /* A step runs to its end before fmi2DoStep returns: there is never one
@@ -235,20 +243,20 @@ FMI_EXPORT fmi2Status fmi2GetStatus(fmi2Component c, const fmi2StatusKind kind, 
 	UNSUPPORTED(c, "fmi2GetStatus");
 }
 FMI_EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind kind, fmi2Real *value) {
-	NEED(c);
-	if (kind != fmi2LastSuccessfulTime || !value) UNSUPPORTED(c, "fmi2GetRealStatus (of another kind than fmi2LastSuccessfulTime)");
+	ENTER(c, "fmi2GetRealStatus");
+	if (kind != fmi2LastSuccessfulTime || !value) LEAVE(c, shim_unsupported(SHIM(c), "fmi2GetRealStatus (of another kind than fmi2LastSuccessfulTime)"));
 	*value = shim_time(SHIM(c));
-	return fmi2OK;
+	LEAVE(c, fmi2OK);
 }
 FMI_EXPORT fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind kind, fmi2Integer *value) {
 	(void)kind, (void)value;
 	UNSUPPORTED(c, "fmi2GetIntegerStatus");
 }
 FMI_EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind kind, fmi2Boolean *value) {
-	NEED(c);
-	if (kind != fmi2Terminated || !value) UNSUPPORTED(c, "fmi2GetBooleanStatus (of another kind than fmi2Terminated)");
+	ENTER(c, "fmi2GetBooleanStatus");
+	if (kind != fmi2Terminated || !value) LEAVE(c, shim_unsupported(SHIM(c), "fmi2GetBooleanStatus (of another kind than fmi2Terminated)"));
 	*value = 0; /* the FMU never asks to end the simulation: a lost BeamNG fails the step */
-	return fmi2OK;
+	LEAVE(c, fmi2OK);
 }
 FMI_EXPORT fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind kind, fmi2String *value) {
 	(void)kind, (void)value;

@@ -19,24 +19,33 @@ static void say3(void *ctx, const char *name, int status, const char *category, 
 }
 
 #define SHIM(i) (((instance3 *)(i))->s)
-#define NEED(i)                                                                                                        \
+/* ENTER takes the instance for the call fn (a second call at once, from
+ * another thread, is refused: Error); LEAVE returns what expr returns,
+ * having let the instance go. */
+#define ENTER(i, fn)                                                                                                   \
 	do {                                                                                                           \
-		if (!(i)) return fmi3Error;                                                                            \
+		if (!(i) || shim_enter(SHIM(i), fn) != 0) return fmi3Error;                                            \
+	} while (0)
+#define LEAVE(i, expr)                                                                                                 \
+	do {                                                                                                           \
+		fmi3Status st_ = (fmi3Status)(expr);                                                                   \
+		shim_leave(SHIM(i));                                                                                   \
+		return st_;                                                                                            \
 	} while (0)
 #define UNSUPPORTED(i, fn) return (fmi3Status)shim_unsupported((i) ? SHIM(i) : NULL, fn)
 /* A variable type the FMU has none of. */
 #define NO_TYPE(i, fn, type, n)                                                                                        \
 	do {                                                                                                           \
-		NEED(i);                                                                                               \
-		return (fmi3Status)shim_no_type(SHIM(i), fn, type, n);                                                 \
+		ENTER(i, fn);                                                                                          \
+		LEAVE(i, shim_no_type(SHIM(i), fn, type, n));                                                          \
 	} while (0)
 
 FMI_EXPORT const char *fmi3GetVersion(void) { return "3.0"; }
 
 FMI_EXPORT fmi3Status fmi3SetDebugLogging(fmi3Instance i, fmi3Boolean on, size_t n, const fmi3String categories[]) {
-	NEED(i);
+	ENTER(i, "fmi3SetDebugLogging");
 	shim_logging(SHIM(i), on, n, categories);
-	return fmi3OK;
+	LEAVE(i, fmi3OK);
 }
 
 static void refuse(fmi3InstanceEnvironment env, fmi3LogMessageCallback log, const char *msg) {
@@ -87,34 +96,33 @@ FMI_EXPORT fmi3Instance fmi3InstantiateScheduledExecution(fmi3String name, fmi3S
 
 FMI_EXPORT void fmi3FreeInstance(fmi3Instance i) {
 	if (!i) return;
-	shim_free(SHIM(i));
-	free(i);
+	if (shim_free(SHIM(i)) == 0) free(i);
 }
 
 FMI_EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance i, fmi3Boolean toleranceDefined, fmi3Float64 tolerance,
                                                   fmi3Float64 start, fmi3Boolean stopDefined, fmi3Float64 stop) {
 	(void)toleranceDefined, (void)tolerance;
-	NEED(i);
+	ENTER(i, "fmi3EnterInitializationMode");
 	int st = shim_setup(SHIM(i), start, stopDefined, stop);
-	if (st != fmi3OK) return (fmi3Status)st;
-	return (fmi3Status)shim_enter_initialization(SHIM(i));
+	if (st != fmi3OK) LEAVE(i, st);
+	LEAVE(i, shim_enter_initialization(SHIM(i)));
 }
 
 FMI_EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
-	NEED(i);
-	return (fmi3Status)shim_exit_initialization(SHIM(i));
+	ENTER(i, "fmi3ExitInitializationMode");
+	LEAVE(i, shim_exit_initialization(SHIM(i)));
 }
 
 FMI_EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) { UNSUPPORTED(i, "fmi3EnterEventMode (the FMU has no event mode)"); }
 
 FMI_EXPORT fmi3Status fmi3Terminate(fmi3Instance i) {
-	NEED(i);
-	return (fmi3Status)shim_terminate(SHIM(i));
+	ENTER(i, "fmi3Terminate");
+	LEAVE(i, shim_terminate(SHIM(i)));
 }
 
 FMI_EXPORT fmi3Status fmi3Reset(fmi3Instance i) {
-	NEED(i);
-	return (fmi3Status)shim_reset(SHIM(i));
+	ENTER(i, "fmi3Reset");
+	LEAVE(i, shim_reset(SHIM(i)));
 }
 
 /* Getting and setting: Float64, Int32 and String variables, one value
@@ -127,42 +135,42 @@ static int counts(shim *s, const char *fn, size_t nvr, size_t nValues) {
 
 FMI_EXPORT fmi3Status fmi3GetFloat64(fmi3Instance i, const fmi3ValueReference vr[], size_t nvr, fmi3Float64 v[],
                                      size_t n) {
-	NEED(i);
-	if (!counts(SHIM(i), "fmi3GetFloat64", nvr, n)) return fmi3Error;
-	return (fmi3Status)shim_get_real(SHIM(i), "fmi3GetFloat64", vr, nvr, v);
+	ENTER(i, "fmi3GetFloat64");
+	if (!counts(SHIM(i), "fmi3GetFloat64", nvr, n)) LEAVE(i, fmi3Error);
+	LEAVE(i, shim_get_real(SHIM(i), "fmi3GetFloat64", vr, nvr, v));
 }
 
 FMI_EXPORT fmi3Status fmi3GetInt32(fmi3Instance i, const fmi3ValueReference vr[], size_t nvr, fmi3Int32 v[], size_t n) {
-	NEED(i);
-	if (!counts(SHIM(i), "fmi3GetInt32", nvr, n)) return fmi3Error;
-	return (fmi3Status)shim_get_integer(SHIM(i), "fmi3GetInt32", vr, nvr, v);
+	ENTER(i, "fmi3GetInt32");
+	if (!counts(SHIM(i), "fmi3GetInt32", nvr, n)) LEAVE(i, fmi3Error);
+	LEAVE(i, shim_get_integer(SHIM(i), "fmi3GetInt32", vr, nvr, v));
 }
 
 FMI_EXPORT fmi3Status fmi3GetString(fmi3Instance i, const fmi3ValueReference vr[], size_t nvr, fmi3String v[], size_t n) {
-	NEED(i);
-	if (!counts(SHIM(i), "fmi3GetString", nvr, n)) return fmi3Error;
-	return (fmi3Status)shim_get_string(SHIM(i), "fmi3GetString", vr, nvr, v);
+	ENTER(i, "fmi3GetString");
+	if (!counts(SHIM(i), "fmi3GetString", nvr, n)) LEAVE(i, fmi3Error);
+	LEAVE(i, shim_get_string(SHIM(i), "fmi3GetString", vr, nvr, v));
 }
 
 FMI_EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference vr[], size_t nvr, const fmi3Float64 v[],
                                      size_t n) {
-	NEED(i);
-	if (!counts(SHIM(i), "fmi3SetFloat64", nvr, n)) return fmi3Error;
-	return (fmi3Status)shim_set_real(SHIM(i), "fmi3SetFloat64", vr, nvr, v);
+	ENTER(i, "fmi3SetFloat64");
+	if (!counts(SHIM(i), "fmi3SetFloat64", nvr, n)) LEAVE(i, fmi3Error);
+	LEAVE(i, shim_set_real(SHIM(i), "fmi3SetFloat64", vr, nvr, v));
 }
 
 FMI_EXPORT fmi3Status fmi3SetInt32(fmi3Instance i, const fmi3ValueReference vr[], size_t nvr, const fmi3Int32 v[],
                                    size_t n) {
-	NEED(i);
-	if (!counts(SHIM(i), "fmi3SetInt32", nvr, n)) return fmi3Error;
-	return (fmi3Status)shim_set_integer(SHIM(i), "fmi3SetInt32", vr, nvr, v);
+	ENTER(i, "fmi3SetInt32");
+	if (!counts(SHIM(i), "fmi3SetInt32", nvr, n)) LEAVE(i, fmi3Error);
+	LEAVE(i, shim_set_integer(SHIM(i), "fmi3SetInt32", vr, nvr, v));
 }
 
 FMI_EXPORT fmi3Status fmi3SetString(fmi3Instance i, const fmi3ValueReference vr[], size_t nvr, const fmi3String v[],
                                     size_t n) {
-	NEED(i);
-	if (!counts(SHIM(i), "fmi3SetString", nvr, n)) return fmi3Error;
-	return (fmi3Status)shim_set_string(SHIM(i), "fmi3SetString", vr, nvr, v);
+	ENTER(i, "fmi3SetString");
+	if (!counts(SHIM(i), "fmi3SetString", nvr, n)) LEAVE(i, fmi3Error);
+	LEAVE(i, shim_set_string(SHIM(i), "fmi3SetString", vr, nvr, v));
 }
 
 #define NO_GET(T, type)                                                                                                \
@@ -365,9 +373,9 @@ FMI_EXPORT fmi3Status fmi3GetNumberOfContinuousStates(fmi3Instance i, size_t *n)
 
 /* Co-simulation. */
 FMI_EXPORT fmi3Status fmi3EnterStepMode(fmi3Instance i) {
-	NEED(i);
-	if (shim_state(SHIM(i)) == S_STEP) return fmi3OK; /* no event mode: in step mode already */
-	UNSUPPORTED(i, "fmi3EnterStepMode (the FMU has no event mode)");
+	ENTER(i, "fmi3EnterStepMode");
+	if (shim_state(SHIM(i)) == S_STEP) LEAVE(i, fmi3OK); /* no event mode: in step mode already */
+	LEAVE(i, shim_unsupported(SHIM(i), "fmi3EnterStepMode (the FMU has no event mode)"));
 }
 
 FMI_EXPORT fmi3Status fmi3GetOutputDerivatives(fmi3Instance i, const fmi3ValueReference vr[], size_t nvr,
@@ -380,7 +388,7 @@ FMI_EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, f
                                  fmi3Boolean *eventHandlingNeeded, fmi3Boolean *terminateSimulation,
                                  fmi3Boolean *earlyReturn, fmi3Float64 *lastSuccessfulTime) {
 	(void)noSetPrior;
-	NEED(i);
+	ENTER(i, "fmi3DoStep");
 	int st = shim_do_step(SHIM(i), t, h);
 	if (eventHandlingNeeded) *eventHandlingNeeded = false;
 	/* The FMU never asks to end the simulation: a lost BeamNG fails the
@@ -388,7 +396,7 @@ FMI_EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, f
 	if (terminateSimulation) *terminateSimulation = false;
 	if (earlyReturn) *earlyReturn = false;
 	if (lastSuccessfulTime) *lastSuccessfulTime = shim_time(SHIM(i));
-	return (fmi3Status)st;
+	LEAVE(i, st);
 }
 
 FMI_EXPORT fmi3Status fmi3ActivateModelPartition(fmi3Instance i, fmi3ValueReference clock, fmi3Float64 time) {

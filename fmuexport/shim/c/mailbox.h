@@ -36,6 +36,10 @@
 /* When the answer was published. */
 #define OFF_ANS_STAMP 80
 
+/* When the answerer last showed it works on the request (the clock, 64
+ * bits): a call that takes long is alive while this moves. */
+#define OFF_ANS_BEAT 88
+
 /* Either side closed the box. */
 #define OFF_CLOSED 128
 

@@ -8,7 +8,7 @@
 #define BEAMCONNECT_PROTOCOL_H
 
 /* The protocol's version: the child refuses another (fmuexport.Protocol). */
-#define SHIM_PROTOCOL 2
+#define SHIM_PROTOCOL 3
 
 /* Requests: a type byte, then its payload. */
 #define REQ_OPEN 'O'

@@ -42,6 +42,16 @@ extern char **environ;
  * with neutral controls and closes the recording first). */
 #define END_WAIT_MS 10000
 
+/* How long the child may take to start and list the variables, before
+ * the parameter processTimeout is known: a first start on Windows waits
+ * for the virus scanner to read the executable. */
+#define START_WAIT_MS 30000
+
+/* How long a wait sleeps at most between two looks at the child (has it
+ * ended, does it beat), at the interrupt, and at a free from another
+ * thread. */
+#define LOOK_MS 100
+
 /* How a wait for an answer spins before it sleeps: as internal/mailbox's
  * waits do (wait.go, its figures in mailbox.h), it spins only while that
  * pays, then sleeps on the futex or the event, and never yields (a yield
@@ -59,8 +69,11 @@ typedef struct {
 	uint64_t last_busy; /* clock (ns) a wait last waited for the processor */
 } spinner;
 
-/* What await_answer says. */
-enum { AWAIT_OK = 0, AWAIT_GONE = -1, AWAIT_TORN = -2, AWAIT_TIMED_OUT = -3 };
+/* What await_answer says: the answer came, the child ended (or closed
+ * the box), the answer is torn, the child showed no sign of life for the
+ * bound, the master's process was interrupted, the instance is being
+ * freed. */
+enum { AWAIT_OK = 0, AWAIT_GONE = -1, AWAIT_TORN = -2, AWAIT_SILENT = -3, AWAIT_INTERRUPTED = -4, AWAIT_CANCELLED = -5 };
 
 struct shim {
 	int major;
@@ -80,8 +93,19 @@ struct shim {
 
 	uint8_t *mem;
 	uint32_t seq;
+	uint64_t asked;    /* when the last request was published (clock ns) */
 	spinner spin;      /* how the waits for an answer spin */
 	int gone;          /* the child has ended */
+	char how[64];      /* how it ended: "ended with status 2" */
+	int silent;        /* it showed no sign of life for processTimeout */
+	uint32_t bound_vr; /* the parameter processTimeout (nvars until known) */
+	int listed;        /* the variables are known (and processTimeout's value) */
+
+	int busy;          /* a call is in progress (shim_enter) */
+	int cancel;        /* shim_free waits for the call in progress */
+	const char *fn;    /* the function of the call in progress */
+	int watching;      /* the call watches the master's interrupt */
+	unsigned seen;     /* interrupt_count when it began to */
 	char last[512];    /* its last line on stderr */
 	char partial[512]; /* a line it has not finished */
 	size_t npartial;
@@ -168,7 +192,7 @@ static void take_line(shim *s, int dying) {
 	if (s->npartial > 0 && s->partial[s->npartial - 1] == '\r') s->partial[--s->npartial] = 0;
 	if (s->npartial > 0) {
 		snprintf(s->last, sizeof s->last, "%s", s->partial);
-		sayf(s, dying ? ST_ERROR : ST_WARNING, "beamconnect's child process says: %s", s->partial);
+		sayf(s, dying ? ST_ERROR : ST_WARNING, "beamconnect's coupling process says: %s", s->partial);
 	}
 	s->npartial = 0;
 }
@@ -199,20 +223,37 @@ static void drain(shim *s, int dying) {
 	if (dying) take_line(s, dying);
 }
 
-/* ended reports whether the child has ended (and reaps it). */
+/* ended reports whether the child has ended (and reaps it), noting how
+ * in s->how. */
 static int ended(shim *s) {
 	if (s->gone) return 1;
 #if defined(_WIN32)
-	if (!s->process || WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0) s->gone = 1;
+	DWORD code;
+	if (!s->process || WaitForSingleObject(s->process, 0) == WAIT_OBJECT_0) {
+		s->gone = 1;
+		if (s->process && GetExitCodeProcess(s->process, &code)) snprintf(s->how, sizeof s->how, "ended with status %lu", code);
+	}
 #else
 	int st;
 	pid_t r = s->pid > 0 ? waitpid(s->pid, &st, WNOHANG) : -1;
 	if (r == s->pid || (r < 0 && errno == ECHILD) || s->pid <= 0) {
 		s->gone = 1;
-		if (r == s->pid && WIFSIGNALED(st)) snprintf(s->last + strlen(s->last), sizeof s->last - strlen(s->last), " (signal %d)", WTERMSIG(st));
+		if (r == s->pid && WIFSIGNALED(st))
+			snprintf(s->how, sizeof s->how, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else if (r == s->pid && WIFEXITED(st))
+			snprintf(s->how, sizeof s->how, "ended with status %d", WEXITSTATUS(st));
 	}
 #endif
 	return s->gone;
+}
+
+/* child_pid is the child's process id, for the log. */
+static unsigned long child_pid(shim *s) {
+#if defined(_WIN32)
+	return s->process ? GetProcessId(s->process) : 0;
+#else
+	return s->pid > 0 ? (unsigned long)s->pid : 0;
+#endif
 }
 
 /* wait_answer sleeps until the answer's word moves from cur, for at
@@ -232,6 +273,7 @@ static void wait_answer(shim *s, uint32_t cur, int ms) {
 static int ask(shim *s, uint32_t n) {
 	if (s->gone || load(s, OFF_CLOSED)) return -1;
 	s->seq++;
+	s->asked = now_ns();
 	store(s, OFF_REQ_LEN, n);
 	__atomic_store_n(stamp(s, OFF_REQ_STAMP), (int64_t)now_ns(), __ATOMIC_SEQ_CST);
 	store(s, OFF_REQ_SEQ, s->seq);
@@ -285,17 +327,49 @@ static int spin(shim *s, uint64_t start, uint64_t budget, uint64_t deadline) {
 	}
 }
 
-/* await_answer waits for the answer to the last request until the
- * deadline (clock ns, now_ns; 0: for ever): a spin while that pays (the
- * answer to a step of a fast master comes within microseconds of BeamNG's
- * message), then asleep, looking every 100 ms whether the child still
- * lives. AWAIT_OK with the answer at p, n bytes; AWAIT_GONE (the child
- * ended or closed the box), AWAIT_TORN (the answer's frame disagrees) or
- * AWAIT_TIMED_OUT. */
-static int await_answer(shim *s, uint64_t deadline, const uint8_t **p, uint32_t *n) {
+/* bound is how long (ns) a call waits for a sign of life from the child
+ * (an answer, or its beat while it waits for BeamNG): the parameter
+ * processTimeout (0: for ever); START_WAIT_MS while the child starts and
+ * lists the variables. A value the child will refuse (under a second, not
+ * a number) counts as the parameter's start value meanwhile. */
+static uint64_t bound(shim *s) {
+	if (!s->listed || s->bound_vr >= s->nvars) return (uint64_t)START_WAIT_MS * 1000000u;
+	shim_var *v = &s->vars[s->bound_vr];
+	double secs = v->value;
+	if (secs == 0) return 0;
+	if (!(secs >= 1)) secs = v->start >= 1 ? v->start : 1;
+	if (secs > 1e6) secs = 1e6;
+	return (uint64_t)(secs * 1e9);
+}
+
+/* watch starts watching the master's interrupt, once per call: the
+ * interrupts from now on end the call's waits. */
+static void watch(shim *s) {
+	if (s->watching) return;
+	s->seen = interrupt_count();
+	s->watching = 1;
+	interrupt_watch();
+}
+
+/* unwatch stops watching; the interrupts seen go to the master's own
+ * handling. */
+static void unwatch(shim *s) {
+	if (!s->watching) return;
+	s->watching = 0;
+	interrupt_unwatch();
+}
+
+/* await_answer waits for the answer to the last request: a spin while
+ * that pays (the answer to a step of a fast master comes within
+ * microseconds of BeamNG's message), then asleep, looking every LOOK_MS
+ * whether the child still lives and shows a sign of life (an answer, a
+ * beat) within the bound, whether the master's process was interrupted,
+ * whether the instance is being freed. AWAIT_OK with the answer at p, n
+ * bytes; else what ended the wait. */
+static int await_answer(shim *s, const uint8_t **p, uint32_t *n) {
 	if (!answered(s)) {
 		uint64_t start = now_ns(), budget = spin_budget(&s->spin, start);
-		if (budget > 0) spin(s, start, budget, deadline);
+		if (budget > 0) spin(s, start, budget, 0);
 	}
 	while (!answered(s)) {
 		drain(s, 0);
@@ -303,12 +377,21 @@ static int await_answer(shim *s, uint64_t deadline, const uint8_t **p, uint32_t 
 			if (answered(s)) break; /* it answered, then ended */
 			return AWAIT_GONE;
 		}
-		int ms = 100;
-		if (deadline) {
-			uint64_t now = now_ns();
-			if (now >= deadline) return AWAIT_TIMED_OUT;
-			if (deadline - now < 100000000u) ms = (int)((deadline - now + 999999u) / 1000000u);
+		if (__atomic_load_n(&s->cancel, __ATOMIC_SEQ_CST)) return AWAIT_CANCELLED;
+		if (s->watching && interrupt_count() != s->seen) return AWAIT_INTERRUPTED;
+		int ms = LOOK_MS;
+		uint64_t limit = bound(s);
+		if (limit) {
+			uint64_t now = now_ns(), last = s->asked;
+			int64_t beat = __atomic_load_n(stamp(s, OFF_ANS_BEAT), __ATOMIC_SEQ_CST);
+			if (beat > 0 && (uint64_t)beat > last) last = (uint64_t)beat;
+			if (now >= last + limit) {
+				if (answered(s)) break;
+				return AWAIT_SILENT;
+			}
+			if (last + limit - now < (uint64_t)LOOK_MS * 1000000u) ms = (int)((last + limit - now + 999999u) / 1000000u);
 		}
+		watch(s);
 		store(s, OFF_ANS_SLEEP, 1);
 		uint32_t cur = load(s, OFF_ANS_SEQ);
 		if ((int32_t)(cur - s->seq) < 0 && !load(s, OFF_CLOSED)) wait_answer(s, cur, ms);
@@ -416,16 +499,17 @@ static wbuf request(shim *s, char type) {
 static void child_lost(shim *s) {
 	drain(s, 1);
 	s->state = S_FAILED;
+	const char *how = s->how[0] ? s->how : "ended";
 	if (s->last[0])
-		sayf(s, ST_ERROR, "beamconnect's child process, which runs the coupling, ended: %s", s->last);
+		sayf(s, ST_ERROR, "%s: beamconnect's coupling process %s: %s", s->fn, how, s->last);
 	else
-		sayf(s, ST_ERROR, "beamconnect's child process, which runs the coupling, ended without a word");
+		sayf(s, ST_ERROR, "%s: beamconnect's coupling process %s without a word", s->fn, how);
 }
 
 /* broken stops a child that no longer speaks the protocol: nothing it
  * says can be trusted. */
 static int broken(shim *s, const char *what) {
-	sayf(s, ST_ERROR, "beamconnect's child process %s: it is stopped", what);
+	sayf(s, ST_ERROR, "%s: beamconnect's coupling process %s: it is stopped", s->fn, what);
 #if defined(_WIN32)
 	TerminateProcess(s->process, 1);
 #else
@@ -435,10 +519,42 @@ static int broken(shim *s, const char *what) {
 	return -1;
 }
 
+/* given_up says why a call gave its wait up (AWAIT_SILENT, _INTERRUPTED,
+ * _CANCELLED); the instance takes no more steps. */
+static int given_up(shim *s, int why) {
+	s->state = S_FAILED;
+	switch (why) {
+	case AWAIT_SILENT:
+		s->silent = 1;
+		if (s->listed)
+			sayf(s, ST_ERROR,
+			     "%s: beamconnect's coupling process (pid %lu) did not answer within %g s (parameter processTimeout), nor show "
+			     "that it waits for BeamNG, as it does while it waits: it is stopped or hung. The call fails, and the instance "
+			     "takes no more steps: terminate or free it (its process is then ended), or reset it (a new process)",
+			     s->fn, child_pid(s), (double)bound(s) / 1e9);
+		else
+			sayf(s, ST_ERROR, "%s: beamconnect's coupling process (pid %lu) started but did not answer within %g s: it is stopped or hung",
+			     s->fn, child_pid(s), (double)bound(s) / 1e9);
+		break;
+	case AWAIT_INTERRUPTED:
+		sayf(s, ST_ERROR,
+		     "%s: interrupted: the master's process was asked to stop (Ctrl-C) while the call waited; it fails, and the "
+		     "instance takes no more steps (terminate, free or reset it)",
+		     s->fn);
+		break;
+	default:
+		sayf(s, ST_ERROR, "%s: the instance is being freed (from another thread): the call ends", s->fn);
+	}
+	return -1;
+}
+
 /* call sends the request written in w and returns the answer's result
  * (a status) with r at its payload, having logged its log lines; the
  * answers that say "more to come" are followed. -1: no answer (the child
- * is gone, said). */
+ * is gone or silent, the master interrupted: said). Each answer, and each
+ * beat of the child, starts the bound of the wait again: a call lasts
+ * while the child works on it (its own timeouts, connectTimeout and
+ * silenceTimeout, bound what it waits for). */
 static int call(shim *s, wbuf *w, rbuf *r) {
 	if (w->bad) {
 		sayf(s, ST_ERROR, "the request is larger than the shared memory holds (%u bytes)", REQ_CAP);
@@ -451,14 +567,13 @@ static int call(shim *s, wbuf *w, rbuf *r) {
 	for (;;) {
 		const uint8_t *p;
 		uint32_t n;
-		/* No deadline: a call lasts while the child lives (its own
-		 * timeouts bound what it waits for). */
-		int e = await_answer(s, 0, &p, &n);
+		int e = await_answer(s, &p, &n);
 		if (e == AWAIT_TORN) return broken(s, "answered out of turn");
-		if (e != AWAIT_OK) {
+		if (e == AWAIT_GONE) {
 			child_lost(s);
 			return -1;
 		}
+		if (e != AWAIT_OK) return given_up(s, e);
 		*r = (rbuf){p, n, 0, 0};
 		uint8_t result = get_u8(r);
 		uint32_t nlogs = get_u32(r);
@@ -611,7 +726,7 @@ static int start_child(shim *s) {
 	SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
 	HANDLE in_r = NULL, err_w = NULL;
 	if (!CreatePipe(&in_r, &s->stdin_w, &sa, 0) || !CreatePipe(&s->stderr_r, &err_w, &sa, 0)) {
-		sayf(s, ST_ERROR, "cannot make the child process's pipes (error %lu)", GetLastError());
+		sayf(s, ST_ERROR, "cannot make the coupling process's pipes (error %lu)", GetLastError());
 		return -1;
 	}
 	SetHandleInformation(s->stdin_w, HANDLE_FLAG_INHERIT, 0);
@@ -620,7 +735,7 @@ static int start_child(shim *s) {
 	s->req_ev = CreateEventW(&sa, FALSE, FALSE, NULL);
 	s->ans_ev = CreateEventW(&sa, FALSE, FALSE, NULL);
 	if (!s->map || !s->req_ev || !s->ans_ev || !(s->mem = MapViewOfFile(s->map, FILE_MAP_WRITE, 0, 0, BOX_SIZE))) {
-		sayf(s, ST_ERROR, "cannot make the shared memory the child process answers through (error %lu)", GetLastError());
+		sayf(s, ST_ERROR, "cannot make the shared memory the coupling process answers through (error %lu)", GetLastError());
 		CloseHandle(in_r);
 		CloseHandle(err_w);
 		return -1;
@@ -695,7 +810,7 @@ static int start_child(shim *s) {
 		char *exe = narrow(s->exe);
 		char msg[64];
 		snprintf(msg, sizeof msg, "%lu", err);
-		sayf(s, ST_ERROR, "cannot start beamconnect's child process %s (error %s): the FMU carries it beside its library", exe ? exe : "", msg);
+		sayf(s, ST_ERROR, "cannot start beamconnect's coupling process %s (error %s): the FMU carries it beside its library", exe ? exe : "", msg);
 		free(exe);
 		return -1;
 	}
@@ -716,7 +831,7 @@ static int high(int fd) {
 static int start_child(shim *s) {
 	int in[2] = {-1, -1}, err[2] = {-1, -1}, mem = -1;
 	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-		sayf(s, ST_ERROR, "cannot make the child process's pipes: %s", strerror(errno));
+		sayf(s, ST_ERROR, "cannot make the coupling process's pipes: %s", strerror(errno));
 		return -1;
 	}
 	in[0] = high(in[0]), in[1] = high(in[1]), err[0] = high(err[0]), err[1] = high(err[1]);
@@ -735,7 +850,7 @@ static int start_child(shim *s) {
 	if (mem < 0 || ftruncate(mem, BOX_SIZE) != 0 ||
 	    (s->mem = mmap(NULL, BOX_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0)) == MAP_FAILED) {
 		s->mem = NULL;
-		sayf(s, ST_ERROR, "cannot make the shared memory the child process answers through: %s", strerror(errno));
+		sayf(s, ST_ERROR, "cannot make the shared memory the coupling process answers through: %s", strerror(errno));
 		close(in[0]), close(in[1]), close(err[0]), close(err[1]);
 		if (mem >= 0) close(mem);
 		return -1;
@@ -780,7 +895,7 @@ static int start_child(shim *s) {
 	close(err[1]);
 	close(mem);
 	if (e != 0) {
-		sayf(s, ST_ERROR, "cannot start beamconnect's child process %s: %s (the FMU carries it beside its library)", s->exe, strerror(e));
+		sayf(s, ST_ERROR, "cannot start beamconnect's coupling process %s: %s (the FMU carries it beside its library)", s->exe, strerror(e));
 		close(in[1]);
 		close(err[0]);
 		s->pid = 0;
@@ -804,6 +919,17 @@ static void end_child(shim *s) {
 #if defined(_WIN32)
 	if (s->stdin_w) CloseHandle(s->stdin_w);
 	s->stdin_w = NULL;
+	if (s->process && s->silent) {
+		/* A child that did not answer may have its threads suspended (a
+		 * debugger, a process explorer): they go on (ntdll's
+		 * NtResumeProcess, looked up: the library links kernel32 alone),
+		 * so that it sees the master's end and leaves BeamNG with
+		 * neutral controls. */
+		typedef LONG(WINAPI * resume_fn)(HANDLE);
+		HMODULE nt = GetModuleHandleW(L"ntdll.dll");
+		resume_fn resume = nt ? (resume_fn)(void (*)(void))GetProcAddress(nt, "NtResumeProcess") : NULL;
+		if (resume) resume(s->process);
+	}
 	if (s->process) {
 		if (WaitForSingleObject(s->process, END_WAIT_MS) != WAIT_OBJECT_0) TerminateProcess(s->process, 1);
 		WaitForSingleObject(s->process, 5000);
@@ -819,6 +945,9 @@ static void end_child(shim *s) {
 #else
 	if (s->stdin_w >= 0) close(s->stdin_w);
 	s->stdin_w = -1;
+	/* A child that is stopped (SIGSTOP, a terminal's) goes on, sees the
+	 * master's end and leaves BeamNG with neutral controls. */
+	if (s->pid > 0 && !ended(s)) kill(s->pid, SIGCONT);
 	if (s->pid > 0) {
 		uint64_t until = now_ns() + (uint64_t)END_WAIT_MS * 1000000u;
 		while (!ended(s) && now_ns() < until) {
@@ -873,9 +1002,12 @@ static int list_part(shim *s, rbuf *r, uint32_t *have) {
  * variables. */
 static int open_child(shim *s) {
 	s->gone = 0;
+	s->silent = 0;
 	s->seq = 0;
 	s->last[0] = 0;
+	s->how[0] = 0;
 	s->npartial = 0;
+	s->listed = 0; /* it starts: START_WAIT_MS bounds the waits */
 	if (start_child(s) != 0) return -1;
 	wbuf w = request(s, REQ_OPEN);
 	put_u32(&w, SHIM_PROTOCOL);
@@ -887,12 +1019,17 @@ static int open_child(shim *s) {
 	rbuf r;
 	int res = call(s, &w, &r);
 	if (res != ST_OK && res != ST_WARNING) return -1;
-	if (s->vars) return 0; /* started again (a reset): it has the variables already */
+	/* processTimeout's value reference, then the list */
+	uint32_t bound_vr = get_u32(&r);
+	if (s->vars) { /* started again (a reset): it has the variables already */
+		s->listed = 1;
+		return 0;
+	}
 	/* The list comes in parts, as many variables as fit in an answer:
 	 * the rest is asked for (REQ_LIST, from the first not yet listed). */
 	uint32_t n = get_u32(&r);
 	if (r.bad || n > (1u << 24)) {
-		sayf(s, ST_ERROR, "beamconnect's child process listed the variables in a way the shim cannot read");
+		sayf(s, ST_ERROR, "beamconnect's coupling process listed the variables in a way the shim cannot read");
 		return -1;
 	}
 	s->vars = calloc(n ? n : 1, sizeof(shim_var));
@@ -905,10 +1042,14 @@ static int open_child(shim *s) {
 	s->nvars = n;
 	for (uint32_t have = 0;;) {
 		if (list_part(s, &r, &have) != 0) {
-			sayf(s, ST_ERROR, "beamconnect's child process listed the variables in a way the shim cannot read");
+			sayf(s, ST_ERROR, "beamconnect's coupling process listed the variables in a way the shim cannot read");
 			return -1;
 		}
-		if (have == n) return 0;
+		if (have == n) {
+			s->bound_vr = bound_vr < n && s->vars[bound_vr].type == T_REAL && s->vars[bound_vr].causality == C_PARAMETER ? bound_vr : n;
+			s->listed = 1;
+			return 0;
+		}
 		wbuf more = request(s, REQ_LIST);
 		put_u32(&more, have);
 		res = call(s, &more, &r);
@@ -931,6 +1072,7 @@ shim *shim_new(int major, const char *name, const char *token, const char *resou
 	s->logging = logging;
 	s->cats = CAT_ALL;
 	s->state = S_INSTANTIATED;
+	s->fn = major == 2 ? "fmi2Instantiate" : "fmi3InstantiateCoSimulation";
 	s->spin.score = 256; /* spinning pays until a spin says otherwise */
 	s->spin.calm = SPIN_MIN_CALM_NS;
 #if !defined(_WIN32)
@@ -974,7 +1116,9 @@ shim *shim_new(int major, const char *name, const char *token, const char *resou
 		shim_free(s);
 		return NULL;
 	}
-	if (open_child(s) != 0) {
+	int ok = open_child(s) == 0;
+	unwatch(s);
+	if (!ok) {
 		shim_free(s);
 		return NULL;
 	}
@@ -994,8 +1138,49 @@ static void free_vars(shim *s) {
 	s->in = s->out = NULL;
 }
 
-void shim_free(shim *s) {
-	if (!s) return;
+int shim_enter(shim *s, const char *fn) {
+	int idle = 0;
+	if (!__atomic_compare_exchange_n(&s->busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		const char *other = __atomic_load_n(&s->fn, __ATOMIC_RELAXED);
+		sayf(s, ST_ERROR,
+		     "%s: refused: another call on this instance (%s) is in progress, from another thread; FMI allows one call at a "
+		     "time on an instance",
+		     fn, other ? other : "?");
+		return -1;
+	}
+	__atomic_store_n(&s->fn, fn, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void shim_leave(shim *s) {
+	int watching = s->watching;
+	s->watching = 0;
+	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	/* After the instance is let go: the master's handler, which may run
+	 * now, may free it. */
+	if (watching) interrupt_unwatch();
+}
+
+int shim_free(shim *s) {
+	if (!s) return 0;
+	/* A call in progress on another thread (FMI forbids it, but a crash
+	 * is worse) ends at its wait's next look; then the instance goes. */
+	__atomic_store_n(&s->cancel, 1, __ATOMIC_SEQ_CST);
+	uint64_t until = now_ns() + (uint64_t)END_WAIT_MS * 1000000u;
+	for (int idle = 0; !__atomic_compare_exchange_n(&s->busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED); idle = 0) {
+		if (now_ns() > until) {
+			__atomic_store_n(&s->cancel, 0, __ATOMIC_SEQ_CST);
+			sayf(s, ST_ERROR, "the instance is freed while a call on it goes on (%s, from another thread), which did not end: it is left as it is",
+			     __atomic_load_n(&s->fn, __ATOMIC_RELAXED));
+			return -1;
+		}
+#if defined(_WIN32)
+		Sleep(1);
+#else
+		struct timespec ts = {0, 1000000L};
+		nanosleep(&ts, NULL);
+#endif
+	}
 	end_child(s);
 	free_vars(s);
 	free(s->name);
@@ -1003,6 +1188,7 @@ void shim_free(shim *s) {
 	free(s->resources);
 	free(s->exe);
 	free(s);
+	return 0;
 }
 
 void shim_logging(shim *s, int on, size_t n, const char *const categories[]) {
@@ -1048,7 +1234,7 @@ static int outputs(shim *s, rbuf *r) {
 	double t = get_f64(r);
 	uint32_t n = get_u32(r);
 	if (r->bad || n != s->nout) {
-		sayf(s, ST_ERROR, "beamconnect's child process answered with the wrong number of outputs");
+		sayf(s, ST_ERROR, "beamconnect's coupling process answered with the wrong number of outputs");
 		return ST_ERROR;
 	}
 	for (uint32_t i = 0; i < n; i++) s->vars[s->out[i]].value = get_f64(r);
@@ -1121,7 +1307,13 @@ int shim_do_step(shim *s, double t, double h) {
 int shim_terminate(shim *s) {
 	if (s->state == S_TERMINATED) return ST_OK;
 	int res = ST_OK;
-	if (!s->gone && (s->state == S_INITIALIZATION || s->state == S_STEP || s->state == S_FAILED)) {
+	if (s->silent && !s->gone) {
+		/* Nothing it would say can be waited for: it is asked to end
+		 * (a stopped one goes on to), and killed if it does not. */
+		sayf(s, ST_WARNING, "%s: beamconnect's coupling process stopped answering before: it is ended, not asked for the run's summary", s->fn);
+		end_child(s);
+		res = ST_WARNING;
+	} else if (!s->gone && (s->state == S_INITIALIZATION || s->state == S_STEP || s->state == S_FAILED)) {
 		wbuf w = request(s, REQ_TERMINATE);
 		rbuf r;
 		res = call(s, &w, &r);
@@ -1143,7 +1335,7 @@ int shim_reset(shim *s) {
 	s->time = s->start = 0;
 	s->stop_defined = 0;
 	int res = ST_ERROR;
-	if (!s->gone) {
+	if (!s->gone && !s->silent) {
 		wbuf w = request(s, REQ_RESET);
 		rbuf r;
 		res = call(s, &w, &r);

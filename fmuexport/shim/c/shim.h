@@ -42,7 +42,18 @@ enum { CAT_EVENTS = 1, CAT_WARNING = 2, CAT_ERROR = 4, CAT_ALL = 7 };
 typedef void (*shim_say)(void *ctx, const char *instance, int status, const char *category, const char *message);
 shim *shim_new(int major, const char *name, const char *token, const char *resources, int logging, shim_say say,
                void *ctx);
-void shim_free(shim *s);
+/* shim_free ends the child and frees the instance; a call in progress on
+ * another thread (which FMI forbids) ends first, at its wait's next look.
+ * -1: that call did not end, and the instance is left as it is. */
+int shim_free(shim *s);
+
+/* Every call on an instance but free is between shim_enter and
+ * shim_leave: an instance takes one call at a time, as FMI has it; a
+ * second, from another thread, is refused (-1), said through the logger,
+ * and its function returns Error. fn is the function's name. Nothing of
+ * the instance is touched after shim_leave. */
+int shim_enter(shim *s, const char *fn);
+void shim_leave(shim *s);
 
 void shim_logging(shim *s, int on, size_t n, const char *const categories[]);
 void shim_error(shim *s, const char *fmt, const char *arg); /* a log line of status Error, "%s" filled by arg */
@@ -68,5 +79,13 @@ double shim_time(shim *s);
 int shim_state(shim *s);
 /* shim_unsupported says a function the FMU does not provide was called. */
 int shim_unsupported(shim *s, const char *fn);
+
+/* The master's interrupt (interrupt.c): while a call waits it watches,
+ * and interrupt_count counts the interrupts seen meanwhile (a wait that
+ * sees it move ends its call); unwatch hands them to the master's own
+ * handling. Watches nest, across instances and threads. */
+void interrupt_watch(void);
+void interrupt_unwatch(void);
+unsigned interrupt_count(void);
 
 #endif

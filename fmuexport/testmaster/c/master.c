@@ -21,70 +21,19 @@
  * The exit status is the worst FMI status any call returned (0 OK, 1
  * Warning, 3 Error…), 10 for a bad command line or library. Every log
  * line goes to stdout as "[STATUS] category: message", at once. */
-#include <math.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "master.h"
 
-#if defined(_WIN32)
-#include <windows.h>
-#define LIBEXT ".dll"
-#define SEP "\\"
-#else
-#include <dlfcn.h>
-#include <signal.h>
-#define LIBEXT ".so"
-#define SEP "/"
-#endif
+const char *names[] = {"OK", "Warning", "Discard", "Error", "Fatal", "Pending"};
 
-/* FMI 2.0 */
-typedef void *fmi2Component;
-typedef unsigned int fmi2ValueReference;
-typedef int fmi2Status;
-typedef struct {
-	void (*logger)(void *env, const char *name, int status, const char *category, const char *message, ...);
-	void *(*allocateMemory)(size_t n, size_t size);
-	void (*freeMemory)(void *p);
-	void (*stepFinished)(void *env, int status);
-	void *env;
-} fmi2Callbacks;
-typedef fmi2Component (*fmi2InstantiateFn)(const char *, int, const char *, const char *, const fmi2Callbacks *, int, int);
-typedef void (*fmi2FreeInstanceFn)(fmi2Component);
-typedef fmi2Status (*fmi2SetupExperimentFn)(fmi2Component, int, double, double, int, double);
-typedef fmi2Status (*fmi2ComponentFn)(fmi2Component);
-typedef fmi2Status (*fmi2SetRealFn)(fmi2Component, const fmi2ValueReference *, size_t, const double *);
-typedef fmi2Status (*fmi2GetRealFn)(fmi2Component, const fmi2ValueReference *, size_t, double *);
-typedef fmi2Status (*fmi2SetIntegerFn)(fmi2Component, const fmi2ValueReference *, size_t, const int *);
-typedef fmi2Status (*fmi2SetStringFn)(fmi2Component, const fmi2ValueReference *, size_t, const char *const *);
-typedef fmi2Status (*fmi2DoStepFn)(fmi2Component, double, double, int);
+void (*log_hook)(const char *message);
 
-/* FMI 3.0 */
-typedef void *fmi3Instance;
-typedef uint32_t fmi3ValueReference;
-typedef void (*fmi3LogFn)(void *env, int status, const char *category, const char *message);
-typedef fmi3Instance (*fmi3InstantiateCoSimulationFn)(const char *, const char *, const char *, bool, bool, bool, bool,
-                                                      const fmi3ValueReference *, size_t, void *, fmi3LogFn, void *);
-typedef void (*fmi3FreeInstanceFn)(fmi3Instance);
-typedef int (*fmi3EnterInitializationModeFn)(fmi3Instance, bool, double, double, bool, double);
-typedef int (*fmi3InstanceFn)(fmi3Instance);
-typedef int (*fmi3SetFloat64Fn)(fmi3Instance, const fmi3ValueReference *, size_t, const double *, size_t);
-typedef int (*fmi3GetFloat64Fn)(fmi3Instance, const fmi3ValueReference *, size_t, double *, size_t);
-typedef int (*fmi3SetInt32Fn)(fmi3Instance, const fmi3ValueReference *, size_t, const int32_t *, size_t);
-typedef int (*fmi3SetStringFn)(fmi3Instance, const fmi3ValueReference *, size_t, const char *const *, size_t);
-typedef int (*fmi3DoStepFn)(fmi3Instance, double, double, bool, bool *, bool *, bool *, double *);
-
-static const char *names[] = {"OK", "Warning", "Discard", "Error", "Fatal", "Pending"};
-
-static void say(int status, const char *category, const char *message) {
+void say(int status, const char *category, const char *message) {
+	if (log_hook && message) log_hook(message);
 	printf("[%s] %s: %s\n", status >= 0 && status <= 5 ? names[status] : "?", category ? category : "", message ? message : "");
 	fflush(stdout);
 }
 
-static void logger2(void *env, const char *name, int status, const char *category, const char *message, ...) {
+void logger2(void *env, const char *name, int status, const char *category, const char *message, ...) {
 	(void)env, (void)name;
 	/* The FMU doubles % and # in its messages; shown as the master
 	 * would, formatted. */
@@ -96,12 +45,12 @@ static void logger2(void *env, const char *name, int status, const char *categor
 	say(status, category, buf);
 }
 
-static void logger3(void *env, int status, const char *category, const char *message) {
+void logger3(void *env, int status, const char *category, const char *message) {
 	(void)env;
 	say(status, category, message);
 }
 
-static void *lib_open(const char *path) {
+void *lib_open(const char *path) {
 #if defined(_WIN32)
 	wchar_t w[4096];
 	MultiByteToWideChar(CP_UTF8, 0, path, -1, w, 4096);
@@ -111,7 +60,7 @@ static void *lib_open(const char *path) {
 #endif
 }
 
-static void *sym(void *lib, const char *name) {
+void *sym(void *lib, const char *name) {
 #if defined(_WIN32)
 	void *f = (void *)GetProcAddress((HMODULE)lib, name);
 #else
@@ -124,7 +73,7 @@ static void *sym(void *lib, const char *name) {
 	return f;
 }
 
-static void lib_close(void *lib) {
+void lib_close(void *lib) {
 #if defined(_WIN32)
 	FreeLibrary((HMODULE)lib);
 #else
@@ -137,7 +86,7 @@ static int shorten = 0; /* -last */
 
 /* number reads a double, inf, -inf and nan included (atof of some C
  * libraries reads neither). */
-static double number(const char *s) {
+double number(const char *s) {
 	if (!strcmp(s, "inf")) return HUGE_VAL;
 	if (!strcmp(s, "-inf")) return -HUGE_VAL;
 	if (!strcmp(s, "nan")) return HUGE_VAL - HUGE_VAL;
@@ -160,13 +109,22 @@ static int check(int status, const char *call) {
 	return status;
 }
 
-/* uri is FMI 2.0's resource location of folder dir. */
-static void uri(char *out, size_t n, const char *dir) {
+void uri(char *out, size_t n, const char *dir) {
 	char path[4096];
 	snprintf(path, sizeof path, "%s%sresources", dir, SEP);
 	for (char *p = path; *p; p++)
 		if (*p == '\\') *p = '/';
 	snprintf(out, n, "file://%s%s", path[0] == '/' ? "" : "/", path);
+}
+
+void lib_path(char *out, size_t n, const char *dir, const char *id, int fmi) {
+	snprintf(out, n, "%s%sbinaries%s%s%s%s" LIBEXT, dir, SEP, SEP,
+#if defined(_WIN32)
+	         fmi == 2 ? "win64" : "x86_64-windows",
+#else
+	         fmi == 2 ? "linux64" : "x86_64-linux",
+#endif
+	         SEP, id);
 }
 
 static int run(int argc, char **argv, const char *out) {
@@ -181,13 +139,7 @@ static int run(int argc, char **argv, const char *out) {
 		if (*p == ',') p++;
 	}
 	char lib[4096];
-	snprintf(lib, sizeof lib, "%s%sbinaries%s%s%s%s" LIBEXT, dir, SEP, SEP,
-#if defined(_WIN32)
-	         fmi == 2 ? "win64" : "x86_64-windows",
-#else
-	         fmi == 2 ? "linux64" : "x86_64-linux",
-#endif
-	         SEP, id);
+	lib_path(lib, sizeof lib, dir, id, fmi);
 	void *l = lib_open(lib);
 	if (!l) {
 		fprintf(stderr, "master: cannot load %s\n", lib);
@@ -296,6 +248,7 @@ static int run(int argc, char **argv, const char *out) {
 }
 
 int main(int argc, char **argv) {
+	if (argc > 1 && !strcmp(argv[1], "-probe")) return probe(argc - 2, argv + 2);
 	int twice = argc > 1 && !strcmp(argv[1], "-twice");
 	if (twice) argc--, argv++;
 	if (argc > 1 && !strcmp(argv[1], "-nochld")) {
