@@ -12,7 +12,6 @@ import (
 	"beamconnect/coupling"
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/memnet"
-	"beamconnect/recording/recordingtest"
 )
 
 // cruiseSystem is BeamNG and the test's cruise FMU (its fault, if any, as
@@ -145,34 +144,27 @@ func TestRecordedControlsAreTheReplys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	file := filepath.Join(t.TempDir(), "run.csv")
-	f, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type applied struct{ throttle, brake float64 }
 	got := map[float64]applied{} // by reply id, as BeamNG applied it
 	var r *run
+	var rows []map[string]float64
 	synctest.Test(t, func(t *testing.T) {
-		rec := coupling.NewRecorder(f, sys.Plan, nil)
+		rec := record(t, sys.Plan)
 		r = couple(t, sys, m, emulator.Config{Steps: 4000, Trace: func(s *emulator.StepRecord) {
 			if s.Accepted {
 				v := r.ems[0].Vehicle()
 				got[s.GotID] = applied{v.Throttle, v.Brake}
 			}
-		}}, memnet.New(), func(o *coupling.Options) { o.Record = rec })
+		}}, memnet.New(), func(o *coupling.Options) { o.Record = rec.rec })
 		r.run(t)
-		if err := rec.Close(); err != nil {
-			t.Fatal(err)
-		}
+		rows = rec.rows(t)
 	})
-	f.Close()
 	v := r.s.Values()
 	if v[coupling.ModelFaults] < 1 || v[coupling.NeutralReplies] < 100 {
 		t.Fatalf("faults %d, neutral replies %d: want the component's fault, neutral controls while it lasted\n%s",
 			v[coupling.ModelFaults], v[coupling.NeutralReplies], r.log)
 	}
-	rows, compared, neutral := recordingtest.Rows(t, file), 0, 0
+	compared, neutral := 0, 0
 	for _, row := range rows {
 		a, ok := got[row["reply_id"]]
 		if !ok {

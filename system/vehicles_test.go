@@ -9,7 +9,6 @@ import (
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
 	"beamconnect/fmu/testfmu"
-	"beamconnect/recording/recordingtest"
 )
 
 // writeSystem writes an .ssd of components and connections (XML
@@ -172,19 +171,10 @@ func TestUnfedInputsAndModelExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	file := filepath.Join(t.TempDir(), "run.csv")
-	f, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := coupling.NewRecorder(f, sys.Plan, nil)
-	r := couple(t, sys, m, emulator.Config{Steps: 10000, FreeRunning: true}, nil, func(o *coupling.Options) { o.Record = rec })
+	rec := record(t, sys.Plan)
+	r := couple(t, sys, m, emulator.Config{Steps: 10000, FreeRunning: true}, nil, func(o *coupling.Options) { o.Record = rec.rec })
 	r.run(t)
-	if err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	rows := recordingtest.Rows(t, file)
+	rows := rec.rows(t)
 	got := rows[len(rows)-1] // the recording's last row
 	if v := r.s.Values(); v[coupling.ModelFaults] != 0 || v[coupling.SolverSteps] == 0 || got["cruise.groundspeed"] != 15 || got["decay.x"] <= 0 ||
 		got["decay.u"] != got["vehicle.groundspeed"] {
