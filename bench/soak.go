@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"runtime"
@@ -100,9 +101,11 @@ func (e *episodeTracker) end() []time.Duration {
 // against BeamNG's side paced in real time at its fastest rate (a message
 // every 0.5 ms physics step) until ctx ends, with faults on (emulator
 // fault specs; nil: SoakFaults), and reports what was lost, the stalls,
-// the time to recover and the memory growth. d is the soak's planned
-// length, for the report.
-func Soak(ctx context.Context, d time.Duration, faults []string, log *slog.Logger) (SoakResult, error) {
+// the time to recover and the memory growth. d bounds it in the machine's
+// time; sim, when set, ends it after that much of BeamNG's simulated time
+// (then d only bounds it: a soak bounded by BeamNG's time sends the same
+// messages, and meets the same seeded faults, on any machine).
+func Soak(ctx context.Context, d, sim time.Duration, faults []string, log *slog.Logger) (SoakResult, error) {
 	if len(faults) == 0 {
 		faults = SoakFaults
 	}
@@ -136,7 +139,12 @@ func Soak(ctx context.Context, d time.Duration, faults []string, log *slog.Logge
 		return SoakResult{}, err
 	}
 	var eps episodeTracker
-	em, err := scene.Start(sess, plan, scene.Options{Log: log, Tune: func(_ int, cfg *emulator.Config) { cfg.Faults, cfg.Trace = f, eps.step }})
+	em, err := scene.Start(sess, plan, scene.Options{Log: log, Tune: func(_ int, cfg *emulator.Config) {
+		cfg.Faults, cfg.Trace = f, eps.step
+		if sim > 0 {
+			cfg.Steps = int64(math.Round(sim.Seconds() / plan.PhysicsDt))
+		}
+	}})
 	if err != nil {
 		return SoakResult{}, err
 	}
@@ -149,12 +157,20 @@ func Soak(ctx context.Context, d time.Duration, faults []string, log *slog.Logge
 	wg.Go(func() { sess.Run(ctx) })
 	mem := &memWatch{}
 	wg.Go(func() { mem.watch(ctx, log, st) })
-	log.Info("soaking", "for", d, "faults", strings.Join(faults, " "))
+	if sim > 0 {
+		log.Info("soaking", "simulated", sim, "at_most", d, "faults", strings.Join(faults, " "))
+	} else {
+		log.Info("soaking", "for", d, "faults", strings.Join(faults, " "))
+	}
 	em.Run(ctx)
 	cancel()
 	wg.Wait()
 	recorder.Close()
-	r := soakReport(d, faults, *em.Summary(0), st, &eps, mem, recorder)
+	length := d.String()
+	if sim > 0 {
+		length = sim.String() + " of BeamNG's time"
+	}
+	r := soakReport(length, faults, *em.Summary(0), st, &eps, mem, recorder)
 	r.ReportedFaults = sess.Faults()
 	return r, nil
 }
@@ -190,11 +206,11 @@ func (m *memWatch) watch(ctx context.Context, log *slog.Logger, st *coupling.Sta
 }
 
 // soakReport is what a soak measured.
-func soakReport(d time.Duration, faults []string, sum emulator.Summary, st *coupling.Stats, eps *episodeTracker, mem *memWatch, rec *coupling.Recorder) SoakResult {
+func soakReport(length string, faults []string, sum emulator.Summary, st *coupling.Stats, eps *episodeTracker, mem *memWatch, rec *coupling.Recorder) SoakResult {
 	ds := eps.end()
 	v := st.Snapshot()
 	r := SoakResult{
-		Duration: d.String(), Faults: faults,
+		Duration: length, Faults: faults,
 		Sent: sum.Sent, Answered: v[coupling.Replies], Accepted: sum.Accepted, Rejected: sum.Rejected,
 		Stalls: sum.Stalls, LockstepLost: v[coupling.LockstepLost], OutOfLockstepS: time.Duration(v[coupling.OutOfLockstep]).Seconds(),
 		Episodes: len(ds), EndedInLockstep: !eps.open, Dropped: v.Dropped(), Drained: v[coupling.Drained],

@@ -119,16 +119,17 @@ func (p *parser) resolve(raw *rawConfig) *Config {
 }
 
 // modelTimeout warns when the model timeout a run takes is shorter than
-// the period the model is stepped at: a step that takes less than a
-// period, as any may, would then be a fault, answered with neutral
-// controls. beamng.modelTimeoutMs says it; without it, in lockstep, an
+// BeamNG's period, the shortest a model is stepped at: a step that takes
+// less than a period, as any may, would then be a fault, answered with
+// neutral controls. (A model stepped less often, an FMU with a step of its
+// own, is compared with that step where the FMU is read: fmumodel.) beamng.modelTimeoutMs says it; without it, in lockstep, an
 // inputs group's overdueDataTimeout shorter than the default becomes it
 // (ports.Plan.ModelTimeout), which a timeout meant for late data to BeamNG
 // does silently. In real time the default is 5 periods.
 func (p *parser) modelTimeout(cfg *Config, raw *rawConfig, in []Group) {
 	if cfg.ModelTimeout > 0 {
 		if cfg.ModelTimeout < cfg.Period {
-			p.at(Warning, "/beamng/modelTimeoutMs", "%s is shorter than the period the model is stepped at (%s): a model step that takes longer is a fault, and BeamNG gets neutral controls for its message; expected at least %s",
+			p.at(Warning, "/beamng/modelTimeoutMs", "%s is shorter than BeamNG's period (%s), the shortest a model is stepped at: a model step that takes longer is a fault, and BeamNG gets neutral controls for its message; expected at least %s",
 				ms(cfg.ModelTimeout), ms(cfg.Period), ms(cfg.Period))
 		}
 		return
@@ -147,7 +148,7 @@ func (p *parser) modelTimeout(cfg *Config, raw *rawConfig, in []Group) {
 	}
 	g := in[shortest]
 	p.at(Warning, "/inputs/"+strconv.Itoa(shortest)+"/"+overdueKey(&raw.Inputs[shortest]),
-		"%s becomes the model timeout (beamng.modelTimeoutMs is not set, and in lockstep the shortest overdueDataTimeout of the inputs below %s is taken): shorter than the period the model is stepped at (%s), so a model step that takes longer is a fault and BeamNG gets neutral controls for its message; expected at least %s, or beamng.modelTimeoutMs set",
+		"%s becomes the model timeout (beamng.modelTimeoutMs is not set, and in lockstep the shortest overdueDataTimeout of the inputs below %s is taken): shorter than BeamNG's period (%s), the shortest a model is stepped at, so a model step that takes longer is a fault and BeamNG gets neutral controls for its message; expected at least %s, or beamng.modelTimeoutMs set",
 		ms(g.Overdue), ms(LockstepModelTimeoutMs/1000.0), ms(cfg.Period), ms(cfg.Period))
 }
 

@@ -48,10 +48,15 @@ type inbox struct {
 	fromHeld bool
 	src      source
 
-	lastID       float64
-	lastArrival  time.Time
+	lastID      float64
+	lastArrival time.Time
+	// firstID is the first id of BeamNG's coupling as it runs now (since
+	// it last started over); earlier is the simulated time its couplings
+	// before covered, each from its first message to one period after its
+	// last (as the recording's time axis goes on): SimTime adds them.
 	firstID      float64
-	firstAt      time.Time
+	earlier      float64
+	firstAt      time.Time     // BeamNG's first message of the run
 	interArrival time.Duration // between the last two BeamNG messages (ping_results[1])
 	// jumpFrom is an id dropped as an implausible jump: if the next message
 	// continues from it, the jump was BeamNG's own and is followed. -1: none.
@@ -200,6 +205,14 @@ func (in *inbox) accept(d []byte, from netip.AddrPort, now time.Time) (id float6
 	return id, whole, true
 }
 
+// startedOver notes that BeamNG's coupling started over: the simulated
+// time of the one before is kept, and the next message is the new one's
+// first.
+func (in *inbox) startedOver() {
+	in.earlier += in.sim.Remote(in.lastID+1) - in.sim.Remote(in.firstID)
+	in.firstID = -1
+}
+
 // place classifies an id from BeamNG's address against the ids before it:
 // the first after connecting, a controller restart, the end of a silence
 // (BeamNG's 2 s timeout, or a pause: silence.go), a repeat, an implausible
@@ -220,6 +233,9 @@ func (in *inbox) place(id float64, from netip.AddrPort, now time.Time) bool {
 		in.stats.inc(Connects)
 		return in.place(id, from, now)
 	case in.fresh:
+		if in.stats.Get(Messages) > 0 && id <= in.lastID {
+			in.startedOver() // a coupling of BeamNG's started anew while the link was down
+		}
 		in.prior = netip.AddrPort{}
 		// The first message since connecting: BeamNG may have been cycling
 		// through 2 s timeouts with nobody answering; count from here (a
@@ -237,6 +253,7 @@ func (in *inbox) place(id float64, from netip.AddrPort, now time.Time) bool {
 		in.restarted = true
 		in.log.Warn("BeamNG's controller restarted (ids from 0 again)", "from", from)
 		in.rebase(id, now)
+		in.startedOver()
 	case gap >= rebaseGap && id > in.lastID:
 		pause = in.endSilence(id, gap, now)
 	case id <= in.lastID:
@@ -257,7 +274,10 @@ func (in *inbox) place(id float64, from netip.AddrPort, now time.Time) bool {
 	in.interArrival = gap
 	in.lastID, in.lastArrival = id, now
 	if in.stats.inc(Messages) == 1 {
-		in.firstID, in.firstAt = id, now
+		in.firstAt = now
+		in.firstID = id
+	} else if in.firstID < 0 {
+		in.firstID = id
 	}
 	in.stats.lastArrival.Store(now.UnixNano())
 	return true

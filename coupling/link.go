@@ -123,12 +123,14 @@ func (l *Link) SendTo() netip.AddrPort { return l.sock.sendTo() }
 func (l *Link) Sync() *timesync.Engine { return l.sim }
 
 // SimTime is the remote simulation time the run covered: from BeamNG's
-// first message to its latest.
+// first message to its latest, every coupling of BeamNG's in the run (it
+// restarted its controller: ids from 0 again) counted, as the recording's
+// time axis counts them.
 func (l *Link) SimTime() float64 {
 	if l.stats.Get(Messages) == 0 {
 		return 0
 	}
-	return l.sim.Remote(l.in.lastID) - l.sim.Remote(l.in.firstID)
+	return l.in.earlier + l.sim.Remote(l.in.lastID) - l.sim.Remote(l.in.firstID)
 }
 
 // diagnosed are what the link diagnosed so far, in the order of their
@@ -314,7 +316,9 @@ func (l *Link) receive() {
 // value, as it was encoded: this vehicle's controls from the reply
 // (clamped, or neutral, "keep" as BeamNG gets it), the other vehicles' as
 // the model wrote them in this step, and the model's own variables as the
-// step left them; their time is BeamNG's simulation time of the message.
+// step left them, but for those that are BeamNG's port elements (a
+// system's connectors of BeamNG's), which are the message's and the
+// reply's values; their time is BeamNG's simulation time of the message.
 // Under the stage's lock, in the step, so no other vehicle's step comes
 // in between.
 func (l *Link) observed(st *stage, id float64) {
@@ -324,6 +328,7 @@ func (l *Link) observed(st *stage, id float64) {
 	}
 	st.sample()
 	ins := l.out.wireInputs(l.plan, st, l.index)
+	st.carry(ins)
 	if o.Record != nil {
 		e := &l.entry
 		*e = recording.Entry{Time: l.simTime, LocalTime: l.sim.Local(), Vehicle: l.index, Status: int(l.status.now()),

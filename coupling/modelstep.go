@@ -396,6 +396,16 @@ type variables struct {
 	list    []models.Variable
 	values  []float64 // one per variable, as Sample writes them
 	sampled []int     // the variables with columns of their own (recording.Layout.Sampled)
+	carried []carried // the sampled variables that are BeamNG's port elements (models.Variable.Carried)
+}
+
+// carried is a recorded variable that is a port element as BeamNG's side
+// carried it: modelVals[k] is element at of the outputs (out) or of the
+// inputs as the reply carried them.
+type carried struct {
+	k   int
+	at  models.Ref
+	out bool
 }
 
 // useVariables takes the model's variables as they are now, for plan.
@@ -411,6 +421,12 @@ func (st *stage) useVariables(plan *ports.Plan) {
 		v.values[i] = math.NaN()
 	}
 	v.sampled = recording.LayoutOf(plan, v.list).Sampled
+	v.carried = nil
+	for k, i := range v.sampled {
+		if x := v.list[i]; x.Carried {
+			v.carried = append(v.carried, carried{k: k, at: x.At, out: x.FromBeamNG})
+		}
+	}
 	st.modelVals = make([]float64, len(v.sampled))
 	st.modelGroup = [][]float64{st.modelVals}
 }
@@ -433,6 +449,20 @@ func (st *stage) sample() {
 	v.sampler.Sample(v.values)
 	for k, i := range v.sampled {
 		st.modelVals[k] = v.values[i]
+	}
+}
+
+// carry writes the variables that are BeamNG's port elements into
+// modelVals from the message's outputs and the inputs as the reply
+// carried them (wire), over what the model sampled. Under the stage's
+// lock, after sample.
+func (st *stage) carry(wire [][]float64) {
+	for _, c := range st.vars.carried {
+		from := wire
+		if c.out {
+			from = st.outs
+		}
+		st.modelVals[c.k] = c.at.Get(from)
 	}
 }
 

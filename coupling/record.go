@@ -63,6 +63,12 @@ type Recorder struct {
 	lastT     float64
 	endT      float64          // the last row's time, set by Close for the writer
 	reload    *recording.Event // a reload waiting for the time of its first row
+	// A destination that takes nothing, said while the run goes on: since
+	// when the writer has refused every hand-over, whether that was said,
+	// and the lost rows' log, at once and then at most every lostSayEvery.
+	refusedSince time.Time
+	stallSaid    bool
+	lostSaid     *models.Limiter
 	// Rows held back while the model has not named its variables (before
 	// the header is written): their values as the layout then had them,
 	// and their vehicles.
@@ -84,6 +90,7 @@ type Recorder struct {
 	rows     atomic.Int64 // rows recorded (handed over)
 	written  atomic.Int64 // rows in the file
 	lost     atomic.Int64 // rows that could not be written
+	behind   atomic.Int64 // of those, rows never kept: the writer was too far behind
 	failures int          // failed writes (writer goroutine)
 	errMu    sync.Mutex
 	err      error // the first write error
@@ -112,7 +119,7 @@ func NewRecorderOf(w recording.Writer, name string, plan *ports.Plan, log *slog.
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Recorder{
-		f: w, log: log, name: name, lastT: math.NaN(),
+		f: w, log: log, name: name, lastT: math.NaN(), lostSaid: models.NewLimiter(lostSayEvery),
 		cur:  &batch{data: make([]byte, 0, recordBufSize)},
 		full: make(chan *batch, 1), free: make(chan *batch, 3), done: make(chan struct{}),
 	}
@@ -266,9 +273,16 @@ func (r *Recorder) Row(e *recording.Entry) {
 	before := len(r.cur.data)
 	r.cur.data = r.f.Row(r.cur.data, e.Vehicle, r.vals)
 	if len(r.cur.data) > maxBuffered {
-		// The writer is far behind: the row is counted lost, not kept.
+		// The writer is far behind: the row is counted lost, not kept, and
+		// said at once (then at most every lostSayEvery): the log's handler
+		// never blocks.
 		r.cur.data = r.cur.data[:before]
-		r.lost.Add(1)
+		r.behind.Add(1)
+		lost := r.lost.Add(1)
+		if n, ok := r.lostSaid.Allow(time.Now()); ok {
+			r.log.Error("recording: rows are lost: the destination is too far behind (a pipe nobody reads, a hung or slow disk?); the coupling goes on",
+				"file", r.name, "rows_lost", lost, "since_said", n)
+		}
 		return
 	}
 	r.rows.Add(1)
@@ -340,8 +354,32 @@ func (r *Recorder) handOver(now time.Time) {
 		r.full <- r.cur
 		r.cur = <-r.free
 		r.cur.data, r.cur.events = r.cur.data[:0], r.cur.events[:0]
+		if r.stallSaid {
+			r.log.Info("recording: the destination takes rows again", "file", r.name, "after", now.Sub(r.refusedSince).Round(time.Millisecond))
+		}
+		r.refusedSince, r.stallSaid = time.Time{}, false
+		return
+	}
+	// The writer still holds what it was handed: a destination that has
+	// taken nothing for stallAfter is said while the run goes on, not
+	// only when Close gives up on it.
+	switch {
+	case r.refusedSince.IsZero():
+		r.refusedSince = now
+	case !r.stallSaid && now.Sub(r.refusedSince) >= stallAfter:
+		r.stallSaid = true
+		r.log.Warn("recording: the destination takes no rows (a pipe nobody reads, a hung disk?); the coupling goes on, rows wait in memory and past 8 MB are lost",
+			"file", r.name, "for", now.Sub(r.refusedSince).Round(time.Millisecond))
 	}
 }
+
+// stallAfter is how long the writer may hold rows it was handed before the
+// destination is said to take none; lostSayEvery bounds how often lost rows
+// are said (the first at once).
+const (
+	stallAfter   = time.Second
+	lostSayEvery = 10 * time.Second
+)
 
 // takeEvents moves the events waiting into b, but those still waiting
 // for a row's time.
@@ -413,7 +451,8 @@ func (r *Recorder) Close() error {
 // written by now is lost, said at once.
 func (r *Recorder) abandon() {
 	r.abandoned.Store(true)
-	lost := r.rows.Load() - r.written.Load()
+	// Every row kept and not written, and those never kept.
+	lost := r.behind.Load() + r.rows.Load() - r.written.Load()
 	r.lost.Store(lost)
 	err := fmt.Errorf("%s took no rows for %v (a hung disk, or a pipe nobody reads): %d rows lost", r.name, closeWait, lost)
 	r.errMu.Lock()

@@ -245,27 +245,50 @@ func (s stuck) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// A recording destination that blocks does not hold the run's end: Close
-// gives up after its bound, the rows not written are counted lost, and the
-// error says so at once.
+// A recording destination that blocks is said while the run goes on: once
+// the writer has held its rows for a second, and again when rows are lost
+// (the writer 8 MB behind), each said once however many rows follow. It
+// does not hold the run's end: Close gives up after its bound, the rows not
+// written are counted lost, and the error says so at once.
 func TestRecorderBlockedDestination(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dest := stuck{make(chan struct{})}
 		defer close(dest.release)
 		log := &logBuffer{}
 		r := NewRecorder(dest, recordPlan(t), log.Logger())
+		defer r.Close() // on a failure: the writer let go
 		outs := [][]float64{{3}, {12.5}, {0.5, 0}, {2000, 3}, {1.25, 250}}
 		ins := [][]float64{{1}, {0.25, 0}, {0}}
-		for i := range 5000 {
-			r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
-			r.flushBy(time.Now().Add(time.Duration(i)*time.Second), 250*time.Millisecond)
-		}
 		start := time.Now()
+		row := func(i int) {
+			r.Row(&recording.Entry{Time: float64(i) * 0.005, LocalTime: float64(i) * 0.005, Status: int(ports.Connected), ID: float64(i), ReplyID: float64(i + 1), Outputs: outs, Inputs: ins, Setpoints: []float64{20}})
+			r.flushBy(start.Add(time.Duration(i)*5*time.Millisecond), 250*time.Millisecond) // BeamNG's pace
+		}
+		const stalls = "recording: the destination takes no rows"
+		i := 0
+		for ; i < 1000 && !log.Has(stalls); i++ {
+			row(i)
+			synctest.Wait() // the writer has taken what it was handed, and blocks in it
+		}
+		// The writer took the first row at once and holds it; the second
+		// hand-over (250 ms) waits for it; the third (500 ms) is refused,
+		// and a second later (row 300) that is said.
+		if !log.Has(stalls) || i != 301 || r.Lost() != 0 {
+			t.Fatalf("after %d rows (%v of BeamNG's), lost %d; log:\n%s", i, time.Duration(i)*5*time.Millisecond, r.Lost(), log)
+		}
+		for ; r.Lost() < 1000 && i < 1_000_000; i++ {
+			row(i)
+		}
+		if r.Lost() < 1000 || strings.Count(log.String(), "recording: rows are lost: the destination is too far behind") != 1 || strings.Count(log.String(), stalls) != 1 {
+			t.Fatalf("after %d rows, lost %d; log:\n%s", i, r.Lost(), log)
+		}
+		kept, lost := r.Rows(), r.Lost()
+		start = time.Now()
 		err := r.Close()
 		if waited := time.Since(start); waited != closeWait {
 			t.Errorf("Close waited %v, want its bound %v", waited, closeWait)
 		}
-		if err == nil || !strings.Contains(err.Error(), "took no rows") || r.Lost() != 5000 || r.Written() != 0 {
+		if err == nil || !strings.Contains(err.Error(), "took no rows") || r.Lost() != kept+lost || r.Written() != 0 {
 			t.Errorf("Close: %v; rows %d, written %d, lost %d", err, r.Rows(), r.Written(), r.Lost())
 		}
 		if !log.Has("the destination blocks") {

@@ -21,6 +21,14 @@ type Variable struct {
 	// of its own.
 	Drives bool
 	At     Ref
+	// Carried says the variable is port element At itself as BeamNG's side
+	// carried it (a system's connectors of BeamNG's): an input element (a
+	// control) as the reply carried it, an output element (FromBeamNG) as
+	// BeamNG's message did. The coupling records that value, not Sample's,
+	// so the column is what BeamNG got or sent whatever the model's step
+	// did (a fault's neutral controls included).
+	Carried    bool
+	FromBeamNG bool
 }
 
 // Sampler is a Model with variables of its own to record: the coupling

@@ -271,9 +271,9 @@ func noSuchField(file, spec string, names []Name) error {
 	var all, parts []string
 	for _, n := range names {
 		all = append(all, n.Full)
-		parts = append(parts, n.Full, n.Field, n.Base())
+		parts = append(parts, n.Full, n.Field, n.Base(), n.Port) // a port or a system's component alone
 		if n.Vehicle != "" {
-			parts = append(parts, n.Vehicle+"."+n.Field)
+			parts = append(parts, n.Vehicle, n.Vehicle+"."+n.Field)
 		}
 	}
 	hint := ""

@@ -411,9 +411,16 @@ func TestPlotFieldsAndWindow(t *testing.T) {
 		{"an unknown field", PlotOptions{Fields: []string{"speed"}}, `r.csv: --fields "speed": no such column (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
 		{"a misspelt field", PlotOptions{Fields: []string{"groundsped"}}, `r.csv: --fields "groundsped": no such column (did you mean "groundspeed"?) (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
 		{"a window without rows", PlotOptions{From: 5, To: 6}, "r.csv: nothing to plot: no rows between 5 s and 6 s (the run spans 0 s to 0.025 s)"},
+		{"a misspelt port", PlotOptions{Fields: []string{"ot1"}}, `r.csv: --fields "ot1": no such column (did you mean "out1"?) (columns: status, out1.groundspeed, directive, in1.throttle, out1.rpm)`},
+		{"a misspelt component", PlotOptions{Fields: []string{"controler"}}, `r.csv: --fields "controler": no such column (did you mean "controller"?) (columns: status, out1.groundspeed, directive, in1.throttle, vehicle.groundspeed, controller.demand)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Plot(io.Discard, "r.csv", CSVSource("r.csv", open(reloaded)), tt.o); err == nil || err.Error() != tt.want {
+			rec := reloaded
+			if strings.Contains(tt.want, "controller") { // a system's recording
+				rec = "time,status,id,reply_id,reloads,local_time,out1.groundspeed,directive,in1.throttle,vehicle.groundspeed,controller.demand\n" +
+					"0,3,0,1,0,0,10,1,0.5,10,0.5\n0.005,3,1,2,0,0.005,10.1,1,0.4,10.1,0.4\n"
+			}
+			if _, err := Plot(io.Discard, "r.csv", CSVSource("r.csv", open(rec)), tt.o); err == nil || err.Error() != tt.want {
 				t.Errorf("%+v:\n got %v\nwant %s", tt.o, err, tt.want)
 			}
 		})

@@ -51,6 +51,7 @@ func TestSchemaRefuses(t *testing.T) {
 		{"duplicate-id.ssd", "9:22", `<Component id>: "a" is the id of another element too (line 7): expected ids unique in the file`},
 		{"namespace.ssd", "2:1", `the root element <SystemStructureDescription> is none the schema declares: expected SystemStructureDescription (<SystemStructureDescription> is in the namespace "http://ssp-standard.org/SSP2/SystemStructureDescription": expected "http://ssp-standard.org/SSP1/SystemStructureDescription")`},
 		{"not-well-formed.ssd", "40:5", `not well-formed XML: </ssd:Element> closes <ssd:Elements>`},
+		{"unquoted.ssd", "11:50", `not well-formed XML: unquoted or missing attribute value in element`},
 		{"no-system.ssd", "7:3", `<Enumerations> is not expected here in <SystemStructureDescription>: expected <System>`},
 		{"datetime.ssd", "6:62", `<SystemStructureDescription generationDateAndTime>: "yesterday" is not a date and time such as 2024-05-17T09:30:00Z (xs:dateTime)`},
 		{"unbounded.ssd", "57:55", `<DefaultExperiment> is not expected here in <SystemStructureDescription>: expected one of <MetaData>, <Signature>, <Annotations>`},
@@ -61,6 +62,9 @@ func TestSchemaRefuses(t *testing.T) {
 		{"hex.ssv", "11:44", `<Binary value>: "0xff" is not hexadecimal bytes (xs:hexBinary)`},
 		{"bool.ssm", "5:57", `<MappingEntry suppressUnitConversion>: "yes" is not true, false, 1 or 0 (xs:boolean)`},
 		{"entry.ssm", "4:3", `<MappingEntry> lacks its attribute target`},
+		{"xml-lang.ssd", "9:37", `<Component> has no attribute xml:lang: expected id, description, name, type, source, implementation`},
+		{"xsi-type.ssd", "43:23", `<Connection xsi:type>: "foo" names no type the schema defines: expected no xsi:type (<Connection>'s type is the one its declaration defines)`},
+		{"xsi-nil.ssd", "12:80", `<Real xsi:nil>: <Real> is not nillable (its declaration does not say nillable="true"): expected no xsi:nil`},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			file := filepath.Join("testdata", "invalid", tt.file)

@@ -128,14 +128,24 @@ func TestSchemaChecksAgreeWithXmllint(t *testing.T) {
 }
 
 // Mutants of the valid fixtures (a line removed, doubled or swapped with
-// the next, an attribute's value or name changed), made the same every
-// run, get the same verdict from xmllint and the schema checks, and the
-// well-formed ones errors on the same lines.
+// the next, an attribute's value or name changed, an attribute of the xml
+// or the XML Schema instance namespace added to an element), made the same
+// every run, get the same verdict from xmllint and the schema checks, and
+// the well-formed ones errors on the same lines.
 func TestSchemaChecksAgreeWithXmllintOnMutants(t *testing.T) {
 	lint := xmllint(t)
 	dir := t.TempDir()
 	values := []string{"", "x", "-1", "1e3", "true", "INF", "input", "0.5 1", "2.0", "300", "a b"}
 	attr := regexp.MustCompile(`(\w+)="([^"]*)"`)
+	// Namespaced attributes: the xml namespace's (declared nowhere in
+	// SSP's schemas), the instance namespace's (the location hints any
+	// element may carry, xsi:type of the right type, of none, of another,
+	// with a prefix not bound, xsi:nil on elements none of which is
+	// nillable, an xsi attribute XML Schema does not define).
+	namespaced := []string{`xml:lang="en"`, `xml:space="preserve"`, `xml:bogus="1"`, `xsi:schemaLocation="urn:a a.xsd"`,
+		`xsi:noNamespaceSchemaLocation="a.xsd"`, `xsi:type="foo"`, `xsi:type="ssd:TComponent"`, `xsi:type="ssc:TAnnotations"`,
+		`xsi:type="ssv:TParameter"`, `xsi:type="nope:T"`, `xsi:type="xs:string"`, `xsi:nil="true"`, `xsi:nil="false"`, `xsi:foo="1"`}
+	startTag := regexp.MustCompile(`<[A-Za-z][\w:]*`)
 	seed := uint64(1)
 	rnd := func(n int) int { // xorshift: the same mutants every run
 		seed ^= seed << 13
@@ -145,11 +155,20 @@ func TestSchemaChecksAgreeWithXmllintOnMutants(t *testing.T) {
 	}
 	compared, invalid := 0, 0
 	for _, src := range []string{"testdata/valid.ssd", "testdata/valid.ssv", "testdata/valid.ssm"} {
-		lines := strings.Split(string(read(t, src)), "\n")
+		// Every mutant declares the prefixes xsi and xs on its root.
+		text := strings.Replace(string(read(t, src)), " xmlns:", ` xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:`, 1)
+		lines := strings.Split(text, "\n")
 		for i := range 150 {
 			m := slices.Clone(lines)
 			at := 1 + rnd(len(m)-2)
-			switch rnd(5) {
+			switch rnd(6) {
+			case 5:
+				tags := startTag.FindAllStringIndex(m[at], -1)
+				if len(tags) == 0 {
+					continue
+				}
+				end := tags[rnd(len(tags))][1]
+				m[at] = m[at][:end] + " " + namespaced[rnd(len(namespaced))] + m[at][end:]
 			case 0:
 				m = slices.Delete(m, at, at+1)
 			case 1:

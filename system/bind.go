@@ -1,6 +1,7 @@
 package system
 
 import (
+	"fmt"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -14,18 +15,26 @@ import (
 // interface, step, parameter values), and lays out the system's plan.
 func (c *checker) runnable() {
 	s := c.s
-	for _, comp := range s.Components {
+	for i, comp := range s.Components {
 		if comp.BeamNG {
 			continue
 		}
 		for _, f := range fmumodel.Check(comp.modelParams(nil, false), s.componentPlan(comp)) {
 			at, path := Place{File: c.ssd, Pos: comp.Node.AttrPos("source")}, pathOf(comp.Node)
+			msg := strings.TrimPrefix(f.Msg, "model fmu: ")
 			if name, ok := strings.CutPrefix(f.Param, "parameters/"); ok {
-				at, path = comp.paramPlace(unescape(name), c.ssd), comp.Name+"."+unescape(name)
+				name = unescape(name)
+				at, path = comp.paramPlace(name, c.ssd), comp.Name+"."+name
+				if l := s.feeding(i, name); l != nil && f.Warning {
+					// The fmu model binds it to its plan's field; in a
+					// system a connection feeds it.
+					msg = fmt.Sprintf("the FMU's input %q is fed by the connection %s.%s → %s.%s (%s:%d): the value given here is replaced by the connection's at every step; expected no value for it, or no connection into it",
+						name, s.Components[l.From].Name, l.FromConn.Name, comp.Name, l.ToConn.Name, filepath.Base(c.ssd), l.Node.Pos.Line)
+				}
 			} else if f.Param == "interface" {
 				at.Pos = comp.Node.AttrPos("implementation")
 			}
-			c.place(at.File, at.Pos, path, f.Warning, "%s", strings.TrimPrefix(f.Msg, "model fmu: "))
+			c.place(at.File, at.Pos, path, f.Warning, "%s", msg)
 		}
 	}
 	plan := *s.Plan
@@ -35,6 +44,17 @@ func (c *checker) runnable() {
 }
 
 func unescape(s string) string { return strings.NewReplacer("~1", "/", "~0", "~").Replace(s) }
+
+// feeding is the connection into component i's FMU variable name, nil for
+// none.
+func (s *System) feeding(i int, name string) *Link {
+	for _, l := range s.Links {
+		if l.To == i && l.ToConn.Var != nil && l.ToConn.Var.Name == name {
+			return l
+		}
+	}
+	return nil
+}
 
 // inputs are the component's inputs the connections feed, in its
 // connectors' order: the fields of its plan's outputs port.

@@ -54,7 +54,7 @@ func (c *checker) connections(sys *ssp.System) {
 			continue
 		}
 		if fi == ti {
-			c.at(cn.Node, false, "the connection joins %s to itself", c.s.Components[fi].label())
+			c.at(cn.Node, false, "the connection joins %s to itself: beamconnect connects one component's output to another component's input (a feedback within one FMU belongs inside it); expected another component at one end", c.s.Components[fi].label())
 			continue
 		}
 		if first, ok := fed[to]; ok {

@@ -5,11 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"beamconnect/beamng/emulator"
 	"beamconnect/coupling"
 	"beamconnect/fmu/testfmu"
+	"beamconnect/internal/memnet"
 )
 
 // cruiseSystem is BeamNG and the test's cruise FMU (its fault, if any, as
@@ -124,5 +126,64 @@ func TestSlowComponentSlowsBeamNGOnly(t *testing.T) {
 	}
 	if strings.Contains(r.log.String(), "ERROR") {
 		t.Errorf("errors logged:\n%s", r.log)
+	}
+}
+
+// A component's fault changes nothing a recording says of BeamNG: its
+// controls (vehicle.throttle, vehicle.brake) are what the reply carried,
+// neutral while the fault lasts, as BeamNG applied them, not the values
+// the components' connections held. On the fake clock (synctest), over
+// the emulator's in-memory pipe, the FMU in process: its outputs NaN from
+// its 200th step on, a fault that lasts until the run ends.
+func TestRecordedControlsAreTheReplys(t *testing.T) {
+	path := cruiseSystem(t, testfmu.Options{Fault: "nan", After: 200})
+	sys := load(t, path)
+	// Made outside the bubble: the FMU's thread spins on the real clock.
+	m, err := New(sys, sys.Plan, Options{InProcess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	type applied struct{ throttle, brake float64 }
+	got := map[float64]applied{} // by reply id, as BeamNG applied it
+	var r *run
+	var rows []map[string]float64
+	synctest.Test(t, func(t *testing.T) {
+		rec := record(t, sys.Plan)
+		r = couple(t, sys, m, emulator.Config{Steps: 4000, Trace: func(s *emulator.StepRecord) {
+			if s.Accepted {
+				v := r.ems[0].Vehicle()
+				got[s.GotID] = applied{v.Throttle, v.Brake}
+			}
+		}}, memnet.New(), func(o *coupling.Options) { o.Record = rec.rec })
+		r.run(t)
+		rows = rec.rows(t)
+	})
+	v := r.s.Values()
+	if v[coupling.ModelFaults] < 1 || v[coupling.NeutralReplies] < 100 {
+		t.Fatalf("faults %d, neutral replies %d: want the component's fault, neutral controls while it lasted\n%s",
+			v[coupling.ModelFaults], v[coupling.NeutralReplies], r.log)
+	}
+	compared, neutral := 0, 0
+	for _, row := range rows {
+		a, ok := got[row["reply_id"]]
+		if !ok {
+			continue // not applied (a window BeamNG moved past)
+		}
+		compared++
+		if a.throttle == 0 && a.brake == 0 {
+			neutral++
+		}
+		for _, c := range []struct {
+			name string
+			want float64
+		}{{"vehicle.throttle", a.throttle}, {"vehicle.brake", a.brake}, {"in1.throttle", a.throttle}, {"in1.brake", a.brake}} {
+			if row[c.name] != c.want {
+				t.Fatalf("reply %v: %s recorded %v, BeamNG applied %v", row["reply_id"], c.name, row[c.name], c.want)
+			}
+		}
+	}
+	if compared < 300 || neutral < 100 {
+		t.Errorf("%d rows compared with what BeamNG applied, %d of them neutral: want the run's rows, the fault's among them", compared, neutral)
 	}
 }

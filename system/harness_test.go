@@ -15,6 +15,8 @@ import (
 	"beamconnect/fmu/testfmu"
 	"beamconnect/internal/logtest"
 	"beamconnect/internal/memnet"
+	"beamconnect/ports"
+	"beamconnect/recording/recordingtest"
 	"beamconnect/timesync"
 )
 
@@ -159,4 +161,34 @@ func (r *run) run(t testing.TB, during ...func(ctx context.Context)) {
 	if timedOut {
 		t.Fatalf("timed out\n%s", r.log)
 	}
+}
+
+// recorded is a run's recording into a CSV file of the test's.
+type recorded struct {
+	file string
+	f    *os.File
+	rec  *coupling.Recorder
+}
+
+// record makes a recording of plan's run (inside the synctest bubble of a
+// run in one: its writer is a goroutine of the recorder's).
+func record(t testing.TB, plan *ports.Plan) *recorded {
+	t.Helper()
+	r := &recorded{file: filepath.Join(t.TempDir(), "run.csv")}
+	var err error
+	if r.f, err = os.Create(r.file); err != nil {
+		t.Fatal(err)
+	}
+	r.rec = coupling.NewRecorder(r.f, plan, nil)
+	return r
+}
+
+// rows ends the recording and reads its rows.
+func (r *recorded) rows(t testing.TB) []map[string]float64 {
+	t.Helper()
+	if err := r.rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.f.Close()
+	return recordingtest.Rows(t, r.file)
 }

@@ -35,8 +35,7 @@ type Model struct {
 	reads    models.Vehicles
 	vars     []models.Variable
 	from     []source // where each variable's value is
-	beamVals []float64
-	fault    cause // the fault Fault last returned, per component
+	fault    cause    // the fault Fault last returned, per component
 	end      cause
 }
 
@@ -70,10 +69,10 @@ type beamFeed struct {
 	src  source
 }
 
-// beamConn is one of BeamNG's declared connectors.
+// beamConn is one of BeamNG's declared connectors: its element (of the
+// inputs for a control, of the outputs for a signal).
 type beamConn struct {
-	at    models.Ref
-	input bool
+	at models.Ref
 }
 
 // source is where a value is: an element of BeamNG's message (comp nil),
@@ -84,7 +83,7 @@ type source struct {
 	k     int
 	at    models.Ref
 	input bool // comp's input k
-	beam  bool // beamVals[k]
+	beam  bool // BeamNG's connector m.beam[k]
 }
 
 // cause remembers the fault (or end) a component said and the error the
@@ -240,7 +239,7 @@ func (m *Model) beamNGEnds(plan *ports.Plan) (beamEnds, map[*runComp][]feed, mod
 			if err != nil {
 				return b, nil, nil, err
 			}
-			b.conns = append(b.conns, beamConn{at: at, input: cn.Input})
+			b.conns = append(b.conns, beamConn{at: at})
 		}
 	}
 	if reads == nil {
@@ -306,13 +305,6 @@ func (m *Model) Step(t float64, out, in [][]float64) bool {
 	for i := range m.toBeamNG {
 		f := &m.toBeamNG[i]
 		f.at.Set(in, f.link.apply(m.value(f.src, out)))
-	}
-	for i, b := range m.beam {
-		if b.input {
-			m.beamVals[i] = b.at.Get(in)
-		} else {
-			m.beamVals[i] = b.at.Get(out)
-		}
 	}
 	return computed
 }

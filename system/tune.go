@@ -1,15 +1,16 @@
 package system
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
 	"beamconnect/config"
+	"beamconnect/internal/xsd"
 	"beamconnect/models"
 	"beamconnect/ports"
+	"beamconnect/ssp"
 )
 
 // Live edits. A system's run is reloaded whole, as a config's is: BeamNG's
@@ -56,6 +57,7 @@ func (m *Model) Rebind(plan *ports.Plan, running, params models.Params) (func(),
 			rc.feeds = feeds[rc]
 		}
 		m.toBeamNG, m.beam, m.reads = beam.feeds, beam.conns, reads
+		m.carry() // the coupling lays its recording out again after the commit
 	}, nil
 }
 
@@ -70,10 +72,16 @@ func asValues(v any) map[string]any {
 
 // Restructured says what differs between a running system and a reloaded
 // one that a run cannot take (its components, their FMUs and connectors,
-// the connections and what they do to values), "" when only what a
-// reload takes changed (parameter values, BeamNG's config).
-func Restructured(was, now *System) string {
-	var diffs []string
+// the connections and what they do to values), each placed at the element
+// of the reloaded .ssd where it differs (where one was removed, the element
+// that held it); none when only what a reload takes changed (parameter
+// values, BeamNG's config).
+func Restructured(was, now *System) config.Diagnostics {
+	var ds config.Diagnostics
+	file := now.display(now.Pkg.SSDFile)
+	refuse := func(n *xsd.Node, what string) {
+		ds = append(ds, ssp.Diag(file, n.Pos, pathOf(n), false, "cannot change while running (restart beamconnect for it): "+what))
+	}
 	names := func(s *System) []string {
 		var out []string
 		for _, c := range s.Components {
@@ -82,34 +90,77 @@ func Restructured(was, now *System) string {
 		return out
 	}
 	if a, b := names(was), names(now); !slices.Equal(a, b) {
-		return fmt.Sprintf("the components (%s → %s)", strings.Join(a, ", "), strings.Join(b, ", "))
+		refuse(firstDiffering(len(a), len(b), func(i int) bool { return a[i] == b[i] }, func(i int) *xsd.Node { return now.Components[i].Node }, elementsOf(now)),
+			fmt.Sprintf("the components (%s → %s)", strings.Join(a, ", "), strings.Join(b, ", ")))
+		return ds
 	}
 	for i, a := range was.Components {
 		b := now.Components[i]
 		switch {
 		case a.BeamNG != b.BeamNG || a.Vehicle != b.Vehicle:
-			diffs = append(diffs, "what the component "+a.Name+" is")
+			refuse(b.Node, "what the component "+a.Name+" is")
 		case !a.BeamNG && (a.digest != b.digest || a.Interface != b.Interface):
-			diffs = append(diffs, "the FMU of "+a.Name)
+			refuse(b.Node, "the FMU of "+a.Name)
 		case connectors(a) != connectors(b):
-			diffs = append(diffs, "the connectors of "+a.Name+" ("+connectors(a)+" → "+connectors(b)+")")
+			at := firstDiffering(len(a.Connectors), len(b.Connectors), func(k int) bool { return connector(a.Connectors[k]) == connector(b.Connectors[k]) },
+				func(k int) *xsd.Node { return b.Connectors[k].Node }, b.Node)
+			refuse(at, "the connectors of "+a.Name+" ("+connectors(a)+" → "+connectors(b)+")")
 		}
 	}
-	if a, b := links(was), links(now); a != b {
-		diffs = append(diffs, "the connections ("+a+" → "+b+")")
+	if a, b := links(was), links(now); !slices.Equal(a, b) {
+		refuse(firstDiffering(len(a), len(b), func(k int) bool { return a[k] == b[k] }, func(k int) *xsd.Node { return now.Links[k].Node }, connectionsOf(now)),
+			"the connections ("+strings.Join(a, "; ")+" → "+strings.Join(b, "; ")+")")
 	}
-	return strings.Join(diffs, "; ")
+	return ds
+}
+
+// firstDiffering is the element of the reloaded file where two lists (of
+// lengths la, lb) first differ: the reloaded list's element there (at),
+// or, where the reloaded list is the shorter, the element that holds it.
+func firstDiffering(la, lb int, same func(int) bool, at func(int) *xsd.Node, holder *xsd.Node) *xsd.Node {
+	k := 0
+	for k < min(la, lb) && same(k) {
+		k++
+	}
+	if k < lb {
+		return at(k)
+	}
+	return holder
+}
+
+// elementsOf is the <Elements> of s's system, connectionsOf its
+// <Connections> (or the system, when it has none).
+func elementsOf(s *System) *xsd.Node { return s.Components[0].Node.Parent }
+
+func connectionsOf(s *System) *xsd.Node {
+	sys := elementsOf(s).Parent
+	if c := sys.Child("Connections"); c != nil {
+		return c
+	}
+	return sys
 }
 
 func connectors(c *Component) string {
 	var out []string
 	for _, cn := range c.Connectors {
-		out = append(out, cn.Name+" "+cn.Kind+" "+cn.Unit.name)
+		out = append(out, connector(cn))
 	}
 	return strings.Join(out, ", ")
 }
 
-func links(s *System) string {
+// connector says a connector as Restructured compares it: its name, kind
+// and unit.
+func connector(cn *Connector) string { return cn.Name + " " + cn.Kind + " " + unitName(cn.Unit) }
+
+// unitName is a unit's name as messages say it, "no unit" for none.
+func unitName(u unit) string {
+	if u.name == "" {
+		return "no unit"
+	}
+	return u.name
+}
+
+func links(s *System) []string {
 	var out []string
 	for _, l := range s.Links {
 		d := fmt.Sprintf("%s.%s → %s.%s", s.Components[l.From].Name, l.FromConn.Name, s.Components[l.To].Name, l.ToConn.Name)
@@ -117,11 +168,11 @@ func links(s *System) string {
 			d += fmt.Sprintf(" %s %v %v %v %v %v", t.Kind, t.Factor, t.Offset, t.BoolMap, t.IntMap, t.EnumMap)
 		}
 		if l.Units.on {
-			d += fmt.Sprintf(" %s→%s", l.FromConn.Unit.name, l.ToConn.Unit.name)
+			d += fmt.Sprintf(" %s→%s", unitName(l.FromConn.Unit), unitName(l.ToConn.Unit))
 		}
 		out = append(out, d)
 	}
-	return strings.Join(out, "; ")
+	return out
 }
 
 // Reload moves a run of the system at path, whose structure is running's,
@@ -129,8 +180,8 @@ func links(s *System) string {
 // when its structure changed, then handed to reload (the session's,
 // coupling.Session.Reload), which retunes it all or nothing and counts
 // what it refuses; refused counts a reload refused before (nil: none).
-// The diagnostics are a system that is not valid now; err why nothing was
-// applied otherwise.
+// The diagnostics are a system that is not valid now, or what of its
+// structure changed (Restructured); err why nothing was applied otherwise.
 func Reload(path string, running *System, reload func(*ports.Plan) (ports.Changes, error), refused func()) (ports.Changes, config.Diagnostics, error) {
 	if refused == nil {
 		refused = func() {}
@@ -145,9 +196,9 @@ func Reload(path string, running *System, reload func(*ports.Plan) (ports.Change
 		return ports.Changes{}, ds, nil
 	}
 	defer sys.Close()
-	if what := Restructured(running, sys); what != "" {
+	if ds := Restructured(running, sys); len(ds) > 0 {
 		refused()
-		return ports.Changes{}, nil, errors.New("these cannot change while running (restart beamconnect for them): " + what)
+		return ports.Changes{}, ds, nil
 	}
 	ch, err := reload(sys.Plan)
 	// A component's parameter, as the .ssv names it: controller.kp.

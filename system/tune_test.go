@@ -166,3 +166,52 @@ func TestLiveEditRetunesWithin100ms(t *testing.T) {
 func refusedReload(s *coupling.Session) {
 	s.Stats().Set(coupling.ReloadErrors, s.Stats().Get(coupling.ReloadErrors)+1)
 }
+
+// An edit of what a run cannot change is refused where it is written in
+// the reloaded .ssd, the element's line and column (where something was
+// removed, the element that held it), saying what changed; a connector
+// without a unit says so ("no unit"), not a blank.
+func TestStructuralEditRefusedWhereItIs(t *testing.T) {
+	path := example(t)
+	original := string(readFile(t, path))
+	running := load(t, path)
+	for _, tt := range []struct {
+		name, from, to, want string
+	}{
+		{"a connection removed",
+			`      <ssd:Connection startElement="actuator" startConnector="brake" endElement="vehicle" endConnector="brake"/>` + "\n", "",
+			`SystemStructure.ssd:40:5: cannot change while running (restart beamconnect for it): the connections (vehicle.groundspeed → controller.speed m/s→km/h; ` +
+				`controller.demand → actuator.command; actuator.throttle → vehicle.throttle; actuator.brake → vehicle.brake → vehicle.groundspeed → controller.speed m/s→km/h; ` +
+				`controller.demand → actuator.command; actuator.throttle → vehicle.throttle)`},
+		{"a connection changed",
+			`startElement="actuator" startConnector="throttle" endElement="vehicle"`, `startElement="actuator" startConnector="position" endElement="vehicle"`,
+			`SystemStructure.ssd:43:7: Connection[actuator.position → vehicle.throttle]: cannot change while running (restart beamconnect for it): the connections (`},
+		{"a connector removed",
+			`          <ssd:Connector name="ki" kind="parameter"><ssc:Float64/></ssd:Connector>` + "\n", "",
+			`SystemStructure.ssd:18:7: Component[controller]: cannot change while running (restart beamconnect for it): the connectors of controller ` +
+				`(speed input km/h, demand output no unit, setSpeed parameter km/h, kp parameter no unit, ki parameter no unit → ` +
+				`speed input km/h, demand output no unit, setSpeed parameter km/h, kp parameter no unit)`},
+		{"two connectors swapped",
+			"          <ssd:Connector name=\"throttle\" kind=\"output\"><ssc:Real/></ssd:Connector>\n          <ssd:Connector name=\"brake\" kind=\"output\"><ssc:Real/></ssd:Connector>",
+			"          <ssd:Connector name=\"brake\" kind=\"output\"><ssc:Real/></ssd:Connector>\n          <ssd:Connector name=\"throttle\" kind=\"output\"><ssc:Real/></ssd:Connector>",
+			`SystemStructure.ssd:33:11: Component[actuator].Connector[brake]: cannot change while running (restart beamconnect for it): the connectors of actuator (`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			edited := strings.Replace(original, tt.from, tt.to, 1)
+			if edited == original {
+				t.Fatal("the edit changes nothing")
+			}
+			if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			defer os.WriteFile(path, []byte(original), 0o644)
+			ch, ds, err := Reload(path, running, func(*ports.Plan) (ports.Changes, error) {
+				t.Error("a structural edit went on to the session's reload")
+				return ports.Changes{}, nil
+			}, nil)
+			if err != nil || len(ds) != 1 || !strings.Contains(ds.Error(), tt.want) || ch.Params != "" {
+				t.Errorf("err %v, changes %+v; got\n%s\nwant\n%s", err, ch, ds, tt.want)
+			}
+		})
+	}
+}

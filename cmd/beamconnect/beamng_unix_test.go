@@ -273,7 +273,7 @@ func TestFollowRecordingIsWhatBeamNGGot(t *testing.T) {
 	run.Process.Signal(os.Interrupt)
 	waitExit(t, run, 30*time.Second, "run after SIGINT")
 
-	got := byID(readTable(t, filepath.Join(logs, emulator.ReceiveLogName))) // by reply id
+	got := byID(readTable(t, filepath.Join(logs, "ego", emulator.ReceiveLogName))) // ego's, by reply id
 	lines := recordingtest.Read(t, rec)
 	col := map[string]int{}
 	for i, name := range lines[0] {

@@ -69,7 +69,9 @@ NAME measures only the responders whose name contains NAME (repeatable):
 
 --soak runs beamconnect (in process, with a recording) against BeamNG's side
 paced in real time at its fastest rate, a message every 0.5 ms, for
---duration (default 10 minutes) with faults on (--fault, repeatable; by
+--duration (default 10 minutes), or for --sim-duration of BeamNG's simulated
+time (the same messages on any machine; --duration then only bounds it), with
+faults on (--fault, repeatable; by
 default every kind at low rates), and reports the messages lost and why,
 BeamNG's stalls, how long BeamNG was out of lockstep and how fast it came
 back (from BeamNG's own counters), the recording, and the memory growth.
@@ -88,6 +90,7 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 		fmuPath := fs.String("fmu", "", "measure beamconnect stepping this FMU too (its inputs groundspeed, its outputs throttle and brake, as the cruise FMU's), in its child process and in process")
 		soak := fs.Bool("soak", false, "soak instead: beamconnect against BeamNG's side at 0.5 ms, paced in real time, with faults on; report losses, stalls, recovery and memory growth")
 		faults := fs.StringArray("fault", nil, "with --soak: the faults to inflict (repeatable; default: every kind, at low rates)")
+		simDuration := fs.Duration("sim-duration", 0, "with --soak: soak for this much of BeamNG's simulated time instead (stalls add to it; --duration then only bounds it)")
 		fmusim := fs.String("fmusim", "", "measure beamconnect exported as an FMU too, stepped by this FMI master (fmusim)")
 		load := fs.Int("load", 0, "measure each responder quiet and beside this many busy loops, side by side")
 		minRatio := fs.Float64("min-ratio", 0, "with --load: exit 1 when a responder's loaded round trips fall below this times its quiet ones")
@@ -123,14 +126,14 @@ the round trips a second, per CPU-second, and the CPU cores used.`,
 				if !fs.Changed("duration") {
 					*d = 10 * time.Minute
 				}
-				if *d <= 0 {
-					fmt.Fprintf(c.stderr, "%s bench: --duration must be positive\n", programName)
+				if *d <= 0 || *simDuration < 0 {
+					fmt.Fprintf(c.stderr, "%s bench: --duration must be positive, --sim-duration not negative\n", programName)
 					return exitUsage
 				}
-				return soakCmd(c, *d, *faults)
+				return soakCmd(c, *d, *simDuration, *faults)
 			}
-			if len(*faults) > 0 {
-				fmt.Fprintf(c.stderr, "%s bench: --fault applies to --soak only\n", programName)
+			if len(*faults) > 0 || fs.Changed("sim-duration") {
+				fmt.Fprintf(c.stderr, "%s bench: --fault and --sim-duration apply to --soak only\n", programName)
 				return exitUsage
 			}
 			if *driver != "blocking" && *driver != "spin" {
@@ -317,8 +320,8 @@ var cmdBenchBusy = &command{
 	},
 }
 
-// soakCmd soaks for d and prints the report.
-func soakCmd(c *call, d time.Duration, faults []string) int {
+// soakCmd soaks for d (or sim of BeamNG's time) and prints the report.
+func soakCmd(c *call, d, sim time.Duration, faults []string) int {
 	for _, spec := range faults {
 		var f emulator.Faults
 		if err := emulator.ParseFault(spec, &f); err != nil {
@@ -328,7 +331,7 @@ func soakCmd(c *call, d time.Duration, faults []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := bench.Soak(ctx, d, faults, c.log)
+	r, err := bench.Soak(ctx, d, sim, faults, c.log)
 	if err != nil {
 		return c.fail("bench", err)
 	}

@@ -80,6 +80,7 @@ func TestBenchLoad(t *testing.T) {
 		{[]string{"--min-ratio", "0.2"}, "--min-ratio applies with --load only"},
 		{[]string{"--load", "-1"}, "expected 0 to 64 busy loops"},
 		{[]string{"--only", "nobody"}, "no responder's name contains it"},
+		{[]string{"--sim-duration", "1s"}, "--fault and --sim-duration apply to --soak only"},
 	} {
 		if _, errOut, code := exec(t, nil, append([]string{"bench", "--duration", "100ms"}, tt.args...)...); code != exitUsage || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d %q", tt.args, code, errOut)
@@ -88,12 +89,16 @@ func TestBenchLoad(t *testing.T) {
 }
 
 // bench --soak: a short soak with a stall in it reports what was lost and
-// why, the stall and its recovery, and the memory. Its faults' choices are
-// seeded: seed 2 drops BeamNG's 34th reply, so the stall comes however few
-// messages the machine lets it send in its 5 s.
+// why, the stall and its recovery, and the memory. It is bounded by
+// BeamNG's time (--sim-duration 1s: 2000 physics steps of 0.5 ms, a
+// message each; --duration only bounds it), so it sends the same messages
+// on any machine, and its faults' choices, seeded, fall on the same ones:
+// seed 2 drops one of BeamNG's replies (a stall of 2 s), duplicates some
+// messages and sends garbage after others. Every message is answered or
+// accounted for, every foreign datagram dropped and counted.
 func TestSoak(t *testing.T) {
 	// Not parallel: it measures the process's memory.
-	out, errOut, code := exec(t, nil, "bench", "--soak", "--duration", "5s", "--json",
+	out, errOut, code := exec(t, nil, "bench", "--soak", "--sim-duration", "1s", "--duration", "2m", "--json",
 		"--fault", "drop-replies=0.001", "--fault", "dup-messages=0.01", "--fault", "garbage=0.01", "--fault", "seed=2")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
@@ -102,12 +107,19 @@ func TestSoak(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	// Every message either answered or accounted for.
-	if r.Sent < 35 || r.Answered < r.Sent-5 || r.Unanswered != r.LostToFaults+r.Drained+r.LostOther || r.LostOther > 2 {
-		t.Errorf("sent %d, answered %d, unanswered %d = %d + %d + %d", r.Sent, r.Answered, r.Unanswered, r.LostToFaults, r.Drained, r.LostOther)
+	in := r.Injected
+	if in == nil || in.DroppedReplies < 1 || in.DuplicateMessages < 1 || in.Garbage < 1 {
+		t.Fatalf("the seeded faults did not all come: %+v", r)
 	}
-	if r.Stalls < 1 || r.Episodes < 1 || r.RecoveryMaxms < 1900 || r.Injected == nil || r.Injected.Garbage == 0 || r.Dropped == 0 {
-		t.Errorf("%+v", r)
+	// Every message of BeamNG's 1 s sent, and answered or accounted for.
+	if r.Sent < 1990 || r.Sent > 2000 || r.Answered != r.Sent-r.LostToFaults-r.Drained || r.LostOther != 0 || r.Duration != "1s of BeamNG's time" {
+		t.Errorf("sent %d, answered %d, unanswered %d = %d + %d + %d (%s)", r.Sent, r.Answered, r.Unanswered, r.LostToFaults, r.Drained, r.LostOther, r.Duration)
+	}
+	// Each dropped reply a stall of BeamNG's 2 s, recovered from; each
+	// duplicate and garbage datagram dropped.
+	if r.Stalls != in.DroppedReplies || r.Episodes < 1 || r.RecoveryMaxms < 1900 || r.Dropped != in.DuplicateMessages+in.Garbage {
+		t.Errorf("stalls %d for %d dropped replies, episodes %d, recovery %v ms, dropped %d for %d duplicates and %d garbage",
+			r.Stalls, in.DroppedReplies, r.Episodes, r.RecoveryMaxms, r.Dropped, in.DuplicateMessages, in.Garbage)
 	}
 	if r.RecordRows != r.Answered || r.RecordLost != 0 || r.HeapEndMiB <= 0 {
 		t.Errorf("record %d of %d, heap %v MiB, %v allocs per message", r.RecordRows, r.Answered, r.HeapEndMiB, r.AllocsPerMsg)

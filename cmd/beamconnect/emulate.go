@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,7 +43,9 @@ rows in), takes its period and ping time as BeamNG's controller decodes them
 --config with several vehicles (beamng.vehicles) emulates every vehicle in one
 physics loop, as BeamNG runs them: each with its own socket pair and car, each
 controller loaded a few steps after the one before; with "csv" each laid out,
-timed and addressed by its own CSV.
+timed and addressed by its own CSV. Each vehicle's controller writes its own
+debug logs: --debug-logs DIR puts them in a folder per vehicle, named for it
+(DIR/ego, DIR/lead).
 Replies get BeamNG's Gen 2 semantics (docs/protocol.md, "Gen 2's traps"):
 value × multiply + add through freeze, the shared freeze slot that lets one
 NaN poison every control, and the Lua error a short reply raises; the summary
@@ -69,7 +73,7 @@ Faults (--fault, repeatable):
 		fs.BoolVar(&o.freeRunning, "free-running", false, "step as fast as the coupling allows instead of pacing with the wall clock")
 		fs.Float64Var(&o.fps, "fps", 60, "graphics frames per second when paced: steps run in one batch per frame")
 		fs.Float64Var(&o.rtf, "realtime-factor", 1, "simulated seconds per wall-clock second when paced")
-		fs.StringVar(&o.debugLogs, "debug-logs", "", "write BeamNG's debug CSVs (simulinkSendLog.csv, …) into this directory")
+		fs.StringVar(&o.debugLogs, "debug-logs", "", "write BeamNG's debug CSVs (simulinkSendLog.csv, …) into this directory (with several vehicles, into a folder per vehicle in it, named for the vehicle)")
 		fs.StringVar(&o.listen, "listen", "127.0.0.1:64891", "address BeamNG's side binds and receives replies on")
 		fs.StringVar(&o.client, "client", "127.0.0.1:64890", "address BeamNG's side sends its messages to")
 		fs.StringArrayVar(&o.faults, "fault", nil, "inject a fault, e.g. drop-replies=0.01 or pause=2.5s@10s (repeatable; see above)")
@@ -192,6 +196,7 @@ type emulation struct {
 	cfg            emulator.Config
 	listen, client netip.AddrPort
 	more           []ports.Vehicle // the other vehicles of a several-vehicle config
+	logs           string          // --debug-logs of a several-vehicle config: a folder per vehicle in it
 }
 
 // emulationFor reads the flags, the config or the CSV into an emulation;
@@ -216,6 +221,10 @@ func emulationFor(c *call, o *emulateOpts) (e *emulation, code int, usage string
 				return nil, 0, "--listen and --client name one vehicle's addresses; a config with several vehicles gives each its own"
 			}
 			e.more = plan.Vehicles[1:]
+			if cfg.DebugLogs != "" {
+				e.logs = cfg.DebugLogs
+				cfg.DebugLogs = filepath.Join(e.logs, folderName(plan.Vehicles[0].Name))
+			}
 		}
 		if !o.set("simulink-time") {
 			cfg.SimulinkTime = plan.Period
@@ -292,6 +301,9 @@ func (e *emulation) further(c *call) ([]*emulator.Emulator, []*emulator.UDP, err
 		links = append(links, l)
 		vc := e.cfg
 		vc.Faults, vc.DebugLogs = emulator.Faults{}, ""
+		if e.logs != "" {
+			vc.DebugLogs = filepath.Join(e.logs, folderName(v.Name))
+		}
 		vc.StartStep = int64(3 * (i + 1))
 		vc.Vehicle = emulator.DefaultVehicle()
 		vc.Vehicle.Start = [3]float64{40 * float64(i+1), 0, 0}
@@ -370,4 +382,19 @@ func (w *watchedLink) stopWhenGone(ctx context.Context, gone time.Duration, log 
 		}
 	}()
 	return ctx
+}
+
+// folderName is a vehicle's name as a folder's: the characters a file name
+// cannot hold on Windows or Unix replaced by "_".
+func folderName(vehicle string) string {
+	name := strings.Map(func(r rune) rune {
+		if strings.ContainsRune(`/\:*?"<>|`, r) || r < ' ' {
+			return '_'
+		}
+		return r
+	}, vehicle)
+	if strings.Trim(name, ". ") == "" {
+		return "vehicle"
+	}
+	return name
 }

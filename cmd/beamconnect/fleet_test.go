@@ -73,7 +73,9 @@ func freeUDPPorts(t *testing.T, n int) []int {
 
 // emulate --config with several vehicles runs every one of them in one
 // physics loop; with nobody answering, every vehicle's blocking receive
-// holds the others (one stall each time round).
+// holds the others (one stall each time round). Each vehicle's controller
+// writes its own debug logs, in a folder named for it (before, only the
+// first vehicle's were written).
 func TestEmulateFleetConfig(t *testing.T) {
 	t.Parallel()
 	p := freeUDPPorts(t, 4)
@@ -81,7 +83,8 @@ func TestEmulateFleetConfig(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`{"version": 2,
   "outputs": [{"remoteObject": "a", "ports": [[{"propertyName": "groundspeed"}]]}, {"remoteObject": "b", "ports": [[{"propertyName": "groundspeed"}]]}],
   "beamng": {"vehicles": {"a": {"localPort": %d, "remotePort": %d}, "b": {"localPort": %d, "remotePort": %d}}}}`, p[0], p[1], p[2], p[3])), 0o644)
-	out, errOut, code := exec(t, nil, "emulate", "--config", cfg, "--steps", "25", "--free-running", "--json")
+	logs := filepath.Join(t.TempDir(), "logs")
+	out, errOut, code := exec(t, nil, "emulate", "--config", cfg, "--steps", "25", "--free-running", "--json", "--debug-logs", logs)
 	if code != exitOK || !strings.Contains(errOut, `vehicle=b`) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -91,5 +94,12 @@ func TestEmulateFleetConfig(t *testing.T) {
 	}
 	if sums[0].Steps != 25 || sums[1].Steps != 25 || sums[0].Sent < 1 || sums[1].Sent < 1 {
 		t.Errorf("both vehicles step together and send: %+v", sums)
+	}
+	for i, v := range []string{"a", "b"} {
+		sent, err := os.ReadFile(filepath.Join(logs, v, "simulinkSendLog.csv"))
+		steps, _ := os.ReadFile(filepath.Join(logs, v, "simulinkPhysicsStepsLog.csv"))
+		if rows := strings.Count(string(sent), "\n") - 1; err != nil || int64(rows) != sums[i].Sent || strings.Count(string(steps), "\n")-1 != 25 {
+			t.Errorf("vehicle %s's debug logs: %d messages of %d sent, %d steps (%v)", v, rows, sums[i].Sent, strings.Count(string(steps), "\n")-1, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -248,6 +249,24 @@ func execExample(t *testing.T, name string) string {
 	return dir
 }
 
+// The summary's simulated time counts every coupling of BeamNG's in the
+// run: across a restart of its controller (ids from 0 again at 1 s of 3 s)
+// it is the 3 s BeamNG simulated, 600 messages at 5 ms, one period short of
+// the end (before: only the coupling after the restart, 1.995 s). BeamNG's
+// ids say it, whatever the pace: a reloaded controller that ran ahead of a
+// late reply (restartedHealthy) skips messages, not simulated time.
+func TestRunSimulatedTimeAcrossARestart(t *testing.T) {
+	t.Parallel()
+	out, errOut, _ := exec(t, nil, "run", "--json", "../../examples/cruise-pedals.json", "--emulate", "--free-running", "--sim-duration", "3s", "--fault", "restart@1s")
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if sim, _ := s["sim_s"].(float64); math.Abs(sim-2.995) > 1e-9 || s["restarts"] != 1.0 {
+		t.Errorf("sim_s %v, restarts %v: want 2.995 s over BeamNG's one restart\n%s", s["sim_s"], s["restarts"], out)
+	}
+}
+
 // run --json reports simulated and wall time and, as master, the pacing.
 //
 // The run is 2 s of BeamNG's time; as master, beamconnect paces it, so it
@@ -392,5 +411,33 @@ func TestRunEmulatePorts(t *testing.T) {
 				t.Errorf("%v: exit %d, want %d\n%s", tt.args, code, exitUsage, errOut)
 			}
 		})
+	}
+}
+
+// examples/exec-count.py counts BeamNG's steps only: the idle requests
+// beamconnect writes every 50 ms of the machine's time while BeamNG is
+// silent (here a pause of its physics for 1.5 s, longer than the 1 s after
+// which it is silent) are answered but not counted, so the recorded
+// throttle is the message's place in the run (1/10000 each), whatever the
+// machine's timing, as docs/running.md says. Before, it counted them too:
+// the throttle jumped by their number after the pause.
+func TestExecCountCountsBeamNGsSteps(t *testing.T) {
+	t.Parallel()
+	dir := execExample(t, "exec-count")
+	rec := filepath.Join(dir, "run.csv")
+	out, errOut, code := exec(t, nil, "run", "--json", filepath.Join(dir, "exec-count.json"), "--emulate", "--free-running",
+		"--sim-duration", "1s", "--fault", "pause=1.5s@0.5s", "--record", rec, "--force")
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK || s["silences"] != 1.0 {
+		t.Fatalf("exit %d, summary %v (%v): want a healthy run, BeamNG silent once\n%s", code, s, err, errOut)
+	}
+	throttle := recordingtest.Column(t, rec, "in1.throttle")
+	if len(throttle) < 190 {
+		t.Fatalf("%d rows: want the run's 200", len(throttle))
+	}
+	for i, x := range throttle {
+		if want := float64(i) / 10000; math.Abs(x-want) > 1e-12 {
+			t.Fatalf("row %d: throttle %v, want %v (BeamNG's steps before it, 1/10000 each)", i, x, want)
+		}
 	}
 }

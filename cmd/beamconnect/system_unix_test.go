@@ -43,7 +43,7 @@ func TestLiveEditOfARunningSystem(t *testing.T) {
 	errb.WaitFor(t, "system rewritten with nothing a run can see changed")
 	structure, _ := os.ReadFile(ssd)
 	os.WriteFile(ssd, []byte(strings.Replace(string(structure), `<ssd:Connection startElement="actuator" startConnector="brake" endElement="vehicle" endConnector="brake"/>`, "", 1)), 0o644)
-	errb.WaitFor(t, "these cannot change while running (restart beamconnect for them): the connections")
+	errb.WaitFor(t, "SystemStructure.ssd:40:5: cannot change while running (restart beamconnect for it): the connections (")
 	time.Sleep(100 * time.Millisecond) // rows after the refusals, to see nothing changed
 	run.Process.Signal(os.Interrupt)
 	if code := waitExit(t, run, 30*time.Second, "run after SIGINT"); code != exitOK {

@@ -22,7 +22,7 @@ func TestModelTimeoutSaid(t *testing.T) {
 		{"an overdueDataTimeout of 0.1 ms", "../../config/testdata/overdue-timeout.good.json", 0.1, "0.1 ms", "overdueDataTimeout of inputs[0]",
 			"overdue-timeout.good.json:5:50: warning: inputs[0].overdueDataTimeout: 0.1 ms becomes the model timeout"},
 		{"modelTimeoutMs", "../../config/testdata/model-timeout.good.json", 2, "2 ms", "beamng.modelTimeoutMs",
-			"model-timeout.good.json:5:50: warning: beamng.modelTimeoutMs: 2 ms is shorter than the period the model is stepped at (10 ms)"},
+			"model-timeout.good.json:5:50: warning: beamng.modelTimeoutMs: 2 ms is shorter than BeamNG's period (10 ms), the shortest a model is stepped at"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, errOut, code := exec(t, nil, "compile", tt.config)

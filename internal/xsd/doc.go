@@ -4,7 +4,8 @@
 // local elements, complex types with sequences, choices, model groups,
 // attribute groups, extension of a base type, lax wildcards; simple types
 // by restriction with enumerations, patterns, lengths and bounds, and
-// lists of the built-in types they use). Go's standard library has no
+// lists of the built-in types they use; the instance attributes xsi:type
+// and xsi:nil, instance.go). Go's standard library has no
 // XML Schema validator; this one is checked against xmllint (libxml2),
 // which reads the same schemas, in the tests of package ssp.
 package xsd
@@ -130,7 +131,9 @@ func Parse(data []byte) (*Node, error) {
 		if err != nil {
 			var se *xml.SyntaxError
 			if errors.As(err, &se) {
-				return nil, &Error{Pos: Pos{Line: se.Line, Col: 1}, Msg: "not well-formed XML: " + se.Msg}
+				// Where the decoder stopped: the character it could not take
+				// (the last it read).
+				return nil, &Error{Pos: lines.pos(max(int(off), int(d.InputOffset())-1)), Msg: "not well-formed XML: " + se.Msg}
 			}
 			return nil, &Error{Pos: lines.pos(int(d.InputOffset())), Msg: "not well-formed XML: " + err.Error()}
 		}

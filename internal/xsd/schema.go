@@ -30,15 +30,18 @@ type Schema struct {
 
 // elemDecl is an element declaration.
 type elemDecl struct {
-	name   xml.Name
-	typ    *complexType // the SSP schemas declare every element with a complex type
-	simple *simpleType  // or, where one is given, a simple type
+	name     xml.Name
+	typ      *complexType // the SSP schemas declare every element with a complex type
+	simple   *simpleType  // or, where one is given, a simple type
+	nillable bool         // xsi:nil may say it is nil
 }
 
 // complexType is a complex type: its content model (nil: empty), its
 // attributes, whether text may stand between its elements.
 type complexType struct {
 	name    xml.Name
+	base    *complexType // the type it extends, nil for none
+	anyType bool         // xs:anyType, an element declared with no type: every type derives from it
 	mixed   bool
 	content *particle
 	attrs   []*attrDecl
@@ -193,7 +196,7 @@ func qname(n *Node, v string) xml.Name {
 // reference to a global one is resolved by the caller).
 func (s *Schema) elementDecl(n *Node, tns string) *elemDecl {
 	name, _ := n.Attr("name")
-	d := &elemDecl{name: xml.Name{Space: tns, Local: name}}
+	d := &elemDecl{name: xml.Name{Space: tns, Local: name}, nillable: boolAttr(n, "nillable")}
 	if t, ok := n.Attr("type"); ok {
 		q := qname(n, t)
 		if q.Space == xs {
@@ -218,7 +221,7 @@ func (s *Schema) elementDecl(n *Node, tns string) *elemDecl {
 		}
 	}
 	if d.typ == nil && d.simple == nil {
-		d.typ = &complexType{mixed: true, content: &particle{kind: pAny, min: 0, max: -1}, ready: true} // xs:anyType
+		d.typ = &complexType{mixed: true, content: &particle{kind: pAny, min: 0, max: -1}, ready: true, anyType: true}
 	}
 	return d
 }
@@ -261,6 +264,7 @@ func (s *Schema) fillComplex(t *complexType, n *Node, tns string) {
 				}
 				b, _ := e.Attr("base")
 				base := s.complexTypeNamed(e, qname(e, b))
+				t.base = base
 				var ext *particle
 				for _, x := range e.Children {
 					if x.Name.Space != xs {

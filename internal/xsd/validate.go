@@ -10,8 +10,8 @@ import (
 	"beamconnect/internal/suggest"
 )
 
-// xsi is the namespace of the attributes every instance may carry
-// (xsi:schemaLocation).
+// xsi is the namespace of the attributes XML Schema gives every instance
+// (xsi:type, xsi:nil, xsi:schemaLocation: instance.go).
 const xsi = "http://www.w3.org/2001/XMLSchema-instance"
 
 // Validate checks a document against the schema, as a validating parser
@@ -64,15 +64,19 @@ func (v *validator) errorf(n *Node, at Pos, format string, args ...any) {
 
 // element checks n against its declaration d.
 func (v *validator) element(n *Node, d *elemDecl) {
-	if d.simple != nil {
-		if len(n.Children) > 0 {
+	t := v.instanceType(n, d)
+	nilled := v.nilled(n, d)
+	if t == nil {
+		if len(n.Children) > 0 && !nilled {
 			v.errorf(n.Children[0], n.Children[0].Pos, "<%s> holds a value, not elements", n.Name.Local)
 		}
-		v.attributes(n, nil)
+		v.attributes(n, nil, false)
 		return
 	}
-	t := d.typ
-	v.attributes(n, t.attrs)
+	v.attributes(n, t.attrs, t.anyType)
+	if nilled {
+		return // empty, as nilled says
+	}
 	if n.Text && !t.mixed {
 		v.errorf(n, n.TextPos, "<%s> holds elements only, not text", n.Name.Local)
 	}
@@ -103,10 +107,16 @@ func hasAny(p *particle) bool {
 }
 
 // attributes checks n's attributes against decls: each declared, each
-// required one there, each value of its type, IDs unique.
-func (v *validator) attributes(n *Node, decls []*attrDecl) {
+// required one there, each value of its type, IDs unique. An element of
+// any type (declared with none) takes any attribute (xs:anyType's
+// wildcard, lax: none of the SSP schemas' attributes is global).
+func (v *validator) attributes(n *Node, decls []*attrDecl, anyType bool) {
 	for _, a := range n.Attrs {
-		if a.Name.Space == xsi || a.Name.Space == xmlNS {
+		if a.Name.Space == xsi {
+			v.instanceAttr(n, &a)
+			continue
+		}
+		if anyType {
 			continue
 		}
 		i := slices.IndexFunc(decls, func(d *attrDecl) bool { return a.Name.Space == "" && d.name == a.Name.Local })
@@ -115,8 +125,10 @@ func (v *validator) attributes(n *Node, decls []*attrDecl) {
 			for _, d := range decls {
 				names = append(names, d.name)
 			}
-			msg := fmt.Sprintf("<%s> has no attribute %s", n.Name.Local, a.Name.Local)
+			msg := fmt.Sprintf("<%s> has no attribute %s", n.Name.Local, attrName(n, a.Name))
 			switch s := suggest.Closest(a.Name.Local, names); {
+			case a.Name.Space != "" && len(names) > 0: // xml:lang is no misspelt lang
+				msg += ": expected " + strings.Join(names, ", ")
 			case s != "":
 				msg += fmt.Sprintf(" (did you mean %s?)", s)
 			case len(names) == 0:

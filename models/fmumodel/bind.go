@@ -35,7 +35,7 @@ type fmuPort struct {
 	r     models.Ref
 	bound bool
 	// mapped: modelParams.inputs or .outputs names its field (a name that
-	// fails is an error, not a TODO)
+	// fails is an error, not a warning)
 	mapped bool
 	field  string  // the config's name for it, when bound
 	start  float64 // an unbound input's value: its start, or modelParams.parameters'
@@ -258,7 +258,7 @@ func (b *fmuBinding) unboundFindings(p models.Params) []models.Finding {
 	for _, in := range b.inputs {
 		if _, given := values[in.v.Name]; !in.bound && !in.mapped && !given {
 			out = append(out, models.Finding{Param: at("inputs"), Warning: true,
-				Msg: fmt.Sprintf("TODO: the FMU's input %q is bound to no field: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}, or give its value in modelParams.parameters", in.name, in.start, in.name)})
+				Msg: fmt.Sprintf("the FMU's input %q is bound to no field and given no value: it keeps the value %v; map it with modelParams.inputs {%q: \"FIELD\"}, or give its value in modelParams.parameters", in.name, in.start, in.name)})
 		}
 	}
 	for _, o := range b.outputs {

@@ -85,6 +85,7 @@ func checkFMU(p models.Params, plan *ports.Plan) (*fmuCheck, []models.Finding) {
 		out = append(out, c.solver(p, plan)...)
 	} else {
 		out = append(out, c.checkStep(plan.Period)...)
+		out = append(out, c.checkTimeout(plan)...)
 	}
 	for _, key := range []string{"solver", "tolerance", "maxStep"} {
 		if _, ok := p[key]; ok && c.iface != fmu.ME {
@@ -241,6 +242,22 @@ func (c *fmuCheck) checkStep(period float64) []models.Finding {
 		out = append(out, models.Finding{Param: "path", Warning: true, Msg: fmt.Sprintf("the FMU's DefaultExperiment stepSize is %s; the coupling steps it every %s, coarser than it suggests: check its results at that step size", ms(*st), ms(period))})
 	}
 	return out
+}
+
+// checkTimeout warns when the FMU is stepped less often than every
+// message (a step of its own) and the model timeout is shorter than that
+// step: each of its steps computes that much simulation, and one that takes
+// longer than the timeout, as it may, is a fault. (A timeout shorter than
+// BeamNG's period is the config's warning.)
+func (c *fmuCheck) checkTimeout(plan *ports.Plan) []models.Finding {
+	t := plan.ModelTimeout
+	if c.every <= 1 || t <= 0 || t >= c.step {
+		return nil
+	}
+	ms := func(s float64) string { return fmt.Sprintf("%g ms", math.Round(s*1e6)/1e3) }
+	return []models.Finding{{Param: "path", Warning: true, Msg: fmt.Sprintf(
+		"the FMU is stepped every %d messages, %s at a time, for %s; the model timeout, %s (%s), is shorter than that step: one that takes longer is a fault, and BeamNG gets neutral controls for its message; expected a model timeout of at least %s (beamng.modelTimeoutMs)",
+		c.every, ms(c.step), c.why, ms(t), plan.ModelTimeoutFrom, ms(c.step))}}
 }
 
 // maxEvery bounds k: an FMU stepped less often than every 10 000 messages

@@ -153,13 +153,13 @@ func TestValidateFMU(t *testing.T) {
 		{"a whole array mapped", models.Params{"path": typed, "inputs": map[string]any{"u": "groundspeed"}}, "", "inputs/u",
 			`the FMU's "u" is an array: map its elements one by one, e.g. "u[1]"`, false},
 		{"an array's elements unbound", models.Params{"path": typed}, "", "",
-			`TODO: the FMU's input "u[2]" is bound to no field: it keeps the value 0`, true},
+			`the FMU's input "u[2]" is bound to no field and given no value: it keeps the value 0`, true},
 		{"variable step, coarser", models.Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.001, VariableStep: true}, here)}, "", "path",
 			"stepSize is 1 ms; the coupling steps it every 5 ms, coarser than it suggests", true},
 		{"unbound output", models.Params{"path": fakeFMU(t, testfmu.Options{TimeOutput: true}, here)}, "", "",
 			`the FMU's output "fmuTime" drives no field: it is recorded (model.fmuTime), BeamNG does not get it; map it with modelParams.outputs {"fmuTime": "FIELD"} to send it`, true},
 		{"unbound input", models.Params{"path": good}, "no speed", "",
-			`TODO: the FMU's input "groundspeed" is bound to no field`, true},
+			`the FMU's input "groundspeed" is bound to no field and given no value`, true},
 		{"ambiguous between vehicles", models.Params{"path": good}, "../../examples/follow.json", "inputs/groundspeed",
 			`"groundspeed" is a field of several vehicles: expected one of ego.groundspeed, lead.groundspeed`, false},
 		{"deadline", models.Params{"path": good, "deadlineMs": 100.0}, "real time", "deadlineMs", "100 ms is longer than the model timeout", false},
@@ -173,8 +173,16 @@ func TestValidateFMU(t *testing.T) {
 			`the FMU's "mode" is of type String: a recording keeps numbers`, false},
 		{"record: an array's element past its end", models.Params{"path": typed, "record": []string{"table[4]"}}, "", "record/0",
 			`the FMU's "table" has the elements table[1]…table[3]: "table[4]" is none of them`, false},
+		{"a step of its own longer than the model timeout", models.Params{"path": fakeFMU(t, testfmu.Options{FMI: 3, FixedStep: 0.01}, testfmu.Platform(3))}, "timeout 7 ms", "path",
+			"the FMU is stepped every 2 messages, 10 ms at a time, for its fixed internal step (fixedInternalStepSize) of 10 ms; the model timeout, 7 ms (overdueDataTimeout of inputs[0]), is shorter than that step: one that takes longer is a fault", true},
+		{"a fixed stepSize longer than the model timeout", models.Params{"path": fakeFMU(t, testfmu.Options{StepSize: 0.02}, here)}, "timeout 7 ms", "path",
+			"the FMU is stepped every 4 messages, 20 ms at a time, for its DefaultExperiment stepSize, the only step size it takes (canHandleVariableCommunicationStepSize is false) of 20 ms; the model timeout, 7 ms (overdueDataTimeout of inputs[0]), is shorter", true},
+		{"a step of its own within the model timeout", models.Params{"path": fakeFMU(t, testfmu.Options{FMI: 3, FixedStep: 0.01}, testfmu.Platform(3))}, "", "path",
+			"!is shorter than that step", true},
+		{"stepped every message, the model timeout shorter than the period", models.Params{"path": good}, "timeout 2 ms", "path",
+			"!is shorter than that step", true},
 		{"an unbound input given a value is meant", models.Params{"path": good, "parameters": map[string]any{"groundspeed": 3.0}}, "no speed", "",
-			`!TODO`, true},
+			`!is bound to no field`, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var p *ports.Plan
@@ -183,6 +191,12 @@ func TestValidateFMU(t *testing.T) {
 				p = plan(t, "../../examples/cruise-pedals.json")
 			case "real time":
 				p = plan(t, "../../examples/cruise-pedals.json").InRealTime()
+			case "timeout 7 ms", "timeout 2 ms": // as an inputs group's overdueDataTimeoutMs makes it
+				p = plan(t, "../../examples/cruise-pedals.json")
+				p.ModelTimeout, p.ModelTimeoutFrom = 0.007, "overdueDataTimeout of inputs[0]"
+				if tt.rig == "timeout 2 ms" {
+					p.ModelTimeout = 0.002
+				}
 			case "no speed":
 				p = planFrom(t, strings.Replace(readFile(t, "../../examples/cruise-pedals.json"), `"groundspeed"`, `"yaw"`, -1))
 			default:

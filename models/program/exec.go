@@ -91,8 +91,11 @@ type Exec struct {
 	answered atomic.Bool           // the current program has answered validly
 	spoke    atomic.Bool           // the current program has answered at all: it has started
 	// unanswered is when the first request since the last valid answer
-	// was written (unix ns); 0 when every request written has had one.
+	// was written (unix ns, by clock); 0 when every request written has
+	// had one. clock is the time the hang is judged by: the machine's
+	// (tests set another before the first request).
 	unanswered atomic.Int64
+	clock      func() int64
 	maxAge     atomic.Int64 // ns: the oldest request a used answer was for
 
 	missed, bad, skipped, restarts, old atomic.Int64
@@ -190,6 +193,7 @@ func NewExec(params models.Params, plan *ports.Plan, log *slog.Logger) (*Exec, e
 		pending: request{buf: make([]byte, 0, 4096)}, stepBuf: make([]byte, 0, 4096),
 		timer: time.NewTimer(time.Hour), started: make(chan struct{}),
 		closing: make(chan struct{}), done: make(chan struct{}),
+		clock: func() int64 { return time.Now().UnixNano() },
 	}
 	if m.timeout <= 0 {
 		m.timeout = time.Duration(max(5*plan.Period, ports.DefaultModelTimeout) * float64(time.Second))
@@ -404,7 +408,7 @@ func (m *Exec) take(seq uint64) bool {
 func (m *Exec) checkHung() {
 	var err *error
 	if since := m.unanswered.Load(); since != 0 && m.dead.Load() == nil {
-		waited := time.Now().UnixNano() - since
+		waited := m.clock() - since
 		switch {
 		case !m.spoke.Load():
 			if waited > int64(startGrace) {

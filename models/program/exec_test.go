@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"beamconnect/config/configtest"
+	"beamconnect/internal/eventually"
 	"beamconnect/internal/logtest"
 	"beamconnect/models"
 	"beamconnect/models/exectest"
@@ -336,30 +338,38 @@ func TestExecOverlongAnswer(t *testing.T) {
 }
 
 // While BeamNG is not connected the program gets a request now and then
-// (idle steps; here 250 ms apart, more than twice the model timeout of
-// 100 ms, which a program answering at once meets even on a loaded
-// machine): a healthy program that answers each is not hung, and the
-// first message after it connects gets its answer (before, the time since
-// the last answer was taken for a hang: a fault before BeamNG connected, a
-// neutral first reply, exit 1).
+// (idle steps, while BeamNG's time stands still): a healthy program that
+// answers each is not hung however long apart they come, and the first
+// message after it connects gets its answer (before, the time since the
+// last answer was taken for a hang: a fault before BeamNG connected, a
+// neutral first reply, exit 1). The hang is judged on a clock of the
+// test's, on which the idle requests come 15 s apart, longer than the
+// model timeout of 10 s: the program's own pace, and the machine's load,
+// play no part (each answer is waited for before the clock moves on; a
+// real wait of 10 s is a bound only a hang reaches).
 func TestExecIdleIsNoFault(t *testing.T) {
 	t.Parallel()
-	m, p, log := execRig(t, []string{"header", "answer:*=1 0.5 0 0"}, 0.1, models.Params{"deadlineMs": 20.0})
+	m, p, log := execRig(t, []string{"header", "answer:*=1 0.5 0 0"}, 10, models.Params{"deadlineMs": 20.0})
+	var now atomic.Int64
+	m.clock = now.Load // before the first request
 	outs, ins := portstest.Vectors(p)
 	outs[0][0] = 2
-	// BeamNG's silence: 250 ms between idle steps.
-	paced(250*time.Millisecond, 1500*time.Millisecond, func(at time.Duration) bool {
-		m.Idle(at.Seconds(), outs, ins)
+	for i := range 4 {
+		now.Add(int64(15 * time.Second))
+		m.Idle(0, outs, ins)
 		if m.Fault() != nil {
-			t.Fatalf("after %v of idle requests: %v\n%s", at.Round(time.Millisecond), m.Fault(), log)
+			t.Fatalf("idle request %d, %v after the one before: %v\n%s", i+1, 15*time.Second, m.Fault(), log)
 		}
-		return false
-	})
+		// Its answer (within the idle step's 20 ms, or later) before the
+		// clock moves on.
+		eventually.Must(t, time.Minute, "the program's answer to the idle request", func() bool { return m.unanswered.Load() == 0 })
+	}
 	select {
 	case <-m.Started(): // it answered an idle request: an emulated BeamNG may start
 	default:
 		t.Error("a program that answered is not said to have started")
 	}
+	now.Add(int64(15 * time.Second))
 	outs[0][0] = 3
 	th, thE, _ := p.Find(1, "throttle")
 	if !m.Step(1.25, outs, ins) || ins[th][thE] != 0.5 || m.Fault() != nil {

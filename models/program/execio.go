@@ -74,7 +74,7 @@ func (m *Exec) write(p *process) {
 		p.outstandingPad.Store(int32(req.pad))
 		p.outstandingUnique.Store(req.unique)
 		p.outstandingAt.Store(now)
-		m.unanswered.CompareAndSwap(0, now)
+		m.unanswered.CompareAndSwap(0, m.clock())
 		w.Write(buf)
 		if w.Flush() != nil {
 			return // the program is gone; supervise reports it

@@ -15,6 +15,15 @@ per step over stdin and stdout, numbers separated by spaces:
                 time as it was written, then the connection directive,
                 then every input port element in port order)
 
+Idle requests: while BeamNG is not connected (before its first message,
+after it went silent, while the directive is 0 or a bind is retried) a
+request is written every 50 ms of the machine's time, so the program sees
+the status and can set the directive: its status is the connection's then
+(2, 1 or 4, never 3), its time the model's, standing still, and nothing
+answered to it reaches BeamNG. Their number depends on how long BeamNG
+takes, not on the simulation: a program that keeps state steps it only on
+requests with status 3 (BeamNG's steps), never counts idle ones.
+
 One request at a time: the next request is written only once the program
 has answered the previous one, and it is the newest; requests never queue
 up in the pipe, so a slow program acts on data one request old at most,
