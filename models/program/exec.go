@@ -320,6 +320,14 @@ func (m *Exec) exchange(t float64, out, in [][]float64, wait time.Duration, hang
 	}
 	got := m.take(seq)
 	if !got && m.hung.Load() == nil { // a hung program is not waited for
+		// A program (re)started, to start over at BeamNG's restart or
+		// after a fault, that has not said a line yet is starting: in
+		// lockstep its start-up is waited for as a slow step is (an
+		// interpreter on a loaded machine can take more than the model
+		// timeout to start), a model timeout at a time, up to the grace a
+		// start has (then it is a fault, checkHung's); once it speaks, the
+		// model timeout is all it has.
+		starting, began := hang && !m.spoke.Load(), time.Now()
 		m.timer.Reset(wait)
 	wait:
 		for !got && m.dead.Load() == nil {
@@ -327,6 +335,10 @@ func (m *Exec) exchange(t float64, out, in [][]float64, wait time.Duration, hang
 			case <-m.ansReady:
 				got = m.take(seq)
 			case <-m.timer.C:
+				if left := startGrace - time.Since(began); starting && !m.spoke.Load() && left > 0 {
+					m.timer.Reset(min(wait, left))
+					continue
+				}
 				break wait
 			}
 		}

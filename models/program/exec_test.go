@@ -505,3 +505,20 @@ func FuzzDeclare(f *testing.F) {
 		}
 	})
 }
+
+// In lockstep a program that has not said a line since it started (a
+// start, or a start again to start over at BeamNG's restart) is starting,
+// not hung: the step waits for its first answer beyond the model timeout
+// (an interpreter on a loaded machine takes longer than that to start),
+// and the reply carries what it computed. Before, the step gave up at the
+// model timeout: neutral controls, a missed step.
+func TestExecStartWaitedForInLockstep(t *testing.T) {
+	t.Parallel()
+	m, p, log := execRig(t, []string{"sleep=300ms", "header", "answer:*=@$t 1 0.5 0 0"}, 0.05, nil)
+	outs, ins := portstest.Vectors(p)
+	outs[0][0] = 3
+	th, thE, _ := p.Find(1, "throttle")
+	if !m.Step(0, outs, ins) || ins[th][thE] != 0.5 || m.Fault() != nil || m.Missed() != 0 {
+		t.Errorf("the first step: throttle %v, fault %v, missed %d: want the program's answer, waited for\n%s", ins[th][thE], m.Fault(), m.Missed(), log)
+	}
+}
