@@ -118,7 +118,7 @@ func (s *Server) writeMetrics(b *bytes.Buffer) {
 	for i, l := range links {
 		sample("beamconnect_local_time_seconds", names[i], l.Stats().LocalTime())
 	}
-	head("beamconnect_scope_dropped_samples_total", "counter", "Live-scope samples not kept because a reader was copying the ring.")
+	head("beamconnect_scope_dropped_samples_total", "counter", "Live-scope samples not kept because a reader held the ring for longer than the held space lasts.")
 	sample("beamconnect_scope_dropped_samples_total", "", float64(s.opt.Ring.Dropped()))
 	head("beamconnect_live_page_streams", "gauge", "Live-page event streams open (browser tabs).")
 	sample("beamconnect_live_page_streams", "", float64(s.streams.open.Load()))

@@ -3,10 +3,14 @@
 // column order) that the coupling's loop fills and readers copy out.
 //
 // The loop must never wait for a reader, however slow: Push takes the lock
-// only if it is free (TryLock) and otherwise drops the sample, counting it.
-// A reader holds the lock only to copy samples out, never while it writes to
-// a network connection, so drops are rare and a stalled browser costs the
-// loop nothing.
+// only if it is free (TryLock); otherwise it holds the sample aside, in
+// space of its own, and stores it with the next sample that finds the lock
+// free. A reader holds the lock only to copy samples out, never while it
+// writes to a network connection, so a stalled browser costs the loop
+// nothing, and a reader preempted while it copies (a busy machine) costs
+// no sample either: only a reader that holds the ring for longer than the
+// held space lasts (a second of messages at most) makes Push drop samples,
+// and they are counted.
 package scope
 
 import (
@@ -52,7 +56,16 @@ type Ring struct {
 	every   int // keep one message in every
 	skip    int
 	dropped atomic.Int64
+
+	// Samples Push could not store while a reader held the ring: the
+	// writer's own, never touched by a reader.
+	heldT []float64
+	heldV []float64 // len(heldT) × width
+	held  int
 }
+
+// heldBytes bounds the held space: a wide layout holds fewer samples.
+const heldBytes = 1 << 20
 
 // New makes a ring of capacity samples with columns, keeping one message in
 // every (1 keeps all): the view needs a screen's resolution, not BeamNG's
@@ -69,16 +82,22 @@ func (r *Ring) reset(columns []Column) {
 	r.width = len(columns)
 	r.v = make([]float64, len(r.t)*r.width)
 	r.n = 0
+	held := min(len(r.t), max(64, min(2048, heldBytes/8/(r.width+1))))
+	r.heldT = make([]float64, held)
+	r.heldV = make([]float64, held*r.width)
+	r.held = 0
 }
 
 // SetColumns changes the columns (a reload that changed the ports): a new
 // generation, whose samples so far are the old ones with the columns that
 // stayed (by name), and NaN, a gap, for the new ones, so a scope keeps its
 // history across reloads. It waits for readers; it is not on the
-// per-message path.
+// per-message path. Its caller makes sure it does not run while Push does
+// (the coupling calls both under its stage's lock).
 func (r *Ring) SetColumns(columns []Column) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.storeHeld() // in the old layout, which they are of
 	old, oldW, oldV, oldT, n := r.layout.Columns, r.width, r.v, slices.Clone(r.t), r.n
 	r.reset(columns)
 	from := make([]int, len(columns))
@@ -111,19 +130,47 @@ func (r *Ring) Layout() Layout {
 // Push records the values of one message at time t: every vector of each
 // group in turn, in order, as many values as the layout has columns. It
 // never blocks and allocates nothing; it reports false when the sample was
-// not kept (decimated, or a reader was copying).
+// not kept (decimated, or dropped because a reader held the ring for longer
+// than the held space lasts). One writer pushes at a time.
 func (r *Ring) Push(t float64, groups ...[][]float64) bool {
 	if r.skip++; r.skip < r.every {
 		return false
 	}
 	r.skip = 0
 	if !r.mu.TryLock() {
-		r.dropped.Add(1)
-		return false
+		if r.held == len(r.heldT) {
+			r.dropped.Add(1)
+			return false
+		}
+		r.heldT[r.held] = t
+		fill(r.heldV[r.held*r.width:(r.held+1)*r.width], groups)
+		r.held++
+		return true
 	}
+	r.storeHeld()
+	fill(r.next(t), groups)
+	r.mu.Unlock()
+	return true
+}
+
+// next makes room for the sample at time t and returns its row.
+func (r *Ring) next(t float64) []float64 {
 	slot := int(r.n % uint64(len(r.t)))
+	r.n++
 	r.t[slot] = t
-	row := r.v[slot*r.width : (slot+1)*r.width]
+	return r.v[slot*r.width : (slot+1)*r.width]
+}
+
+// storeHeld stores the held samples, in order, under the lock.
+func (r *Ring) storeHeld() {
+	for k := range r.held {
+		copy(r.next(r.heldT[k]), r.heldV[k*r.width:(k+1)*r.width])
+	}
+	r.held = 0
+}
+
+// fill copies the groups' vectors into row, in order.
+func fill(row []float64, groups [][][]float64) {
 	i := 0
 	for _, g := range groups {
 		for _, vec := range g {
@@ -131,12 +178,9 @@ func (r *Ring) Push(t float64, groups ...[][]float64) bool {
 		}
 	}
 	clear(row[i:]) // a short sample (not expected) shows zeros, not old values
-	r.n++
-	r.mu.Unlock()
-	return true
 }
 
-// Dropped is how many samples a reader's copy cost.
+// Dropped is how many samples readers' copies cost.
 func (r *Ring) Dropped() int64 { return r.dropped.Load() }
 
 // Samples is a reader's copy: times and values row by row.

@@ -3,6 +3,7 @@ package scope
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -58,13 +59,15 @@ func TestSince(t *testing.T) {
 }
 
 // Push keeps one message in every; it never waits for a reader: while one
-// holds the ring, the sample is dropped and counted. It allocates nothing.
+// holds the ring, the samples are held aside and stored, in order, with the
+// next one; only a reader that holds the ring past the held space costs
+// samples, and they are counted. It allocates nothing.
 func TestPushNeverBlocks(t *testing.T) {
-	r := New(cols(4), 100, 2)
-	outs, ins := [][]float64{{1, 2}}, [][]float64{{3}, {4}}
+	r := New(cols(3), 1000, 2)
+	outs := [][]float64{{1, 2}}
 	kept := 0
 	for i := range 10 {
-		if r.Push(float64(i), outs, ins) {
+		if r.Push(float64(i), outs, [][]float64{{float64(i)}}) {
 			kept++
 		}
 	}
@@ -72,15 +75,54 @@ func TestPushNeverBlocks(t *testing.T) {
 		t.Errorf("kept %d of 10 with every 2", kept)
 	}
 	r.mu.Lock() // a reader copying
-	for range 10 {
-		r.Push(1, outs, ins)
+	for i := 10; i < 20; i++ {
+		if !r.Push(float64(i), outs, [][]float64{{float64(i)}}) && i%2 == 1 {
+			t.Errorf("sample %d not kept while a reader held the ring", i)
+		}
 	}
 	r.mu.Unlock()
-	if r.Dropped() != 5 {
-		t.Errorf("dropped %d while a reader held the ring, want 5", r.Dropped())
+	r.Push(20, outs, [][]float64{{20}})
+	r.Push(21, outs, [][]float64{{21}})
+	var s Samples
+	r.Since(0, r.Layout().Generation, &s)
+	want := []float64{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21}
+	if !slices.Equal(s.T, want) || r.Dropped() != 0 {
+		t.Fatalf("times %v, dropped %d; want %v, none dropped", s.T, r.Dropped(), want)
 	}
-	if a := testing.AllocsPerRun(1000, func() { r.Push(1, outs, ins) }); a != 0 {
+	for k, tm := range s.T {
+		if row := s.V[k*3 : k*3+3]; row[0] != 1 || row[1] != 2 || row[2] != tm {
+			t.Errorf("sample at %v: %v", tm, row)
+		}
+	}
+
+	// Past the held space, samples are dropped and counted.
+	held := len(r.heldT)
+	r.mu.Lock()
+	for i := range 2 * (held + 7) {
+		r.Push(float64(100+i), outs, [][]float64{{0}})
+	}
+	r.mu.Unlock()
+	if r.Dropped() != 7 {
+		t.Errorf("dropped %d with %d held, want 7", r.Dropped(), held)
+	}
+	if a := testing.AllocsPerRun(1000, func() { r.Push(1, outs, [][]float64{{1}}) }); a != 0 {
 		t.Errorf("%v allocations per Push", a)
+	}
+}
+
+// A reload's new columns come after the held samples, which are stored in
+// the layout they were taken in.
+func TestHeldSamplesBeforeNewColumns(t *testing.T) {
+	r := New(cols(2), 100, 1)
+	r.mu.Lock()
+	r.Push(1, [][]float64{{1, 2}})
+	r.mu.Unlock()
+	r.SetColumns(cols(3))
+	r.Push(2, [][]float64{{3, 4, 5}})
+	var s Samples
+	r.Since(0, r.Layout().Generation, &s)
+	if !slices.Equal(s.T, []float64{1, 2}) || s.V[0] != 1 || s.V[1] != 2 || !math.IsNaN(s.V[2]) || s.V[5] != 5 {
+		t.Errorf("times %v values %v", s.T, s.V)
 	}
 }
 
