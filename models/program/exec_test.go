@@ -522,3 +522,25 @@ func TestExecStartWaitedForInLockstep(t *testing.T) {
 		t.Errorf("the first step: throttle %v, fault %v, missed %d: want the program's answer, waited for\n%s", ins[th][thE], m.Fault(), m.Missed(), log)
 	}
 }
+
+// The same holds for a program started again to start over at BeamNG's
+// restart: the step right after the reset waits for the new run's start,
+// however soon it comes after the reset. Before, it had the old run's
+// model timeout (that run had spoken), and missed while the new one
+// started.
+func TestExecRestartWaitedForInLockstep(t *testing.T) {
+	t.Parallel()
+	m, p, log := execRig(t, []string{"sleep=300ms", "header", "answer:*=@$t 1 0.5 0 0"}, 0.05, nil)
+	outs, ins := portstest.Vectors(p)
+	th, thE, _ := p.Find(1, "throttle")
+	if !m.Step(0, outs, ins) {
+		t.Fatalf("the first step: no answer\n%s", log)
+	}
+	if err := m.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	ins[th][thE] = 0
+	if !m.Step(0, outs, ins) || ins[th][thE] != 0.5 || m.Fault() != nil || m.Missed() != 0 || m.ResetStarts() != 1 {
+		t.Errorf("the step after the reset: throttle %v, fault %v, missed %d, started again %d: want the new run's answer, waited for\n%s", ins[th][thE], m.Fault(), m.Missed(), m.ResetStarts(), log)
+	}
+}

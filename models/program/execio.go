@@ -116,8 +116,10 @@ func (m *Exec) read(p *process) {
 		}
 		now := time.Now()
 		// Its first line says the program has started: from here on the
-		// model timeout applies, valid answers or not.
-		first := !m.spoke.Load() && m.current(p)
+		// model timeout applies, valid answers or not. (A run that is to
+		// be started again for a reset has not had the reset: its lines
+		// say nothing of the run to come.)
+		first := !m.spoke.Load() && m.current(p) && p.gen.Load() >= m.resetGen.Load()
 		if first {
 			m.spoke.Store(true)
 		}

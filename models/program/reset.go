@@ -85,6 +85,11 @@ func (m *Exec) Reset() error {
 	}
 	m.resetGen.Add(1)
 	if m.reset == resetRestart || !speaks {
+		// From here the program is starting: the next step waits for
+		// its new run's start, as for any start, not the model timeout
+		// that the old run, which spoke, would have had (the old run's
+		// lines no longer say it has started: execio's read).
+		m.spoke.Store(false)
 		m.askStartAgain()
 	}
 	return nil
