@@ -5,23 +5,15 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"beamconnect/internal/scope"
 	"beamconnect/models"
 	"beamconnect/ports"
 	"beamconnect/recording"
 )
-
-// recordHeader starts every header row of a CSV recording.
-const recordHeader = "time,status,id,reply_id,reloads"
 
 // Recording buffers: the loop fills one while a writer goroutine writes
 // another, so a slow or full disk never holds the loop up. Past
@@ -206,39 +198,6 @@ func (r *Recorder) release() {
 func (r *Recorder) header() {
 	r.pending = false
 	r.cur.data = r.f.Header(r.cur.data, r.layout)
-}
-
-// ScopeColumns is the layout of a scope sample (Options.Scope): status, the
-// outputs, the directive, the inputs, the setpoints of beamng.quality's
-// loops and the model's variables (vars, models.Sampler's), named as in a
-// recording, each with its unit and the least span a panel of it shows; a
-// setpoint is drawn with the value it is the setpoint of.
-func ScopeColumns(plan *ports.Plan, vars []models.Variable) []scope.Column {
-	var cols []scope.Column
-	for _, c := range recording.LayoutOf(plan, vars).Columns {
-		port := ""
-		switch {
-		case c.Name == "status" && c.Role == recording.Own:
-			port = "out0"
-		case c.Name == "directive" && c.Role == recording.Own:
-			port = "in0"
-		case c.Role == recording.Field, c.Role == recording.Setpoint:
-			dir := "out"
-			if !c.Out {
-				dir = "in"
-			}
-			port = dir + strconv.Itoa(c.Port)
-		case c.Role == recording.Model:
-			port = recording.ModelPort
-			if c.Component != "" {
-				port = c.Component // a system's component: a group of its own
-			}
-		default:
-			continue
-		}
-		cols = append(cols, scope.Column{Name: c.Name, Port: port, Unit: c.Unit, MinSpan: recording.UnitSpan(c.Unit), Comment: c.Comment})
-	}
-	return cols
 }
 
 // maxHeld bounds the rows held back while the model names its variables.
@@ -530,53 +489,4 @@ func (r *Recorder) fault(was, now error, lasted time.Duration) {
 		e.Text = now.Error() + "; BeamNG gets neutral controls until the model recovers"
 	}
 	r.Event(e)
-}
-
-// OpenRecording creates the file for --record, for format (a registered
-// recording format's name; "" for the one path's extension says). It
-// refuses the config file being run, always, and any existing file that is
-// not an earlier recording (a CSV whose first row starts
-// "time,status,id,reply_id", an MDF file beamconnect wrote) unless force is
-// set: a typo must not destroy a config, a log or a measurement.
-func OpenRecording(path, configPath, format string, force bool) (*os.File, *recording.Format, error) {
-	fm, err := recording.FormatFor(path, format)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--record-format: %w", err)
-	}
-	if fi, err := os.Stat(path); err == nil {
-		if cfi, err := os.Stat(configPath); err == nil && os.SameFile(fi, cfi) {
-			return nil, nil, fmt.Errorf("%s is the config file being run: expected another file, such as %s",
-				path, filepath.Join(filepath.Dir(path), "run"+fm.Exts[0]))
-		}
-		if !force && fi.Mode().IsRegular() && fi.Size() > 0 {
-			f, err := os.Open(path)
-			if err != nil {
-				return nil, nil, err
-			}
-			head := make([]byte, 64)
-			n, _ := io.ReadFull(f, head)
-			f.Close()
-			if recording.Detect(head[:n]) == nil {
-				return nil, nil, fmt.Errorf("%s: the file exists and is %w (neither a CSV whose first row starts %q nor an MDF file beamconnect wrote): expected a new file, an earlier recording, or --force to overwrite it",
-					path, recording.ErrNotRecording, recordHeader)
-			}
-		}
-		if !fi.Mode().IsRegular() {
-			if fm.Seekable {
-				return nil, nil, fmt.Errorf("%s: not a regular file: the %s format writes in place (it links what it wrote before); record CSV to a pipe or a device", path, fm.Name)
-			}
-			if !force {
-				return nil, nil, fmt.Errorf("%s: not a regular file: give --force to write to it anyway", path)
-			}
-			// A pipe or a device: opening it must not wait for a reader
-			// (a FIFO with none would hold the run before it starts).
-			f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w (a pipe needs its reader started first)", path, err)
-			}
-			return f, fm, nil
-		}
-	}
-	f, err := os.Create(path)
-	return f, fm, err
 }
