@@ -43,6 +43,16 @@ func skipInBusyPoll(t testing.TB) {
 	}
 }
 
+// skipModelInBusyPoll skips a real-socket test about a model's fault or
+// timing when the tests run by busy polling: how the socket is read
+// changes nothing of it, and the first run judged it (the busy-polling
+// run keeps what is about BeamNG's side and the wire, one test at a time).
+func skipModelInBusyPoll(t testing.TB) {
+	if testBusyPoll {
+		t.Skip("about the model: judged in the first run, not again by busy polling")
+	}
+}
+
 // rig is a coupling to test against emulated BeamNG vehicles: the config,
 // the model, BeamNG's side, and whatever the test changes in the session's
 // options.

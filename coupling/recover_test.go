@@ -27,6 +27,7 @@ func TestEveryModelKindRecovers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes and C FMUs on the real clock, not under -short")
 	}
+	skipModelInBusyPoll(t)
 	fmuModel := func(o testfmu.Options, extra models.Params) func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 		return func(t *testing.T, p *ports.Plan, log *logBuffer) models.Model {
 			params := models.Params{"path": testfmu.ForTest(t, "cruise.fmu", o), "deadlineMs": 100.0}
@@ -121,6 +122,7 @@ func TestSlowFMUSlowsBeamNG(t *testing.T) {
 	if testing.Short() {
 		t.Skip("C FMUs on the real clock, not under -short")
 	}
+	skipModelInBusyPoll(t)
 	for _, inProcess := range []bool{true, false} {
 		t.Run(fmt.Sprint("in process ", inProcess), func(t *testing.T) {
 			t.Parallel()
