@@ -50,7 +50,7 @@
 #define ANS_FRAME 8
 
 /* An asker's wait spins at most this long (ns). */
-#define SPIN_ASKER_NS 50000
+#define SPIN_ASKER_NS 300000
 
 /* A spin whose clock jumps by more, or a sleep woken later than this after
  * the word's stamp, has waited for the processor (ns)... */
