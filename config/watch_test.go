@@ -24,8 +24,11 @@ func watch(t *testing.T) (string, *Watcher, <-chan string) {
 	w := NewWatcher(path, 20*time.Millisecond, nil)
 	got := make(chan string, 16)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go w.Run(ctx, func(b []byte) { got <- string(b) })
+	done := make(chan struct{})
+	go func() { w.Run(ctx, func(b []byte) { got <- string(b) }); close(done) }()
+	// Ended before the temporary folder is removed: the watcher holds it
+	// open, and on Windows that fails the removal.
+	t.Cleanup(func() { cancel(); <-done })
 	w.Force() // served by the running loop: the watch is in place
 	expect(t, got, "v0")
 	return path, w, got
@@ -184,8 +187,11 @@ func TestWatchSaveBeforeTheWatchStarts(t *testing.T) {
 	w.SetRunning([]byte("v0")) // what the run compiled, before the save
 	got := make(chan string, 16)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go w.Run(ctx, func(b []byte) { got <- string(b) })
+	done := make(chan struct{})
+	go func() { w.Run(ctx, func(b []byte) { got <- string(b) }); close(done) }()
+	// Ended before the temporary folder is removed: the watcher holds it
+	// open, and on Windows that fails the removal.
+	t.Cleanup(func() { cancel(); <-done })
 	expect(t, got, "v1")
 }
 

@@ -816,15 +816,22 @@ func vanishConfig(t *testing.T, m *matrixRun) {
 	w := config.NewWatcher(path, 0, m.log.Logger())
 	w.SetHealthInterval(50 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	reloaded := make(chan error, 1)
-	go w.Run(ctx, func(b []byte) {
-		_, err := reloadConfig(m.h.s, path, b)
-		select {
-		case reloaded <- err:
-		default:
-		}
-	})
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		w.Run(ctx, func(b []byte) {
+			_, err := reloadConfig(m.h.s, path, b)
+			select {
+			case reloaded <- err:
+			default:
+			}
+		})
+	}()
+	// The watcher holds the folder open (on Windows, a handle that a
+	// removal of the folder meets): it is closed before the test's
+	// temporary folder is removed, which under Wine failed now and then.
+	defer func() { cancel(); <-watching }()
 	if !m.h.waitMessages(100) {
 		t.Error("the run ended before 100 messages: the config never vanished")
 		return
