@@ -260,8 +260,14 @@ func (r *rig) terminate(t *testing.T) answer {
 }
 
 // stopBeamNG stops the emulated BeamNG and returns its summary; its debug
-// logs are written then.
+// logs are written then. BeamNG reads what was sent to it at its next
+// physics step, so a frame's time passes first (the bubble's clock: at
+// once): a reply sent as the master's last step returned was, now and
+// then, still queued when BeamNG was stopped at once, and missing from
+// its receive log (TestShortLastStep under the race detector).
 func (r *rig) stopBeamNG() emulator.Summary {
+	time.Sleep(100 * time.Millisecond)
+	synctest.Wait()
 	r.cancel()
 	return <-r.emDone
 }
