@@ -15,15 +15,16 @@ import (
 // childFMU is an FMU in a child process (the default): a crash or hang of
 // its code is a fault beamconnect survives.
 type childFMU struct {
-	argv   []string
-	client atomic.Pointer[host.Client] // nil while the host is started again
-	first  atomic.Bool                 // the current host has not answered yet
-	slow   atomic.Bool                 // the outstanding step has run past the model timeout
-	hung   atomic.Bool                 // the current host was stopped for hanging
-	failed atomic.Bool                 // the current host was stopped after its FMU failed
-	final  atomic.Bool                 // the FMU cannot run as configured: no restart
-	answer host.Answer
-	outs   []float64 // the answer's outputs
+	argv      []string
+	client    atomic.Pointer[host.Client] // nil while the host is started again
+	first     atomic.Bool                 // the current host has not answered yet
+	slow      atomic.Bool                 // the outstanding step has run past the model timeout
+	hung      atomic.Bool                 // the current host was stopped for hanging
+	failed    atomic.Bool                 // the current host was stopped after its FMU failed
+	failedWhy atomic.Pointer[string]      // what the FMU said when it failed, kept in the fault that follows
+	final     atomic.Bool                 // the FMU cannot run as configured: no restart
+	answer    host.Answer
+	outs      []float64 // the answer's outputs
 	// Catch-ups, resets, solver steps, rejected steps and events of hosts
 	// that ended, and of the current one.
 	base, last [5]atomic.Int64
@@ -63,6 +64,7 @@ func (c *childFMU) start(m *FMU) (*host.Client, error) {
 	c.slow.Store(false)
 	c.hung.Store(false)
 	c.failed.Store(false)
+	c.failedWhy.Store(nil)
 	c.client.Store(cl)
 	return cl, nil
 }
@@ -135,6 +137,8 @@ func (c *childFMU) take(m *FMU, cl *host.Client) bool {
 	case host.Failed:
 		m.failures.Add(1)
 		m.setFault(errors.New("the FMU failed: " + a.Err))
+		said := a.Err // a copy: the answer is reused
+		c.failedWhy.CompareAndSwap(nil, &said)
 		if !c.failed.Swap(true) {
 			cl.Kill() // its instance is unusable: a new host makes a new one
 		}
@@ -147,6 +151,8 @@ func (c *childFMU) take(m *FMU, cl *host.Client) bool {
 		m.end(a.Err)
 	case host.TuneFailed:
 		m.tuneRefused(errors.New(a.Err))
+		said := a.Err // a copy: the answer is reused
+		c.failedWhy.CompareAndSwap(nil, &said)
 		if !c.failed.Swap(true) {
 			cl.Kill() // an instance that refused a call may be unusable: a new host makes a new one
 		}
@@ -225,6 +231,9 @@ func (c *childFMU) supervise(m *FMU, cl *host.Client) {
 			why = "the FMU's host process was stopped: its step hung"
 		case c.failed.Load():
 			why = "the FMU's host process was stopped: its FMU failed"
+			if said := c.failedWhy.Load(); said != nil {
+				why += ": " + *said // the cause, which the fault said until now
+			}
 		}
 		if m.restart {
 			m.log.Error(why+"; starting it again", "fmu", m.file, "in", b.Next())
