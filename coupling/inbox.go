@@ -223,6 +223,7 @@ func (in *inbox) place(id float64, from netip.AddrPort, now time.Time) bool {
 		in.settleGuess(id, now) // a message BeamNG sent after a guessed silence
 	}
 	pause := false
+	first := id // this message, or the first of its session held before it
 	switch {
 	case in.fresh && in.prior.IsValid() && from == in.prior:
 		// BeamNG as the session before let go of it (Handover): it ran on,
@@ -233,7 +234,12 @@ func (in *inbox) place(id float64, from netip.AddrPort, now time.Time) bool {
 		in.stats.inc(Connects)
 		return in.place(id, from, now)
 	case in.fresh:
-		if in.stats.Get(Messages) > 0 && id <= in.lastID {
+		// A new port taken after its messages were held: its session began
+		// with the first of them, whatever the id of the one taken (a
+		// restarted controller that took a late reply of ours as its own
+		// sends on without waiting).
+		first = min(id, in.freshBase)
+		if in.stats.Get(Messages) > 0 && first <= in.lastID {
 			in.startedOver() // a coupling of BeamNG's started anew while the link was down
 		}
 		in.prior = netip.AddrPort{}
@@ -275,9 +281,9 @@ func (in *inbox) place(id float64, from netip.AddrPort, now time.Time) bool {
 	in.lastID, in.lastArrival = id, now
 	if in.stats.inc(Messages) == 1 {
 		in.firstAt = now
-		in.firstID = id
+		in.firstID = first
 	} else if in.firstID < 0 {
-		in.firstID = id
+		in.firstID = first
 	}
 	in.stats.lastArrival.Store(now.UnixNano())
 	return true

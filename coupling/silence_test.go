@@ -1,6 +1,7 @@
 package coupling
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -226,6 +227,12 @@ func TestRestartAfterALateReply(t *testing.T) {
 		}
 		if f := h.s.Faults(); len(f) != 1 || !containsAll(f, "BeamNG ran out of lockstep 1 times") {
 			t.Errorf("faults %q", f)
+		}
+		// BeamNG's time is its two sessions', the messages drained
+		// included: the new session counts from its first message, held
+		// or not, whatever id the message taken carried.
+		if sim := h.c.SimTime(); math.Abs(sim-(h.emSum.SimS-h.plan.Period)) > 1e-9 {
+			t.Errorf("simulated %v s, BeamNG %v s: want its time up to its last message", sim, h.emSum.SimS)
 		}
 	})
 }
