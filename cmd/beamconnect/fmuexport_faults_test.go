@@ -189,6 +189,10 @@ func TestExportedFMUFreeAfterEveryState(t *testing.T) {
 // 16 of 40 such rounds both used to). The instance goes on stepping. Last,
 // one thread frees the instance while the other's step waits for BeamNG:
 // the step ends with Error, then the instance is freed, nothing crashes.
+// (The second thread calls only while the first's call is under way: beside
+// busy loops it once woke after a whole step of the first, and its call was
+// then a second step from a time the FMU had left. The master tries such a
+// round again and says so.)
 func TestExportedFMUTwoThreads(t *testing.T) {
 	parallelOffWine(t)
 	rounds := 20
