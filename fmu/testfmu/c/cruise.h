@@ -26,6 +26,7 @@
 #if defined(_WIN32)
 #include <windows.h>
 #else
+#include <errno.h>
 #include <time.h>
 #endif
 
@@ -42,13 +43,18 @@ static long fault_after(void) {
 	return n;
 }
 
-/* sleep_ms sleeps ms milliseconds (the step's thread only). */
+/* sleep_ms sleeps ms milliseconds (the step's thread only), the whole of
+ * them: a signal to the process ends nanosleep early whatever SA_RESTART
+ * says, and in a Go program (the in-process FMU's host) every thread takes
+ * them, a child's SIGCHLD among them. A "hang-2s" step once slept 0.6 s so,
+ * beside tests that ended child processes. */
 static void sleep_ms(long ms) {
 #if defined(_WIN32)
 	Sleep((DWORD)ms);
 #else
 	struct timespec d = {ms / 1000, (ms % 1000) * 1000000};
-	nanosleep(&d, NULL);
+	while (nanosleep(&d, &d) == -1 && errno == EINTR) {
+	}
 #endif
 }
 
