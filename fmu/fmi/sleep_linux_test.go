@@ -25,6 +25,8 @@ func TestFaultSleepsThroughSignals(t *testing.T) {
 	done := make(chan struct{})
 	var sent atomic.Int64
 	go func() {
+		// A ticker, not a wait for an event: the signals must come while
+		// the FMU's step sleeps in C, which says nothing as it starts.
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
