@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"beamconnect/internal/rawudp"
+	"beamconnect/internal/timeslice"
 	"beamconnect/ports"
 	"beamconnect/timesync"
 )
@@ -278,6 +279,7 @@ func (s *rawSocket) LocalAddr() netip.AddrPort              { return s.sock.Loca
 type waitSocket struct{ rawSocket }
 
 func (s *waitSocket) Read(buf []byte) (int, netip.AddrPort, int64, error) {
+	timeslice.Shorten() // woken by BeamNG's datagram, run at once beside busy threads
 	return s.result(s.sock.Wait(buf, s.control()))
 }
 

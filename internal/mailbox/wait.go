@@ -3,6 +3,8 @@ package mailbox
 import (
 	"sync/atomic"
 	"time"
+
+	"beamconnect/internal/timeslice"
 )
 
 // How a side waits for the other: it spins only as long as spinning pays,
@@ -191,6 +193,7 @@ func (b *Box) awaitWord(off, sleep, stamp int, want uint32, deadline time.Time) 
 		b.word(sleep).Store(1)
 		if int32(w.Load()-want) < 0 && closed.Load() == 0 {
 			testHookBeforeSleep()
+			timeslice.Shorten() // woken, run at once beside busy threads
 			b.wake.wait(b, off, cur, left)
 		}
 		b.word(sleep).Store(0)

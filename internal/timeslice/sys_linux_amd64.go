@@ -1,0 +1,6 @@
+package timeslice
+
+const (
+	sysSchedSetattr = 314
+	sysSchedGetattr = 315
+)

@@ -1,0 +1,6 @@
+package timeslice
+
+const (
+	sysSchedSetattr = 274
+	sysSchedGetattr = 275
+)
