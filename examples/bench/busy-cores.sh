@@ -17,7 +17,11 @@
 # built into a scratch folder); FMUSIM (no exported-FMU row without it);
 # LOADS (default "0 2 4"); ROUNDS (default 3); MESSAGES (BeamNG's messages
 # per coupling, default 4000); PATHS (default "builtin child inprocess
-# export").
+# export"); EMULATOR, the binary whose `emulate` is BeamNG's side for every
+# label (default: each label's own); PIN=1 pins the busy loops to the
+# cores in turn (taskset), so that every core has one: unpinned, the
+# kernel at times puts two on one core and leaves the other to the
+# coupling, and a round is then as fast as a quiet one.
 #
 # The rigs run at BeamNG's fastest period, 0.5 ms, so that BeamNG waits for
 # every reply before its next physics step and every message is a step of
@@ -70,8 +74,12 @@ for pair in $binaries; do
 done
 
 load() {
-	for _ in $(seq "$1"); do
-		sh -c 'while :; do :; done' &
+	for i in $(seq "$1"); do
+		if [ -n "${PIN:-}" ]; then
+			taskset -c $(((i - 1) % $(nproc))) sh -c 'while :; do :; done' &
+		else
+			sh -c 'while :; do :; done' &
+		fi
 		busy+=($!)
 	done
 }
@@ -102,12 +110,12 @@ once() {
 			--output-file "$work/out.csv" --start-value recordFile "$rec" "$work/export-$1.fmu" >"$work/fmusim.log" 2>&1 &
 		resp=$!
 		bound
-		sum=$("$b" emulate --config "$work/export.json" --free-running --duration "$(awk "BEGIN{print ($messages + 1) * 0.0005}")s" --json 2>/dev/null)
+		sum=$("${EMULATOR:-$b}" emulate --config "$work/export.json" --free-running --duration "$(awk "BEGIN{print ($messages + 1) * 0.0005}")s" --json 2>/dev/null)
 	else
 		"$b" run "$work/$p.json" --no-watch --log-level error --record "$rec" >/dev/null 2>&1 &
 		resp=$!
 		bound
-		sum=$("$b" emulate --config "$work/$p.json" --free-running --duration "$(awk "BEGIN{print $messages * 0.0005}")s" --json 2>/dev/null)
+		sum=$("${EMULATOR:-$b}" emulate --config "$work/$p.json" --free-running --duration "$(awk "BEGIN{print $messages * 0.0005}")s" --json 2>/dev/null)
 	fi
 	kill -TERM "$resp" 2>/dev/null || true
 	wait "$resp" 2>/dev/null || true
