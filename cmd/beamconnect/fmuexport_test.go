@@ -180,6 +180,22 @@ func emulate(t *testing.T, e exported, client, listen string, stop float64, extr
 	return em
 }
 
+// emulatorsSaid is what the emulated BeamNGs printed, for a failure's
+// message: why BeamNG sent nothing, say.
+func emulatorsSaid(ems []*emulatedBeamNG) string {
+	var b strings.Builder
+	for n, em := range ems {
+		state := "still running"
+		select {
+		case <-em.done:
+			state = em.cmd.ProcessState.String()
+		default:
+		}
+		fmt.Fprintf(&b, "\nBeamNG's side, run %d (%s):\n%s", n+1, state, em.out)
+	}
+	return b.String()
+}
+
 // summary waits for the emulator's end and reads its summary.
 func (em *emulatedBeamNG) summary(t *testing.T) map[string]any {
 	t.Helper()
@@ -481,7 +497,7 @@ func TestExportedFMUCouples(t *testing.T) {
 				t.Fatalf("the master still runs:\n%s", out)
 			}
 			if code := cmd.ProcessState.ExitCode(); code != 0 {
-				t.Fatalf("the master exited %d:\n%s", code, out)
+				t.Fatalf("the master exited %d:\n%s%s", code, out, emulatorsSaid(ems))
 			}
 			for n, em := range ems {
 				c := c
