@@ -25,6 +25,7 @@ func TestCHeader(t *testing.T) {
 			cheader.Int("OFF_REQ_LEN", offReqLen, "The request's length."),
 			cheader.Int("OFF_REQ_SLEEP", offReqSleep, "The answerer sleeps (or is about to)."),
 			cheader.Int("OFF_REQ_STAMP", offReqStamp, "When the request was published: the clock (CLOCK_MONOTONIC, or the performance counter, in ns), 64 bits."),
+			cheader.Int("OFF_REQ_CPU", offReqCPU, "While the asker's waits find the cores busy (below), the processor it runs on, so that the answerer runs beside it: 1 + the processor's number (Linux: getcpu), 1 + 64 x its group + its number (Windows: GetCurrentProcessorNumberEx); 0 otherwise. An asker that names one does not spin: the answerer needs its processor. The shim names none: its child hands each call to other goroutines, which a thread held on one processor would turn into thread switches."),
 			cheader.Int("OFF_ANS_SEQ", offAnsSeq, "The sequence number of the request answered (a futex word)."),
 			cheader.Int("OFF_ANS_LEN", offAnsLen, "The answer's length."),
 			cheader.Int("OFF_ANS_SLEEP", offAnsSleep, "The asker sleeps (or is about to)."),

@@ -30,6 +30,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"beamconnect/internal/affinity"
 )
 
 // Errors of a handoff.
@@ -78,6 +80,7 @@ const (
 	offReqLen   = 4   // its length
 	offReqSleep = 8   // the answerer sleeps (or is about to)
 	offReqStamp = 16  // when the request was published (the clock's ns, 64 bits)
+	offReqCPU   = 24  // the asker's processor (affinity.Processor) when it wants the answerer beside it, else 0
 	offAnsSeq   = 64  // the sequence number of the request answered (a futex word)
 	offAnsLen   = 68  // the answer's length
 	offAnsSleep = 72  // the asker sleeps (or is about to)
@@ -99,9 +102,13 @@ type Box struct {
 	seq      uint32 // the asker's last request; the answerer's last seen
 	spin     spinner
 	wake     waker
-	release  func() error
-	file     *os.File  // the shared memory's file (unix)
-	mapping  mapHandle // the shared memory's mapping (Windows)
+	// beside: this side's waits do not spin, as the other side runs on
+	// this processor (the asker asked for it, the answerer followed).
+	beside  bool
+	follow  affinity.Follower // the answerer's thread, moved to the asker's processor
+	release func() error
+	file    *os.File  // the shared memory's file (unix)
+	mapping mapHandle // the shared memory's mapping (Windows)
 	// life orders Close and Release, which may come from two goroutines
 	// (a Close when the other process is gone, a Release when this one
 	// ends): a Close after Release touches no memory that is unmapped.
@@ -150,7 +157,17 @@ func (b *Box) Ask(n int) error {
 	}
 	b.seq++
 	b.word(offReqLen).Store(uint32(n))
-	b.stamp(offReqStamp).Store(b.spin.clock.now())
+	now := b.spin.clock.now()
+	// While this side's waits find the cores busy, the answerer is asked
+	// to run on this processor: the handoffs are then switches on one
+	// core, not wake-ups sent to another (wait.go).
+	p := affinity.Processor(0)
+	if b.spin.busyAt(now) {
+		p = affinity.Current()
+	}
+	b.beside = p != 0
+	b.word(offReqCPU).Store(uint32(p))
+	b.stamp(offReqStamp).Store(now)
 	b.word(offReqSeq).Store(b.seq)
 	if b.word(offReqSleep).Load() != 0 {
 		b.wake.wake(b, offReqSeq)
@@ -193,6 +210,7 @@ func (b *Box) Next(deadline time.Time) ([]byte, error) {
 		return nil, ErrDeadline
 	}
 	b.seq = b.word(offReqSeq).Load()
+	b.beside = b.follow.Follow(affinity.Processor(b.word(offReqCPU).Load()))
 	n := int(b.word(offReqLen).Load())
 	if n > b.reqCap {
 		return nil, ErrTooLong

@@ -32,6 +32,13 @@ import (
 //     up to maxCalm) waits spin no longer than busySpin, about what a
 //     sleep and its wake-up cost the sleeper anyway, then the full limit
 //     is tried again;
+//   - meanwhile the asker names its processor with each request, and the
+//     answerer moves its thread there (internal/affinity) until the asker
+//     names none again: waking a thread asleep on another busy core costs
+//     an interrupt and a wait for that core (tens of microseconds, on a
+//     virtual machine), handing over on one core a switch (about a
+//     microsecond). Neither side spins while they share a processor: the
+//     spinner would only keep the other from running;
 //   - a spin that the other side does not end within its budget was
 //     wasted: once most recent spins are (a step that takes longer, a
 //     BeamNG that paces its messages), waits sleep at once, and every
@@ -94,6 +101,11 @@ func (s *spinner) budget(now int64) int64 {
 	}
 	return s.limit
 }
+
+// busyAt reports whether at now this side's waits find the cores busy:
+// they spin briefly, and the asker asks the answerer to run beside it. A
+// side that busy polls does not ask: it keeps its core.
+func (s *spinner) busyAt(now int64) bool { return s.limit >= 0 && now < s.calmTo }
 
 // spun notes how a spin of budget ns ended: caught (the other side's word
 // came within it) or not.
@@ -164,7 +176,7 @@ func (b *Box) awaitWord(off, sleep, stamp int, want uint32, deadline time.Time) 
 	closed := b.word(offClosed)
 	s := &b.spin
 	start := s.clock.now()
-	if budget := s.budget(start); budget != 0 {
+	if budget := s.budget(start); budget != 0 && !b.beside {
 		end := int64(0)
 		if !deadline.IsZero() {
 			end = start + int64(time.Until(deadline))

@@ -24,6 +24,15 @@
  * performance counter, in ns), 64 bits. */
 #define OFF_REQ_STAMP 16
 
+/* While the asker's waits find the cores busy (below), the processor it
+ * runs on, so that the answerer runs beside it: 1 + the processor's number
+ * (Linux: getcpu), 1 + 64 x its group + its number (Windows:
+ * GetCurrentProcessorNumberEx); 0 otherwise. An asker that names one does
+ * not spin: the answerer needs its processor. The shim names none: its
+ * child hands each call to other goroutines, which a thread held on one
+ * processor would turn into thread switches. */
+#define OFF_REQ_CPU 24
+
 /* The sequence number of the request answered (a futex word). */
 #define OFF_ANS_SEQ 64
 
