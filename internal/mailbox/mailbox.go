@@ -86,6 +86,7 @@ const (
 	offAnsSleep = 72  // the asker sleeps (or is about to)
 	offAnsStamp = 80  // when the answer was published
 	offAnsBeat  = 88  // when the answerer last showed it works on the request (Beat)
+	offAnsBusy  = 96  // 1 while the answerer's waits find the cores busy, else 0
 	offClosed   = 128 // either side closed the box
 	ctlSize     = 192
 	// An answer is framed by its sequence number before and after it, so
@@ -158,11 +159,11 @@ func (b *Box) Ask(n int) error {
 	b.seq++
 	b.word(offReqLen).Store(uint32(n))
 	now := b.spin.clock.now()
-	// While this side's waits find the cores busy, the answerer is asked
-	// to run on this processor: the handoffs are then switches on one
-	// core, not wake-ups sent to another (wait.go).
+	// While either side's waits find the cores busy, the answerer is
+	// asked to run on this processor: the handoffs are then switches on
+	// one core, not wake-ups sent to another (wait.go).
 	p := affinity.Processor(0)
-	if b.spin.busyAt(now) {
+	if b.spin.limit >= 0 && (b.spin.busyAt(now) || b.word(offAnsBusy).Load() != 0) {
 		p = affinity.Current()
 	}
 	b.beside = p != 0
@@ -242,7 +243,13 @@ func (b *Box) Reply(n int) error {
 	binary.LittleEndian.PutUint32(b.ans, b.seq)
 	binary.LittleEndian.PutUint32(b.ans[4+n:], b.seq)
 	b.word(offAnsLen).Store(uint32(n))
-	b.stamp(offAnsStamp).Store(b.spin.clock.now())
+	now := b.spin.clock.now()
+	busy := uint32(0)
+	if b.spin.busyAt(now) {
+		busy = 1
+	}
+	b.word(offAnsBusy).Store(busy)
+	b.stamp(offAnsStamp).Store(now)
 	b.word(offAnsSeq).Store(b.seq)
 	if b.word(offAnsSleep).Load() != 0 {
 		b.wake.wake(b, offAnsSeq)

@@ -32,9 +32,10 @@ import (
 //     up to maxCalm) waits spin no longer than busySpin, about what a
 //     sleep and its wake-up cost the sleeper anyway, then the full limit
 //     is tried again;
-//   - meanwhile the asker names its processor with each request, and the
-//     answerer moves its thread there (internal/affinity) until the asker
-//     names none again: waking a thread asleep on another busy core costs
+//   - meanwhile (either side's: the answerer says so with each answer)
+//     the asker names its processor with each request, and the answerer
+//     moves its thread there (internal/affinity) until the asker names
+//     none again: waking a thread asleep on another busy core costs
 //     an interrupt and a wait for that core (tens of microseconds, on a
 //     virtual machine), handing over on one core a switch (about a
 //     microsecond). Neither side spins while they share a processor: the

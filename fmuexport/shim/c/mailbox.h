@@ -24,13 +24,13 @@
  * performance counter, in ns), 64 bits. */
 #define OFF_REQ_STAMP 16
 
-/* While the asker's waits find the cores busy (below), the processor it
- * runs on, so that the answerer runs beside it: 1 + the processor's number
- * (Linux: getcpu), 1 + 64 x its group + its number (Windows:
- * GetCurrentProcessorNumberEx); 0 otherwise. An asker that names one does
- * not spin: the answerer needs its processor. The shim names none: its
- * child hands each call to other goroutines, which a thread held on one
- * processor would turn into thread switches. */
+/* While the asker's or the answerer's waits find the cores busy (below),
+ * the processor the asker runs on, so that the answerer runs beside it: 1
+ * + the processor's number (Linux: getcpu), 1 + 64 x its group + its
+ * number (Windows: GetCurrentProcessorNumberEx); 0 otherwise. An asker
+ * that names one does not spin: the answerer needs its processor. The shim
+ * names none: its child hands each call to other goroutines, which a
+ * thread held on one processor would turn into thread switches. */
 #define OFF_REQ_CPU 24
 
 /* The sequence number of the request answered (a futex word). */
@@ -48,6 +48,10 @@
 /* When the answerer last showed it works on the request (the clock, 64
  * bits): a call that takes long is alive while this moves. */
 #define OFF_ANS_BEAT 88
+
+/* 1 while the answerer's waits find the cores busy, else 0: an asker that
+ * names its processor (OFF_REQ_CPU) does so while either side's do. */
+#define OFF_ANS_BUSY 96
 
 /* Either side closed the box. */
 #define OFF_CLOSED 128
