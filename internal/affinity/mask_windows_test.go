@@ -1,25 +1,21 @@
 package affinity
 
-import (
-	"syscall"
-	"testing"
-	"unsafe"
-)
+import "testing"
 
 // threadMask is the calling thread's processors it may run on, in its
 // group.
 func threadMask(t *testing.T) uint64 {
 	t.Helper()
-	var a groupAffinity
-	if r, _, err := syscall.SyscallN(procGetThreadGroupAffinity.Addr(), currentThread, uintptr(unsafe.Pointer(&a))); r == 0 {
-		t.Fatalf("GetThreadGroupAffinity: %v", err)
+	var m mask
+	if !m.get() {
+		t.Fatal("GetThreadGroupAffinity failed")
 	}
-	return uint64(a.mask)
+	return uint64(m.bits)
 }
 
 func setThreadMask(t *testing.T, bits uint64) {
 	t.Helper()
-	if !set(&groupAffinity{mask: uintptr(bits)}) {
+	if m := (mask{bits: uintptr(bits)}); !m.set() {
 		t.Fatal("SetThreadGroupAffinity failed")
 	}
 }
