@@ -701,7 +701,13 @@ type masterRun struct {
 // flags (-last).
 func startMaster(t *testing.T, e exported, stop, h, stepAt, value float64, params map[string]string, flags ...string) *masterRun {
 	t.Helper()
-	m := &masterRun{out: newOutput(), done: make(chan struct{}), dir: unpack(t, e.path)}
+	return startMasterIn(t, e, unpack(t, e.path), stop, h, stepAt, value, params, flags...)
+}
+
+// startMasterIn is startMaster on e unpacked in dir.
+func startMasterIn(t *testing.T, e exported, dir string, stop, h, stepAt, value float64, params map[string]string, flags ...string) *masterRun {
+	t.Helper()
+	m := &masterRun{out: newOutput(), done: make(chan struct{}), dir: dir}
 	in, _ := e.iface.Variable(throttleInput(t, e))
 	var outs []string
 	for _, v := range e.iface.Vars {
@@ -751,6 +757,32 @@ func (m *masterRun) wait(t *testing.T) int {
 		t.Fatalf("the master still runs:\n%s", m.out)
 	}
 	return m.cmd.ProcessState.ExitCode()
+}
+
+// A master that unpacks the FMU while another of its threads starts a
+// process leaves beamconnect open for writing in that child until it
+// execs, and starting beamconnect then fails with "Text file busy": the
+// library waits for the file to be let go of instead. Here the test holds
+// it open for writing for the master's first second.
+func TestExportedFMUStartsOnceItsProgramIsLetGo(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Text file busy is Linux's")
+	}
+	parallelOffWine(t)
+	e := exportFMU(t, "../../examples/cruise-pedals.json", 2)
+	dir := unpack(t, e.path)
+	f, err := os.OpenFile(filepath.Join(dir, "binaries", "linux64", "beamconnect"), os.O_WRONLY|os.O_APPEND, 0) // FMI 2.0's folder
+	if err != nil {
+		t.Fatal(err)
+	}
+	letGo := time.AfterFunc(time.Second, func() { f.Close() })
+	defer func() {
+		if letGo.Stop() {
+			f.Close()
+		}
+	}()
+	m := startMasterIn(t, e, dir, 10, 0.005, 0, 0.5, map[string]string{"localPort": "0", "remotePort": "9"})
+	m.out.waitLine(t, waiting, 1, m.done) // started: it did not fail on the busy file
 }
 
 // BeamNG lost in the middle of a run, through the real library and

@@ -887,7 +887,18 @@ static int start_child(shim *s) {
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &dflt);
 	char *argv[] = {s->exe, "fmu-export-child", NULL};
-	int e = env ? posix_spawn(&s->pid, s->exe, &fa, &attr, argv, env) : ENOMEM;
+	/* "Text file busy": the program is still open for writing somewhere.
+	 * A master that unpacks the FMU while another of its threads starts a
+	 * process leaves the file open in that child between its fork and its
+	 * exec (close-on-exec closes it only then): it is closed moments
+	 * later. Wait for that, up to 5 s, rather than fail the instance. */
+	int e = ENOMEM;
+	for (int tries = 0; env; tries++) {
+		e = posix_spawn(&s->pid, s->exe, &fa, &attr, argv, env);
+		if (e != ETXTBSY || tries == 500) break;
+		struct timespec pause = {0, 10000000L};
+		nanosleep(&pause, NULL);
+	}
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	free(env);
